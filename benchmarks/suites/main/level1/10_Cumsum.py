@@ -1,0 +1,38 @@
+"""Inclusive prefix sum (cumsum) along the last dimension of a 2-D tensor."""
+import torch
+import torch.nn as nn
+
+batch_size = 49152
+length = 8192
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, length)]
+
+
+def get_init_inputs():
+    return [1]
+
+
+INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
+
+
+def get_inputs_variant(name: str) -> list:
+    if name == "heavy_tail":
+        # normal scaled by a log-normal factor: rare large magnitudes of both signs
+        return [torch.randn(batch_size, length) * torch.exp(torch.randn(batch_size, length))]
+    if name == "shape2":
+        # scan length that is not a power of two
+        return [torch.randn(5000, 10007)]
+    if name == "small":
+        return [torch.randn(256, 4096)]
+    raise ValueError(f"unknown input variant: {name!r}")

@@ -1,0 +1,40 @@
+"""Sum reduction over the middle dimension of a 3-D tensor: (B, R, C) -> (B, C)."""
+import torch
+import torch.nn as nn
+
+batch_size = 64
+reduce_dim = 8192
+cols = 1024
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.sum(x, dim=self.dim)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, reduce_dim, cols)]
+
+
+def get_init_inputs():
+    return [1]
+
+
+INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
+
+
+def get_inputs_variant(name: str) -> list:
+    if name == "heavy_tail":
+        # normal scaled by a log-normal factor: rare large magnitudes of both signs
+        shape = (batch_size, reduce_dim, cols)
+        return [torch.randn(shape) * torch.exp(torch.randn(shape))]
+    if name == "shape2":
+        # odd sizes; few output columns per batch, long reduction
+        return [torch.randn(37, 10007, 301)]
+    if name == "small":
+        return [torch.randn(4, 2048, 256)]
+    raise ValueError(f"unknown input variant: {name!r}")

@@ -1,0 +1,37 @@
+"""Square single-precision matrix multiplication C = A @ B (N = 4096)."""
+import torch
+import torch.nn as nn
+
+N = 4096
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+def get_inputs():
+    return [torch.randn(N, N), torch.randn(N, N)]
+
+
+def get_init_inputs():
+    return []
+
+
+INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
+
+
+def get_inputs_variant(name: str) -> list:
+    if name == "heavy_tail":
+        # normal scaled by a log-normal factor: rare large magnitudes of both signs
+        return [torch.randn(N, N) * torch.exp(torch.randn(N, N)),
+                torch.randn(N, N) * torch.exp(torch.randn(N, N))]
+    if name == "shape2":
+        # rectangular, no dimension a multiple of a tile size
+        return [torch.randn(3001, 2047), torch.randn(2047, 1999)]
+    if name == "small":
+        return [torch.randn(256, 256), torch.randn(256, 256)]
+    raise ValueError(f"unknown input variant: {name!r}")

@@ -1,0 +1,40 @@
+"""Batched matmul with a transposed right operand: C[b] = A[b] @ B[b]^T."""
+import torch
+import torch.nn as nn
+
+batch = 32
+M = 1024
+N = 2048
+K = 1024
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.bmm(A, B.transpose(1, 2))
+
+
+def get_inputs():
+    return [torch.randn(batch, M, K), torch.randn(batch, N, K)]
+
+
+def get_init_inputs():
+    return []
+
+
+INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
+
+
+def get_inputs_variant(name: str) -> list:
+    if name == "heavy_tail":
+        # normal scaled by a log-normal factor: rare large magnitudes of both signs
+        return [torch.randn(batch, M, K) * torch.exp(torch.randn(batch, M, K)),
+                torch.randn(batch, N, K) * torch.exp(torch.randn(batch, N, K))]
+    if name == "shape2":
+        # odd batch and matrix sizes
+        return [torch.randn(7, 999, 777), torch.randn(7, 1501, 777)]
+    if name == "small":
+        return [torch.randn(4, 128, 96), torch.randn(4, 64, 96)]
+    raise ValueError(f"unknown input variant: {name!r}")

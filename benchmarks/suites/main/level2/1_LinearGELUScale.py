@@ -1,0 +1,42 @@
+"""Linear layer (x @ W^T + b), exact GELU, then multiplication by a constant scale."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 4096
+in_features = 4096
+out_features = 4096
+scaling_factor = 1.5
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, scaling_factor):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.scaling_factor = scaling_factor
+
+    def forward(self, x):
+        return F.gelu(self.linear(x)) * self.scaling_factor
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, scaling_factor]
+
+
+INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
+
+
+def get_inputs_variant(name: str) -> list:
+    if name == "heavy_tail":
+        # normal scaled by a log-normal factor: rare large magnitudes of both signs
+        return [torch.randn(batch_size, in_features) * torch.exp(torch.randn(batch_size, in_features))]
+    if name == "shape2":
+        # batch that is not a multiple of typical tile sizes
+        return [torch.randn(3001, in_features)]
+    if name == "small":
+        return [torch.randn(64, in_features)]
+    raise ValueError(f"unknown input variant: {name!r}")

@@ -1,0 +1,41 @@
+"""SwiGLU gating: silu(x @ Wg^T + bg) * (x @ Wu^T + bu), two GEMMs sharing one input."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 4096
+in_features = 2048
+hidden = 4096
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, hidden):
+        super().__init__()
+        self.gate = nn.Linear(in_features, hidden)
+        self.up = nn.Linear(in_features, hidden)
+
+    def forward(self, x):
+        return F.silu(self.gate(x)) * self.up(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, hidden]
+
+
+INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
+
+
+def get_inputs_variant(name: str) -> list:
+    if name == "heavy_tail":
+        # normal scaled by a log-normal factor: rare large magnitudes of both signs
+        return [torch.randn(batch_size, in_features) * torch.exp(torch.randn(batch_size, in_features))]
+    if name == "shape2":
+        # batch that is not a multiple of typical tile sizes
+        return [torch.randn(3001, in_features)]
+    if name == "small":
+        return [torch.randn(64, in_features)]
+    raise ValueError(f"unknown input variant: {name!r}")

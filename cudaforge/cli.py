@@ -1,0 +1,140 @@
+"""The ``cudaforge`` command: a dispatcher over Hydra apps, one per subcommand.
+
+``cudaforge SUBCOMMAND [ACTION] [HYDRA OVERRIDES...]``. Every subcommand composes the same
+config tree (``configs/cudaforge.yaml``), so any override works with any of them. The logic
+lives in the library; each app here only composes, calls and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Callable
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from cudaforge.config import CONFIG_DIR, register_configs
+
+USAGE = """usage: cudaforge SUBCOMMAND [ACTION] [key=value ...]
+
+subcommands:
+  tasks list    print the selected tasks (e.g. suite=tiny, suite=kernelbench suite.root=PATH)
+  tasks audit   flag degenerate tasks (constant or input-independent outputs, NaN/Inf, ...)
+  eval          evaluate one candidate: task=ID candidate=PATH.py
+  run           run the Coder/Judge loop over a suite
+  profile       profile one candidate with Nsight Compute
+  baseline      time a suite's references (eager and torch.compile)
+  report        tables and plots from run directories
+
+Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=50),
+--cfg job to print the composed config, -m for sweeps. See docs/configuration.md.
+"""
+
+NOT_YET = {
+    "run": "the Coder/Judge loop",
+    "profile": "Nsight Compute profiling",
+    "baseline": "reference baselines",
+    "report": "reports",
+}
+
+# Subcommands that print rather than produce a run directory write nothing to disk.
+_QUIET_HYDRA = [
+    "hydra.output_subdir=null",
+    "hydra.run.dir=.",
+    "hydra/job_logging=disabled",
+    "hydra/hydra_logging=disabled",
+]
+
+
+class _Exit:
+    """The exit status the Hydra app sets for ``main`` to return."""
+
+    code = 0
+
+
+def _tasks_list(cfg: DictConfig) -> int:
+    from cudaforge.tasks import load_suite
+
+    tasks = load_suite(OmegaConf.to_object(cfg.suite))
+    for task in tasks:
+        print(f"{task.id}\tlevel {task.level}\t{task.name}")
+    print(f"{len(tasks)} tasks")
+    return 0
+
+
+def _tasks_audit(cfg: DictConfig) -> int:
+    from cudaforge.tasks import load_suite
+    from cudaforge.tasks.audit import audit_tasks, summary_line
+
+    tasks = load_suite(OmegaConf.to_object(cfg.suite))
+    audit_cfg = OmegaConf.to_object(cfg.audit)
+    print(f"auditing {len(tasks)} tasks ...", flush=True)
+    audits = audit_tasks(tasks, audit_cfg, on_result=lambda a: print(a.line(), flush=True))
+    print(summary_line(audits))
+    if cfg.output:
+        with open(cfg.output, "w") as f:
+            json.dump([a.__dict__ for a in audits], f, indent=2)
+    return 0 if all(a.ok for a in audits) else 1
+
+
+def _eval(cfg: DictConfig) -> int:
+    from cudaforge.eval.cli import eval_command
+
+    return eval_command(cfg)
+
+
+ACTIONS: dict[str, Callable[[DictConfig], int]] = {
+    "tasks list": _tasks_list,
+    "tasks audit": _tasks_audit,
+    "eval": _eval,
+}
+
+
+def _run_app(action: str, overrides: list[str]) -> int:
+    register_configs()
+    func = ACTIONS[action]
+
+    @hydra.main(config_path=str(CONFIG_DIR), config_name="cudaforge", version_base="1.3")
+    def app(cfg: DictConfig) -> None:
+        from cudaforge.tasks.loader import TaskError
+
+        try:
+            _Exit.code = func(cfg)
+        except (TaskError, ValueError, FileNotFoundError) as exc:
+            print(f"cudaforge {action}: error: {exc}", file=sys.stderr)
+            _Exit.code = 2
+
+    name = action.replace(" ", "_")
+    saved = sys.argv
+    sys.argv = [f"cudaforge {action}", *_QUIET_HYDRA, f"hydra.job.name={name}", *overrides]
+    try:
+        app()
+    finally:
+        sys.argv = saved
+    return _Exit.code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cudaforge`` console script; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command in NOT_YET:
+        print(f"cudaforge {command}: not available yet ({NOT_YET[command]} is still being built)", file=sys.stderr)
+        return 2
+    if command == "tasks":
+        if not rest or rest[0] not in ("list", "audit"):
+            print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
+            return 2
+        command, rest = f"tasks {rest[0]}", rest[1:]
+    if command not in ACTIONS:
+        print(f"cudaforge: unknown subcommand {command!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return _run_app(command, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

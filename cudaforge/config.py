@@ -1,0 +1,280 @@
+"""Typed Hydra configs: one dataclass per config group, registered in Hydra's ConfigStore.
+
+The YAML options under the top-level ``configs/`` folder extend these schemas
+(``defaults: [schema]``), so a misspelt key or a bad enum value fails at composition
+with Hydra's own error naming the key. See docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from hydra.core.config_store import ConfigStore
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+"""The checkout cudaforge runs from (configs/, agents/ and benchmarks/ live here)."""
+CONFIG_DIR = PROJECT_ROOT / "configs"
+"""The Hydra config tree."""
+
+
+class SuiteKind(str, enum.Enum):
+    """Where a suite's problem files come from."""
+
+    bundled = "bundled"  # benchmarks/suites/<name>/level<L>/<id>_<Name>.py
+    kernelbench = "kernelbench"  # a KernelBench checkout: <root>/level<L>/<id>_<Name>.py
+    hf_export = "hf_export"  # KernelBench's Hugging Face export as a local .parquet/.jsonl
+    file = "file"  # a single problem file
+
+
+class StrategyName(str, enum.Enum):
+    """How the Coder and Judge alternate (see docs/agents.md)."""
+
+    cudaforge = "cudaforge"
+    one_shot = "one_shot"
+    self_refine = "self_refine"
+    correction_only = "correction_only"
+    optimization_only = "optimization_only"
+    full_metrics = "full_metrics"
+
+
+class BaselineMode(str, enum.Enum):
+    """What the candidate's speedup is measured against."""
+
+    eager = "eager"
+    compile = "compile"
+
+
+class MetricSet(str, enum.Enum):
+    """Nsight Compute metric sets the Judge can read."""
+
+    cudaforge24 = "cudaforge24"
+    basic = "basic"
+    detailed = "detailed"
+    full = "full"
+    custom = "custom"
+
+
+class WandbMode(str, enum.Enum):
+    """Weights & Biases mode."""
+
+    online = "online"
+    offline = "offline"
+    disabled = "disabled"
+
+
+class DevicePreference(str, enum.Enum):
+    """Where task audits and evaluations run."""
+
+    auto = "auto"  # the GPU when there is one, else the CPU
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+@dataclass
+class SuiteConfig:
+    """Which tasks to load and how to select among them."""
+
+    name: str = "tiny"
+    """Suite name; the first part of every task id."""
+    kind: SuiteKind = SuiteKind.bundled
+    """Loader to use."""
+    root: str | None = None
+    """KernelBench checkout, export file or problem file; for ``bundled``, null means benchmarks/suites/<name>."""
+    levels: list[int] = field(default_factory=list)
+    """Keep only these levels (empty: all)."""
+    problem_ids: list[int] = field(default_factory=list)
+    """Keep only these problem ids (empty: all)."""
+    names: list[str] = field(default_factory=list)
+    """Keep only tasks whose name matches one of these globs (empty: all)."""
+    subset: str | None = None
+    """A named subset (``cudaforge_dstar``) or a YAML file mapping level -> problem ids."""
+    first_n: int | None = None
+    """Keep the first N tasks after the other filters (and after shuffling)."""
+    shuffle_seed: int | None = None
+    """Shuffle the selection with this seed (null: keep level/id order)."""
+
+
+@dataclass
+class LLMConfig:
+    """One agent's model (the Coder and the Judge are configured separately)."""
+
+    model: str = "scripted/demo"
+    """A litellm model name (``openai/o3``, ``anthropic/claude-sonnet-4``, ``hosted_vllm/...``)."""
+    temperature: float | None = None
+    """Sampling temperature (null: the provider's default; reasoning models ignore it)."""
+    reasoning_effort: str | None = None
+    """``low``, ``medium`` or ``high`` for reasoning models (null: the provider's default)."""
+    max_tokens: int | None = None
+    """Cap on reply tokens (null: the provider's default)."""
+    api_base: str | None = None
+    """Server address for a local vLLM / ollama / proxy."""
+    timeout_s: float = 600.0
+    """Per-call timeout."""
+    max_retries: int = 4
+    """Retries on rate limits, timeouts and 5xx, with exponential backoff."""
+    input_cost_per_token: float | None = None
+    """Custom $ price per input token for models litellm does not price."""
+    output_cost_per_token: float | None = None
+    """Custom $ price per output token."""
+
+
+@dataclass
+class StrategyConfig:
+    """The loop's shape and budgets."""
+
+    name: StrategyName = StrategyName.cudaforge
+    """Which routing to use."""
+    max_rounds: int = 10
+    """Round budget per task (CudaForge: 10)."""
+    max_dollars: float | None = None
+    """Dollar budget per task (null: none)."""
+    max_minutes: float | None = None
+    """Wall-clock budget per task (null: none)."""
+    memory_rounds: int = 0
+    """How many past rounds each agent sees besides the latest (CudaForge: 0)."""
+
+
+@dataclass
+class EvalConfig:
+    """The evaluation protocol (docs/evaluation.md states it in full)."""
+
+    correctness_trials: int = 5
+    """Correctness trials, each with fresh seeded inputs."""
+    check_variants: bool = True
+    """Also check the input variants a task declares (distributions, second shapes)."""
+    atol_fp32: float = 1e-4
+    """Absolute tolerance for fp32 outputs (a task's ATOL overrides it)."""
+    rtol_fp32: float = 1e-4
+    """Relative tolerance for fp32 outputs (a task's RTOL overrides it)."""
+    atol_half: float = 1e-2
+    """Absolute tolerance for fp16/bf16 outputs."""
+    rtol_half: float = 1e-2
+    """Relative tolerance for fp16/bf16 outputs."""
+    timing_trials: int = 100
+    """Timed calls of each of reference and candidate (interleaved)."""
+    warmup: int = 10
+    """Untimed calls of each before timing."""
+    flush_l2: bool = True
+    """Flush the L2 cache before each timed call."""
+    baseline: BaselineMode = BaselineMode.eager
+    """Time the reference eagerly or under torch.compile."""
+    compile_mode: str = "default"
+    """torch.compile mode for the ``compile`` baseline."""
+    seed: int = 42
+    """Base seed for inputs and weights."""
+    device: DevicePreference = DevicePreference.auto
+    """Where candidates run."""
+    devices: list[int] = field(default_factory=list)
+    """GPU indices to use (empty: all visible)."""
+    static_timeout_s: float = 30.0
+    """Timeout for the static check."""
+    compile_timeout_s: float = 600.0
+    """Timeout for building the candidate."""
+    correctness_timeout_s: float = 300.0
+    """Timeout for the correctness trials."""
+    timing_timeout_s: float = 300.0
+    """Timeout for the timed trials."""
+    build_cache_dir: str | None = None
+    """Where compiled candidates are cached (null: ~/.cache/cudaforge/build)."""
+    target_arch: str | None = None
+    """CUDA arch to build for, e.g. ``9.0`` (null: the visible GPU's, or 9.0 without a GPU)."""
+
+
+@dataclass
+class ProfileConfig:
+    """Nsight Compute profiling of correct candidates."""
+
+    enabled: bool = True
+    """Profile correct candidates for the Judge."""
+    metric_set: MetricSet = MetricSet.cudaforge24
+    """Which metrics to collect."""
+    metrics: list[str] = field(default_factory=list)
+    """The metric names when ``metric_set`` is ``custom``."""
+    clock_control: str = "none"
+    """ncu ``--clock-control`` (``none`` leaves the GPU clocks alone)."""
+    timeout_s: float = 300.0
+    """Timeout for one ncu run."""
+    ncu_path: str = "ncu"
+    """The ncu executable."""
+
+
+@dataclass
+class TrackerConfig:
+    """Where results go besides the run directory."""
+
+    wandb_mode: WandbMode = WandbMode.offline
+    """W&B mode; the run directory is the source of truth either way."""
+    project: str = "cudaforge"
+    """W&B project."""
+    entity: str | None = None
+    """W&B entity (team)."""
+    tags: list[str] = field(default_factory=list)
+    """W&B tags."""
+
+
+@dataclass
+class AuditConfig:
+    """``cudaforge tasks audit``."""
+
+    device: DevicePreference = DevicePreference.auto
+    """Run references on the GPU if there is one, else on the CPU."""
+    cpu_variant: str = "small"
+    """On the CPU, use this declared input variant (scaled-down shapes) when the task has it."""
+    timeout_s: float = 300.0
+    """Per-task timeout."""
+    min_reference_ms: float = 0.0
+    """On a GPU, flag references faster than this (the main suite asks for 0.5 ms)."""
+    atol: float = 1e-4
+    """Tolerance used to decide that two outputs are the same (tasks' ATOL/RTOL override)."""
+    rtol: float = 1e-4
+    """Relative tolerance, as ``atol``."""
+
+
+@dataclass
+class CudaforgeConfig:
+    """The whole configuration of every ``cudaforge`` subcommand."""
+
+    suite: SuiteConfig = field(default_factory=SuiteConfig)
+    """Which tasks (group ``suite``)."""
+    coder: LLMConfig = field(default_factory=LLMConfig)
+    """The Coder's model (group ``coder``)."""
+    judge: LLMConfig = field(default_factory=LLMConfig)
+    """The Judge's model (group ``judge``)."""
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    """The loop and its budgets (group ``strategy``)."""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """The evaluation protocol (group ``eval``)."""
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    """Profiling (group ``profile``)."""
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    """W&B (group ``tracker``)."""
+    audit: AuditConfig = field(default_factory=AuditConfig)
+    """``cudaforge tasks audit`` settings."""
+    task: str | None = None
+    """One task id (``eval``, ``profile``)."""
+    candidate: str | None = None
+    """A candidate source file (``eval``, ``profile``)."""
+    output: str | None = None
+    """Where a subcommand writes its JSON result (null: stdout only)."""
+    tags: list[str] = field(default_factory=list)
+    """Free-form labels recorded with the run (experiment overlays set them)."""
+
+
+GROUP_SCHEMAS: dict[str, type] = {
+    "suite": SuiteConfig,
+    "coder": LLMConfig,
+    "judge": LLMConfig,
+    "strategy": StrategyConfig,
+    "eval": EvalConfig,
+    "profile": ProfileConfig,
+    "tracker": TrackerConfig,
+}
+
+
+def register_configs() -> None:
+    """Register the schemas: ``cudaforge_schema`` and one ``<group>/schema`` per group."""
+    cs = ConfigStore.instance()
+    cs.store(name="cudaforge_schema", node=CudaforgeConfig)
+    for group, schema in GROUP_SCHEMAS.items():
+        cs.store(group=group, name="schema", node=schema)

@@ -1,0 +1,132 @@
+"""Compare a candidate's outputs with the reference's and explain the difference.
+
+``compare`` returns None when every output matches within tolerance, else a
+``CorrectnessDiff`` the Judge can read: shapes and dtypes of both, max absolute and relative
+error, how many elements mismatch, the worst few with both values, and where the mismatches
+are (everywhere, only a head or tail of the flattened output, only some rows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from cudaforge.tasks.runtime import flatten_outputs
+from cudaforge.types import CorrectnessDiff, Mismatch
+
+WORST_SHOWN = 5
+
+
+def _dtype_name(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return str(value.dtype).replace("torch.", "")
+    return type(value).__name__
+
+
+def _shape(value: Any) -> list[int]:
+    return list(value.shape) if isinstance(value, torch.Tensor) else []
+
+
+def describe_region(bad: torch.Tensor) -> str:
+    """Say where the True entries of a boolean mismatch mask lie."""
+    flat = bad.reshape(-1)
+    total = flat.numel()
+    idx = torch.nonzero(flat).reshape(-1)
+    if idx.numel() == 0:
+        return "no mismatches"
+    first, last = int(idx[0]), int(idx[-1])
+    fraction = idx.numel() / total
+    if fraction > 0.9:
+        return "everywhere"
+    if first >= total // 2 and last == total - 1:
+        return f"only in the tail, from flat index {first} of {total} (a bounds or remainder bug?)"
+    if first == 0 and last < total // 2:
+        return f"only in the head, up to flat index {last} of {total}"
+    if bad.dim() >= 2:
+        rows = bad.reshape(bad.shape[0], -1).any(dim=1)
+        n_rows = int(rows.sum())
+        if n_rows < bad.shape[0]:
+            row_idx = torch.nonzero(rows).reshape(-1).tolist()
+            shown = ", ".join(map(str, row_idx[:8])) + (" ..." if n_rows > 8 else "")
+            return f"in {n_rows} of {bad.shape[0]} rows along dim 0 (rows {shown})"
+        cols = bad.reshape(-1, bad.shape[-1]).any(dim=0)
+        n_cols = int(cols.sum())
+        if n_cols < bad.shape[-1]:
+            return f"in {n_cols} of {bad.shape[-1]} positions along the last dim, in every row"
+    return f"scattered ({idx.numel()} of {total} elements, flat indices {first} to {last})"
+
+
+def compare(
+    expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str
+) -> CorrectnessDiff | None:
+    """None if ``actual`` matches ``expected`` (a tensor or a tuple of them), else the diff."""
+    exp_list, act_list = flatten_outputs(expected), flatten_outputs(actual)
+    base = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
+    if len(exp_list) != len(act_list):
+        return CorrectnessDiff(
+            **base, message=f"expected {len(exp_list)} outputs, got {len(act_list)}"
+        )
+    for position, (exp, act) in enumerate(zip(exp_list, act_list)):
+        label = f"output {position}: " if len(exp_list) > 1 else ""
+        info = dict(
+            expected_shape=_shape(exp),
+            actual_shape=_shape(act),
+            expected_dtype=_dtype_name(exp),
+            actual_dtype=_dtype_name(act),
+        )
+        if not isinstance(exp, torch.Tensor):
+            if exp != act:
+                return CorrectnessDiff(**base, **info, message=f"{label}expected {exp!r}, got {act!r}")
+            continue
+        if not isinstance(act, torch.Tensor):
+            return CorrectnessDiff(**base, **info, message=f"{label}expected a tensor, got {type(act).__name__}")
+        if exp.shape != act.shape:
+            return CorrectnessDiff(**base, **info, message=f"{label}shape mismatch")
+        if exp.dtype != act.dtype:
+            return CorrectnessDiff(**base, **info, message=f"{label}dtype mismatch")
+        diff = _compare_tensors(exp, act, atol=atol, rtol=rtol)
+        if diff is not None:
+            diff.update(info)
+            diff["message"] = label + diff["message"]
+            return CorrectnessDiff(**base, **diff)
+    return None
+
+
+def _compare_tensors(exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol: float) -> dict | None:
+    e = exp.detach().to("cpu", torch.float64)
+    a = act.detach().to("cpu", torch.float64)
+    if not exp.is_floating_point() and not exp.is_complex():
+        bad = e != a
+    else:
+        close = torch.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
+        bad = ~close
+    if not bad.any():
+        return None
+    abs_err = (a - e).abs()
+    abs_err = torch.where(torch.isnan(abs_err), torch.full_like(abs_err, float("inf")), abs_err)
+    rel_err = abs_err / e.abs().clamp_min(1e-12)
+    nonfinite = int((~torch.isfinite(a) & torch.isfinite(e)).sum())
+    masked = torch.where(bad, abs_err, torch.zeros_like(abs_err))
+    worst = torch.topk(masked.reshape(-1), k=min(WORST_SHOWN, int(bad.sum()))).indices
+    mismatches = [
+        Mismatch(
+            index=[int(i) for i in torch.unravel_index(torch.tensor(flat), e.shape)] if e.dim() else [],
+            expected=float(e.reshape(-1)[flat]),
+            actual=float(a.reshape(-1)[flat]),
+        )
+        for flat in worst.tolist()
+    ]
+    count = int(bad.sum())
+    message = "values differ"
+    if nonfinite:
+        message = f"{nonfinite} NaN/Inf values where the reference is finite"
+    return {
+        "max_abs_error": float(abs_err.max()),
+        "max_rel_error": float(rel_err[bad].max()),
+        "mismatch_count": count,
+        "mismatch_fraction": count / max(1, e.numel()),
+        "worst": mismatches,
+        "region": describe_region(bad),
+        "message": message,
+    }

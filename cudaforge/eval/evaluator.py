@@ -1,0 +1,202 @@
+"""The evaluator's public API: one candidate, or a batch over all local GPUs.
+
+The parent process only parses (the static phase) and orchestrates: every candidate runs in
+its own isolated child (``cudaforge.isolation``), pinned to one GPU, with per-phase timeouts.
+CUDA candidates of a batch are first built in a CPU-only process pool, so compiles overlap
+other candidates' GPU work; the GPU worker then finds the build in the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import queue
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from cudaforge.eval.static import check_candidate
+from cudaforge.isolation import IsolatedOutcome, run_isolated
+from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
+
+DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """An EvalConfig (dataclass, DictConfig or dict) as a dict of plain values."""
+    if dataclasses.is_dataclass(cfg):
+        data = dataclasses.asdict(cfg)
+    elif hasattr(cfg, "items"):
+        data = {k: cfg[k] for k in cfg}
+    else:
+        raise TypeError(f"expected an eval config, got {type(cfg).__name__}")
+    return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in data.items()}
+
+
+def _default_eval_config() -> dict[str, Any]:
+    # The defaults of cudaforge.config.EvalConfig, without importing Hydra here.
+    return {
+        "correctness_trials": 5, "check_variants": True, "atol_fp32": 1e-4, "rtol_fp32": 1e-4,
+        "atol_half": 1e-2, "rtol_half": 1e-2, "timing_trials": 100, "warmup": 10, "flush_l2": True,
+        "baseline": "eager", "compile_mode": "default", "seed": 42, "device": "auto", "devices": [],
+        "static_timeout_s": 30.0, "compile_timeout_s": 600.0, "correctness_timeout_s": 300.0,
+        "timing_timeout_s": 300.0, "build_cache_dir": None, "target_arch": None,
+    }  # fmt: skip
+
+
+def visible_gpus(requested: list[int] | None = None) -> list[str]:
+    """Physical GPU ids (as ``CUDA_VISIBLE_DEVICES`` takes them) this process may use.
+
+    ``requested`` picks among the visible ones by position; empty means all of them.
+    """
+    import torch
+
+    count = torch.cuda.device_count()
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in env.split(",") if d.strip()][:count] if env else [str(i) for i in range(count)]
+    if requested:
+        unknown = [i for i in requested if i >= len(ids) or i < 0]
+        if unknown:
+            raise ValueError(f"eval.devices={requested}: only {len(ids)} GPU(s) visible")
+        ids = [ids[i] for i in requested]
+    return ids
+
+
+class Evaluator:
+    """Evaluates candidates against tasks (see docs/evaluation.md for the protocol)."""
+
+    def __init__(self, cfg: Any = None, *, gpus: list[str] | None = None, compile_workers: int | None = None):
+        """``cfg``: an EvalConfig (or dict); ``gpus``: physical GPU ids (default: from the config)."""
+        self.cfg = _default_eval_config()
+        if cfg is not None:
+            self.cfg.update(_plain(cfg))
+        if self.cfg["device"] == "cpu":
+            self.gpus: list[str] = []
+        else:
+            self.gpus = gpus if gpus is not None else visible_gpus(self.cfg["devices"])
+            if self.cfg["device"] == "cuda" and not self.gpus:
+                raise ValueError("eval.device=cuda but no GPU is visible")
+        self.build_cache = Path(self.cfg["build_cache_dir"] or DEFAULT_BUILD_CACHE).expanduser()
+        self.compile_workers = compile_workers or max(1, (os.cpu_count() or 2) // 2)
+
+    # ------------------------------------------------------------------ settings
+
+    def build_settings(self) -> dict[str, Any]:
+        """Keyword arguments of ``cudaforge.eval.build.BuildSettings`` for workers."""
+        return {"cache_dir": str(self.build_cache), "arch_list": self.cfg["target_arch"]}
+
+    def _timeouts(self) -> dict[str, float]:
+        return {
+            "start": self.cfg["static_timeout_s"],
+            Phase.COMPILE.value: self.cfg["compile_timeout_s"],
+            Phase.CORRECTNESS.value: self.cfg["correctness_timeout_s"],
+            Phase.TIMING.value: self.cfg["timing_timeout_s"],
+        }
+
+    # ------------------------------------------------------------------ one candidate
+
+    def evaluate(self, task: Task, source: str, *, gpu: str | None = None) -> EvalResult:
+        """Evaluate ``source`` against ``task`` in an isolated worker; never raises for the candidate's faults."""
+        started = time.monotonic()
+        static = check_candidate(source)
+        static_record = PhaseRecord(Phase.STATIC, "ok" if static.ok else "failed", time.monotonic() - started, static.message)
+        if not static.ok:
+            return EvalResult(
+                task_id=task.id, candidate_hash=source_hash(source), status=EvalStatus.INVALID,
+                message=static.message, phases=[static_record], seconds=time.monotonic() - started,
+            )  # fmt: skip
+        if gpu is None and self.gpus:
+            gpu = self.gpus[0]
+        device = "cuda" if gpu is not None else "cpu"
+        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+        payload = {
+            "task": task.to_dict(),
+            "candidate": source,
+            "eval": self.cfg,
+            "build": self.build_settings(),
+            "device": device,
+        }
+        outcome = run_isolated(
+            "cudaforge.eval.worker:evaluate", payload, timeouts=self._timeouts(), gpu=gpu, env=env
+        )
+        result = self._from_outcome(task, source, outcome)
+        result.phases.insert(0, static_record)
+        result.seconds = time.monotonic() - started
+        if gpu is not None:
+            result.device = f"cuda (physical GPU {gpu})"
+        return result
+
+    @staticmethod
+    def _from_outcome(task: Task, source: str, outcome: IsolatedOutcome) -> EvalResult:
+        if outcome.status == "ok" and outcome.result is not None:
+            return EvalResult.from_dict(outcome.result)
+        phases = [
+            PhaseRecord(Phase(p), "ok", s) for p, s in outcome.phase_seconds.items() if p in Phase._value2member_map_
+        ]
+        status, message = EvalStatus.CRASHED, outcome.error
+        if outcome.status == "timeout":
+            status = EvalStatus.TIMEOUT
+            message = {
+                "compile": f"the build never finished: {outcome.error}",
+                "start": f"the worker did not start: {outcome.error}",
+            }.get(outcome.phase, outcome.error)
+        elif outcome.status == "error":
+            status = EvalStatus.RUNTIME_ERROR
+            message = "the evaluation raised:\n" + "\n".join(outcome.error.strip().splitlines()[-8:])
+        else:
+            stderr = outcome.stderr_tail.strip()
+            if stderr:
+                message += "\nlast lines of stderr:\n" + "\n".join(stderr.splitlines()[-10:])
+        if phases and outcome.status != "ok":
+            phases[-1].status = "timeout" if status is EvalStatus.TIMEOUT else "crashed"
+            phases[-1].message = outcome.error[:500]
+        return EvalResult(
+            task_id=task.id, candidate_hash=source_hash(source), status=status,
+            message=f"{outcome.phase} phase: {message}" if outcome.phase else message, phases=phases,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ many candidates
+
+    def precompile(self, source: str):
+        """Build a CUDA candidate on the CPU pool (no GPU); returns the build outcome, or None for non-CUDA."""
+        from cudaforge.eval.build import BuildSettings, precompile
+
+        if check_candidate(source).backend != "cuda":
+            return None
+        return precompile(source, BuildSettings(**self.build_settings()), timeout_s=self.cfg["compile_timeout_s"])
+
+    def evaluate_batch(
+        self, jobs: list[tuple[Task, str]], on_result: Callable[[int, EvalResult], None] | None = None
+    ) -> list[EvalResult]:
+        """Evaluate many (task, source) pairs: builds on a CPU pool, one worker per GPU.
+
+        Results come back in the order of ``jobs``; ``on_result(index, result)`` sees each
+        as it finishes.
+        """
+        slots: queue.Queue[str | None] = queue.Queue()
+        for gpu in self.gpus or [None]:
+            slots.put(gpu)
+        compile_slots = threading.Semaphore(self.compile_workers)
+        results: list[EvalResult | None] = [None] * len(jobs)
+
+        def run(index: int) -> None:
+            task, source = jobs[index]
+            if self.gpus:
+                with compile_slots:
+                    self.precompile(source)  # failures are re-found, and reported, by the worker
+            gpu = slots.get()
+            try:
+                results[index] = self.evaluate(task, source, gpu=gpu)
+            finally:
+                slots.put(gpu)
+            if on_result:
+                on_result(index, results[index])
+
+        workers = max(1, len(self.gpus)) + (self.compile_workers if self.gpus else 0)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(run, i) for i in range(len(jobs))]:
+                future.result()
+        return [r for r in results if r is not None]

@@ -1,0 +1,407 @@
+"""What a measurement was taken on: software versions, the GPU, and its clocks and power.
+
+``environment_fingerprint`` is recorded with every evaluation so that numbers can be
+compared (or refused comparison) later; ``gpu_state`` is the volatile part, for snapshots
+before and after timing. Both return plain JSON-serialisable dicts whose keys are always
+present: anything that could not be read is None, and the ``notes`` list says why. Neither
+raises for a missing GPU, driver, NVML or tool.
+
+GPU identity comes from torch (device properties); clocks, temperature, power and driver
+versions come from NVML (``pynvml``, shipped by nvidia-ml-py). torch numbers devices
+within ``CUDA_VISIBLE_DEVICES`` while NVML numbers all of them, so the torch device is
+matched to its NVML handle by UUID, then PCI bus id, then ``CUDA_VISIBLE_DEVICES``, and
+only last by index (with a note).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+NVCC_TIMEOUT_S = 10.0
+"""How long ``nvcc --version`` may take before it is given up on."""
+
+GPU_STATIC_KEYS = (
+    "index",
+    "name",
+    "compute_capability",
+    "sm_count",
+    "memory_bytes",
+    "l2_cache_bytes",
+    "uuid",
+    "pci_bus_id",
+    "nvml_index",
+    "max_sm_clock_mhz",
+    "max_memory_clock_mhz",
+    "power_limit_w",
+)
+"""Keys of ``environment_fingerprint()['gpu']`` besides those of ``gpu_state``."""
+
+GPU_STATE_KEYS = (
+    "sm_clock_mhz",
+    "memory_clock_mhz",
+    "temperature_c",
+    "power_w",
+    "clock_event_reasons",
+)
+"""Keys of ``gpu_state`` besides ``time`` and ``notes``."""
+
+
+# --------------------------------------------------------------------------- software
+
+
+def _distribution_version(module: str) -> str | None:
+    """Installed version of the distribution that provides top-level ``module``, without importing it."""
+    names = importlib.metadata.packages_distributions().get(module, [module])
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _optional_version(module: str, notes: list[str]) -> str | None:
+    """Version of an optional package: its ``__version__`` if already imported, else its metadata."""
+    imported = sys.modules.get(module)
+    version = getattr(imported, "__version__", None) if imported is not None else None
+    version = version or _distribution_version(module)
+    if version is None:
+        notes.append(f"{module} not installed")
+    return str(version) if version is not None else None
+
+
+def _find_nvcc() -> str | None:
+    """Path of nvcc: on PATH, else under CUDA_HOME / CUDA_PATH / /usr/local/cuda."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.access(os.path.join(root, "bin", "nvcc"), os.X_OK):
+            return os.path.join(root, "bin", "nvcc")
+    return None
+
+
+def nvcc_version(notes: list[str], timeout_s: float = NVCC_TIMEOUT_S) -> str | None:
+    """The CUDA compiler's version (e.g. ``13.0.88``) from ``nvcc --version``, or None with a note."""
+    nvcc = _find_nvcc()
+    if nvcc is None:
+        notes.append("nvcc not found (PATH, CUDA_HOME, /usr/local/cuda)")
+        return None
+    try:
+        result = subprocess.run(
+            [nvcc, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        notes.append(f"nvcc --version failed: {exc}")
+        return None
+    match = re.search(r"\bV(\d+(?:\.\d+)+)", result.stdout) or re.search(r"release (\d+\.\d+)", result.stdout)
+    if result.returncode != 0 or match is None:
+        notes.append(f"nvcc --version gave no version (exit {result.returncode})")
+        return None
+    return match.group(1)
+
+
+def _torch_versions(notes: list[str]) -> dict[str, Any]:
+    """torch, its CUDA and cuDNN versions, and whether it sees a GPU."""
+    info: dict[str, Any] = {"torch": None, "torch_cuda": None, "cudnn": None, "cuda_available": False}
+    try:
+        import torch
+    except ImportError as exc:
+        notes.append(f"torch not importable: {exc}")
+        return info
+    info["torch"] = torch.__version__
+    info["torch_cuda"] = torch.version.cuda
+    if torch.version.cuda is None:
+        notes.append("torch is built without CUDA")
+    try:
+        info["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception as exc:  # noqa: BLE001 - cuDNN probing must never break a fingerprint
+        notes.append(f"cuDNN version unavailable: {exc}")
+    info["cuda_available"] = bool(torch.cuda.is_available())
+    return info
+
+
+# --------------------------------------------------------------------------- GPU (torch)
+
+
+def _torch_gpu(device_index: int | None, notes: list[str]) -> dict[str, Any] | None:
+    """Static properties of a torch-visible GPU, or None (with a note) when there is none."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        notes.append("no GPU visible to torch")
+        return None
+    index = torch.cuda.current_device() if device_index is None else device_index
+    if not 0 <= index < torch.cuda.device_count():
+        notes.append(f"device index {index} out of range ({torch.cuda.device_count()} visible)")
+        return None
+    props = torch.cuda.get_device_properties(index)
+    return {
+        "index": index,
+        "name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "memory_bytes": int(props.total_memory),
+        "l2_cache_bytes": int(getattr(props, "L2_cache_size", 0)) or None,
+        "uuid": _torch_uuid(props),
+        "pci_bus_id": _torch_pci_bus_id(props),
+    }
+
+
+def _torch_uuid(props: Any) -> str | None:
+    """The device UUID in NVML's spelling (``GPU-xxxxxxxx-...``), from torch's properties."""
+    raw = getattr(props, "uuid", None)
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    if not text:
+        return None
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
+def _torch_pci_bus_id(props: Any) -> str | None:
+    """The PCI bus id (``00000000:19:00.0``) from torch's properties, where this torch reports it."""
+    parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    if any(not isinstance(part, int) for part in parts):
+        return None
+    domain, bus, dev = parts
+    return f"{domain:08x}:{bus:02x}:{dev:02x}.0"
+
+
+# --------------------------------------------------------------------------- NVML
+
+
+def _load_nvml(notes: list[str]) -> Any | None:
+    """The ``pynvml`` module, or None with a note."""
+    try:
+        return importlib.import_module("pynvml")
+    except ImportError as exc:
+        notes.append(f"NVML unavailable: pynvml not importable ({exc})")
+        return None
+
+
+@contextmanager
+def _nvml_session(notes: list[str]) -> Iterator[Any | None]:
+    """Initialise NVML for the duration of the block; yield the module, or None with a note."""
+    nvml = _load_nvml(notes)
+    if nvml is None:
+        yield None
+        return
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError, OSError (no libnvidia-ml) ...
+        notes.append(f"NVML unavailable: {exc}")
+        yield None
+        return
+    try:
+        yield nvml
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - shutting down is best effort
+            pass
+
+
+def _nvml_read(notes: list[str], what: str, read: Callable[[], Any]) -> Any:
+    """Call one NVML getter; on any error, note it and return None."""
+    try:
+        return read()
+    except Exception as exc:  # noqa: BLE001 - each reading may be unsupported on its own
+        notes.append(f"NVML {what}: {exc}")
+        return None
+
+
+def _text(value: Any) -> Any:
+    """NVML strings come back as bytes from older bindings."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _visible_device_entry(index: int) -> str | None:
+    """The ``CUDA_VISIBLE_DEVICES`` entry that torch device ``index`` stands for, if set."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return None
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    return entries[index] if 0 <= index < len(entries) else None
+
+
+def _nvml_handle(nvml: Any, gpu: dict[str, Any] | None, device_index: int, notes: list[str]) -> Any | None:
+    """The NVML handle of the torch device: by UUID, PCI bus id, CUDA_VISIBLE_DEVICES, then index."""
+    attempts: list[tuple[str, Callable[[], Any]]] = []
+    if gpu and gpu.get("uuid"):
+        attempts.append(("uuid", lambda: nvml.nvmlDeviceGetHandleByUUID(gpu["uuid"])))
+    if gpu and gpu.get("pci_bus_id"):
+        attempts.append(("pci bus id", lambda: nvml.nvmlDeviceGetHandleByPciBusId(gpu["pci_bus_id"])))
+    entry = _visible_device_entry(device_index)
+    if entry is not None and entry.isdigit():
+        attempts.append(("CUDA_VISIBLE_DEVICES", lambda: nvml.nvmlDeviceGetHandleByIndex(int(entry))))
+    elif entry is not None and entry.startswith(("GPU-", "MIG-")):
+        attempts.append(("CUDA_VISIBLE_DEVICES uuid", lambda: nvml.nvmlDeviceGetHandleByUUID(entry)))
+    for _, attempt in attempts:
+        try:
+            return attempt()
+        except Exception:  # noqa: BLE001 - try the next way
+            continue
+    if attempts:
+        notes.append(f"NVML device matched by index {device_index} only ({', '.join(h for h, _ in attempts)} failed)")
+    try:
+        return nvml.nvmlDeviceGetHandleByIndex(device_index)
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"NVML has no device {device_index}: {exc}")
+        return None
+
+
+def _clock_event_reasons(nvml: Any, handle: Any) -> list[str]:
+    """Names of the active clock-event (throttle) reasons, e.g. ``sw_power_cap``; ``[]`` when none."""
+    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons"
+    )
+    mask = getter(handle)
+    names = []
+    for attr in dir(nvml):
+        match = re.fullmatch(r"nvmlClocks(?:Event|Throttle)Reason(\w+)", attr)
+        if match is None or match.group(1) in ("None", "All", "Unknown"):
+            continue
+        bit = getattr(nvml, attr)
+        if isinstance(bit, int) and bit and mask & bit:
+            names.append(re.sub(r"(?<!^)(?=[A-Z])", "_", match.group(1)).lower())
+    return sorted(set(names))
+
+
+def _read_state(nvml: Any, handle: Any, notes: list[str]) -> dict[str, Any]:
+    """Clocks (MHz), temperature (C), power (W) and clock-event reasons of one NVML device."""
+    power_mw = _nvml_read(notes, "power draw", lambda: nvml.nvmlDeviceGetPowerUsage(handle))
+    return {
+        "sm_clock_mhz": _nvml_read(notes, "SM clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+        "memory_clock_mhz": _nvml_read(
+            notes, "memory clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)
+        ),
+        "temperature_c": _nvml_read(
+            notes, "temperature", lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)
+        ),
+        "power_w": power_mw / 1000.0 if power_mw is not None else None,
+        "clock_event_reasons": _nvml_read(notes, "clock event reasons", lambda: _clock_event_reasons(nvml, handle)),
+    }
+
+
+def _read_static(nvml: Any, handle: Any, notes: list[str]) -> dict[str, Any]:
+    """Max clocks, power limit, UUID, PCI bus id and NVML index of one NVML device."""
+    limit_mw = _nvml_read(notes, "power limit", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))
+    pci = _nvml_read(notes, "PCI info", lambda: nvml.nvmlDeviceGetPciInfo(handle))
+    return {
+        "max_sm_clock_mhz": _nvml_read(
+            notes, "max SM clock", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)
+        ),
+        "max_memory_clock_mhz": _nvml_read(
+            notes, "max memory clock", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)
+        ),
+        "power_limit_w": limit_mw / 1000.0 if limit_mw is not None else None,
+        "uuid": _text(_nvml_read(notes, "UUID", lambda: nvml.nvmlDeviceGetUUID(handle))),
+        "pci_bus_id": _text(getattr(pci, "busId", None)) if pci is not None else None,
+        "nvml_index": _nvml_read(notes, "index", lambda: nvml.nvmlDeviceGetIndex(handle)),
+    }
+
+
+def _driver_versions(nvml: Any, notes: list[str]) -> dict[str, Any]:
+    """Driver version (``580.159.03``) and the CUDA version it supports (``13.0``)."""
+    cuda = _nvml_read(notes, "CUDA driver version", nvml.nvmlSystemGetCudaDriverVersion)
+    return {
+        "driver_version": _text(_nvml_read(notes, "driver version", nvml.nvmlSystemGetDriverVersion)),
+        "cuda_driver_version": f"{cuda // 1000}.{(cuda % 1000) // 10}" if isinstance(cuda, int) else None,
+    }
+
+
+# --------------------------------------------------------------------------- public
+
+
+def _resolve_index(device_index: int | None) -> int:
+    """torch's current device when ``device_index`` is None (0 without torch CUDA)."""
+    if device_index is not None:
+        return device_index
+    try:
+        import torch
+
+        return torch.cuda.current_device() if torch.cuda.is_available() else 0
+    except ImportError:
+        return 0
+
+
+def gpu_state(device_index: int | None = None) -> dict[str, Any]:
+    """Volatile GPU state for before/after snapshots: clocks (MHz), temperature (C), power (W).
+
+    ``device_index`` is torch's (within ``CUDA_VISIBLE_DEVICES``; None: current device).
+    Keys: ``time`` (Unix seconds), the ``GPU_STATE_KEYS`` (None where unreadable) and
+    ``notes``. Never raises for a missing GPU or NVML.
+    """
+    notes: list[str] = []
+    state: dict[str, Any] = {"time": time.time(), **dict.fromkeys(GPU_STATE_KEYS), "notes": notes}
+    index = _resolve_index(device_index)
+    gpu = _torch_gpu(index, notes)
+    if gpu is None:
+        return state
+    with _nvml_session(notes) as nvml:
+        handle = _nvml_handle(nvml, gpu, index, notes) if nvml is not None else None
+        if handle is not None:
+            state.update(_read_state(nvml, handle, notes))
+    return state
+
+
+def environment_fingerprint(device_index: int | None = None) -> dict[str, Any]:
+    """Software and hardware a measurement was taken on, as a JSON-serialisable dict.
+
+    Top-level keys: python, python_implementation, platform, hostname, cuda_visible_devices,
+    torch, torch_cuda, cudnn, cuda_available, numpy, triton, cupy, nvcc, driver_version,
+    cuda_driver_version, gpu, notes. ``gpu`` always holds ``GPU_STATIC_KEYS`` and
+    ``GPU_STATE_KEYS`` (all None without a GPU). ``device_index`` is torch's (None: the
+    current device). Anything unreadable is None and ``notes`` says why; it never raises
+    for a missing GPU, driver, NVML or tool.
+    """
+    notes: list[str] = []
+    fingerprint: dict[str, Any] = {
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        **_torch_versions(notes),
+        "numpy": _optional_version("numpy", notes),
+        "triton": _optional_version("triton", notes),
+        "cupy": _optional_version("cupy", notes),
+        "nvcc": nvcc_version(notes),
+        "driver_version": None,
+        "cuda_driver_version": None,
+    }
+    gpu: dict[str, Any] = dict.fromkeys(GPU_STATIC_KEYS + GPU_STATE_KEYS)
+    index = _resolve_index(device_index)
+    torch_gpu = _torch_gpu(index, notes)
+    with _nvml_session(notes) as nvml:
+        if nvml is not None:
+            fingerprint.update(_driver_versions(nvml, notes))
+        if torch_gpu is not None:
+            gpu.update(torch_gpu)
+            handle = _nvml_handle(nvml, torch_gpu, index, notes) if nvml is not None else None
+            if handle is not None:
+                gpu.update(_merge_static(torch_gpu, _read_static(nvml, handle, notes)))
+                gpu.update(_read_state(nvml, handle, notes))
+    fingerprint["gpu"] = gpu
+    fingerprint["notes"] = notes
+    return fingerprint
+
+
+def _merge_static(torch_gpu: dict[str, Any], nvml_static: dict[str, Any]) -> dict[str, Any]:
+    """NVML's static readings, keeping torch's UUID and PCI bus id where NVML has none."""
+    return {key: (value if value is not None else torch_gpu.get(key)) for key, value in nvml_static.items()}

@@ -1,0 +1,142 @@
+"""The isolated side of ``cudaforge tasks audit``: run one reference and look for degeneracy."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import torch
+
+from cudaforge.tasks.runtime import (
+    DEFAULT_VARIANT,
+    build_model,
+    default_tolerance,
+    flatten_outputs,
+    load_module,
+    make_inputs,
+    to_device,
+)
+from cudaforge.types import Task
+
+
+def _tensors(output: Any) -> list[torch.Tensor]:
+    return [t for t in flatten_outputs(output) if isinstance(t, torch.Tensor)]
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor], atol: float, rtol: float) -> bool:
+    return len(a) == len(b) and all(
+        x.shape == y.shape and torch.allclose(x.double(), y.double(), atol=atol, rtol=rtol, equal_nan=True)
+        for x, y in zip(a, b)
+    )
+
+
+def _finding(check: str, detail: str) -> dict[str, str]:
+    return {"check": check, "detail": detail}
+
+
+def _degeneracy(outs: list[torch.Tensor], atol: float, rtol: float, label: str) -> list[dict[str, str]]:
+    found = []
+    for i, out in enumerate(outs):
+        name = f"{label} output {i}" if len(outs) > 1 else f"{label} output"
+        if not out.is_floating_point():
+            continue
+        if not torch.isfinite(out).all():
+            bad = int((~torch.isfinite(out)).sum())
+            found.append(_finding("non_finite", f"{name} has {bad} NaN/Inf values"))
+            continue
+        o = out.double()
+        if torch.allclose(torch.zeros_like(o), o, atol=atol, rtol=rtol):
+            found.append(_finding("near_zero", f"{name}: all zeros would pass (max |y| = {o.abs().max():.3g})"))
+        elif torch.allclose(torch.full_like(o, float(o.mean())), o, atol=atol, rtol=rtol):
+            found.append(_finding("near_constant", f"{name}: the constant {float(o.mean()):.6g} would pass"))
+    return found
+
+
+def _median_ms(fn: Callable[[], Any], repeats: int = 10) -> float:
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    """Audit one task (``payload = {task, config}``); return findings and what was run."""
+    task = Task.from_dict(payload["task"])
+    cfg = payload["config"]
+    progress("load")
+    use_cuda = cfg["device"] in ("auto", "cuda") and torch.cuda.is_available()
+    if cfg["device"] == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("audit.device=cuda but no GPU is visible")
+    device = torch.device("cuda" if use_cuda else "cpu")
+    module = load_module(task.source, "cudaforge_audit_reference")
+    base = DEFAULT_VARIANT
+    if not use_cuda and cfg["cpu_variant"] in task.input_variants:
+        base = cfg["cpu_variant"]
+    init = list(module.get_init_inputs())
+
+    def run(model: torch.nn.Module, seed: int, variant: str = base) -> list[torch.Tensor]:
+        with torch.no_grad():
+            out = model(*to_device(make_inputs(module, seed, variant), device))
+        return [t.detach().cpu() for t in _tensors(out)]
+
+    progress("checks")
+    model = build_model(module.Model, init, seed=1, device=device)
+    first = run(model, seed=11)
+    if not first:
+        return {"device": str(device), "variant": base, "findings": [_finding("no_tensor_output", "forward returned no tensor")]}
+    atol, rtol = cfg["atol"], cfg["rtol"]
+    if task.atol is not None or task.rtol is not None:
+        atol, rtol = task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol
+    elif first[0].dtype in (torch.float16, torch.bfloat16):
+        atol, rtol = default_tolerance(first[0].dtype, atol, rtol, 1e-2, 1e-2)
+    findings = _degeneracy(first, atol, rtol, base)
+    again = run(model, seed=11)
+    if not all(torch.equal(a, b) for a, b in zip(first, again)):
+        worst = max(float((a.double() - b.double()).abs().max()) for a, b in zip(first, again))
+        findings.append(_finding("nondeterministic", f"two runs on the same inputs differ (max {worst:.3g})"))
+    if _same(first, run(model, seed=12), atol, rtol):
+        findings.append(_finding("input_independent", "outputs for two different input seeds agree"))
+    if any(True for _ in model.parameters()):
+        other = build_model(module.Model, init, seed=2, device=device)
+        if _same(first, run(other, seed=11), atol, rtol):
+            findings.append(_finding("weight_independent", "outputs for two weight seeds agree"))
+    checked = [base]
+    skipped = []
+    for variant in task.input_variants:
+        if variant == base:
+            continue
+        if not use_cuda and variant != cfg["cpu_variant"]:
+            skipped.append(variant)  # full-size variants are left to the GPU audit
+            continue
+        findings += _degeneracy(run(model, seed=13, variant=variant), atol, rtol, variant)
+        checked.append(variant)
+    reference_ms = None
+    if use_cuda:
+        progress("timing")
+        inputs = to_device(make_inputs(module, 11), device)
+        with torch.no_grad():
+            reference_ms = _median_ms(lambda: model(*inputs))
+        if reference_ms < cfg["min_reference_ms"]:
+            findings.append(
+                _finding("too_fast", f"reference takes {reference_ms:.3f} ms < {cfg['min_reference_ms']} ms")
+            )
+    return {
+        "device": torch.cuda.get_device_name(device) if use_cuda else "cpu",
+        "variant": base,
+        "checked_variants": checked,
+        "skipped_variants": skipped,
+        "findings": findings,
+        "output_shapes": [list(t.shape) for t in first],
+        "output_dtypes": [str(t.dtype).replace("torch.", "") for t in first],
+        "reference_ms": reference_ms,
+        "atol": atol,
+        "rtol": rtol,
+        "finished_at": time.time(),
+    }

@@ -1,0 +1,70 @@
+"""Executing a task's module: only ever inside an isolated child process (needs torch).
+
+The evaluator and the audit share these helpers so that both build inputs and models the
+same way: seed, then call ``get_inputs()`` (or ``get_inputs_variant(name)``), then move
+tensors to the device keeping their dtype; seed, then construct ``Model(*get_init_inputs())``.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import torch
+
+DEFAULT_VARIANT = "default"
+
+
+def load_module(source: str, name: str) -> types.ModuleType:
+    """Execute ``source`` as a fresh module called ``name`` (registered in sys.modules)."""
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    sys.modules[name] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    return module
+
+
+def to_device(value: Any, device: torch.device | str) -> Any:
+    """Move tensors (also inside lists and tuples) to ``device``, keeping dtypes."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def make_inputs(module: types.ModuleType, seed: int, variant: str = DEFAULT_VARIANT) -> list[Any]:
+    """Fresh forward inputs from the task module, on the CPU, seeded."""
+    torch.manual_seed(seed)
+    if variant == DEFAULT_VARIANT:
+        inputs = module.get_inputs()
+    else:
+        inputs = module.get_inputs_variant(variant)
+    return list(inputs)
+
+
+def build_model(cls: type, init_inputs: list[Any], seed: int, device: torch.device | str) -> torch.nn.Module:
+    """Construct ``cls(*init_inputs)`` after seeding, in eval mode, on ``device``."""
+    torch.manual_seed(seed)
+    model = cls(*init_inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    return model
+
+
+def flatten_outputs(output: Any) -> list[Any]:
+    """A forward's result as a flat list (a tensor, or the items of a tuple/list)."""
+    if isinstance(output, (list, tuple)):
+        flat: list[Any] = []
+        for item in output:
+            flat.extend(flatten_outputs(item))
+        return flat
+    return [output]
+
+
+def default_tolerance(dtype: torch.dtype, atol_fp32: float, rtol_fp32: float, atol_half: float, rtol_half: float):
+    """(atol, rtol) for an output dtype: half precisions get the looser pair."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return atol_half, rtol_half
+    return atol_fp32, rtol_fp32

@@ -1,0 +1,287 @@
+"""Plain, serialisable records passed between the layers of cudaforge.
+
+Nothing here imports torch, litellm or langgraph: every record is a dataclass of
+JSON-friendly values, with ``to_dict`` / ``from_dict`` for the run directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_jsonable(v) for v in value]
+    return value
+
+
+def _from_jsonable(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
+        non_none = [a for a in args if a is not type(None)]
+        return _from_jsonable(non_none[0], value) if len(non_none) == 1 else value
+    if origin in (list, tuple):
+        inner = args[0] if args else Any
+        return [_from_jsonable(inner, v) for v in value]
+    if origin is dict:
+        inner = args[1] if len(args) == 2 else Any
+        return {k: _from_jsonable(inner, v) for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return tp.from_dict(value)
+    return value
+
+
+class Record:
+    """Mixin: JSON round-tripping for the dataclasses below."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict of this record."""
+        return _to_jsonable(self)
+
+    def to_json(self) -> str:
+        """Return this record as a JSON string."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        """Rebuild a record from ``to_dict`` output (unknown keys are ignored)."""
+        hints = typing.get_type_hints(cls)
+        kwargs = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name in data:
+                kwargs[f.name] = _from_jsonable(hints[f.name], data[f.name])
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, text: str):
+        """Rebuild a record from ``to_json`` output."""
+        return cls.from_dict(json.loads(text))
+
+
+def source_hash(source: str) -> str:
+    """Stable short hash of a source text (sha256, 16 hex digits)."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+@dataclass
+class Task(Record):
+    """One reference problem in KernelBench's problem-file format.
+
+    The loader reads these fields from the file's text and AST; it never executes
+    the module. The evaluator executes ``source`` in an isolated worker.
+    """
+
+    id: str
+    """Stable, unique id: ``<suite>/level<L>/<problem_id>_<name>``."""
+    suite: str
+    """Name of the suite the task came from."""
+    level: int
+    """KernelBench level (1 single op, 2 fused chain, 3 architecture, 4 HF models)."""
+    problem_id: int
+    """Problem number within its level."""
+    name: str
+    """Human name, e.g. ``Softmax``."""
+    source: str
+    """The whole reference source: defines ``Model``, ``get_inputs``, ``get_init_inputs``."""
+    path: str | None = None
+    """Where the source was read from (file path, or ``file#row`` for exports)."""
+    atol: float | None = None
+    """Absolute tolerance declared by the task (``ATOL``), else the dtype default applies."""
+    rtol: float | None = None
+    """Relative tolerance declared by the task (``RTOL``), else the dtype default applies."""
+    input_variants: list[str] = field(default_factory=list)
+    """Extra input distributions/shapes declared in ``INPUT_VARIANTS`` (see docs/tasks.md)."""
+
+    @property
+    def source_hash(self) -> str:
+        """Hash of the reference source."""
+        return source_hash(self.source)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+class EvalStatus(str, enum.Enum):
+    """Outcome of evaluating one candidate."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    INVALID = "invalid"  # failed a static check (does not parse, no ModelNew, ...)
+    COMPILED = "compiled"  # CUDA source compiled, but no GPU here to load and run it
+
+
+class Phase(str, enum.Enum):
+    """Phases of an evaluation, in order."""
+
+    STATIC = "static"
+    COMPILE = "compile"
+    CORRECTNESS = "correctness"
+    TIMING = "timing"
+
+
+@dataclass
+class Candidate(Record):
+    """A kernel written by the Coder (or by hand) for one task."""
+
+    task_id: str
+    source: str
+    """Python source defining ``ModelNew`` (KernelBench format)."""
+    round: int = 0
+    origin: str = "coder"
+    """Who wrote it: ``coder``, ``human``, ``demo`` ..."""
+
+    @property
+    def source_hash(self) -> str:
+        """Hash of the candidate source."""
+        return source_hash(self.source)
+
+
+@dataclass
+class PhaseRecord(Record):
+    """How one phase went."""
+
+    phase: Phase
+    status: str
+    """``ok``, ``failed``, ``skipped``, ``timeout`` or ``crashed``."""
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class Mismatch(Record):
+    """One element where candidate and reference disagree."""
+
+    index: list[int]
+    expected: float
+    actual: float
+
+
+@dataclass
+class CorrectnessDiff(Record):
+    """What the Judge reads when outputs disagree."""
+
+    trial: int
+    variant: str
+    """``default`` or a declared input variant name."""
+    expected_shape: list[int] = field(default_factory=list)
+    actual_shape: list[int] = field(default_factory=list)
+    expected_dtype: str = ""
+    actual_dtype: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatch_count: int = 0
+    mismatch_fraction: float = 0.0
+    worst: list[Mismatch] = field(default_factory=list)
+    region: str = ""
+    """Where the mismatches are: ``everywhere``, ``tail (from flat index N)``, ... ."""
+    atol: float = 0.0
+    rtol: float = 0.0
+    message: str = ""
+
+    def summary(self) -> str:
+        """A few lines for a prompt."""
+        lines = [f"trial {self.trial} ({self.variant} inputs): {self.message}".rstrip()]
+        if self.expected_shape != self.actual_shape or self.expected_dtype != self.actual_dtype:
+            lines.append(
+                f"expected shape {self.expected_shape} {self.expected_dtype}, "
+                f"got {self.actual_shape} {self.actual_dtype}"
+            )
+        if self.max_abs_error is not None:
+            lines.append(
+                f"max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
+                f"(atol {self.atol:g}, rtol {self.rtol:g}); {self.mismatch_count} mismatches "
+                f"({self.mismatch_fraction:.2%}); {self.region}"
+            )
+        for m in self.worst:
+            lines.append(f"  at {m.index}: expected {m.expected:.6g}, got {m.actual:.6g}")
+        return "\n".join(lines)
+
+
+@dataclass
+class TimingStats(Record):
+    """Summary of repeated timings, in milliseconds."""
+
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    std: float
+    ci_low: float
+    """Lower end of the 95% bootstrap confidence interval of the median."""
+    ci_high: float
+
+
+@dataclass
+class SpeedupStats(Record):
+    """Speedup = reference time / candidate time, with its interval."""
+
+    median: float
+    ci_low: float
+    ci_high: float
+    baseline: str = "eager"
+
+
+@dataclass
+class EvalResult(Record):
+    """Everything one evaluation found. JSON-serialisable."""
+
+    task_id: str
+    candidate_hash: str
+    status: EvalStatus
+    message: str = ""
+    """One paragraph the Judge can read: what went wrong, or what was measured."""
+    phases: list[PhaseRecord] = field(default_factory=list)
+    compile_log: str = ""
+    """The whole compiler output."""
+    compile_log_trimmed: str = ""
+    """The first errors with their source lines, for the Judge."""
+    compile_cached: bool = False
+    diff: CorrectnessDiff | None = None
+    trials_passed: int = 0
+    trials_total: int = 0
+    reference_timing: TimingStats | None = None
+    candidate_timing: TimingStats | None = None
+    speedup: SpeedupStats | None = None
+    timing_unavailable_reason: str = ""
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    guard_findings: list[dict[str, Any]] = field(default_factory=list)
+    """Integrity findings: ``{guard, verdict, evidence}``."""
+    device: str = ""
+    seconds: float = 0.0
+
+    @property
+    def correct(self) -> bool:
+        """True when the candidate passed every correctness trial."""
+        return self.status is EvalStatus.CORRECT
+
+    def phase(self, phase: Phase) -> PhaseRecord | None:
+        """The record of one phase, if it ran."""
+        for record in self.phases:
+            if record.phase is phase:
+                return record
+        return None

@@ -1,0 +1,89 @@
+"""Every option of every config group composes, and bad values fail at composition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+from cudaforge.config import CONFIG_DIR, CudaforgeConfig, register_configs
+
+GROUPS = ["suite", "coder", "judge", "strategy", "eval", "profile", "tracker", "experiment"]
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+def compose_with(overrides: list[str], hydra_config: bool = False):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="cudaforge", overrides=overrides, return_hydra_config=hydra_config)
+
+
+def test_every_group_has_options():
+    for group in GROUPS:
+        assert options(group), f"configs/{group}/ is empty"
+
+
+@pytest.mark.parametrize("group, option", [(g, o) for g in GROUPS for o in options(g)])
+def test_every_option_composes_to_a_typed_config(group, option):
+    obj = OmegaConf.to_object(compose_with([f"{group}={option}"]))
+    assert isinstance(obj, CudaforgeConfig)
+    if group != "experiment":
+        assert compose_with([f"{group}={option}"], hydra_config=True).hydra.runtime.choices[group] == option
+
+
+@pytest.mark.parametrize("launcher", sorted(p.stem for p in (CONFIG_DIR / "hydra" / "launcher").glob("*.yaml")))
+def test_every_launcher_composes(launcher):
+    cfg = compose_with([f"hydra/launcher={launcher}"], hydra_config=True)
+    assert cfg.hydra.launcher._target_.startswith("hydra_plugins.")
+
+
+def test_defaults_are_the_offline_demo():
+    cfg = compose_with([])
+    assert cfg.suite.name == "tiny" and cfg.coder.model == "scripted/demo"
+    assert cfg.strategy.max_rounds == 10 and cfg.eval.correctness_trials == 5
+    assert cfg.profile.metric_set.value == "cudaforge24" and cfg.profile.clock_control == "none"
+
+
+def test_experiment_overlay_sets_groups():
+    cfg = compose_with(["experiment=cudaforge_dstar"])
+    assert cfg.suite.subset == "cudaforge_dstar" and cfg.coder.model == "openai/o3"
+    assert "dstar" in cfg.tags
+
+
+@pytest.mark.parametrize(
+    "override", ["eval.baseline=fast", "strategy.max_rounds=ten", "suite.kind=zip", "eval.nonsense=1", "suite=nope"]
+)
+def test_bad_values_fail_at_composition(override):
+    with pytest.raises(ConfigCompositionException):
+        compose_with([override])
+
+
+def test_configs_do_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = compose_with(["suite=main"])
+    assert cfg.suite.name == "main"
+    assert Path(CONFIG_DIR).is_absolute()
+
+
+def test_every_schema_field_has_a_docstring():
+    import ast
+    import inspect
+
+    import cudaforge.config as config
+
+    tree = ast.parse(inspect.getsource(config))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Config"):
+            body = node.body
+            for i, item in enumerate(body):
+                if isinstance(item, ast.AnnAssign):
+                    nxt = body[i + 1] if i + 1 < len(body) else None
+                    assert isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant), (
+                        f"{node.name}.{item.target.id} has no docstring"
+                    )

@@ -1,0 +1,318 @@
+"""Timing statistics (CPU), the interleaving protocol (with a stand-in stopwatch), and real GPU timing."""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+import numpy as np
+import pytest
+import torch
+
+from cudaforge.eval import timing
+from cudaforge.eval.timing import (
+    L2Flusher,
+    TimingUnavailable,
+    bootstrap_ci,
+    speedup,
+    summarize,
+    time_interleaved,
+    time_one,
+)
+from cudaforge.types import SpeedupStats, TimingStats
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _noisy(median: float, n: int, seed: int, spread: float = 0.05) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return median * (1.0 + spread * rng.standard_normal(n))
+
+
+# --------------------------------------------------------------------------- bootstrap_ci
+
+
+def test_bootstrap_ci_contains_the_median() -> None:
+    samples = _noisy(1.0, 200, seed=1)
+    low, high = bootstrap_ci(samples)
+    assert low <= np.median(samples) <= high
+    assert low < high
+
+
+def test_bootstrap_ci_shrinks_with_more_samples() -> None:
+    small = bootstrap_ci(_noisy(1.0, 30, seed=2))
+    large = bootstrap_ci(_noisy(1.0, 1000, seed=2))
+    assert (large[1] - large[0]) < 0.5 * (small[1] - small[0])
+
+
+def test_bootstrap_ci_is_reproducible_by_seed() -> None:
+    samples = _noisy(1.0, 100, seed=3)
+    assert bootstrap_ci(samples, seed=7) == bootstrap_ci(samples, seed=7)
+    assert bootstrap_ci(samples, seed=7) != bootstrap_ci(samples, seed=8)
+
+
+def test_bootstrap_ci_wider_at_higher_confidence() -> None:
+    samples = _noisy(1.0, 100, seed=4)
+    low90, high90 = bootstrap_ci(samples, confidence=0.90)
+    low99, high99 = bootstrap_ci(samples, confidence=0.99)
+    assert low99 <= low90 and high90 <= high99
+
+
+def test_bootstrap_ci_accepts_statistics_without_axis() -> None:
+    samples = _noisy(1.0, 50, seed=5)
+    vectorised = bootstrap_ci(samples, np.mean, n_resamples=300)
+    row_by_row = bootstrap_ci(samples, lambda row: float(np.mean(row)), n_resamples=300)
+    assert vectorised == pytest.approx(row_by_row)
+
+
+def test_bootstrap_ci_of_constant_samples_is_a_point() -> None:
+    assert bootstrap_ci([2.0] * 10) == (2.0, 2.0)
+
+
+@pytest.mark.parametrize("bad", [[], [1.0, float("nan")], [1.0, float("inf")], [1.0, -0.5]])
+def test_bootstrap_ci_rejects_bad_samples(bad: list[float]) -> None:
+    with pytest.raises(ValueError):
+        bootstrap_ci(bad)
+
+
+@pytest.mark.parametrize("kwargs", [{"n_resamples": 0}, {"confidence": 1.0}, {"confidence": 0.0}])
+def test_bootstrap_ci_rejects_bad_arguments(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        bootstrap_ci([1.0, 2.0], **kwargs)
+
+
+# --------------------------------------------------------------------------- summarize
+
+
+def test_summarize_fields() -> None:
+    samples = [1.0, 2.0, 3.0, 4.0, 100.0]
+    stats = summarize(samples)
+    assert isinstance(stats, TimingStats)
+    assert (stats.n, stats.median, stats.min, stats.max) == (5, 3.0, 1.0, 100.0)
+    assert stats.mean == pytest.approx(22.0)
+    assert stats.std == pytest.approx(np.std(samples, ddof=1))
+    assert stats.ci_low <= stats.median <= stats.ci_high
+    assert TimingStats.from_json(stats.to_json()) == stats
+
+
+def test_summarize_single_sample() -> None:
+    stats = summarize([0.5])
+    assert (stats.n, stats.median, stats.std, stats.ci_low, stats.ci_high) == (1, 0.5, 0.0, 0.5, 0.5)
+
+
+@pytest.mark.parametrize("bad", [[], [float("nan")], [1.0, float("-inf")]])
+def test_summarize_rejects_empty_and_non_finite(bad: list[float]) -> None:
+    with pytest.raises(ValueError):
+        summarize(bad)
+
+
+# --------------------------------------------------------------------------- speedup
+
+
+def test_speedup_of_known_ratio() -> None:
+    ref, cand = _noisy(2.0, 200, seed=20), _noisy(1.0, 200, seed=21)
+    result = speedup(ref, cand)
+    assert isinstance(result, SpeedupStats)
+    assert result.baseline == "eager"
+    assert result.median == pytest.approx(2.0, rel=0.03)
+    assert result.ci_low <= 2.0 <= result.ci_high
+    assert result.ci_low <= result.median <= result.ci_high
+
+
+@pytest.mark.parametrize("paired", [True, False])
+@pytest.mark.parametrize("pair_noise", [True, False])
+def test_speedup_interval_covers_the_true_ratio(paired: bool, pair_noise: bool) -> None:
+    # The 95% interval should hold the true ratio 2.0 in nearly all of 40 experiments,
+    # whether the two series share per-trial noise or are independent.
+    covered = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        cand = 1.0 + 0.05 * rng.standard_normal(100)
+        base = cand if pair_noise else 1.0 + 0.05 * rng.standard_normal(100)
+        ref = 2.0 * base * (1.0 + 0.02 * rng.standard_normal(100))
+        result = speedup(ref, cand, paired=paired, n_resamples=500)
+        covered += result.ci_low <= 2.0 <= result.ci_high
+    assert covered >= 34
+
+
+def test_speedup_is_reproducible_and_labelled() -> None:
+    ref, cand = _noisy(3.0, 50, seed=8), _noisy(1.0, 50, seed=9)
+    assert speedup(ref, cand, baseline="compile") == speedup(ref, cand, baseline="compile")
+    assert speedup(ref, cand, baseline="compile").baseline == "compile"
+
+
+def test_paired_interval_is_narrower_under_shared_drift() -> None:
+    # Both series ride the same slow drift (clock changes, heat): pairing cancels it.
+    drift = np.linspace(1.0, 1.6, 200)
+    rng = np.random.default_rng(10)
+    cand = drift * (1.0 + 0.01 * rng.standard_normal(200))
+    ref = 2.0 * drift * (1.0 + 0.01 * rng.standard_normal(200))
+    paired = speedup(ref, cand, paired=True)
+    unpaired = speedup(ref, cand, paired=False)
+    assert paired.median == unpaired.median
+    assert (paired.ci_high - paired.ci_low) < 0.5 * (unpaired.ci_high - unpaired.ci_low)
+    assert speedup(ref, cand) == paired  # equal lengths: paired by default
+
+
+def test_speedup_of_unequal_lengths_is_unpaired() -> None:
+    ref, cand = _noisy(2.0, 120, seed=11), _noisy(1.0, 80, seed=12)
+    result = speedup(ref, cand)
+    assert result == speedup(ref, cand, paired=False)
+    assert result.ci_low <= result.median <= result.ci_high
+    with pytest.raises(ValueError, match="equal lengths"):
+        speedup(ref, cand, paired=True)
+
+
+@pytest.mark.parametrize(
+    ("ref", "cand"),
+    [([], [1.0]), ([1.0], []), ([float("nan")], [1.0]), ([1.0], [float("inf")]), ([1.0], [0.0])],
+)
+def test_speedup_rejects_bad_samples(ref: list[float], cand: list[float]) -> None:
+    with pytest.raises(ValueError):
+        speedup(ref, cand)
+
+
+# --------------------------------------------------------------------------- protocol (stand-in clock)
+
+
+class _FakeStopwatch:
+    """Stands in for the CUDA stopwatch: calls fn, reports its result as the time."""
+
+    def __init__(self, device, flush_l2) -> None:
+        self.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device=lambda _: contextlib.nullcontext()))
+        self.device = device
+
+    def measure(self, fn, args):
+        output = fn(*args)
+        return float(output), float(output) + 0.01, output
+
+
+@pytest.fixture
+def fake_stopwatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timing, "_Stopwatch", _FakeStopwatch)
+
+
+def test_interleaving_alternates_order_and_skips_warmup(fake_stopwatch: None) -> None:
+    calls: list[tuple[str, int]] = []
+
+    def make_args(trial: int) -> tuple[int]:
+        return (trial,)
+
+    def ref(trial: int) -> float:
+        calls.append(("reference", trial))
+        return 2.0
+
+    def cand(trial: int) -> float:
+        calls.append(("candidate", trial))
+        return 1.0
+
+    seen: list[tuple[str, int, tuple, float]] = []
+    result = time_interleaved(
+        ref, cand, trials=3, warmup=2, make_args=make_args, on_output=lambda *a: seen.append(a)
+    )
+    assert calls == [
+        ("reference", -2), ("candidate", -2),
+        ("candidate", -1), ("reference", -1),
+        ("reference", 0), ("candidate", 0),
+        ("candidate", 1), ("reference", 1),
+        ("reference", 2), ("candidate", 2),
+    ]  # fmt: skip
+    assert [(role, trial) for role, trial, _, _ in seen] == [c for c in calls if c[1] >= 0]
+    assert all(args == (trial,) for _, trial, args, _ in seen)
+    assert result.reference_ms == [2.0] * 3 and result.candidate_ms == [1.0] * 3
+    assert result.reference_host_ms == [2.01] * 3
+    assert (result.reference_output, result.candidate_output) == (2.0, 1.0)
+    assert result.speedup().median == pytest.approx(2.0)
+    assert result.candidate_stats().n == 3
+
+
+def test_time_one_records_trials_and_last_output(fake_stopwatch: None) -> None:
+    outputs = iter(range(1, 100))
+    result = time_one(lambda: float(next(outputs)), trials=4, warmup=3, args=())
+    assert result.event_ms == [4.0, 5.0, 6.0, 7.0]
+    assert result.output == 7.0
+    assert result.stats().median == pytest.approx(5.5)
+
+
+def test_trial_counts_are_checked(fake_stopwatch: None) -> None:
+    with pytest.raises(ValueError):
+        time_one(lambda: 1.0, trials=0)
+    with pytest.raises(ValueError):
+        time_interleaved(lambda: 1.0, lambda: 1.0, warmup=-1)
+
+
+# --------------------------------------------------------------------------- without CUDA
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_timing_without_cuda_raises_timing_unavailable() -> None:
+    with pytest.raises(TimingUnavailable, match="CUDA"):
+        time_interleaved(lambda: None, lambda: None, trials=2, warmup=0)
+    with pytest.raises(TimingUnavailable):
+        time_one(lambda: None, trials=2, warmup=0)
+    with pytest.raises(TimingUnavailable):
+        L2Flusher()
+
+
+# --------------------------------------------------------------------------- real GPU
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_l2_flusher_covers_twice_the_l2() -> None:
+    flusher = L2Flusher()
+    l2 = torch.cuda.get_device_properties(flusher.device).L2_cache_size
+    assert flusher.nbytes >= 2 * l2 > 0
+    assert flusher._buffer.numel() * flusher._buffer.element_size() >= 2 * l2
+    flusher.flush()
+    torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_interleaved_matmuls_bigger_is_slower() -> None:
+    def make_args(trial: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device="cuda").manual_seed(1000 + trial)
+        big = torch.randn(4096, 4096, device="cuda", generator=gen)
+        small = torch.randn(1024, 1024, device="cuda", generator=gen)
+        return big, small
+
+    result = time_interleaved(
+        lambda big, small: big @ big, lambda big, small: small @ small, trials=30, warmup=3, make_args=make_args
+    )
+    assert len(result.reference_ms) == len(result.candidate_ms) == 30
+    ref, cand = result.reference_stats(), result.candidate_stats()
+    assert ref.median > 4 * cand.median
+    assert result.speedup().ci_low > 4
+    assert result.reference_output.shape == (4096, 4096)
+    assert result.candidate_output.shape == (1024, 1024)
+    # Host time spans the event region plus launch and sync.
+    assert all(h >= e * 0.99 for h, e in zip(result.reference_host_ms, result.reference_ms, strict=True))
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_side_stream_work_shows_in_host_time_only() -> None:
+    x = torch.randn(4096, 4096, device="cuda")
+    side = torch.cuda.Stream()
+
+    def sneaky() -> torch.Tensor:
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(20):
+                y = x @ x
+        return y
+
+    result = time_one(sneaky, trials=10, warmup=2)
+    event, host = np.median(result.event_ms), np.median(result.host_ms)
+    assert host > 5 * event
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_time_one_on_gpu_is_positive() -> None:
+    x = torch.randn(2048, 2048, device="cuda")
+    result = time_one(lambda: x @ x, trials=10, warmup=2)
+    stats = result.stats()
+    assert stats.n == 10 and stats.median > 0
+    torch.testing.assert_close(result.output, x @ x)
