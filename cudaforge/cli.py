@@ -79,9 +79,26 @@ def _tasks_audit(cfg: DictConfig) -> int:
 
 
 def _eval(cfg: DictConfig) -> int:
-    from cudaforge.eval.cli import eval_command
+    from pathlib import Path
 
-    return eval_command(cfg)
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task
+
+    if not cfg.task or not cfg.candidate:
+        raise ValueError("say which: task=<id> candidate=<path.py> (ids from `cudaforge tasks list`)")
+    task = find_task(OmegaConf.to_object(cfg.suite), cfg.task)
+    path = Path(cfg.candidate).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such candidate file")
+    evaluator = Evaluator(OmegaConf.to_object(cfg.eval))
+    where = f"GPU {evaluator.gpus[0]}" if evaluator.gpus else "the CPU (no GPU: no timing)"
+    print(f"evaluating {path} against {task.id} on {where} ...", flush=True)
+    result = evaluator.evaluate(task, path.read_text())
+    print(result.report())
+    if cfg.output:
+        Path(cfg.output).write_text(result.to_json())
+        print(f"result written to {cfg.output}")
+    return 0 if result.status.value in ("correct", "compiled") else 1
 
 
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {

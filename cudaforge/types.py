@@ -279,6 +279,15 @@ class EvalResult(Record):
         """True when the candidate passed every correctness trial."""
         return self.status is EvalStatus.CORRECT
 
+    def report(self) -> str:
+        """A few lines for a terminal or a prompt: verdict, message, phases."""
+        lines = [f"{self.status.value.upper()}  {self.task_id}  (candidate {self.candidate_hash})", self.message]
+        phases = ", ".join(f"{p.phase.value} {p.status} {p.seconds:.2f}s" for p in self.phases)
+        lines.append(f"phases: {phases}" + ("  [build cache hit]" if self.compile_cached else ""))
+        if self.timing_unavailable_reason:
+            lines.append(f"timing: unavailable ({self.timing_unavailable_reason})")
+        return "\n".join(line for line in lines if line)
+
     def phase(self, phase: Phase) -> PhaseRecord | None:
         """The record of one phase, if it ran."""
         for record in self.phases:

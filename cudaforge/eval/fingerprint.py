@@ -15,8 +15,10 @@ only last by index (with a note).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import re
@@ -61,10 +63,29 @@ GPU_STATE_KEYS = (
 # --------------------------------------------------------------------------- software
 
 
+DISTRIBUTIONS = {
+    "numpy": ("numpy",),
+    "triton": ("triton", "pytorch-triton"),
+    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
+}
+"""Distributions that may provide each optional module, tried in order before a full scan."""
+
+
+@functools.cache
+def _all_distributions() -> dict[str, list[str]]:
+    """Top-level module -> distributions, from a scan of every installed package (slow; cached)."""
+    return importlib.metadata.packages_distributions()
+
+
 def _distribution_version(module: str) -> str | None:
     """Installed version of the distribution that provides top-level ``module``, without importing it."""
-    names = importlib.metadata.packages_distributions().get(module, [module])
-    for name in names:
+    names = DISTRIBUTIONS.get(module, (module,))
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    for name in (*names, *_all_distributions().get(module, [])):
         try:
             return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -1,0 +1,55 @@
+"""Entries for isolation tests: CPU stand-ins for a hang, a segfault, an OOM kill, an abort."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+
+
+def echo(payload, progress):
+    progress("work")
+    return {"echo": payload, "env": {k: v for k, v in os.environ.items()}, "cwd": os.getcwd()}
+
+
+def hang(payload, progress):
+    progress(payload.get("phase", "work"))
+    if payload.get("spawn_child"):
+        pid = os.fork()
+        if pid == 0:  # a grandchild that would outlive a plain kill of the child
+            with open(payload["pidfile"], "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(600)
+    while True:
+        time.sleep(0.1)
+
+
+def segfault(payload, progress):
+    progress("work")
+    ctypes.string_at(0)
+
+
+def oom_kill(payload, progress):
+    progress("work")
+    os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does
+
+
+def abort(payload, progress):
+    progress("work")
+    os.abort()
+
+
+def raises(payload, progress):
+    raise ValueError("the entry failed on purpose")
+
+
+def exits(payload, progress):
+    os._exit(3)
+
+
+def phases(payload, progress):
+    for name in ("a", "b", "c"):
+        progress(name)
+        time.sleep(payload["sleep"])
+    return {"done": True}

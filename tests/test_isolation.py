@@ -1,0 +1,90 @@
+"""Isolation: every fault of untrusted code becomes an outcome, never a parent crash."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cudaforge.isolation import run_isolated, scrubbed_env
+
+TESTS = str(Path(__file__).resolve().parent)
+
+
+def run(entry, payload=None, **kw):
+    env = {"PYTHONPATH": TESTS}
+    kw.setdefault("timeouts", {})
+    kw.setdefault("default_timeout", 30)
+    return run_isolated(f"standins.entries:{entry}", payload or {}, env=env, **kw)
+
+
+def test_ok_round_trip_with_scrubbed_env_and_temp_cwd(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "t")
+    monkeypatch.setenv("WANDB_API_KEY", "w")
+    monkeypatch.setenv("HARMLESS", "1")
+    out = run("echo", {"x": [1, 2]}, gpu=3)
+    assert out.status == "ok" and out.result["echo"] == {"x": [1, 2]}
+    env = out.result["env"]
+    assert "OPENAI_API_KEY" not in env and "MY_SERVICE_TOKEN" not in env and "WANDB_API_KEY" not in env
+    assert env["HARMLESS"] == "1" and env["CUDA_VISIBLE_DEVICES"] == "3"
+    assert out.result["cwd"] != os.getcwd() and not Path(out.result["cwd"]).exists()  # temp dir removed
+
+
+def test_no_gpu_hides_every_gpu():
+    assert run("echo", gpu=None).result["env"]["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_hang_times_out_and_the_whole_group_dies(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    out = run("hang", {"spawn_child": True, "pidfile": str(pidfile), "phase": "compile"}, timeouts={"compile": 1.5})
+    assert out.status == "timeout" and out.phase == "compile"
+    assert "1.5 s timeout" in out.error
+    assert time.monotonic() - started < 20
+    for _ in range(50):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    time.sleep(0.2)
+    status = Path(f"/proc/{pid}/status")
+    # The grandchild was killed with its group: gone, or a zombie nobody has reaped yet.
+    assert not status.exists() or "State:\tZ" in status.read_text()
+
+
+def test_phase_timeouts_are_per_phase():
+    out = run("phases", {"sleep": 0.6}, timeouts={"a": 5, "b": 5, "c": 5})
+    assert out.status == "ok" and set(out.phase_seconds) >= {"a", "b", "c"}
+    assert all(out.phase_seconds[p] >= 0.5 for p in "abc")
+    out = run("phases", {"sleep": 0.6}, timeouts={"a": 5, "b": 0.3, "c": 5})
+    assert out.status == "timeout" and out.phase == "b"
+
+
+@pytest.mark.parametrize(
+    "entry, words",
+    [("segfault", "SIGSEGV"), ("oom_kill", "out-of-memory"), ("abort", "SIGABRT"), ("exits", "exited with code 3")],
+)
+def test_crashes_are_described(entry, words):
+    out = run(entry)
+    assert out.status == "crashed" and words in out.error
+
+
+def test_exception_is_reported_with_its_traceback():
+    out = run("raises")
+    assert out.status == "error" and "ValueError: the entry failed on purpose" in out.error
+
+
+def test_scrubbed_env_keeps_path_and_adds_extra(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "x")
+    env = scrubbed_env({"EXTRA": "1"})
+    assert "ANTHROPIC_API_KEY" not in env and env["EXTRA"] == "1" and env["PATH"] == os.environ["PATH"]
+
+
+def test_parent_survives_many_faults_in_a_row():
+    statuses = [run(e).status for e in ("segfault", "raises", "echo", "abort", "echo")]
+    assert statuses == ["crashed", "error", "ok", "crashed", "ok"]
+    assert sys.executable  # still here
