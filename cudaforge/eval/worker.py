@@ -36,6 +36,7 @@ from cudaforge.tasks.runtime import (
     flatten_outputs,
     load_module,
     make_inputs,
+    strict_fp32,
     to_device,
 )
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
@@ -228,6 +229,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     from cudaforge.eval.fingerprint import environment_fingerprint
 
     started = time.perf_counter()
+    strict_fp32()
     task = Task.from_dict(payload["task"])
     source, cfg = payload["candidate"], payload["eval"]
     device = torch.device(payload["device"])

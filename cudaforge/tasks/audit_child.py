@@ -14,6 +14,7 @@ from cudaforge.tasks.runtime import (
     flatten_outputs,
     load_module,
     make_inputs,
+    strict_fp32,
     to_device,
 )
 from cudaforge.types import Task
@@ -71,6 +72,7 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     task = Task.from_dict(payload["task"])
     cfg = payload["config"]
     progress("load")
+    strict_fp32()
     use_cuda = cfg["device"] in ("auto", "cuda") and torch.cuda.is_available()
     if cfg["device"] == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("audit.device=cuda but no GPU is visible")

@@ -16,6 +16,16 @@ import torch
 DEFAULT_VARIANT = "default"
 
 
+def strict_fp32() -> None:
+    """Turn off TF32 for matmuls and cuDNN convolutions, so fp32 references are fp32-accurate.
+
+    PyTorch lets cuDNN convolutions use TF32 by default; a reference computed that way misses
+    fp32 tolerances by 2-300x, and correct fp32 kernels would fail against it.
+    """
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def load_module(source: str, name: str) -> types.ModuleType:
     """Execute ``source`` as a fresh module called ``name`` (registered in sys.modules)."""
     module = types.ModuleType(name)

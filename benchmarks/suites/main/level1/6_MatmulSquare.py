@@ -4,6 +4,10 @@ import torch.nn as nn
 
 N = 4096
 
+# K = 4096 fp32 accumulation: outputs are ~64 in magnitude and accumulation-order differences
+# reach ~1e-3 near zero (heavy_tail), so the absolute tolerance is loosened (TF32 still fails).
+ATOL = 1e-2
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -26,9 +30,8 @@ INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
 
 def get_inputs_variant(name: str) -> list:
     if name == "heavy_tail":
-        # normal scaled by a log-normal factor: rare large magnitudes of both signs
-        return [torch.randn(N, N) * torch.exp(torch.randn(N, N)),
-                torch.randn(N, N) * torch.exp(torch.randn(N, N))]
+        # left operand heavy-tailed (activations with outliers): normal times a log-normal factor
+        return [torch.randn(N, N) * torch.exp(torch.randn(N, N)), torch.randn(N, N)]
     if name == "shape2":
         # rectangular, no dimension a multiple of a tile size
         return [torch.randn(3001, 2047), torch.randn(2047, 1999)]

@@ -7,6 +7,10 @@ M = 1024
 N = 2048
 K = 1024
 
+# K = 1024 fp32 accumulation: outputs are ~32 in magnitude and accumulation-order differences
+# reach ~4e-4 near zero (heavy_tail), so the absolute tolerance is loosened (TF32 still fails).
+ATOL = 3e-3
+
 
 class Model(nn.Module):
     def __init__(self):
@@ -29,9 +33,8 @@ INPUT_VARIANTS = ("heavy_tail", "shape2", "small")
 
 def get_inputs_variant(name: str) -> list:
     if name == "heavy_tail":
-        # normal scaled by a log-normal factor: rare large magnitudes of both signs
-        return [torch.randn(batch, M, K) * torch.exp(torch.randn(batch, M, K)),
-                torch.randn(batch, N, K) * torch.exp(torch.randn(batch, N, K))]
+        # left operand heavy-tailed (activations with outliers): normal times a log-normal factor
+        return [torch.randn(batch, M, K) * torch.exp(torch.randn(batch, M, K)), torch.randn(batch, N, K)]
     if name == "shape2":
         # odd batch and matrix sizes
         return [torch.randn(7, 999, 777), torch.randn(7, 1501, 777)]

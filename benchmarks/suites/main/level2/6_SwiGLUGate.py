@@ -7,6 +7,11 @@ batch_size = 4096
 in_features = 2048
 hidden = 4096
 
+# deep / long-K fp32 chains on heavy_tail inputs differ from an exact result by up to ~3e-5
+# near zero; the absolute tolerance is loosened slightly to leave headroom for other
+# accumulation orders (TF32 still fails).
+ATOL = 3e-4
+
 
 class Model(nn.Module):
     def __init__(self, in_features, hidden):

@@ -4,8 +4,8 @@ import math
 import torch
 import torch.nn as nn
 
-seq_len = 64
-batch_size = 128
+seq_len = 16
+batch_size = 512
 input_size = 512
 hidden_size = 1024
 

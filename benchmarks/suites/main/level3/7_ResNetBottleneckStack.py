@@ -11,6 +11,11 @@ bottleneck = 64
 height = 56
 width = 56
 
+# deep / long-K fp32 chains on heavy_tail inputs differ from an exact result by up to ~3e-5
+# near zero; the absolute tolerance is loosened slightly to leave headroom for other
+# accumulation orders (TF32 still fails).
+ATOL = 3e-4
+
 
 class _ConvBN(nn.Module):
     def __init__(self, cin, cout, k):

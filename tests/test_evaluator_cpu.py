@@ -1,0 +1,163 @@
+"""The evaluator on a CPU-only machine: verdicts, diffs and faults with CPU stand-ins.
+
+Triton candidates run in the interpreter; faults (hang, segfault, OOM kill, exceptions) are
+plain Python stand-ins for what bad kernels do on a GPU (scripts/gpu_check.py runs the real
+ones there).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cudaforge.eval.evaluator import Evaluator
+from cudaforge.tasks import load_suite
+from cudaforge.types import EvalStatus, Phase
+
+REPO = Path(__file__).resolve().parent.parent
+CANDIDATES = REPO / "benchmarks" / "candidates"
+
+TORCH_RELU = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        {body}
+"""
+
+
+def relu_candidate(body: str) -> str:
+    return TORCH_RELU.format(body=body)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
+                          subset=None, first_n=None, shuffle_seed=None)
+    return {t.name: t for t in load_suite(cfg)}
+
+
+@pytest.fixture(scope="module")
+def evaluator(tmp_path_factory):
+    cfg = {"device": "cpu", "correctness_trials": 2, "correctness_timeout_s": 60,
+           "build_cache_dir": str(tmp_path_factory.mktemp("build"))}
+    return Evaluator(cfg)
+
+
+def test_triton_candidates_are_correct_in_the_interpreter(evaluator, tiny):
+    for name, file in [("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py")]:
+        result = evaluator.evaluate(tiny[name], (CANDIDATES / file).read_text())
+        assert result.status is EvalStatus.CORRECT, result.report()
+        assert result.trials_passed == result.trials_total == 2 + len(tiny[name].input_variants)
+        assert result.speedup is None and "timing needs a GPU" in result.timing_unavailable_reason
+        assert [p.phase for p in result.phases] == [Phase.STATIC, Phase.COMPILE, Phase.CORRECTNESS]
+
+
+def test_wrong_tail_is_incorrect_with_a_readable_diff(evaluator, tiny):
+    source = relu_candidate("y = torch.relu(x)\n        y.view(-1)[-100:] = 0.5\n        return y")
+    result = evaluator.evaluate(tiny["ReLU"], source)
+    assert result.status is EvalStatus.INCORRECT
+    diff = result.diff
+    assert diff.trial == 0 and diff.mismatch_count > 0 and diff.region.startswith("only in the tail")
+    assert diff.worst and diff.expected_shape == diff.actual_shape
+    assert "only in the tail" in result.message
+
+
+def test_shape_specialisation_fails_on_a_declared_second_shape(evaluator, tiny):
+    source = relu_candidate("return torch.relu(x.view(256, 1024)).view(x.shape) if x.numel() == 256 * 1024 else x")
+    result = evaluator.evaluate(tiny["ReLU"], source)
+    assert result.status is EvalStatus.INCORRECT and result.diff.variant != "default"
+
+
+def test_wrong_dtype_is_incorrect(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], relu_candidate("return torch.relu(x).half()"))
+    assert result.status is EvalStatus.INCORRECT and "dtype mismatch" in result.message
+
+
+def test_exception_is_a_runtime_error_pointing_at_the_candidate_line(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], relu_candidate("raise IndexError('bad index 7')"))
+    assert result.status is EvalStatus.RUNTIME_ERROR
+    assert "IndexError: bad index 7" in result.message and "in forward" in result.message
+
+
+def test_hang_is_a_timeout_in_its_phase(tiny, tmp_path):
+    evaluator = Evaluator({"device": "cpu", "correctness_timeout_s": 2, "build_cache_dir": str(tmp_path)})
+    result = evaluator.evaluate(tiny["ReLU"], relu_candidate("while True:\n            pass"))
+    assert result.status is EvalStatus.TIMEOUT and "correctness" in result.message
+    assert result.phases[-1].status == "timeout"
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("import ctypes\n        ctypes.string_at(0)", "SIGSEGV"),
+        ("import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "out-of-memory"),
+    ],
+)
+def test_crashes_become_results(evaluator, tiny, body, words):
+    result = evaluator.evaluate(tiny["ReLU"], relu_candidate(body))
+    assert result.status is EvalStatus.CRASHED and words in result.message
+
+
+def test_import_time_failure_is_a_runtime_error(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], "import no_such_module_xyz\nclass ModelNew: pass\n")
+    assert result.status is EvalStatus.RUNTIME_ERROR and "no_such_module_xyz" in result.message
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [("", "empty"), ("class ModelNew(:\n", "does not parse"), ("class Other: pass\n", "defines no ModelNew")],
+)
+def test_static_failures_are_invalid_and_never_spawn(evaluator, tiny, source, words):
+    result = evaluator.evaluate(tiny["ReLU"], source)
+    assert result.status is EvalStatus.INVALID and words in result.message
+    assert [p.phase for p in result.phases] == [Phase.STATIC] and result.seconds < 1
+
+
+def test_weights_are_shared_with_the_reference(evaluator, tiny):
+    source = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+"""
+    result = evaluator.evaluate(tiny["MatmulBiasReLU"], source)
+    assert result.status is EvalStatus.CORRECT, result.report()
+
+
+def test_secrets_do_not_reach_the_candidate(evaluator, tiny, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
+    source = relu_candidate("import os\n        assert 'OPENAI_API_KEY' not in os.environ, 'leak'\n        return torch.relu(x)")
+    assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT
+
+
+def test_result_round_trips_through_json(evaluator, tiny):
+    from cudaforge.types import EvalResult
+
+    result = evaluator.evaluate(tiny["ReLU"], relu_candidate("return x.clamp_min(0)"))
+    again = EvalResult.from_json(result.to_json())
+    assert again == result and again.status is EvalStatus.CORRECT
+
+
+def test_batch_keeps_order_and_survives_faults(evaluator, tiny):
+    jobs = [
+        (tiny["ReLU"], relu_candidate("return torch.relu(x)")),
+        (tiny["ReLU"], relu_candidate("import ctypes\n        ctypes.string_at(0)")),
+        (tiny["Softmax"], (CANDIDATES / "triton_softmax.py").read_text()),
+    ]
+    seen = []
+    results = evaluator.evaluate_batch(jobs, on_result=lambda i, r: seen.append(i))
+    assert [r.status for r in results] == [EvalStatus.CORRECT, EvalStatus.CRASHED, EvalStatus.CORRECT]
+    assert sorted(seen) == [0, 1, 2]
