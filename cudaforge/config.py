@@ -113,10 +113,32 @@ class LLMConfig:
     """Per-call timeout."""
     max_retries: int = 4
     """Retries on rate limits, timeouts and 5xx, with exponential backoff."""
+    retry_base_delay_s: float = 2.0
+    """Delay before the first retry; doubles each retry, with jitter."""
+    retry_max_delay_s: float = 60.0
+    """Cap on any retry delay, a provider's Retry-After included."""
     input_cost_per_token: float | None = None
     """Custom $ price per input token for models litellm does not price."""
     output_cost_per_token: float | None = None
     """Custom $ price per output token."""
+
+
+class CacheMode(str, enum.Enum):
+    """How the LLM response cache is used."""
+
+    off = "off"
+    read_write = "read_write"
+    replay_only = "replay_only"
+
+
+@dataclass
+class LLMCacheConfig:
+    """Record/replay of LLM replies (SQLite)."""
+
+    mode: CacheMode = CacheMode.read_write
+    """``off``, ``read_write`` (record) or ``replay_only`` (offline; a miss is an error)."""
+    path: str | None = None
+    """The cache file (null: <run dir>/llm_cache.sqlite)."""
 
 
 @dataclass
@@ -243,6 +265,8 @@ class CudaforgeConfig:
     """The Judge's model (group ``judge``)."""
     strategy: StrategyConfig = field(default_factory=StrategyConfig)
     """The loop and its budgets (group ``strategy``)."""
+    llm_cache: LLMCacheConfig = field(default_factory=LLMCacheConfig)
+    """The LLM response cache."""
     eval: EvalConfig = field(default_factory=EvalConfig)
     """The evaluation protocol (group ``eval``)."""
     profile: ProfileConfig = field(default_factory=ProfileConfig)

@@ -37,7 +37,6 @@ from cudaforge.tasks.runtime import (
     load_module,
     make_inputs,
     strict_fp32,
-    to_device,
 )
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 
@@ -158,10 +157,10 @@ def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: 
         plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
     result.trials_total = len(plan)
     for variant, trial in plan:
-        inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant)
-        cand_out = _call(cand_model, to_device(_clone(inputs), device), cand_name, f"ModelNew.forward (trial {trial}, {variant} inputs)")
+        inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
+        cand_out = _call(cand_model, _clone(inputs), cand_name, f"ModelNew.forward (trial {trial}, {variant} inputs)")
         _sync(device)
-        ref_out = _call(ref_model, to_device(_clone(inputs), device), REFERENCE_MODULE, "the reference")
+        ref_out = _call(ref_model, inputs, REFERENCE_MODULE, "the reference")
         _sync(device)
         atol, rtol = _tolerance(task, ref_out, cfg)
         diff = compare(ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
@@ -178,7 +177,7 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
 
     sets = []
     for k in range(MAX_TIMING_INPUT_SETS):
-        inputs = to_device(make_inputs(ref_module, seed=cfg["seed"] * 7919 + k), device)
+        inputs = make_inputs(ref_module, seed=cfg["seed"] * 7919 + k, device=device)
         sets.append(inputs)
         size = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
         if size * (k + 2) > TIMING_POOL_BYTES:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from cudaforge.llm.cache import CachedReply, CacheMode, ResponseCache, request_key
+from cudaforge.llm.cache import REQUEST_SCHEMA, CachedReply, CacheMode, ResponseCache, request_key
 from cudaforge.llm.errors import (
     ContextWindowError,
     EmptyReply,
@@ -172,7 +172,7 @@ class LLMClient:
         """The full request a call sends, as hashed into its cache key."""
         c = self.config
         return {
-            "v": 1,
+            "v": REQUEST_SCHEMA,
             "model": c.model,
             "messages": [dict(m) for m in messages],
             "temperature": c.temperature,
@@ -209,7 +209,7 @@ class LLMClient:
         try:
             response, attempts = self._call(request)
         except LLMError as err:
-            raise self._fail(err, key, started, attempts=getattr(err, "attempts", 0), meta=meta) from err.__cause__
+            raise self._fail(err, key, started, attempts=err.attempts, meta=meta) from err.__cause__
         choice = response.choices[0]
         usage = _usage_of(response)
         cost, priced = self._cost(usage)
@@ -269,7 +269,7 @@ class LLMClient:
             kind, what = LLMRequestError, "request refused"
         cause = f"{type(err).__name__}: {str(err)[:500]}"
         error = kind(f"{self.config.model} ({self.role}): {what}: {cause}", model=self.config.model, role=self.role)
-        error.attempts = attempts  # type: ignore[attr-defined]
+        error.attempts = attempts
         return error
 
     def _finish(
@@ -277,7 +277,8 @@ class LLMClient:
     ) -> LLMReply:
         """Record the row of an answered call; raise ``EmptyReply`` for an empty answer."""
         cost, priced = reply.cost_usd, reply.priced
-        if cache_hit and (self.config.input_cost_per_token is not None or self.config.output_cost_per_token is not None):
+        custom_prices = (self.config.input_cost_per_token, self.config.output_cost_per_token)
+        if cache_hit and custom_prices != (None, None):  # today's config prices the recorded usage
             cost, priced = self._cost(reply.usage)
         if reply.text.strip():
             row = self._row(key, reply.usage, cost, priced, started, attempts, cache_hit, "", meta)

@@ -19,6 +19,8 @@ class LLMError(Exception):
         """The litellm model name of the failed call."""
         self.role = role
         """The agent role (``coder``, ``judge``) of the failed call."""
+        self.attempts = 0
+        """Provider calls made before giving up (0: none, e.g. a replay miss)."""
         self.row: Any = None
         """The ledger row recorded for the call (set by the client)."""
 

@@ -15,7 +15,6 @@ from cudaforge.tasks.runtime import (
     load_module,
     make_inputs,
     strict_fp32,
-    to_device,
 )
 from cudaforge.types import Task
 
@@ -85,7 +84,7 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
 
     def run(model: torch.nn.Module, seed: int, variant: str = base) -> list[torch.Tensor]:
         with torch.no_grad():
-            out = model(*to_device(make_inputs(module, seed, variant), device))
+            out = model(*make_inputs(module, seed, variant, device))
         return [t.detach().cpu() for t in _tensors(out)]
 
     progress("checks")
@@ -122,7 +121,7 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     reference_ms = None
     if use_cuda:
         progress("timing")
-        inputs = to_device(make_inputs(module, 11), device)
+        inputs = make_inputs(module, 11, device=device)
         with torch.no_grad():
             reference_ms = _median_ms(lambda: model(*inputs))
         if reference_ms < cfg["min_reference_ms"]:

@@ -1,0 +1,133 @@
+"""Harness benchmark of the evaluator on a GPU: precision, overhead and multi-GPU throughput.
+
+    python benchmarks/eval_bench.py --out benchmarks/results/DATE_GPU [--repeats 5] [--batch 20]
+
+Targets (issue: evaluation engine):
+- precision: one candidate/task pair evaluated ``--repeats`` times in a row; the speedup
+  medians within 2% of each other (max-min over mean);
+- overhead: for a task whose reference runs about 1 ms, everything but the compile and the
+  timed calls themselves under 3 s per candidate;
+- throughput: a batch of ``--batch`` candidates on all visible GPUs against the same batch on
+  one GPU (the ratio of wall times).
+Writes ``eval_bench.json`` and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from cudaforge.eval.evaluator import Evaluator, visible_gpus  # noqa: E402
+from cudaforge.eval.fingerprint import environment_fingerprint  # noqa: E402
+from cudaforge.tasks import find_task  # noqa: E402
+
+CANDIDATES = REPO / "benchmarks" / "candidates"
+PRECISION_PAIR = ("main", "level1/3_Softmax", "triton_softmax.py")
+OVERHEAD_PAIR = ("main", "level1/1_GELU", "triton_gelu.py")
+BATCH_PAIRS = [
+    ("tiny", "level1/1_ReLU", "triton_relu.py"),
+    ("tiny", "level1/2_Softmax", "triton_softmax.py"),
+    ("tiny", "level1/1_ReLU", "cuda_relu.py"),
+    ("tiny", "level1/2_Softmax", "cuda_softmax.py"),
+    ("tiny", "level1/3_MatmulBiasReLU", "cuda_matmul_bias_relu.py"),
+]
+
+
+def suite(name: str) -> SimpleNamespace:
+    return SimpleNamespace(name=name, kind="bundled", root=None, levels=[], problem_ids=[], names=[],
+                           subset=None, first_n=None, shuffle_seed=None)
+
+
+def load(pair):
+    suite_name, task_id, file = pair
+    return find_task(suite(suite_name), task_id), (CANDIDATES / file).read_text()
+
+
+def phase_seconds(result, name: str) -> float:
+    return sum(p.seconds for p in result.phases if p.phase.value == name)
+
+
+def precision(evaluator: Evaluator, repeats: int) -> dict:
+    task, source = load(PRECISION_PAIR)
+    evaluator.evaluate(task, source)  # builds and warms the cache; not counted
+    medians = []
+    for _ in range(repeats):
+        result = evaluator.evaluate(task, source)
+        assert result.status.value == "correct", result.report()
+        medians.append(result.speedup.median)
+    mean = sum(medians) / len(medians)
+    return {"task": task.id, "candidate": PRECISION_PAIR[2], "speedup_medians": medians,
+            "spread_pct": 100 * (max(medians) - min(medians)) / mean, "target_pct": 2.0}
+
+
+def overhead(evaluator: Evaluator, repeats: int = 3) -> dict:
+    task, source = load(OVERHEAD_PAIR)
+    evaluator.evaluate(task, source)
+    rows = []
+    for _ in range(repeats):
+        r = evaluator.evaluate(task, source)
+        assert r.status.value == "correct", r.report()
+        calls = evaluator.cfg["timing_trials"] + evaluator.cfg["warmup"]
+        timed_calls_s = calls * (r.reference_timing.mean + r.candidate_timing.mean) / 1000
+        rows.append({
+            "total_s": r.seconds, "compile_s": phase_seconds(r, "compile"),
+            "correctness_s": phase_seconds(r, "correctness"), "timing_phase_s": phase_seconds(r, "timing"),
+            "timed_calls_s": timed_calls_s, "reference_ms": r.reference_timing.median,
+            "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
+        })
+    best = min(rows, key=lambda row: row["overhead_s"])
+    return {"task": task.id, "runs": rows, "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2],
+            "best": best, "target_s": 3.0}
+
+
+def throughput(cfg: dict, batch: int, gpus: list[str]) -> dict:
+    jobs = [load(BATCH_PAIRS[i % len(BATCH_PAIRS)]) for i in range(batch)]
+    walls = {}
+    for label, use in (("one_gpu", gpus[:1]), ("all_gpus", gpus)):
+        evaluator = Evaluator(cfg, gpus=use)
+        started = time.monotonic()
+        results = evaluator.evaluate_batch(jobs)
+        walls[label] = time.monotonic() - started
+        statuses = sorted({r.status.value for r in results})
+        walls[f"{label}_statuses"] = statuses
+    return {"batch": batch, "gpus": gpus, **walls, "ratio_one_over_all": walls["one_gpu"] / walls["all_gpus"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=20)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/cudaforge-bench-cache"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpus = visible_gpus()
+    if not gpus:
+        sys.exit("eval_bench: needs a GPU")
+    cfg = {"build_cache_dir": str(args.cache)}
+    evaluator = Evaluator(cfg, gpus=gpus[:1])
+    report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "command": " ".join(sys.argv), "fingerprint": environment_fingerprint(0)}
+    report["precision"] = precision(evaluator, args.repeats)
+    print(f"precision: speedup medians {report['precision']['speedup_medians']} "
+          f"spread {report['precision']['spread_pct']:.2f}% (target < 2%)", flush=True)
+    report["overhead"] = overhead(evaluator)
+    print(f"overhead: {report['overhead']['overhead_s_median']:.2f} s per candidate (target < 3 s); "
+          f"best run {json.dumps(report['overhead']['best'])}", flush=True)
+    report["throughput"] = throughput(cfg, args.batch, gpus)
+    t = report["throughput"]
+    print(f"throughput: {args.batch} candidates: 1 GPU {t['one_gpu']:.1f} s, {len(gpus)} GPUs {t['all_gpus']:.1f} s, "
+          f"ratio {t['ratio_one_over_all']:.2f}", flush=True)
+    (args.out / "eval_bench.json").write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The evaluator on a real GPU: realistic CUDA and Triton candidates, real faulting kernels.
+
+Skipped without a GPU; scripts/gpu_check.py runs them on one (results in benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+from cudaforge.eval.evaluator import Evaluator  # noqa: E402
+from cudaforge.tasks import load_suite  # noqa: E402
+from cudaforge.types import EvalStatus  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+CANDIDATES = REPO / "benchmarks" / "candidates"
+FAULTS = Path(__file__).resolve().parent / "gpu_candidates"
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
+                          subset=None, first_n=None, shuffle_seed=None)
+    return {t.name: t for t in load_suite(cfg)}
+
+
+@pytest.fixture(scope="module")
+def evaluator(tmp_path_factory):
+    return Evaluator({"timing_trials": 30, "warmup": 5, "correctness_timeout_s": 60,
+                      "build_cache_dir": str(tmp_path_factory.mktemp("build"))})
+
+
+@pytest.mark.parametrize(
+    "task, file",
+    [("ReLU", "cuda_relu.py"), ("Softmax", "cuda_softmax.py"), ("MatmulBiasReLU", "cuda_matmul_bias_relu.py"),
+     ("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py")],
+)
+def test_realistic_candidates_are_correct_and_timed(evaluator, tiny, task, file):
+    result = evaluator.evaluate(tiny[task], (CANDIDATES / file).read_text())
+    assert result.status is EvalStatus.CORRECT, result.report()
+    assert result.speedup is not None and result.speedup.ci_low <= result.speedup.median <= result.speedup.ci_high
+    assert result.candidate_timing.n == 30 and result.candidate_timing.median > 0
+    assert result.fingerprint["gpu"]["name"] and result.fingerprint["gpu_state_before"]
+
+
+def test_a_repeated_cuda_candidate_hits_the_build_cache(evaluator, tiny):
+    source = (CANDIDATES / "cuda_relu.py").read_text()
+    evaluator.evaluate(tiny["ReLU"], source)
+    again = evaluator.evaluate(tiny["ReLU"], source)
+    assert again.status is EvalStatus.CORRECT and again.compile_cached
+    compile_phase = [p for p in again.phases if p.phase.value == "compile"][0]
+    assert compile_phase.seconds < 1.0, compile_phase
+
+
+def test_compile_error_is_trimmed_for_the_judge(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], (CANDIDATES / "cuda_compile_error.py").read_text())
+    assert result.status is EvalStatus.COMPILE_ERROR
+    assert "error" in result.compile_log_trimmed and len(result.compile_log_trimmed) < len(result.compile_log)
+
+
+def test_slow_candidate_has_speedup_below_one(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], (FAULTS / "slow_relu.py").read_text())
+    assert result.status is EvalStatus.CORRECT
+    assert result.speedup.ci_high < 1.0, result.report()
+
+
+def test_illegal_memory_access_is_a_clear_verdict(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], (FAULTS / "cupy_illegal_address.py").read_text())
+    assert result.status in (EvalStatus.RUNTIME_ERROR, EvalStatus.CRASHED), result.report()
+    assert "illegal" in result.message.lower() or "invalid" in result.message.lower(), result.message
+
+
+def test_hanging_kernel_times_out(tiny, tmp_path):
+    evaluator = Evaluator({"correctness_timeout_s": 15, "build_cache_dir": str(tmp_path)})
+    result = evaluator.evaluate(tiny["ReLU"], (FAULTS / "cupy_hang.py").read_text())
+    assert result.status is EvalStatus.TIMEOUT and "correctness" in result.message
+
+
+def test_oom_is_a_runtime_error(evaluator, tiny):
+    result = evaluator.evaluate(tiny["ReLU"], (FAULTS / "oom.py").read_text())
+    assert result.status is EvalStatus.RUNTIME_ERROR and "out of memory" in result.message.lower()
+
+
+def test_segfault_is_a_crash_and_the_next_candidate_is_fine(evaluator, tiny):
+    jobs = [
+        (tiny["ReLU"], (FAULTS / "segfault_host.py").read_text()),
+        (tiny["ReLU"], (FAULTS / "cupy_illegal_address.py").read_text()),
+        (tiny["ReLU"], (CANDIDATES / "triton_relu.py").read_text()),
+    ]
+    results = evaluator.evaluate_batch(jobs)
+    assert results[0].status is EvalStatus.CRASHED and "SIGSEGV" in results[0].message
+    assert results[2].status is EvalStatus.CORRECT
+
+
+def test_compile_baseline_times_against_torch_compile(tiny, tmp_path):
+    evaluator = Evaluator({"baseline": "compile", "timing_trials": 20, "warmup": 5, "build_cache_dir": str(tmp_path)})
+    result = evaluator.evaluate(tiny["ReLU"], (CANDIDATES / "triton_relu.py").read_text())
+    assert result.status is EvalStatus.CORRECT and result.speedup.baseline == "compile"
