@@ -132,6 +132,7 @@ class EvalStatus(str, enum.Enum):
     CRASHED = "crashed"
     INVALID = "invalid"  # failed a static check (does not parse, no ModelNew, ...)
     COMPILED = "compiled"  # CUDA source compiled, but no GPU here to load and run it
+    UNSUPPORTED = "unsupported"  # this machine cannot build or run it (e.g. a CUDA header it lacks)
 
 
 class Phase(str, enum.Enum):

@@ -81,12 +81,17 @@ class Evaluator:
                 raise ValueError("eval.device=cuda but no GPU is visible")
         self.build_cache = Path(self.cfg["build_cache_dir"] or DEFAULT_BUILD_CACHE).expanduser()
         self.compile_workers = compile_workers or max(1, (os.cpu_count() or 2) // 2)
+        self._build = None
 
     # ------------------------------------------------------------------ settings
 
-    def build_settings(self) -> dict[str, Any]:
-        """Keyword arguments of ``cudaforge.eval.build.BuildSettings`` for workers."""
-        return {"cache_dir": str(self.build_cache), "arch_list": self.cfg["target_arch"]}
+    def build_settings(self):
+        """The ``BuildSettings`` every worker and precompile of this evaluator uses (arch resolved here)."""
+        from cudaforge.eval.build import BuildSettings
+
+        if self._build is None:
+            self._build = BuildSettings(cache_dir=str(self.build_cache), arch=self.cfg["target_arch"]).resolved()
+        return self._build
 
     def _timeouts(self) -> dict[str, float]:
         return {
@@ -116,7 +121,7 @@ class Evaluator:
             "task": task.to_dict(),
             "candidate": source,
             "eval": self.cfg,
-            "build": self.build_settings(),
+            "build": self.build_settings().to_dict(),
             "device": device,
         }
         outcome = run_isolated(
@@ -162,11 +167,11 @@ class Evaluator:
 
     def precompile(self, source: str):
         """Build a CUDA candidate on the CPU pool (no GPU); returns the build outcome, or None for non-CUDA."""
-        from cudaforge.eval.build import BuildSettings, precompile
+        from cudaforge.eval.build import precompile
 
         if check_candidate(source).backend != "cuda":
             return None
-        return precompile(source, BuildSettings(**self.build_settings()), timeout_s=self.cfg["compile_timeout_s"])
+        return precompile(source, self.build_settings(), timeout_s=self.cfg["compile_timeout_s"])
 
     def evaluate_batch(
         self, jobs: list[tuple[Task, str]], on_result: Callable[[int, EvalResult], None] | None = None

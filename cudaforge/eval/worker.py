@@ -124,24 +124,27 @@ def _call(model: Any, inputs: list[Any], module_name: str, what: str) -> Any:
 
 
 def _import_candidate(source: str, module_name: str, build: dict[str, Any], result: EvalResult) -> Any:
-    from cudaforge.eval.build import BuildSettings, build_hooks, trim_compiler_log
+    from cudaforge.eval.build import BuildError, BuildSettings, ModuleNotLoadable, ToolchainIncomplete, build_hooks
 
-    settings = BuildSettings(**build)
-    with build_hooks(settings) as recorder:
+    with build_hooks(BuildSettings.from_dict(build)) as recorder:
         try:
-            module = load_module(source, module_name)
-        except Exception as exc:  # noqa: BLE001
-            module, error = None, exc
-    result.compile_log = recorder.log
-    result.compile_cached = recorder.cache_hit
-    if module is not None:
-        return module
-    if recorder.failed:
-        result.compile_log_trimmed = trim_compiler_log(recorder.log)
-        raise _Failure(EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + result.compile_log_trimmed)
-    if recorder.compiled_only:
-        raise _Failure(EvalStatus.COMPILED, recorder.compiled_only_reason)
-    raise _Failure(EvalStatus.RUNTIME_ERROR, "importing the candidate raised\n" + _candidate_traceback(error, module_name))
+            return load_module(source, module_name)
+        except ToolchainIncomplete as exc:
+            raise _Failure(EvalStatus.UNSUPPORTED, f"this machine cannot build the candidate: {exc}") from None
+        except ModuleNotLoadable as exc:
+            raise _Failure(EvalStatus.COMPILED, f"the CUDA sources compiled; {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - the candidate's import failing is a verdict
+            if isinstance(exc, BuildError) or recorder.failed:
+                result.compile_log_trimmed = recorder.log_trimmed
+                raise _Failure(
+                    EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + recorder.log_trimmed
+                ) from None
+            raise _Failure(
+                EvalStatus.RUNTIME_ERROR, "importing the candidate raised\n" + _candidate_traceback(exc, module_name)
+            ) from None
+        finally:
+            result.compile_log = recorder.log
+            result.compile_cached = recorder.cached
 
 
 def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: EvalResult):
@@ -265,7 +268,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             )
     except _Failure as failure:
         result.status, result.message = failure.status, failure.message
-        rec.end(phase, t, status="failed" if failure.status is not EvalStatus.COMPILED else "ok", message=failure.message[:500])
+        ok = failure.status is EvalStatus.COMPILED
+        rec.end(phase, t, status="ok" if ok else "failed", message=failure.message[:500])
     result.phases = rec.phases
     result.seconds = time.perf_counter() - started
     return result.to_dict()
