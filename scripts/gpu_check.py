@@ -1,0 +1,103 @@
+"""Verify cudaforge on this machine's GPU in one go, and write a dated summary.
+
+    python scripts/gpu_check.py --out benchmarks/results/2026-11-29_h200 [--only tests,audit,...]
+
+Steps (each with its own log; a failing step is recorded and the next one runs):
+  fingerprint  the GPU, driver, clocks and versions
+  tests        every GPU-marked test (pytest -m gpu)
+  audit        `cudaforge tasks audit` over every bundled suite on the GPU
+  eval         `cudaforge eval` of the bundled candidates on bundled tasks
+  evalbench    benchmarks/eval_bench.py: precision, overhead, multi-GPU throughput
+  compilebench benchmarks/compile_bench.py: cold build, hooked cold build, cache hit
+  ncu          scripts/record_ncu_fixtures.py, when present: ncu fixtures and profiling targets
+The summary is summary.md in --out; it is how anyone verifies the evaluator on a new GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+STEPS = {
+    "fingerprint": [PY, "-c", "import json; from cudaforge.eval.fingerprint import environment_fingerprint as f; "
+                    "print(json.dumps(f(0), indent=1))"],
+    "tests": [PY, "-m", "pytest", "-m", "gpu", "-q", "-rA", "--no-header", "-p", "no:cacheprovider", "tests"],
+    "audit": [
+        "bash", "-c",
+        f"{PY} -m cudaforge.cli tasks audit suite=tiny; a=$?; "
+        f"{PY} -m cudaforge.cli tasks audit suite=main audit.min_reference_ms=0.5; b=$?; exit $((a|b))",
+    ],
+    "eval": [
+        "bash", "-c",
+        " && ".join(
+            f"{PY} -m cudaforge.cli eval suite={s} task={t} candidate=benchmarks/candidates/{c}"
+            for s, t, c in [
+                ("tiny", "level1/1_ReLU", "cuda_relu.py"),
+                ("tiny", "level1/3_MatmulBiasReLU", "cuda_matmul_bias_relu.py"),
+                ("tiny", "level1/2_Softmax", "triton_softmax.py"),
+                ("main", "level1/3_Softmax", "triton_softmax.py"),
+                ("main", "level1/1_GELU", "triton_gelu.py"),
+            ]
+        ),
+    ],
+    "evalbench": [PY, "benchmarks/eval_bench.py", "--out", "{out}"],
+    "compilebench": [PY, "benchmarks/compile_bench.py", "--out", "{out}"],
+    "ncu": [PY, "scripts/record_ncu_fixtures.py", "--out", "{out}/ncu"],
+}
+
+
+def run_step(name: str, out: Path, timeout: float) -> dict:
+    cmd = [part.replace("{out}", str(out)) for part in STEPS[name]]
+    started = time.monotonic()
+    log = out / f"{name}.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+        code, text = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        code = "timeout"
+        text = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    log.write_text(text)
+    seconds = time.monotonic() - started
+    tail = "\n".join(text.strip().splitlines()[-15:])
+    print(f"== {name}: exit {code} in {seconds:.0f} s\n{tail}\n", flush=True)
+    return {"step": name, "exit": code, "seconds": round(seconds, 1), "tail": tail}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", default=",".join(STEPS), help="comma-separated steps")
+    parser.add_argument("--step-timeout", type=float, default=900)
+    args = parser.parse_args()
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = [s for s in args.only.split(",") if s]
+    unknown = [s for s in chosen if s not in STEPS]
+    if unknown:
+        sys.exit(f"gpu_check: unknown step(s) {unknown}; steps: {', '.join(STEPS)}")
+    if "ncu" in chosen and not (REPO / "scripts" / "record_ncu_fixtures.py").exists():
+        chosen.remove("ncu")
+    results = [run_step(name, out, args.step_timeout) for name in chosen]
+    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"# GPU check, {date}", "", f"Command: `python scripts/gpu_check.py --out {args.out} --only {','.join(chosen)}`", "",
+             "| step | exit | seconds |", "| --- | --- | --- |"]
+    lines += [f"| {r['step']} | {r['exit']} | {r['seconds']} |" for r in results]
+    for r in results:
+        lines += ["", f"## {r['step']}", "", "```", r["tail"], "```"]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps({"date": date, "steps": results}, indent=2))
+    sys.exit(0 if all(r["exit"] == 0 for r in results) else 1)
+
+
+if __name__ == "__main__":
+    main()
