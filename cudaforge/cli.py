@@ -32,7 +32,6 @@ Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=
 """
 
 NOT_YET = {
-    "run": "the Coder/Judge loop",
     "profile": "Nsight Compute profiling",
     "baseline": "reference baselines",
     "report": "reports",
@@ -101,7 +100,47 @@ def _eval(cfg: DictConfig) -> int:
     return 0 if result.status.value in ("correct", "compiled") else 1
 
 
+def _run(cfg: DictConfig) -> int:
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
+    from cudaforge.run.runner import make_context, run_suite
+    from cudaforge.tasks import load_suite
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    config = OmegaConf.to_object(cfg)
+    if DEMO_MODEL in (config.coder.model, config.judge.model):
+        install_demo()
+        print(BANNER, flush=True)
+    tasks = load_suite(config.suite)
+    print(f"run directory: {run_dir}\n{len(tasks)} tasks, strategy {config.strategy.name.value}, "
+          f"coder {config.coder.model}, judge {config.judge.model}", flush=True)
+    ctx = make_context(config, run_dir)
+
+    def show_event(event: dict) -> None:
+        if event["event"] == "evaluated":
+            speed = f" speedup {event['speedup']:.3f}x" if event.get("speedup") else ""
+            print(f"  {event['task_id']} round {event['round']}: {event['status']}{speed}", flush=True)
+
+    def show_result(result) -> None:
+        best = f"{result.best_speedup:.3f}x" if result.best_speedup else ("correct" if result.correct else "no correct kernel")
+        print(f"done {result.task_id}: {best} after {result.rounds} rounds ({result.stop_reason})", flush=True)
+
+    results = run_suite(ctx, tasks, on_event=show_event, on_result=show_result)
+    totals = ctx.ledger.totals()
+    print("\nresults:")
+    for r in results:
+        best = f"{r.best_speedup:.3f}x" if r.best_speedup else ("correct, untimed" if r.correct else "-")
+        print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
+    correct = sum(r.correct for r in results)
+    print(f"{correct}/{len(results)} correct | LLM: {totals.summary()}\nresults: {ctx.store.results_path}")
+    return 0
+
+
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {
+    "run": _run,
     "tasks list": _tasks_list,
     "tasks audit": _tasks_audit,
     "eval": _eval,
@@ -123,8 +162,9 @@ def _run_app(action: str, overrides: list[str]) -> int:
             _Exit.code = 2
 
     name = action.replace(" ", "_")
+    quiet = [] if action == "run" else _QUIET_HYDRA  # a run keeps its directory (config, results, logs)
     saved = sys.argv
-    sys.argv = [f"cudaforge {action}", *_QUIET_HYDRA, f"hydra.job.name={name}", *overrides]
+    sys.argv = [f"cudaforge {action}", *quiet, f"hydra.job.name={name}", *overrides]
     try:
         app()
     finally:

@@ -38,6 +38,14 @@ class StrategyName(str, enum.Enum):
     full_metrics = "full_metrics"
 
 
+class KernelBackend(str, enum.Enum):
+    """Which kernel technology the Coder is asked to use."""
+
+    cuda = "cuda"
+    triton = "triton"
+    any = "any"
+
+
 class BaselineMode(str, enum.Enum):
     """What the candidate's speedup is measured against."""
 
@@ -155,6 +163,12 @@ class StrategyConfig:
     """Wall-clock budget per task (null: none)."""
     memory_rounds: int = 0
     """How many past rounds each agent sees besides the latest (CudaForge: 0)."""
+    backend: KernelBackend = KernelBackend.any
+    """Which kernel technology the Coder is asked for (the CudaForge paper: ``cuda``)."""
+    max_follow_ups: int = 1
+    """Follow-up prompts after an unusable reply before the round counts as failed."""
+    templates: dict[str, str] = field(default_factory=dict)
+    """Template overrides: name (``coder/repair``) -> file path or another template's name."""
 
 
 @dataclass
@@ -283,6 +297,8 @@ class CudaforgeConfig:
     """Where a subcommand writes its JSON result (null: stdout only)."""
     tags: list[str] = field(default_factory=list)
     """Free-form labels recorded with the run (experiment overlays set them)."""
+    concurrency: int = 1
+    """Tasks in flight at once in ``cudaforge run``."""
 
 
 GROUP_SCHEMAS: dict[str, type] = {

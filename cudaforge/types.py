@@ -295,3 +295,66 @@ class EvalResult(Record):
             if record.phase is phase:
                 return record
         return None
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+@dataclass
+class RoundRecord(Record):
+    """One round of the Coder/Judge loop: a Coder step, its evaluation, and what followed."""
+
+    round: int
+    """1-based round number."""
+    coder_mode: str
+    """``first_attempt``, ``repair`` or ``optimize``."""
+    candidate_hash: str | None = None
+    """Hash of the candidate written this round (None when the Coder gave no usable code)."""
+    status: str = ""
+    """The evaluation's status, or ``no_code`` / ``llm_error`` when nothing was evaluated."""
+    speedup: float | None = None
+    """Median speedup when correct and timed."""
+    speedup_ci: list[float] | None = None
+    """95% interval of the speedup."""
+    message: str = ""
+    """The evaluation's one-paragraph message, or why the round failed."""
+    judge_mode: str | None = None
+    """``correction`` / ``optimization`` when the Judge spoke after this round."""
+    feedback: dict[str, Any] | None = None
+    """The Judge's JSON fields (or the raw feedback a self-refining Coder gets)."""
+    profile_status: str | None = None
+    """The profiler's status when the candidate was profiled."""
+    reused_evaluation: bool = False
+    """True when the same source was evaluated in an earlier round and its result reused."""
+    cost_usd: float = 0.0
+    """Dollars of the round's LLM calls (priced ones)."""
+    seconds: float = 0.0
+    """Wall-clock seconds of the round's steps."""
+
+
+@dataclass
+class TaskResult(Record):
+    """The outcome of the loop on one task: the best correct candidate over all rounds."""
+
+    task_id: str
+    correct: bool
+    """True when some round produced a correct candidate."""
+    best_round: int | None = None
+    best_speedup: float | None = None
+    best_speedup_ci: list[float] | None = None
+    best_candidate_hash: str | None = None
+    rounds: int = 0
+    """Rounds used."""
+    stop_reason: str = ""
+    """``max_rounds``, ``max_dollars``, ``max_minutes``, ``llm_error: ...``."""
+    cost_usd: float = 0.0
+    """Dollars of priced LLM calls."""
+    unpriced_calls: int = 0
+    """LLM calls whose price is unknown (their cost is not in ``cost_usd``)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    minutes: float = 0.0
+    """Wall-clock minutes spent on the task."""
+    time_split: dict[str, float] = field(default_factory=dict)
+    """Seconds in ``llm``, ``compile``, ``correctness``, ``timing``, ``profiling``."""
+    history: list[RoundRecord] = field(default_factory=list)

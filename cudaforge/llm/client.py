@@ -12,6 +12,8 @@ run (``replay_only``) works where litellm is missing and never touches the netwo
 
 from __future__ import annotations
 
+import logging
+
 import random
 import threading
 import time
@@ -46,6 +48,9 @@ def _litellm() -> Any:
 
     with _SETUP_LOCK:
         litellm.suppress_debug_info = True
+        # Every call is in our ledger; litellm's per-call INFO lines would drown a run's progress.
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         register_scripted_provider()
     return litellm
 

@@ -1,0 +1,103 @@
+"""The Judge agent: reads a failed kernel's report, or a correct kernel's metrics, and advises the Coder.
+
+Stateless: a ``Judge`` holds only its model and settings; each call renders a fresh prompt
+and returns a ``JudgeResult`` whose ``Feedback`` holds the JSON fields of the mode. An
+unusable reply gets one follow-up (``max_follow_ups``), then becomes a recorded failure;
+errors of the model client propagate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cudaforge.agents.conversation import ChatModel, converse
+from cudaforge.agents.parsing import extract_json
+from cudaforge.agents.prompts import (
+    MAX_REPORT_CHARS,
+    PromptLibrary,
+    chat,
+    correction_context,
+    judge_follow_up_context,
+    optimization_context,
+)
+from cudaforge.agents.records import CORRECTION_KEYS, OPTIMIZATION_KEYS, Feedback, JudgeMode, JudgeResult
+from cudaforge.types import EvalResult, Task
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The Judge: one method per mode, each one stateless step."""
+
+    llm: ChatModel
+    """The model (``cudaforge.llm.LLMClient`` or anything with ``complete(messages, **meta)``)."""
+    prompts: PromptLibrary = field(default_factory=PromptLibrary)
+    """The templates."""
+    correction_keys: Sequence[str] = CORRECTION_KEYS
+    """Keys the correction JSON must have (change with the template)."""
+    optimization_keys: Sequence[str] = OPTIMIZATION_KEYS
+    """Keys the optimisation JSON must have (change with the template)."""
+    max_follow_ups: int = 1
+    """Follow-up prompts after an unusable reply before the step fails."""
+    max_report_chars: int = MAX_REPORT_CHARS
+    """Cap on the evaluator's report quoted in a correction prompt."""
+
+    def __post_init__(self) -> None:
+        if self.max_follow_ups < 0:
+            raise ValueError(f"max_follow_ups must be >= 0, not {self.max_follow_ups}")
+        object.__setattr__(self, "correction_keys", tuple(self.correction_keys))
+        object.__setattr__(self, "optimization_keys", tuple(self.optimization_keys))
+
+    def required_keys(self, mode: JudgeMode) -> tuple[str, ...]:
+        """The keys the JSON of ``mode`` must have."""
+        return self.correction_keys if JudgeMode(mode) is JudgeMode.correction else self.optimization_keys
+
+    def correction(
+        self, task: Task, kernel: str, result: EvalResult, *, gpu: Mapping[str, Any] | None = None, **meta: Any
+    ) -> JudgeResult:
+        """Name the one critical issue of ``kernel``, which failed as ``result`` says; ``meta`` goes to the call."""
+        context = correction_context(task, kernel, result, gpu=gpu, max_chars=self.max_report_chars)
+        return self.run(JudgeMode.correction, context, **meta)
+
+    def optimization(
+        self,
+        task: Task,
+        kernel: str,
+        result: EvalResult | None,
+        *,
+        gpu: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, Any] | None = None,
+        metric_set: str = "",
+        **meta: Any,
+    ) -> JudgeResult:
+        """Find the bottleneck of the correct ``kernel`` from the GPU's spec sheet, its ``metrics``
+        (name -> value with unit; empty: reason from timings) and the timing in ``result``."""
+        context = optimization_context(task, kernel, result, gpu=gpu, metrics=metrics, metric_set=metric_set)
+        return self.run(JudgeMode.optimization, context, **meta)
+
+    def run(self, mode: JudgeMode, context: Mapping[str, Any], **meta: Any) -> JudgeResult:
+        """One step in ``mode`` with a ready context (the templates ``judge/system`` and ``judge/<mode>``)."""
+        mode = JudgeMode(mode)
+        keys = self.required_keys(mode)
+        messages = chat(self.prompts, "judge", mode.value, {"mode": mode.value, **context})
+
+        def parse(text: str) -> tuple[Feedback | None, str]:
+            found = extract_json(text, keys)
+            if not found.ok or found.data is None:
+                return None, found.reason
+            fields = {k: found.data[k] for k in keys} if keys else dict(found.data)
+            return Feedback(mode=mode, fields=fields), ""
+
+        def follow_up(reason: str) -> str:
+            context = judge_follow_up_context(reason, mode=mode, required_keys=keys)
+            return self.prompts.render("judge/follow_up", **context)
+
+        feedback, conversation = converse(
+            self.llm, messages, parse, follow_up, max_follow_ups=self.max_follow_ups,
+            meta={"mode": mode.value, **meta},
+        )  # fmt: skip
+        failure = "" if feedback is not None else conversation.parse_errors[-1]
+        return JudgeResult(
+            mode=mode, ok=feedback is not None, feedback=feedback, failure=failure, conversation=conversation
+        )

@@ -1,0 +1,443 @@
+"""Prompts: the Jinja2 templates of the top-level ``agents/`` folder and the contexts they are rendered with.
+
+A template is named by its path under the folder without ``.j2`` (``coder/repair``). A config
+can swap any template for another file, or for another template of the folder, through
+``PromptLibrary(templates={"coder/repair": "path/or/name"})``. Rendering is strict: a variable
+the context lacks is an error that names the template and the line.
+
+The context builders below are pure functions from records (``Task``, ``EvalResult``,
+``Feedback``) and plain mappings (a GPU spec sheet, a metrics table) to the plain dicts and
+strings the templates read; each template documents its context in its opening comment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+from jinja2 import meta
+
+from cudaforge.agents.records import Backend, Feedback, JudgeMode
+from cudaforge.config import PROJECT_ROOT
+from cudaforge.types import EvalResult, EvalStatus, Task
+
+DEFAULT_ROOT = PROJECT_ROOT / "agents"
+"""The bundled templates, role cards and examples."""
+SUFFIX = ".j2"
+"""File suffix of a template."""
+MAX_REPORT_CHARS = 8000
+"""Default cap on the evaluator's report quoted in a prompt (the middle is cut)."""
+
+Messages = list[dict[str, str]]
+"""A chat: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``."""
+
+
+class PromptTemplateError(Exception):
+    """A template is missing, does not parse, or uses a variable its context lacks."""
+
+
+def template_name(name: str) -> str:
+    """The canonical name of a template: forward slashes, no ``.j2`` suffix."""
+    name = name.replace("\\", "/").strip("/")
+    return name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
+
+
+class _Loader(jinja2.BaseLoader):
+    """Loads ``<root>/<name>.j2``, or the file a config put in its place (includes too)."""
+
+    def __init__(self, root: Path, overrides: Mapping[str, Path]) -> None:
+        self.root = root
+        self.overrides = dict(overrides)
+
+    def path(self, name: str) -> Path:
+        name = template_name(name)
+        return self.overrides.get(name, self.root / f"{name}{SUFFIX}")
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        path = self.path(template)
+        if not path.is_file():
+            raise jinja2.TemplateNotFound(template)
+        mtime = path.stat().st_mtime
+        return path.read_text(encoding="utf-8"), str(path), lambda: path.is_file() and path.stat().st_mtime == mtime
+
+
+class PromptLibrary:
+    """The templates of one run: the ``agents/`` folder (or ``root``) with a config's overrides.
+
+    ``templates`` maps a template name to its replacement: a file path (absolute, or relative
+    to ``base_dir``, by default the project root; never the working directory) or the name of
+    another template of the folder. Unknown names and missing files fail here, not mid-run.
+    """
+
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        templates: Mapping[str, str] | None = None,
+        *,
+        base_dir: str | Path | None = None,
+    ) -> None:
+        self.root = Path(root).expanduser().resolve() if root is not None else DEFAULT_ROOT
+        """The folder holding ``coder/``, ``judge/`` and ``examples/``."""
+        if not self.root.is_dir():
+            raise PromptTemplateError(f"the templates folder {self.root} does not exist")
+        self.base_dir = Path(base_dir).expanduser().resolve() if base_dir is not None else PROJECT_ROOT
+        """Where relative override paths are resolved."""
+        bundled = self._bundled_names()
+        self.overrides: dict[str, Path] = {}
+        """Template name -> the file used instead of ``<root>/<name>.j2``."""
+        for key, value in (templates or {}).items():
+            name = template_name(str(key))
+            if name not in bundled:
+                raise PromptTemplateError(
+                    f"templates[{key!r}]: no template of that name under {self.root} (known: {', '.join(bundled)})"
+                )
+            self.overrides[name] = self._resolve(name, str(value))
+        self._loader = _Loader(self.root, self.overrides)
+        self.env = jinja2.Environment(
+            loader=self._loader,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=False,
+            autoescape=False,
+        )
+        """The Jinja2 environment (strict undefined, block tags leave no blank lines)."""
+
+    def _bundled_names(self) -> list[str]:
+        return sorted(template_name(p.relative_to(self.root).as_posix()) for p in self.root.rglob(f"*{SUFFIX}"))
+
+    def _resolve(self, name: str, value: str) -> Path:
+        """The file an override names: a path, else another template of the folder."""
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            path = self.base_dir / path
+        if path.is_file():
+            return path.resolve()
+        alias = self.root / f"{template_name(value)}{SUFFIX}"
+        if alias.is_file():
+            return alias
+        raise PromptTemplateError(
+            f"templates[{name!r}] = {value!r}: no such file ({path}) and no template {value!r} under {self.root}"
+        )
+
+    def names(self) -> list[str]:
+        """Every template name, partials (``_name``) included."""
+        return self._bundled_names()
+
+    def path(self, name: str) -> Path:
+        """The file that ``render(name)`` reads."""
+        return self._loader.path(name)
+
+    def render(self, name: str, /, **context: Any) -> str:
+        """Render a template with ``context``; ``PromptTemplateError`` names the template and the line on failure."""
+        name = template_name(name)
+        try:
+            return self.env.get_template(name).render(**context).strip()
+        except jinja2.TemplateNotFound as exc:
+            raise PromptTemplateError(
+                f"template {name!r}: {exc.name!r} not found under {self.root} (known: {', '.join(self.names())})"
+            ) from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise PromptTemplateError(
+                f"template {name!r}: syntax error in {exc.filename} line {exc.lineno}: {exc.message}"
+            ) from None
+        except jinja2.TemplateError as exc:
+            raise PromptTemplateError(
+                f"template {name!r}{_where(exc)}: {exc.message}; "
+                f"the context holds: {', '.join(sorted(context)) or 'nothing'}"
+            ) from None
+
+    def variables(self, name: str) -> set[str]:
+        """The variables a template reads from its context, those of the partials it includes too."""
+        source, _, _ = self._loader.get_source(self.env, template_name(name))
+        tree = self.env.parse(source)
+        found = set(meta.find_undeclared_variables(tree))
+        for included in meta.find_referenced_templates(tree):
+            if included:
+                found |= self.variables(included)
+        return found
+
+    def documented_variables(self, name: str) -> set[str]:
+        """The variables listed under ``Context:`` in a template's opening comment."""
+        source, _, _ = self._loader.get_source(self.env, template_name(name))
+        head = re.match(r"\s*\{#(.*?)#\}", source, re.S)
+        if not head or "Context:" not in head.group(1):
+            return set()
+        section = head.group(1).split("Context:", 1)[1]
+        return set(re.findall(r"^  ([A-Za-z_]\w*)\s{2,}\S", section, re.M))
+
+    def example(self, name: str) -> dict[str, str]:
+        """A one-shot example: ``examples/<name>/`` (or a folder path) with ``reference.py`` and ``solution.py``."""
+        folder = Path(name).expanduser()
+        if not folder.is_absolute():
+            folder = self.root / "examples" / name
+        files = {"reference": folder / "reference.py", "solution": folder / "solution.py"}
+        missing = [str(p) for p in files.values() if not p.is_file()]
+        if missing:
+            raise PromptTemplateError(f"example {name!r}: missing {', '.join(missing)}")
+        return {"name": folder.name, **{k: p.read_text(encoding="utf-8").strip() for k, p in files.items()}}
+
+
+def _where(exc: BaseException) -> str:
+    """`` (file line N)`` of the innermost template frame of an error's traceback."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(SUFFIX)]
+    if not frames:
+        return ""
+    path = Path(frames[-1].filename)
+    shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+    return f" ({shown} line {frames[-1].lineno})"
+
+
+# --------------------------------------------------------------------------- values to text
+
+
+def format_value(value: Any) -> str:
+    """A value as prompt text: numbers compact (``%g``), lists joined, dicts as JSON."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_value(v) for v in value)
+    if isinstance(value, Mapping):
+        return json.dumps(value, default=str)
+    return str(value).strip()
+
+
+def clip(text: str, max_chars: int) -> str:
+    """The text, or its head and tail around a note of how much was cut."""
+    if len(text) <= max_chars:
+        return text
+    half = max_chars // 2
+    return f"{text[:half]}\n... [{len(text) - 2 * half} characters cut] ...\n{text[-half:]}"
+
+
+# --------------------------------------------------------------------------- record contexts
+
+HEADLINES: dict[EvalStatus, str] = {
+    EvalStatus.CORRECT: "passed every correctness check",
+    EvalStatus.INCORRECT: "produced wrong outputs",
+    EvalStatus.COMPILE_ERROR: "did not compile",
+    EvalStatus.RUNTIME_ERROR: "raised an error at run time",
+    EvalStatus.TIMEOUT: "timed out",
+    EvalStatus.CRASHED: "crashed the evaluation process",
+    EvalStatus.INVALID: "was rejected before it ran",
+    EvalStatus.COMPILED: "compiled, but could not be run (no GPU)",
+}
+"""Each evaluation status as the end of the sentence "Your kernel ...\"."""
+
+
+def task_context(task: Task) -> dict[str, Any]:
+    """``task``: id, name, level, source."""
+    return {"id": task.id, "name": task.name, "level": task.level, "source": task.source.strip()}
+
+
+def finding_lines(result: EvalResult) -> list[str]:
+    """The integrity findings that did not pass, one line each."""
+    lines = []
+    for finding in result.guard_findings:
+        verdict = str(finding.get("verdict", "")).strip()
+        if verdict.lower() in ("pass", "passed", "ok", "clean"):
+            continue
+        lines.append(f"{finding.get('guard', 'guard')} ({verdict or 'flagged'}): {finding.get('evidence', '')}".strip())
+    return lines
+
+
+def error_context(result: EvalResult, *, max_chars: int = MAX_REPORT_CHARS) -> dict[str, Any]:
+    """``error``: status, headline, summary (the evaluator's report, clipped), findings."""
+    summary = result.message.strip() or result.report()
+    extras = []
+    if result.status is EvalStatus.COMPILE_ERROR:
+        extras.append(result.compile_log_trimmed.strip())
+    if result.status is EvalStatus.INCORRECT and result.diff is not None:
+        extras.append(result.diff.summary())
+    for extra in extras:
+        if extra and extra not in summary:
+            summary += "\n\n" + extra
+    return {
+        "status": result.status.value,
+        "headline": HEADLINES.get(result.status, result.status.value),
+        "summary": clip(summary, max_chars),
+        "findings": finding_lines(result),
+    }
+
+
+def timing_context(result: EvalResult | None) -> dict[str, Any]:
+    """``timing``: measured, reference_ms, candidate_ms, speedup, speedup_ci, baseline, note."""
+    if result is not None and result.speedup and result.reference_timing and result.candidate_timing:
+        s = result.speedup
+        return {
+            "measured": True,
+            "reference_ms": f"{result.reference_timing.median:.4g}",
+            "candidate_ms": f"{result.candidate_timing.median:.4g}",
+            "speedup": f"{s.median:.3g}",
+            "speedup_ci": f"[{s.ci_low:.3g}, {s.ci_high:.3g}]",
+            "baseline": s.baseline,
+            "note": "",
+        }
+    note = "no evaluation result" if result is None else result.timing_unavailable_reason or "no timing was recorded"
+    return dict.fromkeys(("reference_ms", "candidate_ms", "speedup", "speedup_ci", "baseline"), "") | {
+        "measured": False,
+        "note": note,
+    }
+
+
+def feedback_context(feedback: Feedback | None) -> dict[str, str] | None:
+    """``feedback`` / ``suggestion``: the Judge's fields as text, or None."""
+    if feedback is None:
+        return None
+    return {str(key): format_value(value) for key, value in feedback.fields.items()}
+
+
+def _with_size(value: int) -> str:
+    """A byte count with its size in KiB, MiB or GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value} ({value / scale:.3g} {unit})"
+    return str(value)
+
+
+def gpu_context(spec: Mapping[str, Any] | None, prefix: str = "") -> dict[str, str]:
+    """``gpu``: a spec sheet's entries as text; nested mappings (``peaks``) flattened to dotted
+    labels, ``*_bytes`` counts shown with their size, None and empty values dropped."""
+    sheet: dict[str, str] = {}
+    for key, value in (spec or {}).items():
+        label = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            sheet.update(gpu_context(value, prefix=f"{label}."))
+        elif isinstance(value, int) and not isinstance(value, bool) and label.endswith("_bytes"):
+            sheet[label] = _with_size(value)
+        elif value is not None and format_value(value):
+            sheet[label] = format_value(value)
+    return sheet
+
+
+def metrics_context(metrics: Mapping[str, Any] | None) -> dict[str, str]:
+    """``metrics``: name -> "value unit" (a value: number, string, ``(value, unit)`` or ``{"value", "unit"}``)."""
+    table = {}
+    for name, value in (metrics or {}).items():
+        if isinstance(value, Mapping) and "value" in value:
+            text = f"{format_value(value['value'])} {value.get('unit') or ''}"
+        elif isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[1], str):
+            text = f"{format_value(value[0])} {value[1]}"
+        else:
+            text = format_value(value)
+        table[str(name)] = text.strip()
+    return table
+
+
+# --------------------------------------------------------------------------- mode contexts
+
+
+def first_attempt_context(
+    task: Task, *, example: Mapping[str, str] | None, gpu: Mapping[str, Any] | None, backend: Backend
+) -> dict[str, Any]:
+    """The context of ``coder/first_attempt``."""
+    return {
+        "task": task_context(task),
+        "example": dict(example) if example else None,
+        "gpu": gpu_context(gpu),
+        "backend": Backend(backend).value,
+    }
+
+
+def repair_context(
+    task: Task,
+    kernel: str,
+    result: EvalResult,
+    *,
+    feedback: Feedback | None,
+    backend: Backend,
+    max_chars: int = MAX_REPORT_CHARS,
+) -> dict[str, Any]:
+    """The context of ``coder/repair``."""
+    return {
+        "task": task_context(task),
+        "kernel": kernel.strip(),
+        "error": error_context(result, max_chars=max_chars),
+        "feedback": feedback_context(feedback),
+        "backend": Backend(backend).value,
+    }
+
+
+def optimize_context(
+    task: Task,
+    kernel: str,
+    *,
+    result: EvalResult | None,
+    feedback: Feedback | None,
+    gpu: Mapping[str, Any] | None,
+    backend: Backend,
+) -> dict[str, Any]:
+    """The context of ``coder/optimize``."""
+    return {
+        "task": task_context(task),
+        "kernel": kernel.strip(),
+        "suggestion": feedback_context(feedback),
+        "timing": timing_context(result),
+        "gpu": gpu_context(gpu),
+        "backend": Backend(backend).value,
+    }
+
+
+def correction_context(
+    task: Task,
+    kernel: str,
+    result: EvalResult,
+    *,
+    gpu: Mapping[str, Any] | None,
+    max_chars: int = MAX_REPORT_CHARS,
+) -> dict[str, Any]:
+    """The context of ``judge/correction`` (and ``judge/system``)."""
+    return {
+        "mode": JudgeMode.correction.value,
+        "task": task_context(task),
+        "kernel": kernel.strip(),
+        "error": error_context(result, max_chars=max_chars),
+        "gpu": gpu_context(gpu),
+    }
+
+
+def optimization_context(
+    task: Task,
+    kernel: str,
+    result: EvalResult | None,
+    *,
+    gpu: Mapping[str, Any] | None,
+    metrics: Mapping[str, Any] | None,
+    metric_set: str = "",
+) -> dict[str, Any]:
+    """The context of ``judge/optimization`` (and ``judge/system``)."""
+    table = metrics_context(metrics)
+    return {
+        "mode": JudgeMode.optimization.value,
+        "task": task_context(task),
+        "kernel": kernel.strip(),
+        "timing": timing_context(result),
+        "gpu": gpu_context(gpu),
+        "metrics": table,
+        "metric_set": metric_set or ("metrics" if table else "no profile was collected"),
+    }
+
+
+def coder_follow_up_context(reason: str, *, backend: Backend) -> dict[str, Any]:
+    """The context of ``coder/follow_up``."""
+    return {"reason": reason, "backend": Backend(backend).value}
+
+
+def judge_follow_up_context(reason: str, *, mode: JudgeMode, required_keys: Sequence[str]) -> dict[str, Any]:
+    """The context of ``judge/follow_up``."""
+    return {"reason": reason, "mode": JudgeMode(mode).value, "required_keys": list(required_keys)}
+
+
+def chat(library: PromptLibrary, role: str, mode: str, context: Mapping[str, Any]) -> Messages:
+    """``[system, user]``: ``<role>/system`` and ``<role>/<mode>``, both rendered with ``context``."""
+    return [
+        {"role": "system", "content": library.render(f"{role}/system", **context)},
+        {"role": "user", "content": library.render(f"{role}/{mode}", **context)},
+    ]

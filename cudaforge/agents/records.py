@@ -1,0 +1,137 @@
+"""Records of the agents layer: modes, the Judge's feedback, and what one agent call produced.
+
+Plain dataclasses of JSON values (``Record`` gives ``to_dict`` / ``from_dict``), so the graph
+can keep them in its state and write them to the run directory. ``Feedback`` belongs with the
+other shared records in ``cudaforge/types.py`` and lives here until it moves.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from cudaforge.types import Record
+
+
+class CoderMode(str, enum.Enum):
+    """What the Coder is asked to do; each mode has a template ``coder/<value>``."""
+
+    first_attempt = "first_attempt"
+    repair = "repair"
+    optimize = "optimize"
+
+
+class JudgeMode(str, enum.Enum):
+    """What the Judge is asked to do; each mode has a template ``judge/<value>``."""
+
+    correction = "correction"
+    optimization = "optimization"
+
+
+class Backend(str, enum.Enum):
+    """Which kernel technology the Coder is told to use."""
+
+    cuda = "cuda"  # CUDA C++ through torch.utils.cpp_extension.load_inline
+    triton = "triton"  # Triton kernels
+    any = "any"  # either, the Coder's choice
+
+
+CORRECTION_KEYS: tuple[str, ...] = ("critical_issue", "why_it_matters", "minimal_fix_hint")
+"""The keys of the Judge's JSON in correction mode (CudaForge's)."""
+OPTIMIZATION_KEYS: tuple[str, ...] = ("bottleneck", "optimisation_method", "modification_plan", "expected_effect")
+"""The keys of the Judge's JSON in optimization mode (CudaForge's)."""
+
+
+@dataclass
+class Feedback(Record):
+    """The Judge's advice to the Coder: one JSON object's fields, by mode."""
+
+    mode: JudgeMode
+    """``correction`` (one critical issue) or ``optimization`` (one bottleneck and a plan)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """The Judge's JSON, keyed as the mode's required keys (extra keys kept as sent)."""
+
+    def summary(self) -> str:
+        """One ``key: value`` line per field, for logs and prompts."""
+        return "\n".join(f"{key}: {value}" for key, value in self.fields.items())
+
+
+@dataclass
+class Conversation(Record):
+    """The model calls of one agent step: the first call and any follow-ups."""
+
+    messages: list[dict[str, str]] = field(default_factory=list)
+    """The messages of the last call (system, user, then each unusable reply and its follow-up)."""
+    replies: list[str] = field(default_factory=list)
+    """Every reply text, in order: the first, then one per follow-up."""
+    parse_errors: list[str] = field(default_factory=list)
+    """Per reply: why it could not be used, or ``""`` for the reply that was used."""
+
+    @property
+    def reply(self) -> str:
+        """The last reply text (empty when no call was made)."""
+        return self.replies[-1] if self.replies else ""
+
+    @property
+    def follow_ups(self) -> int:
+        """How many follow-up calls were made."""
+        return max(0, len(self.replies) - 1)
+
+    def transcript(self) -> list[dict[str, str]]:
+        """The whole conversation: the last call's messages, then its reply."""
+        if not self.replies:
+            return list(self.messages)
+        return [*self.messages, {"role": "assistant", "content": self.reply}]
+
+
+@dataclass
+class CoderResult(Record):
+    """What one Coder step produced: a candidate source, or the reason there is none."""
+
+    mode: CoderMode
+    """The mode the Coder ran in."""
+    ok: bool
+    """True when a reply held a usable source defining ``ModelNew``."""
+    source: str | None = None
+    """The extracted ``ModelNew`` source (None when ``ok`` is False)."""
+    failure: str = ""
+    """Why there is no source (the last reply's parse failure); empty when ``ok``."""
+    conversation: Conversation = field(default_factory=Conversation)
+    """The messages sent and the replies received."""
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The messages of the last model call."""
+        return self.conversation.messages
+
+    @property
+    def reply(self) -> str:
+        """The last reply text."""
+        return self.conversation.reply
+
+
+@dataclass
+class JudgeResult(Record):
+    """What one Judge step produced: feedback, or the reason there is none."""
+
+    mode: JudgeMode
+    """The mode the Judge ran in."""
+    ok: bool
+    """True when a reply held a JSON object with every required key."""
+    feedback: Feedback | None = None
+    """The parsed advice (None when ``ok`` is False)."""
+    failure: str = ""
+    """Why there is no feedback (the last reply's parse failure); empty when ``ok``."""
+    conversation: Conversation = field(default_factory=Conversation)
+    """The messages sent and the replies received."""
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The messages of the last model call."""
+        return self.conversation.messages
+
+    @property
+    def reply(self) -> str:
+        """The last reply text."""
+        return self.conversation.reply

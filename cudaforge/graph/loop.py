@@ -1,0 +1,391 @@
+"""The Coder/Judge loop on one task, as a LangGraph state machine.
+
+    coder ──> evaluate ──correct──> profile ──> judge(optimization) ──> coder (optimize)
+      ^           └──failed──────────────────> judge(correction)  ──> coder (repair)
+      └── no usable code: the Coder again (the round counts)
+
+Strategies switch the Judge and the profiler off per route (``strategies.py``). Budgets
+(rounds, dollars, minutes) are checked after every Coder and evaluation step. The state
+holds only small, serialisable records; sources, results, prompts and replies live in the
+run directory through the ``store`` the runner passes in. With a checkpointer, a killed
+task resumes from the last finished step, and the LLM cache answers any call it repeats.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from cudaforge.agents.coder import Coder
+from cudaforge.agents.judge import Judge
+from cudaforge.agents.records import Feedback, JudgeMode
+from cudaforge.graph.strategies import Strategy
+from cudaforge.llm.errors import EmptyReply, LLMError
+from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
+
+
+class LoopState(TypedDict, total=False):
+    """The graph's state: small records only (big artifacts are paths in the run directory)."""
+
+    round: int
+    """Rounds started (a round is one Coder step and what it leads to)."""
+    mode: str
+    """The Coder's next mode: ``first_attempt``, ``repair`` or ``optimize``."""
+    pending: str | None
+    """Hash of the candidate written this round and not evaluated yet."""
+    kernel: str | None
+    """Hash of the latest evaluated candidate (the kernel the agents work on)."""
+    evaluated: dict[str, str]
+    """Candidate hash -> evaluation status, for every candidate evaluated so far."""
+    feedback: dict[str, Any] | None
+    """The latest feedback for the Coder (the Judge's fields), or None."""
+    history: list[dict[str, Any]]
+    """One ``RoundRecord`` dict per round."""
+    best: dict[str, Any] | None
+    """The best correct candidate so far: ``{round, hash, speedup, speedup_ci}``."""
+    seconds: dict[str, float]
+    """Time split: llm, compile, correctness, timing, profiling."""
+    active_s: float
+    """Seconds spent in steps (a resumed task does not count its downtime)."""
+    stop_reason: str | None
+    """Why the loop ended."""
+
+
+class Evaluates(Protocol):
+    """The evaluator seam (``cudaforge.eval.evaluator.Evaluator``)."""
+
+    def evaluate(self, task: Task, source: str) -> EvalResult: ...
+
+
+class Profiles(Protocol):
+    """The profiler seam: a result with ``status``, ``to_dict()``, ``judge_metrics()``, ``seconds``."""
+
+    def profile(self, task: Task, source: str) -> Any: ...
+
+
+class Stores(Protocol):
+    """Where a task's artifacts go (``cudaforge.track.store.TaskStore``)."""
+
+    def write_text(self, round: int, name: str, text: str) -> str: ...
+    def write_json(self, round: int, name: str, data: Any) -> str: ...
+    def read_text(self, round: int | None, name: str) -> str: ...
+    def read_json(self, round: int | None, name: str) -> Any: ...
+    def candidate(self, digest: str) -> str: ...
+    def save_candidate(self, digest: str, source: str) -> str: ...
+
+
+class Spends(Protocol):
+    """The ledger seam: dollars and tokens spent so far on a task."""
+
+    def task_totals(self, task_id: str) -> dict[str, float]: ...
+
+
+@dataclass
+class Budgets:
+    """When the loop on one task stops."""
+
+    max_rounds: int = 10
+    max_dollars: float | None = None
+    max_minutes: float | None = None
+
+
+@dataclass
+class LoopServices:
+    """Everything the nodes use; passed in, never global."""
+
+    task: Task
+    coder: Coder
+    judge: Judge
+    evaluator: Evaluates
+    store: Stores
+    ledger: Spends
+    strategy: Strategy
+    budgets: Budgets = field(default_factory=Budgets)
+    profiler: Profiles | None = None
+    metric_set: str = "cudaforge24"
+    gpu_spec: dict[str, Any] | None = None
+    on_event: Callable[[dict[str, Any]], None] = lambda event: None
+
+
+def initial_state() -> LoopState:
+    """The state a task starts from."""
+    return LoopState(
+        round=0, mode="first_attempt", pending=None, kernel=None, evaluated={}, feedback=None, history=[],
+        best=None, seconds={}, active_s=0.0, stop_reason=None,
+    )  # fmt: skip
+
+
+def _add(seconds: dict[str, float], **parts: float) -> dict[str, float]:
+    out = dict(seconds)
+    for key, value in parts.items():
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
+
+class _Nodes:
+    """The node functions; each returns a partial state update."""
+
+    def __init__(self, s: LoopServices):
+        self.s = s
+
+    # -------------------------------------------------------------- helpers
+
+    def _meta(self, state: LoopState, role: str) -> dict[str, Any]:
+        return {"task_id": self.s.task.id, "round": state["round"], "role_step": role}
+
+    def _budget_stop(self, state: LoopState) -> str | None:
+        b, strategy = self.s.budgets, self.s.strategy
+        max_rounds = min(b.max_rounds, strategy.max_rounds or b.max_rounds)
+        if state["round"] >= max_rounds:
+            return "max_rounds"
+        if b.max_dollars is not None and self.s.ledger.task_totals(self.s.task.id)["cost_usd"] >= b.max_dollars:
+            return "max_dollars"
+        if b.max_minutes is not None and state["active_s"] / 60 >= b.max_minutes:
+            return "max_minutes"
+        return None
+
+    def _latest_result(self, state: LoopState) -> EvalResult | None:
+        if not state.get("kernel"):
+            return None
+        return EvalResult.from_dict(self.s.store.read_json(None, f"eval_{state['kernel']}.json"))
+
+    def _record(self, state: LoopState, **changes: Any) -> list[dict[str, Any]]:
+        history = [dict(h) for h in state["history"]]
+        history[-1].update(changes)
+        return history
+
+    # -------------------------------------------------------------- nodes
+
+    def coder(self, state: LoopState) -> LoopState:
+        started = time.monotonic()
+        s, number = self.s, state["round"] + 1
+        mode = state["mode"]
+        meta = {"task_id": s.task.id, "round": number}
+        s.on_event({"event": "coder", "task_id": s.task.id, "round": number, "mode": mode})
+        kernel = s.store.candidate(state["kernel"]) if state.get("kernel") else None
+        feedback = Feedback.from_dict(state["feedback"]) if state.get("feedback") else None
+        record = RoundRecord(round=number, coder_mode=mode)
+        try:
+            if mode == "first_attempt" or kernel is None:
+                result = s.coder.first_attempt(s.task, gpu=s.gpu_spec, **meta)
+            elif mode == "repair":
+                result = s.coder.repair(s.task, kernel, self._latest_result(state), feedback=feedback, **meta)
+            else:
+                result = s.coder.optimize(
+                    s.task, kernel, result=self._latest_result(state), feedback=feedback, gpu=s.gpu_spec, **meta
+                )
+        except EmptyReply as exc:
+            record.status, record.message = "no_code", f"the model returned an empty reply ({exc})"
+            result = None
+        except LLMError as exc:
+            record.status, record.message = "llm_error", str(exc)
+            elapsed = time.monotonic() - started
+            return {"round": number, "pending": None, "history": [*state["history"], record.to_dict()],
+                    "stop_reason": f"llm_error: {exc}", "active_s": state["active_s"] + elapsed,
+                    "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
+        update: LoopState = {"round": number, "pending": None}
+        if result is not None:
+            s.store.write_json(number, "coder.json", result.to_dict())
+            if result.ok and result.source:
+                digest = source_hash(result.source)
+                s.store.save_candidate(digest, result.source)
+                s.store.write_text(number, "candidate.py", result.source)
+                record.candidate_hash, update["pending"] = digest, digest
+            else:
+                record.status, record.message = "no_code", result.failure
+        elapsed = time.monotonic() - started
+        update.update(
+            history=[*state["history"], record.to_dict()],
+            active_s=state["active_s"] + elapsed,
+            seconds=_add(state["seconds"], llm=elapsed),
+        )
+        return update
+
+    def evaluate(self, state: LoopState) -> LoopState:
+        started = time.monotonic()
+        s, digest, number = self.s, state["pending"], state["round"]
+        reused = digest in state["evaluated"]
+        if reused:
+            result = EvalResult.from_dict(s.store.read_json(None, f"eval_{digest}.json"))
+        else:
+            s.on_event({"event": "evaluate", "task_id": s.task.id, "round": number})
+            result = s.evaluator.evaluate(s.task, s.store.candidate(digest))
+            s.store.write_json(None, f"eval_{digest}.json", result.to_dict())
+        s.store.write_json(number, "eval.json", result.to_dict())
+        phases = {p.phase.value: p.seconds for p in result.phases} if not reused else {}
+        speedup = result.speedup.median if result.speedup else None
+        ci = [result.speedup.ci_low, result.speedup.ci_high] if result.speedup else None
+        best = state.get("best")
+        if result.correct and (best is None or (speedup or 0) > (best.get("speedup") or 0)):
+            best = {"round": number, "hash": digest, "speedup": speedup, "speedup_ci": ci}
+        ok = result.status in (EvalStatus.CORRECT, EvalStatus.COMPILED)
+        s.on_event({"event": "evaluated", "task_id": s.task.id, "round": number, "status": result.status.value,
+                    "speedup": speedup, "best": best})  # fmt: skip
+        elapsed = time.monotonic() - started
+        return {
+            "kernel": digest,
+            "pending": None,
+            "evaluated": {**state["evaluated"], digest: result.status.value},
+            "mode": "optimize" if ok else "repair",
+            "feedback": None,
+            "best": best,
+            "history": self._record(state, status=result.status.value, speedup=speedup, speedup_ci=ci,
+                                    message=result.message[:2000], reused_evaluation=reused),
+            "active_s": state["active_s"] + elapsed,
+            "seconds": _add(state["seconds"], compile=phases.get("compile", 0.0),
+                            correctness=phases.get("correctness", 0.0), timing=phases.get("timing", 0.0)),
+        }  # fmt: skip
+
+    def profile(self, state: LoopState) -> LoopState:
+        started = time.monotonic()
+        s, digest = self.s, state["kernel"]
+        s.on_event({"event": "profile", "task_id": s.task.id, "round": state["round"]})
+        result = s.profiler.profile(s.task, s.store.candidate(digest))
+        s.store.write_json(None, f"profile_{digest}.json", result.to_dict())
+        s.store.write_json(state["round"], "profile.json", result.to_dict())
+        elapsed = time.monotonic() - started
+        update: LoopState = {
+            "history": self._record(state, profile_status=str(getattr(result.status, "value", result.status))),
+            "active_s": state["active_s"] + elapsed,
+            "seconds": _add(state["seconds"], profiling=elapsed),
+        }
+        if not s.strategy.judge_optimizes:  # self-refine: the Coder reads the metrics itself
+            update["feedback"] = Feedback(JudgeMode.optimization, {"profiler_metrics": _metrics_text(result)}).to_dict()
+        return update
+
+    def judge(self, state: LoopState) -> LoopState:
+        started = time.monotonic()
+        s, digest = self.s, state["kernel"]
+        result = self._latest_result(state)
+        kernel = s.store.candidate(digest)
+        meta = {"task_id": s.task.id, "round": state["round"]}
+        s.on_event({"event": "judge", "task_id": s.task.id, "round": state["round"]})
+        try:
+            if result.correct or result.status is EvalStatus.COMPILED:
+                profile = s.store.read_json(None, f"profile_{digest}.json") if self._profiled(digest) else None
+                metrics = (profile or {}).get("judge_metrics") or {}
+                verdict = s.judge.optimization(s.task, kernel, result, gpu=s.gpu_spec, metrics=metrics,
+                                               metric_set=s.metric_set, **meta)  # fmt: skip
+            else:
+                verdict = s.judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
+        except EmptyReply as exc:
+            verdict, failure = None, f"the Judge returned an empty reply ({exc})"
+        except LLMError as exc:
+            elapsed = time.monotonic() - started
+            return {"stop_reason": f"llm_error: {exc}", "active_s": state["active_s"] + elapsed,
+                    "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
+        feedback = None
+        if verdict is not None:
+            s.store.write_json(state["round"], "judge.json", verdict.to_dict())
+            feedback = verdict.feedback.to_dict() if verdict.ok else None
+            failure = verdict.failure
+        elapsed = time.monotonic() - started
+        return {
+            "feedback": feedback,
+            "history": self._record(state, judge_mode=verdict.mode.value if verdict else None,
+                                    feedback=(feedback or {}).get("fields") if feedback else {"failure": failure}),
+            "active_s": state["active_s"] + elapsed,
+            "seconds": _add(state["seconds"], llm=elapsed),
+        }  # fmt: skip
+
+    def _profiled(self, digest: str) -> bool:
+        try:
+            self.s.store.read_json(None, f"profile_{digest}.json")
+            return True
+        except FileNotFoundError:
+            return False
+
+    # -------------------------------------------------------------- routing
+
+    def after_coder(self, state: LoopState) -> str:
+        if state.get("stop_reason"):
+            return END
+        if state.get("pending"):
+            return "evaluate"
+        stop = self._budget_stop(state)
+        return END if stop else "coder"
+
+    def after_evaluate(self, state: LoopState) -> str:
+        if self._budget_stop(state):
+            return END
+        if state["mode"] == "optimize":
+            if self.s.strategy.profile and self.s.profiler is not None:
+                return "profile"
+            return "judge" if self.s.strategy.judge_optimizes else "coder"
+        return "judge" if self.s.strategy.judge_corrects else "coder"
+
+    def after_profile(self, state: LoopState) -> str:
+        return "judge" if self.s.strategy.judge_optimizes else "coder"
+
+    def after_judge(self, state: LoopState) -> str:
+        return END if state.get("stop_reason") else "coder"
+
+
+def _metrics_text(profile: Any) -> str:
+    metrics = profile.judge_metrics() if hasattr(profile, "judge_metrics") else {}
+    if not metrics:
+        return f"no hardware metrics ({getattr(profile, 'message', '') or 'profiling unavailable'})"
+    return "; ".join(f"{k} = {v}" for k, v in metrics.items())
+
+
+def build_graph(services: LoopServices, checkpointer: Any = None):
+    """The compiled LangGraph for one task."""
+    nodes = _Nodes(services)
+    graph = StateGraph(LoopState)
+    graph.add_node("coder", nodes.coder)
+    graph.add_node("evaluate", nodes.evaluate)
+    graph.add_node("profile", nodes.profile)
+    graph.add_node("judge", nodes.judge)
+    graph.add_edge(START, "coder")
+    graph.add_conditional_edges("coder", nodes.after_coder, ["evaluate", "coder", END])
+    graph.add_conditional_edges("evaluate", nodes.after_evaluate, ["profile", "judge", "coder", END])
+    graph.add_conditional_edges("profile", nodes.after_profile, ["judge", "coder"])
+    graph.add_conditional_edges("judge", nodes.after_judge, ["coder", END])
+    return graph.compile(checkpointer=checkpointer)
+
+
+def recursion_limit(budgets: Budgets) -> int:
+    """An explicit recursion limit: four steps a round, plus slack for follow-ups."""
+    return 4 * budgets.max_rounds + 10
+
+
+def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | None = None) -> TaskResult:
+    """Run (or resume, with the same checkpointer and thread) the loop on one task."""
+    graph = build_graph(services, checkpointer)
+    config = {"configurable": {"thread_id": thread_id or services.task.id},
+              "recursion_limit": recursion_limit(services.budgets)}  # fmt: skip
+    start: LoopState | None = initial_state()
+    if checkpointer is not None:
+        snapshot = graph.get_state(config)
+        if snapshot.values:
+            start = None  # resume from the checkpoint (a finished task just returns its state)
+    final = graph.invoke(start, config)
+    return task_result(services, final)
+
+
+def task_result(services: LoopServices, state: LoopState) -> TaskResult:
+    """The TaskResult of a finished (or stopped) loop state."""
+    totals = services.ledger.task_totals(services.task.id)
+    best = state.get("best") or {}
+    stop = state.get("stop_reason") or _Nodes(services)._budget_stop(state) or "max_rounds"
+    return TaskResult(
+        task_id=services.task.id,
+        correct=bool(best),
+        best_round=best.get("round"),
+        best_speedup=best.get("speedup"),
+        best_speedup_ci=best.get("speedup_ci"),
+        best_candidate_hash=best.get("hash"),
+        rounds=state["round"],
+        stop_reason=stop,
+        cost_usd=totals["cost_usd"],
+        unpriced_calls=int(totals["unpriced_calls"]),
+        tokens_in=int(totals["tokens_in"]),
+        tokens_out=int(totals["tokens_out"]),
+        minutes=state["active_s"] / 60,
+        time_split=dict(state["seconds"]),
+        history=[RoundRecord.from_dict(h) for h in state["history"]],
+    )

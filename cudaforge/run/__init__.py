@@ -1,0 +1,1 @@
+"""Running suites: the loop over many tasks, budgets, resume, progress."""

@@ -1,0 +1,131 @@
+"""``cudaforge run``: the Coder/Judge loop over a suite, recorded in the run directory.
+
+Everything a run needs is built here from the config and passed to the graph: the LLM
+clients (one per role, sharing the response cache and the ledger), the agents, the
+evaluator, the profiler and the task stores. A run directory that already holds results is
+resumed: finished tasks are skipped, unfinished ones continue from their last checkpoint,
+and LLM calls already made are answered by the cache (nothing is paid twice).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from cudaforge.agents.coder import Coder
+from cudaforge.agents.judge import Judge
+from cudaforge.agents.prompts import PromptLibrary
+from cudaforge.eval.evaluator import Evaluator
+from cudaforge.graph.loop import Budgets, LoopServices, run_task
+from cudaforge.graph.strategies import get_strategy
+from cudaforge.llm.cache import ResponseCache
+from cudaforge.llm.client import Backoff, LLMClient
+from cudaforge.llm.ledger import Ledger
+from cudaforge.track.store import RunStore
+from cudaforge.types import Task, TaskResult
+
+
+def _value(x: Any) -> Any:
+    return getattr(x, "value", x)
+
+
+class LedgerSpend:
+    """Per-task dollars and tokens from the shared ledger (the graph's ``Spends`` seam)."""
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+
+    def task_totals(self, task_id: str) -> dict[str, float]:
+        """Dollars (priced calls), unpriced calls and tokens of one task so far."""
+        t = self.ledger.totals(task_id=task_id)
+        return {"cost_usd": t.cost_usd or 0.0, "unpriced_calls": t.unpriced_calls,
+                "tokens_in": t.prompt_tokens, "tokens_out": t.completion_tokens}  # fmt: skip
+
+
+@dataclass
+class RunContext:
+    """The shared services of one run."""
+
+    cfg: Any
+    store: RunStore
+    ledger: Ledger
+    coder: Coder
+    judge: Judge
+    evaluator: Any
+    profiler: Any
+    gpu_spec: dict[str, Any] | None
+    checkpointer: Any
+
+
+def _client(llm_cfg: Any, role: str, cache: ResponseCache, ledger: Ledger) -> LLMClient:
+    backoff = Backoff(llm_cfg.retry_base_delay_s, llm_cfg.retry_max_delay_s)
+    return LLMClient(llm_cfg, role=role, cache=cache, ledger=ledger, backoff=backoff)
+
+
+def _checkpointer(path: Path) -> Any:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
+
+
+def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: Any = None) -> RunContext:
+    """Build the run's services from a ``CudaforgeConfig`` (object form)."""
+    store = RunStore(run_dir)
+    ledger = Ledger(run_dir / "ledger.jsonl")
+    cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / "llm_cache.sqlite"
+    cache = ResponseCache(cache_path, _value(cfg.llm_cache.mode))
+    prompts = PromptLibrary(templates=dict(cfg.strategy.templates) or None)
+    backend = _value(cfg.strategy.backend)
+    coder = Coder(_client(cfg.coder, "coder", cache, ledger), prompts, backend=backend,
+                  max_follow_ups=cfg.strategy.max_follow_ups)  # fmt: skip
+    judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups)
+    evaluator = evaluator or Evaluator(cfg.eval)
+    return RunContext(
+        cfg=cfg, store=store, ledger=ledger, coder=coder, judge=judge, evaluator=evaluator,
+        profiler=profiler, gpu_spec=None, checkpointer=_checkpointer(run_dir / "checkpoints.sqlite"),
+    )  # fmt: skip
+
+
+def run_one(ctx: RunContext, task: Task, on_event: Callable[[dict], None] | None = None) -> TaskResult:
+    """Run (or resume) the loop on one task and record its result."""
+    cfg = ctx.cfg
+    strategy = get_strategy(_value(cfg.strategy.name))
+    task_store = ctx.store.task(task.id)
+    task_store.write_json(None, "task.json", task.to_dict())
+    services = LoopServices(
+        task=task, coder=ctx.coder, judge=ctx.judge, evaluator=ctx.evaluator, store=task_store,
+        ledger=LedgerSpend(ctx.ledger), strategy=strategy,
+        budgets=Budgets(cfg.strategy.max_rounds, cfg.strategy.max_dollars, cfg.strategy.max_minutes),
+        profiler=ctx.profiler if cfg.profile.enabled else None,
+        metric_set=strategy.metric_set or _value(cfg.profile.metric_set),
+        gpu_spec=ctx.gpu_spec, on_event=on_event or (lambda event: None),
+    )  # fmt: skip
+    result = run_task(services, ctx.checkpointer, thread_id=task.id)
+    ctx.store.append_result(result)
+    return result
+
+
+def run_suite(
+    ctx: RunContext, tasks: list[Task], *, on_event: Callable[[dict], None] | None = None,
+    on_result: Callable[[TaskResult], None] | None = None,
+) -> list[TaskResult]:
+    """Run every task not finished yet in this run directory; returns all results, in task order."""
+    done = {r.task_id: r for r in ctx.store.results()}
+    todo = [t for t in tasks if t.id not in done]
+    lock = threading.Lock()
+
+    def one(task: Task) -> None:
+        result = run_one(ctx, task, on_event)
+        with lock:
+            done[task.id] = result
+            if on_result:
+                on_result(result)
+
+    with ThreadPoolExecutor(max_workers=max(1, ctx.cfg.concurrency)) as pool:
+        for future in [pool.submit(one, t) for t in todo]:
+            future.result()
+    return [done[t.id] for t in tasks if t.id in done]

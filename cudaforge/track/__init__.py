@@ -1,0 +1,1 @@
+"""Results: the run directory's files (the source of truth) and sinks such as W&B."""

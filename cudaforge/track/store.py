@@ -1,0 +1,110 @@
+"""The run directory: files that are the source of truth of a run.
+
+    <run dir>/
+      .hydra/config.yaml        the resolved config (Hydra writes it)
+      results.jsonl             one TaskResult per finished task
+      ledger.jsonl              one row per LLM call
+      llm_cache.sqlite          the response cache (record / replay)
+      checkpoints.sqlite        LangGraph checkpoints (resume)
+      tasks/<task>/task.json    the task
+      tasks/<task>/candidates/<hash>.py, eval_<hash>.json, profile_<hash>.json
+      tasks/<task>/round_NN/    candidate.py, coder.json (prompt, replies), eval.json, profile.json, judge.json
+
+Writes are atomic (temp file + rename), so a killed run never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from cudaforge.types import TaskResult
+
+
+def task_slug(task_id: str) -> str:
+    """A task id as one folder name: ``tiny/level1/1_ReLU`` -> ``tiny__level1__1_ReLU``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", task_id.replace("/", "__"))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class TaskStore:
+    """One task's folder in the run directory."""
+
+    def __init__(self, run_dir: str | Path, task_id: str):
+        self.root = Path(run_dir) / "tasks" / task_slug(task_id)
+
+    def _path(self, round: int | None, name: str) -> Path:
+        return self.root / name if round is None else self.root / f"round_{round:02d}" / name
+
+    def write_text(self, round: int | None, name: str, text: str) -> str:
+        """Write a text artifact (``round`` None: at the task level); returns its path."""
+        path = self._path(round, name)
+        _atomic_write(path, text)
+        return str(path)
+
+    def write_json(self, round: int | None, name: str, data: Any) -> str:
+        """Write a JSON artifact; returns its path."""
+        return self.write_text(round, name, json.dumps(data, indent=1, sort_keys=True))
+
+    def read_text(self, round: int | None, name: str) -> str:
+        """Read a text artifact (FileNotFoundError when absent)."""
+        return self._path(round, name).read_text()
+
+    def read_json(self, round: int | None, name: str) -> Any:
+        """Read a JSON artifact (FileNotFoundError when absent)."""
+        return json.loads(self.read_text(round, name))
+
+    def save_candidate(self, digest: str, source: str) -> str:
+        """Keep a candidate source by its hash."""
+        return self.write_text(None, f"candidates/{digest}.py", source)
+
+    def candidate(self, digest: str) -> str:
+        """A candidate source by its hash."""
+        return self.read_text(None, f"candidates/{digest}.py")
+
+
+class RunStore:
+    """The run directory as a whole."""
+
+    def __init__(self, run_dir: str | Path):
+        self.root = Path(run_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    @property
+    def results_path(self) -> Path:
+        """``results.jsonl``."""
+        return self.root / "results.jsonl"
+
+    def task(self, task_id: str) -> TaskStore:
+        """The store of one task."""
+        return TaskStore(self.root, task_id)
+
+    def append_result(self, result: TaskResult) -> None:
+        """Append one finished task's result (one line, flushed)."""
+        with self._lock, self.results_path.open("a") as f:
+            f.write(result.to_json() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def results(self) -> list[TaskResult]:
+        """The finished tasks' results (a line torn by a crash is skipped)."""
+        if not self.results_path.exists():
+            return []
+        out = []
+        for line in self.results_path.read_text().splitlines():
+            try:
+                out.append(TaskResult.from_json(line))
+            except (json.JSONDecodeError, TypeError):
+                continue
+        return out
