@@ -134,9 +134,6 @@ class _Nodes:
 
     # -------------------------------------------------------------- helpers
 
-    def _meta(self, state: LoopState, role: str) -> dict[str, Any]:
-        return {"task_id": self.s.task.id, "round": state["round"], "role_step": role}
-
     def _budget_stop(self, state: LoopState) -> str | None:
         b, strategy = self.s.budgets, self.s.strategy
         max_rounds = min(b.max_rounds, strategy.max_rounds or b.max_rounds)
@@ -164,7 +161,9 @@ class _Nodes:
         started = time.monotonic()
         s, number = self.s, state["round"] + 1
         mode = state["mode"]
-        meta = {"task_id": s.task.id, "round": number}
+        # ``sample``: a round's request gets its own cache key, so a prompt repeated in a later
+        # round asks the model again instead of replaying the earlier reply (resume still hits).
+        meta = {"task_id": s.task.id, "round": number, "sample": number}
         s.on_event({"event": "coder", "task_id": s.task.id, "round": number, "mode": mode})
         kernel = s.store.candidate(state["kernel"]) if state.get("kernel") else None
         feedback = Feedback.from_dict(state["feedback"]) if state.get("feedback") else None
@@ -245,8 +244,9 @@ class _Nodes:
         s, digest = self.s, state["kernel"]
         s.on_event({"event": "profile", "task_id": s.task.id, "round": state["round"]})
         result = s.profiler.profile(s.task, s.store.candidate(digest))
-        s.store.write_json(None, f"profile_{digest}.json", result.to_dict())
-        s.store.write_json(state["round"], "profile.json", result.to_dict())
+        record = {**result.to_dict(), "judge_metrics": result.judge_metrics()}
+        s.store.write_json(None, f"profile_{digest}.json", record)
+        s.store.write_json(state["round"], "profile.json", record)
         elapsed = time.monotonic() - started
         update: LoopState = {
             "history": self._record(state, profile_status=str(getattr(result.status, "value", result.status))),
@@ -262,7 +262,7 @@ class _Nodes:
         s, digest = self.s, state["kernel"]
         result = self._latest_result(state)
         kernel = s.store.candidate(digest)
-        meta = {"task_id": s.task.id, "round": state["round"]}
+        meta = {"task_id": s.task.id, "round": state["round"], "sample": state["round"]}
         s.on_event({"event": "judge", "task_id": s.task.id, "round": state["round"]})
         try:
             if result.correct or result.status is EvalStatus.COMPILED:
@@ -326,7 +326,7 @@ class _Nodes:
 
 
 def _metrics_text(profile: Any) -> str:
-    metrics = profile.judge_metrics() if hasattr(profile, "judge_metrics") else {}
+    metrics = profile.judge_metrics()
     if not metrics:
         return f"no hardware metrics ({getattr(profile, 'message', '') or 'profiling unavailable'})"
     return "; ".join(f"{k} = {v}" for k, v in metrics.items())

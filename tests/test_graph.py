@@ -1,0 +1,245 @@
+"""The Coder/Judge loop with scripted models and the real CPU evaluator.
+
+Every candidate here really runs (in the evaluator's isolated worker, on the CPU): the
+scripted models only stand in for the LLMs. Candidates are small torch sources for the
+`tiny` ReLU task, so each distinct one costs one worker start.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cudaforge.config import CudaforgeConfig, StrategyName
+from cudaforge.llm.scripted import RATE_LIMIT, SERVER_ERROR, TIMEOUT, install_script, remove_script
+from cudaforge.run.runner import make_context, run_one
+from cudaforge.tasks import find_task
+
+GOOD = "```python\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n```"
+GOOD2 = GOOD.replace("torch.relu(x)", "x.clamp_min(0.0)")
+BAD = GOOD.replace("torch.relu(x)", "x * 1.0")
+CORRECTION = '{"critical_issue": "negative values are not zeroed", "why_it_matters": "ReLU clamps at 0", "minimal_fix_hint": "use max(x, 0)"}'
+OPTIMIZATION = '{"bottleneck": "memory", "optimisation_method": "fuse", "modification_plan": "use clamp_min", "expected_effect": "same"}'
+
+
+@dataclass
+class StandInProfile:
+    """A CPU stand-in for the profiler's result (routing only: no kernel is claimed to have run)."""
+
+    status: str = "unavailable"
+    message: str = "no GPU on this machine"
+    calls: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"status": self.status, "message": self.message}
+
+    def judge_metrics(self):
+        return {}
+
+
+class StandInProfiler:
+    """Counts profile requests; returns an 'unavailable' result, as the real one does without a GPU."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def profile(self, task, source):
+        self.calls += 1
+        return StandInProfile()
+
+
+def config(tmp_path: Path, strategy: str = "cudaforge", rounds: int = 3, **strategy_kw) -> CudaforgeConfig:
+    cfg = CudaforgeConfig()
+    cfg.coder.model, cfg.judge.model = "scripted/t_coder", "scripted/t_judge"
+    for llm in (cfg.coder, cfg.judge):
+        llm.retry_base_delay_s, llm.retry_max_delay_s = 0.001, 0.002
+    cfg.strategy.name = StrategyName(strategy)
+    cfg.strategy.max_rounds = rounds
+    for key, value in strategy_kw.items():
+        setattr(cfg.strategy, key, value)
+    cfg.eval.device = "cpu"
+    cfg.eval.correctness_trials = 1
+    cfg.eval.check_variants = False
+    cfg.eval.build_cache_dir = str(tmp_path / "build")
+    return cfg
+
+
+@pytest.fixture
+def relu():
+    from types import SimpleNamespace
+
+    suite = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
+                            subset=None, first_n=None, shuffle_seed=None)
+    return find_task(suite, "level1/1_ReLU")
+
+
+def scripts(coder, judge=()):
+    return install_script("t_coder", list(coder)), install_script("t_judge", list(judge))
+
+
+def run(tmp_path, task, cfg, profiler=None, run_dir="run"):
+    ctx = make_context(cfg, tmp_path / run_dir, profiler=profiler)
+    return ctx, run_one(ctx, task)
+
+
+def coder_prompt(ctx, task, round_):
+    data = ctx.store.task(task.id).read_json(round_, "coder.json")
+    return data["conversation"]["messages"][-1]["content"]
+
+
+def test_full_loop_routes_through_judge_and_profiler(tmp_path, relu):
+    coder, judge = scripts([BAD, GOOD, GOOD], [CORRECTION, OPTIMIZATION])
+    profiler = StandInProfiler()
+    ctx, result = run(tmp_path, relu, config(tmp_path), profiler)
+    h = result.history
+    assert [r.coder_mode for r in h] == ["first_attempt", "repair", "optimize"]
+    assert [r.status for r in h] == ["incorrect", "correct", "correct"]
+    assert [r.judge_mode for r in h[:2]] == ["correction", "optimization"]
+    assert h[2].reused_evaluation and h[1].profile_status == "unavailable" and profiler.calls == 1
+    assert "negative values are not zeroed" in coder_prompt(ctx, relu, 2)
+    assert "use clamp_min" in coder_prompt(ctx, relu, 3)
+    assert result.correct and result.best_round == 2 and result.stop_reason == "max_rounds"
+    assert coder.remaining == 0 and judge.remaining == 0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["task_id"] == relu.id and rows[0]["correct"] is True
+
+
+@pytest.mark.parametrize(
+    "strategy, judge_calls, profiled",
+    [("one_shot", 0, 0), ("self_refine", 0, 1), ("correction_only", 1, 0), ("optimization_only", 1, 1),
+     ("full_metrics", 2, 1)],
+)
+def test_strategies_route_as_documented(tmp_path, relu, strategy, judge_calls, profiled):
+    judge_replies = {"correction_only": [CORRECTION], "optimization_only": [OPTIMIZATION],
+                     "full_metrics": [CORRECTION, OPTIMIZATION]}.get(strategy, [])
+    coder, judge = scripts([BAD, GOOD, GOOD2], judge_replies)
+    profiler = StandInProfiler()
+    ctx, result = run(tmp_path, relu, config(tmp_path, strategy), profiler)
+    assert len(judge_replies) - judge.remaining == judge_calls
+    assert profiler.calls == profiled
+    if strategy == "one_shot":
+        assert result.rounds == 1 and [r.status for r in result.history] == ["incorrect"]
+        return
+    assert [r.status for r in result.history] == ["incorrect", "correct", "correct"]
+    if strategy in ("self_refine", "optimization_only"):
+        assert "x * 1.0" in coder_prompt(ctx, relu, 2) and "critical_issue" not in coder_prompt(ctx, relu, 2)
+    if strategy == "self_refine":
+        assert "no GPU on this machine" in coder_prompt(ctx, relu, 3)
+
+
+def test_unparseable_replies_fail_the_round_not_the_run(tmp_path, relu):
+    scripts(["I would write a kernel here.", "Still no code, sorry.", GOOD], [OPTIMIZATION])
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=2))
+    first, second = result.history
+    assert first.status == "no_code" and "ModelNew" in first.message and first.candidate_hash is None
+    assert second.status == "correct" and second.coder_mode == "first_attempt"
+    assert json.loads(Path(ctx.store.task(relu.id).root / "round_01" / "coder.json").read_text())["conversation"]["parse_errors"][0]
+
+
+def test_transient_llm_errors_are_retried_and_counted(tmp_path, relu):
+    scripts([RATE_LIMIT, TIMEOUT, SERVER_ERROR, GOOD], [])
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=1))
+    assert result.history[0].status == "correct"
+    row = ctx.ledger.rows[0]
+    assert row.attempts == 4 and row.error in ("", None)
+
+
+def test_empty_reply_fails_the_round_and_a_hard_error_stops_the_task(tmp_path, relu):
+    scripts(["", GOOD, {"error": "auth"}], [OPTIMIZATION])
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=5))
+    assert [r.status for r in result.history] == ["no_code", "correct", "llm_error"]
+    assert result.stop_reason.startswith("llm_error") and result.rounds == 3 and result.correct
+
+
+def test_round_budget(tmp_path, relu):
+    scripts([BAD, BAD], [CORRECTION])
+    _, result = run(tmp_path, relu, config(tmp_path, rounds=2))
+    assert result.rounds == 2 and result.stop_reason == "max_rounds" and not result.correct
+
+
+def test_dollar_budget_and_cost_accounting(tmp_path, relu):
+    scripts([BAD, GOOD], [CORRECTION])
+    cfg = config(tmp_path, rounds=5, max_dollars=0.01)
+    for llm in (cfg.coder, cfg.judge):
+        llm.input_cost_per_token, llm.output_cost_per_token = 1e-5, 2e-5
+    ctx, result = run(tmp_path, relu, cfg)
+    assert result.stop_reason == "max_dollars" and result.rounds < 5
+    expected = sum(r.prompt_tokens * 1e-5 + r.completion_tokens * 2e-5 for r in ctx.ledger.rows)
+    assert result.cost_usd == pytest.approx(expected) and result.cost_usd >= 0.01
+    assert result.tokens_in == sum(r.prompt_tokens for r in ctx.ledger.rows)
+    assert result.unpriced_calls == 0
+
+
+def test_unpriced_models_are_not_zero_dollars(tmp_path, relu):
+    scripts([GOOD], [])
+    _, result = run(tmp_path, relu, config(tmp_path, rounds=1))
+    assert result.unpriced_calls == 1 and result.cost_usd == 0.0
+
+
+def test_minute_budget(tmp_path, relu):
+    scripts([BAD, BAD], [CORRECTION])
+    _, result = run(tmp_path, relu, config(tmp_path, rounds=5, max_minutes=1e-6))
+    assert result.stop_reason == "max_minutes" and result.rounds == 1
+
+
+class Killed(BaseException):
+    """Stands in for the process being killed in the middle of a step."""
+
+
+class DiesOnSecondEvaluation:
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+
+    def evaluate(self, task, source):
+        self.calls += 1
+        if self.calls == 2:
+            raise Killed()
+        return self.inner.evaluate(task, source)
+
+
+def test_resume_after_a_kill_mid_round_repeats_no_finished_step(tmp_path, relu):
+    from cudaforge.eval.evaluator import Evaluator
+
+    cfg = config(tmp_path, rounds=3)
+    coder, judge = scripts([BAD, GOOD, GOOD2], [CORRECTION, OPTIMIZATION])
+    dying = DiesOnSecondEvaluation(Evaluator(cfg.eval))
+    ctx = make_context(cfg, tmp_path / "run", evaluator=dying)
+    with pytest.raises(Killed):
+        run_one(ctx, relu)
+    assert coder.remaining == 1 and judge.remaining == 1  # round 2's Coder step finished before the kill
+    paid_before = len(ctx.ledger.rows)
+    # A fresh process: new scripts (what is left of the conversation), new services, same run directory.
+    coder, judge = scripts([GOOD2], [OPTIMIZATION])
+    ctx2 = make_context(cfg, tmp_path / "run")
+    result = run_one(ctx2, relu)
+    assert [r.status for r in result.history] == ["incorrect", "correct", "correct"]
+    assert coder.remaining == 0 and judge.remaining == 0
+    new_rows = ctx2.ledger.rows[paid_before:]
+    assert len(new_rows) == 2 and not any(r.cache_hit for r in new_rows)  # round 2's judge, round 3's coder
+
+
+def test_replay_reproduces_transcript_and_results_offline(tmp_path, relu, monkeypatch):
+    cfg = config(tmp_path, rounds=3)
+    scripts([BAD, GOOD, GOOD2], [CORRECTION, OPTIMIZATION])
+    ctx, recorded = run(tmp_path, relu, cfg)
+    remove_script("t_coder")
+    remove_script("t_judge")
+    import litellm
+
+    monkeypatch.setattr(litellm, "completion", lambda *a, **k: pytest.fail("replay reached litellm"))
+    cfg.llm_cache.path = str(tmp_path / "run" / "llm_cache.sqlite")
+    cfg.llm_cache.mode = type(cfg.llm_cache.mode)("replay_only")
+    ctx2, replayed = run(tmp_path, relu, cfg, run_dir="replay")
+    assert [r.to_dict() | {"seconds": 0} for r in replayed.history] == [r.to_dict() | {"seconds": 0} for r in recorded.history]
+    for round_ in (1, 2, 3):
+        a = ctx.store.task(relu.id).read_json(round_, "coder.json")["conversation"]
+        b = ctx2.store.task(relu.id).read_json(round_, "coder.json")["conversation"]
+        assert a == b
+    assert all(r.cache_hit for r in ctx2.ledger.rows)
