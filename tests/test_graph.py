@@ -243,3 +243,9 @@ def test_replay_reproduces_transcript_and_results_offline(tmp_path, relu, monkey
         b = ctx2.store.task(relu.id).read_json(round_, "coder.json")["conversation"]
         assert a == b
     assert all(r.cache_hit for r in ctx2.ledger.rows)
+
+
+def test_the_graph_picture_in_the_docs_is_current():
+    from cudaforge.graph.diagram import DOC, block
+
+    assert block() in DOC.read_text(), "run: python -m cudaforge.graph.diagram"
