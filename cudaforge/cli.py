@@ -108,6 +108,7 @@ def _run(cfg: DictConfig) -> int:
     from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
     from cudaforge.run.runner import make_context, run_suite
     from cudaforge.tasks import load_suite
+    from cudaforge.track.wandb_sink import make_tracker
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = OmegaConf.to_object(cfg)
@@ -118,6 +119,12 @@ def _run(cfg: DictConfig) -> int:
     print(f"run directory: {run_dir}\n{len(tasks)} tasks, strategy {config.strategy.name.value}, "
           f"coder {config.coder.model}, judge {config.judge.model}", flush=True)
     ctx = make_context(config, run_dir)
+    hydra_cfg = HydraConfig.get()
+    multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
+    tracker = make_tracker(
+        config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name,
+        group=Path(hydra_cfg.sweep.dir).name if multirun else None,
+    )  # fmt: skip
 
     def show_event(event: dict) -> None:
         if event["event"] == "evaluated":
@@ -127,8 +134,11 @@ def _run(cfg: DictConfig) -> int:
     def show_result(result) -> None:
         best = f"{result.best_speedup:.3f}x" if result.best_speedup else ("correct" if result.correct else "no correct kernel")
         print(f"done {result.task_id}: {best} after {result.rounds} rounds ({result.stop_reason})", flush=True)
+        source = ctx.store.task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
+        tracker.log_task(result, source)
 
     results = run_suite(ctx, tasks, on_event=show_event, on_result=show_result)
+    tracker.finish(results)
     totals = ctx.ledger.totals()
     print("\nresults:")
     for r in results:

@@ -1,0 +1,107 @@
+"""Weights & Biases as a sink for a run's results (never needed for a run to succeed).
+
+One W&B run per Hydra job (safe under multirun: each job process starts its own), grouped
+by the sweep's directory, holding the resolved config, per-round metrics, a per-task summary
+table and the best kernels as an artifact. Offline mode is the default: runs sync later
+with ``wandb sync <run dir>/wandb``. Every W&B failure is reported once and then ignored:
+the run directory is the source of truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from cudaforge.types import TaskResult
+
+log = logging.getLogger(__name__)
+
+
+class NullTracker:
+    """Tracks nothing (``tracker=disabled``, or W&B failed to start)."""
+
+    def log_task(self, result: TaskResult, best_source: str | None) -> None:
+        """Nothing."""
+
+    def finish(self, results: list[TaskResult]) -> None:
+        """Nothing."""
+
+
+class WandbTracker:
+    """Sends a run to W&B (online or offline)."""
+
+    def __init__(self, *, mode: str, project: str, entity: str | None, tags: list[str], run_dir: Path,
+                 config: dict[str, Any], name: str, group: str | None) -> None:  # fmt: skip
+        """Start the W&B run (``mode``: ``online`` or ``offline``), writing under ``run_dir/wandb``."""
+        import wandb
+
+        self.wandb = wandb
+        self.run = wandb.init(
+            mode=mode, project=project, entity=entity, tags=tags or None, dir=str(run_dir), config=config,
+            name=name, group=group, reinit="finish_previous",
+        )  # fmt: skip
+        self.best_kernels: dict[str, str] = {}
+
+    def log_task(self, result: TaskResult, best_source: str | None) -> None:
+        """Per-round metrics of one finished task, and its best kernel for the artifact."""
+        for record in result.history:
+            self.run.log({
+                "task": result.task_id, "round": record.round, "round/status": record.status,
+                "round/correct": record.status == "correct", "round/speedup": record.speedup,
+            })  # fmt: skip
+        if best_source:
+            self.best_kernels[result.task_id] = best_source
+
+    def finish(self, results: list[TaskResult]) -> None:
+        """The per-task summary table, the best kernels artifact, then close the run."""
+        columns = ["task_id", "correct", "best_speedup", "best_round", "rounds", "cost_usd", "unpriced_calls",
+                   "minutes", "tokens_in", "tokens_out", "stop_reason"]  # fmt: skip
+        table = self.wandb.Table(columns=columns, data=[[getattr(r, c) for c in columns] for r in results])
+        self.run.log({"tasks": table})
+        self.run.summary["correct_fraction"] = sum(r.correct for r in results) / max(1, len(results))
+        if self.best_kernels:
+            artifact = self.wandb.Artifact("best_kernels", type="kernels")
+            for task_id, source in self.best_kernels.items():
+                with artifact.new_file(task_id.replace("/", "__") + ".py") as f:
+                    f.write(source)
+            self.run.log_artifact(artifact)
+        self.run.finish()
+
+
+class SafeTracker:
+    """Wraps a tracker so that its failures are logged once and never stop the run."""
+
+    def __init__(self, factory: Any) -> None:
+        try:
+            self.inner = factory()
+        except Exception as exc:  # noqa: BLE001 - tracking must not be needed for a run
+            log.warning("W&B tracking is off for this run: %s", exc)
+            self.inner = NullTracker()
+
+    def _call(self, name: str, *args: Any) -> None:
+        try:
+            getattr(self.inner, name)(*args)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("W&B %s failed, tracking is off from here: %s", name, exc)
+            self.inner = NullTracker()
+
+    def log_task(self, result: TaskResult, best_source: str | None) -> None:
+        """Forward to the tracker."""
+        self._call("log_task", result, best_source)
+
+    def finish(self, results: list[TaskResult]) -> None:
+        """Forward to the tracker."""
+        self._call("finish", results)
+
+
+def make_tracker(tracker_cfg: Any, run_dir: Path, config: dict[str, Any], name: str, group: str | None) -> SafeTracker:
+    """The tracker a run's config asks for (``tracker.wandb_mode``)."""
+    mode = str(getattr(tracker_cfg.wandb_mode, "value", tracker_cfg.wandb_mode))
+    if mode == "disabled" or os.environ.get("WANDB_MODE") == "disabled":
+        return SafeTracker(NullTracker)
+    return SafeTracker(lambda: WandbTracker(
+        mode=mode, project=tracker_cfg.project, entity=tracker_cfg.entity, tags=list(tracker_cfg.tags),
+        run_dir=run_dir, config=config, name=name, group=group,
+    ))  # fmt: skip

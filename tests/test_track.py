@@ -1,0 +1,54 @@
+"""The run directory store and the W&B sink (offline; never needed for a run to succeed)."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+from cudaforge.track.store import RunStore, task_slug
+from cudaforge.track.wandb_sink import NullTracker, SafeTracker, make_tracker
+from cudaforge.types import RoundRecord, TaskResult
+
+
+def result(task_id="tiny/level1/1_ReLU", correct=True):
+    return TaskResult(task_id=task_id, correct=correct, best_round=1, best_speedup=1.5, rounds=2,
+                      history=[RoundRecord(round=1, coder_mode="first_attempt", status="correct", speedup=1.5),
+                               RoundRecord(round=2, coder_mode="optimize", status="incorrect")])
+
+
+def test_store_round_trips_results_and_skips_a_torn_line(tmp_path):
+    store = RunStore(tmp_path)
+    store.append_result(result())
+    with store.results_path.open("a") as f:
+        f.write('{"task_id": "torn"')  # a crash mid-write
+    assert [r.task_id for r in store.results()] == ["tiny/level1/1_ReLU"]
+    task = store.task("tiny/level1/1_ReLU")
+    task.write_json(3, "eval.json", {"a": 1})
+    assert task.read_json(3, "eval.json") == {"a": 1}
+    assert (tmp_path / "tasks" / task_slug("tiny/level1/1_ReLU") / "round_03" / "eval.json").exists()
+
+
+def test_wandb_offline_writes_a_run_with_the_summary_and_artifact(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = SimpleNamespace(wandb_mode="offline", project="cudaforge-test", entity=None, tags=["t"])
+    tracker = make_tracker(cfg, tmp_path, {"suite": {"name": "tiny"}}, name="job0", group="sweep1")
+    assert not isinstance(tracker.inner, NullTracker)
+    tracker.log_task(result(), "class ModelNew: pass\n")
+    tracker.finish([result(), result("tiny/level1/2_Softmax", correct=False)])
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+
+
+def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, monkeypatch, caplog):
+    cfg = SimpleNamespace(wandb_mode="disabled", project="p", entity=None, tags=[])
+    assert isinstance(make_tracker(cfg, tmp_path, {}, "j", None).inner, NullTracker)
+
+    def broken():
+        raise RuntimeError("no wandb here")
+
+    with caplog.at_level(logging.WARNING):
+        tracker = SafeTracker(broken)
+        tracker.log_task(result(), None)
+        tracker.finish([result()])
+    assert isinstance(tracker.inner, NullTracker) and "no wandb here" in caplog.text
