@@ -32,7 +32,6 @@ Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=
 """
 
 NOT_YET = {
-    "profile": "Nsight Compute profiling",
     "baseline": "reference baselines",
     "report": "reports",
 }
@@ -149,11 +148,37 @@ def _run(cfg: DictConfig) -> int:
     return 0
 
 
+def _profile(cfg: DictConfig) -> int:
+    from pathlib import Path
+
+    from cudaforge.profile import Profiler
+    from cudaforge.tasks import find_task
+
+    if not cfg.task or not cfg.candidate:
+        raise ValueError("say which: task=<id> candidate=<path.py> (ids from `cudaforge tasks list`)")
+    task = find_task(OmegaConf.to_object(cfg.suite), cfg.task)
+    path = Path(cfg.candidate).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such candidate file")
+    profile_cfg = OmegaConf.to_object(cfg.profile)
+    build = {"cache_dir": cfg.eval.build_cache_dir or "", "arch": cfg.eval.target_arch}
+    profiler = Profiler(profile_cfg, cache_dir=profile_cfg.cache_dir, lock_dir=profile_cfg.lock_dir, build=build)
+    where = f"GPU {profiler.gpus[0]}" if profiler.gpus else "no GPU (FLOPs and bytes only)"
+    print(f"profiling {path} for {task.id} on {where} ({profile_cfg.metric_set.value}) ...", flush=True)
+    result = profiler.profile(task, path.read_text())
+    print(result.summary())
+    if cfg.output:
+        Path(cfg.output).write_text(result.to_json())
+        print(f"result written to {cfg.output}")
+    return 0 if result.status.value in ("ok", "fallback", "unavailable") else 1
+
+
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "run": _run,
     "tasks list": _tasks_list,
     "tasks audit": _tasks_audit,
     "eval": _eval,
+    "profile": _profile,
 }
 
 

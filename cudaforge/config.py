@@ -226,13 +226,33 @@ class ProfileConfig:
     metric_set: MetricSet = MetricSet.cudaforge24
     """Which metrics to collect."""
     metrics: list[str] = field(default_factory=list)
-    """The metric names when ``metric_set`` is ``custom``."""
+    """The metric names when ``metric_set`` is ``custom``; with another set, extra metrics."""
     clock_control: str = "none"
-    """ncu ``--clock-control`` (``none`` leaves the GPU clocks alone)."""
+    """ncu ``--clock-control`` (``none`` leaves the GPU clocks alone; ``base`` locks them)."""
     timeout_s: float = 300.0
-    """Timeout for one ncu run."""
+    """Timeout of each phase of the profiled worker (start, setup, warm-up, the profiled forward)."""
+    compile_timeout_s: float = 600.0
+    """Timeout of the profiled worker's import of the candidate (a build-cache miss compiles there)."""
     ncu_path: str = "ncu"
     """The ncu executable."""
+    warmup: int = 3
+    """Forwards run before the profiled one (ncu does not see them)."""
+    include_library_kernels: bool = False
+    """Also report the kernels the candidate did not write (torch's copies, cuBLAS ...)."""
+    max_kernels: int = 200
+    """ncu ``--launch-count``: at most this many launches of the forward are profiled."""
+    output: str = "csv"
+    """``csv`` (ncu prints CSV, one run) or ``report`` (a ``.ncu-rep`` kept with the run's artifacts)."""
+    extra_args: list[str] = field(default_factory=list)
+    """More ncu arguments, verbatim."""
+    fallback: bool = True
+    """When ncu cannot profile (missing, no counter permission, timeout), time kernels with torch.profiler."""
+    lock_timeout_s: float | None = 1800.0
+    """How long to wait for the GPU's lock, which profiling shares with timing (null: for ever)."""
+    cache_dir: str | None = None
+    """Where profiles are cached (null: ~/.cache/cudaforge/profile)."""
+    lock_dir: str | None = None
+    """Where the per-GPU lock files live (null: $CUDAFORGE_LOCK_DIR or ~/.cache/cudaforge/locks)."""
 
 
 @dataclass

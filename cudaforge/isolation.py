@@ -106,12 +106,15 @@ def run_isolated(
     env: dict[str, str] | None = None,
     keep_workdir: bool = False,
     poll_interval: float = 0.02,
+    wrapper: list[str] | None = None,
 ) -> IsolatedOutcome:
     """Run ``entry`` (``package.module:function``) on ``payload`` in an isolated child process.
 
     ``timeouts`` maps phase names to seconds; a phase not named gets ``default_timeout``.
     The child starts in phase ``start``. ``gpu`` is the physical device (index or UUID, as
     ``CUDA_VISIBLE_DEVICES`` takes it) the child may see; None hides every GPU. ``env`` adds variables to the scrubbed environment.
+    ``wrapper`` prefixes the child's command line (e.g. ``["ncu", "--profile-from-start", "off", ...]``):
+    the wrapper runs in the child's process group, gets the same environment, and is killed with it.
     """
     workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     (workdir / "payload.json").write_text(json.dumps(payload))
@@ -125,7 +128,7 @@ def run_isolated(
     started = time.monotonic()
     with (workdir / "stdout.log").open("wb") as out, (workdir / "stderr.log").open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cudaforge._child", entry, str(workdir)],
+            [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, str(workdir)],
             cwd=workdir,
             env=child_env,
             stdin=subprocess.DEVNULL,

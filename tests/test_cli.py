@@ -71,7 +71,7 @@ def test_bad_config_value_names_the_key():
     assert out.returncode != 0 and "eval.baseline" in out.stderr
 
 
-@pytest.mark.parametrize("command", ["profile", "baseline", "report"])
+@pytest.mark.parametrize("command", ["baseline", "report"])
 def test_unbuilt_subcommands_say_so(command):
     out = cudaforge(command)
     assert out.returncode == 2 and "not available yet" in out.stderr
@@ -82,3 +82,14 @@ def test_usage_and_unknown_subcommand():
     out = cudaforge("frobnicate")
     assert out.returncode == 2 and "unknown subcommand" in out.stderr
     assert "say `list` or `audit`" in cudaforge("tasks").stderr
+
+
+def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    out = cudaforge("profile", "suite=tiny", "task=tiny/level1/3_MatmulBiasReLU",
+                    "candidate=benchmarks/candidates/cuda_matmul_bias_relu.py", f"output={tmp_path / 'p.json'}")
+    assert out.returncode == 0, out.stderr
+    assert "profile unavailable (cudaforge24)" in out.stdout and "3.355e+07 FLOP" in out.stdout
+    assert '"status": "unavailable"' in (tmp_path / "p.json").read_text()
+    missing = cudaforge("profile", "task=tiny/level1/1_ReLU", f"candidate={tmp_path / 'none.py'}")
+    assert missing.returncode == 2 and "no such candidate" in missing.stderr

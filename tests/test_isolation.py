@@ -88,3 +88,9 @@ def test_parent_survives_many_faults_in_a_row():
     statuses = [run(e).status for e in ("segfault", "raises", "echo", "abort", "echo")]
     assert statuses == ["crashed", "error", "ok", "crashed", "ok"]
     assert sys.executable  # still here
+
+
+def test_wrapper_prefixes_the_child_command():
+    out = run("echo", {"x": 1}, wrapper=["env", "CUDAFORGE_WRAPPED=yes"])
+    assert out.status == "ok", out.error
+    assert out.result["env"]["CUDAFORGE_WRAPPED"] == "yes" and out.result["echo"] == {"x": 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -169,3 +170,14 @@ def test_find_task_by_suffix(kernelbench_root):
     assert find_task(cfg, "level1/2_Relu_b").id == "kb/level1/2_Relu_b"
     with pytest.raises(TaskError, match="no task"):
         find_task(cfg, "level9/1_X")
+
+
+def test_load_module_makes_triton_sources_findable(monkeypatch):
+    """``@triton.jit`` reads its function's source when it decorates it (not under TRITON_INTERPRET)."""
+    pytest.importorskip("triton")
+    from cudaforge.tasks.runtime import load_module
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    source = (Path(__file__).resolve().parent.parent / "benchmarks" / "candidates" / "triton_softmax.py").read_text()
+    module = load_module(source, "cudaforge_test_triton_source")
+    assert "tl.program_id" in module.softmax_kernel.src

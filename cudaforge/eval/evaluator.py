@@ -82,6 +82,15 @@ class Evaluator:
         self.build_cache = Path(self.cfg["build_cache_dir"] or DEFAULT_BUILD_CACHE).expanduser()
         self.compile_workers = compile_workers or max(1, (os.cpu_count() or 2) // 2)
         self._build = None
+        self._turn = 0
+        self._turn_lock = threading.Lock()
+
+    def _next_gpu(self) -> str:
+        """Round-robin over this evaluator's GPUs (timing itself is serialised per GPU by a lock)."""
+        with self._turn_lock:
+            gpu = self.gpus[self._turn % len(self.gpus)]
+            self._turn += 1
+        return gpu
 
     # ------------------------------------------------------------------ settings
 
@@ -114,7 +123,7 @@ class Evaluator:
                 message=static.message, phases=[static_record], seconds=time.monotonic() - started,
             )  # fmt: skip
         if gpu is None and self.gpus:
-            gpu = self.gpus[0]
+            gpu = self._next_gpu()
         device = "cuda" if gpu is not None else "cpu"
         env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
         payload = {

@@ -177,6 +177,9 @@ def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: 
 def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result: EvalResult) -> None:
     from cudaforge.eval.fingerprint import gpu_state
     from cudaforge.eval.timing import time_interleaved
+    from cudaforge.hardware.gpu_lock import gpu_lock
+    from cudaforge.hardware.roofline import make_roofline, task_cost
+    from cudaforge.hardware.specs import peak_rates
 
     sets = []
     for k in range(MAX_TIMING_INPUT_SETS):
@@ -200,7 +203,8 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
                 mismatch.append(diff.summary())
 
     result.fingerprint["gpu_state_before"] = gpu_state(0)
-    with torch.no_grad():
+    # profiling never overlaps timing on one GPU: the profiler holds the same lock around ncu
+    with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
         try:
             times = time_interleaved(
                 reference_fn,
@@ -220,6 +224,9 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
     result.reference_timing = times.reference_stats()
     result.candidate_timing = times.candidate_stats()
     result.speedup = times.speedup(baseline=cfg["baseline"])
+    peaks = peak_rates(torch.cuda.get_device_name(device))
+    cost = task_cost(ref_module, seed=cfg["seed"])
+    result.fingerprint["roofline"] = make_roofline(cost, peaks, result.candidate_timing.median, "evaluator").to_dict()
     result.fingerprint["host_ms_median"] = {
         "reference": sorted(times.reference_host_ms)[len(times.reference_host_ms) // 2],
         "candidate": sorted(times.candidate_host_ms)[len(times.candidate_host_ms) // 2],

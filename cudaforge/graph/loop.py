@@ -63,7 +63,7 @@ class Evaluates(Protocol):
 class Profiles(Protocol):
     """The profiler seam: a result with ``status``, ``to_dict()``, ``judge_metrics()``, ``seconds``."""
 
-    def profile(self, task: Task, source: str) -> Any: ...
+    def profile(self, task: Task, source: str, *, measured_ms: float | None = None) -> Any: ...
 
 
 class Stores(Protocol):
@@ -243,7 +243,9 @@ class _Nodes:
         started = time.monotonic()
         s, digest = self.s, state["kernel"]
         s.on_event({"event": "profile", "task_id": s.task.id, "round": state["round"]})
-        result = s.profiler.profile(s.task, s.store.candidate(digest))
+        timed = self._latest_result(state)
+        measured = timed.candidate_timing.median if timed and timed.candidate_timing else None
+        result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
         record = {**result.to_dict(), "judge_metrics": result.judge_metrics()}
         s.store.write_json(None, f"profile_{digest}.json", record)
         s.store.write_json(state["round"], "profile.json", record)

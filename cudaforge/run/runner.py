@@ -84,9 +84,16 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
                   max_follow_ups=cfg.strategy.max_follow_ups)  # fmt: skip
     judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups)
     evaluator = evaluator or Evaluator(cfg.eval)
+    gpus = getattr(evaluator, "gpus", [])
+    if profiler is None and cfg.profile.enabled:
+        from cudaforge.profile import Profiler
+
+        build = evaluator.build_settings().to_dict() if hasattr(evaluator, "build_settings") else None
+        profiler = Profiler(cfg.profile, cfg.profile.cache_dir, cfg.profile.lock_dir, build=build, gpus=gpus)
+    gpu_spec = profiler.gpu_spec(gpus[0]) if gpus and hasattr(profiler, "gpu_spec") else None
     return RunContext(
         cfg=cfg, store=store, ledger=ledger, coder=coder, judge=judge, evaluator=evaluator,
-        profiler=profiler, gpu_spec=None, checkpointer=_checkpointer(run_dir / "checkpoints.sqlite"),
+        profiler=profiler, gpu_spec=gpu_spec, checkpointer=_checkpointer(run_dir / "checkpoints.sqlite"),
     )  # fmt: skip
 
 

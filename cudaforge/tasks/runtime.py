@@ -7,6 +7,7 @@ tensors to the device keeping their dtype; seed, then construct ``Model(*get_ini
 
 from __future__ import annotations
 
+import linecache
 import sys
 import types
 from typing import Any
@@ -27,9 +28,17 @@ def strict_fp32() -> None:
 
 
 def load_module(source: str, name: str) -> types.ModuleType:
-    """Execute ``source`` as a fresh module called ``name`` (registered in sys.modules)."""
+    """Execute ``source`` as a fresh module called ``name`` (registered in sys.modules).
+
+    The source is also registered in ``linecache`` under the module's file name, so that
+    ``inspect.getsource`` works on its functions: ``@triton.jit`` reads its function's source
+    when it decorates it, and fails ("@jit functions should be defined in a Python file")
+    without this (the interpreter, ``TRITON_INTERPRET=1``, does not read it, which hides the
+    failure on a CPU).
+    """
     module = types.ModuleType(name)
     module.__file__ = f"<{name}>"
+    linecache.cache[module.__file__] = (len(source), None, source.splitlines(keepends=True), module.__file__)
     sys.modules[name] = module
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module

@@ -1,0 +1,98 @@
+"""Which profiled kernels are the candidate's own.
+
+The candidate's kernel names are read from its text (never by importing it): ``__global__``
+functions in its CUDA strings (load_inline sources, CuPy RawKernel code) and ``@triton.jit``
+functions. A profiled kernel is the candidate's own when its base name (no ``void``, namespace,
+template arguments or parameters) is one of those names; everything else the forward launched
+(torch's elementwise and copy kernels, cuBLAS, cuDNN, torch.compile's Triton kernels) is a
+library kernel, reported only when asked for.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_GLOBAL_FN = re.compile(r"__global__\b[^(;{}]*?\b([A-Za-z_]\w*)\s*\(")
+_RAW_KERNEL = re.compile(r"Raw(?:Kernel|Module)\s*\([^)]*?['\"]([A-Za-z_]\w*)['\"]\s*\)")
+_LIBRARY = re.compile(
+    r"at::|c10::|cutlass|cublas|cudnn|xmma|gemm|gemv|nvjet|elementwise_kernel|reduce_kernel|CatArray|"
+    r"Memcpy|Memset|^triton_(poi|red|per|tem)_"
+)
+"""Names of kernels that torch and its libraries launch (used when the candidate's names are unknown)."""
+
+
+def _cuda_kernel_names(source: str) -> set[str]:
+    text = _LAUNCH_BOUNDS.sub(" ", source)
+    return {name for name in _GLOBAL_FN.findall(text) if name not in ("void", "static", "inline")}
+
+
+def _is_jit_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr in ("jit", "autotune", "heuristics") and _root_name(target) in ("triton", "tl")
+    return isinstance(target, ast.Name) and target.id == "jit"
+
+
+def _root_name(node: ast.expr) -> str:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _triton_kernel_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and any(_is_jit_decorator(d) for d in node.decorator_list)
+    }
+
+
+def candidate_kernel_names(source: str) -> set[str]:
+    """Names of the kernels a candidate defines: CUDA ``__global__`` functions (also inside
+    CuPy ``RawKernel`` code, whose named entry is added) and ``@triton.jit`` functions."""
+    return _cuda_kernel_names(source) | set(_RAW_KERNEL.findall(source)) | _triton_kernel_names(source)
+
+
+def kernel_base_name(name: str) -> str:
+    """The bare function name of a reported kernel name.
+
+    ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` ->
+    ``vectorized_elementwise_kernel``; ``relu_kernel(const float *, float *, int)`` ->
+    ``relu_kernel``; ``softmax_kernel`` -> ``softmax_kernel``.
+    """
+    text = name.strip()
+    depth, cut = 0, len(text)
+    for i, ch in enumerate(text):  # the parameter list starts at the first '(' outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            cut = i
+            break
+    text = text[:cut]
+    while "<" in text:  # drop template arguments, innermost first
+        stripped = re.sub(r"<[^<>]*>", "", text)
+        if stripped == text:
+            break
+        text = stripped
+    text = text.split("::")[-1].strip()
+    return text.split()[-1] if text.split() else name.strip()
+
+
+def is_own_kernel(name: str, own_names: set[str]) -> bool:
+    """True when the reported kernel ``name`` is one the candidate defines.
+
+    With no known own names (the source hides them, e.g. kernels built from files), every
+    kernel but torch's and its libraries' known ones counts as the candidate's own, so nothing
+    of the candidate's is dropped silently.
+    """
+    if not own_names:
+        return not _LIBRARY.search(name)
+    return kernel_base_name(name) in own_names

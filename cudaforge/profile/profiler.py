@@ -1,0 +1,491 @@
+"""The profiler's API: ``Profiler(cfg, cache_dir, lock_dir).profile(task, source, gpu)``.
+
+The parent never imports torch or the candidate. It runs one forward of the candidate in an
+isolated worker (``cudaforge.profile.child``) under ``ncu``, holding the GPU's lock, then keeps the
+candidate's own kernels, totals them, adds ncu's rule messages, the task's roofline and the GPU's
+spec sheet. When ncu is missing, counters are not permitted (ERR_NVGPUCTRPERM), ncu fails or it
+times out, the same forward runs under torch.profiler instead (status ``fallback``) and the
+message says why; nothing here raises for the candidate's or the tool's faults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cudaforge.isolation import IsolatedOutcome, run_isolated
+from cudaforge.profile.cache import ProfileCache, cache_key
+from cudaforge.profile.kernels import candidate_kernel_names, is_own_kernel, kernel_base_name
+from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
+from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
+from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report
+from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
+from cudaforge.hardware.roofline import make_roofline, task_cost_isolated, with_measurement
+from cudaforge.types import Task, source_hash
+
+CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
+_PERMISSION = "ERR_NVGPUCTRPERM"
+
+
+@dataclass
+class ProfileSettings:
+    """How candidates are profiled. Built from ``cudaforge.config.ProfileConfig`` (or a dict):
+    fields it lacks keep these defaults."""
+
+    metric_set: str = "cudaforge24"
+    """``cudaforge24`` (the paper's 24 metrics), ncu's ``basic``/``detailed``/``full`` sets, or ``custom``."""
+    metrics: list[str] = field(default_factory=list)
+    """The metric names for ``custom``; with another set, extra metrics collected besides it."""
+    clock_control: str = "none"
+    """ncu ``--clock-control``: ``none`` leaves the clocks as the evaluator's timing sees them; ``base`` locks them."""
+    timeout_s: float = 300.0
+    """Timeout of each phase of the profiled worker (start, setup, warm-up, the profiled forward)."""
+    compile_timeout_s: float = 600.0
+    """Timeout of the worker's import of the candidate (a build cache miss compiles here)."""
+    ncu_path: str = "ncu"
+    """The ncu executable (a name on PATH or a path)."""
+    warmup: int = 3
+    """Forwards run before the profiled one (ncu does not see them)."""
+    seed: int = 42
+    """Seed for weights and inputs (the evaluator's default)."""
+    include_library_kernels: bool = False
+    """Also report the kernels the candidate did not write (torch's copies, cuBLAS ...)."""
+    max_kernels: int = 200
+    """ncu ``--launch-count``: at most this many launches of the forward are profiled."""
+    target_processes: str = "all"
+    """ncu ``--target-processes``."""
+    output: str = "csv"
+    """``csv``: ncu prints its CSV (one ncu run); ``report``: ncu exports a ``.ncu-rep``, read with
+    ``ncu_report`` (or ``ncu --import``) and kept with the artifacts."""
+    extra_args: list[str] = field(default_factory=list)
+    """More ncu arguments, verbatim (e.g. ``--cache-control none``)."""
+    fallback: bool = True
+    """When ncu cannot profile, time the kernels with torch.profiler instead."""
+    lock_timeout_s: float | None = 1800.0
+    """How long to wait for the GPU's lock (None: for ever)."""
+    allow_tf32: bool = False
+    """Bound fp32 tasks by the TF32 tensor rate instead of the fp32 CUDA-core rate."""
+
+    @classmethod
+    def from_config(cls, cfg: Any = None) -> "ProfileSettings":
+        """From a ProfileConfig dataclass, an OmegaConf DictConfig or a dict; unknown keys are ignored."""
+        if cfg is None:
+            return cls()
+        if isinstance(cfg, cls):
+            return cfg
+        if dataclasses.is_dataclass(cfg):
+            data = dataclasses.asdict(cfg)
+        elif hasattr(cfg, "items"):
+            data = {k: cfg[k] for k in cfg}
+        else:
+            raise TypeError(f"expected a profile config, got {type(cfg).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in data.items() if k in names}
+        for key in ("metrics", "extra_args"):
+            if key in kwargs:
+                kwargs[key] = list(kwargs[key] or [])
+        return cls(**kwargs)
+
+    def cache_fields(self) -> dict[str, Any]:
+        """The settings that change what a profile reports (part of the cache key)."""
+        return {
+            "metric_set": self.metric_set, "metrics": sorted(self.metrics), "clock_control": self.clock_control,
+            "warmup": self.warmup, "seed": self.seed, "include_library_kernels": self.include_library_kernels,
+            "max_kernels": self.max_kernels, "extra_args": self.extra_args, "allow_tf32": self.allow_tf32,
+        }  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8)
+def ncu_version(ncu: str) -> str | None:
+    """``ncu --version``'s version (``2025.3.1.0``), or None."""
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r"Version\s+([\d.]+)", out)
+    return match.group(1) if match else None
+
+
+def resolve_ncu(ncu_path: str) -> str | None:
+    """The ncu executable's path, or None when there is none (also tries /usr/local/cuda/bin)."""
+    found = shutil.which(ncu_path)
+    if found is None and os.sep not in ncu_path:
+        cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+        candidate = Path(cuda_home) / "bin" / ncu_path
+        found = str(candidate) if os.access(candidate, os.X_OK) else None
+    return found
+
+
+def gpu_model_name(gpu: str | int) -> str:
+    """The model name of physical GPU ``gpu`` (index or UUID) from NVML, for cache keys; never raises."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            text = str(gpu)
+            handle = (pynvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
+                      else pynvml.nvmlDeviceGetHandleByUUID(text))  # fmt: skip
+            name = pynvml.nvmlDeviceGetName(handle)
+            return name.decode() if isinstance(name, bytes) else str(name)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML: a key that still separates devices
+        return f"gpu-{gpu}"
+
+
+def visible_gpu_ids() -> list[str]:
+    """Physical GPU ids this process may use, without torch: ``CUDA_VISIBLE_DEVICES`` when set,
+    else NVML's device indices; ``[]`` when neither shows a GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver, no NVML: no GPU
+        return []
+
+
+def totals(kernels: list[KernelProfile]) -> dict[str, MetricValue]:
+    """Metrics totalled over ``kernels`` (one forward): counters summed, rates and percentages
+    averaged weighted by kernel duration, per-launch properties (``launch__*``) left out."""
+    out: dict[str, MetricValue] = {}
+    names = list(dict.fromkeys(name for k in kernels for name in k.metrics))
+    for name in names:
+        pairs = [(k.metrics[name], k.duration_ms) for k in kernels
+                 if name in k.metrics and isinstance(k.metrics[name].value, float)]  # fmt: skip
+        if not pairs:
+            continue
+        unit = pairs[0][0].unit
+        additive = is_additive(name, unit)
+        if additive is None:
+            continue
+        values = [m.value for m, _ in pairs]
+        if additive:
+            total = sum(values)
+        else:
+            weights = [d or 0.0 for _, d in pairs]
+            if sum(weights) > 0:
+                total = sum(v * w for v, w in zip(values, weights)) / sum(weights)
+            else:
+                total = sum(values) / len(values)
+        out[name] = MetricValue(total, unit, "total")
+    return out
+
+
+class Profiler:
+    """Profiles candidates with Nsight Compute (see docs/profiling.md)."""
+
+    def __init__(
+        self,
+        cfg: Any = None,
+        cache_dir: str | Path | None = None,
+        lock_dir: str | Path | None = None,
+        *,
+        build: dict[str, Any] | None = None,
+        gpus: list[str] | None = None,
+        use_cache: bool = True,
+    ) -> None:
+        """``cfg``: a ProfileConfig/ProfileSettings/dict; ``cache_dir``: profile cache (default
+        ~/.cache/cudaforge/profile); ``lock_dir``: GPU lock files, shared with the evaluator;
+        ``build``: ``cudaforge.eval.build.BuildSettings`` fields for importing candidates (use the
+        evaluator's, so that its builds are cache hits); ``gpus``: physical GPU ids to use when a
+        call names none (default: the visible ones; ``[]``: none)."""
+        self.settings = ProfileSettings.from_config(cfg)
+        self.gpus = visible_gpu_ids() if gpus is None else [str(g) for g in gpus]
+        metric_list(self.settings.metric_set, self.settings.metrics)  # a bad set fails here, not per call
+        if self.settings.output not in ("csv", "report"):
+            raise ValueError(f"profile.output must be csv or report, not {self.settings.output!r}")
+        self.cache = ProfileCache(cache_dir) if use_cache else None
+        self.lock_dir = lock_dir
+        self.build = dict(build or {})
+        self._specs: dict[str, dict[str, Any]] = {}
+
+    # ------------------------------------------------------------------ ncu
+
+    def ncu_command(self, ncu: str, out_dir: Path) -> list[str]:
+        """The ncu command line that prefixes the worker's: profiling off until the worker's
+        ``cudaProfilerStart``, the metric selection, and the output (CSV log or report)."""
+        s = self.settings
+        command = [
+            ncu, "--profile-from-start", "off", "--target-processes", s.target_processes,
+            "--clock-control", s.clock_control, "--launch-count", str(s.max_kernels),
+            *selection_args(s.metric_set, s.metrics), *s.extra_args, "--log-file", str(out_dir / "ncu.log"),
+        ]  # fmt: skip
+        if s.output == "report":
+            return [*command, "--export", str(out_dir / "profile.ncu-rep"), "--force-overwrite"]
+        return [*command, *self._csv_args()]
+
+    @staticmethod
+    def _csv_args() -> list[str]:
+        return ["--csv", "--page", "details", "--print-units", "base", "--print-metric-name", "name"]
+
+    def _timeouts(self) -> dict[str, float]:
+        s = self.settings
+        return {"start": s.timeout_s, "compile": s.compile_timeout_s, "setup": s.timeout_s,
+                "warmup": s.timeout_s, "profile": s.timeout_s}  # fmt: skip
+
+    def _payload(self, task: Task, source: str, mode: str, gpu: str) -> dict[str, Any]:
+        return {
+            "task_source": task.source, "candidate": source, "build": self.build, "mode": mode,
+            "warmup": self.settings.warmup, "seed": self.settings.seed, "want_spec": gpu not in self._specs,
+        }  # fmt: skip
+
+    def _read_kernels(self, ncu: str, out_dir: Path) -> list[KernelProfile]:
+        if self.settings.output != "report":
+            return parse_ncu_csv((out_dir / "ncu.log").read_text(errors="replace"))
+        report = out_dir / "profile.ncu-rep"
+        sections = self.settings.metric_set in {m.value for m in NCU_SECTION_SETS}
+        wanted = None if sections else metric_list(self.settings.metric_set, self.settings.metrics)
+        try:
+            return parse_ncu_report(report, wanted)
+        except ImportError:
+            text = subprocess.run([ncu, "--import", str(report), *self._csv_args()], capture_output=True,
+                                  text=True, timeout=self.settings.timeout_s, check=False).stdout  # fmt: skip
+            return parse_ncu_csv(text)
+
+    # ------------------------------------------------------------------ the API
+
+    def profile(
+        self,
+        task: Task,
+        source: str,
+        gpu: str | int | None = None,
+        *,
+        measured_ms: float | None = None,
+        artifact_dir: str | Path | None = None,
+    ) -> ProfileResult:
+        """Profile one forward of ``source`` (a correct candidate for ``task``) on physical GPU ``gpu``
+        (default: the first of ``gpus``).
+
+        ``measured_ms`` (the evaluator's candidate median) gives the fraction of speed of light;
+        without it the forward's summed kernel time does. ``artifact_dir`` keeps ncu's raw output
+        there. Without a GPU the result is ``unavailable`` with the roofline's FLOPs and bytes.
+        """
+        started = time.monotonic()
+        s = self.settings
+        result = ProfileResult(
+            task_id=task.id, candidate_hash=source_hash(source), status=ProfileStatus.OK,
+            metric_set=s.metric_set, metrics=metric_list(s.metric_set, s.metrics),
+        )  # fmt: skip
+        gpu = gpu if gpu is not None else (self.gpus[0] if self.gpus else None)
+        if gpu is None:
+            result.status = ProfileStatus.UNAVAILABLE
+            result.message = "no GPU to profile on: only the task's FLOPs and minimum bytes are reported"
+            result.roofline = make_roofline(task_cost_isolated(task.source), None)
+            result.seconds = time.monotonic() - started
+            return result
+        gpu = str(gpu)
+        result.cache_key = cache_key(result.candidate_hash, task.source_hash, gpu_model_name(gpu), s.cache_fields())
+        cached = self.cache.get(result.cache_key) if self.cache else None
+        if cached is not None:
+            cached.cached = True
+            if cached.roofline is not None and measured_ms:
+                with_measurement(cached.roofline, measured_ms, "evaluator")
+            return cached
+        ncu = resolve_ncu(s.ncu_path)
+        result.tools["ncu"] = ncu_version(ncu) if ncu else None
+        run = _Run(task, source, gpu, candidate_kernel_names(source), result)
+        out_dir = Path(tempfile.mkdtemp(prefix="cudaforge-ncu-"))
+        try:
+            with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s):
+                reason = self._run_ncu(run, ncu, out_dir) if ncu else (
+                    f"ncu not found ({s.ncu_path!r} is neither on PATH nor in $CUDA_HOME/bin)"
+                )
+                if reason:
+                    self._fallback(run, reason)
+        except GpuLockTimeout as exc:
+            result.status, result.message = ProfileStatus.TIMEOUT, f"the GPU was never free to profile on: {exc}"
+        finally:
+            self._keep_artifacts(out_dir, artifact_dir, result)
+        if result.roofline is not None:
+            measured, source_of = (measured_ms, "evaluator") if measured_ms else self._forward_ms(result)
+            with_measurement(result.roofline, measured, source_of)
+        result.seconds = time.monotonic() - started
+        if result.status is ProfileStatus.OK and self.cache is not None:
+            self.cache.put(result.cache_key, result)
+        return result
+
+    def gpu_spec(self, gpu: str | int | None = None) -> dict[str, Any]:
+        """The spec sheet of ``gpu`` (default: the first of ``gpus``), read once in a worker and
+        kept; ``{}`` without a GPU or when the worker fails."""
+        gpu = str(gpu) if gpu is not None else (self.gpus[0] if self.gpus else None)
+        if gpu is None:
+            return {}
+        if gpu not in self._specs:
+            outcome = run_isolated("cudaforge.profile.child:spec_entry", {}, timeouts={},
+                                   default_timeout=self.settings.timeout_s, gpu=gpu)  # fmt: skip
+            if outcome.status != "ok" or not outcome.result:
+                return {}
+            self._specs[gpu] = outcome.result
+        return self._specs[gpu]
+
+    # ------------------------------------------------------------------ steps
+
+    def run_worker(
+        self, task: Task, source: str, gpu: str, mode: str, wrapper: list[str] | None = None, time_iters: int = 0
+    ) -> IsolatedOutcome:
+        """Run the profiling worker once: ``mode`` ``ncu`` (under ``wrapper``, the ncu command),
+        ``torch_profiler`` or ``plain`` (the same work unprofiled: the overhead baseline);
+        ``time_iters`` > 0 adds a median CUDA-event time of the forward (``forward_ms``)."""
+        payload = {**self._payload(task, source, mode, gpu), "time_iters": time_iters}
+        kwargs = {"wrapper": wrapper} if wrapper else {}
+        return run_isolated(CHILD_ENTRY, payload, timeouts=self._timeouts(), default_timeout=self.settings.timeout_s,
+                            gpu=gpu, **kwargs)  # fmt: skip
+
+    def _run_ncu(self, run: "_Run", ncu: str, out_dir: Path) -> str:
+        """Profile under ncu and fill ``run.result``; returns why the fallback must run instead ('' if not)."""
+        result = run.result
+        outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, out_dir))
+        log = (out_dir / "ncu.log").read_text(errors="replace") if (out_dir / "ncu.log").exists() else ""
+        tool_text = "\n".join((log, outcome.stdout_tail, outcome.stderr_tail))
+        result.phase_seconds = {f"ncu:{k}": v for k, v in outcome.phase_seconds.items()}
+        if _PERMISSION in tool_text:
+            return (f"{_PERMISSION}: this user may not read the GPU's performance counters "
+                    "(docs/profiling.md says how to allow it)")  # fmt: skip
+        if outcome.status == "timeout":
+            return f"ncu timed out: {outcome.error}"
+        child = self._child_result(outcome, result, "ncu")
+        if child is None:
+            errors = _ncu_errors(tool_text)
+            return f"ncu failed: {errors}" if errors else ""
+        try:
+            kernels = self._read_kernels(ncu, out_dir)
+        except NcuParseError:
+            errors = _ncu_errors(tool_text)
+            if errors:
+                return f"ncu failed: {errors}"
+            kernels = []
+        except (OSError, RuntimeError) as exc:
+            return f"reading ncu's output failed: {exc}"
+        self._assemble(run, child, kernels)
+        if not kernels:
+            result.message = "ncu profiled no kernel: the forward launched none"
+        errors = _ncu_errors(tool_text)
+        if errors:
+            result.message = f"{result.message}\nncu reported: {errors}".strip()
+        return ""
+
+    def _fallback(self, run: "_Run", reason: str) -> None:
+        """Kernel times from torch.profiler (status ``fallback``), or just the reason when disabled."""
+        result = run.result
+        result.status, result.message = ProfileStatus.OK, ""
+        if not self.settings.fallback:
+            result.status = ProfileStatus.TIMEOUT if "timed out" in reason else ProfileStatus.UNAVAILABLE
+            result.message = reason
+            peaks = self._specs.get(run.gpu, {}).get("peaks")
+            result.roofline = make_roofline(task_cost_isolated(run.task.source), peaks, allow_tf32=self.settings.allow_tf32)
+            return
+        outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler")
+        result.phase_seconds.update({f"torch_profiler:{k}": v for k, v in outcome.phase_seconds.items()})
+        if outcome.status == "timeout":
+            result.status, result.message = ProfileStatus.TIMEOUT, f"{reason}; the torch.profiler fallback timed out too"
+            return
+        child = self._child_result(outcome, result, "torch.profiler")
+        if child is None:
+            result.message = f"{reason}; then {result.message}"
+            return
+        kernels = [
+            KernelProfile(id=i, name=k["name"], base_name=kernel_base_name(k["name"]), own=False,
+                          duration_ms=k["duration_ms"])
+            for i, k in enumerate(child["kernels"])
+        ]  # fmt: skip
+        self._assemble(run, child, kernels)
+        result.status = ProfileStatus.FALLBACK
+        result.metrics = []
+        result.message = f"{reason}. Fallback: kernel times from torch.profiler (no hardware metrics) and the roofline."
+
+    def _child_result(self, outcome: IsolatedOutcome, result: ProfileResult, tool: str) -> dict[str, Any] | None:
+        """The worker's result dict, or None after setting ``result`` to an error."""
+        if outcome.status == "ok" and outcome.result is not None and "error" not in outcome.result:
+            return outcome.result
+        result.status = ProfileStatus.ERROR
+        if outcome.status == "ok" and outcome.result is not None:
+            result.message = outcome.result["error"]
+        elif outcome.status == "error":
+            traceback_tail = "\n".join(outcome.error.strip().splitlines()[-8:])
+            result.message = f"the profiling worker ({tool}) raised:\n{traceback_tail}"
+        else:
+            tail = "\n".join(outcome.stderr_tail.strip().splitlines()[-10:])
+            result.message = f"the profiling worker ({tool}) {outcome.status}: {outcome.error}" + (f"\n{tail}" if tail else "")
+        return None
+
+    def _assemble(self, run: "_Run", child: dict[str, Any], kernels: list[KernelProfile]) -> None:
+        """Own vs library kernels, totals, rules, spec sheet, tools and roofline into ``run.result``."""
+        result, own_names = run.result, run.own_names
+        if child.get("spec"):
+            self._specs[run.gpu] = child["spec"]
+        for kernel in kernels:
+            kernel.own = is_own_kernel(kernel.name, own_names)
+        own = [k for k in kernels if k.own]
+        library = [k for k in kernels if not k.own]
+        result.kernels = kernels if self.settings.include_library_kernels else own
+        result.totals = totals(own)
+        result.own_kernel_ms = _sum_ms(own)
+        result.library_kernel_ms = _sum_ms(library)
+        result.library_kernel_names = list(dict.fromkeys(k.base_name for k in library))
+        result.rules = [rule for k in result.kernels for rule in k.rules if rule.message]
+        result.spec = self._specs.get(run.gpu, {})
+        result.tools.update(child.get("versions", {}))
+        result.tools["driver"] = result.spec.get("driver_version")
+        result.roofline = make_roofline(
+            child.get("cost") or {}, result.spec.get("peaks"), allow_tf32=self.settings.allow_tf32
+        )
+        if own_names and kernels and not own:
+            result.message = (f"none of the candidate's kernels ({', '.join(sorted(own_names))}) ran in the forward; "
+                              f"it launched only {', '.join(result.library_kernel_names)}")  # fmt: skip
+
+    @staticmethod
+    def _forward_ms(result: ProfileResult) -> tuple[float | None, str]:
+        parts = [x for x in (result.own_kernel_ms, result.library_kernel_ms) if x is not None]
+        tool = "ncu" if result.status is ProfileStatus.OK else "torch.profiler"
+        return (sum(parts), tool) if parts else (None, "")
+
+    @staticmethod
+    def _keep_artifacts(out_dir: Path, artifact_dir: str | Path | None, result: ProfileResult) -> None:
+        if artifact_dir is not None:
+            target = Path(artifact_dir)
+            target.mkdir(parents=True, exist_ok=True)
+            for name, key in (("ncu.log", "ncu_log"), ("profile.ncu-rep", "ncu_rep")):
+                if (out_dir / name).exists():
+                    kept = target / f"{result.candidate_hash}-{result.metric_set}-{name}"
+                    shutil.copyfile(out_dir / name, kept)
+                    result.artifacts[key] = str(kept)
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+@dataclass
+class _Run:
+    """One ``profile`` call's inputs and the result being filled in."""
+
+    task: Task
+    source: str
+    gpu: str
+    own_names: set[str]
+    result: ProfileResult
+
+
+def _sum_ms(kernels: list[KernelProfile]) -> float | None:
+    known = [k.duration_ms for k in kernels if k.duration_ms is not None]
+    return sum(known) if known else None
+
+
+def _ncu_errors(text: str) -> str:
+    """ncu's ``==ERROR==`` lines, joined (empty when there are none)."""
+    return " ".join(line.split("==ERROR==", 1)[1].strip() for line in text.splitlines() if "==ERROR==" in line)[:2000]

@@ -1,0 +1,569 @@
+"""The profiler without a GPU: metric sets, ncu output parsing, kernel filtering, specs, roofline,
+fallbacks, cache keys and the GPU lock. GPU tests (marked ``gpu``) run ncu for real."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cudaforge.profile import (  # noqa: E402
+    CUDAFORGE24,
+    PEAK_TABLE,
+    GpuLockTimeout,
+    KernelProfile,
+    MetricValue,
+    ProfileCache,
+    Profiler,
+    ProfileResult,
+    ProfileSettings,
+    ProfileStatus,
+    UnknownGPUWarning,
+    cache_key,
+    candidate_kernel_names,
+    gpu_lock,
+    is_own_kernel,
+    kernel_base_name,
+    make_roofline,
+    metric_list,
+    parse_ncu_csv,
+    peak_rates,
+    selection_args,
+    table_key,
+)
+from cudaforge.profile.metrics import DURATION_METRIC, is_additive  # noqa: E402
+from cudaforge.profile.parse import NcuParseError, parse_value  # noqa: E402
+from cudaforge.profile.profiler import totals  # noqa: E402
+from cudaforge.hardware.specs import derived_peaks, peak_for_dtype  # noqa: E402
+from cudaforge.types import Task  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
+CANDIDATES = REPO / "benchmarks" / "candidates"
+TINY = REPO / "benchmarks" / "suites" / "tiny" / "level1"
+RECORDED_CSV = sorted(p for p in FIXTURES.glob("*.csv") if not p.name.startswith("synthetic_"))
+RECORDED_REP = sorted(FIXTURES.glob("*.ncu-rep"))
+
+
+def tiny_task(file: str) -> Task:
+    path = TINY / file
+    pid, name = path.stem.split("_", 1)
+    return Task(id=f"tiny/level1/{path.stem}", suite="tiny", level=1, problem_id=int(pid), name=name,
+                source=path.read_text(), path=str(path))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- metric sets
+
+
+def test_cudaforge24_is_the_papers_24_metrics():
+    assert len(CUDAFORGE24) == len(set(CUDAFORGE24)) == 24
+    assert CUDAFORGE24[0] == "sm__cycles_active.avg"
+    assert CUDAFORGE24[-1] == "smsp__sass_average_branch_targets_threads_uniform.pct"
+    assert metric_list("cudaforge24") == [*CUDAFORGE24, DURATION_METRIC]
+
+
+def test_selection_args_for_each_kind_of_set():
+    assert selection_args("cudaforge24")[:1] == ["--metrics"]
+    assert selection_args("basic") == ["--set", "basic", "--metrics", DURATION_METRIC]
+    assert selection_args("full", ["a__b.sum"]) == ["--set", "full", "--metrics", f"a__b.sum,{DURATION_METRIC}"]
+    assert selection_args("custom", ["x__y.sum", "x__y.sum"]) == ["--metrics", f"x__y.sum,{DURATION_METRIC}"]
+    with pytest.raises(ValueError, match="custom"):
+        metric_list("custom")
+    with pytest.raises(ValueError):
+        metric_list("nonsense")
+
+
+def test_ncu_command_defaults_to_no_clock_control_and_profiling_off(tmp_path):
+    command = Profiler(use_cache=False).ncu_command("/opt/ncu", tmp_path)
+    joined = " ".join(command)
+    assert command[0] == "/opt/ncu"
+    assert "--profile-from-start off" in joined and "--clock-control none" in joined
+    assert "--target-processes all" in joined and "--csv --page details" in joined
+    assert f"--log-file {tmp_path / 'ncu.log'}" in joined
+    locked = Profiler({"clock_control": "base", "output": "report"}, use_cache=False).ncu_command("ncu", tmp_path)
+    assert "--clock-control base" in " ".join(locked) and "--export" in locked and "--csv" not in locked
+
+
+def test_settings_from_a_config_object_ignore_unknown_keys():
+    from cudaforge.config import MetricSet, ProfileConfig
+
+    settings = ProfileSettings.from_config(ProfileConfig(metric_set=MetricSet.basic, clock_control="base"))
+    assert settings.metric_set == "basic" and settings.clock_control == "base" and settings.warmup == 3
+    assert ProfileSettings.from_config({"enabled": False, "warmup": 7}).warmup == 7
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_parse_value_handles_ncu_number_formats():
+    assert parse_value("1,215,000,000.00") == 1215000000.0
+    assert parse_value("2.41") == 2.41 and parse_value("1e-05") == 1e-05
+    assert parse_value("n/a") is None and parse_value("") is None
+    assert parse_value("(!) 3") == 3.0
+    assert parse_value("Warp") == "Warp"
+
+
+def test_parse_synthetic_details_csv():
+    kernels = parse_ncu_csv((FIXTURES / "synthetic_details.csv").read_text())
+    assert [k.base_name for k in kernels] == ["vectorized_elementwise_kernel", "row_stats_kernel", "normalize_kernel"]
+    stats = kernels[1]
+    assert stats.id == 1 and stats.grid == "(128, 1, 1)" and stats.block == "(256, 1, 1)"
+    assert stats.metrics["dram__bytes_read.sum"] == MetricValue(524288.0, "byte", "GPU Speed Of Light Throughput")
+    assert stats.metrics["launch__registers_per_thread"].unit == "register/thread"
+    assert stats.metrics["l1tex__t_sector_hit_rate.pct"].value is None
+    assert stats.duration_ms == pytest.approx(0.006112)
+    (rule,) = stats.rules
+    assert (rule.rule, rule.type, rule.speedup_pct, rule.kernel) == ("SOLBottleneck", "OPT", 87.5, "row_stats_kernel")
+    assert kernels[2].rules[0].type == "WRN"
+
+
+def test_parse_synthetic_raw_csv_with_units_row():
+    kernels = parse_ncu_csv((FIXTURES / "synthetic_raw.csv").read_text())
+    assert [k.id for k in kernels] == [0, 1]
+    assert kernels[0].metrics["gpu__time_duration.sum"] == MetricValue(4.38, "usecond", "raw")
+    assert kernels[0].duration_ms == pytest.approx(0.00438)
+    assert kernels[1].metrics["dram__bytes_read.sum"].value == 1048576.0
+
+
+def test_parse_rejects_output_without_a_table():
+    with pytest.raises(NcuParseError):
+        parse_ncu_csv("==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n")
+
+
+@pytest.mark.skipif(not RECORDED_CSV, reason="no recorded ncu CSV in tests/fixtures/ncu yet")
+@pytest.mark.parametrize("path", RECORDED_CSV, ids=lambda p: p.name)
+def test_parse_recorded_csv(path):
+    kernels = parse_ncu_csv(path.read_text())
+    assert kernels and all(k.duration_ms and k.duration_ms > 0 for k in kernels)
+    if "cudaforge24" in path.name:
+        assert all(set(CUDAFORGE24) <= set(k.metrics) for k in kernels)
+    else:
+        assert any(k.rules for k in kernels)
+    candidate = path.name.rsplit("_", 1)[0]
+    source = (CANDIDATES / f"{candidate}.py") if (CANDIDATES / f"{candidate}.py").exists() else FIXTURES / f"{candidate}.py"
+    own = candidate_kernel_names(source.read_text())
+    assert {k.base_name for k in kernels if is_own_kernel(k.name, own)} == own
+
+
+@pytest.mark.skipif(not RECORDED_REP, reason="no recorded .ncu-rep in tests/fixtures/ncu yet")
+@pytest.mark.parametrize("path", RECORDED_REP, ids=lambda p: p.name)
+def test_parse_recorded_report(path):
+    pytest.importorskip("ncu_report")
+    from cudaforge.profile import parse_ncu_report
+
+    kernels = parse_ncu_report(path, metric_list("cudaforge24"))
+    assert kernels and all(set(CUDAFORGE24) <= set(k.metrics) for k in kernels)
+    csv = FIXTURES / path.name.replace(".ncu-rep", ".csv")
+    if csv.exists():
+        assert [k.base_name for k in kernels] == [k.base_name for k in parse_ncu_csv(csv.read_text())]
+
+
+# --------------------------------------------------------------------------- kernel filtering
+
+
+def test_candidate_kernel_names_from_cuda_and_triton_sources():
+    assert candidate_kernel_names((CANDIDATES / "cuda_relu.py").read_text()) == {"relu_kernel"}
+    assert candidate_kernel_names((CANDIDATES / "triton_softmax.py").read_text()) == {"softmax_kernel"}
+    assert candidate_kernel_names((FIXTURES / "two_kernel_softmax.py").read_text()) == {"row_stats_kernel", "normalize_kernel"}
+    source = '''
+import triton
+code = """
+template <int N> __global__ void __launch_bounds__(256, 2) tiled(float* x) {}
+extern "C" __global__ void raw_entry(float* y) {}
+"""
+k = cp.RawKernel(code, "raw_entry")
+@triton.autotune(configs=[], key=["n"])
+@triton.jit
+def tuned(x_ptr, n): pass
+def helper(): pass
+'''
+    assert candidate_kernel_names(source) == {"tiled", "raw_entry", "tuned"}
+
+
+@pytest.mark.parametrize(
+    "name, base",
+    [
+        ("relu_kernel(const float *, float *, int)", "relu_kernel"),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)",
+         "vectorized_elementwise_kernel"),
+        ("void ns::tiled<256, float>(float *)", "tiled"),
+        ("softmax_kernel", "softmax_kernel"),
+    ],
+)
+def test_kernel_base_name(name, base):
+    assert kernel_base_name(name) == base
+
+
+def test_own_kernels_versus_library_kernels():
+    own = {"row_stats_kernel", "normalize_kernel"}
+    assert is_own_kernel("row_stats_kernel(const float *, float *, int)", own)
+    assert not is_own_kernel("void at::native::vectorized_elementwise_kernel<4>(int)", own)
+    # names unknown (kernels built from files): everything but torch's and libraries' kernels is kept
+    assert is_own_kernel("my_kernel(float *)", set())
+    assert not is_own_kernel("void at::native::elementwise_kernel<128, 2>(int)", set())
+    assert not is_own_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", set())
+
+
+def test_totals_sum_counters_and_weight_rates_by_duration():
+    def kernel(i, ms, pct, nbytes, regs):
+        return KernelProfile(id=i, name=f"k{i}", base_name=f"k{i}", own=True, duration_ms=ms, metrics={
+            DURATION_METRIC: MetricValue(ms * 1e6, "nsecond"),
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed": MetricValue(pct, "%"),
+            "dram__bytes_read.sum": MetricValue(nbytes, "byte"),
+            "launch__registers_per_thread": MetricValue(regs, "register/thread"),
+        })  # fmt: skip
+
+    out = totals([kernel(0, 0.003, 10.0, 100.0, 16.0), kernel(1, 0.001, 50.0, 300.0, 32.0)])
+    assert out[DURATION_METRIC].value == pytest.approx(4000.0)
+    assert out["dram__bytes_read.sum"] == MetricValue(400.0, "byte", "total")
+    assert out["dram__throughput.avg.pct_of_peak_sustained_elapsed"].value == pytest.approx(20.0)
+    assert "launch__registers_per_thread" not in out
+    assert is_additive("dram__bytes.sum.per_second", "byte/second") is False
+
+
+# --------------------------------------------------------------------------- specs
+
+
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("NVIDIA H200", "h200"), ("NVIDIA H200 NVL", "h200-nvl"), ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H100 NVL", "h100-nvl"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+        ("NVIDIA A100-PCIE-40GB", "a100-40gb"), ("NVIDIA L40S", "l40s"), ("NVIDIA L4", "l4"),
+        ("NVIDIA A10G", "a10g"), ("Tesla T4", "t4"), ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("NVIDIA GeForce RTX 3090", "rtx-3090"), ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"),
+        ("Quadro RTX 6000", "quadro-rtx-6000"), ("NVIDIA B200", "b200"),
+    ],
+)  # fmt: skip
+def test_table_lookup_of_common_gpus(name, key):
+    assert table_key(name) == key
+    rates = peak_rates(name)
+    assert rates["source"] == "table" and rates["table_key"] == key and not rates["warnings"]
+    assert rates["memory_gbs"] > 0 and rates["fp32_tflops"] > 0
+
+
+def test_peak_table_numbers_are_dense_and_ordered():
+    h200 = PEAK_TABLE["h200"]
+    assert (h200.memory_gbs, h200.bf16_tflops, h200.fp32_tflops) == (4800, 989.5, 67.0)
+    for key, peaks in PEAK_TABLE.items():
+        if peaks.tf32_tflops is not None and peaks.bf16_tflops is not None:
+            assert peaks.tf32_tflops <= peaks.bf16_tflops, key
+    assert PEAK_TABLE["t4"].bf16_tflops is None and PEAK_TABLE["t4"].tf32_tflops is None
+
+
+def test_unknown_gpu_warns_and_derives_what_it_can():
+    with pytest.warns(UnknownGPUWarning, match="not in cudaforge's peak table"):
+        rates = peak_rates("NVIDIA Future GPU 9000", sm_count=132, compute_capability="9.0",
+                           max_sm_clock_mhz=1980, max_memory_clock_mhz=2619, memory_bus_width_bits=5120)  # fmt: skip
+    assert rates["source"] == "derived" and rates["warnings"]
+    assert rates["memory_gbs"] == pytest.approx(3352.3, rel=1e-3)  # an H100 SXM's HBM3, derived
+    assert rates["fp32_tflops"] == pytest.approx(66.9, rel=1e-2)
+    assert rates["bf16_tflops"] is None
+    with pytest.warns(UnknownGPUWarning):
+        bare = peak_rates("")
+    assert bare["memory_gbs"] is None and bare["fp32_tflops"] is None
+    assert derived_peaks(None, None, None, None, None)["memory_gbs"] is None
+
+
+def test_peak_for_dtype():
+    rates = peak_rates("NVIDIA H200")
+    assert peak_for_dtype(rates, "float32") == (67.0e12, "fp32_tflops")
+    assert peak_for_dtype(rates, "float32", allow_tf32=True) == (494.5e12, "tf32_tflops")
+    assert peak_for_dtype(rates, "bfloat16") == (989.5e12, "bf16_tflops")
+    assert peak_for_dtype(peak_rates("Tesla T4"), "bfloat16") == (8.1e12, "fp32_tflops")
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def test_task_cost_of_a_matmul_is_exact_and_runs_on_meta():
+    from cudaforge.profile import task_cost
+    from cudaforge.tasks.runtime import load_module
+
+    cost = task_cost(load_module(tiny_task("3_MatmulBiasReLU.py").source, "roofline_test_task"))
+    assert cost["flops"] == 2 * 256 * 256 * 256
+    assert cost["input_bytes"] == cost["output_bytes"] == 256 * 256 * 4
+    assert cost["parameter_bytes"] == (256 * 256 + 256) * 4
+    assert cost["min_bytes"] == 3 * 256 * 256 * 4 + 256 * 4
+    assert cost["dtype"] == "float32"
+
+
+def test_task_cost_of_a_task_that_fails_on_meta_is_a_note():
+    from cudaforge.profile import task_cost
+    from cudaforge.tasks.runtime import load_module
+
+    source = tiny_task("1_ReLU.py").source.replace("return torch.relu(x)", "return torch.relu(x) + x.sum().item()")
+    cost = task_cost(load_module(source, "roofline_meta_fail"))
+    assert cost["flops"] is None and "meta" in cost["notes"][0]
+
+
+def test_roofline_floor_bound_and_speed_of_light():
+    peaks = peak_rates("NVIDIA H200")
+    matmul = make_roofline({"flops": 2 * 4096.0**3, "min_bytes": 3 * 4096 * 4096 * 2, "dtype": "bfloat16"}, peaks)
+    assert matmul.bound == "compute"
+    assert matmul.floor_ms == pytest.approx(2 * 4096.0**3 / 989.5e12 * 1e3)
+    relu = make_roofline({"flops": 0.0, "min_bytes": 2 * 256 * 1024 * 4, "dtype": "float32"}, peaks, measured_ms=0.004,
+                         measured_from="evaluator")  # fmt: skip
+    assert relu.bound == "memory"
+    assert relu.floor_ms == pytest.approx(2 * 256 * 1024 * 4 / 4800e9 * 1e3)
+    assert relu.sol_fraction == pytest.approx(relu.floor_ms / 0.004)
+    assert any("memory-bound" in n for n in relu.notes)
+    unknown = make_roofline({"flops": 1.0, "min_bytes": 8, "dtype": "float32"}, None)
+    assert unknown.floor_ms is None and unknown.sol_fraction is None
+
+
+# --------------------------------------------------------------------------- fallbacks, records, cache
+
+
+def test_no_gpu_and_no_ncu_is_a_result_not_an_exception(tmp_path):
+    profiler = Profiler({"ncu_path": str(tmp_path / "no" / "ncu")}, cache_dir=tmp_path / "cache", lock_dir=tmp_path,
+                        gpus=[])  # fmt: skip
+    assert profiler.gpu_spec() == {}
+    task = tiny_task("3_MatmulBiasReLU.py")
+    result = profiler.profile(task, (CANDIDATES / "cuda_matmul_bias_relu.py").read_text(), gpu=None)
+    assert result.status is ProfileStatus.UNAVAILABLE
+    assert "no GPU" in result.message
+    assert result.roofline.flops == 2 * 256**3 and result.kernels == []
+    assert ProfileResult.from_json(result.to_json()) == result
+    assert "roofline" in result.summary()
+
+
+def test_missing_ncu_on_a_gpu_id_runs_the_fallback_and_never_raises(tmp_path, monkeypatch):
+    """No ncu: the torch.profiler fallback runs; here (no GPU) it reports the worker's error."""
+    calls = []
+
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+        calls.append((mode, wrapper))
+        return SimpleNamespace(status="ok", phase_seconds={"profile": 0.1}, error="", stderr_tail="", stdout_tail="",
+                               result={"kernels": [{"name": "relu_kernel(const float *, float *, int)", "duration_ms": 0.004},
+                                                   {"name": "void at::native::elementwise_kernel<128>(int)", "duration_ms": 0.002}],
+                                       "cost": {"flops": 0.0, "min_bytes": 2097152, "dtype": "float32", "notes": []},
+                                       "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
+                                       "versions": {"torch": "x"}})  # fmt: skip
+
+    monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
+    monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
+    profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, cache_dir=tmp_path / "cache", lock_dir=tmp_path)
+    result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
+    assert calls == [("torch_profiler", None)]
+    assert result.status is ProfileStatus.FALLBACK and "ncu not found" in result.message
+    assert [k.base_name for k in result.kernels] == ["relu_kernel"]
+    assert result.own_kernel_ms == pytest.approx(0.004) and result.library_kernel_names == ["elementwise_kernel"]
+    assert result.roofline.measured_from == "torch.profiler"
+    assert result.roofline.sol_fraction == pytest.approx(2097152 / 4800e9 * 1e3 / 0.006)
+    assert not list((tmp_path / "cache").rglob("*.json")), "fallbacks are not cached"
+
+    monkeypatch.undo()
+    real = Profiler({"ncu_path": str(tmp_path / "nowhere"), "timeout_s": 120}, use_cache=False, lock_dir=tmp_path)
+    no_gpu = real.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text(), gpu="0")
+    assert no_gpu.status is ProfileStatus.ERROR
+    assert "ncu not found" in no_gpu.message and "no GPU visible" in no_gpu.message
+
+
+def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monkeypatch):
+    fake_ncu = tmp_path / "ncu"
+    fake_ncu.write_text("#!/bin/sh\necho 'Version 2025.3.1.0'\n")
+    fake_ncu.chmod(0o755)
+    modes = []
+
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+        modes.append(mode)
+        if mode == "ncu":
+            log = Path(wrapper[wrapper.index("--log-file") + 1])
+            log.write_text("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+                           "Performance Counters on the target device 0.\n")  # fmt: skip
+        return SimpleNamespace(status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
+                               result={"kernels": [], "cost": {}, "spec": {}, "versions": {}})  # fmt: skip
+
+    monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
+    result = Profiler({"ncu_path": str(fake_ncu)}, use_cache=False, lock_dir=tmp_path).profile(
+        tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0"
+    )
+    assert modes == ["ncu", "torch_profiler"]
+    assert result.status is ProfileStatus.FALLBACK and "ERR_NVGPUCTRPERM" in result.message
+    assert result.tools["ncu"] == "2025.3.1.0"
+
+
+def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, monkeypatch):
+    fake_ncu = tmp_path / "ncu"
+    fake_ncu.write_text("#!/bin/sh\necho 'Version 2025.3.1.0'\n")
+    fake_ncu.chmod(0o755)
+    runs = []
+
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+        runs.append(mode)
+        shutil.copyfile(FIXTURES / "synthetic_details.csv", wrapper[wrapper.index("--log-file") + 1])
+        return SimpleNamespace(status="ok", phase_seconds={"profile": 1.0}, error="", stderr_tail="", stdout_tail="",
+                               result={"kernels": [], "cost": {"flops": 0.0, "min_bytes": 1048576, "dtype": "float32"},
+                                       "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
+                                       "versions": {"torch": "2.x"}})  # fmt: skip
+
+    monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
+    monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
+    profiler = Profiler({"ncu_path": str(fake_ncu)}, cache_dir=tmp_path / "cache", lock_dir=tmp_path)
+    task, source = tiny_task("2_Softmax.py"), (FIXTURES / "two_kernel_softmax.py").read_text()
+    result = profiler.profile(task, source, gpu="0", measured_ms=0.012, artifact_dir=tmp_path / "run")
+    assert result.status is ProfileStatus.OK and not result.message
+    assert [k.base_name for k in result.kernels] == ["row_stats_kernel", "normalize_kernel"]
+    assert result.own_kernel_ms == pytest.approx(0.009632)
+    assert result.library_kernel_names == ["vectorized_elementwise_kernel"]
+    assert result.totals["dram__bytes_read.sum"].value == 524288 + 525312
+    assert [r.rule for r in result.rules] == ["SOLBottleneck", "SOLBottleneck"]
+    assert result.roofline.measured_from == "evaluator" and result.roofline.sol_fraction > 0
+    assert Path(result.artifacts["ncu_log"]).read_text().startswith("==SYNTHETIC==")
+    assert "row_stats_kernel" in result.summary() and "SOLBottleneck" in result.summary()
+    table = result.to_dict()["judge_metrics"]
+    assert table["[row_stats_kernel#1] dram__bytes_read.sum"] == {"value": 524288.0, "unit": "byte"}
+    assert table["[total] dram__bytes_read.sum"]["value"] == 524288 + 525312
+    assert table["other kernels in the forward"] == "vectorized_elementwise_kernel"
+    assert "fraction of speed of light" in table and any(k.startswith("rule SOLBottleneck") for k in table)
+
+    again = profiler.profile(task, source, gpu="0")
+    assert again.cached and runs == ["ncu"] and again.kernels == result.kernels
+    with_library = Profiler({"ncu_path": str(fake_ncu), "include_library_kernels": True}, use_cache=False,
+                            lock_dir=tmp_path).profile(task, source, gpu="0")  # fmt: skip
+    assert [k.own for k in with_library.kernels] == [False, True, True]
+
+
+def test_cache_keys_separate_sources_gpus_and_metric_sets(tmp_path):
+    settings = ProfileSettings().cache_fields()
+    base = cache_key("cand", "task", "NVIDIA H200", settings)
+    assert base == cache_key("cand", "task", "NVIDIA H200", dict(settings))
+    assert base != cache_key("cand2", "task", "NVIDIA H200", settings)
+    assert base != cache_key("cand", "task2", "NVIDIA H200", settings)
+    assert base != cache_key("cand", "task", "NVIDIA H100 80GB HBM3", settings)
+    assert base != cache_key("cand", "task", "NVIDIA H200", ProfileSettings(metric_set="basic").cache_fields())
+    assert base != cache_key("cand", "task", "NVIDIA H200", ProfileSettings(clock_control="base").cache_fields())
+    cache = ProfileCache(tmp_path)
+    assert cache.get(base) is None
+    stored = ProfileResult(task_id="t", candidate_hash="cand", status=ProfileStatus.OK, cache_key=base,
+                           totals={"x__y.sum": MetricValue(3.0, "byte")})  # fmt: skip
+    cache.put(base, stored)
+    assert cache.get(base) == stored
+    cache.path(base).write_text("{not json")
+    assert cache.get(base) is None
+
+
+def test_profile_result_round_trips_through_json():
+    result = ProfileResult(
+        task_id="t", candidate_hash="h", status=ProfileStatus.FALLBACK, message="ncu not found",
+        kernels=[KernelProfile(id=0, name="k(int)", base_name="k", own=True, duration_ms=0.01,
+                               metrics={"a__b.sum": MetricValue(1.0, "byte", "s"), "c__d.pct": MetricValue("n", "%")})],
+        roofline=make_roofline({"flops": 10.0, "min_bytes": 100, "dtype": "float32"}, peak_rates("NVIDIA L4"), 1.0, "x"),
+    )  # fmt: skip
+    assert ProfileResult.from_json(result.to_json()) == result
+    assert json.loads(result.to_json())["status"] == "fallback"
+
+
+# --------------------------------------------------------------------------- the GPU lock
+
+
+def test_gpu_lock_excludes_a_second_holder_and_times_out(tmp_path):
+    with gpu_lock(0, tmp_path) as waited:
+        assert waited < 1.0
+        with pytest.raises(GpuLockTimeout):
+            with gpu_lock("0", tmp_path, timeout_s=0.2):
+                pass
+        with gpu_lock(1, tmp_path, timeout_s=0.2):  # another GPU is not blocked
+            pass
+    with gpu_lock(0, tmp_path, timeout_s=0.2):  # released
+        pass
+
+
+def test_gpu_lock_waits_for_the_holder(tmp_path):
+    released = threading.Event()
+
+    def hold():
+        with gpu_lock("GPU-abc", tmp_path):
+            released.wait(5)
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    time.sleep(0.1)
+    released.set()
+    with gpu_lock("GPU-abc", tmp_path, timeout_s=5) as waited:
+        assert waited >= 0.1
+    thread.join()
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("metric_set", ["cudaforge24", "basic"])
+@pytest.mark.parametrize("file, task_file", [("cuda_relu.py", "1_ReLU.py"), ("two_kernel_softmax.py", "2_Softmax.py")])
+def test_profile_on_a_gpu(file, task_file, metric_set, tmp_path):
+    source = ((CANDIDATES / file) if (CANDIDATES / file).exists() else FIXTURES / file).read_text()
+    profiler = Profiler({"metric_set": metric_set}, cache_dir=tmp_path / "cache", lock_dir=tmp_path,
+                        build={"cache_dir": str(tmp_path / "build")})  # fmt: skip
+    result = profiler.profile(tiny_task(task_file), source, gpu="0")
+    assert result.status in (ProfileStatus.OK, ProfileStatus.FALLBACK), result.message
+    assert {k.base_name for k in result.kernels} == candidate_kernel_names(source)
+    assert result.spec["name"] and result.spec["peaks"]["memory_gbs"]
+    assert result.roofline.floor_ms and 0 < result.roofline.sol_fraction <= 1.5
+    if result.status is ProfileStatus.OK and metric_set == "cudaforge24":
+        assert all(set(CUDAFORGE24) <= set(k.metrics) for k in result.kernels)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_fallback_on_a_gpu_without_ncu(tmp_path):
+    profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path,
+                        build={"cache_dir": str(tmp_path / "build")})  # fmt: skip
+    result = profiler.profile(tiny_task("2_Softmax.py"), (CANDIDATES / "triton_softmax.py").read_text(), gpu="0")
+    assert result.status is ProfileStatus.FALLBACK and "ncu not found" in result.message
+    assert [k.base_name for k in result.kernels] == ["softmax_kernel"] and result.kernels[0].duration_ms > 0
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_spec_sheet_of_this_gpu():
+    from cudaforge.profile import gpu_spec_sheet
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownGPUWarning)
+        sheet = gpu_spec_sheet(0)
+    assert sheet["sm_count"] > 0 and sheet["l2_cache_bytes"] > 0 and sheet["shared_memory_per_sm_bytes"] > 0
+    assert sheet["peaks"]["memory_gbs"] and json.dumps(sheet)
+
+
+@pytest.mark.skipif(
+    "wrapper" not in __import__("inspect").signature(__import__("cudaforge.isolation").isolation.run_isolated).parameters,
+    reason="run_isolated has no wrapper argument yet",
+)
+def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
+    """A stand-in ncu (a shell script) writes ncu's permission error to its log and runs the worker."""
+    fake_ncu = tmp_path / "ncu"
+    fake_ncu.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "args = sys.argv[1:]\n"
+        "if args == ['--version']: print('Version 2025.3.1.0'); sys.exit(0)\n"
+        "open(args[args.index('--log-file') + 1], 'w').write('==ERROR== ERR_NVGPUCTRPERM - The user does not '\n"
+        "    'have permission to access NVIDIA GPU Performance Counters on the target device 0.\\n')\n"
+        "command = args[args.index('-m') - 1:]\n"
+        "os.execv(command[0], command)\n"
+    )
+    fake_ncu.chmod(0o755)
+    profiler = Profiler({"ncu_path": str(fake_ncu), "timeout_s": 120}, use_cache=False, lock_dir=tmp_path)
+    result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text(), gpu="0",
+                              artifact_dir=tmp_path / "run")  # fmt: skip
+    assert "ERR_NVGPUCTRPERM" in result.message
+    assert "ERR_NVGPUCTRPERM" in Path(result.artifacts["ncu_log"]).read_text()
+    if not torch.cuda.is_available():  # the torch.profiler fallback then finds no GPU either
+        assert result.status is ProfileStatus.ERROR and "no GPU visible" in result.message
