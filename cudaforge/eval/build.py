@@ -11,37 +11,57 @@ unchanged, so everything here happens by wrapping that call inside the evaluatio
   imports the finished ``.so`` in milliseconds (torch's own staleness check is bypassed). An
   ``fcntl`` lock per key makes concurrent builds of one key from several processes safe, and a
   killed build leaves no stale lock behind (torch's ``FileBaton`` does).
-* What cuts a cold build (numbers from ``benchmarks/compile_bench.py``; the time goes to parsing
-  torch's headers three times inside nvcc - cudafe++, cicc and the host compiler - and once in
-  g++ for the binding file):
+* What cuts a cold build. The time goes to parsing torch's headers: nvcc parses them three
+  times (cudafe++, cicc, then the host compiler, each ~1/3 of the time) and g++ once more for the
+  binding file ``main.cpp``. Measured with ``benchmarks/compile_bench.py`` on an H200 box (16
+  cores, torch 2.11+cu130, nvcc 13.0): torch's own load_inline takes 48-63 s for the one-kernel
+  candidates in benchmarks/candidates; with these hooks 7.9-10.3 s (cuda.cuda.o 7-10 s, main.o
+  5.5-6.6 s, in parallel), a cache hit 0.3 s. Per measure:
 
-  - only the target GPU's architecture is built (explicit ``-gencode``): one cicc/ptxas pass
-    instead of one per visible architecture plus PTX, and no dependence on a visible GPU;
-  - light headers in the CUDA source: ``#include <torch/extension.h>`` pulls in the whole C++
-    frontend and pybind11, which no kernel needs. Tier ``min`` replaces it (and the
-    ``<torch/types.h>`` that load_inline prepends) by ``<ATen/core/Tensor.h>``, the ATen
-    operator headers the source calls, and torch's dtype aliases; tier ``types`` by
-    ``<torch/types.h>``. Measured on a 2-core CPU box with nvcc 13.0, one small kernel:
-    73 s (extension.h) -> 27 s (types) -> 13 s (min). A tier that fails to compile falls back to
-    the next, and finally to the untouched source, so a candidate never fails because of us;
-  - a precompiled header (GCC ``.gch``) of ``torch/extension.h`` for the generated binding file
-    ``main.cpp``, built once per flag set into the cache (not into torch's site-packages, as
-    torch's own ``use_pch`` does): 17 s -> 7 s at -O0 and 32 s -> 11 s at -O3 on that box;
+  - light headers in the CUDA source (the big one). ``#include <torch/extension.h>`` pulls in
+    the whole C++ frontend and pybind11, which no kernel needs. Tier ``min`` replaces it (and
+    the ``<torch/types.h>`` that load_inline prepends) by ``<ATen/core/Tensor.h>``,
+    ``<ATen/Dispatch.h>``, the wrappers of the ATen operators the source calls (the
+    ``ATen/ops/<op>.h`` text without its includes: those pull in ``ATen/Context.h`` and cost
+    more than the tensor itself) and torch's dtype aliases; and ``ATen/cuda/CUDAContext.h`` by
+    ``c10/cuda/CUDAStream.h`` + ``CUDAException.h`` when the source only takes streams from it.
+    nvcc on a ReLU kernel, 2-core box: 73 s (extension.h), 27 s (types.h), 14 s (min with the
+    op headers), 7.8 s (min as built here). Tier ``types`` swaps extension.h for types.h. A
+    tier that fails falls back to the next and finally to the untouched source, so a candidate
+    never fails because of us;
+  - a precompiled header (GCC ``.gch``) of ``torch/extension.h`` for ``main.cpp``, built once
+    per host-flag set into ``<cache_dir>/pch`` (~750 MB each; not into torch's site-packages as
+    torch's ``use_pch`` does, which also deletes it whenever another build passes
+    ``use_pch=False``): main.cpp 17 s -> 7 s at -O0 and 32 s -> 11 s at -O3 (2-core box); the
+    first build of a flag set pays ~30 s for it, see :func:`warm_pch`;
+  - failures come back early: when a light build fails with errors no torch header can cause
+    (syntax, built-in type mismatches, identifiers no torch header declares), or for want of a
+    toolkit header, the untouched build is skipped (H200: a compile error is reported after
+    6.5 s instead of ~55 s);
   - with ``fallback=race`` the untouched build runs beside the light one from the start, so a
-    candidate whose light build fails (a genuine compile error, or a header we left out) is
-    never slower than torch's plain build; the plain build is killed once the light one
-    succeeds.
+    candidate whose light build fails for want of a header is never slower than torch's plain
+    build; it is killed once the light one succeeds;
+  - only the target architecture is built (explicit ``-gencode``): the key names it, and a
+    CPU-only precompile needs it (torch picks architectures from the visible GPUs). On a
+    one-GPU box torch's default is that architecture plus PTX, so this saves little there.
 
-  Measured and not kept: host ``-O0`` for nvcc (nvcc already compiles host code at -O0 unless the
-  candidate asks for ``-O3``; forcing it saved < 1 s of 26 s); ccache (our per-key cache already
-  covers every repeat that ccache would hit, and a new candidate misses ccache too).
+  Measured and not kept: host ``-O0`` for nvcc (nvcc compiles host code at -O0 unless the
+  candidate asks for more; forcing it moved 26.8 s to 24.9 s, within noise, and would change
+  the candidate's host code); ccache (not installed on either machine, and the per-key cache
+  already serves every exact repeat).
 * The whole compiler output is captured, also on success (warnings), and
   :func:`trim_compiler_log` cuts it down to the first errors with their source lines for the
   Judge. Sources are compiled with ``#line`` markers, so errors point at lines of the
   candidate's own ``cuda_sources`` / ``cpp_sources`` strings.
-* Without CUDA in torch (a CPU wheel, as on CI), CUDA sources are still compiled to objects with
-  nvcc and g++, so compile errors are found; the link and import are skipped and the call raises
-  :class:`ModuleNotLoadable` (status ``compiled_only``).
+* Without CUDA in torch (a CPU wheel, as on CI), torch's load_inline cannot even start on CUDA
+  sources (``CUDA_HOME`` is never looked up; the wheel has no libtorch_cuda/libc10_cuda to link
+  and lacks the generated ``c10/cuda/impl/cuda_cmake_macros.h``). The hooks still compile every
+  source to objects with nvcc and g++, with a stand-in for that one generated header and the
+  headers of pip's CUDA library wheels (``nvidia/cu13/include``) when installed; they skip the
+  link and import and raise :class:`ModuleNotLoadable` (status ``compiled_only``). A build that
+  fails only because the toolkit lacks a library header (``cusparse.h``, which
+  ``ATen/cuda/CUDAContext.h`` includes; nvcc alone does not ship it) raises
+  :class:`ToolchainIncomplete` (status ``toolchain_error``): it says nothing about the candidate.
 * :func:`precompile` runs all of this in a separate CPU-only process (``CUDA_VISIBLE_DEVICES=""``)
   under a hard timeout, so compiles overlap GPU work; the GPU worker later imports the same
   source under the same settings and hits the cache.
@@ -79,7 +99,7 @@ from typing import Any, Iterator
 DEFAULT_ARCH = "9.0"
 """Architecture built when none is configured and no GPU is visible (H100/H200, sm_90)."""
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 """Bumped whenever the way sources are rewritten or built changes; part of every cache key."""
 
 _SECRET_NAME = re.compile(
@@ -280,6 +300,7 @@ def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:
     payload = {
         "inputs": inputs,
         "toolchain": toolchain_fingerprint(),
+        "cpu_only_includes": _pip_cuda_includes() if toolchain_fingerprint()["torch_cuda"] == "None" else [],
         "arch": settings.arch,
         "recipe": {
             "version": RECIPE_VERSION,
@@ -313,15 +334,42 @@ _TORCH_ALIASES = "namespace torch {\nusing namespace at;\nusing Dtype = at::Scal
 ) + "}  // namespace torch"
 
 
+_CUDA_CONTEXT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]ATen/cuda/CUDAContext\.h[>"].*$', re.M)
+_CUDA_NAMES = re.compile(r"\b(?:at|c10)::cuda::(\w+)")
+# What LLM kernels take from ATen/cuda/CUDAContext.h; all of it is c10/cuda/CUDAStream.h and
+# CUDAException.h (``at::cuda::getCurrentCUDAStream`` *is* ``c10::cuda::getCurrentCUDAStream``).
+# The guards come from the guard headers the source includes itself.
+_STREAM_ONLY = {"getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPool", "getStreamFromExternal",
+                "setCurrentCUDAStream", "CUDAStream", "CUDAGuard", "OptionalCUDAGuard", "CUDAStreamGuard",
+                "OptionalCUDAStreamGuard"}
+
+
+def _inline_op(torch_include: str, op: str) -> str:
+    """The wrappers of ``ATen/ops/<op>.h`` without the header's heavy includes (ATen/Context.h ...).
+
+    The wrappers only forward to ``at::_ops::<op>::call``, declared in ``<op>_ops.h``; the rest
+    of what they name (TensorOptions, SymInt, Scalar ...) comes with ``ATen/core/Tensor.h``.
+    """
+    text = Path(torch_include, "ATen", "ops", f"{op}.h").read_text()
+    own = f"#include <ATen/ops/{op}_ops.h>"
+    if own not in text:
+        return f"#include <ATen/ops/{op}.h>\n"
+    text = re.sub(r"^#include <(?!ATen/ops/%s_ops\.h>)[^>]*>[ \t]*$|^#pragma once$|^//.*$" % re.escape(op), "", text,
+                  flags=re.M)
+    return re.sub(r"\n{2,}", "\n", text).strip() + "\n"
+
+
 def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
     """The user's CUDA source with lighter torch headers, or ``None`` if the tier cannot apply.
 
     ``source`` is the user's ``cuda_sources`` text, before load_inline's own prefix. Tier
     ``types`` swaps ``torch/extension.h`` (and ``torch/torch.h``, ``torch/all.h``) for
     ``torch/types.h``. Tier ``min`` swaps those and ``torch/types.h``/``ATen/ATen.h`` for
-    ``ATen/core/Tensor.h``, ``ATen/Dispatch.h``, the ``ATen/ops/<op>.h`` header of every
-    ``torch::op(``/``at::op(`` call found in the source, and torch's dtype aliases. Include
-    lines are replaced in place, so line numbers do not move.
+    ``ATen/core/Tensor.h``, ``ATen/Dispatch.h``, the wrappers of every ATen operator the source
+    calls as ``torch::op(``/``at::op(`` (the ``ATen/ops/<op>.h`` header minus its includes) and
+    torch's dtype aliases; and ``ATen/cuda/CUDAContext.h`` for ``c10/cuda/CUDAStream.h`` and
+    ``CUDAException.h`` when the source takes only streams from it. Include lines are replaced
+    in place, so line numbers do not move.
     """
     if _NEEDS_FRONTEND.search(source):
         return None
@@ -332,12 +380,18 @@ def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
     if tier != "min":
         raise ValueError(f"unknown header tier {tier!r}")
     ops = sorted({m for m in _OP_CALL.findall(source) if os.path.exists(os.path.join(torch_include, "ATen", "ops", f"{m}.h"))})
-    extra = "".join(f"#include <ATen/ops/{op}.h>\n" for op in ops)
+    wrappers = "".join(_inline_op(torch_include, op) for op in ops)
+    extra = "#include <ATen/core/Generator.h>\n" if "Generator" in wrappers else ""
+    extra += "#include <ATen/core/Reduction.h>\n" if "Reduction" in wrappers else ""
     if "indexing::" in source:
         extra += "#include <ATen/TensorIndexing.h>\n"
-    header = "#include <ATen/core/Tensor.h>\n#include <ATen/Dispatch.h>\n" + extra + _TORCH_ALIASES
+    header = "#include <ATen/core/Tensor.h>\n#include <ATen/Dispatch.h>\n" + extra + wrappers + _TORCH_ALIASES
     body = _TYPES_INCLUDE.sub("", _HEAVY_INCLUDE.sub("", source))
-    return header + f'\n#line 1 "cuda_sources"\n' + body
+    if (_CUDA_CONTEXT_INCLUDE.search(body) and set(_CUDA_NAMES.findall(source)) <= _STREAM_ONLY
+            and "AT_CUDA_CHECK" not in source):
+        body = _CUDA_CONTEXT_INCLUDE.sub("", body)
+        header += "\n#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAException.h>"
+    return header + '\n#line 1 "cuda_sources"\n' + body
 
 
 # --------------------------------------------------------------------------- log trimming
@@ -445,8 +499,9 @@ class BuildRecord:
     key: str
     status: str
     """``built`` (linked and imported), ``compiled_only`` (objects compiled, torch has no CUDA to
-    link/load against), ``failed`` (compile or link error), or ``toolchain_error`` (this machine's
-    CUDA toolkit lacks a header such as ``cusparse.h``: nothing is known about the candidate)."""
+    link/load against), ``failed`` (compile or link error, or the built module would not import),
+    ``toolchain_error`` (this machine's CUDA toolkit lacks a header such as ``cusparse.h``:
+    nothing is known about the candidate), or ``crashed`` (the build machinery itself broke)."""
     cached: bool
     seconds: float
     """Wall time of the call, build or cache hit, including the import."""
@@ -558,8 +613,9 @@ class _Spec:
 
     name: str
     files: dict[str, str]
-    """Per variant: ``plain`` and optionally ``light:<tier>`` file sets share these keys."""
+    """File name -> text of the plain build (only ``.cpp``/``.cu``... files are compiled)."""
     variants: list[tuple[str, dict[str, str]]]
+    """``(variant, files)`` in the order to try: ``light:<tier>`` ones, then ``plain``."""
     extra_cflags: list[str]
     extra_cuda_cflags: list[str]
     extra_ldflags: list[str]
@@ -639,6 +695,15 @@ class _Builder:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
 
+    def _cpu_shims(self) -> str:
+        shim = self.settings.cache_root() / "cpu_shims"
+        header = shim / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+        if not header.exists():
+            header.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(header, "#pragma once\n// cudaforge: stands in for the header CUDA builds of torch generate\n"
+                                  "#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        return str(shim)
+
     @staticmethod
     def _read_ninja_var(directory: Path, var: str) -> str:
         for line in (directory / "build.ninja").read_text().splitlines():
@@ -659,9 +724,14 @@ class _Builder:
         gch = pch_dir / "torch" / "extension.h.gch"
         if gch.exists():
             return True, ""
+        failed = pch_dir / "FAILED"
+        if failed.exists():  # this flag set cannot make a header: do not pay for trying again
+            return False, ""
         with _file_lock(pch_dir.with_suffix(".lock")):
             if gch.exists():
                 return True, ""
+            if failed.exists():
+                return False, ""
             gch.parent.mkdir(parents=True, exist_ok=True)
             tmp = gch.with_name(f".extension.h.gch.{os.getpid()}.tmp")
             header = os.path.join(self.torch_include, "torch", "extension.h")
@@ -669,7 +739,8 @@ class _Builder:
             proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, errors="replace")
             if proc.returncode != 0:
                 tmp.unlink(missing_ok=True)
-                return False, f"[pch] {cmd}\n{proc.stdout}{proc.stderr}"
+                _write_atomic(failed, f"{cmd}\n{proc.stdout}{proc.stderr}")
+                return False, f"[pch] could not be built (see {failed}); compiling without it\n"
             os.replace(tmp, gch)
             return True, f"[pch] built {gch}\n"
 
@@ -701,7 +772,9 @@ class _Builder:
             extra_cuda += arch_flags(self.settings.arch)
             measures.append(f"arch={self.settings.arch}")
         if spec.with_cuda and not self.can_link_cuda:
-            for include in _pip_cuda_includes():  # CPU torch: CUDA library headers from pip wheels, if any
+            # CPU torch: the header CUDA wheels generate at build time, and CUDA library headers
+            # from pip's wheels if any are installed. Only compile checks see these; nothing links.
+            for include in [self._cpu_shims()] + _pip_cuda_includes():
                 extra_cuda += ["-isystem", include]
         self._write_ninja(spec, directory, module_name, extra_cflags, extra_cuda)
         log = ""
@@ -820,7 +893,7 @@ _SOURCE_ONLY_ERROR = re.compile(
 )
 _TOOLKIT_HEADER = re.compile(
     r'(?:fatal error: |cannot open source file ")((?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc|nvToolsExt'
-    r"|nvtx|cupti|nvjitlink|cufile)\w*\.h)"
+    r"|nvtx|cupti|nvjitlink|cufile)\w*\.h|(?:c10|ATen)/cuda/[\w/]+\.h)"
 )
 
 
@@ -883,22 +956,26 @@ class _Hooks:
             functions = {f: f for f in functions}
         if functions is not None and not isinstance(functions, dict):
             raise ValueError(f"Expected 'functions' to be a list or dict, but was {type(functions)}")
-        main = [] if no_implicit_headers else ["#include <torch/extension.h>"]
-        main.append('#line 1 "cpp_sources"')
-        main.extend(cpp)
+        # ``#line`` makes diagnostics name lines of the candidate's own strings; files of those
+        # names sit beside the sources so that compilers can quote the offending line.
+        bindings = []
         if functions:
-            main.append('#line 1 "load_inline_bindings"')
-            main.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+            bindings.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
             for fn, doc in functions.items():
                 wrapped = f"torch::wrap_pybind_function({fn})" if with_pytorch_error_handling else fn
-                main.append(f'm.def("{fn}", {wrapped}, "{doc}");')
-            main.append("}")
-        files = {"main.cpp": "\n".join(main)}
+                bindings.append(f'm.def("{fn}", {wrapped}, "{doc}");')
+            bindings.append("}")
+        main = [] if no_implicit_headers else ["#include <torch/extension.h>"]
+        main += ['#line 1 "cpp_sources"', *cpp]
+        if bindings:
+            main += ['#line 1 "load_inline_bindings"', *bindings]
+        files = {"main.cpp": "\n".join(main), "cpp_sources": "\n".join(cpp), "load_inline_bindings": "\n".join(bindings)}
         variants: list[tuple[str, dict[str, str]]] = []
         if cuda:
             prefix = [] if no_implicit_headers else [
                 "#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
             user = "\n".join(cuda)
+            files["cuda_sources"] = user
             plain = "\n".join(prefix + ['#line 1 "cuda_sources"', user])
             if self.settings.light_headers and not no_implicit_headers:
                 torch_include = os.path.join(os.path.dirname(sys.modules["torch"].__file__), "include")
@@ -966,6 +1043,12 @@ class _Hooks:
         self.recorder.records.append(record)
         try:
             return self._build_and_load(spec, key, module_name, record)
+        except (BuildError, ModuleNotLoadable):
+            raise
+        except Exception as exc:  # the machinery itself broke (no ninja, a torch without the helpers ...)
+            record.status = "crashed"
+            record.error = record.error or f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             record.seconds = time.perf_counter() - started
 
@@ -1010,9 +1093,16 @@ class _Hooks:
             torch.ops.load_library(library)
             self.loaded[key] = library
             return library
-        module_spec = importlib.util.spec_from_file_location(module_name, library)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec = importlib.util.spec_from_file_location(module_name, library)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        except ImportError as exc:  # e.g. "undefined symbol": a function declared but never defined
+            record.status = "failed"
+            record.error = f"Error loading extension '{spec.name}': {exc}"
+            record.log += f"\n{record.error}\n"
+            record.log_trimmed = trim_compiler_log(record.log)
+            raise BuildError(record.error, record) from exc
         self.loaded[key] = module
         return module
 
@@ -1095,6 +1185,29 @@ def build_hooks(settings: BuildSettings | None = None) -> Iterator[BuildRecorder
         yield recorder
     finally:
         ce.load_inline, ce.load = original_inline, original_load
+
+
+def warm_pch(settings: BuildSettings | None = None,
+             extra_cflags_sets: tuple[tuple[str, ...], ...] = ((), ("-O3",))) -> dict[str, str]:
+    """Build the precompiled ``torch/extension.h`` for common host-flag sets ahead of any candidate.
+
+    A build whose flag set has no header yet builds it first (about twice a binding-file
+    compile, once per flag set and cache); call this once when a worker pool starts so that no
+    candidate pays for it. Returns ``{flags: "ready" | "failed"}``.
+    """
+    settings = (settings or BuildSettings()).resolved()
+    builder = _Builder(settings)
+    done = {}
+    for flags in extra_cflags_sets:
+        spec = _Spec(name="pch_probe", files={"main.cpp": "", "cuda.cu": ""}, variants=[],
+                     extra_cflags=[f for f in list(flags) + settings.extra_cflags if f.strip()], extra_cuda_cflags=[],
+                     extra_ldflags=[], extra_include_paths=[], with_cuda=True, is_python_module=True)
+        settings.cache_root().mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
+            builder._write_ninja(spec, Path(tmp), "pch_probe", spec.extra_cflags, arch_flags(settings.arch))
+            ok, _ = builder._ensure_pch(*builder._pch_dir(Path(tmp)))
+        done[" ".join(flags)] = "ready" if ok else "failed"
+    return done
 
 
 # --------------------------------------------------------------------------- precompile
@@ -1189,6 +1302,8 @@ def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> Build
         status = "failed"
     elif any(r.status == "toolchain_error" for r in records):
         status = "toolchain_error"
+    elif any(r.status == "crashed" for r in records):
+        status = "crashed"
     elif any(r.status == "compiled_only" for r in records):
         status = "compiled_only"
     elif records:
@@ -1200,9 +1315,10 @@ def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> Build
     elif status == "compiled_only":
         message = "compiled with nvcc; not linked or loaded: torch here has no CUDA"
     elif status in ("failed", "toolchain_error"):
-        message = "; ".join(r.error.splitlines()[0] for r in records if r.status == status)
+        message = "; ".join((r.error.splitlines() or ["build failed"])[0] for r in records if r.status == status)
     elif status == "crashed":
-        message = f"{type(error).__name__}: {error}"[:2000]
+        broken = [r.error for r in records if r.status == "crashed"]
+        message = ("; ".join(broken) if broken else f"{type(error).__name__}: {error}")[:2000]
     else:
         message = "built" if records else "no extension was built"
     return BuildOutcome(status=status, cached=recorder.cached, build_seconds=recorder.seconds, keys=recorder.keys,

@@ -1,0 +1,417 @@
+"""Tests of cudaforge.eval.build: cache keys, module names, logs, precompile, timeouts, env scrubbing.
+
+Runs without a GPU. Builds are kept small: tiny sources that include no torch header (a couple
+of seconds each), and one realistic candidate (benchmarks/candidates/cuda_relu.py, light headers,
+no precompiled header) built cold once per session and then hit from the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from cudaforge.eval import build
+from cudaforge.eval.build import (
+    BuildSettings,
+    FallbackMode,
+    build_hooks,
+    cache_key,
+    light_cuda_source,
+    missing_toolkit_header,
+    precompile,
+    scrubbed_env,
+    trim_compiler_log,
+)
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATES = ROOT / "benchmarks" / "candidates"
+HAS_NVCC = shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
+CUDA_TORCH = torch.version.cuda is not None
+needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> str:
+    """One build cache for the whole session, so each source is built cold at most once."""
+    return str(tmp_path_factory.mktemp("build-cache"))
+
+
+def settings_for(cache_dir: str, **overrides) -> BuildSettings:
+    """Settings for CI: no precompiled header (a 750 MB, 30 s build), plain fallback in sequence."""
+    values = dict(cache_dir=cache_dir, arch="9.0", use_pch=False, fallback=FallbackMode.SEQUENTIAL)
+    values.update(overrides)
+    return BuildSettings(**values)
+
+
+def python_module_source(name: str, value: int) -> str:
+    """A candidate whose extension is a bare CPython module (no torch headers: builds in ~1 s)."""
+    cpp = textwrap.dedent(
+        f"""
+        #include <Python.h>
+        #define CF_STR2(x) #x
+        #define CF_STR(x) CF_STR2(x)
+        #define CF_CAT2(a, b) a##b
+        #define CF_CAT(a, b) CF_CAT2(a, b)
+        static PyObject* value(PyObject*, PyObject*) {{ return PyLong_FromLong({value}); }}
+        static PyMethodDef methods[] = {{{{"value", value, METH_NOARGS, ""}}, {{NULL, NULL, 0, NULL}}}};
+        static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, CF_STR(TORCH_EXTENSION_NAME), NULL, -1, methods}};
+        PyMODINIT_FUNC CF_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) {{ return PyModule_Create(&def); }}
+        """
+    )
+    return textwrap.dedent(
+        f"""
+        from torch.utils.cpp_extension import load_inline
+        CPP = {cpp!r}
+        ext = load_inline(name={name!r}, cpp_sources=CPP, no_implicit_headers=True)
+        VALUE = ext.value()
+        """
+    )
+
+
+def exec_source(source: str, module_name: str) -> dict:
+    namespace = {"__name__": module_name}
+    exec(compile(source, f"<{module_name}>", "exec"), namespace)
+    return namespace
+
+
+# --------------------------------------------------------------------------- keys and names
+
+
+def _key(settings: BuildSettings, **changes) -> tuple[str, str]:
+    args = dict(name="my_cuda", cpp_sources="torch::Tensor f(torch::Tensor x);",
+                cuda_sources="__global__ void k() {}", functions=["f"], extra_cflags=None,
+                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, with_cuda=None,
+                is_python_module=True, with_pytorch_error_handling=True, no_implicit_headers=False)
+    args.update(changes)
+    hooks = build._Hooks(settings.resolved(), build.BuildRecorder())
+    spec, inputs = hooks.inline_spec(**args)
+    key = cache_key(inputs, hooks.settings)
+    return key, f"{build._sanitize(spec.name)}_{key[:16]}"
+
+
+def test_cache_key_changes_with_sources_flags_and_arch(tmp_path):
+    settings = settings_for(str(tmp_path))
+    base, _ = _key(settings)
+    assert _key(settings)[0] == base, "same inputs, same key"
+    assert _key(settings, cuda_sources="__global__ void k() { }")[0] != base
+    assert _key(settings, cpp_sources="torch::Tensor g(torch::Tensor x);")[0] != base
+    assert _key(settings, functions=["f", "g"])[0] != base
+    assert _key(settings, extra_cuda_cflags=["-O3"])[0] != base
+    assert _key(settings, extra_cflags=["-O2"])[0] != base
+    assert _key(settings, extra_include_paths=[str(tmp_path)])[0] != base
+    assert _key(settings_for(str(tmp_path), arch="8.0"))[0] != base
+    # things that do not change the build do not change the key
+    assert _key(settings_for(str(tmp_path / "elsewhere")))[0] == base
+    assert _key(settings_for(str(tmp_path), max_jobs=3))[0] == base
+
+
+def test_cache_key_includes_toolchain(tmp_path, monkeypatch):
+    settings = settings_for(str(tmp_path))
+    base, _ = _key(settings)
+    fingerprint = dict(build.toolchain_fingerprint())
+    monkeypatch.setattr(build, "toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"})
+    assert _key(settings)[0] != base
+
+
+def test_same_module_name_gets_distinct_names(tmp_path):
+    settings = settings_for(str(tmp_path))
+    _, first = _key(settings, cuda_sources="__global__ void k(float* x) { x[0] = 1; }")
+    _, second = _key(settings, cuda_sources="__global__ void k(float* x) { x[0] = 2; }")
+    assert first.startswith("my_cuda_") and second.startswith("my_cuda_") and first != second
+
+
+def test_toolchain_fingerprint_fields():
+    fingerprint = build.toolchain_fingerprint()
+    assert {"nvcc", "cxx", "torch", "torch_cuda", "python"} <= set(fingerprint)
+    assert fingerprint["torch"] == torch.__version__
+
+
+def test_arch_flags():
+    assert build.arch_flags("9.0") == ["-gencode=arch=compute_90,code=sm_90"]
+    assert build.arch_flags("9.0a") == ["-gencode=arch=compute_90a,code=sm_90a"]
+    assert build._names_arch(["-arch=sm_90a"]) and build._names_arch(["-gencode=arch=compute_80,code=sm_80"])
+    assert not build._names_arch(["-O3", "--use_fast_math"])
+
+
+def test_resolved_settings_fill_arch_and_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "detect_arch", lambda: None)
+    resolved = BuildSettings(cache_dir=str(tmp_path)).resolved()
+    assert resolved.arch == build.DEFAULT_ARCH and Path(resolved.cache_dir).is_absolute()
+    assert BuildSettings.from_dict(resolved.to_dict()) == resolved
+
+
+# --------------------------------------------------------------------------- light headers
+
+
+def test_light_sources_keep_line_numbers_and_skip_frontend_code():
+    include = os.path.join(os.path.dirname(torch.__file__), "include")
+    src = "#include <torch/extension.h>\n__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return torch::empty_like(x); }\n"
+    types = light_cuda_source(src, "types", include)
+    assert types.splitlines()[0] == "#include <torch/types.h>" and len(types.splitlines()) == 3
+    minimal = light_cuda_source(src, "min", include)
+    assert "#include <ATen/ops/empty_like_ops.h>" in minimal and "inline at::Tensor empty_like(" in minimal
+    assert "ATen/Context.h" not in minimal and "torch/extension.h" not in minimal
+    streams = light_cuda_source("#include <ATen/cuda/CUDAContext.h>\nauto s = at::cuda::getCurrentCUDAStream();\n",
+                                "min", include)
+    assert "#include <c10/cuda/CUDAStream.h>" in streams and "CUDAContext.h" not in streams
+    props = light_cuda_source("#include <ATen/cuda/CUDAContext.h>\nauto p = at::cuda::getCurrentDeviceProperties();\n",
+                              "min", include)
+    assert "#include <ATen/cuda/CUDAContext.h>" in props, "kept when the source needs more than streams"
+    body = minimal.split('#line 1 "cuda_sources"\n', 1)[1]
+    assert body.splitlines()[1] == "__global__ void k() {}", "lines keep their numbers"
+    assert light_cuda_source(src + "namespace py = pybind11;\n", "min", include) is None
+    assert light_cuda_source("__global__ void k() {}", "types", include) is None
+
+
+# --------------------------------------------------------------------------- logs
+
+NVCC_LOG = """[1/2] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=relu_ext_c5ff -isystem /x/site-packages/torch/include -fPIC -std=c++20 -c /cache/k/plain/main.cpp -o main.o
+[2/2] /usr/local/bin/nvcc  -DTORCH_EXTENSION_NAME=relu_ext_c5ff -isystem /x/site-packages/torch/include -gencode=arch=compute_90,code=sm_90 -c /cache/k/plain/cuda.cu -o cuda.cuda.o
+FAILED: cuda.cuda.o 
+/usr/local/bin/nvcc  -DTORCH_EXTENSION_NAME=relu_ext_c5ff -DTORCH_API_INCLUDE_EXTENSION_H -isystem /x/site-packages/torch/include -isystem /x/site-packages/torch/include/torch/csrc/api/include -gencode=arch=compute_90,code=sm_90 -c /cache/k/plain/cuda.cu -o cuda.cuda.o
+cuda_sources(7): error: identifier "outt" is undefined
+          outt[idx] = fmaxf(x[idx], 0.0f);
+          ^
+
+cuda_sources(14): error: argument of type "float *" is incompatible with parameter of type "int"
+      relu_kernel<<<(size + 255) / 256, 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), out.data_ptr<float>());
+                                                                                           ^
+
+2 errors detected in the compilation of "/cache/k/plain/cuda.cu".
+ninja: build stopped: subcommand failed.
+"""
+
+
+def test_trim_nvcc_log_keeps_errors_and_source_lines():
+    trimmed = trim_compiler_log(NVCC_LOG)
+    assert "FAILED: cuda.cuda.o" in trimmed
+    assert 'cuda_sources(7): error: identifier "outt" is undefined' in trimmed
+    assert "outt[idx] = fmaxf(x[idx], 0.0f);" in trimmed
+    assert "cuda_sources(14)" in trimmed and "2 errors detected" in trimmed
+    assert "-isystem" not in trimmed, "command lines are dropped"
+    assert len(trim_compiler_log(NVCC_LOG, max_errors=1).split("error:")) == 2
+
+
+def test_trim_gcc_log_and_linker_errors():
+    gcc = (
+        "In file included from main.cpp:2:\n"
+        "cpp_sources: In function 'std::vector<long int> shape_of(at::Tensor)':\n"
+        "cpp_sources:3:55: error: conversion from 'at::Tensor' to non-scalar type 'std::vector<long int>' requested\n"
+        "    3 | std::vector<int64_t> shape_of(torch::Tensor x) { std::vector<int64_t> v = x; return v; }\n"
+        "      |                                                                         ^\n"
+        + "".join(f"/x/site-packages/torch/include/c10/util/foo.h:{i}:1: note: candidate {i}\n" for i in range(300))
+        + "/usr/bin/ld: main.o: undefined reference to `relu_cuda(at::Tensor)'\n"
+        "collect2: error: ld returned 1 exit status\n"
+    )
+    trimmed = trim_compiler_log(gcc)
+    assert "cpp_sources:3:55: error: conversion from 'at::Tensor'" in trimmed
+    assert "std::vector<int64_t> v = x;" in trimmed
+    assert "undefined reference to `relu_cuda(at::Tensor)'" in trimmed
+    assert "candidate 299" not in trimmed and len(trimmed.splitlines()) < 20
+
+
+def test_trim_without_errors_keeps_first_warnings():
+    log = "cuda_sources(3): warning #177-D: variable \"y\" was declared but never referenced\n  int y;\n      ^\n"
+    assert "warning #177-D" in trim_compiler_log(log)
+    assert trim_compiler_log("") == ""
+
+
+def test_missing_toolkit_header_is_recognised():
+    log = "<torch>/ATen/cuda/CUDAContextLight.h:10:10: fatal error: cusparse.h: No such file or directory\n"
+    assert missing_toolkit_header(log) == "cusparse.h"
+    assert missing_toolkit_header('cuda.cu(3): catastrophic error: cannot open source file "cublas_v2.h"') == "cublas_v2.h"
+    assert missing_toolkit_header(NVCC_LOG) is None
+
+
+# --------------------------------------------------------------------------- env
+
+
+def test_scrubbed_env_drops_secrets():
+    base = {"PATH": "/bin", "HOME": "/root", "OPENAI_API_KEY": "x", "ANTHROPIC_API_KEY": "x", "WANDB_API_KEY": "x",
+            "HF_TOKEN": "x", "GITHUB_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_PROFILE": "p",
+            "MY_SECRET_THING": "x", "DB_PASSWORD": "x", "SSH_AUTH_SOCK": "/s", "CUDA_VISIBLE_DEVICES": "0",
+            "TORCH_CUDA_ARCH_LIST": "9.0", "NCCL_NVLS_ENABLE": "0"}
+    env = scrubbed_env({"EXTRA": "1"}, base=base)
+    assert env == {"PATH": "/bin", "HOME": "/root", "CUDA_VISIBLE_DEVICES": "0", "TORCH_CUDA_ARCH_LIST": "9.0",
+                   "NCCL_NVLS_ENABLE": "0", "EXTRA": "1"}
+
+
+def test_precompile_child_sees_no_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    monkeypatch.setenv("WANDB_API_KEY", "should-not-leak")
+    out = tmp_path / "env.txt"
+    source = f"import os\nopen({str(out)!r}, 'w').write(repr(sorted(os.environ)) + os.environ['CUDA_VISIBLE_DEVICES'] + '|')\n"
+    outcome = precompile(source, settings_for(str(tmp_path)), timeout_s=120)
+    assert outcome.status == "no_build", outcome
+    seen = out.read_text()
+    assert "OPENAI_API_KEY" not in seen and "WANDB_API_KEY" not in seen and seen.endswith("]|")
+
+
+# --------------------------------------------------------------------------- builds
+
+
+def test_two_modules_with_one_name_in_one_process(cache_dir):
+    settings = settings_for(cache_dir)
+    with build_hooks(settings) as recorder:
+        first = exec_source(python_module_source("my_cuda", 1), "cand_a")
+        second = exec_source(python_module_source("my_cuda", 2), "cand_b")
+    assert (first["VALUE"], second["VALUE"]) == (1, 2)
+    names = [r.module_name for r in recorder.records]
+    assert len(set(names)) == 2 and all(n.startswith("my_cuda_") for n in names)
+    assert all(r.status == "built" for r in recorder.records)
+    with build_hooks(settings) as again:
+        assert exec_source(python_module_source("my_cuda", 1), "cand_c")["VALUE"] == 1
+    assert again.cached and again.records[0].seconds < 1.0
+
+
+def test_hooks_restore_torch_functions(cache_dir):
+    import torch.utils.cpp_extension as ce
+
+    before = ce.load_inline, ce.load
+    with build_hooks(settings_for(cache_dir)):
+        assert ce.load_inline is not before[0]
+    assert (ce.load_inline, ce.load) == before
+
+
+def test_concurrent_precompiles_of_one_source_build_once(cache_dir):
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = python_module_source("shared_name", 7)
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda _: precompile(source, settings_for(cache_dir), timeout_s=120), range(2)))
+    assert [o.status for o in outcomes] == ["ok", "ok"], outcomes
+    assert sorted(o.cached for o in outcomes) == [False, True], "one built, the other waited and hit"
+    assert outcomes[0].keys == outcomes[1].keys
+
+
+TINY_CUDA_ERROR = '''
+from torch.utils.cpp_extension import load_inline
+CUDA = """
+__global__ void fill(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) outt[i] = 1.0f;
+}
+"""
+ext = load_inline(name="fill_ext", cpp_sources="", cuda_sources=CUDA, no_implicit_headers=True)
+'''
+
+
+@needs_nvcc
+def test_compile_error_gives_failed_outcome_with_trimmed_log(cache_dir):
+    outcome = precompile(TINY_CUDA_ERROR, settings_for(cache_dir), timeout_s=120)
+    assert outcome.status == "failed", outcome.message
+    assert not outcome.ok and not outcome.cached
+    assert 'cuda_sources(4): error: identifier "outt" is undefined' in outcome.log_trimmed
+    assert "if (i < n) outt[i] = 1.0f;" in outcome.log_trimmed
+    assert "nvcc" in outcome.log, "the whole log keeps the commands"
+    again = precompile(TINY_CUDA_ERROR, settings_for(cache_dir), timeout_s=120)
+    assert again.status == "failed" and again.cached and again.log_trimmed == outcome.log_trimmed
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_realistic_candidate_builds_then_hits_cache(cache_dir):
+    source = (CANDIDATES / "cuda_relu.py").read_text()
+    cold = precompile(source, settings_for(cache_dir), timeout_s=300)
+    expected = "ok" if CUDA_TORCH else "compiled_only"
+    assert cold.status == expected, (cold.message, cold.log_trimmed)
+    record = cold.records[0]
+    assert record["name"] == "relu" and record["module_name"].startswith("relu_")
+    assert "arch=9.0" in record["measures"] and "headers=min" in record["measures"]
+    if not CUDA_TORCH:
+        assert "not linked or loaded" in cold.message
+    hit = precompile(source, settings_for(cache_dir), timeout_s=120)
+    assert hit.status == expected and hit.cached and hit.keys == cold.keys
+    assert hit.build_seconds < 1.0
+
+
+def test_triton_candidate_builds_nothing(tmp_path):
+    pytest.importorskip("triton")
+    outcome = precompile((CANDIDATES / "triton_relu.py").read_text(), settings_for(str(tmp_path)), timeout_s=120)
+    assert outcome.status == "no_build" and outcome.ok, outcome
+
+
+def test_timeout_kills_the_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    source = textwrap.dedent(
+        f"""
+        import subprocess, time
+        child = subprocess.Popen(["sleep", "300"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(300)
+        """
+    )
+    started = time.monotonic()
+    outcome = precompile(source, settings_for(str(tmp_path)), timeout_s=4)
+    assert outcome.status == "timeout" and not outcome.ok
+    assert time.monotonic() - started < 30
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    assert not _alive(pid), "the grandchild was killed with the group"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_crash_during_import_is_reported(tmp_path):
+    outcome = precompile("import os\nos._exit(3)\n", settings_for(str(tmp_path)), timeout_s=60)
+    assert outcome.status == "crashed" and "code 3" in outcome.message
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not (CUDA_TORCH and torch.cuda.is_available()), reason="needs a CUDA GPU")
+def test_gpu_candidates_match_reference(cache_dir):
+    import importlib.util
+
+    with build_hooks(BuildSettings(cache_dir=cache_dir)) as recorder:
+        spec = importlib.util.spec_from_file_location("cand_softmax", CANDIDATES / "cuda_softmax.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    x = torch.randn(128, 1024, device="cuda")
+    torch.testing.assert_close(module.ModelNew()(x), torch.softmax(x, dim=-1))
+    assert recorder.records[0].status == "built"
+
+
+def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
+    settings = settings_for(str(tmp_path), use_pch=True).resolved()
+    hooks = build._Hooks(settings, build.BuildRecorder())
+    spec, _ = hooks.inline_spec("m", "torch::Tensor f(torch::Tensor x);", "__global__ void k() {}", ["f"], ["-O3"],
+                                None, None, None, None, True, True, False)
+    builder = build._Builder(settings)
+    (tmp_path / "probe").mkdir()
+    builder._write_ninja(spec, tmp_path / "probe", "m_0123", spec.extra_cflags, build.arch_flags("9.0"))
+    expected = builder._pch_dir(tmp_path / "probe")[0]
+    seen = []
+    monkeypatch.setattr(build._Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags: (seen.append(pch_dir), (True, ""))[1])
+    assert build.warm_pch(settings) == {"": "ready", "-O3": "ready"}
+    assert expected in seen and len(set(seen)) == 2
+
+
+def test_cpp_compile_error_quotes_the_candidates_line(cache_dir):
+    source = python_module_source("broken_cpp", 1).replace("PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)")
+    outcome = precompile(source, settings_for(cache_dir), timeout_s=120)
+    assert outcome.status == "failed"
+    assert re.search(r"cpp_sources:\d+:\d+: error: .undeclared_value. was not declared", outcome.log_trimmed)
+    assert "return PyLong_FromLong(undeclared_value);" in outcome.log_trimmed, outcome.log_trimmed
+
+
+def test_undefined_symbol_at_import_is_a_failed_build(cache_dir):
+    source = python_module_source("half_defined", 1).replace(
+        "static PyObject* value(PyObject*, PyObject*) {", "int missing_helper(); static PyObject* value(PyObject*, PyObject*) { missing_helper();")
+    outcome = precompile(source, settings_for(cache_dir), timeout_s=120)
+    assert outcome.status == "failed" and "undefined symbol" in outcome.log_trimmed, outcome
