@@ -2,7 +2,7 @@
 import torch
 import torch.nn as nn
 
-batch_size = 64
+batch_size = 80  # 64 measured 0.50 ms on an H200: 80 keeps the reference above 0.5 ms
 reduce_dim = 8192
 cols = 1024
 
