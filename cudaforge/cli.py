@@ -25,7 +25,8 @@ subcommands:
   run           run the Coder/Judge loop over a suite
   profile       profile one candidate with Nsight Compute
   baseline      time a suite's references (eager and torch.compile)
-  report        tables and plots from run directories
+  report RUN_DIR [RUN_DIR ...]
+                tables (Markdown, LaTeX, CSV) and plots of runs beside published ones
 
 Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=50),
 --cfg job to print the composed config, -m for sweeps. See docs/configuration.md.
@@ -33,7 +34,6 @@ Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=
 
 NOT_YET = {
     "baseline": "reference baselines",
-    "report": "reports",
 }
 
 # Subcommands that print rather than produce a run directory write nothing to disk.
@@ -173,8 +173,26 @@ def _profile(cfg: DictConfig) -> int:
     return 0 if result.status.value in ("ok", "fallback", "unavailable") else 1
 
 
+def _report(cfg: DictConfig) -> int:
+    import dataclasses
+
+    from cudaforge.report import make_report
+    from cudaforge.report.plots import PlottingUnavailable
+    from cudaforge.report.tables import markdown
+
+    try:
+        report, written = make_report(**dataclasses.asdict(OmegaConf.to_object(cfg.report)))
+    except PlottingUnavailable as exc:
+        print(f"cudaforge report: error: {exc}", file=sys.stderr)
+        return 2
+    print(markdown(report))
+    print(f"report written to {written[-1].parent} ({len(written)} files)")
+    return 0
+
+
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "run": _run,
+    "report": _report,
     "tasks list": _tasks_list,
     "tasks audit": _tasks_audit,
     "eval": _eval,
@@ -222,6 +240,14 @@ def main(argv: list[str] | None = None) -> int:
             print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
             return 2
         command, rest = f"tasks {rest[0]}", rest[1:]
+    if command == "report":
+        from cudaforge.report import runs_override
+
+        try:
+            rest = runs_override(rest)
+        except ValueError as exc:
+            print(f"cudaforge report: error: {exc}", file=sys.stderr)
+            return 2
     if command not in ACTIONS:
         print(f"cudaforge: unknown subcommand {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

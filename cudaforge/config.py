@@ -287,6 +287,43 @@ class AuditConfig:
     """Relative tolerance, as ``atol``."""
 
 
+class FailedAs(str, enum.Enum):
+    """How a task without a correct kernel enters a report's speedup statistics (docs/reports.md)."""
+
+    zero = "zero"  # speedup 0: failed tasks in Perf's denominator (the CudaForge paper's reading)
+    one = "one"  # speedup 1: as if PyTorch's own code were kept
+    exclude = "exclude"  # left out: statistics over correct kernels only
+
+
+@dataclass
+class ReportConfig:
+    """``cudaforge report``: tables and plots from run directories (docs/reports.md)."""
+
+    runs: list[str] = field(default_factory=list)
+    """Run directories; ``cudaforge report DIR [DIR ...]`` fills this from its positional arguments."""
+    labels: list[str] = field(default_factory=list)
+    """One name per run for tables and plots (empty: strategy and models from each run's config, else the
+    directory name)."""
+    compare: list[str] = field(default_factory=lambda: ["cudaforge_table1"])
+    """Published tables to set beside the runs: names from benchmarks/published/*.yaml (empty: none)."""
+    failed_as: FailedAs = FailedAs.zero
+    """How a task without a correct kernel counts in the median, 75th percentile and Perf."""
+    fast_p: list[float] = field(default_factory=lambda: [0.0, 1.0, 1.5, 2.0])
+    """Thresholds of fast_p (KernelBench): the share of tasks that are correct with speedup > p."""
+    bootstrap: int = 1000
+    """Bootstrap resamples of the tasks for the confidence intervals (0: no intervals)."""
+    confidence: float = 0.95
+    """Confidence level of the intervals."""
+    seed: int = 0
+    """Seed of the bootstrap: the same report every time."""
+    out_dir: str | None = None
+    """Where report.md, report.tex, report.csv, scaling.csv and plots/ go (null: <first run dir>/report)."""
+    plots: bool = True
+    """Write the PNG figures (needs matplotlib: pip install 'cudaforge[report]')."""
+    published_dir: str | None = None
+    """Folder of published tables (null: benchmarks/published)."""
+
+
 @dataclass
 class CudaforgeConfig:
     """The whole configuration of every ``cudaforge`` subcommand."""
@@ -309,6 +346,8 @@ class CudaforgeConfig:
     """W&B (group ``tracker``)."""
     audit: AuditConfig = field(default_factory=AuditConfig)
     """``cudaforge tasks audit`` settings."""
+    report: ReportConfig = field(default_factory=ReportConfig)
+    """``cudaforge report`` settings."""
     task: str | None = None
     """One task id (``eval``, ``profile``)."""
     candidate: str | None = None

@@ -1,0 +1,183 @@
+"""A report: statistics of one or more run directories beside published tables, written as files.
+
+``make_report`` is what ``cudaforge report`` calls; its keyword arguments are ``ReportConfig``'s fields.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from cudaforge.report.load import RunData, load_runs
+from cudaforge.report.published import PublishedTable, select_published
+from cudaforge.report.stats import Estimate, FailedAs, GroupStats, Metric, group_results, metrics, run_stats
+from cudaforge.report import tables
+
+
+@dataclass
+class TableRow:
+    """One row of a group's table: a run, or a published row."""
+
+    label: str
+    source: str
+    """``run``, or the published table's name."""
+    values: dict[str, Estimate]
+
+
+@dataclass
+class Report:
+    """Everything the writers print: runs, their statistics, the published rows, the notes."""
+
+    runs: list[RunData]
+    stats: list[dict[str, GroupStats]]
+    """Per run (in ``runs`` order): group -> statistics."""
+    published: list[PublishedTable]
+    metrics: list[Metric]
+    groups: list[str]
+    """Groups with a table: every level some run has, then ``overall``."""
+    failed_as: FailedAs
+    notes: list[str] = field(default_factory=list)
+    caption: str = ""
+    """One line for LaTeX captions: the definitions in brief."""
+
+    def rows(self, group: str) -> list[TableRow]:
+        """The table of one group: each run with tasks in it, then each published row for it."""
+        out = [TableRow(run.label, "run", stats[group].values)
+               for run, stats in zip(self.runs, self.stats) if group in stats]  # fmt: skip
+        for table in self.published:
+            for row in table.rows:
+                if row.group == group:
+                    values = {k: Estimate(v) for k, v in row.values.items()}
+                    if "correct_pct" in values:  # fast_0 is the correct rate, by definition
+                        values.setdefault("fast_0_pct", values["correct_pct"])
+                    out.append(TableRow(row.label, table.name, values))
+        return out
+
+
+_FAILED_TEXT = {
+    FailedAs.zero: "a task without a correct kernel counts as speedup 0 (failed_as=zero, the default: our reading "
+    "of the CudaForge paper, whose overall Perf 1.677 is the task-weighted mean of its level Perfs, so failed "
+    "tasks are in the denominator)",
+    FailedAs.one: "a task without a correct kernel counts as speedup 1, as if PyTorch's own code were kept "
+    "(failed_as=one)",
+    FailedAs.exclude: "tasks without a correct kernel are left out: statistics over correct kernels only "
+    "(failed_as=exclude)",
+}
+
+
+def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list[str]:
+    geo = "over timed tasks, failed ones as 1" if report.failed_as is FailedAs.one else "over correct timed tasks only"
+    notes = [
+        "Correct %: tasks with a correct kernel over all tasks. Median, 75th pct (linear interpolation) and Perf "
+        f"(arithmetic mean) are over each task's best speedup, where {_FAILED_TEXT[report.failed_as]}. "
+        f"Geo. mean: {geo}.",
+        "fast_p (KernelBench): tasks whose kernel is correct and faster than p times PyTorch, over all tasks; "
+        "fast_0 is the correct rate. $ / min / tokens per kernel: means over all tasks (tokens in + out).",
+        f"Intervals: {confidence:.0%} percentile bootstrap over tasks ({bootstrap} resamples, seed {seed})."
+        if bootstrap > 0 else "No intervals (report.bootstrap=0).",
+    ]
+    for run, stats in zip(report.runs, report.stats):
+        overall = stats["overall"]
+        if overall.n_untimed:
+            notes.append(f"{run.label}: {overall.n_untimed} correct task(s) untimed (no GPU timing): counted in "
+                         "Correct % and fast_0, left out of every other speedup statistic and its denominator.")
+        if overall.unpriced_calls:
+            notes.append(f"{run.label}: {overall.unpriced_calls} LLM call(s) of unpriced models: $ / kernel "
+                         "leaves them out (a lower bound; tasks with only unpriced calls have no dollar figure).")
+        if run.unfinished:
+            more = " ..." if len(run.unfinished) > 5 else ""
+            notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
+                         f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
+        notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
+                     f"per-round minutes from {run.spend_source['minutes']}.")
+    for table in report.published:
+        notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
+    return notes
+
+
+def build_report(
+    runs: list[str | Path],
+    *,
+    labels: list[str] | None = None,
+    compare: Iterable[str] = (),
+    failed_as: FailedAs | str = FailedAs.zero,
+    fast_p: Iterable[float] = (0, 1, 1.5, 2),
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    published_dir: str | Path | None = None,
+) -> Report:
+    """Read the runs, compute every statistic, pick the published tables (nothing is written)."""
+    if not runs:
+        raise ValueError("say which run directories: cudaforge report RUN_DIR [RUN_DIR ...]")
+    if not 0 < confidence < 1:
+        raise ValueError(f"report.confidence must be between 0 and 1, not {confidence}")
+    failed_as = FailedAs(getattr(failed_as, "value", failed_as))
+    fast_p = [float(p) for p in fast_p]
+    loaded = load_runs(list(runs), labels)
+    options = dict(failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap, confidence=confidence, seed=seed)
+    stats = [run_stats(run.results, **options) for run in loaded]
+    levels = {g for s in stats for g in s if g.startswith("level")}
+    others = ["other"] if any("other" in s for s in stats) else []
+    groups = sorted(levels, key=lambda g: int(g[5:])) + others + ["overall"]
+    report = Report(loaded, stats, select_published(list(compare), published_dir), metrics(fast_p), groups, failed_as)
+    report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
+                      f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over tasks.")
+    report.notes = _notes(report, bootstrap, confidence, seed)
+    return report
+
+
+def write_report(report: Report, out_dir: str | Path, plots: bool = True) -> list[Path]:
+    """Write report.md, report.tex, report.csv, scaling.csv and (``plots``) plots/*.png; returns the paths."""
+    from cudaforge.report.scaling import AXES, curve
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    curves = [curve(run, [r.task_id for r in results], axis, report.failed_as, group)
+              for run in report.runs for group, results in group_results(run.results).items() for axis in AXES]
+    written = []
+    if plots:  # first: a figure without data adds a note to the tables
+        from cudaforge.report.plots import plot_all
+
+        written += plot_all(report, curves, out / "plots")
+    with (out / "scaling.csv").open("w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["run", "group", "axis", "budget", "perf"])
+        for c in curves:
+            for b, p in zip(c.budgets, c.perf):
+                writer.writerow([c.run, c.group, c.axis, repr(b), "" if p is None else repr(p)])
+    written.append(out / "scaling.csv")
+    for name, text in (("report.md", tables.markdown(report)), ("report.tex", tables.latex(report)),
+                       ("report.csv", tables.csv_text(report))):  # fmt: skip
+        (out / name).write_text(text)
+        written.append(out / name)
+    return written
+
+
+def make_report(
+    runs: list[str],
+    labels: list[str] | None = None,
+    compare: Iterable[str] = (),
+    failed_as: FailedAs | str = FailedAs.zero,
+    fast_p: Iterable[float] = (0, 1, 1.5, 2),
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    out_dir: str | None = None,
+    plots: bool = True,
+    published_dir: str | None = None,
+) -> tuple[Report, list[Path]]:
+    """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths.
+
+    With ``plots`` and no matplotlib, fails before any work with ``PlottingUnavailable`` (an ImportError).
+    """
+    if plots:
+        from cudaforge.report.plots import require_matplotlib
+
+        require_matplotlib()
+    report = build_report(runs, labels=labels, compare=compare, failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap,
+                          confidence=confidence, seed=seed, published_dir=published_dir)  # fmt: skip
+    target = Path(out_dir) if out_dir else report.runs[0].path / "report"
+    return report, write_report(report, target, plots=plots)

@@ -1,0 +1,210 @@
+"""Reading a run directory for a report: its results, its config's label, its per-round spending.
+
+A run directory is the source of truth (see ``cudaforge/track/store.py``): ``results.jsonl`` holds one
+``TaskResult`` per finished task, ``ledger.jsonl`` one row per LLM call, ``.hydra/config.yaml`` the config.
+Nothing here imports the LLM, evaluation or graph layers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cudaforge.track.store import RunStore, task_slug
+from cudaforge.types import TaskResult
+
+_LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
+
+
+def task_level(task_id: str) -> int | None:
+    """The KernelBench level in a task id ``<suite>/level<L>/<id>_<name>`` (None when it has none)."""
+    match = _LEVEL.search(task_id)
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class RoundSpend:
+    """What one round cost, as far as the run directory tells."""
+
+    round: int
+    """1-based round number."""
+    cost_usd: float
+    """Dollars of the round's priced LLM calls."""
+    seconds: float
+    """Wall-clock seconds attributed to the round."""
+
+
+@dataclass
+class RunData:
+    """One run directory, read for a report."""
+
+    path: Path
+    """The run directory."""
+    label: str
+    """The run's name in tables and plots."""
+    results: list[TaskResult]
+    """One result per task (the last row wins when a task was written twice, e.g. after a resume)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """``.hydra/config.yaml`` as plain data (empty when absent)."""
+    unfinished: list[str] = field(default_factory=list)
+    """Task folders under ``tasks/`` without a result: started but not finished."""
+    spend: dict[str, list[RoundSpend]] = field(default_factory=dict)
+    """Task id -> per-round spending, in round order (see ``spend_source``)."""
+    spend_source: dict[str, str] = field(default_factory=dict)
+    """``dollars`` / ``minutes`` -> where the per-round numbers came from, in words."""
+
+
+def _short_model(name: Any) -> str:
+    return str(name).rsplit("/", 1)[-1] if name else "?"
+
+
+def config_label(config: dict[str, Any]) -> str | None:
+    """``<strategy> <coder>/<judge> <N> rounds`` from a run's config (None without one)."""
+    if not config:
+        return None
+    strategy = config.get("strategy") or {}
+    coder = (config.get("coder") or {}).get("model")
+    judge = (config.get("judge") or {}).get("model")
+    parts = [str(strategy.get("name", "")) or None, f"{_short_model(coder)}/{_short_model(judge)}"]
+    if strategy.get("max_rounds") is not None:
+        parts.append(f"{strategy['max_rounds']} rounds")
+    return " ".join(p for p in parts if p)
+
+
+def _read_config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
+def _read_ledger(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "ledger.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a crash
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _round_numbers(result: TaskResult) -> list[int]:
+    rounds = [r.round for r in result.history]
+    return rounds or ([result.rounds] if result.rounds else [1])
+
+
+def _spend(
+    results: list[TaskResult], ledger: list[dict[str, Any]]
+) -> tuple[dict[str, list[RoundSpend]], dict[str, str]]:
+    """Per-round dollars and seconds, from the best source the run directory has.
+
+    Dollars: ``RoundRecord.cost_usd`` when any round of the run has it, else the ledger's priced rows summed
+    by ``meta.task_id`` and ``meta.round``, else each task's ``cost_usd`` split evenly over its rounds.
+    Seconds: ``RoundRecord.seconds`` when any round has it, else the ledger's call latencies by round,
+    rescaled so that a task's rounds add up to its ``TaskResult.minutes``, else an even split.
+    """
+    by_round: dict[tuple[str, int], list[float]] = {}
+    for row in ledger:
+        meta = row.get("meta") or {}
+        if "task_id" not in meta or "round" not in meta:
+            continue
+        cost = row.get("cost_usd") if row.get("priced") else None  # unpriced calls add nothing
+        acc = by_round.setdefault((str(meta["task_id"]), int(meta["round"])), [0.0, 0.0])
+        acc[0] += float(cost or 0.0)
+        acc[1] += float(row.get("latency_s") or 0.0)
+    ledger_tasks = {task for task, _ in by_round}
+
+    history_cost = any(r.cost_usd for res in results for r in res.history)
+    history_secs = any(r.seconds for res in results for r in res.history)
+    if history_cost:
+        dollars = "RoundRecord.cost_usd (results.jsonl)"
+    elif ledger_tasks:
+        dollars = "ledger.jsonl rows by meta.task_id and meta.round"
+    else:
+        dollars = "each task's cost_usd split evenly over its rounds (no per-round record)"
+    if history_secs:
+        minutes = "RoundRecord.seconds (results.jsonl)"
+    elif ledger_tasks:
+        minutes = ("ledger.jsonl LLM latency by round, rescaled so a task's rounds add up to its minutes "
+                   "(evaluation time is spread in proportion to LLM time)")
+    else:
+        minutes = "each task's minutes split evenly over its rounds (no per-round record)"
+
+    spend: dict[str, list[RoundSpend]] = {}
+    for res in results:
+        rounds = _round_numbers(res)
+        records = {r.round: r for r in res.history}
+        n = len(rounds)
+        if history_cost:
+            costs = [records[k].cost_usd if k in records else 0.0 for k in rounds]
+        elif ledger_tasks:
+            costs = [by_round.get((res.task_id, k), [0.0, 0.0])[0] for k in rounds]
+        else:
+            costs = [res.cost_usd / n] * n
+        if history_secs:
+            secs = [records[k].seconds if k in records else 0.0 for k in rounds]
+        elif ledger_tasks:
+            latency = [by_round.get((res.task_id, k), [0.0, 0.0])[1] for k in rounds]
+            total = sum(latency)
+            if res.minutes > 0 and total > 0:
+                secs = [s * res.minutes * 60 / total for s in latency]
+            elif res.minutes > 0:
+                secs = [res.minutes * 60 / n] * n
+            else:
+                secs = latency
+        else:
+            secs = [res.minutes * 60 / n] * n
+        spend[res.task_id] = [RoundSpend(k, c, s) for k, c, s in zip(rounds, costs, secs)]
+    return spend, {"dollars": dollars, "minutes": minutes}
+
+
+def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
+    """Read one run directory (FileNotFoundError when it has no ``results.jsonl``)."""
+    path = Path(run_dir).expanduser()
+    if not (path / "results.jsonl").is_file():
+        raise FileNotFoundError(f"{path}: no results.jsonl here (is it a `cudaforge run` directory?)")
+    latest: dict[str, TaskResult] = {}
+    for result in RunStore(path).results():
+        latest[result.task_id] = result
+    results = list(latest.values())
+    config = _read_config(path)
+    done = {task_slug(t) for t in latest}
+    tasks_dir = path / "tasks"
+    started = [p.name for p in tasks_dir.iterdir() if p.is_dir()] if tasks_dir.is_dir() else []
+    unfinished = sorted(name for name in started if name not in done)
+    spend, source = _spend(results, _read_ledger(path))
+    return RunData(
+        path=path,
+        label=label or config_label(config) or path.name,
+        results=results,
+        config=config,
+        unfinished=unfinished,
+        spend=spend,
+        spend_source=source,
+    )
+
+
+def load_runs(run_dirs: list[str | Path], labels: list[str] | None = None) -> list[RunData]:
+    """Read several run directories; labels that come out equal get the directory name appended."""
+    labels = list(labels or [])
+    if labels and len(labels) != len(run_dirs):
+        raise ValueError(f"{len(labels)} labels for {len(run_dirs)} run directories: give one label per run or none")
+    runs = [load_run(d, labels[i] if labels else None) for i, d in enumerate(run_dirs)]
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    for run in runs:
+        if seen[run.label] > 1:
+            run.label = f"{run.label} ({run.path.name})"
+    return runs

@@ -1,0 +1,131 @@
+"""PNG figures of a report: the speedup distribution per level, and the scaling figures (Perf against
+rounds, dollars and minutes per kernel), with published Perf values as dashed reference lines.
+
+matplotlib is optional (``pip install 'cudaforge[report]'``); without it ``require_matplotlib`` says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cudaforge.report.scaling import Curve
+from cudaforge.report.stats import group_results
+from cudaforge.report.tables import group_title
+
+if TYPE_CHECKING:
+    from cudaforge.report.build import Report
+
+_AXIS_LABELS = {"round": "round", "dollars": "dollars spent per kernel ($)", "minutes": "minutes per kernel"}
+
+
+class PlottingUnavailable(ImportError):
+    """matplotlib is not installed."""
+
+
+def require_matplotlib():
+    """The pyplot module on the Agg backend (PlottingUnavailable, saying what to do, without matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise PlottingUnavailable(
+            "report plots need matplotlib: pip install 'cudaforge[report]' (or pip install matplotlib), "
+            "or turn plots off with report.plots=false"
+        ) from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _grid(plt, n: int):
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    return fig, list(axes[0])
+
+
+def _speedup_axis(ax, low: float, high: float) -> None:
+    """A log-scale speedup axis with plain labels (0.5x, 1x, 2x ...)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ticks = [2.0**k for k in range(-8, 9) if low / 1.05 <= 2.0**k <= high * 1.05]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def speedup_distribution(report: Report, path: Path) -> Path | None:
+    """Histograms of correct timed tasks' best speedups (log scale), a panel per group, a colour per run."""
+    plt = require_matplotlib()
+    speedups = [{g: [r.best_speedup for r in rs if r.correct and r.best_speedup]
+                 for g, rs in group_results(run.results).items()} for run in report.runs]  # fmt: skip
+    everything = [s for per_run in speedups for s in per_run.get("overall", [])]
+    if not everything:
+        return None
+    low, high = min(min(everything), 0.5), max(max(everything), 2.0)
+    bins = np.geomspace(low / 1.05, high * 1.05, 25)
+    fig, axes = _grid(plt, len(report.groups))
+    for ax, group in zip(axes, report.groups):
+        for run, per_run in zip(report.runs, speedups):
+            values = per_run.get(group, [])
+            if values:
+                ax.hist(values, bins=bins, histtype="step", linewidth=1.5, label=f"{run.label} (n={len(values)})")
+        ax.axvline(1.0, color="gray", linestyle=":", linewidth=1)
+        _speedup_axis(ax, low, high)
+        ax.set_title(group_title(group))
+        ax.set_xlabel("best speedup over PyTorch")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("tasks (correct, timed)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def scaling(report: Report, curves: list[Curve], axis: str, path: Path) -> Path | None:
+    """Perf (mean best speedup so far) against one budget axis, a panel per group, a line per run."""
+    plt = require_matplotlib()
+    chosen = [c for c in curves if c.axis == axis and any(p is not None for p in c.perf) and c.budgets]
+    if axis == "dollars":
+        chosen = [c for c in chosen if c.budgets[-1] > 0]  # no priced calls: no dollar axis
+    if not chosen:
+        return None
+    fig, axes = _grid(plt, len(report.groups))
+    for ax, group in zip(axes, report.groups):
+        for c in (c for c in chosen if c.group == group):
+            perf = [np.nan if p is None else p for p in c.perf]
+            if axis == "round":  # discrete: a point per round
+                ax.plot(c.budgets, perf, marker="o", markersize=3, label=c.run)
+            else:  # the best so far holds until the next round ends
+                ax.step(c.budgets, perf, where="post", label=c.run)
+        published = [row for table in report.published for row in table.rows
+                     if row.group == group and "perf" in row.values]  # fmt: skip
+        for i, row in enumerate(published):
+            grey = plt.get_cmap("Greys")(0.75 - 0.4 * i / max(len(published) - 1, 1))
+            ax.axhline(row.values["perf"], color=grey, linestyle="--", linewidth=0.8, label=row.label)
+        ax.set_title(group_title(group))
+        ax.set_xlabel(_AXIS_LABELS[axis])
+        if axis == "round":
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel(f"Perf (failed as {report.failed_as.value})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_all(report: Report, curves: list[Curve], out_dir: Path) -> list[Path]:
+    """Every figure into ``out_dir``; a figure without data (e.g. no timed task) is skipped, with a note."""
+    if not any(r.correct and r.best_speedup for run in report.runs for r in run.results):
+        report.notes.append("plots: no correct timed task, so no speedup distribution and no scaling figures.")
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = [speedup_distribution(report, out_dir / "speedup_distribution.png")]
+    for axis in ("round", "dollars", "minutes"):
+        made.append(scaling(report, curves, axis, out_dir / f"best_vs_{axis}.png"))
+        if made[-1] is None:
+            report.notes.append(f"plots: no data for best speedup against {axis}.")
+    return [p for p in made if p is not None]
