@@ -32,7 +32,7 @@ STEPS = {
     "fingerprint": [PY, "-c", "import json; from cudaforge.eval.fingerprint import environment_fingerprint as f; "
                     "print(json.dumps(f(0), indent=1))"],
     # Only the files that hold GPU tests: a GPU node need not have the LLM stack the others import.
-    "tests": [PY, "-m", "pytest", "-m", "gpu", "-q", "-rA", "--no-header", "-p", "no:cacheprovider",
+    "tests": [PY, "-m", "pytest", "-m", "gpu", "-v", "-rA", "--no-header", "-p", "no:cacheprovider", "--durations=0",
               *sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_*.py") if "mark.gpu" in p.read_text())],
     "audit": [
         "bash", "-c",
@@ -60,17 +60,20 @@ STEPS = {
 
 
 def run_step(name: str, out: Path, timeout: float) -> dict:
+    """Run one step, streaming its output into ``<out>/<step>.log`` (so a killed check keeps its logs)."""
     cmd = [part.replace("{out}", str(out)) for part in STEPS[name]]
     started = time.monotonic()
     log = out / f"{name}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    try:
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-        code, text = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code = "timeout"
-        text = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-    log.write_text(text)
+    with log.open("w") as sink:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            code = "timeout"
+    text = log.read_text(errors="replace")
     seconds = time.monotonic() - started
     tail = "\n".join(text.strip().splitlines()[-15:])
     print(f"== {name}: exit {code} in {seconds:.0f} s\n{tail}\n", flush=True)
@@ -91,16 +94,23 @@ def main() -> None:
         sys.exit(f"gpu_check: unknown step(s) {unknown}; steps: {', '.join(STEPS)}")
     if "ncu" in chosen and not (REPO / "scripts" / "record_ncu_fixtures.py").exists():
         chosen.remove("ncu")
-    results = [run_step(name, out, args.step_timeout) for name in chosen]
+    results = []
+    for name in chosen:
+        results.append(run_step(name, out, args.step_timeout))
+        write_summary(out, args.out, chosen, results)  # after every step: a killed check keeps what it did
+    sys.exit(0 if all(r["exit"] == 0 for r in results) else 1)
+
+
+def write_summary(out: Path, given: Path, chosen: list[str], results: list[dict]) -> None:
+    """summary.md and summary.json of the steps run so far."""
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# GPU check, {date}", "", f"Command: `python scripts/gpu_check.py --out {args.out} --only {','.join(chosen)}`", "",
-             "| step | exit | seconds |", "| --- | --- | --- |"]
+    lines = [f"# GPU check, {date}", "", f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}`",
+             "", "| step | exit | seconds |", "| --- | --- | --- |"]
     lines += [f"| {r['step']} | {r['exit']} | {r['seconds']} |" for r in results]
     for r in results:
         lines += ["", f"## {r['step']}", "", "```", r["tail"], "```"]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     (out / "summary.json").write_text(json.dumps({"date": date, "steps": results}, indent=2))
-    sys.exit(0 if all(r["exit"] == 0 for r in results) else 1)
 
 
 if __name__ == "__main__":
