@@ -200,6 +200,27 @@ ACTIONS: dict[str, Callable[[DictConfig], int]] = {
 }
 
 
+# Hydra's flags that take a value; Hydra's parser wants every flag before the first override.
+_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path", "-cp", "--config-name",
+                     "-cn", "--config-dir", "-cd", "--experimental-rerun"}  # fmt: skip
+
+
+def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
+    """Hydra flags (``-m``, ``--cfg job``, ...) and overrides, wherever the user put the flags."""
+    flags, rest, i = [], [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("-"):  # overrides never start with "-" (a negative number follows an "=")
+            flags.append(arg)
+            if arg in _FLAGS_WITH_VALUE and i + 1 < len(args):
+                flags.append(args[i + 1])
+                i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return flags, rest
+
+
 def _run_app(action: str, overrides: list[str]) -> int:
     register_configs()
     func = ACTIONS[action]
@@ -216,8 +237,9 @@ def _run_app(action: str, overrides: list[str]) -> int:
 
     name = action.replace(" ", "_")
     quiet = [] if action == "run" else _QUIET_HYDRA  # a run keeps its directory (config, results, logs)
+    flags, overrides = _split_flags(overrides)
     saved = sys.argv
-    sys.argv = [f"cudaforge {action}", *quiet, f"hydra.job.name={name}", *overrides]
+    sys.argv = [f"cudaforge {action}", *flags, *quiet, f"hydra.job.name={name}", *overrides]
     try:
         app()
     finally:

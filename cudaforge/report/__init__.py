@@ -35,9 +35,9 @@ def runs_override(args: list[str]) -> list[str]:
     """``cudaforge report``'s arguments with positional run directories turned into ``report.runs=[...]``.
 
     A positional argument is one that is neither an override (it has ``=``) nor a flag (``-...``) nor a
-    flag's value; each becomes an absolute path, and the override takes the first one's place (Hydra wants
-    overrides before flags such as ``--cfg job``). A directory whose name has ``=`` must be given as
-    ``report.runs=[...]``; giving both forms is an error.
+    flag's value (an existing directory counts as positional even when its name has ``=``, as Hydra's sweep
+    folders do); each becomes an absolute path, and the override takes the first one's place (Hydra wants
+    overrides before flags such as ``--cfg job``). Giving both forms is an error.
     """
     dirs, rest, expect_value, where = [], [], False, 0
     for i, arg in enumerate(args):
@@ -48,7 +48,7 @@ def runs_override(args: list[str]) -> list[str]:
             rest.append(arg)
             following = args[i + 1] if i + 1 < len(args) else ""
             expect_value = arg in _FLAGS_WITH_VALUE or (arg in ("--info", "-i") and following in _INFO_VALUES)
-        elif "=" in arg:
+        elif "=" in arg and not Path(arg).expanduser().is_dir():
             rest.append(arg)
         else:
             where = where if dirs else len(rest)
