@@ -162,7 +162,7 @@ class StrategyConfig:
     max_minutes: float | None = None
     """Wall-clock budget per task (null: none)."""
     memory_rounds: int = 0
-    """How many past rounds each agent sees besides the latest (CudaForge: 0)."""
+    """How many earlier rounds each agent sees a summary of, besides the latest kernel (CudaForge: 0)."""
     backend: KernelBackend = KernelBackend.any
     """Which kernel technology the Coder is asked for (the CudaForge paper: ``cuda``)."""
     max_follow_ups: int = 1

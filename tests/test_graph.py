@@ -249,3 +249,20 @@ def test_the_graph_picture_in_the_docs_is_current():
     from cudaforge.graph.diagram import DOC, block
 
     assert block() in DOC.read_text(), "run: python -m cudaforge.graph.diagram"
+
+
+def test_memory_policy_shows_the_last_rounds(tmp_path, relu):
+    replies, seen = [BAD, GOOD, GOOD2], []
+
+    def coder(messages):
+        seen.append(messages)
+        return replies[len(seen) - 1]
+
+    install_script("t_coder", coder)
+    install_script("t_judge", [CORRECTION, OPTIMIZATION])
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=3, memory_rounds=1))
+    assert len(seen) == 3 and seen[0][1]["role"] == "user" and not seen[0][1]["content"].startswith("For context")
+    memory = seen[2][1]["content"]
+    assert memory.startswith("For context, the last 1 earlier round") and "round 2 (repair): correct" in memory
+    assert "round 1" not in memory and "use clamp_min" in memory
+    assert ctx.store.task(relu.id).read_json(3, "coder.json")["memory"] == memory

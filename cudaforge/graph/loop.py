@@ -14,7 +14,7 @@ task resumes from the last finished step, and the LLM cache answers any call it 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -92,6 +92,34 @@ class Budgets:
     max_minutes: float | None = None
 
 
+class WithHistory:
+    """An LLM seam that shows the agent a summary of earlier rounds (``strategy.memory_rounds``).
+
+    The summary goes in as a user message right after the system message; the agents stay
+    stateless and their templates unchanged.
+    """
+
+    def __init__(self, llm: Any, summary: str):
+        self.llm, self.summary = llm, summary
+
+    def complete(self, messages: list[dict], **meta: Any) -> Any:
+        """Insert the summary, then ask the wrapped model."""
+        cut = 1 if messages and messages[0]["role"] == "system" else 0
+        note = {"role": "user", "content": self.summary}
+        return self.llm.complete([*messages[:cut], note, *messages[cut:]], **meta)
+
+
+def history_summary(history: list[dict[str, Any]], k: int) -> str:
+    """The last ``k`` finished rounds, one paragraph each, for an agent's memory."""
+    lines = [f"For context, the last {min(k, len(history))} earlier round(s) of this task:"]
+    for h in history[-k:]:
+        speed = f", speedup {h['speedup']:.3f}x" if h.get("speedup") else ""
+        lines.append(f"- round {h['round']} ({h['coder_mode']}): {h.get('status') or 'not evaluated'}{speed}.")
+        if h.get("feedback"):
+            lines.append("  feedback: " + "; ".join(f"{key}: {value}" for key, value in h["feedback"].items()))
+    return "\n".join(lines)
+
+
 @dataclass
 class LoopServices:
     """Everything the nodes use; passed in, never global."""
@@ -107,6 +135,8 @@ class LoopServices:
     profiler: Profiles | None = None
     metric_set: str = "cudaforge24"
     gpu_spec: dict[str, Any] | None = None
+    memory_rounds: int = 0
+    """Earlier rounds each agent sees a summary of (0: only the latest kernel and feedback, as in CudaForge)."""
     on_event: Callable[[dict[str, Any]], None] = lambda event: None
 
 
@@ -155,6 +185,15 @@ class _Nodes:
         history[-1].update(changes)
         return history
 
+    def _agents(self, history: list[dict[str, Any]]) -> tuple[Coder, Judge, str]:
+        """The Coder and Judge with the memory policy applied, and the summary they are shown ("" for none)."""
+        s = self.s
+        if s.memory_rounds <= 0 or not history:
+            return s.coder, s.judge, ""
+        summary = history_summary(history, s.memory_rounds)
+        return (replace(s.coder, llm=WithHistory(s.coder.llm, summary)),
+                replace(s.judge, llm=WithHistory(s.judge.llm, summary)), summary)  # fmt: skip
+
     # -------------------------------------------------------------- nodes
 
     def coder(self, state: LoopState) -> LoopState:
@@ -168,13 +207,14 @@ class _Nodes:
         kernel = s.store.candidate(state["kernel"]) if state.get("kernel") else None
         feedback = Feedback.from_dict(state["feedback"]) if state.get("feedback") else None
         record = RoundRecord(round=number, coder_mode=mode)
+        coder, _, memory = self._agents(state["history"])
         try:
             if mode == "first_attempt" or kernel is None:
-                result = s.coder.first_attempt(s.task, gpu=s.gpu_spec, **meta)
+                result = coder.first_attempt(s.task, gpu=s.gpu_spec, **meta)
             elif mode == "repair":
-                result = s.coder.repair(s.task, kernel, self._latest_result(state), feedback=feedback, **meta)
+                result = coder.repair(s.task, kernel, self._latest_result(state), feedback=feedback, **meta)
             else:
-                result = s.coder.optimize(
+                result = coder.optimize(
                     s.task, kernel, result=self._latest_result(state), feedback=feedback, gpu=s.gpu_spec, **meta
                 )
         except EmptyReply as exc:
@@ -188,7 +228,7 @@ class _Nodes:
                     "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
         update: LoopState = {"round": number, "pending": None}
         if result is not None:
-            s.store.write_json(number, "coder.json", result.to_dict())
+            s.store.write_json(number, "coder.json", {**result.to_dict(), "memory": memory})
             if result.ok and result.source:
                 digest = source_hash(result.source)
                 s.store.save_candidate(digest, result.source)
@@ -266,14 +306,15 @@ class _Nodes:
         kernel = s.store.candidate(digest)
         meta = {"task_id": s.task.id, "round": state["round"], "sample": state["round"]}
         s.on_event({"event": "judge", "task_id": s.task.id, "round": state["round"]})
+        _, judge, memory = self._agents(state["history"][:-1])  # the round being judged is shown in full
         try:
             if result.correct or result.status is EvalStatus.COMPILED:
                 profile = s.store.read_json(None, f"profile_{digest}.json") if self._profiled(digest) else None
                 metrics = (profile or {}).get("judge_metrics") or {}
-                verdict = s.judge.optimization(s.task, kernel, result, gpu=s.gpu_spec, metrics=metrics,
+                verdict = judge.optimization(s.task, kernel, result, gpu=s.gpu_spec, metrics=metrics,
                                                metric_set=s.metric_set, **meta)  # fmt: skip
             else:
-                verdict = s.judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
+                verdict = judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
         except EmptyReply as exc:
             verdict, failure = None, f"the Judge returned an empty reply ({exc})"
         except LLMError as exc:
@@ -282,7 +323,7 @@ class _Nodes:
                     "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
         feedback = None
         if verdict is not None:
-            s.store.write_json(state["round"], "judge.json", verdict.to_dict())
+            s.store.write_json(state["round"], "judge.json", {**verdict.to_dict(), "memory": memory})
             feedback = verdict.feedback.to_dict() if verdict.ok else None
             failure = verdict.failure
         elapsed = time.monotonic() - started

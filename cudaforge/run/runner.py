@@ -109,7 +109,7 @@ def run_one(ctx: RunContext, task: Task, on_event: Callable[[dict], None] | None
         budgets=Budgets(cfg.strategy.max_rounds, cfg.strategy.max_dollars, cfg.strategy.max_minutes),
         profiler=ctx.profiler if cfg.profile.enabled else None,
         metric_set=strategy.metric_set or _value(cfg.profile.metric_set),
-        gpu_spec=ctx.gpu_spec, on_event=on_event or (lambda event: None),
+        gpu_spec=ctx.gpu_spec, memory_rounds=cfg.strategy.memory_rounds, on_event=on_event or (lambda event: None),
     )  # fmt: skip
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
     ctx.store.append_result(result)
