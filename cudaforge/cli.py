@@ -32,9 +32,6 @@ Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=
 --cfg job to print the composed config, -m for sweeps. See docs/configuration.md.
 """
 
-NOT_YET = {
-    "baseline": "reference baselines",
-}
 
 # Subcommands that print rather than produce a run directory write nothing to disk.
 _QUIET_HYDRA = [
@@ -173,6 +170,36 @@ def _profile(cfg: DictConfig) -> int:
     return 0 if result.status.value in ("ok", "fallback", "unavailable") else 1
 
 
+def _baseline(cfg: DictConfig) -> int:
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from cudaforge.eval.baseline import time_suite
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import load_suite
+
+    tasks = load_suite(OmegaConf.to_object(cfg.suite))
+    evaluator = Evaluator(OmegaConf.to_object(cfg.eval))
+    if not evaluator.gpus:
+        print("cudaforge baseline: error: no GPU visible; baselines are GPU timings", file=sys.stderr)
+        return 2
+    out = Path(cfg.output) if cfg.output else Path(HydraConfig.get().runtime.output_dir) / "baseline.jsonl"
+    print(f"timing {len(tasks)} references on GPU {evaluator.gpus[0]} (eager and torch.compile) -> {out}", flush=True)
+
+    def show(b) -> None:
+        with out.open("a") as f:
+            f.write(b.to_json() + "\n")
+        times = "  ".join(
+            f"{m} {s.median:.4f} ms [{s.ci_low:.4f}, {s.ci_high:.4f}]" for m in ("eager", "compile") if (s := getattr(b, m))
+        )
+        print(f"{b.task_id}\t{b.status}\t{times}\t{b.message}", flush=True)
+
+    results = time_suite(tasks, evaluator.cfg, evaluator.gpus[0], on_result=show)
+    print(f"{sum(b.status == 'ok' for b in results)}/{len(results)} timed; written to {out}")
+    return 0 if all(b.status == "ok" for b in results) else 1
+
+
 def _report(cfg: DictConfig) -> int:
     import dataclasses
 
@@ -193,6 +220,7 @@ def _report(cfg: DictConfig) -> int:
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "run": _run,
     "report": _report,
+    "baseline": _baseline,
     "tasks list": _tasks_list,
     "tasks audit": _tasks_audit,
     "eval": _eval,
@@ -236,7 +264,8 @@ def _run_app(action: str, overrides: list[str]) -> int:
             _Exit.code = 2
 
     name = action.replace(" ", "_")
-    quiet = [] if action == "run" else _QUIET_HYDRA  # a run keeps its directory (config, results, logs)
+    # a run or a baseline keeps its directory (config, results, logs); the others write nothing
+    quiet = [] if action in ("run", "baseline") else _QUIET_HYDRA
     flags, overrides = _split_flags(overrides)
     saved = sys.argv
     sys.argv = [f"cudaforge {action}", *flags, *quiet, f"hydra.job.name={name}", *overrides]
@@ -254,9 +283,6 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     command, rest = args[0], args[1:]
-    if command in NOT_YET:
-        print(f"cudaforge {command}: not available yet ({NOT_YET[command]} is still being built)", file=sys.stderr)
-        return 2
     if command == "tasks":
         if not rest or rest[0] not in ("list", "audit"):
             print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)

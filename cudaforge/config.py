@@ -322,6 +322,11 @@ class ReportConfig:
     """Write the PNG figures (needs matplotlib: pip install 'cudaforge[report]')."""
     published_dir: str | None = None
     """Folder of published tables (null: benchmarks/published)."""
+    baseline: str | None = None
+    """A ``baseline.jsonl`` from ``cudaforge baseline``: its medians become the speedups' denominator (null: the
+    reference timed beside the candidate, as in the run)."""
+    baseline_mode: BaselineMode = BaselineMode.eager
+    """Which stored baseline: ``eager`` or ``compile`` (torch.compile)."""
 
 
 @dataclass

@@ -563,6 +563,10 @@ class TaskResult(Record):
     best_speedup: float | None = None
     best_speedup_ci: list[float] | None = None
     best_candidate_hash: str | None = None
+    best_candidate_ms: float | None = None
+    """Median time of the best candidate (GPU runs)."""
+    best_reference_ms: float | None = None
+    """Median time of the reference it was timed against, in the same session."""
     rounds: int = 0
     """Rounds used."""
     stop_reason: str = ""

@@ -71,10 +71,9 @@ def test_bad_config_value_names_the_key():
     assert out.returncode != 0 and "eval.baseline" in out.stderr
 
 
-@pytest.mark.parametrize("command", ["baseline"])
-def test_unbuilt_subcommands_say_so(command):
-    out = cudaforge(command)
-    assert out.returncode == 2 and "not available yet" in out.stderr
+def test_baseline_without_a_gpu_says_so(tmp_path):
+    out = cudaforge("baseline", "suite=tiny", f"hydra.run.dir={tmp_path}")
+    assert out.returncode == 2 and "no GPU visible" in out.stderr
 
 
 def test_usage_and_unknown_subcommand():

@@ -101,3 +101,12 @@ def test_compile_baseline_times_against_torch_compile(tiny, tmp_path):
     evaluator = Evaluator({"baseline": "compile", "timing_trials": 20, "warmup": 5, "build_cache_dir": str(tmp_path)})
     result = evaluator.evaluate(tiny["ReLU"], (CANDIDATES / "triton_relu.py").read_text())
     assert result.status is EvalStatus.CORRECT and result.speedup.baseline == "compile"
+
+
+def test_baseline_times_eager_and_compiled_references(tiny):
+    from cudaforge.eval.baseline import time_suite
+
+    evaluator = Evaluator({"timing_trials": 20, "warmup": 3})
+    (baseline,) = time_suite([tiny["Softmax"]], evaluator.cfg, evaluator.gpus[0])
+    assert baseline.status == "ok", baseline.message
+    assert baseline.eager.median > 0 and baseline.compile.median > 0 and baseline.fingerprint["gpu"]["name"]

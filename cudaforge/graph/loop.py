@@ -260,7 +260,9 @@ class _Nodes:
         ci = [result.speedup.ci_low, result.speedup.ci_high] if result.speedup else None
         best = state.get("best")
         if result.correct and (best is None or (speedup or 0) > (best.get("speedup") or 0)):
-            best = {"round": number, "hash": digest, "speedup": speedup, "speedup_ci": ci}
+            best = {"round": number, "hash": digest, "speedup": speedup, "speedup_ci": ci,
+                    "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
+                    "reference_ms": result.reference_timing.median if result.reference_timing else None}
         ok = result.status in (EvalStatus.CORRECT, EvalStatus.COMPILED)
         s.on_event({"event": "evaluated", "task_id": s.task.id, "round": number, "status": result.status.value,
                     "speedup": speedup, "best": best})  # fmt: skip
@@ -422,6 +424,8 @@ def task_result(services: LoopServices, state: LoopState) -> TaskResult:
         best_speedup=best.get("speedup"),
         best_speedup_ci=best.get("speedup_ci"),
         best_candidate_hash=best.get("hash"),
+        best_candidate_ms=best.get("candidate_ms"),
+        best_reference_ms=best.get("reference_ms"),
         rounds=state["round"],
         stop_reason=stop,
         cost_usd=totals["cost_usd"],

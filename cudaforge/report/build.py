@@ -108,8 +108,14 @@ def build_report(
     confidence: float = 0.95,
     seed: int = 0,
     published_dir: str | Path | None = None,
+    baseline: str | Path | None = None,
+    baseline_mode: str = "eager",
 ) -> Report:
-    """Read the runs, compute every statistic, pick the published tables (nothing is written)."""
+    """Read the runs, compute every statistic, pick the published tables (nothing is written).
+
+    ``baseline``: a ``baseline.jsonl`` whose ``baseline_mode`` medians replace the in-session reference
+    as the speedups' denominator (see ``rebase.py``).
+    """
     if not runs:
         raise ValueError("say which run directories: cudaforge report RUN_DIR [RUN_DIR ...]")
     if not 0 < confidence < 1:
@@ -117,6 +123,17 @@ def build_report(
     failed_as = FailedAs(getattr(failed_as, "value", failed_as))
     fast_p = [float(p) for p in fast_p]
     loaded = load_runs(list(runs), labels)
+    rebased_note = ""
+    if baseline:
+        from cudaforge.report.rebase import load_baseline, rebase
+
+        times = load_baseline(baseline, str(getattr(baseline_mode, "value", baseline_mode)))
+        missing = 0
+        for run in loaded:
+            run.results, lost = rebase(run.results, times)
+            missing += lost
+        rebased_note = (f"Speedups are against the stored {baseline_mode} baseline {baseline} (no intervals: the two "
+                        f"medians come from different sessions); {missing} correct task(s) had no time to rebase.")
     options = dict(failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap, confidence=confidence, seed=seed)
     stats = [run_stats(run.results, **options) for run in loaded]
     levels = {g for s in stats for g in s if g.startswith("level")}
@@ -125,7 +142,7 @@ def build_report(
     report = Report(loaded, stats, select_published(list(compare), published_dir), metrics(fast_p), groups, failed_as)
     report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
                       f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over tasks.")
-    report.notes = _notes(report, bootstrap, confidence, seed)
+    report.notes = _notes(report, bootstrap, confidence, seed) + ([rebased_note] if rebased_note else [])
     return report
 
 
@@ -168,6 +185,8 @@ def make_report(
     out_dir: str | None = None,
     plots: bool = True,
     published_dir: str | None = None,
+    baseline: str | None = None,
+    baseline_mode: str = "eager",
 ) -> tuple[Report, list[Path]]:
     """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths.
 
@@ -178,6 +197,7 @@ def make_report(
 
         require_matplotlib()
     report = build_report(runs, labels=labels, compare=compare, failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap,
-                          confidence=confidence, seed=seed, published_dir=published_dir)  # fmt: skip
+                          confidence=confidence, seed=seed, published_dir=published_dir, baseline=baseline,
+                          baseline_mode=baseline_mode)  # fmt: skip
     target = Path(out_dir) if out_dir else report.runs[0].path / "report"
     return report, write_report(report, target, plots=plots)
