@@ -102,7 +102,8 @@ def _run(cfg: DictConfig) -> int:
     from hydra.core.hydra_config import HydraConfig
 
     from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
-    from cudaforge.run.runner import make_context, run_suite
+    from cudaforge.run.progress import RunProgress
+    from cudaforge.run.runner import RunInterrupted, make_context, run_suite
     from cudaforge.tasks import load_suite
     from cudaforge.track.wandb_sink import make_tracker
 
@@ -122,18 +123,20 @@ def _run(cfg: DictConfig) -> int:
         group=Path(hydra_cfg.sweep.dir).name if multirun else None,
     )  # fmt: skip
 
-    def show_event(event: dict) -> None:
-        if event["event"] == "evaluated":
-            speed = f" speedup {event['speedup']:.3f}x" if event.get("speedup") else ""
-            print(f"  {event['task_id']} round {event['round']}: {event['status']}{speed}", flush=True)
+    progress = RunProgress(len(tasks), lambda: ctx.ledger.totals().summary())
 
-    def show_result(result) -> None:
-        best = f"{result.best_speedup:.3f}x" if result.best_speedup else ("correct" if result.correct else "no correct kernel")
-        print(f"done {result.task_id}: {best} after {result.rounds} rounds ({result.stop_reason})", flush=True)
+    def on_result(result) -> None:
+        progress.on_result(result)
         source = ctx.store.task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
         tracker.log_task(result, source)
 
-    results = run_suite(ctx, tasks, on_event=show_event, on_result=show_result)
+    try:
+        results = run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result)
+    except RunInterrupted as exc:
+        progress.close()
+        print(f"\n{exc}", file=sys.stderr)
+        return 130
+    progress.close()
     tracker.finish(results)
     totals = ctx.ledger.totals()
     print("\nresults:")

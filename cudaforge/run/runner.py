@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -97,8 +98,10 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     )  # fmt: skip
 
 
-def run_one(ctx: RunContext, task: Task, on_event: Callable[[dict], None] | None = None) -> TaskResult:
-    """Run (or resume) the loop on one task and record its result."""
+def run_one(
+    ctx: RunContext, task: Task, on_event: Callable[[dict], None] | None = None, queued_s: float = 0.0
+) -> TaskResult:
+    """Run (or resume) the loop on one task and record its result (``queued_s``: time it waited to start)."""
     cfg = ctx.cfg
     strategy = get_strategy(_value(cfg.strategy.name))
     task_store = ctx.store.task(task.id)
@@ -112,6 +115,7 @@ def run_one(ctx: RunContext, task: Task, on_event: Callable[[dict], None] | None
         gpu_spec=ctx.gpu_spec, memory_rounds=cfg.strategy.memory_rounds, on_event=on_event or (lambda event: None),
     )  # fmt: skip
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
+    result.time_split["queue"] = result.time_split.get("queue", 0.0) + queued_s
     ctx.store.append_result(result)
     return result
 
@@ -124,15 +128,34 @@ def run_suite(
     done = {r.task_id: r for r in ctx.store.results()}
     todo = [t for t in tasks if t.id not in done]
     lock = threading.Lock()
+    stopping = threading.Event()
+    submitted = time.monotonic()
 
     def one(task: Task) -> None:
-        result = run_one(ctx, task, on_event)
+        if stopping.is_set():
+            return  # interrupted before this task started: it stays for the resume
+        result = run_one(ctx, task, on_event, queued_s=time.monotonic() - submitted)
         with lock:
             done[task.id] = result
             if on_result:
                 on_result(result)
 
-    with ThreadPoolExecutor(max_workers=max(1, ctx.cfg.concurrency)) as pool:
-        for future in [pool.submit(one, t) for t in todo]:
+    pool = ThreadPoolExecutor(max_workers=max(1, ctx.cfg.concurrency))
+    futures = [pool.submit(one, t) for t in todo]
+    try:
+        for future in as_completed(futures):
             future.result()
+    except KeyboardInterrupt:
+        # Graceful: no new task starts; the ones in flight end at their next step boundary or with the
+        # process. Every finished step is checkpointed, so the same command with the same run directory
+        # resumes where this one stopped.
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise RunInterrupted(f"interrupted: {len(done)}/{len(tasks)} tasks finished; resume with the same "
+                             f"command and hydra.run.dir={ctx.store.root}") from None
+    pool.shutdown()
     return [done[t.id] for t in tasks if t.id in done]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C: the run stopped cleanly and can be resumed."""

@@ -35,6 +35,7 @@ class WandbTracker:
     def __init__(self, *, mode: str, project: str, entity: str | None, tags: list[str], run_dir: Path,
                  config: dict[str, Any], name: str, group: str | None) -> None:  # fmt: skip
         """Start the W&B run (``mode``: ``online`` or ``offline``), writing under ``run_dir/wandb``."""
+        os.environ.setdefault("WANDB_SILENT", "true")  # our own line says where the run is
         import wandb
 
         self.wandb = wandb
@@ -67,7 +68,9 @@ class WandbTracker:
                 with artifact.new_file(task_id.replace("/", "__") + ".py") as f:
                     f.write(source)
             self.run.log_artifact(artifact)
+        where = self.run.dir
         self.run.finish()
+        log.warning("W&B run written to %s (offline runs: `wandb sync` that folder's parent)", where)
 
 
 class SafeTracker:
