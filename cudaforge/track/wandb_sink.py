@@ -70,7 +70,7 @@ class WandbTracker:
             self.run.log_artifact(artifact)
         where = self.run.dir
         self.run.finish()
-        log.warning("W&B run written to %s (offline runs: `wandb sync` that folder's parent)", where)
+        log.info("W&B run written to %s (offline runs: `wandb sync` that folder)", where)
 
 
 class SafeTracker:
