@@ -20,14 +20,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cudaforge.eval.evaluator import Evaluator, visible_gpus  # noqa: E402
 from cudaforge.eval.fingerprint import environment_fingerprint  # noqa: E402
-from cudaforge.tasks import find_task  # noqa: E402
+from cudaforge.tasks import find_task, selection  # noqa: E402
 
 CANDIDATES = REPO / "benchmarks" / "candidates"
 PRECISION_PAIR = ("main", "level1/3_Softmax", "triton_softmax.py")
@@ -41,14 +40,9 @@ BATCH_PAIRS = [
 ]
 
 
-def suite(name: str) -> SimpleNamespace:
-    return SimpleNamespace(name=name, kind="bundled", root=None, levels=[], problem_ids=[], names=[],
-                           subset=None, first_n=None, shuffle_seed=None)
-
-
 def load(pair):
     suite_name, task_id, file = pair
-    return find_task(suite(suite_name), task_id), (CANDIDATES / file).read_text()
+    return find_task(selection(suite_name), task_id), (CANDIDATES / file).read_text()
 
 
 def phase_seconds(result, name: str) -> float:

@@ -73,10 +73,10 @@ def _tasks_audit(cfg: DictConfig) -> int:
     return 0 if all(a.ok for a in audits) else 1
 
 
-def _eval(cfg: DictConfig) -> int:
+def _task_and_candidate(cfg: DictConfig):
+    """The task named by ``task=`` and the path of ``candidate=``, or a clear error."""
     from pathlib import Path
 
-    from cudaforge.eval.evaluator import Evaluator
     from cudaforge.tasks import find_task
 
     if not cfg.task or not cfg.candidate:
@@ -85,6 +85,15 @@ def _eval(cfg: DictConfig) -> int:
     path = Path(cfg.candidate).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such candidate file")
+    return task, path
+
+
+def _eval(cfg: DictConfig) -> int:
+    from pathlib import Path
+
+    from cudaforge.eval.evaluator import Evaluator
+
+    task, path = _task_and_candidate(cfg)
     evaluator = Evaluator(OmegaConf.to_object(cfg.eval))
     where = f"GPU {evaluator.gpus[0]}" if evaluator.gpus else "the CPU (no GPU: no timing)"
     print(f"evaluating {path} against {task.id} on {where} ...", flush=True)
@@ -151,17 +160,12 @@ def _run(cfg: DictConfig) -> int:
 def _profile(cfg: DictConfig) -> int:
     from pathlib import Path
 
+    from cudaforge.eval.evaluator import Evaluator
     from cudaforge.profile import Profiler
-    from cudaforge.tasks import find_task
 
-    if not cfg.task or not cfg.candidate:
-        raise ValueError("say which: task=<id> candidate=<path.py> (ids from `cudaforge tasks list`)")
-    task = find_task(OmegaConf.to_object(cfg.suite), cfg.task)
-    path = Path(cfg.candidate).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such candidate file")
+    task, path = _task_and_candidate(cfg)
     profile_cfg = OmegaConf.to_object(cfg.profile)
-    build = {"cache_dir": cfg.eval.build_cache_dir or "", "arch": cfg.eval.target_arch}
+    build = Evaluator(OmegaConf.to_object(cfg.eval)).build_settings().to_dict()  # the evaluator's cache: no rebuild
     profiler = Profiler(profile_cfg, cache_dir=profile_cfg.cache_dir, lock_dir=profile_cfg.lock_dir, build=build)
     where = f"GPU {profiler.gpus[0]}" if profiler.gpus else "no GPU (FLOPs and bytes only)"
     print(f"profiling {path} for {task.id} on {where} ({profile_cfg.metric_set.value}) ...", flush=True)

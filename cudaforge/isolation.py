@@ -27,16 +27,18 @@ from pathlib import Path
 from typing import Any
 
 _SECRET_RE = re.compile(
-    r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION_KEY|PRIVATE_KEY|^AWS_|^AZURE_|"
-    r"^GOOGLE_APPLICATION|^WANDB_API|^HF_TOKEN|^HUGGING_FACE_HUB_TOKEN|^OPENAI_|^ANTHROPIC_|"
-    r"^GEMINI_|^MISTRAL_|^GROQ_|^TOGETHER_|^DEEPSEEK_|^OPENROUTER_|^LITELLM_)",
+    r"(API_?KEY|_TOKEN$|^TOKEN$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION_KEY|PRIVATE_KEY|_KEY$|^AWS_|^AZURE_|"
+    r"^GOOGLE_|^WANDB_|^GH_|^GITHUB_|^SSH_AUTH_SOCK$|^NETRC$|^HF_TOKEN|^HUGGING_FACE_HUB_TOKEN|^OPENAI_|"
+    r"^ANTHROPIC_|^GEMINI_|^MISTRAL_|^GROQ_|^TOGETHER_|^DEEPSEEK_|^OPENROUTER_|^LITELLM_)",
     re.IGNORECASE,
 )
 
 
-def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without anything that looks like a credential, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not _SECRET_RE.search(k)}
+def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``base`` (default: this process's environment) without anything that looks like a
+    credential (API keys, tokens, passwords, cloud, W&B, GitHub and provider settings), plus ``extra``.
+    Every process that runs candidate or task code gets its environment from here."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not _SECRET_RE.search(k)}
     env.update(extra or {})
     return env
 

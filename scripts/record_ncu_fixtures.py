@@ -26,14 +26,13 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cudaforge.profile import Profiler  # noqa: E402
-from cudaforge.tasks import load_suite  # noqa: E402
+from cudaforge.tasks import load_suite, selection  # noqa: E402
 
 CANDIDATES = {
     "cuda_relu": ("ReLU", REPO / "benchmarks" / "candidates" / "cuda_relu.py"),
@@ -162,8 +161,7 @@ def main() -> int:
     parser.add_argument("--ncu", default="ncu", help="the ncu executable")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    suite = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
-                            subset=None, first_n=None, shuffle_seed=None)  # fmt: skip
+    suite = selection("tiny")  # fmt: skip
     tasks = {t.name: t for t in load_suite(suite)}
     report: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "gpu": args.gpu, "candidates": {}}
     with tempfile.TemporaryDirectory(prefix="cudaforge-record-") as tmp:

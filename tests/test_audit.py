@@ -5,9 +5,7 @@ from __future__ import annotations
 import textwrap
 from types import SimpleNamespace
 
-import pytest
-
-from cudaforge.tasks import load_suite, parse_problem
+from cudaforge.tasks import load_suite, parse_problem, selection
 from cudaforge.tasks.audit import audit_tasks, summary_line
 
 HEADER = "import torch\nimport torch.nn as nn\n"
@@ -56,8 +54,7 @@ def test_audit_reports_a_crashing_reference():
 
 
 def test_tiny_suite_passes_its_own_audit():
-    tasks = load_suite(SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
-                                       subset=None, first_n=None, shuffle_seed=None))
+    tasks = load_suite(selection("tiny"))
     audits = audit_tasks(tasks, CPU)
     assert all(a.ok for a in audits), [a.line() for a in audits]
     assert all(a.device == "cpu" and a.variant == "small" for a in audits)

@@ -8,12 +8,11 @@ ones there).
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from cudaforge.eval.evaluator import Evaluator
-from cudaforge.tasks import load_suite
+from cudaforge.tasks import load_suite, selection
 from cudaforge.types import EvalStatus, Phase
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,8 +37,7 @@ def relu_candidate(body: str) -> str:
 
 @pytest.fixture(scope="module")
 def tiny():
-    cfg = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
-                          subset=None, first_n=None, shuffle_seed=None)
+    cfg = selection("tiny")
     return {t.name: t for t in load_suite(cfg)}
 
 

@@ -6,7 +6,6 @@ Skipped without a GPU; scripts/gpu_check.py runs them on one (results in benchma
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 from cudaforge.eval.evaluator import Evaluator  # noqa: E402
-from cudaforge.tasks import load_suite  # noqa: E402
+from cudaforge.tasks import load_suite, selection  # noqa: E402
 from cudaforge.types import EvalStatus  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,8 +23,7 @@ FAULTS = Path(__file__).resolve().parent / "gpu_candidates"
 
 @pytest.fixture(scope="module")
 def tiny():
-    cfg = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
-                          subset=None, first_n=None, shuffle_seed=None)
+    cfg = selection("tiny")
     return {t.name: t for t in load_suite(cfg)}
 
 

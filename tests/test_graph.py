@@ -20,7 +20,7 @@ import pytest
 from cudaforge.config import CudaforgeConfig, StrategyName
 from cudaforge.llm.scripted import RATE_LIMIT, SERVER_ERROR, TIMEOUT, install_script, remove_script
 from cudaforge.run.runner import make_context, run_one
-from cudaforge.tasks import find_task
+from cudaforge.tasks import find_task, selection
 
 GOOD = "```python\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n```"
 GOOD2 = GOOD.replace("torch.relu(x)", "x.clamp_min(0.0)")
@@ -73,10 +73,7 @@ def config(tmp_path: Path, strategy: str = "cudaforge", rounds: int = 3, **strat
 
 @pytest.fixture
 def relu():
-    from types import SimpleNamespace
-
-    suite = SimpleNamespace(name="tiny", kind="bundled", root=None, levels=[], problem_ids=[], names=[],
-                            subset=None, first_n=None, shuffle_seed=None)
+    suite = selection("tiny")
     return find_task(suite, "level1/1_ReLU")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import problem_source
 from cudaforge.tasks import TaskError, load_directory, load_hf_export, load_problem_file, load_suite
-from cudaforge.tasks.suite import find_task, select
+from cudaforge.tasks.suite import find_task
 
 
 def suite_cfg(**kw):

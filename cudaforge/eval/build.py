@@ -96,17 +96,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from cudaforge.isolation import scrubbed_env
+
 DEFAULT_ARCH = "9.0"
 """Architecture built when none is configured and no GPU is visible (H100/H200, sm_90)."""
 
 RECIPE_VERSION = 2
 """Bumped whenever the way sources are rewritten or built changes; part of every cache key."""
 
-_SECRET_NAME = re.compile(
-    r"(API_?KEY|_TOKEN$|^TOKEN$|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|^AWS_|^AZURE_|^GOOGLE_"
-    r"|^WANDB_|^GH_|^GITHUB_|^SSH_AUTH_SOCK$|^NETRC$)",
-    re.IGNORECASE,
-)
 
 
 class FallbackMode(str, enum.Enum):
@@ -184,18 +181,6 @@ class BuildSettings:
 
 
 # --------------------------------------------------------------------------- environment
-
-
-def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """A copy of ``base`` (default ``os.environ``) without secrets, then updated with ``extra``.
-
-    Drops API keys, tokens, passwords, credentials and cloud/W&B/GitHub settings (anything
-    named like ``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*_KEY``, ``AWS_*``, ``WANDB_*``,
-    ``SSH_AUTH_SOCK`` ...). Use it for every process that runs candidate code.
-    """
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not _SECRET_NAME.search(k)}
-    env.update(extra or {})
-    return env
 
 
 def detect_arch() -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import random
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from cudaforge.tasks.loader import TaskError, load_directory, load_hf_export, load_problem_file
@@ -12,6 +13,18 @@ from cudaforge.tasks.subsets import resolve_subset
 from cudaforge.types import Task
 
 BUNDLED_SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
+
+
+def selection(name: str, kind: str = "bundled", root: str | None = None, **filters: Any) -> SimpleNamespace:
+    """A suite selection with the fields of ``cudaforge.config.SuiteConfig``, for code without Hydra.
+
+    ``filters``: ``levels``, ``problem_ids``, ``names``, ``subset``, ``first_n``, ``shuffle_seed``.
+    """
+    fields = dict(levels=[], problem_ids=[], names=[], subset=None, first_n=None, shuffle_seed=None)
+    unknown = set(filters) - set(fields)
+    if unknown:
+        raise TypeError(f"unknown suite selection field(s): {', '.join(sorted(unknown))}")
+    return SimpleNamespace(name=name, kind=kind, root=root, **{**fields, **filters})
 
 
 def _kind(cfg: Any) -> str:
