@@ -68,9 +68,9 @@ class WandbTracker:
                 with artifact.new_file(task_id.replace("/", "__") + ".py") as f:
                     f.write(source)
             self.run.log_artifact(artifact)
-        where = self.run.dir
+        where = Path(self.run.dir).parent  # run.dir is the run folder's files/ subfolder
         self.run.finish()
-        log.info("W&B run written to %s (offline runs: `wandb sync` that folder)", where)
+        log.info("W&B run written to %s (offline: `wandb sync %s`)", where, where)
 
 
 class SafeTracker:
