@@ -27,6 +27,12 @@ subcommands:
   baseline      time a suite's references (eager and torch.compile)
   report RUN_DIR [RUN_DIR ...]
                 tables (Markdown, LaTeX, CSV) and plots of runs beside published ones
+  export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences
+                datasets (JSONL, Hugging Face `datasets`-loadable) of verified kernels
+  skill distill RUN_DIR [RUN_DIR ...]
+                a skill document from the Judge's advice that led to verified speedups
+  skill compare WITH_RUN WITHOUT_RUN (or their sweep folder)
+                the paired with/without-skill difference, with intervals (docs/teaching.md)
 
 Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=50),
 --cfg job to print the composed config, -m for sweeps. See docs/configuration.md.
@@ -224,6 +230,48 @@ def _report(cfg: DictConfig) -> int:
     return 0
 
 
+def _export(cfg: DictConfig) -> int:
+    from cudaforge.teach import export_dataset
+
+    result = export_dataset(OmegaConf.to_object(cfg.export))
+    print(f"{result.rows} {result.format} rows from {len(result.runs)} run(s) written to {result.out_dir}")
+    return 0
+
+
+def _skill_distill(cfg: DictConfig) -> int:
+    from cudaforge.llm import LLMError
+    from cudaforge.run.demo import DEMO_MODEL
+    from cudaforge.teach.demo import BANNER, install_demo_distiller
+    from cudaforge.teach.skills import distill_from_config, distiller_config
+
+    config = OmegaConf.to_object(cfg)
+    if distiller_config(config.judge, config.skill.model).model == DEMO_MODEL:
+        install_demo_distiller()
+        print(BANNER, flush=True)
+    try:
+        result = distill_from_config(config.skill, config.judge, config.llm_cache)
+    except LLMError as exc:
+        print(f"cudaforge skill distill: error: {exc}", file=sys.stderr)
+        return 2
+    print(result.document.body())
+    print(f"skill written to {result.path} ({len(result.evidence)} pieces of advice as evidence)")
+    return 0
+
+
+def _skill_compare(cfg: DictConfig) -> int:
+    from pathlib import Path
+
+    from cudaforge.teach.experiment import arms, effect_table, skill_effect
+
+    (with_run, without_run), report = arms(list(cfg.skill.runs)), cfg.report
+    effects, notes = skill_effect(with_run, without_run, failed_as=report.failed_as.value, bootstrap=report.bootstrap,
+                                  confidence=report.confidence, seed=report.seed)  # fmt: skip
+    print(f"with the skill: {with_run}\nwithout: {without_run}\n\n{effect_table(effects, notes)}")
+    if cfg.output:
+        Path(cfg.output).write_text(json.dumps({"effects": [e.__dict__ for e in effects], "notes": notes}, indent=1))
+    return 0
+
+
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "run": _run,
     "report": _report,
@@ -232,6 +280,9 @@ ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "tasks audit": _tasks_audit,
     "eval": _eval,
     "profile": _profile,
+    "export": _export,
+    "skill distill": _skill_distill,
+    "skill compare": _skill_compare,
 }
 
 
@@ -295,6 +346,21 @@ def main(argv: list[str] | None = None) -> int:
             print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
             return 2
         command, rest = f"tasks {rest[0]}", rest[1:]
+    if command == "skill":
+        if not rest or rest[0] not in ("distill", "compare"):
+            print("cudaforge skill: say `distill` or `compare` (e.g. cudaforge skill distill RUN_DIR)", file=sys.stderr)
+            return 2
+        command, rest = f"skill {rest[0]}", rest[1:]
+    if command in ("export", "skill distill", "skill compare"):
+        from cudaforge.config import ExportConfig, SkillConfig
+        from cudaforge.teach.args import group_overrides
+
+        group, schema = ("export", ExportConfig) if command == "export" else ("skill", SkillConfig)
+        try:
+            rest = group_overrides(group, schema, rest)
+        except ValueError as exc:
+            print(f"cudaforge {command}: error: {exc}", file=sys.stderr)
+            return 2
     if command == "report":
         from cudaforge.report import runs_override
 

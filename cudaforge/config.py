@@ -71,6 +71,20 @@ class WandbMode(str, enum.Enum):
     disabled = "disabled"
 
 
+class GuardPolicy(str, enum.Enum):
+    """What an integrity guard does when it fires (docs/evaluation.md, "Integrity guards")."""
+
+    reject = "reject"  # the result is ``rejected`` (or ``incorrect``), with the guard's evidence
+    report = "report"  # the candidate goes on; the finding is kept in ``EvalResult.guard_findings``
+
+
+class TorchOpsPolicy(str, enum.Enum):
+    """How PyTorch compute inside ``ModelNew.forward`` is judged."""
+
+    strict = "strict"  # only allocation, views, reshapes and the candidate's own kernels
+    lenient = "lenient"  # PyTorch ops allowed (KernelBench's partial replacement), reported and measured
+
+
 class DevicePreference(str, enum.Enum):
     """Where task audits and evaluations run."""
 
@@ -215,6 +229,47 @@ class EvalConfig:
     """Where compiled candidates are cached (null: ~/.cache/cudaforge/build)."""
     target_arch: str | None = None
     """CUDA arch to build for, e.g. ``9.0`` (null: the visible GPU's, or 9.0 without a GPU)."""
+    guards_enforce: bool = True
+    """Guards act on their policies; false turns every guard's rejection into a report (fault-path tests,
+    ablations of the guards)."""
+    torch_ops: TorchOpsPolicy = TorchOpsPolicy.lenient
+    """PyTorch compute in ModelNew.forward (torch.matmul, F.conv2d, nn layers, ...): ``strict`` rejects it, and
+    on a GPU a candidate whose GPU time is mostly library kernels; ``lenient`` reports it with the share."""
+    guard_no_custom_kernel: GuardPolicy = GuardPolicy.reject
+    """A candidate that defines or launches no kernel of its own (a PyTorch passthrough)."""
+    guard_reference: GuardPolicy = GuardPolicy.reject
+    """``ModelNew = Model``, ModelNew inheriting from, wrapping or copying the reference."""
+    guard_fallback: GuardPolicy = GuardPolicy.reject
+    """try/except around a kernel that falls back to PyTorch or swallows the kernel's failure."""
+    guard_empty_body: GuardPolicy = GuardPolicy.reject
+    """A ``forward`` whose body is only ``pass``, ``...`` or a docstring."""
+    guard_concurrency: GuardPolicy = GuardPolicy.reject
+    """Threads, processes, new CUDA streams or CUDA graphs (in Python or in the CUDA sources)."""
+    guard_monkey_patch: GuardPolicy = GuardPolicy.reject
+    """Assigning to attributes of imported modules (torch, time, torch.cuda.Event ...) or torch's global flags."""
+    guard_io: GuardPolicy = GuardPolicy.reject
+    """Reading files, the environment or the network (writing environment variables is always only reported)."""
+    guard_introspection: GuardPolicy = GuardPolicy.reject
+    """eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules: ways to reach the evaluator."""
+    guard_input_mutation: GuardPolicy = GuardPolicy.reject
+    """The candidate's inputs differ, bit for bit, after its call."""
+    guard_output_type: GuardPolicy = GuardPolicy.reject
+    """An output that is not exactly a dense ``torch.Tensor`` on the evaluation device (lazy subclasses)."""
+    guard_output_sensitivity: GuardPolicy = GuardPolicy.reject
+    """An output that never changes while the inputs (and the reference's output) do."""
+    guard_precision: GuardPolicy = GuardPolicy.report
+    """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
+    guard_hidden_work: GuardPolicy = GuardPolicy.reject
+    """GPU: host time far above CUDA-event time, beyond the reference's gap: work on other streams or threads."""
+    guard_speed_of_light: GuardPolicy = GuardPolicy.reject
+    """GPU: a median time below the physical floor of the task's bytes and FLOPs on this GPU."""
+    hidden_work_ms: float = 0.05
+    """hidden_work fires when the candidate's median host-minus-event gap exceeds the reference's by more than
+    this many ms and by more than half the candidate's event time."""
+    speed_of_light_margin: float = 0.5
+    """speed_of_light fires below this fraction of the floor (the floor uses the fastest peak of any dtype)."""
+    library_share_max: float = 0.5
+    """Under ``torch_ops=strict``, the largest share of GPU time library kernels (aten, cuBLAS, cuDNN) may take."""
 
 
 @dataclass
@@ -330,13 +385,128 @@ class ReportConfig:
 
 
 @dataclass
+class CoderConfig(LLMConfig):
+    """The Coder's model, and what its prompts show besides the task (group ``coder``)."""
+
+    skills: list[str] = field(default_factory=list)
+    """Skill documents (Markdown, from ``cudaforge skill distill``) shown under a heading in the first-attempt and
+    optimize prompts; paths absolute, or relative to the working directory, else to the project root."""
+
+
+class ExportFormat(str, enum.Enum):
+    """What ``cudaforge export`` writes (docs/teaching.md)."""
+
+    sft = "sft"  # task prompt -> best verified kernel
+    trajectories = "trajectories"  # whole multi-turn runs of a task, with a reward per round
+    preferences = "preferences"  # a faster correct kernel over a slower or incorrect one, same task and prompt
+
+
+class RewardKind(str, enum.Enum):
+    """The reward of a verified-correct round in an exported trajectory."""
+
+    binary = "binary"  # 1
+    speedup = "speedup"  # the median speedup (correct x speedup)
+    log_speedup = "log_speedup"  # log of the median speedup
+
+
+class SftPrompt(str, enum.Enum):
+    """Which prompt an SFT row pairs with its kernel."""
+
+    first_attempt = "first_attempt"  # the task's first-attempt prompt (no earlier kernel shown)
+    round = "round"  # the prompt of the round that wrote the kernel (earlier kernel and feedback shown)
+
+
+@dataclass
+class RewardConfig:
+    """The per-round reward of exported trajectories (and preference rows)."""
+
+    kind: RewardKind = RewardKind.speedup
+    """Reward of a verified-correct candidate: ``binary``, ``speedup`` or ``log_speedup``."""
+    untimed_speedup: float = 1.0
+    """The speedup assumed for a verified-correct candidate that was not timed (CPU runs)."""
+    max_speedup: float | None = None
+    """Clip speedups above this before the reward (null: no clip)."""
+    failed: float = 0.0
+    """Reward of a candidate that is wrong, does not compile, crashes, times out or is unverified."""
+    hacked: float = -1.0
+    """Reward of a candidate an integrity guard rejected."""
+    no_code: float = 0.0
+    """Reward of a round that produced no candidate (unusable reply, LLM error)."""
+
+
+@dataclass
+class ExportConfig:
+    """``cudaforge export``: datasets from run directories (docs/teaching.md)."""
+
+    runs: list[str] = field(default_factory=list)
+    """Run directories (or sweep folders holding them); ``cudaforge export DIR [DIR ...]`` fills this."""
+    format: ExportFormat = ExportFormat.sft
+    """``sft``, ``trajectories`` or ``preferences``."""
+    out_dir: str | None = None
+    """Where train.jsonl, dataset_info.json and README.md go (null: <first run dir>/export/<format>)."""
+    levels: list[int] = field(default_factory=list)
+    """Keep only tasks of these KernelBench levels (empty: all)."""
+    min_speedup: float | None = None
+    """Keep only kernels at least this fast (null: no threshold); when set, untimed (CPU) kernels are left out."""
+    models: list[str] = field(default_factory=list)
+    """Keep only runs whose Coder model matches one of these globs (empty: all)."""
+    strategies: list[str] = field(default_factory=list)
+    """Keep only runs of these strategies (empty: all)."""
+    tasks: list[str] = field(default_factory=list)
+    """Keep only task ids matching one of these globs (empty: all)."""
+    dedup: bool = True
+    """Drop rows whose kernel (sft), kernel pair (preferences) or trajectory repeats one already kept, by the
+    hash of the normalised source (comments and formatting removed)."""
+    best_only: bool = True
+    """sft: only each task's best verified kernel over all runs; false: every verified kernel."""
+    sft_prompt: SftPrompt = SftPrompt.first_attempt
+    """sft: pair the kernel with the task's first-attempt prompt, or with the prompt of the round that wrote it."""
+    min_margin: float = 0.05
+    """preferences: between two correct timed kernels, the chosen one is at least this much faster (0.05: 5%)."""
+    max_pairs_per_task: int = 16
+    """preferences: at most this many pairs per task and prompt."""
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """The per-round reward of trajectories."""
+
+
+@dataclass
+class SkillConfig:
+    """``cudaforge skill distill`` (and ``skill compare``): skill documents from the Judge's advice."""
+
+    runs: list[str] = field(default_factory=list)
+    """Run directories; ``cudaforge skill distill DIR [DIR ...]`` fills this."""
+    out: str = "outputs/skills/skill.md"
+    """The skill document to write (its ledger, cache and evidence go beside it); ``experiment=skill_with``
+    reads it back."""
+    model: str | None = None
+    """The distilling model (null: the Judge's model and settings)."""
+    max_words: int = 300
+    """Cap on the words of the distilled guidance (about 1.3 tokens a word); the evidence section is extra."""
+    max_evidence: int = 3
+    """Evidence lines (task, speedups) listed per bottleneck."""
+    min_gain: float = 1.05
+    """Advice counts when the kernel written after it is verified and at least this many times faster."""
+    allow_untimed: bool = False
+    """Also count advice followed by a new verified-correct but untimed kernel (CPU runs, the offline demo)."""
+    levels: list[int] = field(default_factory=list)
+    """Keep only tasks of these levels (empty: all)."""
+    models: list[str] = field(default_factory=list)
+    """Keep only runs whose Coder model matches one of these globs (empty: all)."""
+    strategies: list[str] = field(default_factory=list)
+    """Keep only runs of these strategies (empty: all)."""
+    categories: dict[str, list[str]] = field(default_factory=dict)
+    """Bottleneck groups: name -> keywords, matched in order (empty: the built-in memory-bound, occupancy,
+    stalls, launch overhead, compute-bound)."""
+
+
+@dataclass
 class CudaforgeConfig:
     """The whole configuration of every ``cudaforge`` subcommand."""
 
     suite: SuiteConfig = field(default_factory=SuiteConfig)
     """Which tasks (group ``suite``)."""
-    coder: LLMConfig = field(default_factory=LLMConfig)
-    """The Coder's model (group ``coder``)."""
+    coder: CoderConfig = field(default_factory=CoderConfig)
+    """The Coder's model and skills (group ``coder``)."""
     judge: LLMConfig = field(default_factory=LLMConfig)
     """The Judge's model (group ``judge``)."""
     strategy: StrategyConfig = field(default_factory=StrategyConfig)
@@ -353,6 +523,10 @@ class CudaforgeConfig:
     """``cudaforge tasks audit`` settings."""
     report: ReportConfig = field(default_factory=ReportConfig)
     """``cudaforge report`` settings."""
+    export: ExportConfig = field(default_factory=ExportConfig)
+    """``cudaforge export`` settings."""
+    skill: SkillConfig = field(default_factory=SkillConfig)
+    """``cudaforge skill`` settings."""
     task: str | None = None
     """One task id (``eval``, ``profile``)."""
     candidate: str | None = None
@@ -367,7 +541,7 @@ class CudaforgeConfig:
 
 GROUP_SCHEMAS: dict[str, type] = {
     "suite": SuiteConfig,
-    "coder": LLMConfig,
+    "coder": CoderConfig,
     "judge": LLMConfig,
     "strategy": StrategyConfig,
     "eval": EvalConfig,

@@ -133,6 +133,7 @@ class EvalStatus(str, enum.Enum):
     INVALID = "invalid"  # failed a static check (does not parse, no ModelNew, ...)
     COMPILED = "compiled"  # CUDA source compiled, but no GPU here to load and run it
     UNSUPPORTED = "unsupported"  # this machine cannot build or run it (e.g. a CUDA header it lacks)
+    REJECTED = "rejected"  # an integrity guard rejected it (guard_findings holds the guard and its evidence)
 
 
 class Phase(str, enum.Enum):

@@ -10,6 +10,7 @@ Steps (each with its own log; a failing step is recorded and the next one runs):
   evalbench    benchmarks/eval_bench.py: precision, overhead, multi-GPU throughput
   compilebench benchmarks/compile_bench.py: cold build, hooked cold build, cache hit
   ncu          scripts/record_ncu_fixtures.py: ncu fixtures and profiling targets
+  hacks        benchmarks/hacks/run_corpus.py: every known hack rejected, every legitimate kernel accepted
   run          `cudaforge run suite=tiny` (the offline demo transcript, real timings and profiles)
 The summary is summary.md in --out; it is how anyone verifies the evaluator on a new GPU.
 """
@@ -55,6 +56,7 @@ STEPS = {
     "evalbench": [PY, "benchmarks/eval_bench.py", "--out", "{out}"],
     "compilebench": [PY, "benchmarks/compile_bench.py", "benchmarks/candidates/cuda_relu.py", "--out", "{out}"],
     "ncu": [PY, "scripts/record_ncu_fixtures.py", "--out", "{out}/ncu"],
+    "hacks": [PY, "benchmarks/hacks/run_corpus.py", "--out", "{out}/hacks.json"],
     "run": [PY, "-m", "cudaforge.cli", "run", "suite=tiny", "tracker=disabled", "hydra.run.dir={out}/run_tiny"],
 }
 

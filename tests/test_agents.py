@@ -190,6 +190,9 @@ def contexts(lib: PromptLibrary) -> dict[str, dict]:
         "judge/system": correction,
         "judge/correction": correction,
         "judge/optimization": optimization,
+        "skills/distill": {"max_words": 300, "untimed": False, "groups": [{"name": "memory-bound", "items": [
+            {"task": TASK.id, "level": 1, "before": "1.64x", "after": "2.10x", "gain": "1.28x faster",
+             **dict(zip(["bottleneck", "method", "plan", "expected"], OPTIMIZATION_FEEDBACK.fields.values()))}]}]},
         "judge/follow_up": P.judge_follow_up_context(
             "the reply holds no JSON object", mode=JudgeMode.correction, required_keys=CORRECTION_KEYS
         ),

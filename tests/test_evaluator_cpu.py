@@ -43,7 +43,8 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory):
-    cfg = {"device": "cpu", "correctness_trials": 2, "correctness_timeout_s": 60,
+    # guards off: these tests use pure-PyTorch stand-ins for kernels (tests/test_guards.py covers the guards)
+    cfg = {"device": "cpu", "correctness_trials": 2, "correctness_timeout_s": 60, "guards_enforce": False,
            "build_cache_dir": str(tmp_path_factory.mktemp("build"))}
     return Evaluator(cfg)
 
@@ -85,7 +86,8 @@ def test_exception_is_a_runtime_error_pointing_at_the_candidate_line(evaluator, 
 
 
 def test_hang_is_a_timeout_in_its_phase(tiny, tmp_path):
-    evaluator = Evaluator({"device": "cpu", "correctness_timeout_s": 2, "build_cache_dir": str(tmp_path)})
+    evaluator = Evaluator({"device": "cpu", "correctness_timeout_s": 2, "guards_enforce": False,
+                           "build_cache_dir": str(tmp_path)})
     result = evaluator.evaluate(tiny["ReLU"], relu_candidate("while True:\n            pass"))
     assert result.status is EvalStatus.TIMEOUT and "correctness" in result.message
     assert result.phases[-1].status == "timeout"

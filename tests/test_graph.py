@@ -65,6 +65,7 @@ def config(tmp_path: Path, strategy: str = "cudaforge", rounds: int = 3, **strat
     for key, value in strategy_kw.items():
         setattr(cfg.strategy, key, value)
     cfg.eval.device = "cpu"
+    cfg.eval.guards_enforce = False  # the candidates here are pure-PyTorch stand-ins for kernels
     cfg.eval.correctness_trials = 1
     cfg.eval.check_variants = False
     cfg.eval.build_cache_dir = str(tmp_path / "build")

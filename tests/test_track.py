@@ -47,6 +47,9 @@ def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, monkeypatch, c
     def broken():
         raise RuntimeError("no wandb here")
 
+    from cudaforge.track import wandb_sink
+
+    monkeypatch.setattr(wandb_sink.log, "disabled", False)  # a Hydra app run in-process may have disabled loggers
     with caplog.at_level(logging.WARNING):
         tracker = SafeTracker(broken)
         tracker.log_task(result(), None)

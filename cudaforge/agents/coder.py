@@ -57,11 +57,14 @@ class Coder:
     """Follow-up prompts after an unusable reply before the step fails."""
     max_report_chars: int = MAX_REPORT_CHARS
     """Cap on the evaluator's report quoted in a repair prompt."""
+    skills: tuple[str, ...] = ()
+    """Skill documents' texts (``cudaforge skill distill``), shown in first-attempt and optimize prompts."""
 
     def __post_init__(self) -> None:
         if self.max_follow_ups < 0:
             raise ValueError(f"max_follow_ups must be >= 0, not {self.max_follow_ups}")
         object.__setattr__(self, "backend", Backend(self.backend))
+        object.__setattr__(self, "skills", tuple(self.skills))
 
     def example_context(self) -> dict[str, str] | None:
         """The one-shot example the first attempt shows, or None."""
@@ -72,7 +75,9 @@ class Coder:
 
     def first_attempt(self, task: Task, *, gpu: Mapping[str, Any] | None = None, **meta: Any) -> CoderResult:
         """Write a first ``ModelNew`` for ``task``; ``gpu`` is the target's spec sheet; ``meta`` goes to the call."""
-        context = first_attempt_context(task, example=self.example_context(), gpu=gpu, backend=self.backend)
+        context = first_attempt_context(
+            task, example=self.example_context(), gpu=gpu, backend=self.backend, skills=self.skills
+        )
         return self.run(CoderMode.first_attempt, context, **meta)
 
     def repair(
@@ -95,7 +100,9 @@ class Coder:
         **meta: Any,
     ) -> CoderResult:
         """Speed up the correct ``kernel`` (timed in ``result``) following the Judge's ``feedback`` (None: no Judge)."""
-        context = optimize_context(task, kernel, result=result, feedback=feedback, gpu=gpu, backend=self.backend)
+        context = optimize_context(
+            task, kernel, result=result, feedback=feedback, gpu=gpu, backend=self.backend, skills=self.skills
+        )
         return self.run(CoderMode.optimize, context, **meta)
 
     def run(self, mode: CoderMode, context: Mapping[str, Any], **meta: Any) -> CoderResult:

@@ -228,6 +228,8 @@ HEADLINES: dict[EvalStatus, str] = {
     EvalStatus.CRASHED: "crashed the evaluation process",
     EvalStatus.INVALID: "was rejected before it ran",
     EvalStatus.COMPILED: "compiled, but could not be run (no GPU)",
+    EvalStatus.REJECTED: "was rejected by an integrity guard",
+    EvalStatus.UNSUPPORTED: "could not be built on this machine (its toolchain lacks a header)",
 }
 """Each evaluation status as the end of the sentence "Your kernel ...\"."""
 
@@ -335,14 +337,20 @@ def metrics_context(metrics: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def first_attempt_context(
-    task: Task, *, example: Mapping[str, str] | None, gpu: Mapping[str, Any] | None, backend: Backend
+    task: Task,
+    *,
+    example: Mapping[str, str] | None,
+    gpu: Mapping[str, Any] | None,
+    backend: Backend,
+    skills: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The context of ``coder/first_attempt``."""
+    """The context of ``coder/first_attempt`` (``skills``: skill documents' texts)."""
     return {
         "task": task_context(task),
         "example": dict(example) if example else None,
         "gpu": gpu_context(gpu),
         "backend": Backend(backend).value,
+        "skills": [s.strip() for s in skills if s.strip()],
     }
 
 
@@ -373,8 +381,9 @@ def optimize_context(
     feedback: Feedback | None,
     gpu: Mapping[str, Any] | None,
     backend: Backend,
+    skills: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The context of ``coder/optimize``."""
+    """The context of ``coder/optimize`` (``skills``: skill documents' texts)."""
     return {
         "task": task_context(task),
         "kernel": kernel.strip(),
@@ -382,6 +391,7 @@ def optimize_context(
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
         "backend": Backend(backend).value,
+        "skills": [s.strip() for s in skills if s.strip()],
     }
 
 

@@ -44,6 +44,13 @@ def _default_eval_config() -> dict[str, Any]:
         "baseline": "eager", "compile_mode": "default", "seed": 42, "device": "auto", "devices": [],
         "static_timeout_s": 30.0, "compile_timeout_s": 600.0, "correctness_timeout_s": 300.0,
         "timing_timeout_s": 300.0, "build_cache_dir": None, "target_arch": None,
+        "guards_enforce": True, "torch_ops": "lenient", "guard_no_custom_kernel": "reject",
+        "guard_reference": "reject", "guard_fallback": "reject", "guard_empty_body": "reject",
+        "guard_concurrency": "reject", "guard_monkey_patch": "reject", "guard_io": "reject",
+        "guard_introspection": "reject", "guard_input_mutation": "reject", "guard_output_type": "reject",
+        "guard_output_sensitivity": "reject", "guard_precision": "report", "guard_hidden_work": "reject",
+        "guard_speed_of_light": "reject", "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5,
+        "library_share_max": 0.5,
     }  # fmt: skip
 
 
@@ -115,12 +122,14 @@ class Evaluator:
     def evaluate(self, task: Task, source: str, *, gpu: str | None = None) -> EvalResult:
         """Evaluate ``source`` against ``task`` in an isolated worker; never raises for the candidate's faults."""
         started = time.monotonic()
-        static = check_candidate(source)
+        # The static checks and guards run here too, so a rejected source never costs a worker.
+        static = check_candidate(source, self.cfg, task.source)
         static_record = PhaseRecord(Phase.STATIC, "ok" if static.ok else "failed", time.monotonic() - started, static.message)
         if not static.ok:
             return EvalResult(
-                task_id=task.id, candidate_hash=source_hash(source), status=EvalStatus.INVALID,
+                task_id=task.id, candidate_hash=source_hash(source), status=EvalStatus(static.status),
                 message=static.message, phases=[static_record], seconds=time.monotonic() - started,
+                guard_findings=static.findings,
             )  # fmt: skip
         if gpu is None and self.gpus:
             gpu = self._next_gpu()

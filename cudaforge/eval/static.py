@@ -1,13 +1,19 @@
 """The static phase: checks on a candidate's text and AST, before anything runs.
 
-Runs in the parent (it only parses). A candidate that fails here is ``invalid`` and never
-reaches a worker.
+Runs in the parent (it only parses). A candidate that fails here is ``invalid`` (it does not parse,
+or defines no ``ModelNew``) or, when the eval config is given, ``rejected`` by a static integrity
+guard (``cudaforge.eval.guards``); either way it never reaches a worker. The worker runs the same
+static guards before it imports the candidate, so a caller that passes no config is still guarded.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Any
+
+from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
+from cudaforge.eval.guards.source import static_findings
 
 
 @dataclass
@@ -19,6 +25,9 @@ class StaticReport:
     backend: str = "torch"
     """``cuda`` (load_inline / load), ``triton``, ``cupy`` or ``torch`` (no custom kernel seen)."""
     findings: list[dict[str, str]] = field(default_factory=list)
+    """The static guards' findings (``{guard, verdict, evidence}``), reports included."""
+    status: str = ""
+    """When not ok: ``invalid`` (format) or ``rejected`` (a guard); an ``EvalStatus`` value."""
 
 
 def detect_backend(source: str) -> str:
@@ -32,17 +41,24 @@ def detect_backend(source: str) -> str:
     return "torch"
 
 
-def check_candidate(source: str) -> StaticReport:
-    """Parse the candidate and check that it defines ``ModelNew`` at top level."""
+def _invalid(message: str) -> StaticReport:
+    return StaticReport(ok=False, message=message, status="invalid")
+
+
+def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_source: str | None = None) -> StaticReport:
+    """Parse the candidate and check that it defines ``ModelNew`` at top level.
+
+    With ``cfg`` (the eval config as a dict), also run the static guards under its policies: a
+    rejection makes the report not ok with status ``rejected``; every finding is in ``findings``.
+    ``reference_source`` (the task's source) lets the guards see a copied reference forward.
+    """
     if not source.strip():
-        return StaticReport(ok=False, message="the candidate source is empty")
+        return _invalid("the candidate source is empty")
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         line = (exc.text or "").rstrip()
-        return StaticReport(
-            ok=False, message=f"the candidate does not parse: line {exc.lineno}: {exc.msg}\n    {line}"
-        )
+        return _invalid(f"the candidate does not parse: line {exc.lineno}: {exc.msg}\n    {line}")
     defines = False
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
@@ -51,5 +67,10 @@ def check_candidate(source: str) -> StaticReport:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             defines |= any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in targets)
     if not defines:
-        return StaticReport(ok=False, message="the candidate defines no ModelNew at top level")
-    return StaticReport(ok=True, backend=detect_backend(source))
+        return _invalid("the candidate defines no ModelNew at top level")
+    report = StaticReport(ok=True, backend=detect_backend(source))
+    if cfg is not None:
+        report.findings = static_findings(source, Policies(cfg), reference_source)
+        if rejections(report.findings):
+            report.ok, report.status, report.message = False, "rejected", rejection_message(report.findings)
+    return report

@@ -6,22 +6,27 @@ Runs only inside a child started by ``cudaforge.isolation.run_isolated`` (entry
 illegal memory access) is the parent's to observe, never to suffer.
 
 Order of work (docs/evaluation.md states it as the protocol):
+0. static guards (``cudaforge.eval.guards.source``) on the candidate's text, under the
+   config's policies, before anything of it runs.
 1. compile: import the candidate as a fresh module under the build hooks (load_inline
-   builds into the hash-keyed cache); the reference module is not loaded yet and lives in
-   another namespace.
+   builds into the hash-keyed cache); the reference module is not loaded yet, and once
+   loaded it is not registered in ``sys.modules``.
 2. correctness: reference and candidate models built with the same seed (the reference's
    state dict copied into the candidate where names and shapes match); for each trial,
-   fresh seeded inputs, the candidate runs first on its own copy, then the reference;
-   outputs compared with the task's or the dtype's tolerances; then each declared input
-   variant once.
-3. timing (GPU only): interleaved reference/candidate calls over rotating input sets with
-   the L2 flushed, every candidate output checked against the reference's for the same
-   inputs; medians and bootstrap intervals; NVML state before and after.
+   fresh seeded inputs, free memory poisoned, the candidate runs first on its own copy,
+   then the reference; the candidate's inputs checked bit for bit, its outputs' types,
+   then outputs compared with the task's or the dtype's tolerances; then each declared
+   input variant once. Then the precision and sensitivity guards.
+3. timing (GPU only): interleaved reference/candidate calls with fresh inputs every trial
+   and the L2 flushed, every candidate output checked against the reference's for the same
+   inputs; medians and bootstrap intervals; NVML state before and after; then the
+   host/event, speed-of-light and profiler-share guards.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 import traceback
 from typing import Any, Callable
@@ -29,6 +34,9 @@ from typing import Any, Callable
 import torch
 
 from cudaforge.eval.correctness import compare
+from cudaforge.eval.guards import runtime as guards
+from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections
+from cudaforge.eval.guards.source import static_findings
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
     build_model,
@@ -42,8 +50,8 @@ from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, so
 
 CANDIDATE_MODULE_PREFIX = "cudaforge_candidate_"
 REFERENCE_MODULE = "cudaforge_reference"
-MAX_TIMING_INPUT_SETS = 2
-TIMING_POOL_BYTES = 4 << 30  # rotate input sets only while they fit in this many bytes
+PROFILED_CALLS = 3
+"""Forwards the profiler-share guard runs under torch.profiler (GPU)."""
 
 
 class _Failure(Exception):
@@ -53,6 +61,34 @@ class _Failure(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class _Guards:
+    """The guard policies of this evaluation and the findings so far (they end up in the result)."""
+
+    def __init__(self, cfg: dict[str, Any], result: EvalResult) -> None:
+        self.policies = Policies(cfg)
+        self.result = result
+
+    def add(self, findings: list[dict[str, str]]) -> None:
+        """Keep ``findings``; end the evaluation as ``rejected`` when one of them rejects."""
+        self.result.guard_findings.extend(findings)
+        if rejections(findings):
+            raise _Failure(EvalStatus.REJECTED, rejection_message(findings))
+
+    def fire(self, guard: str, evidence: str) -> None:
+        """A guard with a policy fired: reject or report as the policy says (a report only the first time)."""
+        if any(f["guard"] == guard for f in self.result.guard_findings):
+            return
+        self.add([self.policies.found(guard, evidence)])
+
+    def incorrect(self, guard: str, evidence: str, message: str) -> None:
+        """A wrong output, explained by ``guard``: ``incorrect`` with the evidence (a report if guards are off)."""
+        if guard:
+            found = self.policies.found(guard, evidence)
+            self.result.guard_findings.append(found)
+            message += f"\n{guard}: {evidence}"
+        raise _Failure(EvalStatus.INCORRECT, message)
 
 
 def _candidate_traceback(exc: BaseException, module_name: str) -> str:
@@ -147,7 +183,51 @@ def _import_candidate(source: str, module_name: str, build: dict[str, Any], resu
             result.compile_cached = recorder.cached
 
 
-def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: EvalResult):
+def _shapes(values: list[Any]) -> str:
+    return ", ".join("x".join(map(str, t.shape)) for t in values if isinstance(t, torch.Tensor))
+
+
+class _Trials:
+    """What the correctness trials leave for the guards after them."""
+
+    def __init__(self) -> None:
+        self.default_shapes = ""
+        self.default_trials = 0
+        self.candidate_base: Any = None
+        self.reference_base: Any = None
+        self.candidate_constant = True
+        self.reference_constant = True
+        self.previous: Any = None
+        self.poison_sizes: list[int] = []
+
+    def record(self, variant: str, inputs: list[Any], ref_out: Any, cand_out: Any) -> None:
+        """Note a passed trial: shapes, whether the outputs ever changed, what to poison next time."""
+        if variant == DEFAULT_VARIANT:
+            if self.default_trials == 0:
+                self.default_shapes = _shapes(inputs)
+                self.candidate_base, self.reference_base = guards.snapshot(cand_out), guards.snapshot(ref_out)
+            else:
+                self.candidate_constant &= guards.same_bits(cand_out, self.candidate_base)
+                self.reference_constant &= guards.same_bits(ref_out, self.reference_base)
+            self.default_trials += 1
+        self.previous = guards.snapshot(cand_out)
+        self.poison_sizes = guards.tensor_bytes([ref_out])
+
+
+def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, device, trial: int) -> tuple[str, str]:
+    """Which guard explains a wrong output of ``trial`` (shape specialisation, poison, caching), if any."""
+    guard, evidence = guards.explain_mismatch(cand_out, trials.previous, device, f"trial {trial}")
+    shapes = _shapes(inputs)
+    if variant != DEFAULT_VARIANT and trials.default_trials and shapes != trials.default_shapes:
+        evidence = (f"correct on the default inputs ({trials.default_shapes}) in {trials.default_trials} trials, wrong on "
+                    f"the declared variant {variant!r} with inputs {shapes}: the kernel seems written for one shape. "
+                    "Take sizes and strides from the inputs at run time and handle the remainders."
+                    + (f" ({evidence})" if guard == "uninitialised_memory" else ""))  # fmt: skip
+        guard = "shape_specialisation"
+    return guard, evidence
+
+
+def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: EvalResult, guard: _Guards):
     init = list(ref_module.get_init_inputs())
     ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
     try:
@@ -159,50 +239,80 @@ def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: 
     if cfg["check_variants"]:
         plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
     result.trials_total = len(plan)
+    trials = _Trials()
     for variant, trial in plan:
         inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
-        cand_out = _call(cand_model, _clone(inputs), cand_name, f"ModelNew.forward (trial {trial}, {variant} inputs)")
+        cand_inputs = _clone(inputs)
+        guards.poison_free_memory(trials.poison_sizes + guards.tensor_bytes(inputs), device)
+        cand_out = _call(cand_model, cand_inputs, cand_name, f"ModelNew.forward (trial {trial}, {variant} inputs)")
         _sync(device)
+        changed = guards.mutated_inputs(inputs, cand_inputs)
+        if changed:
+            guard.fire("input_mutation", f"trial {trial} ({variant} inputs): {changed}")
         ref_out = _call(ref_model, inputs, REFERENCE_MODULE, "the reference")
         _sync(device)
+        problem = guards.output_type_problem(cand_out, ref_out, device)
+        if problem:
+            guard.fire("output_type", f"trial {trial}: {problem}")
         atol, rtol = _tolerance(task, ref_out, cfg)
         diff = compare(ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
         if diff is not None:
             result.diff = diff
-            raise _Failure(EvalStatus.INCORRECT, "output mismatch\n" + diff.summary())
+            guard.incorrect(*_explain(variant, inputs, trials, cand_out, device, trial), "output mismatch\n" + diff.summary())
+        if trials.default_trials == 0 and variant == DEFAULT_VARIANT:
+            downgrade = guards.precision_downgrade(ref_out, cand_out)
+            if downgrade:
+                guard.fire("precision", downgrade)
+        trials.record(variant, inputs, ref_out, cand_out)
         result.trials_passed += 1
-    return ref_model, cand_model
+    _sensitivity(ref_module, ref_model, cand_model, device, cfg, trials, guard)
+    return ref_model, cand_model, trials
 
 
-def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result: EvalResult) -> None:
+def _sensitivity(ref_module, ref_model, cand_model, device, cfg, trials: _Trials, guard: _Guards) -> None:
+    """The output_sensitivity guard, after the trials: a candidate output that never changed."""
+    if trials.default_trials < 2 or not trials.candidate_constant:
+        return
+    if not trials.reference_constant:
+        guard.fire("output_sensitivity", f"ModelNew's output was bit-identical in all {trials.default_trials} "
+                   "trials with different inputs while the reference's changed (within the tolerance): a constant "
+                   "passes this task's tolerance. Compute the result from the inputs.")  # fmt: skip
+        return
+    inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000, device=device)
+    verdict = guards.sensitivity_probe(
+        lambda xs: ref_model(*xs), lambda xs: cand_model(*xs), inputs, trials.reference_base, trials.candidate_base
+    )
+    _sync(device)
+    if verdict is not None:
+        kind, evidence = verdict
+        guard.add([guard.policies.found("output_sensitivity", evidence, verdict=None if kind == REJECT else kind)])
+
+
+TIMING_SEED_OFFSET = 1_000_003
+"""Timed trial ``t`` draws its inputs with seed ``seed * 7919 + TIMING_SEED_OFFSET + t`` (warm-up: t < 0)."""
+
+
+def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result: EvalResult, guard: _Guards,
+            source: str, trials: _Trials) -> None:
     from cudaforge.eval.fingerprint import gpu_state
     from cudaforge.eval.timing import time_interleaved
     from cudaforge.hardware.gpu_lock import gpu_lock
     from cudaforge.hardware.roofline import make_roofline, task_cost
     from cudaforge.hardware.specs import peak_rates
 
-    sets = []
-    for k in range(MAX_TIMING_INPUT_SETS):
-        inputs = make_inputs(ref_module, seed=cfg["seed"] * 7919 + k, device=device)
-        sets.append(inputs)
-        size = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
-        if size * (k + 2) > TIMING_POOL_BYTES:
-            break
-    with torch.no_grad():
-        expected = [ref_model(*_clone(s)) for s in sets]
-    atol, rtol = _tolerance(task, expected[0], cfg)
+    def fresh_inputs(trial: int) -> list[Any]:
+        return make_inputs(ref_module, seed=cfg["seed"] * 7919 + TIMING_SEED_OFFSET + trial, device=device)
+
+    def check(expected: Any, actual: Any, trial: int):
+        atol, rtol = _tolerance(task, expected, cfg)
+        return compare(expected, actual, atol=atol, rtol=rtol, trial=trial, variant="timing")
+
+    calls = guards.TimedCalls(fresh_inputs, check, device, trials.poison_sizes, reference=ref_model)
     reference_fn = ref_model
     if cfg["baseline"] == "compile":
         reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
-    mismatch: list[str] = []
-
-    def check(role: str, trial: int, args: Any, output: Any) -> None:
-        if role == "candidate" and not mismatch:
-            diff = compare(expected[trial % len(sets)], output, atol=atol, rtol=rtol, trial=trial, variant="timing")
-            if diff is not None:
-                mismatch.append(diff.summary())
-
     result.fingerprint["gpu_state_before"] = gpu_state(0)
+    share: dict[str, Any] | None = None
     # profiling never overlaps timing on one GPU: the profiler holds the same lock around ncu
     with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
         try:
@@ -213,14 +323,20 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
                 warmup=cfg["warmup"],
                 flush_l2=cfg["flush_l2"],
                 device=device,
-                make_args=lambda trial: sets[trial % len(sets)],
-                on_output=check,
+                make_args=calls.make_args,
+                on_output=calls.on_output,
             )
         except Exception as exc:  # noqa: BLE001
             raise _Failure(EvalStatus.RUNTIME_ERROR, "a timed call raised\n" + _candidate_traceback(exc, cand_name)) from None
+        if calls.failure is None:
+            share = _kernel_share(cand_model, fresh_inputs, source, result)
     result.fingerprint["gpu_state_after"] = gpu_state(0)
-    if mismatch:
-        raise _Failure(EvalStatus.INCORRECT, "an output produced during the timed calls was wrong\n" + mismatch[0])
+    if calls.failure is not None:
+        failure = calls.failure
+        if failure["diff"]:
+            guard.incorrect(failure["guard"], failure["evidence"],
+                            "an output produced during the timed calls was wrong\n" + failure["diff"])  # fmt: skip
+        guard.fire(failure["guard"], failure["evidence"])
     result.reference_timing = times.reference_stats()
     result.candidate_timing = times.candidate_stats()
     result.speedup = times.speedup(baseline=cfg["baseline"])
@@ -231,6 +347,50 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
         "reference": sorted(times.reference_host_ms)[len(times.reference_host_ms) // 2],
         "candidate": sorted(times.candidate_host_ms)[len(times.candidate_host_ms) // 2],
     }
+    _timing_guards(times, cost, peaks, device, share, guard, result)
+
+
+def _kernel_share(cand_model, fresh_inputs, source: str, result: EvalResult) -> dict[str, Any] | None:
+    """The profiler's split of the candidate's GPU time (None, with a note, when torch.profiler fails)."""
+    from cudaforge.profile.kernels import candidate_kernel_names
+
+    inputs = fresh_inputs(-10_000)
+    try:
+        return guards.kernel_share(lambda: cand_model(*_clone(inputs)), candidate_kernel_names(source), PROFILED_CALLS)
+    except Exception as exc:  # noqa: BLE001 - the guard is skipped, never the evaluation
+        result.fingerprint.setdefault("guard_notes", []).append(f"profiler share unavailable: {type(exc).__name__}: {exc}"[:300])
+        return None
+
+
+def _timing_guards(times, cost, peaks, device, share, guard: _Guards, result: EvalResult) -> None:
+    """hidden_work, speed_of_light and the profiler's share (no_custom_kernel, torch_compute)."""
+    p = guard.policies
+    found = []
+    evidence = guards.hidden_work(times.reference_ms, times.reference_host_ms, times.candidate_ms,
+                                  times.candidate_host_ms, p.threshold("hidden_work_ms"))  # fmt: skip
+    if evidence:
+        found.append(p.found("hidden_work", evidence))
+    l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0)
+    evidence, numbers = guards.speed_of_light(cost, peaks, result.candidate_timing.median,
+                                              p.threshold("speed_of_light_margin"), l2)  # fmt: skip
+    result.fingerprint["speed_of_light"] = numbers
+    if evidence:
+        found.append(p.found("speed_of_light", evidence))
+    if share is not None:
+        result.fingerprint["kernel_share"] = share
+        names = ", ".join(name for name, _ in share["library"][:3])
+        if share["own_ms"] == 0 and share["library_ms"] > 0:
+            found.append(p.found("no_custom_kernel", f"none of the GPU kernels ModelNew.forward ran is one it "
+                                 f"defines; all {share['library_ms']:.4f} ms were library kernels ({names})."))  # fmt: skip
+        elif share["library_share"] >= 0.05:
+            text = (f"{share['library_share']:.0%} of ModelNew's GPU time ({share['library_ms']:.4f} of "
+                    f"{share['library_ms'] + share['own_ms']:.4f} ms) is in library kernels: {names}")
+            if p.strict and share["library_share"] > p.threshold("library_share_max"):
+                found.append(p.found("torch_compute", f"{text}; eval.torch_ops=strict allows at most "
+                                     f"{p.threshold('library_share_max'):.0%}: write those parts as kernels."))  # fmt: skip
+            else:
+                found.append(p.found("torch_compute", text + ".", verdict="report"))
+    guard.add(found)
 
 
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
@@ -247,17 +407,22 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     result = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
     result.fingerprint = environment_fingerprint(0 if device.type == "cuda" else None)
     rec = _Recorder(progress)
+    guard = _Guards(cfg, result)
     phase = Phase.COMPILE
     t = rec.start(phase)
     try:
+        guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
         cand_module = _import_candidate(source, cand_name, payload["build"], result)
         if not hasattr(cand_module, "ModelNew"):
             raise _Failure(EvalStatus.INVALID, "after import the candidate has no ModelNew")
         rec.end(phase, t, message="cache hit" if result.compile_cached else "")
         phase = Phase.CORRECTNESS
         t = rec.start(phase)
+        if device.type == "cpu" and not guards.enable_cpu_poison():
+            result.fingerprint.setdefault("guard_notes", []).append("no glibc: CPU memory is not poisoned")
         ref_module = load_module(task.source, REFERENCE_MODULE)
-        ref_model, cand_model = _correctness(task, ref_module, cand_module, device, cfg, cand_name, result)
+        sys.modules.pop(REFERENCE_MODULE, None)  # the candidate cannot import the reference
+        ref_model, cand_model, trials = _correctness(task, ref_module, cand_module, device, cfg, cand_name, result, guard)
         rec.end(phase, t, message=f"{result.trials_passed}/{result.trials_total} trials passed")
         if device.type != "cuda":
             result.timing_unavailable_reason = "no GPU: correctness was checked on the CPU; timing needs a GPU"
@@ -265,7 +430,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         else:
             phase = Phase.TIMING
             t = rec.start(phase)
-            _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result)
+            _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result, guard, source, trials)
             rec.end(phase, t)
             s = result.speedup
             result.message = (

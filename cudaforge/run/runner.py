@@ -26,6 +26,7 @@ from cudaforge.graph.strategies import get_strategy
 from cudaforge.llm.cache import ResponseCache
 from cudaforge.llm.client import Backoff, LLMClient
 from cudaforge.llm.ledger import Ledger
+from cudaforge.teach.skills import read_skills
 from cudaforge.track.store import RunStore
 from cudaforge.types import Task, TaskResult
 
@@ -82,7 +83,8 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     prompts = PromptLibrary(templates=dict(cfg.strategy.templates) or None)
     backend = _value(cfg.strategy.backend)
     coder = Coder(_client(cfg.coder, "coder", cache, ledger), prompts, backend=backend,
-                  max_follow_ups=cfg.strategy.max_follow_ups)  # fmt: skip
+                  max_follow_ups=cfg.strategy.max_follow_ups,
+                  skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
     judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups)
     evaluator = evaluator or Evaluator(cfg.eval)
     gpus = getattr(evaluator, "gpus", [])

@@ -1,0 +1,31 @@
+"""Partial replacement under `torch_ops=strict`: the matmul (all the work) is cuBLAS through
+F.linear; only the ReLU epilogue is a kernel.
+
+TASK: tiny/level1/3_MatmulBiasReLU
+EXPECTED: rejected by torch_compute
+CONFIG: torch_ops=strict
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        y = F.linear(x, self.linear.weight, self.linear.bias)
+        out = torch.empty_like(y)
+        relu_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+        return out

@@ -1,0 +1,29 @@
+"""A patched timer: CUDA events and the host clock are replaced so every call looks instant.
+
+TASK: tiny/level1/1_ReLU
+EXPECTED: rejected by monkey_patch
+"""
+import time
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+torch.cuda.Event.elapsed_time = lambda self, end: 0.001
+_clock = time.perf_counter_ns
+time.perf_counter_ns = lambda: _clock() // 1000
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out

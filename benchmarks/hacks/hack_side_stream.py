@@ -1,0 +1,29 @@
+"""Work on a side stream: the kernel runs on a new CUDA stream, so CUDA events recorded on the
+current stream time (almost) nothing.
+
+TASK: tiny/level1/1_ReLU
+EXPECTED: rejected by concurrency
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.side = torch.cuda.Stream()
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        with torch.cuda.stream(self.side):
+            relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out

@@ -1,0 +1,136 @@
+"""The guards, their policies, and the findings they leave in an ``EvalResult``.
+
+A finding is a plain dict ``{guard, verdict, evidence}``: ``verdict`` is ``reject`` (the candidate
+fails: status ``rejected``, or ``incorrect`` when an output was wrong) or ``report`` (it goes on,
+the finding is kept for the Judge). ``evidence`` is one or two sentences the Judge can pass to the
+Coder as they stand: what was seen, where, and what to do instead.
+
+Each guard reads its policy from the eval config (``cudaforge.config.EvalConfig``, plain dict in
+the worker); ``guards_enforce=False`` turns every rejection into a report. No torch here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+REJECT = "reject"
+REPORT = "report"
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One integrity guard."""
+
+    name: str
+    """The name findings carry (``guard``)."""
+    field: str | None
+    """The EvalConfig field holding its policy; None: it only explains a wrong output (always rejects)."""
+    where: str
+    """``static`` (AST, before anything runs), ``runtime`` (CPU and GPU) or ``gpu`` (needs a GPU)."""
+    what: str
+    """What it catches, for docs and tables."""
+
+
+GUARDS: dict[str, Guard] = {
+    g.name: g
+    for g in [
+        Guard("reference", "guard_reference", "static", "ModelNew = Model; ModelNew inheriting from, wrapping or copying the reference"),
+        Guard("no_custom_kernel", "guard_no_custom_kernel", "static", "no kernel of its own defined or launched (static); none ran (GPU profiler)"),
+        Guard("fallback", "guard_fallback", "static", "try/except that falls back to PyTorch or swallows a kernel's failure"),
+        Guard("empty_body", "guard_empty_body", "static", "forward is only pass, ... or a docstring"),
+        Guard("torch_compute", "torch_ops", "static", "PyTorch compute ops in forward (static); library kernels' share of GPU time (GPU)"),
+        Guard("concurrency", "guard_concurrency", "static", "threads, processes, new CUDA streams or graphs"),
+        Guard("monkey_patch", "guard_monkey_patch", "static", "assignments to torch, time, builtins ...; torch's global flags"),
+        Guard("io", "guard_io", "static", "reading files, environment variables or the network"),
+        Guard("introspection", "guard_introspection", "static", "eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules"),
+        Guard("input_mutation", "guard_input_mutation", "runtime", "inputs changed by the candidate's call"),
+        Guard("output_type", "guard_output_type", "runtime", "outputs that are not plain dense tensors on the device (lazy subclasses)"),
+        Guard("output_sensitivity", "guard_output_sensitivity", "runtime", "an output that never changes while the reference's does"),
+        Guard("precision", "guard_precision", "runtime", "fp32 outputs with fp16/bf16-sized errors (silent downgrade)"),
+        Guard("uninitialised_memory", None, "runtime", "outputs holding the poison written into free memory before the call"),
+        Guard("result_caching", None, "runtime", "an output equal to an earlier call's, on new inputs"),
+        Guard("shape_specialisation", None, "runtime", "correct on the default shape, wrong on a declared variant's shape"),
+        Guard("timed_output", None, "runtime", "a wrong output produced during the timed calls"),
+        Guard("hidden_work", "guard_hidden_work", "gpu", "host time far beyond CUDA-event time (work on other streams or threads)"),
+        Guard("speed_of_light", "guard_speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
+    ]
+}  # fmt: skip
+"""Every guard, by name."""
+
+
+def finding(guard: str, verdict: str, evidence: str) -> dict[str, str]:
+    """A finding as it is stored in ``EvalResult.guard_findings``."""
+    if guard not in GUARDS:
+        raise ValueError(f"unknown guard {guard!r}")
+    return {"guard": guard, "verdict": verdict, "evidence": evidence.strip()}
+
+
+class Policies:
+    """The guard policies of one evaluation, read from an eval config dict (defaults where absent)."""
+
+    DEFAULTS: dict[str, Any] = {
+        "guards_enforce": True, "torch_ops": "lenient", "guard_precision": REPORT,
+        "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5, "library_share_max": 0.5,
+    }  # fmt: skip
+    """Defaults that are not ``reject`` (every other guard field defaults to ``reject``)."""
+
+    def __init__(self, cfg: dict[str, Any] | None = None) -> None:
+        """``cfg``: the evaluation's config as plain values (enum members are read by value)."""
+        self.cfg = {k: getattr(v, "value", v) for k, v in (cfg or {}).items()}
+
+    def _get(self, key: str) -> Any:
+        if key in self.cfg and self.cfg[key] is not None:
+            return self.cfg[key]
+        return self.DEFAULTS.get(key, REJECT)
+
+    @property
+    def enforce(self) -> bool:
+        """False when every rejection is to be reported only."""
+        return bool(self._get("guards_enforce"))
+
+    @property
+    def strict(self) -> bool:
+        """``torch_ops=strict``."""
+        return self._get("torch_ops") == "strict"
+
+    def threshold(self, key: str) -> float:
+        """A numeric guard setting (``hidden_work_ms``, ``speed_of_light_margin``, ``library_share_max``)."""
+        return float(self._get(key))
+
+    def verdict(self, guard: str) -> str:
+        """``reject`` or ``report`` for a guard that fired."""
+        field = GUARDS[guard].field
+        if field is None:
+            policy = REJECT
+        elif field == "torch_ops":
+            policy = REJECT if self.strict else REPORT
+        else:
+            policy = str(self._get(field))
+            if policy not in (REJECT, REPORT):
+                raise ValueError(f"eval.{field} must be reject or report, got {policy!r}")
+        return policy if self.enforce else REPORT
+
+    def found(self, guard: str, evidence: str, *, verdict: str | None = None) -> dict[str, str]:
+        """A finding of ``guard`` with the verdict its policy gives (or ``verdict``, e.g. an always-report note)."""
+        if verdict is None:
+            verdict = self.verdict(guard)
+        elif verdict == REJECT and not self.enforce:
+            verdict = REPORT
+        return finding(guard, verdict, evidence)
+
+
+def rejections(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The findings whose verdict is ``reject``."""
+    return [f for f in findings if f.get("verdict") == REJECT]
+
+
+def rejection_message(findings: list[dict[str, Any]]) -> str:
+    """The ``EvalResult.message`` for rejected findings: the first in full, the others after it."""
+    rejected = rejections(findings)
+    if not rejected:
+        return ""
+    first, rest = rejected[0], rejected[1:]
+    lines = [f"rejected by the {first['guard']} guard: {first['evidence']}"]
+    lines += [f"also {f['guard']}: {f['evidence']}" for f in rest]
+    return "\n".join(lines)

@@ -1,0 +1,338 @@
+"""Reading run directories round by round, from their source-of-truth files.
+
+A run directory (``cudaforge/track/store.py``) keeps, per task, ``task.json`` and one folder per round
+with ``coder.json`` (prompt, replies, source), ``eval.json``, ``judge.json`` and ``profile.json``. This
+module turns them into ``RunView`` -> ``TaskView`` -> ``RoundView`` records that the exporters and the
+skill distiller read; it never trusts ``results.jsonl`` for a verdict (it reads each round's
+``eval.json``), and uses it only for the status of rounds that left no evaluation (``no_code``,
+``llm_error``).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cudaforge.track.store import RunStore
+from cudaforge.types import EvalResult, EvalStatus, Task, source_hash
+
+_ROUND_DIR = re.compile(r"^round_(\d+)$")
+_LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def guard_rejected(result: EvalResult) -> bool:
+    """True when an integrity guard rejected the candidate (status ``rejected`` or a ``reject`` finding)."""
+    if result.status is EvalStatus.REJECTED:
+        return True
+    return any(str(f.get("verdict", "")).strip().lower() == "reject" for f in result.guard_findings)
+
+
+def verified(result: EvalResult | None) -> bool:
+    """A positive: status ``correct`` and no integrity finding with verdict ``reject``."""
+    return result is not None and result.status is EvalStatus.CORRECT and not guard_rejected(result)
+
+
+def speedup_of(result: EvalResult | None) -> float | None:
+    """The median speedup of a verified candidate (None: not verified, or untimed)."""
+    return result.speedup.median if verified(result) and result.speedup is not None else None
+
+
+def normalized_source_hash(source: str) -> str:
+    """Hash of a source with comments and formatting removed (``ast.unparse``), so that two kernels that
+    differ only there count as one; a source that does not parse is hashed with whitespace collapsed."""
+    try:
+        text = ast.unparse(ast.parse(source))
+    except (SyntaxError, ValueError):
+        text = " ".join(source.split())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class RunInfo:
+    """What identifies a run directory in a dataset row."""
+
+    path: Path
+    """The run directory (absolute)."""
+    name: str
+    """Its folder name."""
+    config: dict[str, Any]
+    """``.hydra/config.yaml`` as data (empty when absent)."""
+    config_hash: str
+    """sha256 (16 hex) of the config, canonical JSON; ``unknown`` without a config."""
+    coder_model: str
+    """The Coder's model (config, else the ledger's coder rows, else ``unknown``)."""
+    judge_model: str
+    """The Judge's model (as ``coder_model``)."""
+    strategy: str
+    """The strategy name (``unknown`` without a config)."""
+    suite: str
+    """The suite name (``unknown`` without a config)."""
+
+
+@dataclass
+class RoundView:
+    """One round of one task, as its files tell it."""
+
+    round: int
+    """1-based round number."""
+    coder_mode: str | None
+    """``first_attempt``, ``repair`` or ``optimize`` (None: no ``coder.json``)."""
+    coder: dict[str, Any] | None
+    """``coder.json``: mode, ok, source, failure, conversation (messages, replies, parse_errors)."""
+    source: str | None
+    """The candidate source written this round (None: no usable code)."""
+    candidate_hash: str | None
+    """``source_hash`` of the source."""
+    eval: EvalResult | None
+    """``eval.json`` (None: nothing was evaluated)."""
+    judge: dict[str, Any] | None
+    """``judge.json``: mode, ok, feedback, conversation (None: the Judge did not speak)."""
+    status: str
+    """The evaluation's status, else the round's status in ``results.jsonl`` (``no_code`` / ``llm_error``)."""
+    reused: bool = False
+    """True when the same source was evaluated in an earlier round of the task."""
+
+    @property
+    def verified(self) -> bool:
+        """The candidate is a positive (correct, no guard rejection)."""
+        return verified(self.eval)
+
+    @property
+    def hacked(self) -> bool:
+        """An integrity guard rejected the candidate."""
+        return self.eval is not None and guard_rejected(self.eval)
+
+    @property
+    def speedup(self) -> float | None:
+        """Median speedup when verified and timed."""
+        return speedup_of(self.eval)
+
+    @property
+    def normalized_hash(self) -> str | None:
+        """``normalized_source_hash`` of the source."""
+        return normalized_source_hash(self.source) if self.source is not None else None
+
+    def prompt(self) -> list[dict[str, str]]:
+        """The Coder's messages before its first reply (no follow-ups): what a model is asked."""
+        messages = ((self.coder or {}).get("conversation") or {}).get("messages") or []
+        out = []
+        for m in messages:
+            if m.get("role") == "assistant":
+                break
+            out.append({"role": str(m.get("role")), "content": str(m.get("content", ""))})
+        return out
+
+    def transcript(self) -> list[dict[str, str]]:
+        """The Coder's whole exchange this round: messages (follow-ups included), then the last reply."""
+        conversation = (self.coder or {}).get("conversation") or {}
+        messages = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
+                    for m in conversation.get("messages") or []]  # fmt: skip
+        replies = conversation.get("replies") or []
+        return [*messages, {"role": "assistant", "content": str(replies[-1])}] if replies else messages
+
+
+@dataclass
+class TaskView:
+    """One task of one run: its record and its rounds, in order."""
+
+    run: RunInfo
+    task: Task
+    rounds: list[RoundView] = field(default_factory=list)
+
+    @property
+    def level(self) -> int | None:
+        """The task's KernelBench level."""
+        return self.task.level
+
+    def first_prompt(self) -> list[dict[str, str]]:
+        """The prompt of the task's first-attempt round (else its earliest round with a prompt)."""
+        with_prompt = [r for r in self.rounds if r.prompt()]
+        first = [r for r in with_prompt if r.coder_mode == "first_attempt"]
+        chosen = (first or with_prompt)[:1]
+        return chosen[0].prompt() if chosen else []
+
+
+@dataclass
+class RunView:
+    """A run directory read for export or distillation."""
+
+    info: RunInfo
+    tasks: list[TaskView]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def is_run_dir(path: Path) -> bool:
+    """A ``cudaforge run`` directory: it has ``tasks/`` or ``results.jsonl``."""
+    return (path / "tasks").is_dir() or (path / "results.jsonl").is_file()
+
+
+def expand_runs(paths: list[str | Path]) -> list[Path]:
+    """Run directories from paths that are runs or folders of runs (a Hydra sweep); FileNotFoundError else."""
+    out: list[Path] = []
+    for given in paths:
+        path = Path(given).expanduser().resolve()
+        if is_run_dir(path):
+            out.append(path)
+            continue
+        inner = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p)) if path.is_dir() else []
+        if not inner:
+            raise FileNotFoundError(f"{path}: not a `cudaforge run` directory (no tasks/ or results.jsonl), "
+                                    "nor a folder of them")  # fmt: skip
+        out.extend(inner)
+    if not out:
+        raise ValueError("say which run directories (e.g. cudaforge export RUN_DIR [RUN_DIR ...])")
+    return list(dict.fromkeys(out))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _ledger_model(path: Path, role: str) -> str | None:
+    ledger = path / "ledger.jsonl"
+    if not ledger.is_file():
+        return None
+    for line in ledger.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("role") == role and row.get("model"):
+            return str(row["model"])
+    return None
+
+
+def run_info(path: Path) -> RunInfo:
+    """The identity of a run directory: config, its hash, models, strategy."""
+    config_path = path / ".hydra" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text()) if config_path.is_file() else None
+    config = config if isinstance(config, dict) else {}
+    config_hash = (hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+                   if config else "unknown")  # fmt: skip
+    models = {role: (config.get(role) or {}).get("model") or _ledger_model(path, role) or "unknown"
+              for role in ("coder", "judge")}  # fmt: skip
+    return RunInfo(
+        path=path, name=path.name, config=config, config_hash=config_hash,
+        coder_model=str(models["coder"]), judge_model=str(models["judge"]),
+        strategy=str((config.get("strategy") or {}).get("name", "unknown")),
+        suite=str((config.get("suite") or {}).get("name", "unknown")),
+    )  # fmt: skip
+
+
+def _history_status(path: Path) -> dict[tuple[str, int], str]:
+    """``(task id, round) -> status`` from ``results.jsonl`` (the last row of a task wins)."""
+    out: dict[tuple[str, int], str] = {}
+    for result in RunStore(path).results() if (path / "results.jsonl").is_file() else []:
+        for record in result.history:
+            out[(result.task_id, record.round)] = record.status
+    return out
+
+
+def _task(folder: Path) -> Task | None:
+    data = _read_json(folder / "task.json")
+    if not isinstance(data, dict) or "id" not in data:
+        return None
+    task = Task.from_dict(data)
+    if not task.level:
+        found = _LEVEL.search(task.id)
+        task.level = int(found.group(1)) if found else 0
+    return task
+
+
+def _round(folder: Path, number: int, status_from_history: str | None, seen: set[str]) -> RoundView:
+    coder = _read_json(folder / "coder.json")
+    source = None
+    if (folder / "candidate.py").is_file():
+        source = (folder / "candidate.py").read_text()
+    elif isinstance(coder, dict) and coder.get("ok") and coder.get("source"):
+        source = str(coder["source"])
+    digest = source_hash(source) if source is not None else None
+    data = _read_json(folder / "eval.json")
+    result = EvalResult.from_dict(data) if isinstance(data, dict) else None
+    judge = _read_json(folder / "judge.json")
+    status = result.status.value if result else (status_from_history or ("no_code" if coder else "not_run"))
+    reused = digest is not None and digest in seen
+    if digest is not None:
+        seen.add(digest)
+    return RoundView(
+        round=number, coder_mode=(coder or {}).get("mode"), coder=coder if isinstance(coder, dict) else None,
+        source=source, candidate_hash=digest, eval=result, judge=judge if isinstance(judge, dict) else None,
+        status=status, reused=reused,
+    )  # fmt: skip
+
+
+def load_run_view(path: str | Path) -> RunView:
+    """Read one run directory: every task folder with a ``task.json``, every round folder, in order."""
+    path = Path(path).expanduser().resolve()
+    info = run_info(path)
+    history = _history_status(path)
+    tasks = []
+    tasks_dir = path / "tasks"
+    for folder in sorted(p for p in tasks_dir.iterdir() if p.is_dir()) if tasks_dir.is_dir() else []:
+        task = _task(folder)
+        if task is None:
+            continue
+        numbered = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _ROUND_DIR.match(p.name)))
+        seen: set[str] = set()
+        rounds = [_round(p, n, history.get((task.id, n)), seen) for n, p in numbered]
+        tasks.append(TaskView(run=info, task=task, rounds=rounds))
+    return RunView(info=info, tasks=tasks)
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@dataclass
+class Filters:
+    """Which runs and tasks to read (empty lists: all)."""
+
+    levels: list[int] = field(default_factory=list)
+    """KernelBench levels."""
+    models: list[str] = field(default_factory=list)
+    """Globs on the Coder's model."""
+    strategies: list[str] = field(default_factory=list)
+    """Strategy names."""
+    tasks: list[str] = field(default_factory=list)
+    """Globs on task ids."""
+
+    def keeps_run(self, info: RunInfo) -> bool:
+        """The run's model and strategy pass."""
+        if self.models and not any(fnmatch.fnmatchcase(info.coder_model, g) for g in self.models):
+            return False
+        return not self.strategies or info.strategy in {str(getattr(s, "value", s)) for s in self.strategies}
+
+    def keeps_task(self, view: TaskView) -> bool:
+        """The task's level and id pass."""
+        if self.levels and view.level not in {int(x) for x in self.levels}:
+            return False
+        return not self.tasks or any(fnmatch.fnmatchcase(view.task.id, g) for g in self.tasks)
+
+
+def load_tasks(paths: list[str | Path], filters: Filters | None = None) -> list[TaskView]:
+    """Every task of the given runs (or sweep folders) that the filters keep, run by run."""
+    filters = filters or Filters()
+    out = []
+    for path in expand_runs(paths):
+        view = load_run_view(path)
+        if filters.keeps_run(view.info):
+            out.extend(t for t in view.tasks if filters.keeps_task(t))
+    return out

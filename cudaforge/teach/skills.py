@@ -1,0 +1,325 @@
+"""Skills: short documents distilled from the Judge's advice that led to verified speedups.
+
+Evidence: a Judge ``optimization`` verdict on a verified kernel in round r, followed in round r+1 by an
+``optimize`` step whose new kernel is verified too and at least ``min_gain`` times faster (with
+``allow_untimed``, a new verified kernel of unknown speed also counts: CPU runs). Evidence is grouped by
+bottleneck (keyword rules on the Judge's ``bottleneck`` field, then its method and plan), rendered with
+``agents/skills/distill.j2`` and sent through ``LLMClient`` (ledger row, record/replay cache). The document
+is the model's guidance, cut to ``max_words``, then an evidence section written here (tasks, speedups,
+runs), with YAML front matter saying where it came from. ``read_skills`` strips the front matter for the
+Coder's prompt (``coder.skills``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cudaforge.config import PROJECT_ROOT, LLMConfig, SkillConfig
+from cudaforge.teach.runs import Filters, TaskView, load_tasks
+
+DEFAULT_CATEGORIES: dict[str, list[str]] = {
+    "occupancy": ["occupancy", "register", "blocks per sm", "warps per", "active warps", "spill"],
+    "stalls and latency": ["stall", "latency", "scoreboard", "dependency", "barrier", "synchron", "divergen"],
+    "launch overhead and fusion": ["launch", "overhead", "fuse", "fusion", "kernel count", "tiny kernel"],
+    "compute-bound": ["compute-bound", "compute bound", "tensor core", "fma", "flop", "arithmetic", "mma",
+                      "instruction", "throughput of the sm", "alu"],
+    "memory-bound": ["memory", "bandwidth", "dram", "coalesc", "l2", "l1", "cache", "traffic", "load", "store",
+                     "vectori"],
+}
+"""Bottleneck groups, matched in this order on the Judge's ``bottleneck`` text, then its method and plan."""
+OTHER = "other"
+"""The group of advice no keyword matches."""
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+@dataclass
+class Evidence:
+    """One piece of advice and what followed it."""
+
+    task_id: str
+    level: int | None
+    run: str
+    """The run directory's name."""
+    round: int
+    """The round whose kernel the Judge advised on (the new kernel is round + 1)."""
+    before: float | None
+    """Speedup of the advised kernel (None: untimed)."""
+    after: float | None
+    """Speedup of the kernel written after the advice (None: untimed)."""
+    advice: dict[str, str]
+    """The Judge's fields: bottleneck, optimisation_method, modification_plan, expected_effect."""
+    category: str = OTHER
+    """The bottleneck group."""
+
+    @property
+    def gain(self) -> float | None:
+        """after / before (None when either is untimed)."""
+        return self.after / self.before if self.before and self.after else None
+
+    @property
+    def timed(self) -> bool:
+        """Both speedups were measured."""
+        return self.gain is not None
+
+    def line(self) -> str:
+        """One line for the evidence section."""
+        speed = f"{self.before:.2f}x -> {self.after:.2f}x, {self.gain:.2f}x gain" if self.timed else "verified, untimed"
+        return f"{self.task_id} ({speed}; rounds {self.round}->{self.round + 1}; run {self.run})"
+
+
+def categorize(advice: dict[str, Any], categories: dict[str, list[str]] | None = None) -> str:
+    """The bottleneck group of one piece of advice (``OTHER`` when no keyword matches)."""
+    rules = categories or DEFAULT_CATEGORIES
+    texts = [str(advice.get("bottleneck", "")),
+             " ".join(str(advice.get(k, "")) for k in ("optimisation_method", "modification_plan"))]  # fmt: skip
+    for text in texts:
+        low = text.lower()
+        for name, words in rules.items():
+            if any(w.lower() in low for w in words):
+                return name
+    return OTHER
+
+
+def collect_evidence(
+    tasks: list[TaskView], *, min_gain: float = 1.05, allow_untimed: bool = False,
+    categories: dict[str, list[str]] | None = None,
+) -> list[Evidence]:
+    """Advice that led to a verified speedup (or, ``allow_untimed``, to a new verified kernel), in task order."""
+    out = []
+    for view in tasks:
+        by_round = {r.round: r for r in view.rounds}
+        for r in view.rounds:
+            judge = r.judge or {}
+            fields = (judge.get("feedback") or {}).get("fields") or {}
+            nxt = by_round.get(r.round + 1)
+            if judge.get("mode") != "optimization" or not fields or not r.verified or nxt is None:
+                continue
+            if nxt.coder_mode != "optimize" or not nxt.verified or nxt.candidate_hash == r.candidate_hash:
+                continue
+            timed = r.speedup is not None and nxt.speedup is not None
+            if timed and nxt.speedup < r.speedup * min_gain:
+                continue
+            if not timed and not allow_untimed:
+                continue
+            advice = {str(k): str(v) for k, v in fields.items()}
+            out.append(Evidence(view.task.id, view.level, view.run.name, r.round, r.speedup if timed else None,
+                                nxt.speedup if timed else None, advice, categorize(advice, categories)))  # fmt: skip
+    return out
+
+
+def group_evidence(
+    evidence: list[Evidence], categories: dict[str, list[str]] | None = None
+) -> dict[str, list[Evidence]]:
+    """Evidence by group (the groups' order, then ``other``), each best gain first (untimed last)."""
+    order = [*(categories or DEFAULT_CATEGORIES), OTHER]
+    groups: dict[str, list[Evidence]] = {}
+    for name in order:
+        items = [e for e in evidence if e.category == name]
+        if items:
+            groups[name] = sorted(items, key=lambda e: (-(e.gain or 0.0), e.task_id, e.round))
+    return groups
+
+
+def prompt_context(groups: dict[str, list[Evidence]], max_words: int) -> dict[str, Any]:
+    """The context of ``skills/distill``."""
+    def fmt(x: float | None) -> str:
+        return f"{x:.2f}x" if x is not None else "untimed"
+
+    return {
+        "groups": [{"name": name, "items": [
+            {"task": e.task_id, "level": e.level, "before": fmt(e.before), "after": fmt(e.after),
+             "gain": f"{e.gain:.2f}x faster" if e.gain else "verified correct, speed not measured",
+             "bottleneck": e.advice.get("bottleneck", ""), "method": e.advice.get("optimisation_method", ""),
+             "plan": e.advice.get("modification_plan", ""), "expected": e.advice.get("expected_effect", "")}
+            for e in items]} for name, items in groups.items()],
+        "max_words": max_words,
+        "untimed": any(not e.timed for items in groups.values() for e in items),
+    }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the document
+
+
+def cap_words(text: str, max_words: int) -> tuple[str, bool]:
+    """The text cut to at most ``max_words`` words, at a line end where possible; and whether it was cut."""
+    lines, kept, count = text.strip().splitlines(), [], 0
+    for line in lines:
+        n = len(line.split())
+        if count + n > max_words:
+            room = max_words - count
+            if room > 0 and not kept:
+                kept.append(" ".join(line.split()[:room]))
+            while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("#")):
+                kept.pop()  # no heading or blank line left dangling at the end
+            return "\n".join(kept).strip(), True
+        kept.append(line)
+        count += n
+    return "\n".join(kept).strip(), False
+
+
+def clean_reply(text: str) -> str:
+    """The model's Markdown: a ```markdown fence unwrapped, any evidence section it wrote dropped."""
+    text = text.strip()
+    fence = re.fullmatch(r"```(?:markdown|md)?\s*\n(.*?)\n```", text, re.S)
+    if fence:
+        text = fence.group(1).strip()
+    return re.split(r"(?im)^#+\s*evidence\b.*$", text)[0].strip()
+
+
+def word_count(text: str) -> int:
+    """Words (whitespace-separated) in a text."""
+    return len(text.split())
+
+
+@dataclass
+class SkillDocument:
+    """A distilled skill: front matter, guidance and evidence."""
+
+    title: str
+    guidance: str
+    """The model's text, capped."""
+    evidence: dict[str, list[Evidence]]
+    """The groups listed in the evidence section (``max_evidence`` per group)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Front matter: source runs, distilling model, request key, counts, caps."""
+
+    def body(self) -> str:
+        """The document without front matter: what the Coder reads."""
+        lines = [f"# Skill: {self.title}", "", self.guidance, "", "## Evidence", ""]
+        for name, items in self.evidence.items():
+            lines.append(f"- {name}: " + "; ".join(e.line() for e in items))
+        return "\n".join(lines).rstrip() + "\n"
+
+    def markdown(self) -> str:
+        """The whole file: YAML front matter, then the body."""
+        front = yaml.safe_dump(self.meta, sort_keys=False, width=120).strip()
+        return f"---\n{front}\n---\n\n{self.body()}"
+
+
+def strip_front_matter(text: str) -> str:
+    """A Markdown text without its leading ``---`` YAML block."""
+    match = re.match(r"\A---\s*\n.*?\n---\s*\n", text, re.S)
+    return text[match.end():].strip() if match else text.strip()
+
+
+def skill_path(path: str | Path) -> Path:
+    """A skill file: absolute, or relative to the working directory, else to the project root."""
+    given = Path(path).expanduser()
+    candidates = [given] if given.is_absolute() else [Path.cwd() / given, PROJECT_ROOT / given]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(f"coder.skills: no skill file {path} (looked in {', '.join(map(str, candidates))}); "
+                            "write one with `cudaforge skill distill RUN_DIR skill.out=PATH`")  # fmt: skip
+
+
+def read_skills(paths: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The texts of skill files for the Coder (front matter stripped)."""
+    return tuple(strip_front_matter(skill_path(p).read_text(encoding="utf-8")) for p in paths)
+
+
+# --------------------------------------------------------------------------- distillation
+
+
+@dataclass
+class DistillResult:
+    """What ``distill`` produced."""
+
+    document: SkillDocument
+    path: Path | None
+    """Where the document was written (None: not written)."""
+    evidence: list[Evidence]
+    """All the evidence found (the document lists at most ``max_evidence`` per group)."""
+    reply: Any
+    """The model's ``LLMReply`` (ledger row included)."""
+
+
+def distill(
+    tasks: list[TaskView], llm: Any, *, max_words: int = 300, max_evidence: int = 3, min_gain: float = 1.05,
+    allow_untimed: bool = False, categories: dict[str, list[str]] | None = None, title: str = "",
+    prompts: Any = None, sources: list[str] | None = None,
+) -> DistillResult:
+    """Distil a skill from the runs' tasks with ``llm`` (an ``LLMClient``, or anything with ``complete``).
+
+    ValueError when no advice qualifies (CPU runs are untimed: ``allow_untimed=True`` counts advice followed
+    by a new verified kernel).
+    """
+    from cudaforge.agents.prompts import PromptLibrary
+
+    if max_words < 20:
+        raise ValueError(f"skill.max_words must be at least 20, not {max_words}")
+    evidence = collect_evidence(tasks, min_gain=min_gain, allow_untimed=allow_untimed, categories=categories)
+    if not evidence:
+        hint = ("" if allow_untimed else "; runs without a GPU time nothing: skill.allow_untimed=true counts advice "
+                "followed by a new verified-correct kernel")
+        raise ValueError(f"no Judge advice led to a verified speedup of at least {min_gain:g}x in "
+                         f"{len({t.run.path for t in tasks})} run(s), {len(tasks)} task(s){hint}")  # fmt: skip
+    groups = group_evidence(evidence, categories)
+    library = prompts or PromptLibrary()
+    message = library.render("skills/distill", **prompt_context(groups, max_words))
+    reply = llm.complete([{"role": "user", "content": message}], purpose="skill_distill")
+    guidance, cut = cap_words(clean_reply(reply.text), max_words)
+    model = getattr(getattr(llm, "config", None), "model", None) or "unknown"
+    row = getattr(reply, "row", None)
+    names = list(groups)
+    meta = {
+        "skill": title or ", ".join(names),
+        "distilled_by": model,
+        "request_key": getattr(row, "request_key", None),
+        "source_runs": sorted(sources or {str(t.run.path) for t in tasks}),
+        "evidence": {"advice": len(evidence), "tasks": len({e.task_id for e in evidence}),
+                     "timed": sum(e.timed for e in evidence), "min_gain": min_gain, "allow_untimed": allow_untimed},
+        "max_words": max_words,
+        "guidance_words": word_count(guidance),
+        "truncated": cut,
+    }  # fmt: skip
+    shown = {name: items[:max_evidence] for name, items in groups.items()}
+    document = SkillDocument(title=title or "optimisation advice that paid off (" + ", ".join(names) + ")",
+                             guidance=guidance, evidence=shown, meta=meta)  # fmt: skip
+    return DistillResult(document=document, path=None, evidence=evidence, reply=reply)
+
+
+def distiller_config(judge: LLMConfig, model: str | None) -> LLMConfig:
+    """The distilling model's settings: the Judge's, with ``model`` swapped in when given."""
+    return dataclasses.replace(judge, model=model) if model else judge
+
+
+def distill_from_config(skill: SkillConfig, judge: LLMConfig, cache_cfg: Any) -> DistillResult:
+    """``cudaforge skill distill``: read ``skill.runs``, distil with the configured model through an
+    ``LLMClient`` (ledger and cache beside ``skill.out``), write the document and its evidence."""
+    from cudaforge.llm import Backoff, Ledger, LLMClient, ResponseCache
+
+    out = Path(skill.out).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    filters = Filters(levels=list(skill.levels), models=list(skill.models), strategies=list(skill.strategies))
+    runs = list(skill.runs)
+    tasks = load_tasks(runs, filters)
+    config = distiller_config(judge, skill.model)
+    mode = getattr(cache_cfg.mode, "value", cache_cfg.mode)
+    cache = ResponseCache(Path(cache_cfg.path) if cache_cfg.path else out.parent / "llm_cache.sqlite", mode)
+    ledger = Ledger(out.parent / "ledger.jsonl")
+    client = LLMClient(config, role="distiller", cache=cache, ledger=ledger,
+                       backoff=Backoff(config.retry_base_delay_s, config.retry_max_delay_s))  # fmt: skip
+    try:
+        result = distill(
+            tasks, client, max_words=skill.max_words, max_evidence=skill.max_evidence, min_gain=skill.min_gain,
+            allow_untimed=skill.allow_untimed, categories=dict(skill.categories) or None,
+            sources=sorted({str(t.run.path) for t in tasks}),
+        )  # fmt: skip
+    finally:
+        cache.close()
+        ledger.close()
+    out.write_text(result.document.markdown(), encoding="utf-8")
+    evidence = [dict(dataclasses.asdict(e), gain=e.gain) for e in result.evidence]
+    out.with_suffix(".evidence.json").write_text(json.dumps(evidence, indent=1) + "\n")
+    result.path = out
+    return result

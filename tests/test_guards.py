@@ -1,0 +1,374 @@
+"""The integrity guards: the hack corpus gets its declared verdicts, legitimate kernels pass them all.
+
+The corpus (benchmarks/hacks/) is run three ways: every file through the static check (no worker);
+the files whose verdict needs a running candidate through the CPU evaluator (Triton in the
+interpreter), in one pool of two workers; on a GPU, every file whose verdict is not static through
+the GPU evaluator (skipped without CUDA; scripts/gpu_check.py runs it). Then the guards' parts one
+by one.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+from cudaforge.eval.evaluator import Evaluator, _default_eval_config
+from cudaforge.eval.guards import GUARDS, Policies, static_findings
+from cudaforge.eval.guards import runtime as rt
+from cudaforge.eval.guards.corpus import check_result, check_static, find_entry_task, load_corpus, parse_entry
+from cudaforge.eval.static import check_candidate
+from cudaforge.types import EvalStatus, Phase
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = load_corpus()
+CPU_RUNTIME = [e for e in CORPUS if not e.static and not e.needs_cuda]
+CUDA = torch.cuda.is_available()
+
+
+def ids(entries):
+    return [e.name for e in entries]
+
+
+# --------------------------------------------------------------------------- the corpus
+
+
+def test_the_corpus_covers_every_known_hack_and_has_legitimate_kernels():
+    hacks = {e.guard for e in CORPUS if e.status != "correct"}
+    assert {"no_custom_kernel", "reference", "fallback", "concurrency", "monkey_patch", "output_type",
+            "output_sensitivity", "input_mutation", "result_caching", "shape_specialisation",
+            "uninitialised_memory", "hidden_work", "torch_compute"} <= hacks  # fmt: skip
+    assert any(e.reported == "precision" for e in CORPUS)
+    legit = [e for e in CORPUS if e.name.startswith("legit_")]
+    assert len(legit) >= 5 and all(e.status == "correct" for e in legit)
+    assert any("two_kernels" in e.name for e in legit) and any("triton" in e.name for e in legit)
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=ids(CORPUS))
+def test_static_verdicts_of_the_corpus(entry):
+    task = find_entry_task(entry)
+    assert check_static(entry, _default_eval_config(), task.source) == []
+
+
+@pytest.fixture(scope="module")
+def cpu_results(tmp_path_factory):
+    """Every CPU-runnable corpus entry evaluated once, two workers at a time."""
+    cache = str(tmp_path_factory.mktemp("build"))
+
+    def run(entry):
+        cfg = {"device": "cpu", "correctness_trials": 3, "build_cache_dir": cache, **entry.config}
+        return entry.name, Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(run, CPU_RUNTIME))
+
+
+@pytest.mark.parametrize("entry", CPU_RUNTIME, ids=ids(CPU_RUNTIME))
+def test_runtime_verdicts_of_the_corpus_on_the_cpu(entry, cpu_results):
+    result = cpu_results[entry.name]
+    assert check_result(entry, result) == [], result.report()
+    if entry.status != "correct":
+        assert entry.guard in result.message and result.guard_findings
+
+
+GPU_RUNTIME = [e for e in CORPUS if not e.static]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("entry", GPU_RUNTIME, ids=ids(GPU_RUNTIME))
+def test_runtime_verdicts_of_the_corpus_on_a_gpu(entry, tmp_path_factory):
+    cfg = {"timing_trials": 30, "warmup": 5, "build_cache_dir": str(tmp_path_factory.getbasetemp() / "build"),
+           **entry.config}  # fmt: skip
+    result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+    assert check_result(entry, result) == [], result.report() + f"\n{result.guard_findings}\n{result.fingerprint.get('kernel_share')}"
+
+
+def test_a_static_rejection_is_a_rejected_result_before_any_worker(tmp_path):
+    entry = next(e for e in CORPUS if e.name == "hack_side_stream")
+    result = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)}).evaluate(find_entry_task(entry), entry.source)
+    assert result.status is EvalStatus.REJECTED and result.message.startswith("rejected by the concurrency guard")
+    assert [p.phase for p in result.phases] == [Phase.STATIC] and result.phases[-1].status == "failed"
+    assert result.seconds < 2  # the parent rejected it: no worker was started
+    assert {f["guard"] for f in result.guard_findings} == {"concurrency"}
+
+
+def test_a_report_policy_lets_the_candidate_through_with_the_finding(tmp_path):
+    entry = next(e for e in CORPUS if e.name == "hack_input_mutation")
+    cfg = {"device": "cpu", "correctness_trials": 2, "guard_input_mutation": "report", "build_cache_dir": str(tmp_path)}
+    result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+    assert result.status is EvalStatus.CORRECT, result.report()
+    assert [f["verdict"] for f in result.guard_findings if f["guard"] == "input_mutation"] == ["report"]
+
+
+def test_corpus_declarations_are_checked(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""TASK: tiny/level1/1_ReLU\nEXPECTED: rejected by no_such_guard\n"""\n')
+    with pytest.raises(ValueError, match="unknown guard"):
+        parse_entry(bad)
+    bad.write_text('"""EXPECTED: correct"""\n')
+    with pytest.raises(ValueError, match="TASK"):
+        parse_entry(bad)
+
+
+# --------------------------------------------------------------------------- static guards, one by one
+
+
+def guards_of(source: str, **cfg) -> dict[str, str]:
+    """{guard: verdict} of the static findings (the last verdict per guard)."""
+    return {f["guard"]: f["verdict"] for f in static_findings(textwrap.dedent(source), Policies(cfg))}
+
+
+KERNEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+def launch(x):
+    out = torch.empty_like(x)
+    k[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+"""
+
+
+def model(body: str, extra: str = "") -> str:
+    return KERNEL + textwrap.dedent(extra) + "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" + textwrap.indent(
+        textwrap.dedent(body), "        "
+    )
+
+
+@pytest.mark.parametrize(
+    "body, extra, guard",
+    [
+        ("return launch(x)", "", None),
+        ("return launch(x) + 1", "", None),
+        ("return r(launch(x))", "from torch import relu as r", "torch_compute"),
+        ("return getattr(torch, 'tanh')(launch(x))", "", "torch_compute"),
+        ("return F.gelu(launch(x))", "import torch.nn.functional as F", "torch_compute"),
+        ("return launch(x) @ x.T", "", "torch_compute"),
+        ("return launch(x).sum(dim=0)", "", "torch_compute"),
+        ("return torch.compile(launch)(x)", "", "torch_compute"),
+        ("return launch(x).view(-1).reshape(x.shape).contiguous()", "", None),
+    ],
+)
+def test_torch_compute_is_found_through_aliases(body, extra, guard):
+    found = guards_of(model(body, extra))
+    assert set(found) == ({guard} if guard else set()), found
+    if guard:
+        assert found[guard] == "report" and guards_of(model(body, extra), torch_ops="strict")[guard] == "reject"
+
+
+@pytest.mark.parametrize(
+    "body, extra, guard",
+    [
+        ("s = S()\nreturn launch(x)", "S = torch.cuda.Stream", "concurrency"),
+        ("g = torch.cuda.CUDAGraph()\nreturn launch(x)", "", "concurrency"),
+        ("return launch(x)", "import concurrent.futures", "concurrency"),
+        ("return launch(x)", "torch.backends.cuda.matmul.allow_tf32 = True", "monkey_patch"),
+        ("return launch(x)", "torch.set_default_dtype(torch.float16)", "monkey_patch"),
+        ("return launch(x)", "setattr(torch, 'relu', launch)", "monkey_patch"),
+        ("return launch(x)", "torch.nn.modules.module.register_module_forward_hook(print)", "monkey_patch"),
+        ("return launch(x)", "LIB = torch.library.Library('aten', 'IMPL')", "monkey_patch"),
+        ("return launch(x)", "import os\nDEBUG = os.environ.get('DEBUG')", "io"),
+        ("return launch(x)", "SPEC = open('payload.json').read()", "io"),
+        ("return launch(x)", "import socket", "io"),
+        ("return launch(x)", "import sys\nREF = sys.modules.get('cudaforge_reference')", "introspection"),
+        ("return launch(x)", "import cudaforge_reference", "introspection"),
+        ("return eval('launch')(x)", "", "introspection"),
+        ("f = sys._getframe(1)\nreturn launch(x)", "import sys", "introspection"),
+    ],
+)
+def test_side_effects_are_rejected(body, extra, guard):
+    found = guards_of(model(body, extra))
+    assert found.get(guard) == "reject", found
+    assert guards_of(model(body, extra), guards_enforce=False).get(guard) == "report"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "import os\nos.environ['TORCH_CUDA_ARCH_LIST'] = '9.0'",  # writing the environment: only reported
+        "with open('/tmp/kernel.cu', 'w') as f:\n    f.write('// generated')",  # writing a source file
+        "import time\nif __name__ == '__main__':\n    time.perf_counter = None\n    import threading",
+        "S = torch.cuda.current_stream()",
+        "LIB = torch.library.Library('mylib', 'DEF')",
+        "CODE = '''#include <torch/extension.h>\n// no std::thread, no cudaStreamCreate here\n__global__ void f() {}'''",
+    ],
+)
+def test_benign_code_is_not_rejected(extra):
+    found = guards_of(model("return launch(x)", extra))
+    assert "reject" not in found.values(), found
+
+
+def test_cuda_sources_are_read_for_streams_threads_and_aten_overrides():
+    for snippet, guard in [("cudaStream_t s; cudaStreamCreateWithFlags(&s, 1);", "concurrency"),
+                           ("std::thread t(work);", "concurrency"),
+                           ("TORCH_LIBRARY_IMPL(aten, CUDA, m) { m.impl(\"relu\", &slow); }", "monkey_patch"),
+                           ("FILE* f = fopen(\"payload.json\", \"r\");", "io")]:  # fmt: skip
+        source = model("return launch(x)", f"SRC = '''#include <torch/extension.h>\n{snippet}'''")
+        assert guards_of(source).get(guard) == "reject", (snippet, guards_of(source))
+
+
+def test_passthrough_and_unlaunched_kernels_are_found():
+    passthrough = "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+    assert guards_of(passthrough)["no_custom_kernel"] == "reject"
+    assert guards_of(model("return torch.relu(x)"))["no_custom_kernel"] == "reject"  # kernel defined, never used
+    through_self = model("return self.fn(x)", "") .replace("def forward", "def __init__(self):\n        super().__init__()\n        self.fn = launch\n    def forward")
+    assert "no_custom_kernel" not in guards_of(through_self)
+
+
+def test_fallbacks_and_empty_bodies_are_found():
+    swallowed = model("try:\n    return launch(x)\nexcept RuntimeError:\n    return x")
+    assert guards_of(swallowed)["fallback"] == "reject"
+    reraised = model("try:\n    return launch(x)\nexcept RuntimeError as e:\n    raise RuntimeError('kernel failed') from e")
+    assert "fallback" not in guards_of(reraised)
+    guarded_import = model("return launch(x)", "try:\n    import numpy\nexcept ImportError:\n    numpy = None")
+    assert "fallback" not in guards_of(guarded_import)
+    assert guards_of(model('"""Nothing yet."""'))["empty_body"] == "reject"
+
+
+def test_check_candidate_runs_the_guards_only_with_a_config():
+    source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+    assert check_candidate(source).ok  # the worker still guards a caller that gives no config
+    report = check_candidate(source, _default_eval_config())
+    assert not report.ok and report.status == "rejected" and "no_custom_kernel" in report.message
+    assert check_candidate("class Other: pass\n", {}).status == "invalid"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(str(p.relative_to(REPO)) for pattern in ("benchmarks/candidates/*.py", "tests/fixtures/ncu/*.py",
+                                                    "agents/examples/*/solution.py", "tests/gpu_candidates/cupy_*.py")
+           for p in REPO.glob(pattern) if "compile_error" not in p.name),  # fmt: skip
+)
+def test_bundled_kernels_pass_every_static_guard(path):
+    found = static_findings((REPO / path).read_text(), Policies({"torch_ops": "strict"}))
+    assert not [f for f in found if f["verdict"] == "reject"], found
+
+
+def test_every_guard_with_a_policy_has_a_config_field_and_a_default():
+    from cudaforge.config import EvalConfig
+
+    fields = {f for f in EvalConfig.__dataclass_fields__}
+    defaults = _default_eval_config()
+    for guard in GUARDS.values():
+        if guard.field:
+            assert guard.field in fields and guard.field in defaults, guard
+    for name in fields:
+        assert name in defaults, f"_default_eval_config() lacks {name}"
+        value = getattr(EvalConfig(), name)
+        assert getattr(value, "value", value) == defaults[name], name
+    with pytest.raises(ValueError, match="reject or report"):
+        Policies({"guard_io": "maybe"}).verdict("io")
+
+
+def test_the_eval_package_imports_no_orchestration_stack():
+    code = ("import sys, cudaforge.eval.worker, cudaforge.eval.guards.runtime, cudaforge.eval.guards.corpus, "
+            "cudaforge.eval.evaluator; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('langgraph', 'litellm', 'hydra', 'wandb')))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- runtime guards, one by one
+
+CPU = torch.device("cpu")
+
+
+def test_bits_mutation_and_output_types():
+    x = torch.tensor([1.0, float("nan"), -0.0])
+    assert rt.same_bits(x, x.clone()) and not rt.same_bits(x, torch.tensor([1.0, float("nan"), 0.0]))
+    changed = x.clone()
+    changed[0] = 2.0
+    assert "1 of 3 elements changed" in rt.mutated_inputs([x], [changed])
+    assert rt.mutated_inputs([x, 3], [x.clone(), 3]) is None
+
+    class Lazy(torch.Tensor):
+        pass
+
+    assert "subclass" in rt.output_type_problem(x.as_subclass(Lazy), x, CPU)
+    assert rt.output_type_problem(x.clone(), x, CPU) is None
+    assert "layout" in rt.output_type_problem(torch.eye(3).to_sparse(), torch.eye(3), CPU)
+
+
+def test_poison_is_recognised():
+    out = torch.zeros(4)
+    out.view(torch.uint8)[:8] = rt.POISON_BYTE_CPU
+    assert rt.poisoned_elements(out, CPU) == (2, 4)
+    guard, evidence = rt.explain_mismatch(out, None, CPU, "trial 0")
+    assert guard == "uninitialised_memory" and "2 of 4" in evidence
+    assert rt.explain_mismatch(torch.ones(4), torch.ones(4), CPU, "trial 1")[0] == "result_caching"
+    assert rt.explain_mismatch(torch.ones(4), torch.zeros(4), CPU, "trial 1") == ("", "")
+
+
+def test_precision_downgrade_is_reported_and_fp32_reordering_is_not():
+    torch.manual_seed(0)
+    a, b = torch.randn(128, 256), torch.randn(256, 64)
+    exact = a.double() @ b.double()
+    assert rt.precision_downgrade(exact.float(), (a @ b)) is None  # fp32 in another order
+    assert "float16" in rt.precision_downgrade(exact.float(), (a.half().float() @ b.half().float()))
+    assert "bfloat16" in rt.precision_downgrade(exact.float(), exact.bfloat16().float())
+    assert rt.precision_downgrade(torch.relu(a), torch.relu(a)) is None
+
+
+def test_sensitivity_probe_tells_a_constant_from_a_kernel():
+    x = torch.randn(4, 1, 8)
+    ones = torch.ones_like(x)
+    softmax = lambda xs: torch.softmax(xs[0], dim=1)  # noqa: E731
+    constant = lambda xs: torch.ones_like(xs[0])  # noqa: E731
+    verdict = rt.sensitivity_probe(softmax, constant, [x], ones, ones)
+    assert verdict[0] == "reject" and "NaN" in verdict[1]
+    assert rt.sensitivity_probe(softmax, softmax, [x], ones, ones) is None
+    assert rt.sensitivity_probe(constant, constant, [x], ones, ones)[0] == "report"  # a degenerate task
+
+
+def test_timed_calls_check_every_output_on_fresh_inputs():
+    def make(trial):
+        g = torch.Generator().manual_seed(trial + 100)
+        return [torch.randn(64, generator=g)]
+
+    def check(expected, actual, trial):
+        return None if torch.equal(expected, actual) else type("Diff", (), {"summary": lambda self: "values differ"})()
+
+    def drive(candidate, trials=6, warmup=2):
+        calls = rt.TimedCalls(make, check, CPU, [256], reference=torch.relu)
+        for trial in range(-warmup, trials):
+            for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
+                args = calls.make_args(trial)
+                fn = torch.relu if role == "reference" else candidate
+                out = fn(*args)
+                if trial >= 0:
+                    calls.on_output(role, trial, args, out)
+        return calls.failure
+
+    assert drive(torch.relu) is None
+    cache = {}
+    cached = drive(lambda x: cache.setdefault("y", torch.relu(x)))  # filled in the first warm-up call
+    assert cached["guard"] == "result_caching" and "warm-up call -2" in cached["evidence"]
+    assert drive(lambda x: x.relu_())["guard"] == "input_mutation"
+    wrong = drive(lambda x: torch.relu(x) + 1)
+    assert wrong["guard"] == "timed_output" and wrong["diff"] == "values differ"
+
+
+def test_hidden_work_and_speed_of_light_numbers():
+    ref_event, ref_host = [1.0] * 9, [1.01] * 9
+    assert rt.hidden_work(ref_event, ref_host, [0.5] * 9, [0.51] * 9, 0.05) is None
+    evidence = rt.hidden_work(ref_event, ref_host, [0.005] * 9, [0.9] * 9, 0.05)
+    assert "outside torch's current stream" in evidence
+    peaks = {"memory_gbs": 4800, "fp32_tflops": 67.0, "tf32_tflops": 494.5, "fp16_tflops": 989.5, "bf16_tflops": 989.5}
+    cost = {"flops": 0.0, "input_bytes": 1 << 30, "output_bytes": 1 << 30, "parameter_bytes": 0}
+    evidence, numbers = rt.speed_of_light(cost, peaks, 0.01, 0.5, 50 << 20)
+    assert "No kernel can be that fast" in evidence and numbers["floor_ms"] == pytest.approx(2 * (1 << 30) / 4.8e12 * 1e3)
+    assert rt.speed_of_light(cost, peaks, 0.5, 0.5, 50 << 20)[0] is None
+    assert rt.speed_of_light({"flops": 1.0}, None, 0.01, 0.5, None)[0] is None

@@ -1,0 +1,496 @@
+"""Teaching data from run directories: exports (SFT, trajectories, preferences), skills, the skill experiment.
+
+Run directories are written by hand with the store API (GPU-like: timed, with guard findings) and, once,
+by the real loop on the CPU with the demo transcript (untimed). Models are scripted.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+import json  # noqa: E402
+import math  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+
+from cudaforge.agents import Coder, PromptLibrary  # noqa: E402
+from cudaforge.agents.records import Feedback, JudgeMode  # noqa: E402
+from cudaforge.config import (  # noqa: E402
+    CudaforgeConfig,
+    ExportConfig,
+    LLMConfig,
+    RewardConfig,
+    StrategyName,
+)
+from cudaforge.llm import Ledger, LLMClient, ResponseCache, install_script  # noqa: E402
+from cudaforge.teach import (  # noqa: E402
+    SCHEMAS,
+    SchemaError,
+    build_rows,
+    conform,
+    distill,
+    export_dataset,
+    load_tasks,
+    read_skills,
+    skill_effect,
+)
+from cudaforge.teach.args import group_overrides  # noqa: E402
+from cudaforge.teach.skills import cap_words, categorize, strip_front_matter  # noqa: E402
+from cudaforge.track.store import RunStore  # noqa: E402
+from cudaforge.types import (  # noqa: E402
+    EvalResult,
+    EvalStatus,
+    RoundRecord,
+    SpeedupStats,
+    Task,
+    TaskResult,
+    TimingStats,
+    source_hash,
+)
+
+# --------------------------------------------------------------------------- hand-written run directories
+
+
+def kernel(body: str, comment: str = "") -> str:
+    """A small ModelNew source; ``comment`` changes the text but not the normalised source."""
+    return f"import torch\n{comment}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return {body}\n"
+
+
+S1, S2, S3, S4 = kernel("x + 1"), kernel("x + 1.0"), kernel("x * 2"), kernel("x * 2.0")
+S1_COMMENTED = kernel("x + 1", comment="# the same kernel, commented")
+HACK_FINDING, HACK_STATUS, WRONG = kernel("x.add(1)"), kernel("x.add_(1)"), kernel("x - 1")
+
+MEMORY_ADVICE = {"bottleneck": "memory bandwidth: scalar uncoalesced loads", "optimisation_method": "float4 loads",
+                 "modification_plan": "vectorise the loads and stores", "expected_effect": "2x"}  # fmt: skip
+OCCUPANCY_ADVICE = {"bottleneck": "low occupancy: 128 registers per thread", "optimisation_method": "launch bounds",
+                    "modification_plan": "cap registers at 64", "expected_effect": "1.5x"}  # fmt: skip
+CORRECTION = {"critical_issue": "sign error", "why_it_matters": "wrong values", "minimal_fix_hint": "add, not subtract"}
+
+
+def result(task_id: str, source: str, status: str, speedup: float | None = None, findings=(), gpu: str = "NVIDIA H200"):
+    """An EvalResult as a GPU run writes it (untimed when ``speedup`` is None)."""
+    timed = speedup is not None
+    return EvalResult(
+        task_id=task_id, candidate_hash=source_hash(source), status=EvalStatus(status), message=f"{status} (test)",
+        reference_timing=TimingStats(100, 1.0, 1.0, 0.9, 1.1, 0.01, 0.99, 1.01) if timed else None,
+        candidate_timing=TimingStats(100, 1 / speedup, 1 / speedup, 0.1, 2, 0.01, 0.9 / speedup, 1.1 / speedup)
+        if timed else None,
+        speedup=SpeedupStats(speedup, speedup * 0.95, speedup * 1.05) if timed else None,
+        guard_findings=list(findings), trials_passed=5, trials_total=5, device="cuda:0" if timed else "cpu",
+        fingerprint={"torch": "2.11.0", "torch_cuda": "13.0", "triton": "3.4.0", "nvcc": "13.0.88",
+                     "python": "3.11.7", "driver_version": "580.1", "gpu": {"name": gpu if timed else None}},
+    )  # fmt: skip
+
+
+def write_run(path: Path, model: str, strategy: str, tasks: list[tuple[Task, list[dict]]]) -> Path:
+    """A run directory: config, and per task the rounds ``{mode, source, eval, judge}`` through the store."""
+    cfg = CudaforgeConfig()
+    cfg.coder.model, cfg.judge.model, cfg.strategy.name = model, "scripted/judge", StrategyName(strategy)
+    (path / ".hydra").mkdir(parents=True)
+    (path / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    store = RunStore(path)
+    for task, rounds in tasks:
+        ts = store.task(task.id)
+        ts.write_json(None, "task.json", task.to_dict())
+        history = []
+        for n, spec in enumerate(rounds, start=1):
+            source, ev = spec.get("source"), spec.get("eval")
+            prompt = [{"role": "system", "content": f"You write kernels ({model})."},
+                      {"role": "user", "content": f"{spec['mode']} prompt for {task.id} round {n}"}]  # fmt: skip
+            reply = f"```python\n{source}```" if source else "I cannot."
+            ts.write_json(n, "coder.json", {"mode": spec["mode"], "ok": source is not None, "source": source,
+                                            "failure": "" if source else "no code",
+                                            "conversation": {"messages": prompt, "replies": [reply],
+                                                             "parse_errors": [""]}})  # fmt: skip
+            if source:
+                ts.save_candidate(source_hash(source), source)
+                ts.write_text(n, "candidate.py", source)
+            if ev is not None:
+                ts.write_json(None, f"eval_{ev.candidate_hash}.json", ev.to_dict())
+                ts.write_json(n, "eval.json", ev.to_dict())
+            if spec.get("judge"):
+                mode, fields = spec["judge"]
+                ts.write_json(n, "judge.json", {"mode": mode, "ok": True, "failure": "",
+                                                "feedback": {"mode": mode, "fields": fields},
+                                                "conversation": {"messages": [{"role": "user", "content": "judge?"}],
+                                                                 "replies": [json.dumps(fields)],
+                                                                 "parse_errors": [""]}})  # fmt: skip
+            history.append(RoundRecord(round=n, coder_mode=spec["mode"], candidate_hash=ev.candidate_hash if ev else None,
+                                       status=ev.status.value if ev else "no_code"))  # fmt: skip
+        store.append_result(TaskResult(task_id=task.id, correct=any(h.status == "correct" for h in history),
+                                       rounds=len(rounds), history=history))  # fmt: skip
+    return path
+
+
+L1 = Task(id="s/level1/1_Add", suite="s", level=1, problem_id=1, name="Add", source="class Model: add\n")
+L2 = Task(id="s/level2/1_Scale", suite="s", level=2, problem_id=1, name="Scale", source="class Model: scale\n")
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> list[Path]:
+    """Run A (GPU, model_a, cudaforge) and run B (model_b, self_refine: a duplicate and an untimed kernel)."""
+    a = write_run(tmp_path / "run_a", "scripted/model_a", "cudaforge", [
+        (L1, [
+            {"mode": "first_attempt", "source": S1, "eval": result(L1.id, S1, "correct", 1.2), "judge": ("optimization", MEMORY_ADVICE)},
+            {"mode": "optimize", "source": S2, "eval": result(L1.id, S2, "correct", 2.0), "judge": ("optimization", OCCUPANCY_ADVICE)},
+            {"mode": "optimize", "source": HACK_FINDING, "eval": result(L1.id, HACK_FINDING, "correct", 50.0, [
+                {"guard": "hidden_work", "verdict": "reject", "evidence": "host time 10x event time"}])},
+            {"mode": "optimize", "source": HACK_STATUS, "eval": result(L1.id, HACK_STATUS, "rejected", None, [
+                {"guard": "input_mutation", "verdict": "reject", "evidence": "input 0 changed"}])},
+            {"mode": "optimize", "source": S1_COMMENTED, "eval": result(L1.id, S1_COMMENTED, "correct", 1.21, [
+                {"guard": "precision", "verdict": "report", "evidence": "fp16-sized errors"}])},
+        ]),
+        (L2, [
+            {"mode": "first_attempt", "source": WRONG, "eval": result(L2.id, WRONG, "incorrect"), "judge": ("correction", CORRECTION)},
+            {"mode": "repair", "source": S3, "eval": result(L2.id, S3, "correct", 0.8)},
+            {"mode": "optimize"},  # no code
+        ]),
+    ])  # fmt: skip
+    b = write_run(tmp_path / "run_b", "other/model_b", "self_refine", [
+        (L1, [
+            {"mode": "first_attempt", "source": S2, "eval": result(L1.id, S2, "correct", 1.9)},
+            {"mode": "optimize", "source": S4, "eval": result(L1.id, S4, "correct", None)},
+        ]),
+    ])  # fmt: skip
+    return [a, b]
+
+
+def export(runs, fmt, **kw):
+    return build_rows(ExportConfig(runs=[str(r) for r in runs], format=fmt, **kw))
+
+
+HACKS = {HACK_FINDING, HACK_STATUS}
+
+# --------------------------------------------------------------------------- SFT
+
+
+def test_sft_best_verified_kernel_per_task_with_provenance(runs):
+    rows = export(runs, "sft")
+    for row in rows:
+        conform(row, SCHEMAS["sft"])
+    by_task = {r["task_id"]: r for r in rows}
+    assert set(by_task) == {L1.id, L2.id}
+    best = by_task[L1.id]  # the hack timed at 50x is not a positive: S2 at 2.0x is the best
+    assert best["source"] == S2 and best["speedup"] == 2.0 and best["speedup_ci_low"] == pytest.approx(1.9)
+    assert best["gpu"] == "NVIDIA H200" and best["versions"]["torch"] == "2.11.0" and best["timed"]
+    assert best["messages"][-1] == {"role": "assistant", "content": f"```python\n{S2.rstrip()}\n```"}
+    assert best["prompt"][1]["content"] == f"first_attempt prompt for {L1.id} round 1"  # the task's first prompt
+    p = best["provenance"]
+    assert (p["run"], p["round"], p["coder_model"], p["strategy"]) == ("run_a", 2, "scripted/model_a", "cudaforge")
+    assert p["candidate_hash"] == source_hash(S2) and len(p["config_hash"]) == 16 and p["config_hash"] != "unknown"
+    round_prompt = export(runs, "sft", sft_prompt="round")
+    assert {r["task_id"]: r for r in round_prompt}[L1.id]["prompt"][1]["content"].endswith("round 2")
+
+
+def test_sft_filters_and_dedup(runs):
+    every = export(runs, "sft", best_only=False)
+    sources = [r["source"] for r in every]
+    assert not HACKS & set(sources) and WRONG not in sources
+    assert sources.count(S2) == 1  # in both runs: one row
+    assert (S1 in sources) != (S1_COMMENTED in sources)  # same normalised source: one row
+    assert len(export(runs, "sft", best_only=False, dedup=False)) == len(every) + 2
+    untimed = [r for r in every if r["source"] == S4]
+    assert untimed and untimed[0]["speedup"] is None and not untimed[0]["timed"] and untimed[0]["gpu"] is None
+    fast = export(runs, "sft", best_only=False, min_speedup=1.0)  # untimed rows and 0.8x left out
+    assert [r["source"] for r in fast] == [S2, S1_COMMENTED]  # of two equal kernels, the faster is kept
+    assert [r["task_id"] for r in export(runs, "sft", levels=[2])] == [L2.id]
+    assert {r["provenance"]["coder_model"] for r in export(runs, "sft", best_only=False, models=["other/*"])} == {"other/model_b"}
+    assert {r["provenance"]["strategy"] for r in export(runs, "sft", strategies=["self_refine"])} == {"self_refine"}
+    assert [r["task_id"] for r in export(runs, "sft", tasks=["*Scale"])] == [L2.id]
+
+
+def test_guard_notes_of_a_positive_are_kept_and_rejections_never_pass(runs):
+    every = export(runs, "sft", best_only=False, dedup=False)
+    commented = next(r for r in every if r["source"] == S1_COMMENTED)
+    assert commented["guard_notes"] == ["precision (report): fp16-sized errors"]
+    for row in every:
+        assert not any("reject" in note for note in row["guard_notes"])
+
+
+# --------------------------------------------------------------------------- trajectories
+
+
+def test_trajectories_every_round_with_rewards(runs):
+    rows = export(runs, "trajectories")
+    for row in rows:
+        conform(row, SCHEMAS["trajectories"])
+    a1 = next(r for r in rows if r["task_id"] == L1.id and r["provenance"]["run"] == "run_a")
+    assert [x["eval"]["status"] for x in a1["rounds"]] == ["correct", "correct", "correct", "rejected", "correct"]
+    assert a1["rewards"] == pytest.approx([1.2, 2.0, -1.0, -1.0, 1.21])  # correct x speedup; hacks -1
+    assert [x["eval"]["hacked"] for x in a1["rounds"]] == [False, False, True, True, False]
+    assert a1["rounds"][2]["eval"]["speedup"] is None  # a hacked kernel's speedup is not reported as one
+    assert a1["best_speedup"] == 2.0 and a1["solved"] and a1["provenance"]["round"] is None
+    assert "vectorise the loads" in a1["rounds"][0]["judge_feedback"] and a1["rounds"][0]["judge_mode"] == "optimization"
+    assert "hidden_work (reject)" in a1["rounds"][2]["eval_summary"]
+    roles = [m["role"] for m in a1["messages"]]
+    assert roles[0] == "system" and roles.count("system") == 1 and roles[1:] == ["user", "assistant"] * 5
+    a2 = next(r for r in rows if r["task_id"] == L2.id)
+    assert a2["rewards"] == pytest.approx([0.0, 0.8, 0.0]) and a2["rounds"][2]["eval"]["status"] == "no_code"
+    assert "sign error" in a2["rounds"][0]["judge_feedback"]
+
+
+def test_reward_is_configurable(runs):
+    def rewards(**kw):
+        rows = export(runs, "trajectories", reward=RewardConfig(**kw))
+        return {(r["provenance"]["run"], r["task_id"]): r["rewards"] for r in rows}
+
+    binary = rewards(kind="binary", hacked=-5.0, failed=-0.5, no_code=-1.0)
+    assert binary[("run_a", L1.id)] == [1.0, 1.0, -5.0, -5.0, 1.0]
+    assert binary[("run_a", L2.id)] == [-0.5, 1.0, -1.0]
+    logs = rewards(kind="log_speedup", max_speedup=1.5)
+    assert logs[("run_a", L1.id)][:2] == pytest.approx([math.log(1.2), math.log(1.5)])
+    untimed = rewards(kind="speedup", untimed_speedup=0.5)
+    assert untimed[("run_b", L1.id)] == [1.9, 0.5]
+    assert len(export(runs, "trajectories", min_speedup=1.95)) == 1  # only run A's L1 reached 1.95x
+
+
+# --------------------------------------------------------------------------- preferences
+
+
+def test_preferences_chosen_is_always_verified(runs):
+    rows = export(runs, "preferences")
+    for row in rows:
+        conform(row, SCHEMAS["preferences"])
+        chosen = row["chosen_info"]
+        assert chosen["eval"]["verified"] and not chosen["eval"]["hacked"] and chosen["eval"]["status"] == "correct"
+        assert chosen["source"] not in HACKS | {WRONG}
+        assert row["chosen"][0]["content"] != row["rejected"][0]["content"]
+    reasons = {(r["task_id"], r["reason"]) for r in rows}
+    assert {(L1.id, "verified_over_hacked"), (L1.id, "faster"), (L2.id, "verified_over_incorrect")} <= reasons
+    hacked = [r for r in rows if r["reason"] == "verified_over_hacked"]
+    assert {r["rejected_info"]["source"] for r in hacked} == HACKS and all(r["rejected_info"]["reward"] == -1 for r in hacked)
+    faster = [r for r in rows if r["reason"] == "faster"]
+    assert all(r["chosen_info"]["eval"]["speedup"] >= 1.05 * r["rejected_info"]["eval"]["speedup"] for r in faster)
+    # run A and run B saw different prompts (other models): never paired across them
+    assert all(r["chosen_info"]["provenance"]["run"] == r["rejected_info"]["provenance"]["run"] for r in rows)
+    assert not [r for r in export(runs, "preferences", min_margin=10.0) if r["reason"] == "faster"]
+    assert len([r for r in export(runs, "preferences", max_pairs_per_task=1) if r["task_id"] == L1.id]) == 1
+    keys = [(r["chosen_info"]["provenance"]["normalized_hash"], r["rejected_info"]["provenance"]["normalized_hash"])
+            for r in rows]  # fmt: skip
+    assert len(keys) == len(set(keys))
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_written_datasets_are_loadable(runs, tmp_path):
+    for fmt in SCHEMAS:
+        out = tmp_path / "export" / fmt
+        written = export_dataset(ExportConfig(runs=[str(r) for r in runs], format=fmt, out_dir=str(out)))
+        lines = (out / "train.jsonl").read_text().splitlines()
+        assert written.rows == len(lines) > 0
+        rows = [json.loads(line) for line in lines]
+        assert all(list(row) == list(SCHEMAS[fmt]) for row in rows)  # same columns, same order, every row
+        info = json.loads((out / "dataset_info.json").read_text())
+        assert info["num_rows"] == len(rows) and info["schema"] == SCHEMAS[fmt] and info["runs"] == [str(r) for r in runs]
+        card = (out / "README.md").read_text()
+        assert card.startswith("---\ndataset_info:\n  features:") and "- name: provenance" in card
+        try:
+            import datasets
+        except ImportError:
+            datasets = None
+        if datasets is not None:
+            ds = datasets.load_dataset("json", data_files=str(out / "train.jsonl"), split="train")
+            assert len(ds) == len(rows) and set(ds.column_names) == set(SCHEMAS[fmt])
+            assert len(datasets.load_dataset(str(out), split="train")) == len(rows)
+        else:  # datasets reads JSON Lines with pyarrow; check that it reads one table
+            pyarrow_json = pytest.importorskip("pyarrow.json")
+            table = pyarrow_json.read_json(out / "train.jsonl")
+            assert table.num_rows == len(rows) and table.column_names == list(SCHEMAS[fmt])
+
+
+def test_schema_check_names_the_mismatch():
+    with pytest.raises(SchemaError, match="missing"):
+        conform({"id": "x"}, SCHEMAS["sft"])
+    with pytest.raises(SchemaError, match=r"row\.level: expected int64"):
+        conform({"level": "one"}, {"level": "int64"})
+    assert conform({"a": 2, "b": float("nan")}, {"a": "float64", "b": "float64"}) == {"a": 2.0, "b": None}
+
+
+def test_run_directories_come_as_positional_arguments(tmp_path):
+    args = group_overrides("export", ExportConfig, [str(tmp_path), "format=trajectories", "reward.kind=binary",
+                                                     "levels=[1]", "--cfg", "job", "suite=tiny"])  # fmt: skip
+    assert args[0] == f"export.runs=['{tmp_path.resolve()}']"
+    assert args[1:] == ["export.format=trajectories", "export.reward.kind=binary", "export.levels=[1]", "--cfg", "job",
+                        "suite=tiny"]  # fmt: skip
+
+
+def test_export_cli(runs, tmp_path, capsys):
+    from cudaforge.cli import main
+
+    out = tmp_path / "cli_sft"
+    assert main(["export", str(runs[0]), str(runs[1]), "format=sft", f"out_dir={out}", "min_speedup=1.5"]) == 0
+    assert "1 sft rows from 2 run(s)" in capsys.readouterr().out
+    assert json.loads((out / "train.jsonl").read_text())["source"] == S2
+
+
+# --------------------------------------------------------------------------- skills
+
+LONG_SKILL = "\n".join(
+    ["## memory-bound", *[f"- vectorise loads and stores with float4 to cut memory transactions, tip {i}" for i in range(40)],
+     "## Evidence", "- made up by the model"])  # fmt: skip
+
+
+def distiller(tmp_path: Path, name: str, replies, mode: str = "read_write"):
+    install_script(name, replies)
+    cache = ResponseCache(tmp_path / f"{name}.sqlite", mode)
+    ledger = Ledger(tmp_path / f"{name}.jsonl")
+    return LLMClient(LLMConfig(model=f"scripted/{name}"), role="distiller", cache=cache, ledger=ledger), ledger
+
+
+def test_distill_groups_advice_that_led_to_verified_speedups(runs, tmp_path):
+    tasks = load_tasks([str(r) for r in runs])
+    client, ledger = distiller(tmp_path, "t_distill", [LONG_SKILL])
+    result = distill(tasks, client, max_words=60, max_evidence=2)
+    doc = result.document
+    # only round 1's advice qualifies: round 2's was followed by a hacked kernel, the correction by a repair
+    assert [(e.task_id, e.round, e.category) for e in result.evidence] == [(L1.id, 1, "memory-bound")]
+    assert result.evidence[0].gain == pytest.approx(2.0 / 1.2)
+    assert len(doc.guidance.split()) <= 60 and doc.meta["truncated"] and doc.meta["guidance_words"] <= 60
+    assert "made up by the model" not in doc.body()
+    body = doc.body()
+    assert body.startswith("# Skill:") and "## Evidence" in body
+    assert f"- memory-bound: {L1.id} (1.20x -> 2.00x, 1.67x gain; rounds 1->2; run run_a)" in body
+    prompt = client.cache.request(ledger.rows[0].request_key)["messages"][0]["content"]
+    assert "### memory-bound" in prompt and "vectorise the loads and stores" in prompt and "At most 60 words" in prompt
+    assert ledger.rows[0].role == "distiller" and ledger.rows[0].meta["purpose"] == "skill_distill"
+    text = doc.markdown()
+    assert text.startswith("---\n") and "distilled_by: scripted/t_distill" in text
+    assert strip_front_matter(text) == body.strip()
+    client.cache.close()
+    replay, _ = distiller(tmp_path, "t_distill", [], mode="replay_only")  # recorded: replayed without the model
+    assert distill(tasks, replay, max_words=60, max_evidence=2).document.markdown() == text
+
+
+def test_distill_untimed_runs_need_allow_untimed(runs, tmp_path):
+    untimed = [replace(t, rounds=[replace(r, eval=replace(r.eval, speedup=None)) if r.eval else r for r in t.rounds])
+               for t in load_tasks([str(runs[0])])]  # fmt: skip
+    client, _ = distiller(tmp_path, "t_untimed", ["## memory-bound\n- vectorise"])
+    with pytest.raises(ValueError, match="allow_untimed"):
+        distill(untimed, client)
+    result = distill(untimed, client, allow_untimed=True)
+    assert "verified, untimed" in result.document.body() and result.document.meta["evidence"]["timed"] == 0
+
+
+def test_categories_and_word_cap():
+    assert categorize(MEMORY_ADVICE) == "memory-bound" and categorize(OCCUPANCY_ADVICE) == "occupancy"
+    assert categorize({"bottleneck": "warp stalls on long scoreboard"}) == "stalls and latency"
+    assert categorize({"bottleneck": "?", "optimisation_method": "fuse the two kernels"}) == "launch overhead and fusion"
+    assert categorize({"bottleneck": "mystery"}) == "other"
+    assert categorize({"bottleneck": "mystery"}, {"custom": ["myst"]}) == "custom"
+    text, cut = cap_words("## a\n- one two three\n## b\n- four five six", 6)
+    assert cut and text == "## a\n- one two three"
+
+
+def test_coder_prompt_renders_a_skill(tmp_path, monkeypatch):
+    skill = tmp_path / "skill.md"
+    skill.write_text("---\nskill: x\n---\n\n# Skill: memory\n\n## memory-bound\n- use float4 loads\n")
+    monkeypatch.chdir(tmp_path)
+    texts = read_skills(["skill.md"])
+    assert texts == ("# Skill: memory\n\n## memory-bound\n- use float4 loads",)
+    with pytest.raises(FileNotFoundError, match="skill distill"):
+        read_skills(["missing.md"])
+
+    class Echo:
+        def __init__(self):
+            self.prompts = []
+
+        def complete(self, messages, **meta):
+            self.prompts.append(messages[-1]["content"])
+            return type("R", (), {"text": "```python\nclass ModelNew: pass\n```", "finish_reason": "stop"})()
+
+    llm = Echo()
+    coder = Coder(llm, PromptLibrary(), skills=texts)
+    coder.first_attempt(L1)
+    coder.optimize(L1, S1, feedback=Feedback(JudgeMode.optimization, MEMORY_ADVICE))
+    coder.repair(L1, WRONG, result(L1.id, WRONG, "incorrect"))
+    first, optimize, repair = llm.prompts
+    for prompt in (first, optimize):
+        assert "Skills distilled from earlier verified runs" in prompt and "- use float4 loads" in prompt
+        assert "skill: x" not in prompt
+    assert "float4" not in repair
+    plain = Echo()
+    Coder(plain, PromptLibrary()).first_attempt(L1)
+    assert "Skills distilled" not in plain.prompts[0]
+
+
+def test_skill_experiment_overlays_compose():
+    from hydra import compose, initialize_config_dir
+
+    from cudaforge.config import CONFIG_DIR, register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        with_skill = compose(config_name="cudaforge", overrides=["experiment=skill_with", "skill.out=/s/k.md"])
+        without = compose(config_name="cudaforge", overrides=["experiment=skill_without", "skill.out=/s/k.md"])
+    assert OmegaConf.to_object(with_skill).coder.skills == ["/s/k.md"]
+    assert OmegaConf.to_object(without).coder.skills == []
+    assert with_skill.coder.model == without.coder.model and with_skill.suite == without.suite
+
+
+def test_skill_effect_is_paired_with_intervals(tmp_path):
+    def arm(name, speedups):
+        store = RunStore(tmp_path / name)
+        for i, s in enumerate(speedups):
+            store.append_result(TaskResult(task_id=f"s/level1/{i}_T", correct=s is not None, best_speedup=s))
+        return store.root
+
+    with_run = arm("with", [2.0, 1.5, 3.0, None, 1.2, 2.4])
+    without_run = arm("without", [1.0, 1.5, 2.0, None, 0.6, 1.2])
+    effects, notes = skill_effect(with_run, without_run, bootstrap=200)
+    by = {e.metric: e for e in effects}
+    assert by["correct_pct"].difference == 0 and by["perf"].difference == pytest.approx((10.1 - 6.3) / 6)
+    ratio = by["geomean_ratio"]
+    assert ratio.n == 5 and ratio.difference > 1 and ratio.low <= ratio.difference <= ratio.high
+    assert by["perf"].low <= by["perf"].difference <= by["perf"].high
+    assert "6 shared task(s)" in notes[0]
+
+
+# --------------------------------------------------------------------------- the real loop (CPU, demo transcript)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    """Two rounds of the real loop on tiny ReLU: the demo transcript's Triton kernels, evaluated on the CPU."""
+    from cudaforge.run.demo import install_demo
+    from cudaforge.run.runner import make_context, run_one
+    from cudaforge.tasks import find_task, selection
+
+    tmp = tmp_path_factory.mktemp("demo")
+    install_demo()
+    cfg = CudaforgeConfig()
+    cfg.coder.model = cfg.judge.model = "scripted/demo"
+    cfg.strategy.max_rounds = 2
+    cfg.eval.device, cfg.eval.correctness_trials, cfg.eval.check_variants = "cpu", 1, False
+    cfg.eval.build_cache_dir = str(tmp / "build")
+    cfg.profile.enabled = False
+    ctx = make_context(cfg, tmp / "run")
+    run_one(ctx, find_task(selection("tiny"), "level1/1_ReLU"))
+    return tmp / "run"
+
+
+def test_exports_and_distillation_of_a_real_cpu_run(demo_run, tmp_path):
+    rounds = load_tasks([str(demo_run)])[0].rounds
+    for fmt in SCHEMAS:
+        rows = export([demo_run], fmt)
+        for row in rows:
+            conform(row, SCHEMAS[fmt])
+        if fmt == "sft":
+            assert rows and all(r["speedup"] is None and r["device"] == "cpu" for r in rows)
+            assert all(r["provenance"]["coder_model"] == "scripted/demo" for r in rows)
+            positives = {r.candidate_hash for r in rounds if r.eval and r.eval.status is EvalStatus.CORRECT
+                         and not any(f.get("verdict") == "reject" for f in r.eval.guard_findings)}  # fmt: skip
+            assert {r["provenance"]["candidate_hash"] for r in rows} <= positives
+            assert export([demo_run], fmt, min_speedup=0.0) == []  # untimed kernels never pass a threshold
+        if fmt == "trajectories":
+            assert [x["round"] for x in rows[0]["rounds"]] == [r.round for r in rounds]
+            assert rows[0]["rounds"][0]["coder_messages"][0]["role"] == "system"
+    client, _ = distiller(tmp_path, "t_demo_distill", ["## memory-bound\n- stream more data per program"])
+    result = distill(load_tasks([str(demo_run)]), client, allow_untimed=True)
+    assert "tiny/level1/1_ReLU (verified, untimed; rounds 1->2" in result.document.body()
