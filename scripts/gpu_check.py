@@ -72,7 +72,7 @@ def run_step(name: str, out: Path, timeout: float) -> dict:
     """Run one step, streaming its output into ``<out>/<step>.log`` (so a killed check keeps its logs)."""
     cmd = [part.replace("{out}", str(out)) for part in STEPS[name]]
     if name == "tests":
-        cmd[4:4] = _per_test_timeout()  # after `python -m pytest -m gpu`
+        cmd[5:5] = _per_test_timeout()  # after `python -m pytest -m gpu`
     started = time.monotonic()
     log = out / f"{name}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
