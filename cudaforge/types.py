@@ -521,6 +521,28 @@ def _fmt(value: Any) -> str:
 # --------------------------------------------------------------------------- the loop
 
 
+class JudgeMode(str, enum.Enum):
+    """What the Judge is asked to do; each mode has a template ``judge/<value>``."""
+
+    correction = "correction"
+    optimization = "optimization"
+
+
+@dataclass
+class Feedback(Record):
+    """The Judge's advice to the Coder: one JSON object's fields, by mode."""
+
+    mode: JudgeMode
+    """``correction`` (one critical issue) or ``optimization`` (one bottleneck and a plan)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """The Judge's JSON, keyed as the mode's required keys (extra keys kept as sent)."""
+
+    def summary(self) -> str:
+        """One ``key: value`` line per field, for logs and prompts."""
+        return "\n".join(f"{key}: {value}" for key, value in self.fields.items())
+
+
+
 @dataclass
 class RoundRecord(Record):
     """One round of the Coder/Judge loop: a Coder step, its evaluation, and what followed."""

@@ -1,17 +1,16 @@
 """Records of the agents layer: modes, the Judge's feedback, and what one agent call produced.
 
 Plain dataclasses of JSON values (``Record`` gives ``to_dict`` / ``from_dict``), so the graph
-can keep them in its state and write them to the run directory. ``Feedback`` belongs with the
-other shared records in ``cudaforge/types.py`` and lives here until it moves.
+can keep them in its state and write them to the run directory. ``Feedback`` and ``JudgeMode``
+live with the other shared records in ``cudaforge/types.py`` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
 
-from cudaforge.types import Record
+from cudaforge.types import Feedback, JudgeMode, Record
 
 
 class CoderMode(str, enum.Enum):
@@ -20,13 +19,6 @@ class CoderMode(str, enum.Enum):
     first_attempt = "first_attempt"
     repair = "repair"
     optimize = "optimize"
-
-
-class JudgeMode(str, enum.Enum):
-    """What the Judge is asked to do; each mode has a template ``judge/<value>``."""
-
-    correction = "correction"
-    optimization = "optimization"
 
 
 class Backend(str, enum.Enum):
@@ -41,20 +33,6 @@ CORRECTION_KEYS: tuple[str, ...] = ("critical_issue", "why_it_matters", "minimal
 """The keys of the Judge's JSON in correction mode (CudaForge's)."""
 OPTIMIZATION_KEYS: tuple[str, ...] = ("bottleneck", "optimisation_method", "modification_plan", "expected_effect")
 """The keys of the Judge's JSON in optimization mode (CudaForge's)."""
-
-
-@dataclass
-class Feedback(Record):
-    """The Judge's advice to the Coder: one JSON object's fields, by mode."""
-
-    mode: JudgeMode
-    """``correction`` (one critical issue) or ``optimization`` (one bottleneck and a plan)."""
-    fields: dict[str, Any] = field(default_factory=dict)
-    """The Judge's JSON, keyed as the mode's required keys (extra keys kept as sent)."""
-
-    def summary(self) -> str:
-        """One ``key: value`` line per field, for logs and prompts."""
-        return "\n".join(f"{key}: {value}" for key, value in self.fields.items())
 
 
 @dataclass

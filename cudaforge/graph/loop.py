@@ -21,7 +21,7 @@ from langgraph.graph import END, START, StateGraph
 
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
-from cudaforge.agents.records import Feedback, JudgeMode
+from cudaforge.types import Feedback, JudgeMode
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMError
 from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
