@@ -1,6 +1,11 @@
 """Verify cudaforge on this machine's GPU in one go, and write a dated summary.
 
-    python scripts/gpu_check.py --out benchmarks/results/2026-11-29_h200 [--only tests,audit,...]
+    python scripts/gpu_check.py --out benchmarks/results/2026-11-29_h200 [--only tests,audit,...] [--gpu 1]
+
+``--gpu`` pins every step to one physical GPU (``CUDA_VISIBLE_DEVICES``), so two checks can run side by side
+on a two-GPU box (`evalbench` wants every GPU for its throughput figure: run it alone). All steps share one
+directory of precompiled torch headers (``$CUDAFORGE_PCH_DIR``, default ``/tmp/cudaforge-pch``), so only the
+first build of a flag set pays for it.
 
 Steps (each with its own log; a failing step is recorded and the next one runs):
   fingerprint  the GPU, driver, clocks and versions
@@ -55,7 +60,7 @@ STEPS = {
     ],
     "evalbench": [PY, "benchmarks/eval_bench.py", "--out", "{out}"],
     "compilebench": [PY, "benchmarks/compile_bench.py", "benchmarks/candidates/cuda_relu.py", "--out", "{out}"],
-    "ncu": [PY, "scripts/record_ncu_fixtures.py", "--out", "{out}/ncu"],
+    "ncu": [PY, "scripts/record_ncu_fixtures.py", "--out", "{out}/ncu", "--gpu", "{gpu}"],
     "hacks": [PY, "benchmarks/hacks/run_corpus.py", "--out", "{out}/hacks.json"],
     "run": [PY, "-m", "cudaforge.cli", "run", "suite=tiny", "tracker=disabled", "hydra.run.dir={out}/run_tiny"],
 }
@@ -68,14 +73,17 @@ def _per_test_timeout() -> list[str]:
     return ["--timeout=240"] if importlib.util.find_spec("pytest_timeout") else []
 
 
-def run_step(name: str, out: Path, timeout: float) -> dict:
+def run_step(name: str, out: Path, timeout: float, gpu: str | None = None) -> dict:
     """Run one step, streaming its output into ``<out>/<step>.log`` (so a killed check keeps its logs)."""
-    cmd = [part.replace("{out}", str(out)) for part in STEPS[name]]
+    cmd = [part.replace("{out}", str(out)).replace("{gpu}", gpu or "0") for part in STEPS[name]]
     if name == "tests":
         cmd[5:5] = _per_test_timeout()  # after `python -m pytest -m gpu`
     started = time.monotonic()
     log = out / f"{name}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("CUDAFORGE_PCH_DIR", "/tmp/cudaforge-pch")
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
     with log.open("w") as sink:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -96,6 +104,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", default=",".join(STEPS), help="comma-separated steps")
     parser.add_argument("--step-timeout", type=float, default=900)
+    parser.add_argument("--gpu", default=None, help="physical GPU id for every step (default: all visible GPUs)")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -107,21 +116,23 @@ def main() -> None:
         chosen.remove("ncu")
     results = []
     for name in chosen:
-        results.append(run_step(name, out, args.step_timeout))
-        write_summary(out, args.out, chosen, results)  # after every step: a killed check keeps what it did
+        results.append(run_step(name, out, args.step_timeout, args.gpu))
+        write_summary(out, args.out, chosen, results, args.gpu)  # after every step: a killed check keeps what it did
     sys.exit(0 if all(r["exit"] == 0 for r in results) else 1)
 
 
-def write_summary(out: Path, given: Path, chosen: list[str], results: list[dict]) -> None:
+def write_summary(out: Path, given: Path, chosen: list[str], results: list[dict], gpu: str | None = None) -> None:
     """summary.md and summary.json of the steps run so far."""
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# GPU check, {date}", "", f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}`",
+    pinned = f" --gpu {gpu}" if gpu is not None else ""
+    lines = [f"# GPU check, {date}", "",
+             f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}{pinned}`",
              "", "| step | exit | seconds |", "| --- | --- | --- |"]
     lines += [f"| {r['step']} | {r['exit']} | {r['seconds']} |" for r in results]
     for r in results:
         lines += ["", f"## {r['step']}", "", "```", r["tail"], "```"]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
-    (out / "summary.json").write_text(json.dumps({"date": date, "steps": results}, indent=2))
+    (out / "summary.json").write_text(json.dumps({"date": date, "gpu": gpu, "steps": results}, indent=2))
 
 
 if __name__ == "__main__":

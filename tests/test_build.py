@@ -402,6 +402,14 @@ def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
     assert expected in seen and len(set(seen)) == 2
 
 
+def test_pch_dir_override_is_shared_across_caches(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDAFORGE_PCH_DIR", raising=False)
+    a, b = settings_for(str(tmp_path / "a")), settings_for(str(tmp_path / "b"))
+    assert a.pch_root() == tmp_path / "a" / "pch" and a.pch_root() != b.pch_root()
+    monkeypatch.setenv("CUDAFORGE_PCH_DIR", str(tmp_path / "shared"))
+    assert a.pch_root() == b.pch_root() == tmp_path / "shared"
+
+
 def test_cpp_compile_error_quotes_the_candidates_line(cache_dir):
     source = python_module_source("broken_cpp", 1).replace("PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)")
     outcome = precompile(source, settings_for(cache_dir), timeout_s=120)

@@ -135,7 +135,8 @@ class BuildSettings:
     back to the untouched source when the light build fails."""
     use_pch: bool = True
     """Compile the binding file ``main.cpp`` against a precompiled ``torch/extension.h`` kept in
-    ``<cache_dir>/pch/`` (GCC only; one per distinct flag set, built on first use)."""
+    ``<cache_dir>/pch/``, or in ``$CUDAFORGE_PCH_DIR`` when set (GCC only; one per distinct flag
+    set, built on first use; several build caches may share one header directory)."""
     fallback: FallbackMode = FallbackMode.AUTO
     """Whether the plain build races the light one or waits for it to fail."""
     max_jobs: int | None = None
@@ -151,6 +152,11 @@ class BuildSettings:
         """The cache directory as an absolute path."""
         root = self.cache_dir or os.environ.get("CUDAFORGE_BUILD_CACHE") or "~/.cache/cudaforge/build"
         return Path(root).expanduser().resolve()
+
+    def pch_root(self) -> Path:
+        """Where the precompiled headers live: ``$CUDAFORGE_PCH_DIR`` or ``<cache_dir>/pch``."""
+        override = os.environ.get("CUDAFORGE_PCH_DIR")
+        return Path(override).expanduser().resolve() if override else self.cache_root() / "pch"
 
     def resolved(self) -> "BuildSettings":
         """A copy with ``arch`` and ``cache_dir`` filled in (call this in the parent process)."""
@@ -703,7 +709,7 @@ class _Builder:
         cflags = re.sub(r"-DTORCH_EXTENSION_NAME=\S+", "", cflags)
         cxx = self._read_ninja_var(directory, "cxx") or "c++"
         sig = hashlib.sha256(json.dumps([toolchain_fingerprint(), cxx, cflags]).encode()).hexdigest()[:24]
-        return self.settings.cache_root() / "pch" / sig, cxx, cflags
+        return self.settings.pch_root() / sig, cxx, cflags
 
     def _ensure_pch(self, pch_dir: Path, cxx: str, cflags: str) -> tuple[bool, str]:
         gch = pch_dir / "torch" / "extension.h.gch"
