@@ -73,17 +73,19 @@ def _per_test_timeout() -> list[str]:
     return ["--timeout=240"] if importlib.util.find_spec("pytest_timeout") else []
 
 
-def run_step(name: str, out: Path, timeout: float, gpu: str | None = None) -> dict:
+def run_step(name: str, out: Path, timeout: float, gpu: str | None = None, select: str | None = None) -> dict:
     """Run one step, streaming its output into ``<out>/<step>.log`` (so a killed check keeps its logs)."""
     cmd = [part.replace("{out}", str(out)).replace("{gpu}", gpu or "0") for part in STEPS[name]]
     if name == "tests":
-        cmd[5:5] = _per_test_timeout()  # after `python -m pytest -m gpu`
+        cmd[5:5] = _per_test_timeout() + (["-k", select] if select else [])  # after `python -m pytest -m gpu`
     started = time.monotonic()
     log = out / f"{name}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.setdefault("CUDAFORGE_PCH_DIR", "/tmp/cudaforge-pch")
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
+    if name == "tests":
+        env["CUDAFORGE_TEST_LOG"] = str(out / "tests_outcomes.log")  # each test's outcome as it ends (tests/conftest.py)
     with log.open("w") as sink:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -104,6 +106,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", default=",".join(STEPS), help="comma-separated steps")
     parser.add_argument("--step-timeout", type=float, default=900)
+    parser.add_argument("--select", default=None, help="pytest -k expression: run only these GPU tests (a re-run)")
     parser.add_argument("--gpu", default=None, help="physical GPU id for every step (default: all visible GPUs)")
     args = parser.parse_args()
     out = args.out.resolve()
@@ -116,17 +119,19 @@ def main() -> None:
         chosen.remove("ncu")
     results = []
     for name in chosen:
-        results.append(run_step(name, out, args.step_timeout, args.gpu))
-        write_summary(out, args.out, chosen, results, args.gpu)  # after every step: a killed check keeps what it did
+        results.append(run_step(name, out, args.step_timeout, args.gpu, args.select))
+        write_summary(out, args.out, chosen, results, args.gpu, args.select)  # after every step: a killed check keeps what it did
     sys.exit(0 if all(r["exit"] == 0 for r in results) else 1)
 
 
-def write_summary(out: Path, given: Path, chosen: list[str], results: list[dict], gpu: str | None = None) -> None:
+def write_summary(out: Path, given: Path, chosen: list[str], results: list[dict], gpu: str | None = None,
+                  select: str | None = None) -> None:
     """summary.md and summary.json of the steps run so far."""
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     pinned = f" --gpu {gpu}" if gpu is not None else ""
     lines = [f"# GPU check, {date}", "",
-             f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}{pinned}`",
+             f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}{pinned}"
+             + (f" --select '{select}'" if select else "") + "`",
              "", "| step | exit | seconds |", "| --- | --- | --- |"]
     lines += [f"| {r['step']} | {r['exit']} | {r['seconds']} |" for r in results]
     for r in results:

@@ -56,3 +56,15 @@ def kernelbench_root(tmp_path: Path) -> Path:
 def repo() -> Path:
     """The checkout's root."""
     return REPO
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``$CUDAFORGE_TEST_LOG`` set, append each test's outcome, duration and failure text to that file
+    as it finishes (scripts/gpu_check.py sets it, so a check killed mid-run keeps every failure's details)."""
+    path = os.environ.get("CUDAFORGE_TEST_LOG")
+    if not path or (report.when != "call" and report.passed):
+        return
+    with open(path, "a") as log:
+        log.write(f"{report.nodeid} [{report.when}] {report.outcome} {report.duration:.1f}s\n")
+        if report.failed:
+            log.write(textwrap.indent(report.longreprtext[-6000:], "    ") + "\n")

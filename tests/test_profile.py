@@ -275,6 +275,28 @@ def test_unknown_gpu_warns_and_derives_what_it_can():
     assert derived_peaks(None, None, None, None, None)["memory_gbs"] is None
 
 
+@pytest.mark.parametrize("name, source", [("NVIDIA H200", "table"), ("NVIDIA Future GPU 9000", "derived")])
+def test_spec_sheet_from_device_properties(name, source, monkeypatch):
+    """The sheet as a GPU machine builds it, with torch's device properties stood in (NVML absent)."""
+    from cudaforge.hardware import specs
+
+    props = SimpleNamespace(name=name, major=9, minor=0, multi_processor_count=132, total_memory=150_000_000_000,
+                            L2_cache_size=60 * 2**20, shared_memory_per_block=49152, shared_memory_per_block_optin=232448,
+                            shared_memory_per_multiprocessor=233472, regs_per_multiprocessor=65536,
+                            max_threads_per_multi_processor=2048, warp_size=32, memory_bus_width=5120,
+                            uuid="5a1b2c3d-0000-1111-2222-333344445555")  # fmt: skip
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    monkeypatch.setattr(specs, "_nvml_static", lambda uuid, notes: dict.fromkeys(
+        ("max_sm_clock_mhz", "max_memory_clock_mhz", "memory_bus_width_bits", "power_limit_w", "driver_version")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownGPUWarning)
+        sheet = specs.gpu_spec_sheet(0)
+    assert sheet["name"] == name and sheet["sm_count"] == 132 and sheet["uuid"].startswith("GPU-5a1b")
+    assert sheet["memory_bus_width_bits"] == 5120 and sheet["peaks"]["source"] == source
+    assert bool(sheet["warnings"]) == (source == "derived") and json.dumps(sheet)
+
+
 def test_peak_for_dtype():
     rates = peak_rates("NVIDIA H200")
     assert peak_for_dtype(rates, "float32") == (67.0e12, "fp32_tflops")

@@ -1,5 +1,8 @@
 """Work on a side stream that the static guards cannot see: the CUDA source builds the stream API's
-name by token pasting. CUDA events on torch's stream time nothing; the host waits for the work.
+names by token pasting. The side stream is non-blocking (a plain cudaStreamCreate stream would
+synchronise with torch's legacy default stream, and the events would time the work honestly) and
+waits on an event of the default stream, so its inputs are ready: the output is right after any
+device-wide synchronisation, while CUDA events on torch's stream time nothing.
 
 TASK: main/level1/1_GELU
 EXPECTED: rejected by hidden_work
@@ -20,8 +23,14 @@ __global__ void gelu_side_kernel(const float* x, float* y, long n) {
 
 torch::Tensor gelu_side(torch::Tensor x) {
     static cudaStream_t side = nullptr;
-    if (side == nullptr) PASTE(cudaStream, Create)(&side);
+    static cudaEvent_t ready = nullptr;
+    if (side == nullptr) {
+        PASTE(cudaStream, CreateWithFlags)(&side, PASTE(cudaStream, NonBlocking));
+        cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+    }
     auto y = torch::empty_like(x);
+    cudaEventRecord(ready, 0);  // torch's current stream in the worker is the legacy default stream
+    cudaStreamWaitEvent(side, ready, 0);
     long n = x.numel();
     gelu_side_kernel<<<(n + 255) / 256, 256, 0, side>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
     return y;

@@ -250,7 +250,7 @@ def gpu_spec_sheet(device_index: int | None = None) -> dict[str, Any]:
     sheet.update(_nvml_static(sheet["uuid"], notes))
     if sheet["memory_bus_width_bits"] is None:
         sheet["memory_bus_width_bits"] = getattr(props, "memory_bus_width", None)
-    peaks = peak_rates(props.name, **sheet)
+    peaks = peak_rates(props.name, **{k: v for k, v in sheet.items() if k != "name"})
     sheet["warnings"] = peaks.pop("warnings")
     sheet["peaks"] = peaks
     return sheet
