@@ -58,7 +58,7 @@ def _torch_profiler_kernels(forward: Callable[[], Any]) -> list[dict[str, Any]]:
         torch.cuda.synchronize()
     kernels = []
     for event in prof.events():
-        if event.device_type == DeviceType.CUDA:
+        if event.device_type == DeviceType.CUDA and not event.name.startswith(("Memcpy", "Memset")):
             kernels.append({"name": event.name, "duration_ms": event.time_range.elapsed_us() / 1e3})
     return kernels
 
