@@ -68,7 +68,10 @@ def test_cudaforge24_is_the_papers_24_metrics():
     assert len(CUDAFORGE24) == len(set(CUDAFORGE24)) == 24
     assert CUDAFORGE24[0] == "sm__cycles_active.avg"
     assert CUDAFORGE24[-1] == "smsp__sass_average_branch_targets_threads_uniform.pct"
-    assert metric_list("cudaforge24") == [*CUDAFORGE24, DURATION_METRIC]
+    from cudaforge.profile.metrics import NEWER_EQUIVALENTS
+
+    assert set(NEWER_EQUIVALENTS) <= set(CUDAFORGE24)
+    assert metric_list("cudaforge24") == [*CUDAFORGE24, *NEWER_EQUIVALENTS.values(), DURATION_METRIC]
 
 
 def test_selection_args_for_each_kind_of_set():

@@ -182,7 +182,8 @@ def parse_ncu_report(path: str | Path, metric_names: Iterable[str] | None = None
     ``ncu-report``), with rule results; ``own`` is left False.
 
     ``metric_names`` picks the metrics to read (default: every metric in the report but device
-    attributes and profiler internals). Raises ImportError without ``ncu_report``.
+    attributes and profiler internals); one the report lacks (ncu stores none for a metric the chip
+    does not have) is null, as ``n/a`` in ncu's CSV. Raises ImportError without ``ncu_report``.
     """
     import ncu_report
 
@@ -205,6 +206,8 @@ def parse_ncu_report(path: str | Path, metric_names: Iterable[str] | None = None
                 metric = action.metric_by_name(metric_name)
                 if metric is not None:
                     kernel.metrics[metric_name] = MetricValue(_report_value(metric), metric.unit(), "")
+                elif wanted is not None:  # asked for but not on this chip: null, as the CSV's ``n/a``
+                    kernel.metrics[metric_name] = MetricValue(None, "", "")
             for rule in action.rule_results_as_dicts():
                 message = rule["rule_message"]
                 speedup = rule.get("speedup_estimation")
