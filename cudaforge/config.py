@@ -225,6 +225,9 @@ class EvalConfig:
     """Timeout for the correctness trials."""
     timing_timeout_s: float = 300.0
     """Timeout for the timed trials."""
+    gpu_wait_timeout_s: float = 3600.0
+    """How long a worker may wait for its GPU's lock (held by another candidate's timing or a profile)
+    before the timed trials; the wait is not charged to ``timing_timeout_s``."""
     build_cache_dir: str | None = None
     """Where compiled candidates are cached (null: ~/.cache/cudaforge/build)."""
     target_arch: str | None = None

@@ -161,3 +161,26 @@ def test_batch_keeps_order_and_survives_faults(evaluator, tiny):
     results = evaluator.evaluate_batch(jobs, on_result=lambda i, r: seen.append(i))
     assert [r.status for r in results] == [EvalStatus.CORRECT, EvalStatus.CRASHED, EvalStatus.CORRECT]
     assert sorted(seen) == [0, 1, 2]
+
+
+def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(tmp_path, monkeypatch):
+    """The worker's wait for its GPU's lock has its own timeout, and the evaluator hands its lock directory
+    (the profiler's, in `cudaforge run`) to the worker."""
+    import cudaforge.eval.evaluator as evaluator_module
+    from cudaforge.isolation import IsolatedOutcome
+
+    captured = {}
+
+    def fake_run_isolated(entry, payload, timeouts, gpu=None, env=None, **kwargs):
+        captured.update(timeouts=timeouts, gpu=gpu, env=env)
+        return IsolatedOutcome(status="crashed", error="stand-in")
+
+    monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
+    evaluator = Evaluator({"gpu_wait_timeout_s": 1234.0, "build_cache_dir": str(tmp_path / "b")}, gpus=["3"],
+                          lock_dir=tmp_path / "locks")  # fmt: skip
+    task = next(iter(load_suite(selection("tiny"))))
+    result = evaluator.evaluate(task, (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text())
+    assert result.status is EvalStatus.CRASHED
+    assert captured["gpu"] == "3" and captured["timeouts"]["gpu_wait"] == 1234.0
+    assert captured["timeouts"][Phase.TIMING.value] == 300.0
+    assert captured["env"]["CUDAFORGE_LOCK_DIR"] == str((tmp_path / "locks").resolve())

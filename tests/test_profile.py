@@ -592,3 +592,19 @@ def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
     assert "ERR_NVGPUCTRPERM" in Path(result.artifacts["ncu_log"]).read_text()
     if not torch.cuda.is_available():  # the torch.profiler fallback then finds no GPU either
         assert result.status is ProfileStatus.ERROR and "no GPU visible" in result.message
+
+
+def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeypatch):
+    seen = []
+
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+        seen.append(gpu)
+        return SimpleNamespace(status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
+                               result={"kernels": [], "cost": None, "spec": None, "versions": {}})  # fmt: skip
+
+    monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
+    monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
+    profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path, gpus=["2", "5"])
+    for _ in range(3):
+        profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text())
+    assert seen == ["2", "5", "2"]

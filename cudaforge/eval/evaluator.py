@@ -43,7 +43,7 @@ def _default_eval_config() -> dict[str, Any]:
         "atol_half": 1e-2, "rtol_half": 1e-2, "timing_trials": 100, "warmup": 10, "flush_l2": True,
         "baseline": "eager", "compile_mode": "default", "seed": 42, "device": "auto", "devices": [],
         "static_timeout_s": 30.0, "compile_timeout_s": 600.0, "correctness_timeout_s": 300.0,
-        "timing_timeout_s": 300.0, "build_cache_dir": None, "target_arch": None,
+        "timing_timeout_s": 300.0, "gpu_wait_timeout_s": 3600.0, "build_cache_dir": None, "target_arch": None,
         "guards_enforce": True, "torch_ops": "lenient", "guard_no_custom_kernel": "reject",
         "guard_reference": "reject", "guard_fallback": "reject", "guard_empty_body": "reject",
         "guard_concurrency": "reject", "guard_monkey_patch": "reject", "guard_io": "reject",
@@ -75,8 +75,11 @@ def visible_gpus(requested: list[int] | None = None) -> list[str]:
 class Evaluator:
     """Evaluates candidates against tasks (see docs/evaluation.md for the protocol)."""
 
-    def __init__(self, cfg: Any = None, *, gpus: list[str] | None = None, compile_workers: int | None = None):
-        """``cfg``: an EvalConfig (or dict); ``gpus``: physical GPU ids (default: from the config)."""
+    def __init__(self, cfg: Any = None, *, gpus: list[str] | None = None, compile_workers: int | None = None,
+                 lock_dir: str | os.PathLike | None = None):
+        """``cfg``: an EvalConfig (or dict); ``gpus``: physical GPU ids (default: from the config);
+        ``lock_dir``: where the per-GPU lock files live, shared with the profiler (default
+        ``$CUDAFORGE_LOCK_DIR`` or ~/.cache/cudaforge/locks)."""
         self.cfg = _default_eval_config()
         if cfg is not None:
             self.cfg.update(_plain(cfg))
@@ -88,6 +91,7 @@ class Evaluator:
                 raise ValueError("eval.device=cuda but no GPU is visible")
         self.build_cache = Path(self.cfg["build_cache_dir"] or DEFAULT_BUILD_CACHE).expanduser()
         self.compile_workers = compile_workers or max(1, (os.cpu_count() or 2) // 2)
+        self.lock_dir = str(Path(lock_dir).expanduser().resolve()) if lock_dir else None
         self._build = None
         self._turn = 0
         self._turn_lock = threading.Lock()
@@ -115,6 +119,7 @@ class Evaluator:
             Phase.COMPILE.value: self.cfg["compile_timeout_s"],
             Phase.CORRECTNESS.value: self.cfg["correctness_timeout_s"],
             Phase.TIMING.value: self.cfg["timing_timeout_s"],
+            "gpu_wait": self.cfg["gpu_wait_timeout_s"],  # queued for the GPU's lock: not the candidate's time
         }
 
     # ------------------------------------------------------------------ one candidate
@@ -135,6 +140,8 @@ class Evaluator:
             gpu = self._next_gpu()
         device = "cuda" if gpu is not None else "cpu"
         env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+        if self.lock_dir:
+            env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
         payload = {
             "task": task.to_dict(),
             "candidate": source,

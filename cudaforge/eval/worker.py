@@ -293,7 +293,7 @@ TIMING_SEED_OFFSET = 1_000_003
 
 
 def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result: EvalResult, guard: _Guards,
-            source: str, trials: _Trials) -> None:
+            source: str, trials: _Trials, progress: Callable[[str], None] = lambda phase: None) -> None:
     from cudaforge.eval.fingerprint import gpu_state
     from cudaforge.eval.timing import time_interleaved
     from cudaforge.hardware.gpu_lock import gpu_lock
@@ -313,8 +313,12 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
         reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
     result.fingerprint["gpu_state_before"] = gpu_state(0)
     share: dict[str, Any] | None = None
-    # profiling never overlaps timing on one GPU: the profiler holds the same lock around ncu
-    with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
+    # profiling never overlaps timing on one GPU: the profiler holds the same lock around ncu. The wait for it is
+    # its own phase (eval.gpu_wait_timeout_s), so a queue of other candidates never times this one out.
+    progress("gpu_wait")
+    with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, torch.no_grad():
+        progress(Phase.TIMING.value)
+        result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
         try:
             times = time_interleaved(
                 reference_fn,
@@ -430,7 +434,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         else:
             phase = Phase.TIMING
             t = rec.start(phase)
-            _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result, guard, source, trials)
+            _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, result, guard, source, trials,
+                    progress)
             rec.end(phase, t)
             s = result.speedup
             result.message = (

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -209,6 +210,7 @@ class Profiler:
         call names none (default: the visible ones; ``[]``: none)."""
         self.settings = ProfileSettings.from_config(cfg)
         self.gpus = visible_gpu_ids() if gpus is None else [str(g) for g in gpus]
+        self._turn = itertools.count()
         metric_list(self.settings.metric_set, self.settings.metrics)  # a bad set fails here, not per call
         if self.settings.output not in ("csv", "report"):
             raise ValueError(f"profile.output must be csv or report, not {self.settings.output!r}")
@@ -284,7 +286,8 @@ class Profiler:
             task_id=task.id, candidate_hash=source_hash(source), status=ProfileStatus.OK,
             metric_set=s.metric_set, metrics=metric_list(s.metric_set, s.metrics),
         )  # fmt: skip
-        gpu = gpu if gpu is not None else (self.gpus[0] if self.gpus else None)
+        if gpu is None and self.gpus:  # round-robin, as the evaluator spreads its timing (the lock serialises each GPU)
+            gpu = self.gpus[next(self._turn) % len(self.gpus)]
         if gpu is None:
             result.status = ProfileStatus.UNAVAILABLE
             result.message = "no GPU to profile on: only the task's FLOPs and minimum bytes are reported"

@@ -86,7 +86,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
                   max_follow_ups=cfg.strategy.max_follow_ups,
                   skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
     judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups)
-    evaluator = evaluator or Evaluator(cfg.eval)
+    evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir)  # one set of GPU locks for both
     gpus = getattr(evaluator, "gpus", [])
     if profiler is None and cfg.profile.enabled:
         from cudaforge.profile import Profiler
