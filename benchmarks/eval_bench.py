@@ -78,6 +78,8 @@ def overhead(evaluator: Evaluator, repeats: int = 3) -> dict:
             "correctness_s": phase_seconds(r, "correctness"), "timing_phase_s": phase_seconds(r, "timing"),
             "timed_calls_s": timed_calls_s, "reference_ms": r.reference_timing.median,
             "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
+            "worker_setup_s": r.fingerprint.get("worker_setup_s"),
+            "timing_breakdown_s": r.fingerprint.get("timing_breakdown_s"),
         })
     best = min(rows, key=lambda row: row["overhead_s"])
     return {"task": task.id, "runs": rows, "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2],

@@ -350,6 +350,7 @@ def test_timed_calls_check_every_output_on_fresh_inputs():
                 out = fn(*args)
                 if trial >= 0:
                     calls.on_output(role, trial, args, out)
+        assert calls.seconds["inputs"] > 0 and calls.seconds["checks"] > 0  # the timing phase's breakdown
         return calls.failure
 
     assert drive(torch.relu) is None

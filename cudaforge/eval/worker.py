@@ -311,7 +311,9 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
     reference_fn = ref_model
     if cfg["baseline"] == "compile":
         reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
+    clock = time.perf_counter()
     result.fingerprint["gpu_state_before"] = gpu_state(0)
+    spent = {"gpu_state": time.perf_counter() - clock}
     share: dict[str, Any] | None = None
     # profiling never overlaps timing on one GPU: the profiler holds the same lock around ncu. The wait for it is
     # its own phase (eval.gpu_wait_timeout_s), so a queue of other candidates never times this one out.
@@ -320,6 +322,7 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
         progress(Phase.TIMING.value)
         result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
         try:
+            clock = time.perf_counter()
             times = time_interleaved(
                 reference_fn,
                 cand_model,
@@ -332,9 +335,15 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
             )
         except Exception as exc:  # noqa: BLE001
             raise _Failure(EvalStatus.RUNTIME_ERROR, "a timed call raised\n" + _candidate_traceback(exc, cand_name)) from None
+        spent["trials"] = time.perf_counter() - clock
+        clock = time.perf_counter()
         if calls.failure is None:
             share = _kernel_share(cand_model, fresh_inputs, source, result)
+        spent["kernel_share"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     result.fingerprint["gpu_state_after"] = gpu_state(0)
+    spent["gpu_state"] += time.perf_counter() - clock
+    clock = time.perf_counter()
     if calls.failure is not None:
         failure = calls.failure
         if failure["diff"]:
@@ -352,6 +361,13 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
         "candidate": sorted(times.candidate_host_ms)[len(times.candidate_host_ms) // 2],
     }
     _timing_guards(times, cost, peaks, device, share, guard, result)
+    spent["cost_and_guards"] = time.perf_counter() - clock
+    # where the timing phase's time goes (docs/evaluation.md): the trials split into the timed calls themselves
+    # (host time from start event to device sync), fresh inputs and poisoning, output checks, and the rest (flushes)
+    timed = (sum(times.reference_host_ms) + sum(times.candidate_host_ms)) / 1e3
+    spent.update(timed_calls=timed, inputs=calls.seconds["inputs"], checks=calls.seconds["checks"])
+    spent["trials_other"] = spent["trials"] - timed - calls.seconds["inputs"] - calls.seconds["checks"]
+    result.fingerprint["timing_breakdown_s"] = {k: round(v, 4) for k, v in spent.items()}
 
 
 def _kernel_share(cand_model, fresh_inputs, source: str, result: EvalResult) -> dict[str, Any] | None:
@@ -410,6 +426,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     cand_name = CANDIDATE_MODULE_PREFIX + digest
     result = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
     result.fingerprint = environment_fingerprint(0 if device.type == "cuda" else None)
+    result.fingerprint["worker_setup_s"] = round(time.perf_counter() - started, 4)  # before the first phase
     rec = _Recorder(progress)
     guard = _Guards(cfg, result)
     phase = Phase.COMPILE

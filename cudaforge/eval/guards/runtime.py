@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import statistics
+import time
 from typing import Any, Callable
 
 import torch
@@ -295,12 +296,26 @@ class TimedCalls:
         self.pristine: list[Any] = []
         self.pending: dict[str, Any] = {}
         self.previous: Any = None
+        self.seconds = {"inputs": 0.0, "checks": 0.0}
+        """Host seconds spent (device work included) drawing inputs and poisoning memory, and checking outputs."""
         self.failure: dict[str, str] | None = None
         """The first problem: ``{guard, evidence, diff}``; ``guard`` is "" for a wrong output no guard explains,
         ``diff`` the mismatch summary ("" for input_mutation and output_type, which follow their policies)."""
 
+    def _settled(self, started: float, key: str) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # the timed call syncs first anyway: this only attributes the time
+        self.seconds[key] += time.perf_counter() - started
+
     def make_args(self, trial: int) -> list[Any]:
         """The inputs of one call: a copy of this trial's fresh inputs, after poisoning free memory."""
+        started = time.perf_counter()
+        try:
+            return self._make_args(trial)
+        finally:
+            self._settled(started, "inputs")
+
+    def _make_args(self, trial: int) -> list[Any]:
         if trial != self.trial:
             self.trial, self.pending, self.pristine = trial, {}, []
             self.pristine = self.make_inputs(trial)
@@ -310,6 +325,13 @@ class TimedCalls:
 
     def on_output(self, role: str, trial: int, args: Any, output: Any) -> None:
         """Record one timed call's output; compare once both of the trial's outputs are in."""
+        started = time.perf_counter()
+        try:
+            self._on_output(role, trial, args, output)
+        finally:
+            self._settled(started, "checks")
+
+    def _on_output(self, role: str, trial: int, args: Any, output: Any) -> None:
         if self.failure is not None or trial != self.trial:
             return
         if role == "candidate":
