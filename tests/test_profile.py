@@ -68,10 +68,18 @@ def test_cudaforge24_is_the_papers_24_metrics():
     assert len(CUDAFORGE24) == len(set(CUDAFORGE24)) == 24
     assert CUDAFORGE24[0] == "sm__cycles_active.avg"
     assert CUDAFORGE24[-1] == "smsp__sass_average_branch_targets_threads_uniform.pct"
+    assert metric_list("cudaforge24") == [*CUDAFORGE24, DURATION_METRIC]
+
+
+def test_the_hopper_option_adds_the_stand_ins_for_the_two_na_metrics(repo):
+    import yaml
+
     from cudaforge.profile.metrics import NEWER_EQUIVALENTS
 
     assert set(NEWER_EQUIVALENTS) <= set(CUDAFORGE24)
-    assert metric_list("cudaforge24") == [*CUDAFORGE24, *NEWER_EQUIVALENTS.values(), DURATION_METRIC]
+    option = yaml.safe_load((repo / "configs" / "profile" / "cudaforge24_hopper.yaml").read_text())
+    assert option["metric_set"] == "cudaforge24" and option["metrics"] == list(NEWER_EQUIVALENTS.values())
+    assert metric_list("cudaforge24", option["metrics"]) == [*CUDAFORGE24, *NEWER_EQUIVALENTS.values(), DURATION_METRIC]
 
 
 def test_selection_args_for_each_kind_of_set():

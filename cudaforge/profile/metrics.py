@@ -49,7 +49,8 @@ NEWER_EQUIVALENTS: dict[str, str] = {
 """Two of the paper's metrics that ncu 2025.3 reports as ``n/a`` on an H200 (sm_90; recorded in
 tests/fixtures/ncu/), each with the nearest metric that chip has: FP32 work goes through the FMA pipes,
 and a memory-dependency stall is counted as long scoreboard (already in the set) or MIO throttle.
-``cudaforge24`` collects both names, so the Judge sees a value on either kind of GPU."""
+``cudaforge24`` stays exactly the paper's list; the config option ``profile=cudaforge24_hopper`` adds these
+two (as ``profile.metrics``), so the Judge reads a value for each on an H100 or H200."""
 
 DURATION_METRIC = "gpu__time_duration.sum"
 """Kernel duration; its unit is a time unit (``nsecond`` with ``--print-units base``)."""
@@ -73,8 +74,8 @@ NCU_SECTION_SETS = frozenset({MetricSetName.basic, MetricSetName.detailed, Metri
 
 
 def metric_list(metric_set: str, metrics: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The metric names passed with ``--metrics``: the set's own list (if any; ``cudaforge24`` adds
-    :data:`NEWER_EQUIVALENTS`), then ``metrics``, then :data:`ALWAYS_COLLECTED`, without repeats.
+    """The metric names passed with ``--metrics``: the set's own list (if any), then ``metrics``,
+    then :data:`ALWAYS_COLLECTED`, without repeats.
 
     For ``custom`` the list is ``metrics`` alone (it must not be empty); for ncu's section sets it
     is the extras only, the sections being named with ``--set``.
@@ -82,7 +83,7 @@ def metric_list(metric_set: str, metrics: list[str] | tuple[str, ...] = ()) -> l
     name = MetricSetName(metric_set)
     if name is MetricSetName.custom and not metrics:
         raise ValueError("metric_set=custom needs a list of metric names (profile.metrics)")
-    base = [*CUDAFORGE24, *NEWER_EQUIVALENTS.values()] if name is MetricSetName.cudaforge24 else []
+    base = list(CUDAFORGE24) if name is MetricSetName.cudaforge24 else []
     seen: dict[str, None] = {}
     for metric in [*base, *metrics, *ALWAYS_COLLECTED]:
         seen.setdefault(metric.strip(), None)
