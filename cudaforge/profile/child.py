@@ -53,12 +53,14 @@ def _torch_profiler_kernels(forward: Callable[[], Any]) -> list[dict[str, Any]]:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
+    from cudaforge.profile.kernels import is_copy_or_fill
+
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         forward()
         torch.cuda.synchronize()
     kernels = []
     for event in prof.events():
-        if event.device_type == DeviceType.CUDA and not event.name.startswith(("Memcpy", "Memset")):
+        if event.device_type == DeviceType.CUDA and not is_copy_or_fill(event.name):
             kernels.append({"name": event.name, "duration_ms": event.time_range.elapsed_us() / 1e3})
     return kernels
 

@@ -59,6 +59,11 @@ def candidate_kernel_names(source: str) -> set[str]:
     return _cuda_kernel_names(source) | set(_RAW_KERNEL.findall(source)) | _triton_kernel_names(source)
 
 
+def is_copy_or_fill(name: str) -> bool:
+    """A copy or fill on the device (CUPTI's ``Memcpy ...``/``Memset ...`` activities), not a kernel."""
+    return name.startswith(("Memcpy", "Memset"))
+
+
 def kernel_base_name(name: str) -> str:
     """The bare function name of a reported kernel name.
 

@@ -451,7 +451,7 @@ def kernel_share(forward: Callable[[], Any], own_names: set[str], calls: int = 3
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    from cudaforge.profile.kernels import is_own_kernel
+    from cudaforge.profile.kernels import is_copy_or_fill, is_own_kernel
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
@@ -460,7 +460,7 @@ def kernel_share(forward: Callable[[], Any], own_names: set[str], calls: int = 3
     own: dict[str, float] = {}
     library: dict[str, float] = {}
     for event in prof.events():
-        if event.device_type != DeviceType.CUDA or event.name.startswith(("Memcpy", "Memset")):
+        if event.device_type != DeviceType.CUDA or is_copy_or_fill(event.name):
             continue
         bucket = own if is_own_kernel(event.name, own_names) else library
         bucket[event.name] = bucket.get(event.name, 0.0) + event.time_range.elapsed_us() / 1e3
