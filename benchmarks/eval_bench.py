@@ -54,14 +54,19 @@ def phase_seconds(result, name: str) -> float:
 def precision(evaluator: Evaluator, repeats: int) -> dict:
     task, source = load(PRECISION_PAIR)
     evaluator.evaluate(task, source)  # builds and warms the cache; not counted
-    medians = []
+    medians, runs = [], []
     for _ in range(repeats):
         result = evaluator.evaluate(task, source)
         assert result.status.value == "correct", result.report()
         medians.append(result.speedup.median)
+        runs.append({"speedup": result.speedup.to_dict(),
+                     "reference_ms": result.reference_timing.median, "candidate_ms": result.candidate_timing.median,
+                     "host_ms_median": result.fingerprint.get("host_ms_median"),
+                     "gpu_state_before": result.fingerprint.get("gpu_state_before"),
+                     "gpu_state_after": result.fingerprint.get("gpu_state_after")})
     mean = sum(medians) / len(medians)
     return {"task": task.id, "candidate": PRECISION_PAIR[2], "speedup_medians": medians,
-            "spread_pct": 100 * (max(medians) - min(medians)) / mean, "target_pct": 2.0}
+            "spread_pct": 100 * (max(medians) - min(medians)) / mean, "target_pct": 2.0, "runs": runs}
 
 
 def overhead(evaluator: Evaluator, repeats: int = 3) -> dict:
@@ -78,7 +83,9 @@ def overhead(evaluator: Evaluator, repeats: int = 3) -> dict:
             "correctness_s": phase_seconds(r, "correctness"), "timing_phase_s": phase_seconds(r, "timing"),
             "timed_calls_s": timed_calls_s, "reference_ms": r.reference_timing.median,
             "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
-            "worker_setup_s": r.fingerprint.get("worker_setup_s"),
+            "worker_setup_s": r.fingerprint.get("worker_setup_s"), "standby": r.fingerprint.get("standby"),
+            "gpu_lock_wait_s": r.fingerprint.get("gpu_lock_wait_s"),
+            "phases_s": {p.phase.value: round(p.seconds, 4) for p in r.phases},
             "timing_breakdown_s": r.fingerprint.get("timing_breakdown_s"),
         })
     best = min(rows, key=lambda row: row["overhead_s"])

@@ -1,9 +1,16 @@
-"""The child side of ``cudaforge.isolation.run_isolated``: ``python -m cudaforge._child ENTRY WORKDIR``.
+"""The child side of ``cudaforge.isolation``: ``python -m cudaforge._child ENTRY WORKDIR [PREPARE]``.
 
 Reads ``WORKDIR/payload.json``, calls ``ENTRY(payload, progress)`` where ``progress(phase)``
 announces a new phase to the parent, and writes the returned dict to ``WORKDIR/result.json``
 (or ``{"__error__": traceback}``). The result is written atomically, so a half-written file
 never reads as a result.
+
+With ``PREPARE`` (a standby, ``cudaforge.isolation.Standby``) the child first calls
+``PREPARE(progress, claimed)``, reports phase ``ready``, and waits for one line on stdin, the
+parent's go-ahead, before it reads the payload. End-of-file instead (the parent discarded the
+standby or died) ends the child without a result. ``claimed()`` is True once the go-ahead is
+readable, so a preparation that waits (for a GPU's lock, say) can give up. A preparation that
+raises is not fatal: the entry still runs, and does that work itself.
 """
 
 from __future__ import annotations
@@ -11,9 +18,34 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import select
 import sys
 import traceback
 from pathlib import Path
+from typing import Any, Callable
+
+
+def _resolve(name: str) -> Callable[..., Any]:
+    module_name, func_name = name.split(":")
+    return getattr(importlib.import_module(module_name), func_name)
+
+
+def _claimed() -> bool:
+    return bool(select.select([sys.stdin], [], [], 0)[0])
+
+
+def _standby(prepare: str, progress: Callable[[str], None]) -> bool:
+    """Prepare, then wait for the go-ahead; False when the parent sent end-of-file instead."""
+    try:
+        _resolve(prepare)(progress, _claimed)
+    except Exception:  # noqa: BLE001 - the entry redoes what preparation could not
+        sys.stderr.write("standby preparation failed (the entry will do it):\n" + traceback.format_exc())
+    progress("ready")
+    go = sys.stdin.readline()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the candidate's code finds nothing on stdin
+    os.close(devnull)
+    return bool(go.strip())
 
 
 def main() -> None:
@@ -25,9 +57,10 @@ def main() -> None:
         progress_file.write(json.dumps({"phase": phase}) + "\n")
         progress_file.flush()
 
+    if len(sys.argv) > 3 and not _standby(sys.argv[3], progress):
+        os._exit(0)
     try:
-        module_name, func_name = entry.split(":")
-        func = getattr(importlib.import_module(module_name), func_name)
+        func = _resolve(entry)
         result = func(json.loads((workdir / "payload.json").read_text()), progress)
         text = json.dumps(result)
     except BaseException:  # noqa: BLE001 - everything the entry raises is reported, not re-raised

@@ -273,6 +273,9 @@ class EvalConfig:
     """speed_of_light fires below this fraction of the floor (the floor uses the fastest peak of any dtype)."""
     library_share_max: float = 0.5
     """Under ``torch_ops=strict``, the largest share of GPU time library kernels (aten, cuBLAS, cuDNN) may take."""
+    standby_workers: bool = True
+    """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
+    while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process."""
 
 
 @dataclass

@@ -98,6 +98,88 @@ def _read_progress(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
     return events, offset + len(complete)
 
 
+def _child_env(gpu: str | int | None, env: dict[str, str] | None) -> dict[str, str]:
+    child_env = scrubbed_env(env)
+    child_env["CUDA_VISIBLE_DEVICES"] = "" if gpu is None else str(gpu)
+    child_env["PYTHONUNBUFFERED"] = "1"
+    package_root = str(Path(__file__).resolve().parent.parent)
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH", "")) if p)
+    return child_env
+
+
+def _launch(entry: str, workdir: Path, child_env: dict[str, str], wrapper: list[str] | None = None,
+            prepare: str | None = None) -> subprocess.Popen:
+    """Start the child in its own session; a standby (``prepare``) gets a pipe on stdin for its go-ahead."""
+    with (workdir / "stdout.log").open("wb") as out, (workdir / "stderr.log").open("wb") as err:
+        return subprocess.Popen(
+            [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, str(workdir), *([prepare] if prepare else [])],
+            cwd=workdir,
+            env=child_env,
+            stdin=subprocess.PIPE if prepare else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+
+
+class _Watch:
+    """The parent's view of one child: its current phase, the seconds of each phase, the progress read so far."""
+
+    def __init__(self, proc: subprocess.Popen, workdir: Path, started: float) -> None:
+        self.proc, self.workdir, self.started = proc, workdir, started
+        self.phase, self.phase_start, self.offset = "start", started, 0
+        self.phase_seconds: dict[str, float] = {}
+
+    def read(self) -> float:
+        events, self.offset = _read_progress(self.workdir / "progress.jsonl", self.offset)
+        now = time.monotonic()
+        for event in events:
+            self.phase_seconds[self.phase] = self.phase_seconds.get(self.phase, 0.0) + now - self.phase_start
+            self.phase, self.phase_start = event["phase"], now
+        return now
+
+    def supervise(self, timeouts: dict[str, float], default_timeout: float, poll_interval: float,
+                  keep_workdir: bool) -> IsolatedOutcome:
+        """Wait for the child, killing its process group when a phase runs past its timeout."""
+        killed_for = ""
+        while True:
+            code = self.proc.poll()
+            now = self.read()
+            if code is not None:
+                break
+            limit = timeouts.get(self.phase, default_timeout)
+            if now - self.phase_start > limit:
+                killed_for = f"phase {self.phase!r} ran past its {limit:g} s timeout; the process group was killed"
+                _kill_group(self.proc)
+                break
+            time.sleep(poll_interval)
+        self.phase_seconds[self.phase] = self.phase_seconds.get(self.phase, 0.0) + time.monotonic() - self.phase_start
+        workdir = self.workdir
+        outcome = IsolatedOutcome(
+            status="ok",
+            phase=self.phase,
+            phase_seconds=self.phase_seconds,
+            returncode=self.proc.returncode,
+            stdout_tail=_tail(workdir / "stdout.log"),
+            stderr_tail=_tail(workdir / "stderr.log"),
+            seconds=time.monotonic() - self.started,
+        )
+        result_path = workdir / "result.json"
+        if killed_for:
+            outcome.status, outcome.error = "timeout", killed_for
+        elif result_path.exists():
+            result = json.loads(result_path.read_text())
+            if "__error__" in result:
+                outcome.status, outcome.error = "error", result["__error__"]
+            else:
+                outcome.result = result
+        else:
+            outcome.status, outcome.error = "crashed", _describe_exit(self.proc.returncode)
+        if not keep_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return outcome
+
+
 def run_isolated(
     entry: str,
     payload: dict[str, Any],
@@ -120,66 +202,72 @@ def run_isolated(
     """
     workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     (workdir / "payload.json").write_text(json.dumps(payload))
-    child_env = scrubbed_env(env)
-    child_env["CUDA_VISIBLE_DEVICES"] = "" if gpu is None else str(gpu)
-    child_env["PYTHONUNBUFFERED"] = "1"
-    package_root = str(Path(__file__).resolve().parent.parent)
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
-    )
     started = time.monotonic()
-    with (workdir / "stdout.log").open("wb") as out, (workdir / "stderr.log").open("wb") as err:
-        proc = subprocess.Popen(
-            [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, str(workdir)],
-            cwd=workdir,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-        phase, phase_start, offset = "start", started, 0
-        phase_seconds: dict[str, float] = {}
-        killed_for = ""
-        while True:
-            code = proc.poll()
-            events, offset = _read_progress(workdir / "progress.jsonl", offset)
-            now = time.monotonic()
-            for event in events:
-                phase_seconds[phase] = phase_seconds.get(phase, 0.0) + now - phase_start
-                phase, phase_start = event["phase"], now
-            if code is not None:
-                break
-            limit = timeouts.get(phase, default_timeout)
-            if now - phase_start > limit:
-                killed_for = f"phase {phase!r} ran past its {limit:g} s timeout; the process group was killed"
-                _kill_group(proc)
-                break
-            time.sleep(poll_interval)
-        phase_seconds[phase] = phase_seconds.get(phase, 0.0) + time.monotonic() - phase_start
-    outcome = IsolatedOutcome(
-        status="ok",
-        phase=phase,
-        phase_seconds=phase_seconds,
-        returncode=proc.returncode,
-        stdout_tail=_tail(workdir / "stdout.log"),
-        stderr_tail=_tail(workdir / "stderr.log"),
-        seconds=time.monotonic() - started,
-    )
-    result_path = workdir / "result.json"
-    if killed_for:
-        outcome.status, outcome.error = "timeout", killed_for
-    elif result_path.exists():
-        result = json.loads(result_path.read_text())
-        if "__error__" in result:
-            outcome.status, outcome.error = "error", result["__error__"]
-        else:
-            outcome.result = result
-    else:
-        outcome.status, outcome.error = "crashed", _describe_exit(proc.returncode)
-    if not keep_workdir:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return outcome
+    proc = _launch(entry, workdir, _child_env(gpu, env), wrapper)
+    return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir)
+
+
+class Standby:
+    """A child started before its payload exists: a fresh, isolated process that has already paid its start-up.
+
+    It runs ``prepare`` (``package.module:function``; e.g. imports and the GPU's context) and then
+    waits, in phase ``ready``, for :meth:`run` to hand it a payload; everything else is as in
+    :func:`run_isolated` (own session, scrubbed environment, temporary working directory, per-phase
+    timeouts, process group killed). Each standby serves exactly one payload. ``prepare`` is called as
+    ``prepare(progress, claimed)``; ``claimed()`` turns True once the payload is on its way, so
+    optional preparation can stop waiting. A standby whose parent dies reads end-of-file and exits.
+    """
+
+    def __init__(self, entry: str, prepare: str, *, gpu: str | int | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
+        self.workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
+        self.watch = _Watch(_launch(entry, self.workdir, _child_env(gpu, env), prepare=prepare), self.workdir,
+                            time.monotonic())  # fmt: skip
+        self.used = False
+
+    def matches(self, entry: str, gpu: str | int | None, env: dict[str, str] | None) -> bool:
+        """Whether this standby can serve a run of ``entry`` on ``gpu`` with ``env``."""
+        return (self.entry, None if self.gpu is None else str(self.gpu), self.env) == (
+            entry, None if gpu is None else str(gpu), dict(env or {}))  # fmt: skip
+
+    def alive(self) -> bool:
+        return not self.used and self.watch.proc.poll() is None
+
+    def ready(self) -> bool:
+        """Whether preparation is over (the child waits for its payload)."""
+        self.watch.read()
+        return self.watch.phase == "ready"
+
+    def run(self, payload: dict[str, Any], *, timeouts: dict[str, float], default_timeout: float = 300.0,
+            keep_workdir: bool = False, poll_interval: float = 0.02) -> IsolatedOutcome:
+        """Hand over ``payload`` and supervise the child to its end, as :func:`run_isolated` does."""
+        if self.used:
+            raise RuntimeError("a standby serves one payload; this one has been used")
+        self.used = True
+        tmp = self.workdir / "payload.json.tmp"
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, self.workdir / "payload.json")
+        watch = self.watch
+        now = watch.read()
+        if watch.phase == "ready":  # the time spent waiting for a payload is nobody's phase
+            watch.phase_start = now
+        try:
+            assert watch.proc.stdin is not None
+            watch.proc.stdin.write(b"go\n")
+            watch.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # it died while waiting: supervise() reports how
+        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir)
+
+    def close(self) -> None:
+        """Discard an unused standby: kill its process group and remove its working directory."""
+        if not self.used:
+            self.used = True
+            _kill_group(self.watch.proc)
+            if self.watch.proc.stdin is not None:
+                self.watch.proc.stdin.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

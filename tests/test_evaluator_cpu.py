@@ -176,11 +176,94 @@ def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(
         return IsolatedOutcome(status="crashed", error="stand-in")
 
     monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
-    evaluator = Evaluator({"gpu_wait_timeout_s": 1234.0, "build_cache_dir": str(tmp_path / "b")}, gpus=["3"],
-                          lock_dir=tmp_path / "locks")  # fmt: skip
+    evaluator = Evaluator({"gpu_wait_timeout_s": 1234.0, "build_cache_dir": str(tmp_path / "b"),
+                           "standby_workers": False}, gpus=["3"], lock_dir=tmp_path / "locks")  # fmt: skip
     task = next(iter(load_suite(selection("tiny"))))
     result = evaluator.evaluate(task, (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text())
     assert result.status is EvalStatus.CRASHED
     assert captured["gpu"] == "3" and captured["timeouts"]["gpu_wait"] == 1234.0
     assert captured["timeouts"][Phase.TIMING.value] == 300.0
     assert captured["env"]["CUDAFORGE_LOCK_DIR"] == str((tmp_path / "locks").resolve())
+
+
+def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkeypatch):
+    """eval.standby_workers: the first candidate on a GPU starts cold and starts a standby; the next candidate on
+    that GPU runs in it (and starts another); a standby whose settings differ, or that died, is replaced; close()
+    stops them. Off, every candidate starts cold."""
+    import cudaforge.eval.evaluator as evaluator_module
+    from cudaforge.isolation import IsolatedOutcome
+
+    log = []
+
+    class FakeStandby:
+        def __init__(self, entry, prepare, *, gpu=None, env=None):
+            self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
+            self.dead = self.closed = False
+            log.append(("start", gpu, self))
+
+        def matches(self, entry, gpu, env):
+            return (entry, gpu, dict(env or {})) == (self.entry, self.gpu, self.env)
+
+        def alive(self):
+            return not self.dead and not self.closed
+
+        def run(self, payload, *, timeouts):
+            log.append(("standby", self.gpu, self))
+            return IsolatedOutcome(status="crashed", error="stand-in")
+
+        def close(self):
+            self.closed = True
+
+    def fake_run_isolated(entry, payload, timeouts, gpu=None, env=None, **kwargs):
+        log.append(("cold", gpu, None))
+        return IsolatedOutcome(status="crashed", error="stand-in")
+
+    monkeypatch.setattr(evaluator_module, "Standby", FakeStandby)
+    monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
+    task = next(iter(load_suite(selection("tiny"))))
+    source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    evaluator = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0", "1"])
+    for gpu in ("0", "0", "1", "0"):
+        evaluator.evaluate(task, source, gpu=gpu)
+    kinds = [(kind, gpu) for kind, gpu, _ in log]
+    assert kinds == [("start", "0"), ("cold", "0"), ("start", "0"), ("standby", "0"), ("start", "1"), ("cold", "1"),
+                     ("start", "0"), ("standby", "0")]  # fmt: skip
+    assert log[3][2] is log[0][2] and log[7][2] is log[2][2]  # each standby serves the candidate after its start
+    waiting = evaluator._standbys["0"]
+    waiting.dead = True  # a standby that died while waiting is replaced by a cold start
+    evaluator.evaluate(task, source, gpu="0")
+    assert log[-1][0] == "cold" and waiting.closed
+    evaluator.lock_dir = str(tmp_path)  # other settings: the waiting standby does not match
+    mismatched = evaluator._standbys["0"]
+    evaluator.evaluate(task, source, gpu="0")
+    assert log[-1][0] == "cold" and mismatched.closed
+    left = list(evaluator._standbys.values())
+    evaluator.close()
+    assert left and all(s.closed for s in left) and evaluator._standbys == {}
+
+    log.clear()
+    off = Evaluator({"build_cache_dir": str(tmp_path / "b"), "standby_workers": False}, gpus=["0"])
+    for _ in range(2):
+        off.evaluate(task, source, gpu="0")
+    assert [kind for kind, _, _ in log] == ["cold", "cold"]
+
+
+def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
+    """The real worker behind a real standby (here on the CPU: Triton in the interpreter): same verdict, and the
+    fingerprint says it was prepared ahead."""
+    from cudaforge.eval.evaluator import WORKER_ENTRY, WORKER_PREPARE
+    from cudaforge.isolation import Standby, run_isolated
+
+    task = tiny["ReLU"]
+    evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path / "b")})
+    payload = {"task": task.to_dict(), "candidate": (CANDIDATES / "triton_relu.py").read_text(), "eval": evaluator.cfg,
+               "build": evaluator.build_settings().to_dict(), "device": "cpu"}  # fmt: skip
+    env = {"TRITON_INTERPRET": "1"}
+    warm = Standby(WORKER_ENTRY, WORKER_PREPARE, gpu=None, env=env).run(payload, timeouts=evaluator._timeouts())
+    cold = run_isolated(WORKER_ENTRY, payload, timeouts=evaluator._timeouts(), gpu=None, env=env)
+    assert warm.status == cold.status == "ok"
+    assert warm.result["status"] == cold.result["status"] == EvalStatus.CORRECT.value
+    assert warm.result["fingerprint"]["standby"]["prepare_s"] > 0
+    assert warm.result["fingerprint"]["standby"]["cuda_ready"] is False  # no GPU here
+    assert cold.result["fingerprint"]["standby"] is None
+    assert warm.result["fingerprint"]["nvcc"] == cold.result["fingerprint"]["nvcc"]

@@ -132,19 +132,28 @@ def test_missing_nvcc_is_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_nvcc_version_parsed_and_timeout_noted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fingerprint, "_find_nvcc", lambda: "/opt/cuda/bin/nvcc")
+    monkeypatch.setattr(fingerprint, "_NVCC_SEEN", {})
     output = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n"
-    monkeypatch.setattr(
-        subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a[0], 0, stdout=output, stderr="")
-    )
+    calls = []
+
+    def run(*a, **k):
+        calls.append(a[0])
+        return subprocess.CompletedProcess(a[0], 0, stdout=output, stderr="")
+
+    monkeypatch.setattr(subprocess, "run", run)
     assert fingerprint.nvcc_version([]) == "13.0.88"
+    assert fingerprint.nvcc_version([]) == "13.0.88"
+    assert len(calls) == 1  # asked once per process and path
 
     def hang(*args, **kwargs):
         raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
 
     monkeypatch.setattr(subprocess, "run", hang)
-    notes: list[str] = []
-    assert fingerprint.nvcc_version(notes) is None
-    assert "timed out" in notes[0]
+    monkeypatch.setattr(fingerprint, "_find_nvcc", lambda: "/other/cuda/bin/nvcc")
+    for _ in range(2):  # the note comes back with the remembered answer
+        notes: list[str] = []
+        assert fingerprint.nvcc_version(notes) is None
+        assert "timed out" in notes[0]
 
 
 # --------------------------------------------------------------------------- NVML through a stand-in

@@ -94,3 +94,97 @@ def test_wrapper_prefixes_the_child_command():
     out = run("echo", {"x": 1}, wrapper=["env", "CUDAFORGE_WRAPPED=yes"])
     assert out.status == "ok", out.error
     assert out.result["env"]["CUDAFORGE_WRAPPED"] == "yes" and out.result["echo"] == {"x": 1}
+
+
+# --------------------------------------------------------------------------- standby children
+
+
+def standby(prepare="prepare_marker", entry="echo_prepared", **kw):
+    from cudaforge.isolation import Standby
+
+    return Standby(f"standins.entries:{entry}", f"standins.entries:{prepare}", env={"PYTHONPATH": TESTS}, **kw)
+
+
+def wait_ready(child, limit=60.0):
+    started = time.monotonic()
+    while not child.ready():
+        assert time.monotonic() - started < limit, "the standby never became ready"
+        time.sleep(0.02)
+
+
+def test_standby_prepares_before_its_payload_and_serves_it_once(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "secret")
+    child = standby(gpu=2)
+    wait_ready(child)
+    handed = time.time()
+    out = child.run({"x": 1}, timeouts={}, default_timeout=30)
+    assert out.status == "ok" and out.result["echo"] == {"x": 1}
+    prepared = out.result["prepared"]
+    assert prepared["pid"] == out.result["pid"]  # the same process prepared and ran the payload
+    assert prepared["at"] < handed and prepared["claimed_at_prepare"] is False
+    assert out.result["stdin"] == ""  # the go-ahead is consumed: the entry's stdin is empty
+    env = out.result["env"]
+    assert "ANTHROPIC_API_KEY" not in env and env["CUDA_VISIBLE_DEVICES"] == "2"
+    assert not Path(out.result["cwd"]).exists()
+    assert "ready" not in out.phase_seconds or out.phase_seconds["ready"] < 5  # idle waiting is not a phase
+    assert out.phase_seconds["start"] > 0 and "work" in out.phase_seconds
+    assert not child.alive()
+    with pytest.raises(RuntimeError, match="one payload"):
+        child.run({}, timeouts={})
+
+
+def test_a_claimed_standby_stops_waiting_in_its_preparation():
+    child = standby("prepare_until_claimed")
+    time.sleep(0.5)
+    assert not child.ready()  # still waiting, as for a busy GPU's lock
+    out = child.run({}, timeouts={}, default_timeout=30)
+    assert out.status == "ok"
+    assert out.result["prepared"]["claimed"] is True and out.result["prepared"]["waited_s"] < 30
+
+
+def test_a_failed_preparation_is_not_fatal():
+    out = standby("prepare_fails").run({"y": 2}, timeouts={}, default_timeout=30)
+    assert out.status == "ok" and out.result["echo"] == {"y": 2} and out.result["prepared"] == {}
+    assert "preparation broke" in out.stderr_tail
+
+
+def test_standby_faults_and_timeouts_are_outcomes_as_without_one():
+    out = standby(entry="hang").run({"phase": "work"}, timeouts={"work": 1.0}, default_timeout=30)
+    assert out.status == "timeout" and "'work'" in out.error
+    out = standby(entry="segfault").run({}, timeouts={}, default_timeout=30)
+    assert out.status == "crashed" and "SIGSEGV" in out.error
+
+
+def test_standby_match_and_close():
+    child = standby(gpu="1")
+    assert child.matches("standins.entries:echo_prepared", 1, {"PYTHONPATH": TESTS})
+    assert not child.matches("standins.entries:echo_prepared", 0, {"PYTHONPATH": TESTS})
+    assert not child.matches("standins.entries:echo_prepared", 1, {})
+    pid, workdir = child.watch.proc.pid, child.workdir
+    child.close()
+    assert not child.alive() and not workdir.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_standby_whose_parent_goes_away_exits_without_a_result():
+    import subprocess
+
+    script = (
+        "import sys, time; sys.path.insert(0, %r)\n"
+        "from cudaforge.isolation import Standby\n"
+        "s = Standby('standins.entries:echo_prepared', 'standins.entries:prepare_marker', env={'PYTHONPATH': %r})\n"
+        "print(s.watch.proc.pid, flush=True)\n"
+    ) % (str(Path(TESTS).parent), TESTS)
+    parent = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    pid = int(parent.stdout.split()[0])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the orphaned standby kept running")

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.eval.static import check_candidate
-from cudaforge.isolation import IsolatedOutcome, run_isolated
+from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
+WORKER_ENTRY = "cudaforge.eval.worker:evaluate"
+WORKER_PREPARE = "cudaforge.eval.worker:prepare"
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def _default_eval_config() -> dict[str, Any]:
         "guard_introspection": "reject", "guard_input_mutation": "reject", "guard_output_type": "reject",
         "guard_output_sensitivity": "reject", "guard_precision": "report", "guard_hidden_work": "reject",
         "guard_speed_of_light": "reject", "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5,
-        "library_share_max": 0.5,
+        "library_share_max": 0.5, "standby_workers": True,
     }  # fmt: skip
 
 
@@ -95,6 +97,48 @@ class Evaluator:
         self._build = None
         self._turn = 0
         self._turn_lock = threading.Lock()
+        self._standbys: dict[str, Standby] = {}
+        self._standby_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ standby workers
+
+    def _worker(self, payload: dict[str, Any], gpu: str | None, env: dict[str, str]) -> IsolatedOutcome:
+        """Run one payload in a fresh worker: the GPU's standby when it has one, else a cold start.
+
+        With ``eval.standby_workers`` each GPU evaluation also starts the next candidate's worker, so
+        its start-up (imports, CUDA context, fingerprint) overlaps this candidate's evaluation or the
+        agents' turn; a standby still serves one candidate only.
+        """
+        standby = None
+        if gpu is not None and self.cfg["standby_workers"]:
+            with self._standby_lock:
+                standby = self._standbys.pop(gpu, None)
+                if standby is not None and not (standby.alive() and standby.matches(WORKER_ENTRY, gpu, env)):
+                    standby.close()
+                    standby = None
+                self._standbys[gpu] = Standby(WORKER_ENTRY, WORKER_PREPARE, gpu=gpu, env=env)
+        if standby is not None:
+            return standby.run(payload, timeouts=self._timeouts())
+        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env)
+
+    def close(self) -> None:
+        """Stop the standby workers (they also end by themselves when this process exits)."""
+        with self._standby_lock:
+            standbys, self._standbys = list(self._standbys.values()), {}
+        for standby in standbys:
+            standby.close()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
     def _next_gpu(self) -> str:
         """Round-robin over this evaluator's GPUs (timing itself is serialised per GPU by a lock)."""
@@ -149,9 +193,7 @@ class Evaluator:
             "build": self.build_settings().to_dict(),
             "device": device,
         }
-        outcome = run_isolated(
-            "cudaforge.eval.worker:evaluate", payload, timeouts=self._timeouts(), gpu=gpu, env=env
-        )
+        outcome = self._worker(payload, gpu, env)
         result = self._from_outcome(task, source, outcome)
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started

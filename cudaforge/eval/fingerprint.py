@@ -114,12 +114,38 @@ def _find_nvcc() -> str | None:
     return None
 
 
+_NVCC_SEEN: dict[str, tuple[str | None, str | None]] = {}
+"""nvcc path -> (version, note): one process asks each compiler once (a subprocess costs ~0.1 s)."""
+
+
 def nvcc_version(notes: list[str], timeout_s: float = NVCC_TIMEOUT_S) -> str | None:
-    """The CUDA compiler's version (e.g. ``13.0.88``) from ``nvcc --version``, or None with a note."""
+    """The CUDA compiler's version (e.g. ``13.0.88``) from ``nvcc --version``, or None with a note.
+
+    The answer is remembered per nvcc path for the life of the process."""
     nvcc = _find_nvcc()
     if nvcc is None:
         notes.append("nvcc not found (PATH, CUDA_HOME, /usr/local/cuda)")
         return None
+    if nvcc not in _NVCC_SEEN:
+        found: list[str] = []
+        _NVCC_SEEN[nvcc] = (_ask_nvcc(nvcc, found, timeout_s), found[0] if found else None)
+    version, note = _NVCC_SEEN[nvcc]
+    if note:
+        notes.append(note)
+    return version
+
+
+def warm_caches() -> None:
+    """Pay, ahead of a measurement, for the slow and constant parts of a fingerprint: the nvcc
+    subprocess, the scan of installed distributions, cuDNN's library load."""
+    notes: list[str] = []
+    nvcc_version(notes)
+    _torch_versions(notes)
+    for module in DISTRIBUTIONS:
+        _optional_version(module, notes)
+
+
+def _ask_nvcc(nvcc: str, notes: list[str], timeout_s: float) -> str | None:
     try:
         result = subprocess.run(
             [nvcc, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False

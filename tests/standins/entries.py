@@ -53,3 +53,33 @@ def phases(payload, progress):
         progress(name)
         time.sleep(payload["sleep"])
     return {"done": True}
+
+
+PREPARED: dict = {}
+
+
+def prepare_marker(progress, claimed):
+    """A standby's preparation: remembers its pid and time, as the real one keeps its imports."""
+    PREPARED.update(pid=os.getpid(), at=time.time(), claimed_at_prepare=claimed())
+
+
+def prepare_until_claimed(progress, claimed):
+    """Waits (as the real preparation waits for a GPU's lock) until the payload is on its way."""
+    started = time.time()
+    while not claimed():
+        time.sleep(0.01)
+        if time.time() - started > 60:
+            break
+    PREPARED.update(pid=os.getpid(), waited_s=time.time() - started, claimed=claimed())
+
+
+def prepare_fails(progress, claimed):
+    raise RuntimeError("preparation broke")
+
+
+def echo_prepared(payload, progress):
+    import sys
+
+    progress("work")
+    return {"prepared": PREPARED, "pid": os.getpid(), "stdin": sys.stdin.read(), "echo": payload,
+            "env": dict(os.environ), "cwd": os.getcwd()}

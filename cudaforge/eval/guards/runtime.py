@@ -298,6 +298,8 @@ class TimedCalls:
         self.previous: Any = None
         self.seconds = {"inputs": 0.0, "checks": 0.0}
         """Host seconds spent (device work included) drawing inputs and poisoning memory, and checking outputs."""
+        self.detail: dict[str, float] = {}
+        """The same seconds by step: draw_inputs, copy_inputs, poison, mutation, compare, snapshot."""
         self.failure: dict[str, str] | None = None
         """The first problem: ``{guard, evidence, diff}``; ``guard`` is "" for a wrong output no guard explains,
         ``diff`` the mismatch summary ("" for input_mutation and output_type, which follow their policies)."""
@@ -315,12 +317,24 @@ class TimedCalls:
         finally:
             self._settled(started, "inputs")
 
+    def _lap(self, key: str, started: float) -> float:
+        """Add the time since ``started`` (device work included) to ``detail[key]``; return now."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        now = time.perf_counter()
+        self.detail[key] = self.detail.get(key, 0.0) + now - started
+        return now
+
     def _make_args(self, trial: int) -> list[Any]:
+        clock = time.perf_counter()
         if trial != self.trial:
             self.trial, self.pending, self.pristine = trial, {}, []
             self.pristine = self.make_inputs(trial)
+            clock = self._lap("draw_inputs", clock)
         args = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.pristine]
+        clock = self._lap("copy_inputs", clock)
         poison_free_memory(self.poison_sizes, self.device)  # last: the call's own allocations get the poison
+        self._lap("poison", clock)
         return args
 
     def on_output(self, role: str, trial: int, args: Any, output: Any) -> None:
@@ -334,8 +348,10 @@ class TimedCalls:
     def _on_output(self, role: str, trial: int, args: Any, output: Any) -> None:
         if self.failure is not None or trial != self.trial:
             return
+        clock = time.perf_counter()
         if role == "candidate":
             changed = mutated_inputs(self.pristine, list(args))
+            clock = self._lap("mutation", clock)
             if changed:
                 self.failure = {"guard": "input_mutation", "evidence": f"timed trial {trial}: {changed}", "diff": ""}
                 return
@@ -348,6 +364,7 @@ class TimedCalls:
             self.failure = {"guard": "output_type", "evidence": f"timed trial {trial}: {problem}", "diff": ""}
             return
         diff = self.compare(expected, actual, trial)
+        clock = self._lap("compare", clock)
         if diff is not None:
             guard, evidence = explain_mismatch(actual, self.previous, self.device, f"timed trial {trial}")
             stale = self._stale_trial(actual, trial) if not guard else None
@@ -361,6 +378,7 @@ class TimedCalls:
                 "new inputs: results must not depend on earlier calls)"), "diff": diff.summary()}
             return
         self.previous = snapshot(actual)
+        self._lap("snapshot", clock)
 
     def _stale_trial(self, actual: Any, trial: int) -> int | None:
         """The earlier trial whose inputs ``actual`` is the right result for, if any (the reference is rerun)."""
