@@ -414,6 +414,19 @@ def _timing_guards(times, cost, peaks, device, share, guard: _Guards, result: Ev
     guard.add(found)
 
 
+def _warm_profiler() -> None:
+    """One tiny torch.profiler session: loads CUPTI and Kineto, which the profiler-share guard's first session
+    otherwise pays for (seconds). Measured to leave no overhead on later launches (benchmarks/launch_residue.py)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]):
+            torch.empty(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - the guard itself notes a profiler that does not work
+        pass
+
+
 _PREPARED: dict[str, Any] = {}
 """What ``prepare`` did in this process (empty when the worker was not a standby)."""
 
@@ -447,6 +460,9 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
                     torch.empty(1, device="cuda").add_(1)  # the context, the allocator, a first kernel
                     torch.cuda.synchronize()
                     cuda_ready = True
+                    clock = time.perf_counter()
+                    _warm_profiler()
+                    _PREPARED["profiler_warm_s"] = round(time.perf_counter() - clock, 4)
                 break
             except GpuLockTimeout:
                 continue
