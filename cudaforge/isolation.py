@@ -24,7 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 _SECRET_RE = re.compile(
     r"(API_?KEY|_TOKEN$|^TOKEN$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION_KEY|PRIVATE_KEY|_KEY$|^AWS_|^AZURE_|"
@@ -129,6 +129,8 @@ class _Watch:
         self.proc, self.workdir, self.started = proc, workdir, started
         self.phase, self.phase_start, self.offset = "start", started, 0
         self.phase_seconds: dict[str, float] = {}
+        self.on_phase: Callable[[str], None] | None = None
+        """Called in the parent with each phase the child enters (while supervised)."""
 
     def read(self) -> float:
         events, self.offset = _read_progress(self.workdir / "progress.jsonl", self.offset)
@@ -136,11 +138,14 @@ class _Watch:
         for event in events:
             self.phase_seconds[self.phase] = self.phase_seconds.get(self.phase, 0.0) + now - self.phase_start
             self.phase, self.phase_start = event["phase"], now
+            if self.on_phase is not None:
+                self.on_phase(self.phase)
         return now
 
     def supervise(self, timeouts: dict[str, float], default_timeout: float, poll_interval: float,
-                  keep_workdir: bool) -> IsolatedOutcome:
+                  keep_workdir: bool, on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
         """Wait for the child, killing its process group when a phase runs past its timeout."""
+        self.on_phase = on_phase
         killed_for = ""
         while True:
             code = self.proc.poll()
@@ -191,6 +196,7 @@ def run_isolated(
     keep_workdir: bool = False,
     poll_interval: float = 0.02,
     wrapper: list[str] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> IsolatedOutcome:
     """Run ``entry`` (``package.module:function``) on ``payload`` in an isolated child process.
 
@@ -199,12 +205,13 @@ def run_isolated(
     ``CUDA_VISIBLE_DEVICES`` takes it) the child may see; None hides every GPU. ``env`` adds variables to the scrubbed environment.
     ``wrapper`` prefixes the child's command line (e.g. ``["ncu", "--profile-from-start", "off", ...]``):
     the wrapper runs in the child's process group, gets the same environment, and is killed with it.
+    ``on_phase(phase)`` is called in this process with each phase the child enters.
     """
     workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     (workdir / "payload.json").write_text(json.dumps(payload))
     started = time.monotonic()
     proc = _launch(entry, workdir, _child_env(gpu, env), wrapper)
-    return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir)
+    return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase)
 
 
 class Standby:
@@ -240,7 +247,8 @@ class Standby:
         return self.watch.phase == "ready"
 
     def run(self, payload: dict[str, Any], *, timeouts: dict[str, float], default_timeout: float = 300.0,
-            keep_workdir: bool = False, poll_interval: float = 0.02) -> IsolatedOutcome:
+            keep_workdir: bool = False, poll_interval: float = 0.02,
+            on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
         """Hand over ``payload`` and supervise the child to its end, as :func:`run_isolated` does."""
         if self.used:
             raise RuntimeError("a standby serves one payload; this one has been used")
@@ -258,7 +266,14 @@ class Standby:
             watch.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # it died while waiting: supervise() reports how
-        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir)
+        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase)
+
+    def kill(self) -> None:
+        """Kill the child's process group, used or not (a :meth:`run` in progress then reports it)."""
+        try:
+            os.killpg(self.watch.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def close(self) -> None:
         """Discard an unused standby: kill its process group and remove its working directory."""

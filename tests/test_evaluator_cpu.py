@@ -187,9 +187,9 @@ def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(
 
 
 def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkeypatch):
-    """eval.standby_workers: the first candidate on a GPU starts cold and starts a standby; the next candidate on
-    that GPU runs in it (and starts another); a standby whose settings differ, or that died, is replaced; close()
-    stops them. Off, every candidate starts cold."""
+    """eval.standby_workers: every GPU evaluation runs in a standby (the one waiting for that GPU, or a new one)
+    and starts the next one, for the evaluation worker and for the share worker alike; a standby whose settings
+    differ, or that died, is replaced; close() stops them. Off, every candidate starts cold, with no share worker."""
     import cudaforge.eval.evaluator as evaluator_module
     from cudaforge.isolation import IsolatedOutcome
 
@@ -199,7 +199,8 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
         def __init__(self, entry, prepare, *, gpu=None, env=None):
             self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
             self.dead = self.closed = False
-            log.append(("start", gpu, self))
+            self.kind = "share" if entry.endswith(":share") else "eval"
+            log.append(("start", self.kind, gpu, self))
 
         def matches(self, entry, gpu, env):
             return (entry, gpu, dict(env or {})) == (self.entry, self.gpu, self.env)
@@ -207,15 +208,20 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
         def alive(self):
             return not self.dead and not self.closed
 
-        def run(self, payload, *, timeouts):
-            log.append(("standby", self.gpu, self))
+        def run(self, payload, *, timeouts, on_phase=None):
+            log.append(("run", self.kind, self.gpu, self))
+            assert payload["eval"]["share_in_worker"] is False
             return IsolatedOutcome(status="crashed", error="stand-in")
+
+        def kill(self):
+            self.dead = True
 
         def close(self):
             self.closed = True
 
     def fake_run_isolated(entry, payload, timeouts, gpu=None, env=None, **kwargs):
-        log.append(("cold", gpu, None))
+        log.append(("cold", "eval", gpu, None))
+        assert payload["eval"].get("share_in_worker", True) is True
         return IsolatedOutcome(status="crashed", error="stand-in")
 
     monkeypatch.setattr(evaluator_module, "Standby", FakeStandby)
@@ -223,29 +229,116 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     task = next(iter(load_suite(selection("tiny"))))
     source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
     evaluator = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0", "1"])
-    for gpu in ("0", "0", "1", "0"):
-        evaluator.evaluate(task, source, gpu=gpu)
-    kinds = [(kind, gpu) for kind, gpu, _ in log]
-    assert kinds == [("start", "0"), ("cold", "0"), ("start", "0"), ("standby", "0"), ("start", "1"), ("cold", "1"),
-                     ("start", "0"), ("standby", "0")]  # fmt: skip
-    assert log[3][2] is log[0][2] and log[7][2] is log[2][2]  # each standby serves the candidate after its start
-    waiting = evaluator._standbys["0"]
-    waiting.dead = True  # a standby that died while waiting is replaced by a cold start
     evaluator.evaluate(task, source, gpu="0")
-    assert log[-1][0] == "cold" and waiting.closed
+    assert [(a, k, g) for a, k, g, _ in log] == [("start", "share", "0"), ("start", "share", "0"),
+                                                 ("start", "eval", "0"), ("start", "eval", "0"), ("run", "eval", "0")]
+    first_eval_waiting = log[3][3]
+    first_share_used, first_share_waiting = log[0][3], log[1][3]
+    assert first_share_used.closed  # the candidate crashed: its share worker is stopped, never run
+    log.clear()
+    evaluator.evaluate(task, source, gpu="0")
+    runs = [entry for entry in log if entry[0] == "run"]
+    assert runs == [("run", "eval", "0", first_eval_waiting)]  # the standby started by the first candidate
+    assert first_share_waiting.closed  # taken for this candidate, then stopped with it
+    log.clear()
+    evaluator.evaluate(task, source, gpu="1")
+    assert [(a, k, g) for a, k, g, _ in log if a == "run"] == [("run", "eval", "1")]
+    waiting = evaluator._standbys[("eval", "0")]
+    waiting.dead = True  # a standby that died while waiting is replaced
+    log.clear()
+    evaluator.evaluate(task, source, gpu="0")
+    assert waiting.closed and log[-1][0] == "run" and log[-1][3] is not waiting
+    mismatched = evaluator._standbys[("eval", "0")]
     evaluator.lock_dir = str(tmp_path)  # other settings: the waiting standby does not match
-    mismatched = evaluator._standbys["0"]
     evaluator.evaluate(task, source, gpu="0")
-    assert log[-1][0] == "cold" and mismatched.closed
+    assert mismatched.closed
     left = list(evaluator._standbys.values())
     evaluator.close()
-    assert left and all(s.closed for s in left) and evaluator._standbys == {}
+    assert len(left) == 4 and all(s.closed for s in left) and evaluator._standbys == {}
 
     log.clear()
     off = Evaluator({"build_cache_dir": str(tmp_path / "b"), "standby_workers": False}, gpus=["0"])
     for _ in range(2):
         off.evaluate(task, source, gpu="0")
-    assert [kind for kind, _, _ in log] == ["cold", "cold"]
+    assert [a for a, _, _, _ in log] == ["cold", "cold"]
+
+
+def _share_job(outcome):
+    """A _ShareJob over a stand-in standby that returns ``outcome`` when run."""
+    from cudaforge.eval.evaluator import _ShareJob
+
+    class Fake:
+        ran = killed = closed = False
+
+        def run(self, payload, *, timeouts):
+            Fake.ran = True
+            assert timeouts["share"] == 300.0
+            return outcome
+
+        def kill(self):
+            Fake.killed = True
+
+        def close(self):
+            Fake.closed = True
+
+    job = _ShareJob(Fake(), {}, Evaluator({"device": "cpu"})._timeouts())
+    return job, Fake
+
+
+def _timed_result():
+    from cudaforge.types import EvalResult, SpeedupStats
+
+    return EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT, message="correct",
+                      speedup=SpeedupStats(median=1.2, ci_low=1.1, ci_high=1.3, baseline="eager"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "share, status, guard, verdict",
+    [
+        ({"own_ms": 0.0, "library_ms": 1.0, "library_share": 1.0, "own": [], "library": [["ampere_sgemm", 1.0]]},
+         EvalStatus.REJECTED, "no_custom_kernel", "reject"),
+        ({"own_ms": 0.5, "library_ms": 0.5, "library_share": 0.5, "own": [["k", 0.5]], "library": [["gemm", 0.5]]},
+         EvalStatus.CORRECT, "torch_compute", "report"),
+        ({"own_ms": 1.0, "library_ms": 0.0, "library_share": 0.0, "own": [["k", 1.0]], "library": []},
+         EvalStatus.CORRECT, None, None),
+    ],
+)
+def test_the_share_workers_findings_join_a_correct_timed_result(share, status, guard, verdict):
+    from cudaforge.isolation import IsolatedOutcome
+
+    job, fake = _share_job(IsolatedOutcome(status="ok", result={"share": share, "standby": None}, seconds=0.4))
+    job.on_phase("compile")
+    assert job.thread is None  # not before the candidate is built
+    job.on_phase("correctness")
+    result = _timed_result()
+    job.finish(result, Evaluator({"device": "cpu"}).cfg)
+    assert fake.ran and result.status is status and result.fingerprint["kernel_share"] == share
+    assert [(f["guard"], f["verdict"]) for f in result.guard_findings] == ([(guard, verdict)] if guard else [])
+    if status is EvalStatus.REJECTED:
+        assert result.message.startswith("rejected by the no_custom_kernel guard") and "ampere_sgemm" in result.message
+
+
+def test_a_failed_share_worker_is_a_note_and_a_failed_candidate_stops_it():
+    from cudaforge.isolation import IsolatedOutcome
+
+    job, fake = _share_job(IsolatedOutcome(status="crashed", error="the process died of SIGSEGV"))
+    job.on_phase("correctness")
+    result = _timed_result()
+    job.finish(result, Evaluator({"device": "cpu"}).cfg)
+    assert result.status is EvalStatus.CORRECT and "kernel_share" not in result.fingerprint
+    assert "SIGSEGV" in result.fingerprint["guard_notes"][0]
+
+    job, fake = _share_job(IsolatedOutcome(status="ok", result={"note": "profiler share unavailable: X"}))
+    job.on_phase("correctness")
+    result = _timed_result()
+    job.finish(result, Evaluator({"device": "cpu"}).cfg)
+    assert result.fingerprint["guard_notes"] == ["profiler share unavailable: X"]
+
+    job, fake = _share_job(IsolatedOutcome(status="ok", result={"share": {}}))
+    result = _timed_result()
+    result.status = EvalStatus.INCORRECT
+    job.finish(result, Evaluator({"device": "cpu"}).cfg)  # never started (or started): killed, closed, not used
+    assert fake.killed and fake.closed and not fake.ran and result.guard_findings == []
 
 
 def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
@@ -267,3 +360,26 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     assert warm.result["fingerprint"]["standby"]["cuda_ready"] is False  # no GPU here
     assert cold.result["fingerprint"]["standby"] is None
     assert warm.result["fingerprint"]["nvcc"] == cold.result["fingerprint"]["nvcc"]
+
+
+def test_the_share_worker_builds_and_profiles_the_candidate(tiny, tmp_path):
+    """The real share entry behind a real standby, on the CPU: it imports and builds the candidate, runs it, and
+    reaches the profiler (the GPU test of the hack corpus checks the share itself); a candidate that breaks is a note."""
+    from cudaforge.eval.evaluator import SHARE_ENTRY, SHARE_PREPARE
+    from cudaforge.isolation import Standby
+
+    task = tiny["ReLU"]
+    evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path / "b")})
+    payload = {"task": task.to_dict(), "candidate": (CANDIDATES / "triton_relu.py").read_text(), "eval": evaluator.cfg,
+               "build": evaluator.build_settings().to_dict(), "device": "cpu"}  # fmt: skip
+    out = Standby(SHARE_ENTRY, SHARE_PREPARE, gpu=None, env={"TRITON_INTERPRET": "1", "CUDAFORGE_LOCK_DIR": str(tmp_path)}).run(
+        payload, timeouts=evaluator._timeouts())
+    assert out.status == "ok", out.error
+    # it got as far as the profiler, which on a CPU-only torch has no activity to record
+    assert out.result == {"note": "profiler share unavailable: AssertionError: No activities specified for the profiler"}
+    assert "share" in out.phase_seconds and "gpu_wait" in out.phase_seconds and "compile" in out.phase_seconds
+    broken = dict(payload, candidate="import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n"
+                  "        raise RuntimeError('no')\n")  # fmt: skip
+    out = Standby(SHARE_ENTRY, SHARE_PREPARE, gpu=None, env={"TRITON_INTERPRET": "1", "CUDAFORGE_LOCK_DIR": str(tmp_path)}).run(
+        broken, timeouts=evaluator._timeouts())
+    assert out.status == "ok" and out.result["note"].startswith("profiler share unavailable: RuntimeError")

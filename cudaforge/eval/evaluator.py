@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from cudaforge.eval.guards.policy import Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.static import check_candidate
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
@@ -25,6 +26,8 @@ from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, so
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
 WORKER_ENTRY = "cudaforge.eval.worker:evaluate"
 WORKER_PREPARE = "cudaforge.eval.worker:prepare"
+SHARE_ENTRY = "cudaforge.eval.worker:share"
+SHARE_PREPARE = "cudaforge.eval.worker:prepare_share"
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
@@ -97,29 +100,36 @@ class Evaluator:
         self._build = None
         self._turn = 0
         self._turn_lock = threading.Lock()
-        self._standbys: dict[str, Standby] = {}
+        self._standbys: dict[tuple[str, str], Standby] = {}
         self._standby_lock = threading.Lock()
 
     # ------------------------------------------------------------------ standby workers
 
-    def _worker(self, payload: dict[str, Any], gpu: str | None, env: dict[str, str]) -> IsolatedOutcome:
-        """Run one payload in a fresh worker: the GPU's standby when it has one, else a cold start.
+    def _standby(self, kind: str, entry: str, prepare: str, gpu: str, env: dict[str, str]) -> Standby:
+        """The GPU's waiting standby of ``kind`` (or a new one, when none waits or it no longer fits), and a
+        new one started in its place for the next candidate."""
+        with self._standby_lock:
+            standby = self._standbys.pop((kind, gpu), None)
+            if standby is not None and not (standby.alive() and standby.matches(entry, gpu, env)):
+                standby.close()
+                standby = None
+            if standby is None:
+                standby = Standby(entry, prepare, gpu=gpu, env=env)
+            self._standbys[(kind, gpu)] = Standby(entry, prepare, gpu=gpu, env=env)
+        return standby
+
+    def _worker(self, payload: dict[str, Any], gpu: str | None, env: dict[str, str],
+                on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
+        """Run one payload in a fresh worker: the GPU's standby when there is one, else a cold start.
 
         With ``eval.standby_workers`` each GPU evaluation also starts the next candidate's worker, so
         its start-up (imports, CUDA context, fingerprint) overlaps this candidate's evaluation or the
         agents' turn; a standby still serves one candidate only.
         """
-        standby = None
         if gpu is not None and self.cfg["standby_workers"]:
-            with self._standby_lock:
-                standby = self._standbys.pop(gpu, None)
-                if standby is not None and not (standby.alive() and standby.matches(WORKER_ENTRY, gpu, env)):
-                    standby.close()
-                    standby = None
-                self._standbys[gpu] = Standby(WORKER_ENTRY, WORKER_PREPARE, gpu=gpu, env=env)
-        if standby is not None:
-            return standby.run(payload, timeouts=self._timeouts())
-        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env)
+            standby = self._standby("eval", WORKER_ENTRY, WORKER_PREPARE, gpu, env)
+            return standby.run(payload, timeouts=self._timeouts(), on_phase=on_phase)
+        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env, on_phase=on_phase)
 
     def close(self) -> None:
         """Stop the standby workers (they also end by themselves when this process exits)."""
@@ -193,8 +203,14 @@ class Evaluator:
             "build": self.build_settings().to_dict(),
             "device": device,
         }
-        outcome = self._worker(payload, gpu, env)
+        share = None
+        if gpu is not None and self.cfg["standby_workers"]:
+            payload["eval"] = {**self.cfg, "share_in_worker": False}
+            share = _ShareJob(self._standby("share", SHARE_ENTRY, SHARE_PREPARE, gpu, env), payload, self._timeouts())
+        outcome = self._worker(payload, gpu, env, on_phase=share.on_phase if share else None)
         result = self._from_outcome(task, source, outcome)
+        if share is not None:
+            share.finish(result, self.cfg)
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:
@@ -272,3 +288,53 @@ class Evaluator:
             for future in [pool.submit(run, i) for i in range(len(jobs))]:
                 future.result()
         return [r for r in results if r is not None]
+
+
+class _ShareJob:
+    """The profiler-share guard of one GPU evaluation, run in a share worker of its own (``worker.share``).
+
+    torch.profiler slows later launches in the process that used it and its first session costs seconds, so
+    with ``eval.standby_workers`` the share is measured by a separate, pre-warmed worker: it starts once the
+    evaluation's worker has compiled the candidate (so it finds the build cached) and does its GPU work under
+    the GPU's lock, never during timed calls. Its findings join the result only when the candidate was correct
+    and timed; otherwise it is killed.
+    """
+
+    def __init__(self, standby: Standby, payload: dict[str, Any], timeouts: dict[str, float]) -> None:
+        self.standby, self.payload = standby, payload
+        self.timeouts = {**timeouts, "share": timeouts[Phase.TIMING.value]}
+        self.thread: threading.Thread | None = None
+        self.outcome: IsolatedOutcome | None = None
+
+    def on_phase(self, phase: str) -> None:
+        if phase == Phase.CORRECTNESS.value and self.thread is None:  # compiled: the build is in the cache
+            self.thread = threading.Thread(target=self._run, daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        self.outcome = self.standby.run(self.payload, timeouts=self.timeouts)
+
+    def finish(self, result: EvalResult, cfg: dict[str, Any]) -> None:
+        """Wait for the share and add its findings to ``result`` (a correct, timed one); else stop the worker."""
+        if self.thread is None or result.status is not EvalStatus.CORRECT or result.speedup is None:
+            self.standby.kill()
+            if self.thread is not None:
+                self.thread.join()
+            self.standby.close()
+            return
+        self.thread.join()
+        outcome = self.outcome
+        notes = result.fingerprint.setdefault("guard_notes", [])
+        if outcome is None or outcome.status != "ok" or not outcome.result or "share" not in outcome.result:
+            why = (outcome.result or {}).get("note") if outcome is not None and outcome.status == "ok" else None
+            notes.append(why or f"profiler share unavailable: the share worker {outcome.status if outcome else 'never ran'}"
+                         f"{': ' + outcome.error.strip().splitlines()[-1][:200] if outcome and outcome.error else ''}")
+            return
+        share = outcome.result["share"]
+        result.fingerprint["kernel_share"] = share
+        result.fingerprint["share_worker"] = {"seconds": round(outcome.seconds, 4), "standby": outcome.result.get("standby")}
+        findings = share_findings(share, Policies(cfg))
+        result.guard_findings.extend(findings)
+        if rejections(findings):
+            result.status = EvalStatus.REJECTED
+            result.message = rejection_message(findings)

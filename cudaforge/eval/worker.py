@@ -35,7 +35,7 @@ import torch
 
 from cudaforge.eval.correctness import compare
 from cudaforge.eval.guards import runtime as guards
-from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections
+from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
@@ -337,7 +337,7 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
             raise _Failure(EvalStatus.RUNTIME_ERROR, "a timed call raised\n" + _candidate_traceback(exc, cand_name)) from None
         spent["trials"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        if calls.failure is None:
+        if calls.failure is None and cfg.get("share_in_worker", True):  # else a share worker does it (evaluator)
             share = _kernel_share(cand_model, fresh_inputs, source, result)
         spent["kernel_share"] = time.perf_counter() - clock
     clock = time.perf_counter()
@@ -399,24 +399,15 @@ def _timing_guards(times, cost, peaks, device, share, guard: _Guards, result: Ev
         found.append(p.found("speed_of_light", evidence))
     if share is not None:
         result.fingerprint["kernel_share"] = share
-        names = ", ".join(name for name, _ in share["library"][:3])
-        if share["own_ms"] == 0 and share["library_ms"] > 0:
-            found.append(p.found("no_custom_kernel", f"none of the GPU kernels ModelNew.forward ran is one it "
-                                 f"defines; all {share['library_ms']:.4f} ms were library kernels ({names})."))  # fmt: skip
-        elif share["library_share"] >= 0.05:
-            text = (f"{share['library_share']:.0%} of ModelNew's GPU time ({share['library_ms']:.4f} of "
-                    f"{share['library_ms'] + share['own_ms']:.4f} ms) is in library kernels: {names}")
-            if p.strict and share["library_share"] > p.threshold("library_share_max"):
-                found.append(p.found("torch_compute", f"{text}; eval.torch_ops=strict allows at most "
-                                     f"{p.threshold('library_share_max'):.0%}: write those parts as kernels."))  # fmt: skip
-            else:
-                found.append(p.found("torch_compute", text + ".", verdict="report"))
+        found += share_findings(share, p)
     guard.add(found)
 
 
 def _warm_profiler() -> None:
-    """One tiny torch.profiler session: loads CUPTI and Kineto, which the profiler-share guard's first session
-    otherwise pays for (seconds). Measured to leave no overhead on later launches (benchmarks/launch_residue.py)."""
+    """One tiny torch.profiler session: loads CUPTI and Kineto, which a first session otherwise pays for (seconds).
+
+    Only for share workers: a finished session leaves the process's launches slower (measured on an H200: 9.2 ->
+    12.7 us per launch, benchmarks/launch_residue.py), so a process that times kernels never warms it."""
     from torch.profiler import ProfilerActivity, profile
 
     try:
@@ -460,13 +451,63 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
                     torch.empty(1, device="cuda").add_(1)  # the context, the allocator, a first kernel
                     torch.cuda.synchronize()
                     cuda_ready = True
-                    clock = time.perf_counter()
-                    _warm_profiler()
-                    _PREPARED["profiler_warm_s"] = round(time.perf_counter() - clock, 4)
                 break
             except GpuLockTimeout:
                 continue
     _PREPARED.update(prepare_s=round(time.perf_counter() - started, 4), cuda_ready=cuda_ready)
+
+
+def prepare_share(progress: Callable[[str], None], claimed: Callable[[], bool]) -> None:
+    """A share worker's start-up: as ``prepare``, plus CUPTI and Kineto loaded by one tiny profiler session."""
+    prepare(progress, claimed)
+    if _PREPARED.get("cuda_ready"):
+        clock = time.perf_counter()
+        _warm_profiler()
+        _PREPARED["profiler_warm_s"] = round(time.perf_counter() - clock, 4)
+
+
+def share(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    """The profiler-share guard's measurement in a process of its own (``eval.standby_workers``; GPU only).
+
+    torch.profiler leaves the process that used it slower to launch kernels, and its first session costs
+    seconds; so a share worker, started ahead with the profiler warm, imports the candidate (from the build
+    cache), builds it as the evaluation does (same seed, the reference's matching weights) and profiles
+    ``PROFILED_CALLS`` forwards after one unprofiled warm-up forward. All of its GPU work runs under the GPU's
+    lock, so it never overlaps another process's timed calls. Returns ``{"share": ...}`` or ``{"note": why not}``.
+    """
+    from cudaforge.hardware.gpu_lock import gpu_lock
+    from cudaforge.profile.kernels import candidate_kernel_names
+
+    strict_fp32()
+    task = Task.from_dict(payload["task"])
+    source, cfg = payload["candidate"], payload["eval"]
+    device = torch.device(payload["device"])
+    digest = source_hash(source)
+    cand_name = CANDIDATE_MODULE_PREFIX + digest
+    scratch = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
+    progress(Phase.COMPILE.value)
+    try:
+        cand_module = _import_candidate(source, cand_name, payload["build"], scratch)
+        ref_module = load_module(task.source, REFERENCE_MODULE)
+        sys.modules.pop(REFERENCE_MODULE, None)
+        progress("gpu_wait")
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
+            progress("share")
+            init = list(ref_module.get_init_inputs())
+            ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
+            cand_model = build_model(cand_module.ModelNew, init, cfg["seed"], device)
+            _copy_matching_state(ref_model, cand_model)
+            del ref_model
+            inputs = make_inputs(ref_module, seed=cfg["seed"] * 7919 + TIMING_SEED_OFFSET - 10_000, device=device)
+            cand_model(*_clone(inputs))  # lazy set-up and JIT compiles stay out of the profile
+            _sync(device)
+            result = guards.kernel_share(lambda: cand_model(*_clone(inputs)), candidate_kernel_names(source),
+                                         PROFILED_CALLS)  # fmt: skip
+    except _Failure as failure:
+        return {"note": f"profiler share unavailable: {failure.status.value}: {failure.message}"[:300]}
+    except Exception as exc:  # noqa: BLE001 - the guard is skipped, never the evaluation
+        return {"note": f"profiler share unavailable: {type(exc).__name__}: {exc}"[:300]}
+    return {"share": result, "standby": dict(_PREPARED) or None}
 
 
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:

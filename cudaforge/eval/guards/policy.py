@@ -134,3 +134,22 @@ def rejection_message(findings: list[dict[str, Any]]) -> str:
     lines = [f"rejected by the {first['guard']} guard: {first['evidence']}"]
     lines += [f"also {f['guard']}: {f['evidence']}" for f in rest]
     return "\n".join(lines)
+
+
+def share_findings(share: dict[str, Any], policies: "Policies") -> list[dict[str, str]]:
+    """Findings from the profiler's split of the candidate's GPU time (``guards.runtime.kernel_share``):
+    ``no_custom_kernel`` when none of its kernels is its own, ``torch_compute`` for a library share of 5% or
+    more (a rejection above ``library_share_max`` under ``torch_ops=strict``, a report otherwise)."""
+    p = policies
+    names = ", ".join(name for name, _ in share["library"][:3])
+    if share["own_ms"] == 0 and share["library_ms"] > 0:
+        return [p.found("no_custom_kernel", f"none of the GPU kernels ModelNew.forward ran is one it "
+                        f"defines; all {share['library_ms']:.4f} ms were library kernels ({names}).")]  # fmt: skip
+    if share["library_share"] >= 0.05:
+        text = (f"{share['library_share']:.0%} of ModelNew's GPU time ({share['library_ms']:.4f} of "
+                f"{share['library_ms'] + share['own_ms']:.4f} ms) is in library kernels: {names}")
+        if p.strict and share["library_share"] > p.threshold("library_share_max"):
+            return [p.found("torch_compute", f"{text}; eval.torch_ops=strict allows at most "
+                            f"{p.threshold('library_share_max'):.0%}: write those parts as kernels.")]  # fmt: skip
+        return [p.found("torch_compute", text + ".", verdict="report")]
+    return []
