@@ -276,6 +276,11 @@ class EvalConfig:
     standby_workers: bool = True
     """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
     while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process."""
+    share_worker: bool = False
+    """With ``standby_workers``: measure the profiler-share guard in a second, pre-warmed process instead of after
+    the timed trials in the evaluation's own worker. Experimental and off: on an H200 it cut nothing while the
+    reference's cost analysis still paid the same imports, it slowed back-to-back batches, and the precision run
+    that used it spread 5.2% (docs/evaluation.md, "Standby and share workers")."""
 
 
 @dataclass

@@ -188,8 +188,8 @@ def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(
 
 def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkeypatch):
     """eval.standby_workers: every GPU evaluation runs in a standby (the one waiting for that GPU, or a new one)
-    and starts the next one, for the evaluation worker and for the share worker alike; a standby whose settings
-    differ, or that died, is replaced; close() stops them. Off, every candidate starts cold, with no share worker."""
+    and starts the next one; with eval.share_worker, for the share worker too; a standby whose settings differ,
+    or that died, is replaced; close() stops them. Off, every candidate starts cold, with no share worker."""
     import cudaforge.eval.evaluator as evaluator_module
     from cudaforge.isolation import IsolatedOutcome
 
@@ -210,7 +210,7 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
 
         def run(self, payload, *, timeouts, on_phase=None):
             log.append(("run", self.kind, self.gpu, self))
-            assert payload["eval"]["share_in_worker"] is False
+            assert payload["eval"].get("share_in_worker", True) is (not payload["eval"]["share_worker"])
             return IsolatedOutcome(status="crashed", error="stand-in")
 
         def kill(self):
@@ -228,7 +228,12 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
     task = next(iter(load_suite(selection("tiny"))))
     source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
-    evaluator = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0", "1"])
+    default = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0"])
+    default.evaluate(task, source, gpu="0")
+    default.close()
+    assert [(a, k) for a, k, _, _ in log] == [("start", "eval"), ("start", "eval"), ("run", "eval")]  # no share worker
+    log.clear()
+    evaluator = Evaluator({"build_cache_dir": str(tmp_path / "b"), "share_worker": True}, gpus=["0", "1"])
     evaluator.evaluate(task, source, gpu="0")
     assert [(a, k, g) for a, k, g, _ in log] == [("start", "share", "0"), ("start", "share", "0"),
                                                  ("start", "eval", "0"), ("start", "eval", "0"), ("run", "eval", "0")]

@@ -55,7 +55,7 @@ def _default_eval_config() -> dict[str, Any]:
         "guard_introspection": "reject", "guard_input_mutation": "reject", "guard_output_type": "reject",
         "guard_output_sensitivity": "reject", "guard_precision": "report", "guard_hidden_work": "reject",
         "guard_speed_of_light": "reject", "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5,
-        "library_share_max": 0.5, "standby_workers": True,
+        "library_share_max": 0.5, "standby_workers": True, "share_worker": False,
     }  # fmt: skip
 
 
@@ -204,7 +204,7 @@ class Evaluator:
             "device": device,
         }
         share = None
-        if gpu is not None and self.cfg["standby_workers"]:
+        if gpu is not None and self.cfg["standby_workers"] and self.cfg["share_worker"]:
             payload["eval"] = {**self.cfg, "share_in_worker": False}
             share = _ShareJob(self._standby("share", SHARE_ENTRY, SHARE_PREPARE, gpu, env), payload, self._timeouts())
         outcome = self._worker(payload, gpu, env, on_phase=share.on_phase if share else None)
@@ -294,7 +294,7 @@ class _ShareJob:
     """The profiler-share guard of one GPU evaluation, run in a share worker of its own (``worker.share``).
 
     torch.profiler slows later launches in the process that used it and its first session costs seconds, so
-    with ``eval.standby_workers`` the share is measured by a separate, pre-warmed worker: it starts once the
+    with ``eval.share_worker`` the share is measured by a separate, pre-warmed worker: it starts once the
     evaluation's worker has compiled the candidate (so it finds the build cached) and does its GPU work under
     the GPU's lock, never during timed calls. Its findings join the result only when the candidate was correct
     and timed; otherwise it is killed.

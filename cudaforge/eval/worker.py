@@ -425,8 +425,9 @@ _PREPARED: dict[str, Any] = {}
 def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> None:
     """A standby worker's start-up, paid before its candidate is known (``cudaforge.isolation.Standby``).
 
-    Imports what evaluations use (the build hooks, torch's C++ extension loader, Triton), warms the
-    fingerprint's constant parts (nvcc, package versions, cuDNN), and creates the GPU's CUDA context.
+    Imports what evaluations use (the build hooks, torch's C++ extension loader, Triton, and the modules of
+    the cost model and the profiler-share guard, without starting a profiler session), warms the fingerprint's
+    constant parts (nvcc, package versions, cuDNN), and creates the GPU's CUDA context.
     The context is made only while holding the GPU's lock, so it never lands inside another
     process's timed calls, and only until the standby is claimed: a claimed worker stops waiting
     and makes the context in its first phase, as a worker without a standby does.
@@ -441,6 +442,14 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
         import triton.language  # noqa: F401
     except ImportError:
         pass
+    # what runs after the timed trials: imports only (a profiler *session* would slow this process's launches)
+    import torch.profiler  # noqa: F401
+    import torch.utils.flop_counter  # noqa: F401
+
+    import cudaforge.hardware.roofline  # noqa: F401
+    import cudaforge.hardware.specs  # noqa: F401
+    import cudaforge.profile.kernels  # noqa: F401
+
     warm_caches()
     cuda_ready = False
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -467,7 +476,7 @@ def prepare_share(progress: Callable[[str], None], claimed: Callable[[], bool]) 
 
 
 def share(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
-    """The profiler-share guard's measurement in a process of its own (``eval.standby_workers``; GPU only).
+    """The profiler-share guard's measurement in a process of its own (``eval.share_worker``; GPU only).
 
     torch.profiler leaves the process that used it slower to launch kernels, and its first session costs
     seconds; so a share worker, started ahead with the profiler warm, imports the candidate (from the build
