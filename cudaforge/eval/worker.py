@@ -227,7 +227,8 @@ def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, de
     return guard, evidence
 
 
-def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: EvalResult, guard: _Guards):
+def _models(ref_module, cand_module, device, cfg, cand_name) -> tuple[Any, Any]:
+    """Reference and candidate built with the same seed, the reference's matching weights copied over."""
     init = list(ref_module.get_init_inputs())
     ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
     try:
@@ -235,6 +236,11 @@ def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: 
     except Exception as exc:  # noqa: BLE001
         raise _Failure(EvalStatus.RUNTIME_ERROR, "ModelNew(*get_init_inputs()) raised\n" + _candidate_traceback(exc, cand_name)) from None
     _copy_matching_state(ref_model, cand_model)
+    return ref_model, cand_model
+
+
+def _correctness(task, ref_module, cand_module, device, cfg, cand_name, result: EvalResult, guard: _Guards):
+    ref_model, cand_model = _models(ref_module, cand_module, device, cfg, cand_name)
     plan = [(DEFAULT_VARIANT, t) for t in range(cfg["correctness_trials"])]
     if cfg["check_variants"]:
         plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
@@ -502,11 +508,7 @@ def share(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str,
         progress("gpu_wait")
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
             progress("share")
-            init = list(ref_module.get_init_inputs())
-            ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
-            cand_model = build_model(cand_module.ModelNew, init, cfg["seed"], device)
-            _copy_matching_state(ref_model, cand_model)
-            del ref_model
+            cand_model = _models(ref_module, cand_module, device, cfg, cand_name)[1]
             inputs = make_inputs(ref_module, seed=cfg["seed"] * 7919 + TIMING_SEED_OFFSET - 10_000, device=device)
             cand_model(*_clone(inputs))  # lazy set-up and JIT compiles stay out of the profile
             _sync(device)
