@@ -11,7 +11,12 @@ Targets (issue: evaluation engine):
   one GPU (the ratio of wall times). The CUDA sources are built first, untimed, so both batches
   find every build done and the GPUs' share of the work is what is compared.
 ``--parts`` runs a subset (``precision,overhead`` on one GPU while another job uses the other).
-Writes ``eval_bench.json`` and prints a table.
+``--set KEY=VALUE`` (repeatable) overrides an eval setting (``--set timing_lead_us=200``); ``--tag``
+names the output. The overhead part measures candidates twice: back to back (each one arrives
+while the previous candidate's evaluation started its worker) and with the worker ready (as in
+the agent loop, where the agents' turn outlasts a worker's start-up). ``--wait-standby`` makes
+the precision runs wait for the worker's start-up too.
+Writes ``eval_bench[_PARTS][_TAG].json`` and prints a table.
 """
 
 from __future__ import annotations
@@ -51,11 +56,13 @@ def phase_seconds(result, name: str) -> float:
     return sum(p.seconds for p in result.phases if p.phase.value == name)
 
 
-def precision(evaluator: Evaluator, repeats: int) -> dict:
+def precision(evaluator: Evaluator, repeats: int, wait_standby: bool = False) -> dict:
     task, source = load(PRECISION_PAIR)
     evaluator.evaluate(task, source)  # builds and warms the cache; not counted
     medians, runs = [], []
     for _ in range(repeats):
+        if wait_standby:
+            evaluator.wait_for_standbys()
         result = evaluator.evaluate(task, source)
         assert result.status.value == "correct", result.report()
         medians.append(result.speedup.median)
@@ -63,17 +70,20 @@ def precision(evaluator: Evaluator, repeats: int) -> dict:
                      "reference_ms": result.reference_timing.median, "candidate_ms": result.candidate_timing.median,
                      "host_ms_median": result.fingerprint.get("host_ms_median"),
                      "gpu_state_before": result.fingerprint.get("gpu_state_before"),
-                     "gpu_state_after": result.fingerprint.get("gpu_state_after")})
+                     "gpu_state_after": result.fingerprint.get("gpu_state_after"),
+                     "standby": result.fingerprint.get("standby"), "seconds": result.seconds})
     mean = sum(medians) / len(medians)
-    return {"task": task.id, "candidate": PRECISION_PAIR[2], "speedup_medians": medians,
+    return {"task": task.id, "candidate": PRECISION_PAIR[2], "speedup_medians": medians, "wait_standby": wait_standby,
             "spread_pct": 100 * (max(medians) - min(medians)) / mean, "target_pct": 2.0, "runs": runs}
 
 
-def overhead(evaluator: Evaluator, repeats: int = 3) -> dict:
+def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False) -> dict:
     task, source = load(OVERHEAD_PAIR)
     evaluator.evaluate(task, source)
     rows = []
     for _ in range(repeats):
+        if wait_standby:
+            evaluator.wait_for_standbys()
         r = evaluator.evaluate(task, source)
         assert r.status.value == "correct", r.report()
         calls = evaluator.cfg["timing_trials"] + evaluator.cfg["warmup"]
@@ -89,8 +99,8 @@ def overhead(evaluator: Evaluator, repeats: int = 3) -> dict:
             "timing_breakdown_s": r.fingerprint.get("timing_breakdown_s"),
         })
     best = min(rows, key=lambda row: row["overhead_s"])
-    return {"task": task.id, "runs": rows, "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2],
-            "best": best, "target_s": 3.0}
+    return {"task": task.id, "wait_standby": wait_standby, "runs": rows,
+            "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2], "best": best, "target_s": 3.0}
 
 
 def throughput(cfg: dict, batch: int, gpus: list[str]) -> dict:
@@ -118,7 +128,19 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/cudaforge-bench-cache"))
     parser.add_argument("--parts", default="precision,overhead,throughput", help="comma-separated parts to run")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an eval setting (JSON value)")
+    parser.add_argument("--tag", default="", help="suffix of the output file name")
+    parser.add_argument("--wait-standby", action="store_true", help="precision runs wait for the worker's start-up")
     args = parser.parse_args()
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
     parts = {p for p in args.parts.split(",") if p}
     if parts - {"precision", "overhead", "throughput"}:
         parser.error(f"unknown part(s) {sorted(parts - {'precision', 'overhead', 'throughput'})}")
@@ -126,20 +148,23 @@ def main() -> None:
     gpus = visible_gpus()
     if not gpus:
         sys.exit("eval_bench: needs a GPU")
-    cfg = {"build_cache_dir": str(args.cache)}
+    cfg = {"build_cache_dir": str(args.cache), **overrides}
     evaluator = Evaluator(cfg, gpus=gpus[:1])
     report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "command": " ".join(sys.argv), "fingerprint": environment_fingerprint(0)}
-    name = "eval_bench.json" if len(parts) == 3 else f"eval_bench_{'_'.join(sorted(parts))}.json"
+              "command": " ".join(sys.argv), "overrides": overrides, "fingerprint": environment_fingerprint(0)}
+    name = "eval_bench" if len(parts) == 3 else f"eval_bench_{'_'.join(sorted(parts))}"
+    name += f"_{args.tag}.json" if args.tag else ".json"
     if "precision" in parts:
-        report["precision"] = precision(evaluator, args.repeats)
+        report["precision"] = precision(evaluator, args.repeats, args.wait_standby)
         print(f"precision: speedup medians {report['precision']['speedup_medians']} "
               f"spread {report['precision']['spread_pct']:.2f}% (target < 2%)", flush=True)
         (args.out / name).write_text(json.dumps(report, indent=2))
     if "overhead" in parts:
-        report["overhead"] = overhead(evaluator)
-        print(f"overhead: {report['overhead']['overhead_s_median']:.2f} s per candidate (target < 3 s); "
-              f"best run {json.dumps(report['overhead']['best'])}", flush=True)
+        report["overhead"] = overhead(evaluator, wait_standby=True)
+        report["overhead_back_to_back"] = overhead(evaluator)
+        for key, label in (("overhead", "worker ready"), ("overhead_back_to_back", "back to back")):
+            print(f"overhead ({label}): {report[key]['overhead_s_median']:.2f} s per candidate (target < 3 s); "
+                  f"best run {json.dumps(report[key]['best'])}", flush=True)
         (args.out / name).write_text(json.dumps(report, indent=2))
     evaluator.close()
     if "throughput" in parts:

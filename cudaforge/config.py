@@ -207,6 +207,11 @@ class EvalConfig:
     """Untimed calls of each before timing."""
     flush_l2: bool = True
     """Flush the L2 cache before each timed call."""
+    timing_lead_us: float = 500.0
+    """Microseconds of GPU spin queued before each timed call's start event. The host then launches the call's
+    first kernel while the GPU is still busy, so the event time is GPU time: it leaves out that launch's host
+    latency, and the host's jitter with it (on an H200 five evaluations of one pair spread 0.19% with a lead, 4.9%
+    without). 0 is KernelBench's launch-inclusive protocol (the CudaForge paper's); docs/evaluation.md."""
     baseline: BaselineMode = BaselineMode.eager
     """Time the reference eagerly or under torch.compile."""
     compile_mode: str = "default"
@@ -275,7 +280,8 @@ class EvalConfig:
     """Under ``torch_ops=strict``, the largest share of GPU time library kernels (aten, cuBLAS, cuDNN) may take."""
     standby_workers: bool = True
     """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
-    while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process."""
+    while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process.
+    Only with a timing lead: under ``timing_lead_us=0`` every candidate starts cold (docs/evaluation.md)."""
     share_worker: bool = False
     """With ``standby_workers``: measure the profiler-share guard in a second, pre-warmed process instead of after
     the timed trials in the evaluation's own worker. Experimental and off: on an H200 it cut nothing while the

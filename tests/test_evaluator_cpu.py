@@ -390,3 +390,84 @@ def test_the_share_worker_builds_and_profiles_the_candidate(tiny, tmp_path):
     note = out.result["note"]
     assert out.status == "ok" and note.startswith("profiler share unavailable: runtime_error: ModelNew(*get_init_inputs()) raised")
     assert "RuntimeError: no" in note
+
+
+def test_a_prepared_worker_has_imported_what_the_cost_model_and_the_profiler_pull_in():
+    """A first FlopCounterMode and a first torch.profiler session import torch._inductor, torch._dynamo and sympy
+    (seconds on a GPU node); a standby's ``prepare`` pays that before its candidate, so after it neither imports
+    anything of those."""
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+from cudaforge.eval import worker
+worker.prepare(lambda phase: None, lambda: True)
+seen = set(sys.modules)
+from cudaforge.hardware.roofline import task_cost
+from cudaforge.tasks.runtime import load_module
+cost = task_cost(load_module(open({str(REPO / "benchmarks/suites/main/level1/1_GELU.py")!r}).read(), "ref_gelu"))
+assert cost["flops"] is not None, cost
+from torch.profiler import ProfilerActivity, profile
+import torch
+with profile(activities=[ProfilerActivity.CPU]):
+    torch.ones(4).add_(1)
+late = sorted(m for m in set(sys.modules) - seen if m.split(".")[0] == "sympy" or m.startswith(("torch._dynamo", "torch._inductor")))
+print("LATE", late)
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "LATE []" in out.stdout, out.stdout[-2000:]
+
+
+def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_path, monkeypatch):
+    """eval.timing_lead_us=0: the host's jitter is in the timed calls, so no standby is used (nor started up
+    during them); with a lead (the default) the evaluation starts the next one before it runs. wait_for_standbys
+    says whether the waiting ones are ready."""
+    import cudaforge.eval.evaluator as evaluator_module
+    from cudaforge.isolation import IsolatedOutcome
+
+    log = []
+    ready = {"value": True}
+
+    class FakeStandby:
+        def __init__(self, entry, prepare, *, gpu=None, env=None):
+            self.entry, self.gpu, self.env = entry, gpu, dict(env or {})
+            log.append("start")
+
+        def matches(self, entry, gpu, env):
+            return (entry, gpu, dict(env or {})) == (self.entry, self.gpu, self.env)
+
+        def alive(self):
+            return True
+
+        def ready(self):
+            return ready["value"]
+
+        def run(self, payload, *, timeouts, on_phase=None):
+            log.append("run")
+            return IsolatedOutcome(status="crashed", error="stand-in")
+
+        def close(self):
+            pass
+
+    def fake_run_isolated(entry, payload, timeouts, gpu=None, env=None, **kwargs):
+        log.append("cold")
+        return IsolatedOutcome(status="crashed", error="stand-in")
+
+    monkeypatch.setattr(evaluator_module, "Standby", FakeStandby)
+    monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
+    task = next(iter(load_suite(selection("tiny"))))
+    source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    inclusive = Evaluator({"build_cache_dir": str(tmp_path / "b"), "timing_lead_us": 0, "share_worker": True},
+                          gpus=["0"])  # fmt: skip
+    inclusive.evaluate(task, source, gpu="0")
+    inclusive.evaluate(task, source, gpu="0")
+    assert log == ["cold", "cold"]
+    log.clear()
+    lead = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0"])
+    lead.evaluate(task, source, gpu="0")
+    assert log == ["start", "start", "run"]
+    assert lead.wait_for_standbys(timeout_s=1)
+    ready["value"] = False
+    assert not lead.wait_for_standbys(timeout_s=0.2)

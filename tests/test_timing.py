@@ -178,7 +178,8 @@ def test_speedup_rejects_bad_samples(ref: list[float], cand: list[float]) -> Non
 class _FakeStopwatch:
     """Stands in for the CUDA stopwatch: calls fn, reports its result as the time."""
 
-    def __init__(self, device, flush_l2) -> None:
+    def __init__(self, device, flush_l2, lead_us=0.0) -> None:
+        self.lead_us = lead_us
         self.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device=lambda _: contextlib.nullcontext()))
         self.device = device
 
@@ -232,6 +233,20 @@ def test_time_one_records_trials_and_last_output(fake_stopwatch: None) -> None:
     assert result.event_ms == [4.0, 5.0, 6.0, 7.0]
     assert result.output == 7.0
     assert result.stats().median == pytest.approx(5.5)
+
+
+def test_the_lead_reaches_the_stopwatch(monkeypatch) -> None:
+    seen = []
+
+    class Recording(_FakeStopwatch):
+        def __init__(self, device, flush_l2, lead_us=0.0) -> None:
+            super().__init__(device, flush_l2, lead_us)
+            seen.append(lead_us)
+
+    monkeypatch.setattr(timing, "_Stopwatch", Recording)
+    time_one(lambda: 1.0, trials=1, warmup=0, lead_us=250)
+    time_interleaved(lambda: 1.0, lambda: 1.0, trials=1, warmup=0)
+    assert seen == [250, 0.0]
 
 
 def test_trial_counts_are_checked(fake_stopwatch: None) -> None:
@@ -316,3 +331,35 @@ def test_time_one_on_gpu_is_positive() -> None:
     stats = result.stats()
     assert stats.n == 10 and stats.median > 0
     torch.testing.assert_close(result.output, x @ x)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_lead_hides_the_first_launchs_host_latency() -> None:
+    """A call that spends 0.3 ms on the host before its only (tiny) kernel: without a lead the event time holds
+    that latency; with a 1 ms GPU spin queued before the start event it does not. The host time holds both."""
+    import time as _time
+
+    x = torch.empty(1, device="cuda")
+
+    def slow_launch():
+        until = _time.perf_counter() + 3e-4
+        while _time.perf_counter() < until:
+            pass
+        return x.add_(1)
+
+    plain = time_one(slow_launch, trials=20, warmup=3, flush_l2=False)
+    lead = time_one(slow_launch, trials=20, warmup=3, flush_l2=False, lead_us=1000)
+    assert plain.stats().median >= 0.28
+    assert lead.stats().median < 0.1
+    assert min(lead.host_ms) >= 0.9  # the spin itself is waited for
+
+
+def test_a_negative_lead_is_refused() -> None:
+    from cudaforge.eval.evaluator import Evaluator
+
+    with pytest.raises(ValueError, match="timing_lead_us"):
+        Evaluator({"device": "cpu", "timing_lead_us": -5})
+    with pytest.raises(ValueError, match="timing_lead_us"):
+        Evaluator({"device": "cpu", "timing_lead_us": "fast"})
+    assert Evaluator({"device": "cpu", "timing_lead_us": 200}).cfg["timing_lead_us"] == 200

@@ -13,6 +13,7 @@ torch is imported lazily, so the statistics work (and this module imports) witho
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -231,26 +232,51 @@ class L2Flusher:
 
 
 class _Stopwatch:
-    """Times single calls on one device: flush, sync, event, call, event, sync."""
+    """Times single calls on one device: flush, sync, [lead], event, call, event, sync."""
 
-    def __init__(self, device: Any, flush_l2: bool) -> None:
+    def __init__(self, device: Any, flush_l2: bool, lead_us: float = 0.0) -> None:
         self.torch = _require_cuda(device)
         self.device = _cuda_device(self.torch, device)
         self.flusher = L2Flusher(self.device) if flush_l2 else None
         self.start = self.torch.cuda.Event(enable_timing=True)
         self.end = self.torch.cuda.Event(enable_timing=True)
+        if lead_us < 0:
+            raise ValueError(f"lead_us must be >= 0, got {lead_us}")
+        self.lead_us = float(lead_us)
+        self.lead_cycles = self._cycles_for(lead_us) if lead_us > 0 else 0
+
+    def _cycles_for(self, lead_us: float) -> int:
+        """GPU clock cycles that ``torch.cuda._sleep`` spins for ``lead_us`` (calibrated here, on this device)."""
+        cuda, probe = self.torch.cuda, 200_000
+        with cuda.device(self.device):
+            cuda._sleep(probe)  # the first launch loads the kernel
+            cuda.synchronize(self.device)
+            per_ms = []
+            for _ in range(3):
+                self.start.record()
+                cuda._sleep(probe)
+                self.end.record()
+                cuda.synchronize(self.device)
+                per_ms.append(probe / max(self.start.elapsed_time(self.end), 1e-6))
+        return max(1, int(lead_us / 1e3 * statistics.median(per_ms)))
 
     def measure(self, fn: Callable[..., Any], args: Sequence[Any]) -> tuple[float, float, Any]:
         """Time ``fn(*args)`` once from a cold L2 (when flushing) and an idle device.
 
         Returns ``(event_ms, host_ms, output)``: CUDA-event time on the current stream, and
-        host wall time from just before the start event to the end of the device-wide sync.
+        host wall time from just before the start event (before the lead, with one) to the end
+        of the device-wide sync. With a lead, a GPU spin of ``lead_us`` is queued before the start
+        event, so the host launches ``fn``'s first kernel while the GPU is still busy and the
+        event time leaves out that launch's host latency (it still holds any later gap in
+        which the GPU waits for the host).
         """
         cuda = self.torch.cuda
         if self.flusher is not None:
             self.flusher.flush()
         cuda.synchronize(self.device)
         host_start = time.perf_counter_ns()
+        if self.lead_cycles:
+            cuda._sleep(self.lead_cycles)
         self.start.record()
         output = fn(*args)
         self.end.record()
@@ -357,6 +383,7 @@ def time_interleaved(
     args: Sequence[Any] = (),
     make_args: ArgsFactory | None = None,
     on_output: OutputHook | None = None,
+    lead_us: float = 0.0,
 ) -> InterleavedTimes:
     """Time a reference and a candidate in alternation on one CUDA device.
 
@@ -372,11 +399,12 @@ def time_interleaved(
     factory seeded by it gives them equal values, and one that returns new tensors gives
     every call fresh ones), else the fixed ``args``. ``on_output(role, trial, args, output)``
     with role ``"reference"`` or ``"candidate"`` sees every timed call's output, outside
-    the timed region; only the last trial's outputs are kept. Raises TimingUnavailable
-    without CUDA; exceptions of the callables propagate.
+    the timed region; only the last trial's outputs are kept. ``lead_us`` > 0 queues a GPU spin
+    of that length before each start event (see ``_Stopwatch.measure``). Raises
+    TimingUnavailable without CUDA; exceptions of the callables propagate.
     """
     _check_counts(trials, warmup)
-    stopwatch = _Stopwatch(device, flush_l2)
+    stopwatch = _Stopwatch(device, flush_l2, lead_us)
     series = {"reference": _Series(reference_fn), "candidate": _Series(candidate_fn)}
     with stopwatch.torch.cuda.device(stopwatch.device):
         for trial in range(-warmup, trials):
@@ -405,6 +433,7 @@ def time_one(
     args: Sequence[Any] = (),
     make_args: ArgsFactory | None = None,
     on_output: OutputHook | None = None,
+    lead_us: float = 0.0,
 ) -> SingleTimes:
     """Time one callable the way ``time_interleaved`` times each of its two (e.g. a baseline).
 
@@ -412,7 +441,7 @@ def time_one(
     TimingUnavailable without CUDA.
     """
     _check_counts(trials, warmup)
-    stopwatch = _Stopwatch(device, flush_l2)
+    stopwatch = _Stopwatch(device, flush_l2, lead_us)
     single = _Series(fn)
     with stopwatch.torch.cuda.device(stopwatch.device):
         for trial in range(-warmup, trials):

@@ -327,6 +327,7 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
     with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, torch.no_grad():
         progress(Phase.TIMING.value)
         result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
+        result.fingerprint["timing_lead_us"] = cfg.get("timing_lead_us", 0.0)
         try:
             clock = time.perf_counter()
             times = time_interleaved(
@@ -338,6 +339,7 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
                 device=device,
                 make_args=calls.make_args,
                 on_output=calls.on_output,
+                lead_us=cfg.get("timing_lead_us", 0.0),
             )
         except Exception as exc:  # noqa: BLE001
             raise _Failure(EvalStatus.RUNTIME_ERROR, "a timed call raised\n" + _candidate_traceback(exc, cand_name)) from None
@@ -448,7 +450,10 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
         import triton.language  # noqa: F401
     except ImportError:
         pass
-    # what runs after the timed trials: imports only (a profiler *session* would slow this process's launches)
+    # what runs after the timed trials: imports only (a profiler *session* would slow this process's launches).
+    # torch._inductor (and with it torch._dynamo, sympy, ...) is what a first profiler session and a first
+    # FlopCounterMode otherwise import: about 1 s on a laptop core, seconds on a GPU node.
+    import torch._inductor  # noqa: F401
     import torch.profiler  # noqa: F401
     import torch.utils.flop_counter  # noqa: F401
 
