@@ -179,7 +179,7 @@ class _FakeStopwatch:
     """Stands in for the CUDA stopwatch: calls fn, reports its result as the time."""
 
     def __init__(self, device, flush_l2, lead_us=0.0) -> None:
-        self.lead_us = lead_us
+        self.lead_us, self.lead_note = lead_us, ""
         self.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device=lambda _: contextlib.nullcontext()))
         self.device = device
 
@@ -247,6 +247,49 @@ def test_the_lead_reaches_the_stopwatch(monkeypatch) -> None:
     time_one(lambda: 1.0, trials=1, warmup=0, lead_us=250)
     time_interleaved(lambda: 1.0, lambda: 1.0, trials=1, warmup=0)
     assert seen == [250, 0.0]
+
+
+def _fake_cuda_torch(log: list, with_sleep: bool = True):
+    """A torch stand-in with just what ``_Stopwatch`` uses, logging the order of the calls."""
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.name = "start" if not any(e == "event:start" for e in log) else "end"
+            log.append(f"event:{self.name}")
+
+        def record(self) -> None:
+            log.append(f"record:{self.name}")
+
+        def elapsed_time(self, other) -> float:
+            return 0.1  # ms: a 200k-cycle spin at 2 GHz
+
+    cuda = types.SimpleNamespace(
+        Event=Event, synchronize=lambda device=None: log.append("sync"), current_device=lambda: 0,
+        device=lambda _: contextlib.nullcontext(),
+    )  # fmt: skip
+    if with_sleep:
+        cuda._sleep = lambda cycles: log.append(f"sleep:{cycles}")
+    return types.SimpleNamespace(cuda=cuda, device=lambda *a: ("cuda", 0), __version__="fake")
+
+
+def test_the_lead_spin_comes_between_the_sync_and_the_start_event(monkeypatch) -> None:
+    log: list = []
+    monkeypatch.setattr(timing, "_require_cuda", lambda device=None: _fake_cuda_torch(log))
+    result = time_one(lambda: log.append("call"), trials=1, warmup=0, flush_l2=False, lead_us=500)
+    calls = log[log.index("call") - 3 : log.index("call") + 3]
+    # calibration: 200k cycles took 0.1 ms, so 500 us is 1M cycles
+    assert calls == ["sync", "sleep:1000000", "record:start", "call", "record:end", "sync"]
+    assert result.lead_us == 500 and result.lead_note == ""
+    log.clear()
+    plain = time_one(lambda: log.append("call"), trials=1, warmup=0, flush_l2=False)
+    assert not any(entry.startswith("sleep") for entry in log) and plain.lead_us == 0
+
+
+def test_without_torch_cuda_sleep_the_lead_is_dropped_and_said(monkeypatch) -> None:
+    log: list = []
+    monkeypatch.setattr(timing, "_require_cuda", lambda device=None: _fake_cuda_torch(log, with_sleep=False))
+    result = time_interleaved(lambda: 1.0, lambda: 1.0, trials=1, warmup=0, flush_l2=False, lead_us=500)
+    assert result.lead_us == 0.0 and "no torch.cuda._sleep" in result.lead_note
 
 
 def test_trial_counts_are_checked(fake_stopwatch: None) -> None:

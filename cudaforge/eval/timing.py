@@ -242,6 +242,11 @@ class _Stopwatch:
         self.end = self.torch.cuda.Event(enable_timing=True)
         if lead_us < 0:
             raise ValueError(f"lead_us must be >= 0, got {lead_us}")
+        self.lead_note = ""
+        if lead_us > 0 and not callable(getattr(self.torch.cuda, "_sleep", None)):
+            self.lead_note = (f"torch {getattr(self.torch, '__version__', '?')} has no torch.cuda._sleep: timed "
+                              f"without the {lead_us:g} us lead (launch-inclusive)")  # fmt: skip
+            lead_us = 0.0
         self.lead_us = float(lead_us)
         self.lead_cycles = self._cycles_for(lead_us) if lead_us > 0 else 0
 
@@ -303,6 +308,10 @@ class InterleavedTimes:
     """What the candidate returned in the last timed trial."""
     flushed_l2: bool = True
     """Whether the L2 was flushed before each call."""
+    lead_us: float = 0.0
+    """The GPU spin queued before each start event (0: launch-inclusive)."""
+    lead_note: str = ""
+    """Why a requested lead was not used (empty when it was, or none was asked for)."""
 
     def reference_stats(self) -> TimingStats:
         """Summary of the reference's event times."""
@@ -329,6 +338,10 @@ class SingleTimes:
     """What the callable returned in the last timed trial."""
     flushed_l2: bool = True
     """Whether the L2 was flushed before each call."""
+    lead_us: float = 0.0
+    """The GPU spin queued before each start event (0: launch-inclusive)."""
+    lead_note: str = ""
+    """Why a requested lead was not used."""
 
     def stats(self) -> TimingStats:
         """Summary of the event times."""
@@ -420,6 +433,8 @@ def time_interleaved(
         reference_output=ref.last_output,
         candidate_output=cand.last_output,
         flushed_l2=flush_l2,
+        lead_us=stopwatch.lead_us,
+        lead_note=stopwatch.lead_note,
     )
 
 
@@ -447,5 +462,6 @@ def time_one(
         for trial in range(-warmup, trials):
             single.run(stopwatch, "single", trial, args, make_args, on_output)
     return SingleTimes(
-        event_ms=single.event_ms, host_ms=single.host_ms, output=single.last_output, flushed_l2=flush_l2
+        event_ms=single.event_ms, host_ms=single.host_ms, output=single.last_output, flushed_l2=flush_l2,
+        lead_us=stopwatch.lead_us, lead_note=stopwatch.lead_note,
     )

@@ -327,7 +327,6 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
     with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, torch.no_grad():
         progress(Phase.TIMING.value)
         result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
-        result.fingerprint["timing_lead_us"] = cfg.get("timing_lead_us", 0.0)
         try:
             clock = time.perf_counter()
             times = time_interleaved(
@@ -344,6 +343,9 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
         except Exception as exc:  # noqa: BLE001
             raise _Failure(EvalStatus.RUNTIME_ERROR, "a timed call raised\n" + _candidate_traceback(exc, cand_name)) from None
         spent["trials"] = time.perf_counter() - clock
+        result.fingerprint["timing_lead_us"] = times.lead_us
+        if times.lead_note:
+            result.fingerprint.setdefault("timing_notes", []).append(times.lead_note)
         clock = time.perf_counter()
         if calls.failure is None and cfg.get("share_in_worker", True):  # else a share worker does it (evaluator)
             share = _kernel_share(cand_model, fresh_inputs, source, result)
