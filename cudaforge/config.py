@@ -210,8 +210,8 @@ class EvalConfig:
     timing_lead_us: float = 500.0
     """Microseconds of GPU spin queued before each timed call's start event. The host then launches the call's
     first kernel while the GPU is still busy, so the event time is GPU time: it leaves out that launch's host
-    latency, and the host's jitter with it (on an H200 five evaluations of one pair spread 0.19% with a lead, 4.9%
-    without). 0 is KernelBench's launch-inclusive protocol (the CudaForge paper's); docs/evaluation.md."""
+    latency, and the host's jitter with it (on an H200 five evaluations of one pair spread 0.04% with the default
+    lead, 4.9% without). 0 is KernelBench's launch-inclusive protocol (the CudaForge paper's); docs/evaluation.md."""
     baseline: BaselineMode = BaselineMode.eager
     """Time the reference eagerly or under torch.compile."""
     compile_mode: str = "default"

@@ -60,11 +60,12 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
         with torch.no_grad():
             try:
                 times = time_one(fn, trials=cfg["timing_trials"], warmup=cfg["warmup"], flush_l2=cfg["flush_l2"],
-                                 device=device, args=inputs, lead_us=cfg.get("timing_lead_us", 0.0))  # fmt: skip
+                                 device=device, args=inputs, lead_us=cfg["timing_lead_us"])  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a failing torch.compile is a result
                 out["message"] = f"{mode}: {type(exc).__name__}: {exc}"[:1000]
                 continue
         out[mode] = times.stats().to_dict()
+        out["fingerprint"]["timing_lead_us"] = times.lead_us  # as in an EvalResult's fingerprint
     return out
 
 

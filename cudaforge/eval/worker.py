@@ -338,7 +338,7 @@ def _timing(ref_module, ref_model, cand_model, device, cfg, cand_name, task, res
                 device=device,
                 make_args=calls.make_args,
                 on_output=calls.on_output,
-                lead_us=cfg.get("timing_lead_us", 0.0),
+                lead_us=cfg["timing_lead_us"],
             )
         except Exception as exc:  # noqa: BLE001
             raise _Failure(EvalStatus.RUNTIME_ERROR, "a timed call raised\n" + _candidate_traceback(exc, cand_name)) from None
