@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from hydra.core.config_store import ConfigStore
 
+from cudaforge.sandbox import SandboxMode
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The checkout cudaforge runs from (configs/, agents/ and benchmarks/ live here)."""
 CONFIG_DIR = PROJECT_ROOT / "configs"
@@ -83,6 +85,13 @@ class TorchOpsPolicy(str, enum.Enum):
 
     strict = "strict"  # only allocation, views, reshapes and the candidate's own kernels
     lenient = "lenient"  # PyTorch ops allowed (KernelBench's partial replacement), reported and measured
+
+
+class WeightsMode(str, enum.Enum):
+    """How the candidate's model gets its weights."""
+
+    seed = "seed"  # built with the reference's seed, nothing copied (KernelBench's harness)
+    copy_matching = "copy_matching"  # the reference's parameters copied in where names and shapes match (reported)
 
 
 class DevicePreference(str, enum.Enum):
@@ -278,15 +287,33 @@ class EvalConfig:
     """speed_of_light fires below this fraction of the floor (the floor uses the fastest peak of any dtype)."""
     library_share_max: float = 0.5
     """Under ``torch_ops=strict``, the largest share of GPU time library kernels (aten, cuBLAS, cuDNN) may take."""
+    guard_timing_crosscheck: GuardPolicy = GuardPolicy.reject
+    """GPU: the candidate's reported time far below what the verifier's own clock saw over a batch of calls."""
+    guard_reference_slowdown: GuardPolicy = GuardPolicy.reject
+    """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
+    crosscheck_calls: int = 8
+    """Calls in the timing cross-check's batch (fewer when their inputs and outputs exceed ``crosscheck_max_gb``)."""
+    crosscheck_max_gb: float = 8.0
+    """GPU memory the cross-check's batch may hold (inputs and outputs of all its calls)."""
+    crosscheck_ratio: float = 1.5
+    """timing_crosscheck fires when the verifier's time per call exceeds this multiple of the reported median ..."""
+    crosscheck_slack_ms: float = 0.1
+    """... and the part of it no reported time or reference overhead explains exceeds this many ms per call (host
+    launch costs of honest kernels stay under it; docs/evaluation.md says what a lie below it can gain)."""
+    reference_slowdown_tolerance: float = 0.2
+    """reference_slowdown fires when the reference's median beside the candidate exceeds its median alone by this
+    fraction (and by 5 us)."""
+    sandbox: SandboxMode = SandboxMode.auto
+    """Candidates run sandboxed (cudaforge.sandbox): ``auto`` applies what this machine offers and records what is
+    missing in each result's fingerprint; ``required`` refuses to evaluate (status ``unsupported``) when a protection
+    is missing; ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""
+    weights: WeightsMode = WeightsMode.seed
+    """How ModelNew gets its weights: the reference's seed, as KernelBench does (init-time transforms stay), or
+    ``copy_matching`` (the reference's matching tensors copied in; the result says how many)."""
     standby_workers: bool = True
     """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
     while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process.
     Only with a timing lead: under ``timing_lead_us=0`` every candidate starts cold (docs/evaluation.md)."""
-    share_worker: bool = False
-    """With ``standby_workers``: measure the profiler-share guard in a second, pre-warmed process instead of after
-    the timed trials in the evaluation's own worker. Experimental and off: on an H200 it cut nothing while the
-    reference's cost analysis still paid the same imports, it slowed back-to-back batches, and the precision run
-    that used it spread 5.2% (docs/evaluation.md, "Standby and share workers")."""
 
 
 @dataclass

@@ -94,9 +94,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from cudaforge.isolation import scrubbed_env
+from cudaforge.sandbox.launch import REFUSED_EXIT
 
 DEFAULT_ARCH = "9.0"
 """Architecture built when none is configured and no GPU is visible (H100/H200, sm_90)."""
@@ -147,6 +148,10 @@ class BuildSettings:
     """nvcc flags appended to every call's ``extra_cuda_cflags`` (part of the key)."""
     cache_failures: bool = True
     """Remember failed builds, so the same broken source fails again at once, with its log."""
+    sandbox: str = "auto"
+    """How the compiler runs on candidate sources: in a sandbox (``required``, ``auto``: as
+    ``cudaforge.sandbox`` says) that reads only the toolchain and writes only the build directory, so a
+    candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
 
     def cache_root(self) -> Path:
         """The cache directory as an absolute path."""
@@ -628,11 +633,12 @@ class _Attempt:
 class _Builder:
     """Builds one :class:`_Spec` into ``<cache>/<key>`` (under the key's lock)."""
 
-    def __init__(self, settings: BuildSettings) -> None:
+    def __init__(self, settings: BuildSettings, extra_read: tuple[str, ...] = ()) -> None:
         import torch
         import torch.utils.cpp_extension as ce
 
         self.settings = settings
+        self.extra_read = tuple(extra_read)
         self.ce = ce
         self.torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
         self.can_link_cuda = torch.version.cuda is not None and not getattr(torch.version, "hip", None)
@@ -666,17 +672,43 @@ class _Builder:
                 ce.CUDA_HOME = None
 
     def _ninja(self, attempt_id: str, directory: Path, targets: list[str]) -> tuple[int, str]:
-        cmd = ["ninja", "-v"] + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs else []) + targets
+        cmd = [shutil.which("ninja") or "ninja", "-v"] + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs
+                                                          else []) + targets  # fmt: skip
         with self._lock:
             if self._cancel[attempt_id].is_set():
                 return -1, "(cancelled)\n"
-            proc = subprocess.Popen(cmd, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, errors="replace", start_new_session=True)
+            proc = self._start_compiler(cmd, directory)
             self._procs[attempt_id] = proc
         out, _ = proc.communicate()
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        if proc.returncode == REFUSED_EXIT and "sandbox refused" not in out:
+            out += "\nsandbox refused to run the compiler (eval.sandbox=required): " + self._refusal + "\n"
         with self._lock:
             self._procs.pop(attempt_id, None)
         return proc.returncode, out
+
+    _refusal = ""
+
+    def _start_compiler(self, cmd: list[str], directory: Path) -> subprocess.Popen:
+        """ninja (and the compilers it runs) on candidate sources: in a sandbox that reads the toolchain, the
+        torch headers, the precompiled headers and ``extra_read``, and writes only ``directory``."""
+        from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths
+
+        env = scrubbed_env({"TMPDIR": str(directory), "HOME": str(directory)})
+        mode = SandboxMode(self.settings.sandbox)
+        if mode is SandboxMode.off:
+            return subprocess.Popen(cmd, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # fmt: skip
+        read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()),
+                str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
+        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=None, cpu_seconds=3600,
+                          file_bytes=4 << 30, devices=["/dev/null", "/dev/zero", "/dev/urandom"])  # fmt: skip
+        started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        status = started.status()
+        if not status.get("ok"):
+            self._refusal = "; ".join(status.get("missing", []))
+        started.proc.sandbox = started  # its control socket lives as long as the process is watched
+        return started.proc
 
     def _kill(self, attempt_id: str) -> None:
         with self._lock:
@@ -928,9 +960,14 @@ def _as_list(value: Any) -> list[str]:
 class _Hooks:
     """The state behind :func:`build_hooks`: settings, recorder, modules loaded in this process."""
 
-    def __init__(self, settings: BuildSettings, recorder: BuildRecorder) -> None:
+    def __init__(self, settings: BuildSettings, recorder: BuildRecorder,
+                 remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 extra_read: tuple[str, ...] = ()) -> None:
         self.settings = settings
         self.recorder = recorder
+        self.remote = remote
+        """In a sandboxed worker: asks the trusted side to build ``inputs`` (``serve_build``) and returns its reply."""
+        self.extra_read = extra_read
         self.loaded: dict[str, Any] = {}
 
     # -- sources, as load_inline assembles them -----------------------------------------------
@@ -1033,6 +1070,8 @@ class _Hooks:
                              seconds=0.0)
         self.recorder.records.append(record)
         try:
+            if self.remote is not None:
+                return self._remote_build_and_load(spec, inputs, record)
             return self._build_and_load(spec, key, module_name, record)
         except (BuildError, ModuleNotLoadable):
             raise
@@ -1043,10 +1082,28 @@ class _Hooks:
         finally:
             record.seconds = time.perf_counter() - started
 
-    def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
-        if key in self.loaded:
-            record.status = "built"
-            return self.loaded[key]
+    def _remote_build_and_load(self, spec: _Spec, inputs: dict[str, Any], record: BuildRecord) -> Any:
+        """The sandboxed side: the trusted side builds (or finds) the extension and hands over a copy to load."""
+        reply = self.remote(inputs)
+        for name in ("status", "variant", "measures", "fallbacks", "log", "log_trimmed", "error", "key", "module_name"):
+            if name in reply:
+                setattr(record, name, reply[name])
+        record.cached = bool(reply.get("cached"))
+        if record.status == "toolchain_error":
+            raise ToolchainIncomplete(record.error, record)
+        if record.status == "failed":
+            raise BuildError(record.error, record)
+        if record.status == "compiled_only":
+            raise ModuleNotLoadable(record.error, record)
+        if record.status != "built" or not reply.get("path"):
+            record.status = "crashed"
+            raise RuntimeError(record.error or "the build service gave no library")
+        return self._load(spec, record.key, record.module_name, reply["path"], record)
+
+    def resolve(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> str:
+        """The trusted side: build ``spec`` into the cache (or find it there); the path of its library.
+
+        Raises ToolchainIncomplete, BuildError or ModuleNotLoadable as the build went."""
         root = self.settings.cache_root()
         manifest_path = root / key / "build.json"
         with _file_lock(root / "locks" / f"{key}.lock"):
@@ -1077,7 +1134,15 @@ class _Hooks:
             record.error = (f"extension '{spec.name}' compiled, but this torch ({toolchain_fingerprint()['torch']}) "
                             "has no CUDA: it was not linked or loaded")
             raise ModuleNotLoadable(record.error, record)
-        library = os.path.join(record.build_dir, f"{module_name}.so")
+        return os.path.join(record.build_dir, f"{module_name}.so")
+
+    def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
+        if key in self.loaded:
+            record.status = "built"
+            return self.loaded[key]
+        return self._load(spec, key, module_name, self.resolve(spec, key, module_name, record), record)
+
+    def _load(self, spec: _Spec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
         if not spec.is_python_module:
             import torch
 
@@ -1098,7 +1163,7 @@ class _Hooks:
         return module
 
     def _build(self, spec: _Spec, key: str, module_name: str) -> dict[str, Any]:
-        builder = _Builder(self.settings)
+        builder = _Builder(self.settings, self.extra_read)
         started = time.perf_counter()
         attempt, fallbacks = builder.build(spec, key, module_name)
         measures = list(attempt.measures)
@@ -1116,8 +1181,105 @@ class _Hooks:
         }
 
 
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,120}$")
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    items = _as_list(value)
+    if not all(isinstance(v, str) for v in items):
+        raise ValueError(f"{what} must be strings")
+    return items
+
+
+def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
+    """The trusted side's own ``_Spec`` for a build request (``load_inline``/``load`` arguments as data), and the
+    request re-written the way a local call writes it (what the cache key hashes).
+
+    Everything is validated: strings where strings belong, plain file names (no paths); raises ValueError."""
+    kind, name = inputs.get("kind"), inputs.get("name")
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise ValueError("the extension's name must be a short string")
+    flags = {k: _strings(inputs.get(k), k) for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+                                                     "extra_include_paths")}  # fmt: skip
+    if kind == "inline":
+        functions = inputs.get("functions")
+        if functions is not None and not (isinstance(functions, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in functions.items())):  # fmt: skip
+            raise ValueError("functions must map names to docstrings")
+        return hooks.inline_spec(name, _strings(inputs.get("cpp_sources"), "cpp_sources"),
+                                    _strings(inputs.get("cuda_sources"), "cuda_sources"), functions,
+                                    flags["extra_cflags"], flags["extra_cuda_cflags"], flags["extra_ldflags"],
+                                    flags["extra_include_paths"], inputs.get("with_cuda"),
+                                    bool(inputs.get("is_python_module", True)),
+                                    bool(inputs.get("with_pytorch_error_handling", True)),
+                                    bool(inputs.get("no_implicit_headers", False)))  # fmt: skip
+    if kind == "files":
+        files = inputs.get("files")
+        if not isinstance(files, dict) or not files or not all(
+                isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items()):  # fmt: skip
+            raise ValueError("files must map plain file names to their text")
+        settings = hooks.settings
+        with_cuda, is_module = bool(inputs.get("with_cuda")), bool(inputs.get("is_python_module", True))
+        canonical = {"kind": "files", "name": name, "files": dict(files), "extra_cflags": flags["extra_cflags"],
+                     "extra_cuda_cflags": flags["extra_cuda_cflags"], "extra_ldflags": flags["extra_ldflags"],
+                     "extra_include_paths": flags["extra_include_paths"], "with_cuda": with_cuda,
+                     "is_python_module": is_module}  # fmt: skip
+        return _Spec(
+            name=name, files=dict(files), variants=[("plain", dict(files))],
+            extra_cflags=[f.strip() for f in flags["extra_cflags"] + settings.extra_cflags if f.strip()],
+            extra_cuda_cflags=[f.strip() for f in flags["extra_cuda_cflags"] + settings.extra_cuda_cflags if f.strip()],
+            extra_ldflags=[f.strip() for f in flags["extra_ldflags"] if f.strip()],
+            extra_include_paths=flags["extra_include_paths"], with_cuda=with_cuda, is_python_module=is_module,
+        ), canonical  # fmt: skip
+    raise ValueError(f"unknown build kind {kind!r}")
+
+
+def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: str | None,
+                extra_read: tuple[str, ...] = ()) -> tuple[dict[str, Any], BuildRecord]:
+    """The trusted side of a sandboxed worker's ``load_inline``/``load``: build (or find) the extension.
+
+    The key is computed here, from the request as this side re-derived it; the compiler runs sandboxed
+    (``BuildSettings.sandbox``); the cache is written only here. A built library is copied into
+    ``deliver_dir`` (the worker's scratch directory) for the worker to load. Returns the reply for the
+    worker and the build's record (for the result). Never raises for a bad request: it fails the build.
+    """
+    started = time.perf_counter()
+    hooks = _Hooks(settings, BuildRecorder(), extra_read=extra_read)
+    record = BuildRecord(name=str(inputs.get("name"))[:200], module_name="", key="", status="failed", cached=True,
+                         seconds=0.0)  # fmt: skip
+    try:
+        spec, canonical = spec_from_inputs(hooks, inputs)
+        key = cache_key(canonical, settings)
+        record.key, record.module_name = key, f"{_sanitize(spec.name)}_{key[:16]}"
+        library = hooks.resolve(spec, key, record.module_name, record)
+        record.status = "built"
+        path = library
+        if deliver_dir:
+            os.makedirs(os.path.join(deliver_dir, "ext"), exist_ok=True)
+            path = os.path.join(deliver_dir, "ext", os.path.basename(library))
+            shutil.copyfile(library, path)
+            os.chmod(path, 0o755)
+        reply = {"path": path}
+    except (BuildError, ModuleNotLoadable) as exc:
+        record.error = record.error or str(exc)
+        reply = {}
+    except ValueError as exc:
+        record.status, record.error = "failed", f"a malformed build request: {exc}"
+        record.log = record.log_trimmed = record.error
+        reply = {}
+    except Exception as exc:  # noqa: BLE001 - the machinery broke: the worker gets the reason, we stay up
+        record.status, record.error = "crashed", f"{type(exc).__name__}: {exc}"
+        reply = {}
+    record.seconds = time.perf_counter() - started
+    reply.update(status=record.status, cached=record.cached, variant=record.variant, measures=record.measures,
+                 fallbacks=record.fallbacks, log_trimmed=record.log_trimmed[:20000], error=record.error[:20000],
+                 key=record.key, module_name=record.module_name)  # fmt: skip
+    return reply, record
+
+
 @contextlib.contextmanager
-def build_hooks(settings: BuildSettings | None = None) -> Iterator[BuildRecorder]:
+def build_hooks(settings: BuildSettings | None = None,
+                remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Iterator[BuildRecorder]:
     """Patch ``torch.utils.cpp_extension.load_inline`` and ``load`` to build through the cache.
 
     Use it in the process that imports candidate code, around the import::
@@ -1129,12 +1291,14 @@ def build_hooks(settings: BuildSettings | None = None) -> Iterator[BuildRecorder
     A failed build raises :class:`BuildError` (a ``RuntimeError``, as torch raises); on a torch
     without CUDA, CUDA sources are compiled and :class:`ModuleNotLoadable` is raised. Calls
     that the cache cannot serve (``is_standalone``, SYCL sources) go to torch unchanged.
+    With ``remote`` (in a sandboxed worker) nothing is built here: ``remote(inputs)`` asks the trusted
+    side (:func:`serve_build`), which builds and hands back a library to load.
     """
     import torch.utils.cpp_extension as ce
 
     settings = (settings or BuildSettings()).resolved()
     recorder = BuildRecorder()
-    hooks = _Hooks(settings, recorder)
+    hooks = _Hooks(settings, recorder, remote)
     original_inline, original_load = ce.load_inline, ce.load
 
     @functools.wraps(original_inline)

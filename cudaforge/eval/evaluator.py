@@ -10,24 +10,26 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import os
 import queue
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from cudaforge.eval.guards.policy import Policies, rejection_message, rejections, share_findings
-from cudaforge.eval.static import check_candidate
+from cudaforge.eval.static import StaticReport, check_candidate
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
-WORKER_ENTRY = "cudaforge.eval.worker:evaluate"
-WORKER_PREPARE = "cudaforge.eval.worker:prepare"
-SHARE_ENTRY = "cudaforge.eval.worker:share"
-SHARE_PREPARE = "cudaforge.eval.worker:prepare_share"
+WORKER_ENTRY = "cudaforge.eval.verifier:evaluate"
+WORKER_PREPARE = "cudaforge.eval.verifier:prepare"
+PHASE_GRACE_S = 30.0
+"""The parent's deadline for each phase is the phase's budget plus this: the verifier ends a candidate that
+overruns by itself, and the parent's deadline only catches a verifier that could not."""
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
@@ -56,7 +58,9 @@ def _default_eval_config() -> dict[str, Any]:
         "guard_introspection": "reject", "guard_input_mutation": "reject", "guard_output_type": "reject",
         "guard_output_sensitivity": "reject", "guard_precision": "report", "guard_hidden_work": "reject",
         "guard_speed_of_light": "reject", "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5,
-        "library_share_max": 0.5, "standby_workers": True, "share_worker": False,
+        "library_share_max": 0.5, "standby_workers": True, "guard_timing_crosscheck": "reject",
+        "guard_reference_slowdown": "reject", "crosscheck_calls": 8, "crosscheck_max_gb": 8.0, "crosscheck_ratio": 1.5,
+        "crosscheck_slack_ms": 0.1, "reference_slowdown_tolerance": 0.2, "sandbox": "auto", "weights": "seed",
     }  # fmt: skip
 
 
@@ -82,13 +86,24 @@ class Evaluator:
     """Evaluates candidates against tasks (see docs/evaluation.md for the protocol)."""
 
     def __init__(self, cfg: Any = None, *, gpus: list[str] | None = None, compile_workers: int | None = None,
-                 lock_dir: str | os.PathLike | None = None):
+                 lock_dir: str | os.PathLike | None = None, interrupted_dir: str | os.PathLike | None = None):
         """``cfg``: an EvalConfig (or dict); ``gpus``: physical GPU ids (default: from the config);
         ``lock_dir``: where the per-GPU lock files live, shared with the profiler (default
-        ``$CUDAFORGE_LOCK_DIR`` or ~/.cache/cudaforge/locks)."""
+        ``$CUDAFORGE_LOCK_DIR`` or ~/.cache/cudaforge/locks); ``interrupted_dir``: where a marker is kept while a
+        candidate is evaluated (a run directory's, so that a resumed run does not re-run a candidate whose
+        evaluation died with the run)."""
         self.cfg = _default_eval_config()
         if cfg is not None:
             self.cfg.update(_plain(cfg))
+        self.interrupted_dir = str(interrupted_dir) if interrupted_dir else None
+        from cudaforge.sandbox import SandboxMode
+
+        try:
+            SandboxMode(self.cfg["sandbox"])
+        except ValueError:
+            raise ValueError(f"eval.sandbox={self.cfg['sandbox']!r}: expected required, auto or off") from None
+        if self.cfg["weights"] not in ("seed", "copy_matching"):
+            raise ValueError(f"eval.weights={self.cfg['weights']!r}: expected seed or copy_matching")
         lead = self.cfg["timing_lead_us"]
         if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
@@ -129,8 +144,7 @@ class Evaluator:
         (docs/evaluation.md), so every candidate then starts cold."""
         return bool(self.cfg["standby_workers"]) and self.cfg["timing_lead_us"] > 0
 
-    def _worker(self, payload: dict[str, Any], gpu: str | None, env: dict[str, str],
-                on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
+    def _worker(self, payload: dict[str, Any], gpu: str | None, env: dict[str, str]) -> IsolatedOutcome:
         """Run one payload in a fresh worker: the GPU's standby when there is one, else a cold start.
 
         With standby workers (``_standbys_on``) each GPU evaluation also starts the next candidate's worker, so
@@ -139,8 +153,8 @@ class Evaluator:
         """
         if gpu is not None and self._standbys_on():
             standby = self._standby("eval", WORKER_ENTRY, WORKER_PREPARE, gpu, env)
-            return standby.run(payload, timeouts=self._timeouts(), on_phase=on_phase)
-        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env, on_phase=on_phase)
+            return standby.run(payload, timeouts=self._timeouts())
+        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env)
 
     def wait_for_standbys(self, timeout_s: float = 120.0) -> bool:
         """Block until every waiting standby worker has finished its start-up (or died), at most ``timeout_s``.
@@ -194,21 +208,65 @@ class Evaluator:
         return self._build
 
     def _timeouts(self) -> dict[str, float]:
+        grace = PHASE_GRACE_S
         return {
-            "start": self.cfg["static_timeout_s"],
-            Phase.COMPILE.value: self.cfg["compile_timeout_s"],
-            Phase.CORRECTNESS.value: self.cfg["correctness_timeout_s"],
-            Phase.TIMING.value: self.cfg["timing_timeout_s"],
+            "start": self.cfg["static_timeout_s"] + grace,
+            Phase.COMPILE.value: self.cfg["compile_timeout_s"] + grace,
+            Phase.CORRECTNESS.value: self.cfg["correctness_timeout_s"] + grace,
+            Phase.TIMING.value: self.cfg["timing_timeout_s"] + grace,
             "gpu_wait": self.cfg["gpu_wait_timeout_s"],  # queued for the GPU's lock: not the candidate's time
         }
+
+    def _env(self, device: str) -> dict[str, str]:
+        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+        if self.lock_dir:
+            env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
+        env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(self.cfg)  # a standby starts its sandboxed worker with these
+        return env
 
     # ------------------------------------------------------------------ one candidate
 
     def evaluate(self, task: Task, source: str, *, gpu: str | None = None) -> EvalResult:
-        """Evaluate ``source`` against ``task`` in an isolated worker; never raises for the candidate's faults."""
+        """Evaluate ``source`` against ``task``; never raises, whatever the candidate is or does.
+
+        The static checks run here; the rest in a verifier child (``cudaforge.eval.verifier``) that runs the
+        candidate in a sandboxed worker of its own. A candidate whose evaluation was interrupted before (the
+        process running it died: ``interrupted_dir`` holds its marker) is not run again: it is ``crashed``."""
         started = time.monotonic()
+        digest = source_hash(source) if isinstance(source, str) else "?"
+        try:
+            marker = self._interrupted_marker(task, digest)
+            if marker is not None and marker.exists():
+                return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED, message=(
+                    "a previous evaluation of this candidate never finished (the process running it died, or the run "
+                    "was killed during it); it is not run again, so a candidate that takes the evaluator down cannot "
+                    "stop the run twice. Delete " + str(marker) + " to evaluate it anyway."))  # fmt: skip
+            if marker is not None:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps({"task": task.id, "candidate": digest, "started": time.time()}))
+            result = self._evaluate(task, source, gpu, started)
+            if marker is not None:
+                marker.unlink(missing_ok=True)
+            return result
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong becomes a result; the run goes on
+            return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED,
+                              message=f"the evaluator could not evaluate this candidate: {type(exc).__name__}: {exc}"[:2000],
+                              seconds=time.monotonic() - started)  # fmt: skip
+
+    def _interrupted_marker(self, task: Task, digest: str) -> Path | None:
+        if not self.interrupted_dir:
+            return None
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{task.id}__{digest}")[:200]
+        return Path(self.interrupted_dir) / f"{name}.json"
+
+    def _evaluate(self, task: Task, source: str, gpu: str | None, started: float) -> EvalResult:
         # The static checks and guards run here too, so a rejected source never costs a worker.
-        static = check_candidate(source, self.cfg, task.source)
+        try:
+            static = check_candidate(source, self.cfg, task.source)
+        except (RecursionError, MemoryError, ValueError, TypeError) as exc:
+            static = StaticReport(ok=False, status="invalid", message=(
+                f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an expression nested "
+                "too deeply or a source too large. Write it plainly."))  # fmt: skip
         static_record = PhaseRecord(Phase.STATIC, "ok" if static.ok else "failed", time.monotonic() - started, static.message)
         if not static.ok:
             return EvalResult(
@@ -219,9 +277,6 @@ class Evaluator:
         if gpu is None and self.gpus:
             gpu = self._next_gpu()
         device = "cuda" if gpu is not None else "cpu"
-        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
-        if self.lock_dir:
-            env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
         payload = {
             "task": task.to_dict(),
             "candidate": source,
@@ -229,14 +284,8 @@ class Evaluator:
             "build": self.build_settings().to_dict(),
             "device": device,
         }
-        share = None
-        if gpu is not None and self._standbys_on() and self.cfg["share_worker"]:
-            payload["eval"] = {**self.cfg, "share_in_worker": False}
-            share = _ShareJob(self._standby("share", SHARE_ENTRY, SHARE_PREPARE, gpu, env), payload, self._timeouts())
-        outcome = self._worker(payload, gpu, env, on_phase=share.on_phase if share else None)
+        outcome = self._worker(payload, gpu, self._env(device))
         result = self._from_outcome(task, source, outcome)
-        if share is not None:
-            share.finish(result, self.cfg)
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:
@@ -246,7 +295,11 @@ class Evaluator:
     @staticmethod
     def _from_outcome(task: Task, source: str, outcome: IsolatedOutcome) -> EvalResult:
         if outcome.status == "ok" and outcome.result is not None:
-            return EvalResult.from_dict(outcome.result)
+            try:
+                return EvalResult.from_dict(outcome.result)
+            except Exception as exc:  # noqa: BLE001 - a malformed result is a crash, not ours to raise
+                outcome = IsolatedOutcome(status="crashed", error=f"the verifier's result was malformed ({exc})"[:500],
+                                          phase=outcome.phase, phase_seconds=outcome.phase_seconds)  # fmt: skip
         phases = [
             PhaseRecord(Phase(p), "ok", s) for p, s in outcome.phase_seconds.items() if p in Phase._value2member_map_
         ]
@@ -258,8 +311,8 @@ class Evaluator:
                 "start": f"the worker did not start: {outcome.error}",
             }.get(outcome.phase, outcome.error)
         elif outcome.status == "error":
-            status = EvalStatus.RUNTIME_ERROR
-            message = "the evaluation raised:\n" + "\n".join(outcome.error.strip().splitlines()[-8:])
+            status = EvalStatus.CRASHED
+            message = "the verifier raised:\n" + "\n".join(outcome.error.strip().splitlines()[-8:])
         else:
             stderr = outcome.stderr_tail.strip()
             if stderr:
@@ -275,10 +328,15 @@ class Evaluator:
     # ------------------------------------------------------------------ many candidates
 
     def precompile(self, source: str):
-        """Build a CUDA candidate on the CPU pool (no GPU); returns the build outcome, or None for non-CUDA."""
+        """Build a CUDA candidate on the CPU pool (no GPU); returns the build outcome, or None for non-CUDA.
+
+        The candidate's import runs in a sandboxed worker; its builds are served by a trusted child."""
         from cudaforge.eval.build import precompile
 
-        if check_candidate(source).backend != "cuda":
+        try:
+            if check_candidate(source).backend != "cuda":
+                return None
+        except (RecursionError, MemoryError, ValueError, TypeError):
             return None
         return precompile(source, self.build_settings(), timeout_s=self.cfg["compile_timeout_s"])
 
@@ -314,53 +372,3 @@ class Evaluator:
             for future in [pool.submit(run, i) for i in range(len(jobs))]:
                 future.result()
         return [r for r in results if r is not None]
-
-
-class _ShareJob:
-    """The profiler-share guard of one GPU evaluation, run in a share worker of its own (``worker.share``).
-
-    torch.profiler slows later launches in the process that used it and its first session costs seconds, so
-    with ``eval.share_worker`` the share is measured by a separate, pre-warmed worker: it starts once the
-    evaluation's worker has compiled the candidate (so it finds the build cached) and does its GPU work under
-    the GPU's lock, never during timed calls. Its findings join the result only when the candidate was correct
-    and timed; otherwise it is killed.
-    """
-
-    def __init__(self, standby: Standby, payload: dict[str, Any], timeouts: dict[str, float]) -> None:
-        self.standby, self.payload = standby, payload
-        self.timeouts = {**timeouts, "share": timeouts[Phase.TIMING.value]}
-        self.thread: threading.Thread | None = None
-        self.outcome: IsolatedOutcome | None = None
-
-    def on_phase(self, phase: str) -> None:
-        if phase == Phase.CORRECTNESS.value and self.thread is None:  # compiled: the build is in the cache
-            self.thread = threading.Thread(target=self._run, daemon=True)
-            self.thread.start()
-
-    def _run(self) -> None:
-        self.outcome = self.standby.run(self.payload, timeouts=self.timeouts)
-
-    def finish(self, result: EvalResult, cfg: dict[str, Any]) -> None:
-        """Wait for the share and add its findings to ``result`` (a correct, timed one); else stop the worker."""
-        if self.thread is None or result.status is not EvalStatus.CORRECT or result.speedup is None:
-            self.standby.kill()
-            if self.thread is not None:
-                self.thread.join()
-            self.standby.close()
-            return
-        self.thread.join()
-        outcome = self.outcome
-        notes = result.fingerprint.setdefault("guard_notes", [])
-        if outcome is None or outcome.status != "ok" or not outcome.result or "share" not in outcome.result:
-            why = (outcome.result or {}).get("note") if outcome is not None and outcome.status == "ok" else None
-            notes.append(why or f"profiler share unavailable: the share worker {outcome.status if outcome else 'never ran'}"
-                         f"{': ' + outcome.error.strip().splitlines()[-1][:200] if outcome and outcome.error else ''}")
-            return
-        share = outcome.result["share"]
-        result.fingerprint["kernel_share"] = share
-        result.fingerprint["share_worker"] = {"seconds": round(outcome.seconds, 4), "standby": outcome.result.get("standby")}
-        findings = share_findings(share, Policies(cfg))
-        result.guard_findings.extend(findings)
-        if rejections(findings):
-            result.status = EvalStatus.REJECTED
-            result.message = rejection_message(findings)

@@ -54,6 +54,8 @@ GUARDS: dict[str, Guard] = {
         Guard("timed_output", None, "runtime", "a wrong output produced during the timed calls"),
         Guard("hidden_work", "guard_hidden_work", "gpu", "host time far beyond CUDA-event time (work on other streams or threads)"),
         Guard("speed_of_light", "guard_speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
+        Guard("timing_crosscheck", "guard_timing_crosscheck", "gpu", "reported time far below the verifier's own clock over a batch of calls"),
+        Guard("reference_slowdown", "guard_reference_slowdown", "gpu", "the reference slower beside the candidate than alone"),
     ]
 }  # fmt: skip
 """Every guard, by name."""
@@ -71,7 +73,8 @@ class Policies:
 
     DEFAULTS: dict[str, Any] = {
         "guards_enforce": True, "torch_ops": "lenient", "guard_precision": REPORT,
-        "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5, "library_share_max": 0.5,
+        "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5, "library_share_max": 0.5, "crosscheck_ratio": 1.5,
+        "crosscheck_slack_ms": 0.1, "reference_slowdown_tolerance": 0.2,
     }  # fmt: skip
     """Defaults that are not ``reject`` (every other guard field defaults to ``reject``)."""
 

@@ -1,0 +1,320 @@
+"""The sandboxed side of an evaluation: ``python -m cudaforge.eval.candidate_worker CHANNEL_FD``.
+
+This process holds the candidate's code and nothing else: no reference, no task module, no verdict.
+It runs inside the candidate's sandbox (``cudaforge.sandbox``) and answers the trusted verifier's
+requests over a ``Channel``; tensors cross through an ``Arena`` the verifier made. Everything this
+process does or says is untrusted: the candidate can patch any of it. The verifier believes only
+what it checks itself (outputs it copies out of the arena and compares, the wall clock around a
+request); what this side reports (event times, output types, the profiler's kernel split) feeds
+second-line guards and the Judge's feedback, never the verdict's foundation.
+
+Requests (``op``): ``arena``, ``cuda``, ``load``, ``model``, ``state``, ``set_state``, ``call``,
+``timed``, ``batch``, ``share``, ``ping``, ``exit``; each gets one reply ``{"ok": true, ...}`` or
+``{"ok": false, "status": EvalStatus value, "message": ...}``. While ``load`` runs, this side may send
+``{"op": "build", "inputs": ...}`` requests and waits for their replies (the trusted side builds).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from cudaforge.eval.exchange import Arena, ArenaError, Channel, DeviceArena, decode, encode, host_arena
+from cudaforge.tasks.runtime import build_model, flatten_outputs, load_module, strict_fp32
+
+WORKER_MODULE_PREFIX = "cudaforge_candidate_"
+
+
+class _Fail(Exception):
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _traceback(exc: BaseException, module_name: str) -> str:
+    """The exception with only the frames of the candidate's own code (plus the last one)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if f.filename == f"<{module_name}>"]
+    lines = [f"  line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in own]
+    if frames and frames[-1].filename != f"<{module_name}>":
+        last = frames[-1]
+        lines.append(f"  in {os.path.basename(last.filename)}:{last.lineno} ({last.name})")
+    return "\n".join([f"{type(exc).__name__}: {exc}".strip()[:2000], *lines[-6:]])
+
+
+def _is_triton_compile_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("triton") and "Compil" in type(exc).__name__
+
+
+class Worker:
+    """The state of one sandboxed worker: its channel, arena, the candidate's module and model."""
+
+    def __init__(self, channel: Channel, device: torch.device) -> None:
+        self.channel, self.device = channel, device
+        self.arena: Arena | None = None
+        self.module: Any = None
+        self.module_name = ""
+        self.model: Any = None
+        self.stopwatch: Any = None
+
+    # -- tensors in and out ----------------------------------------------------------------
+
+    def _arena(self) -> Arena:
+        if self.arena is None:
+            raise _Fail("crashed", "no arena was set up")
+        return self.arena
+
+    def inputs(self, encoded: Any) -> tuple[list[Any], list[tuple[torch.Tensor, torch.Tensor]]]:
+        """The forward's arguments: views of the arena (device arena), or copies on the device (host arena).
+        Also the (copy, arena view) pairs to write back after the call, so the verifier sees any mutation."""
+        arena = self._arena()
+        back: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+        def get(desc: dict[str, Any]) -> torch.Tensor:
+            view = arena.view(desc)
+            if view.device == self.device:
+                return view
+            copy = view.to(self.device)
+            back.append((copy, view))
+            return copy
+
+        return list(decode(encoded, get)), back
+
+    def outputs(self, value: Any, offset: int) -> Any:
+        """Place a forward's result in the arena from ``offset`` on; its encoding."""
+        arena = self._arena()
+        arena.reset()
+        arena._next = offset
+
+        def put(t: torch.Tensor) -> dict[str, Any]:
+            if t.layout != torch.strided:
+                t = t.to_dense()
+            return arena.put(t)
+
+        try:
+            return encode(value, put)
+        except TypeError as exc:
+            raise _Fail("incorrect", f"ModelNew.forward returned {exc}, which cannot be compared") from None
+
+    @staticmethod
+    def facts(value: Any) -> list[dict[str, Any]]:
+        """What each returned tensor is (class, layout, device), for the output_type guard."""
+        facts = []
+        for t in flatten_outputs(value):
+            if isinstance(t, torch.Tensor):
+                facts.append({"cls": f"{type(t).__module__}.{type(t).__qualname__}", "plain": type(t) is torch.Tensor,
+                              "layout": str(t.layout), "device": t.device.type,
+                              "storage": bool(t.numel() == 0 or t.layout != torch.strided or t.data_ptr() != 0)})  # fmt: skip
+        return facts
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def forward(self, args: list[Any], what: str) -> Any:
+        try:
+            with torch.no_grad():
+                return self.model(*args)
+        except Exception as exc:  # noqa: BLE001 - the candidate's exception is a verdict
+            status = "compile_error" if _is_triton_compile_error(exc) else "runtime_error"
+            raise _Fail(status, f"{what} raised\n{_traceback(exc, self.module_name)}") from None
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def op_ping(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        return {"ok": True}
+
+    def op_arena(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        if len(fds) != 1:
+            raise _Fail("crashed", "an arena request without its descriptor")
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
+        size = int(msg["size"])
+        self.arena = DeviceArena.attach(fds[0], size) if msg.get("kind") == "device" else host_arena(size, fds[0])
+        return {"ok": True}
+
+    def op_cuda(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        if self.device.type == "cuda":
+            torch.empty(1, device="cuda").add_(1)
+            torch.cuda.synchronize()
+        return {"ok": True}
+
+    def op_load(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        from cudaforge.eval.build import (BuildError, BuildSettings, ModuleNotLoadable, ToolchainIncomplete,
+                                          build_hooks)  # fmt: skip
+
+        self.module_name = str(msg["module"])
+
+        def remote(inputs: dict[str, Any]) -> dict[str, Any]:
+            self.channel.send({"op": "build", "inputs": inputs})
+            reply, _ = self.channel.recv()
+            return reply
+
+        with build_hooks(BuildSettings.from_dict(msg["build"]), remote=remote) as recorder:
+            try:
+                self.module = load_module(msg["source"], self.module_name)
+            except ToolchainIncomplete as exc:
+                raise _Fail("unsupported", f"this machine cannot build the candidate: {exc}") from None
+            except ModuleNotLoadable as exc:
+                raise _Fail("compiled", f"the CUDA sources compiled; {exc}") from None
+            except Exception as exc:  # noqa: BLE001
+                if isinstance(exc, BuildError) or recorder.failed:
+                    raise _Fail("compile_error", "the CUDA source did not compile:\n" + recorder.log_trimmed) from None
+                raise _Fail("runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)) from None
+        if not hasattr(self.module, "ModelNew"):
+            raise _Fail("invalid", "after import the candidate has no ModelNew")
+        return {"ok": True}
+
+    def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        init, _ = self.inputs(msg["init"])
+        try:
+            self.model = build_model(self.module.ModelNew, init, int(msg["seed"]), self.device)
+        except Exception as exc:  # noqa: BLE001
+            raise _Fail("runtime_error", "ModelNew(*get_init_inputs()) raised\n" + _traceback(exc, self.module_name)) from None
+        self.sync()
+        return {"ok": True}
+
+    def op_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        state = self.model.state_dict() if isinstance(self.model, torch.nn.Module) else {}
+        return {"ok": True, "state": {k: [list(v.shape), str(v.dtype).replace("torch.", "")] for k, v in state.items()
+                                      if isinstance(v, torch.Tensor)}}  # fmt: skip
+
+    def op_set_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        values, _ = self.inputs(msg["tensors"])
+        state = {k: v for k, v in values[0].items()} if values else {}
+        self.model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=False)
+        return {"ok": True, "copied": len(state)}
+
+    def _poison(self, sizes: list[int]) -> None:
+        from cudaforge.eval.guards.runtime import poison_free_memory
+
+        poison_free_memory([int(n) for n in sizes][:64], self.device)
+
+    def op_call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        args, back = self.inputs(msg["inputs"])
+        self._poison(msg.get("poison", []))
+        out = self.forward(args, msg.get("what", "ModelNew.forward"))
+        self.sync()
+        for copy, view in back:
+            view.copy_(copy)
+        encoded = self.outputs(out, int(msg["out_offset"]))
+        self.sync()
+        return {"ok": True, "outputs": encoded, "facts": self.facts(out)}
+
+    def op_timed(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """One timed call (GPU): sync, the lead's GPU spin, start event, forward, end event, sync."""
+        args, back = self.inputs(msg["inputs"])
+        self._poison(msg.get("poison", []))
+        cuda = torch.cuda
+        if self.stopwatch is None:
+            self.stopwatch = (cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))
+        start, end = self.stopwatch
+        lead = int(msg.get("lead_cycles", 0))
+        cuda.synchronize()
+        host_start = time.perf_counter_ns()
+        if lead:
+            cuda._sleep(lead)
+        start.record()
+        out = self.forward(args, msg.get("what", "a timed call"))
+        end.record()
+        cuda.synchronize()
+        host_ms = (time.perf_counter_ns() - host_start) / 1e6
+        for copy, view in back:
+            view.copy_(copy)
+        encoded = self.outputs(out, int(msg["out_offset"]))
+        self.sync()
+        return {"ok": True, "event_ms": start.elapsed_time(end), "host_ms": host_ms, "outputs": encoded,
+                "facts": self.facts(out)}  # fmt: skip
+
+    def op_batch(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Calls back to back (no sync between them), one device sync, then every output into the arena."""
+        calls = [self.inputs(enc)[0] for enc in msg["inputs"]]
+        outs = [self.forward(args, "a call of the timing cross-check") for args in calls]
+        self.sync()
+        arena = self._arena()
+        arena.reset()
+        arena._next = int(msg["out_offset"])
+        encoded = []
+        for out in outs:
+            encoded.append(self.outputs(out, arena._next))
+        self.sync()
+        return {"ok": True, "outputs": encoded}
+
+    def op_share(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        from cudaforge.eval.guards.runtime import kernel_share
+        from cudaforge.profile.kernels import candidate_kernel_names
+
+        args, _ = self.inputs(msg["inputs"])
+        try:
+            share = kernel_share(lambda: self.model(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]),
+                                 candidate_kernel_names(msg["source"]), int(msg.get("calls", 3)))  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the guard is skipped, not the evaluation
+            return {"ok": True, "note": f"profiler share unavailable: {type(exc).__name__}: {exc}"[:300]}
+        return {"ok": True, "share": share}
+
+
+def prepare(device: torch.device) -> dict[str, Any]:
+    """What every candidate would otherwise pay for first: imports (Triton, the build hooks, torch's profiler)."""
+    started = time.perf_counter()
+    strict_fp32()
+    poisoned = True
+    if device.type == "cpu":
+        from cudaforge.eval.guards.runtime import enable_cpu_poison
+
+        poisoned = enable_cpu_poison()  # glibc fills every new allocation with 0x7F
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except ImportError:
+        pass
+    import torch.utils.cpp_extension  # noqa: F401
+
+    import cudaforge.eval.build  # noqa: F401
+
+    if device.type == "cuda":
+        import torch._inductor  # noqa: F401 - what a first profiler session imports (seconds on a GPU node)
+        import torch.profiler  # noqa: F401
+    return {"prepare_s": round(time.perf_counter() - started, 4), "poisoned": poisoned}
+
+
+def main() -> None:
+    """Serve the verifier until it says ``exit`` or goes away."""
+    channel = Channel.from_fd(int(sys.argv[1]))
+    device = torch.device(os.environ.get("CUDAFORGE_WORKER_DEVICE", "cpu"))
+    facts = prepare(device)
+    channel.send({"op": "hello", "pid": os.getpid(), "uid": os.getuid(), **facts})
+    worker = Worker(channel, device)
+    while True:
+        try:
+            msg, fds = channel.recv(None, accept_fds=True)
+        except Exception:  # noqa: BLE001 - the verifier is gone
+            os._exit(0)
+        op = msg.get("op")
+        handler = getattr(worker, f"op_{op}", None) if isinstance(op, str) else None
+        if op == "exit":
+            channel.send({"ok": True})
+            os._exit(0)
+        try:
+            if handler is None:
+                raise _Fail("crashed", f"unknown request {op!r}")
+            reply = handler(msg, fds)
+        except _Fail as failure:
+            reply = {"ok": False, "status": failure.status, "message": failure.message}
+        except (ArenaError, KeyError, TypeError, ValueError) as exc:
+            reply = {"ok": False, "status": "crashed", "message": f"the worker could not serve {op!r}: {exc}"}
+        except BaseException as exc:  # noqa: BLE001 - e.g. SystemExit raised by the candidate's code
+            reply = {"ok": False, "status": "runtime_error", "message": f"{type(exc).__name__}: {exc}"[:2000]}
+        try:
+            channel.send(reply)
+        except Exception:  # noqa: BLE001
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

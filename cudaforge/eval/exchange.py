@@ -1,0 +1,427 @@
+"""How the trusted verifier and the sandboxed candidate worker talk: messages, and tensors in an arena.
+
+* ``Channel``: length-prefixed JSON frames over a stream socket (file descriptors ride along with a
+  frame's header). The receiving side bounds everything: frame size, nesting, time. Whatever the
+  other side sends, ``recv`` returns a dict or raises :class:`ChannelError` (``timeout``, ``closed``,
+  ``protocol``); it never raises anything else.
+* ``Arena``: one block of memory both processes map, created by the trusted side: a ``memfd`` on the
+  host, or on a GPU a driver allocation exported as a file descriptor (CUDA virtual memory management,
+  ``CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR``). It holds only what is exchanged (inputs in, outputs
+  out), never anything else of the verifier's; the verifier treats its contents as untrusted and
+  copies a candidate's outputs out of it (bounds-checked) before reading them.
+* ``encode``/``decode``: a forward's arguments and results (tensors, scalars, nested lists and
+  tuples) as JSON with tensor descriptors pointing into the arena.
+
+Needs torch (both sides have it); nothing else heavy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import mmap
+import os
+import socket
+import struct
+import time
+from typing import Any, Callable
+
+import torch
+
+MAX_FRAME = 16 << 20
+"""The largest message either side accepts (bytes of JSON)."""
+MAX_FDS = 4
+ALIGN = 256
+"""Tensors start on this byte boundary in the arena."""
+MAX_DIMS = 16
+MAX_NESTING = 32
+
+DTYPES = {str(d).replace("torch.", ""): d for d in (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
+    torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128,
+    *(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64") if hasattr(torch, n)),
+)}  # fmt: skip
+"""The tensor dtypes that may cross, by name."""
+
+
+class ChannelError(Exception):
+    """The other side timed out, went away or broke the protocol; ``kind`` says which."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Channel:
+    """Framed JSON messages over a connected stream socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    @classmethod
+    def from_fd(cls, fd: int) -> "Channel":
+        """The channel on an inherited socket descriptor."""
+        return cls(socket.socket(fileno=fd))
+
+    def send(self, message: dict[str, Any], fds: tuple[int, ...] = ()) -> None:
+        """Send one message (raises ChannelError ``closed`` when the other side is gone)."""
+        data = json.dumps(message).encode()
+        header = struct.pack(">I", len(data))
+        try:
+            self.sock.settimeout(None)
+            if fds:
+                socket.send_fds(self.sock, [header], list(fds))
+                self.sock.sendall(data)
+            else:
+                self.sock.sendall(header + data)
+        except OSError as exc:
+            raise ChannelError("closed", f"the other side is gone ({exc.strerror or exc})") from None
+
+    def _read(self, n: int, deadline: float | None, fds: list[int] | None) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChannelError("timeout", "no answer before the deadline")
+                self.sock.settimeout(left)
+            else:
+                self.sock.settimeout(None)
+            try:
+                if fds is not None:
+                    data, received, _, _ = socket.recv_fds(self.sock, n - got, MAX_FDS)
+                    fds.extend(received)
+                else:
+                    data = self.sock.recv(min(n - got, 1 << 20))
+            except socket.timeout:
+                raise ChannelError("timeout", "no answer before the deadline") from None
+            except OSError as exc:
+                raise ChannelError("closed", f"the channel broke ({exc.strerror or exc})") from None
+            if not data:
+                raise ChannelError("closed", "the other side closed the channel")
+            chunks.append(data)
+            got += len(data)
+        return b"".join(chunks)
+
+    def recv(self, timeout_s: float | None = None, *, accept_fds: bool = False) -> tuple[dict[str, Any], list[int]]:
+        """The next message and the descriptors sent with it (closed and dropped unless ``accept_fds``)."""
+        deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
+        fds: list[int] = []
+        try:
+            (size,) = struct.unpack(">I", self._read(4, deadline, fds))
+            if size > MAX_FRAME:
+                raise ChannelError("protocol", f"a message of {size} bytes (at most {MAX_FRAME} are accepted)")
+            body = self._read(size, deadline, None)
+        except ChannelError:
+            _close_all(fds)
+            raise
+        if not accept_fds:
+            _close_all(fds)
+            fds = []
+        try:
+            message = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            _close_all(fds)
+            raise ChannelError("protocol", f"a message that is not JSON ({type(exc).__name__})") from None
+        if not isinstance(message, dict):
+            _close_all(fds)
+            raise ChannelError("protocol", "a message that is not a JSON object")
+        return message, fds
+
+    def close(self) -> None:
+        """Close the socket."""
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------------------- arenas
+
+
+class ArenaError(RuntimeError):
+    """An arena could not be made or mapped, or a descriptor points outside it."""
+
+
+class Arena:
+    """A byte range both processes map; tensors are views into it."""
+
+    kind = "host"
+
+    def __init__(self, base: torch.Tensor, fd: int, keep: Any = None) -> None:
+        self.base, self.fd, self._keep = base, fd, keep
+        self.size = base.numel()
+        self._next = 0
+
+    # -- allocation (one request at a time: reset, then place tensors) --
+
+    def reset(self) -> None:
+        """Forget the previous placements (the next tensors start at offset 0)."""
+        self._next = 0
+
+    def place(self, nbytes: int) -> int:
+        """Reserve ``nbytes`` (aligned); the offset, or ArenaError when it does not fit."""
+        offset = -(-self._next // ALIGN) * ALIGN
+        if offset + nbytes > self.size:
+            raise ArenaError(f"the arena holds {self.size} bytes; {offset + nbytes} are needed")
+        self._next = offset + max(nbytes, 1)
+        return offset
+
+    # -- views --
+
+    def view(self, desc: dict[str, Any]) -> torch.Tensor:
+        """The tensor a descriptor names, as a view of the arena; ArenaError when it is malformed or out of bounds."""
+        try:
+            dtype = DTYPES[desc["dtype"]]
+            shape = [int(s) for s in desc["shape"]]
+            stride = [int(s) for s in desc["stride"]]
+            offset = int(desc["offset"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArenaError(f"a malformed tensor descriptor ({type(exc).__name__}: {exc})") from None
+        if len(shape) != len(stride) or len(shape) > MAX_DIMS:
+            raise ArenaError("a tensor descriptor whose shape and stride do not match")
+        if any(s < 0 for s in shape) or any(s < 0 for s in stride) or offset < 0:
+            raise ArenaError("a tensor descriptor with negative sizes, strides or offset")
+        item = torch.empty((), dtype=dtype).element_size()
+        if offset % item:
+            raise ArenaError(f"a tensor at byte {offset}, not aligned to its {item}-byte elements")
+        numel = math.prod(shape)
+        span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+        if offset + span * item > self.size:
+            raise ArenaError(f"a tensor reaching byte {offset + span * item} of a {self.size}-byte arena")
+        flat = self.base[offset: offset + span * item].view(dtype) if span else self.base[:0].view(dtype)
+        return flat.as_strided(shape, stride)
+
+    def put(self, tensor: torch.Tensor) -> dict[str, Any]:
+        """Copy ``tensor`` into the arena (same shape, dtype and strides when they are dense); its descriptor."""
+        t = tensor.detach()
+        if not (t.layout == torch.strided and _compact(t)):
+            t = t.contiguous()
+        numel = t.numel()
+        span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        offset = self.place(span * t.element_size())
+        desc = {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "stride": list(t.stride()),
+                "offset": offset}  # fmt: skip
+        if numel:
+            self.view(desc).copy_(t)
+        return desc
+
+    def close(self) -> None:
+        """Release this process's mapping."""
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def _compact(t: torch.Tensor) -> bool:
+    """Strides that address exactly ``numel`` elements, each once (a permutation of a contiguous block, such
+    as a transpose): ``put`` keeps such a layout; anything else crosses as a contiguous copy."""
+    if any(s < 0 for s in t.stride()):
+        return False
+    dims = sorted((s, n) for n, s in zip(t.shape, t.stride()) if n > 1)
+    expected = 1
+    for stride, size in dims:
+        if stride != expected:
+            return False
+        expected = stride * size
+    return True
+
+
+def host_arena(size: int, fd: int | None = None) -> Arena:
+    """A host arena of ``size`` bytes: a new memfd, or the one inherited as ``fd``."""
+    if fd is None:
+        fd = os.memfd_create("cudaforge-arena", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+    mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    base = torch.frombuffer(mapping, dtype=torch.uint8, count=size)
+    return Arena(base, fd, keep=mapping)
+
+
+class _CUmemLocation(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _CUmemAllocFlags(ctypes.Structure):
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]  # fmt: skip
+
+
+class _CUmemAllocationProp(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _CUmemLocation),
+                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _CUmemAllocFlags)]  # fmt: skip
+
+
+class _CUmemAccessDesc(ctypes.Structure):
+    _fields_ = [("location", _CUmemLocation), ("flags", ctypes.c_int)]
+
+
+_PINNED, _POSIX_FD, _LOCATION_DEVICE, _READWRITE = 1, 1, 1, 3
+
+
+class Driver:
+    """The few CUDA driver calls the device arena and the L2 reset need (``libcuda`` through ctypes)."""
+
+    def __init__(self) -> None:
+        try:
+            self.lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise ArenaError(f"the CUDA driver library is not loadable: {exc}") from None
+
+    def __call__(self, name: str, *args: Any) -> None:
+        fn = getattr(self.lib, name)
+        fn.restype = ctypes.c_int
+        code = fn(*args)
+        if code != 0:
+            text = ctypes.c_char_p()
+            get = self.lib.cuGetErrorName
+            get.restype = ctypes.c_int
+            get(code, ctypes.byref(text))
+            raise ArenaError(f"{name} failed: {(text.value or b'?').decode()} ({code})")
+
+    def current_context(self) -> None:
+        """Make sure this thread has torch's (primary) context current."""
+        torch.zeros(1, device="cuda")
+        ctx = ctypes.c_void_p()
+        self("cuCtxGetCurrent", ctypes.byref(ctx))
+        if not ctx.value:
+            raise ArenaError("no CUDA context is current in this thread")
+
+    def reset_persisting_l2(self) -> None:
+        """Return every persisting L2 line to normal (an access-policy window left by anyone stops helping)."""
+        self("cuCtxResetPersistingL2Cache")
+
+
+class _CudaArrayInterface:
+    def __init__(self, ptr: int, size: int) -> None:
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (ptr, False), "version": 3,
+                                         "strides": None, "stream": None}  # fmt: skip
+
+
+def _map(driver: Driver, handle: ctypes.c_ulonglong, size: int, ordinal: int) -> int:
+    ptr = ctypes.c_ulonglong()
+    driver("cuMemAddressReserve", ctypes.byref(ptr), ctypes.c_size_t(size), ctypes.c_size_t(0), ctypes.c_ulonglong(0),
+           ctypes.c_ulonglong(0))  # fmt: skip
+    driver("cuMemMap", ptr, ctypes.c_size_t(size), ctypes.c_size_t(0), handle, ctypes.c_ulonglong(0))
+    access = _CUmemAccessDesc(_CUmemLocation(_LOCATION_DEVICE, ordinal), _READWRITE)
+    driver("cuMemSetAccess", ptr, ctypes.c_size_t(size), ctypes.byref(access), ctypes.c_size_t(1))
+    return ptr.value
+
+
+class DeviceArena(Arena):
+    """An arena in GPU memory shared through a POSIX file descriptor (CUDA virtual memory management)."""
+
+    kind = "device"
+
+    @classmethod
+    def create(cls, size: int) -> "DeviceArena":
+        """Allocate ``size`` bytes (rounded up) on the current GPU, exported as a file descriptor."""
+        driver = Driver()
+        driver.current_context()
+        ordinal = torch.cuda.current_device()
+        prop = _CUmemAllocationProp()
+        prop.type, prop.requestedHandleTypes = _PINNED, _POSIX_FD
+        prop.location = _CUmemLocation(_LOCATION_DEVICE, ordinal)
+        granularity = ctypes.c_size_t()
+        driver("cuMemGetAllocationGranularity", ctypes.byref(granularity), ctypes.byref(prop), ctypes.c_int(0))
+        size = -(-max(size, 1) // granularity.value) * granularity.value
+        handle = ctypes.c_ulonglong()
+        driver("cuMemCreate", ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(prop), ctypes.c_ulonglong(0))
+        fd = ctypes.c_int(-1)
+        driver("cuMemExportToShareableHandle", ctypes.byref(fd), handle, ctypes.c_int(_POSIX_FD), ctypes.c_ulonglong(0))
+        ptr = _map(driver, handle, size, ordinal)
+        return cls._wrap(ptr, size, fd.value, (driver, handle, ptr, size))
+
+    @classmethod
+    def attach(cls, fd: int, size: int) -> "DeviceArena":
+        """Map an arena another process exported as ``fd`` (``size`` bytes)."""
+        driver = Driver()
+        driver.current_context()
+        handle = ctypes.c_ulonglong()
+        driver("cuMemImportFromShareableHandle", ctypes.byref(handle), ctypes.c_void_p(fd), ctypes.c_int(_POSIX_FD))
+        ptr = _map(driver, handle, size, torch.cuda.current_device())
+        return cls._wrap(ptr, size, fd, (driver, handle, ptr, size))
+
+    @classmethod
+    def _wrap(cls, ptr: int, size: int, fd: int, keep: Any) -> "DeviceArena":
+        interface = _CudaArrayInterface(ptr, size)
+        base = torch.as_tensor(interface, device="cuda")
+        if base.data_ptr() != ptr or base.numel() != size:
+            raise ArenaError("torch did not wrap the arena's memory in place")
+        arena = cls(base, fd, keep=(keep, interface))
+        return arena
+
+    def close(self) -> None:
+        """Unmap and release this process's handle."""
+        (driver, handle, ptr, size), _ = self._keep
+        try:
+            torch.cuda.synchronize()
+            driver("cuMemUnmap", ctypes.c_ulonglong(ptr), ctypes.c_size_t(size))
+            driver("cuMemAddressFree", ctypes.c_ulonglong(ptr), ctypes.c_size_t(size))
+            driver("cuMemRelease", handle)
+        except ArenaError:
+            pass
+        super().close()
+
+
+# ------------------------------------------------------------------------------------- values
+
+
+def encode(value: Any, put: Callable[[torch.Tensor], dict[str, Any]], depth: int = 0) -> Any:
+    """``value`` (tensors, scalars, None, strings, nested lists/tuples/dicts) as JSON; tensors go through ``put``.
+    Raises TypeError for anything else."""
+    if depth > MAX_NESTING:
+        raise TypeError("values nested deeper than 32 levels")
+    if isinstance(value, torch.Tensor):
+        return {"t": put(value)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"v": value}
+    if isinstance(value, tuple):
+        return {"tu": [encode(v, put, depth + 1) for v in value]}
+    if isinstance(value, list):
+        return {"l": [encode(v, put, depth + 1) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"d": [[k, encode(v, put, depth + 1)] for k, v in value.items()]}
+    raise TypeError(f"a value of type {type(value).__module__}.{type(value).__qualname__}")
+
+
+def decode(obj: Any, get: Callable[[dict[str, Any]], torch.Tensor], depth: int = 0) -> Any:
+    """The inverse of :func:`encode`; tensors come from ``get(descriptor)``. Raises ArenaError when malformed."""
+    if depth > MAX_NESTING or not isinstance(obj, dict) or len(obj) != 1:
+        raise ArenaError("a malformed value")
+    (tag, inner), = obj.items()
+    if tag == "t" and isinstance(inner, dict):
+        return get(inner)
+    if tag == "v" and (inner is None or isinstance(inner, (bool, int, float, str))):
+        return inner
+    if tag in ("tu", "l") and isinstance(inner, list):
+        items = [decode(v, get, depth + 1) for v in inner]
+        return tuple(items) if tag == "tu" else items
+    if tag == "d" and isinstance(inner, list):
+        out = {}
+        for pair in inner:
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise ArenaError("a malformed dict value")
+            out[pair[0]] = decode(pair[1], get, depth + 1)
+        return out
+    raise ArenaError(f"a value tagged {tag!r}")
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of every tensor in a nested value, each rounded up to the arena's alignment."""
+    if isinstance(value, torch.Tensor):
+        return -(-max(value.numel() * value.element_size(), 1) // ALIGN) * ALIGN + ALIGN
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    return 0

@@ -1,0 +1,199 @@
+"""The trusted side's handle on one sandboxed candidate worker (``cudaforge.eval.candidate_worker``).
+
+``CandidateProcess`` starts the worker in a sandbox (``cudaforge.sandbox``) with a private scratch
+directory, talks to it over a ``Channel`` with a deadline on every request, serves its build
+requests (the trusted side compiles, in a compiler sandbox, and writes the cache), and ends it:
+``close()`` kills every process of the sandbox whatever happened. Anything the worker sends is
+checked here before it is used; a worker that times out, dies or breaks the protocol raises
+``WorkerFailure`` with a status and a message the Judge can read, never anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from cudaforge.eval.exchange import ChannelError, Channel
+from cudaforge.isolation import scrubbed_env
+from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe
+
+LOG_CAP = 64 << 20
+"""The largest stdout or stderr file the worker may write (RLIMIT_FSIZE; past it the worker dies)."""
+WORKER_STATUSES = {"runtime_error", "compile_error", "invalid", "unsupported", "compiled", "incorrect", "crashed",
+                   "timeout", "rejected"}  # fmt: skip
+"""Statuses a worker may report for a failure (never ``correct``: only the verifier finds that)."""
+
+
+class WorkerFailure(Exception):
+    """The worker failed a request: ``status`` (an EvalStatus value) and ``message``."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def describe_exit(code: int | None) -> str:
+    """What an exit status of the sandbox (the worker's, through its init) means, in words."""
+    if code is None:
+        return "the worker stopped answering"
+    if code == 97:
+        return "the sandbox refused to start the worker (eval.sandbox=required and a protection is missing)"
+    sig = code - 128 if code > 128 else (-code if code < 0 else 0)
+    if sig:
+        name = {signal.SIGKILL: "SIGKILL (killed: often the out-of-memory killer)", signal.SIGSEGV:
+                "SIGSEGV (segmentation fault)", signal.SIGABRT: "SIGABRT (aborted)", signal.SIGBUS: "SIGBUS",
+                signal.SIGFPE: "SIGFPE", signal.SIGXFSZ: f"SIGXFSZ (it wrote past the {LOG_CAP >> 20} MB file limit)",
+                signal.SIGXCPU: "SIGXCPU (it used up its CPU-time limit)"}.get(sig, f"signal {sig}")  # fmt: skip
+        return f"the worker died of {name}"
+    return f"the worker exited with code {code}"
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    """The last ``limit`` bytes of a file, read without reading the rest."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read(limit).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class CandidateProcess:
+    """One sandboxed worker: started at construction, ended by ``close``."""
+
+    def __init__(self, *, device: str, mode: SandboxMode, logs_dir: str, env: dict[str, str] | None = None,
+                 cpu_seconds: int = 3600) -> None:
+        """``device``: ``cuda`` (the GPU that ``CUDA_VISIBLE_DEVICES`` names) or ``cpu``; ``logs_dir``: a
+        directory of the trusted side's, for the worker's stdout and stderr."""
+        self.device, self.mode = device, SandboxMode(mode)
+        self.scratch = tempfile.mkdtemp(prefix="cudaforge-cand-")
+        self.logs = Path(logs_dir)
+        ours, theirs = socket.socketpair()
+        s = self.scratch
+        child_env = scrubbed_env({
+            "HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", "TRITON_CACHE_DIR": f"{s}/triton",
+            "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv", "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1", "CUDAFORGE_WORKER_DEVICE": device,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),
+                                                      os.environ.get("PYTHONPATH")) if p),
+            **(env or {}),
+        })  # fmt: skip
+        if device == "cpu":
+            child_env["CUDA_VISIBLE_DEVICES"] = ""
+        self.sandbox = Sandbox(mode=self.mode, scratch=self.scratch, cpu_seconds=cpu_seconds, file_bytes=LOG_CAP)
+        with (self.logs / "worker_stdout.log").open("wb") as out, (self.logs / "worker_stderr.log").open("wb") as err:
+            self.process: SandboxedProcess = self.sandbox.start(
+                [sys.executable, "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())], env=child_env,
+                pass_fds=(theirs.fileno(),), stdout=out, stderr=err)  # fmt: skip
+        theirs.close()
+        self.channel = Channel(ours)
+        self.hello: dict[str, Any] = {}
+        self.rtt_s = 0.0
+        self.builds: list[Any] = []
+        """The BuildRecords of the builds served to this worker (the trusted side's own logs)."""
+
+    # -- state -------------------------------------------------------------------------------
+
+    def sandbox_status(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        """What the sandbox applied (``cudaforge.sandbox.SandboxedProcess.status``)."""
+        return self.process.status(timeout_s)
+
+    def sandbox_line(self) -> str:
+        """One line: what held and what did not."""
+        return describe(self.sandbox_status())
+
+    def exit_reason(self) -> str:
+        """Why the worker is gone, with the end of its stderr."""
+        try:
+            code = self.process.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            code = None
+        text = describe_exit(code)
+        stderr = _tail(self.logs / "worker_stderr.log").strip()
+        if stderr:
+            text += "\nlast lines of its stderr:\n" + "\n".join(stderr.splitlines()[-10:])
+        return text
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def wait_hello(self, timeout_s: float) -> dict[str, Any]:
+        """Wait for the worker's start-up; measure the channel's round trip before any candidate code exists."""
+        status = self.sandbox_status(timeout_s)
+        if not status.get("ok"):
+            raise WorkerFailure("unsupported", "eval.sandbox=required, and this machine cannot give the candidate "
+                                "the sandbox it requires: " + "; ".join(status.get("missing", [])))  # fmt: skip
+        try:
+            message, _ = self.channel.recv(timeout_s)
+        except ChannelError as exc:
+            raise self._failure(exc, "starting the worker") from None
+        if message.get("op") != "hello":
+            raise WorkerFailure("crashed", "the worker did not start as expected")
+        self.hello = message
+        trips = []
+        for _ in range(5):
+            started = time.perf_counter()
+            self.request({"op": "ping"}, timeout_s=10.0)
+            trips.append(time.perf_counter() - started)
+        self.rtt_s = min(trips)
+        return message
+
+    def _failure(self, exc: ChannelError, what: str) -> WorkerFailure:
+        if exc.kind == "timeout":
+            return WorkerFailure("timeout", f"{what} ran past its deadline; the sandbox was killed")
+        if exc.kind == "protocol":
+            return WorkerFailure("crashed", f"{what}: the worker broke the protocol ({exc}); the sandbox was killed")
+        return WorkerFailure("crashed", f"{what}: {self.exit_reason()}")
+
+    def request(self, message: dict[str, Any], *, timeout_s: float, fds: tuple[int, ...] = (),
+                on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Send one request; its reply (``ok`` true), or WorkerFailure. Build requests in between go to
+        ``on_build`` (refused without it). ``timeout_s`` bounds the whole request, builds included."""
+        what = {"load": "importing the candidate", "model": "building ModelNew", "call": "a call of ModelNew",
+                "timed": "a timed call", "batch": "the timing cross-check"}.get(str(message.get("op")), "a request")
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.channel.send(message, fds)
+            while True:
+                reply, _ = self.channel.recv(deadline - time.monotonic())
+                if reply.get("op") == "build":
+                    inputs = reply.get("inputs")
+                    answer = on_build(inputs) if on_build and isinstance(inputs, dict) else {
+                        "status": "crashed", "error": "builds are not served here"}
+                    self.channel.send(answer)
+                    continue
+                break
+        except ChannelError as exc:
+            self.close()
+            raise self._failure(exc, what) from None
+        if reply.get("ok") is True:
+            return reply
+        status = reply.get("status")
+        status = status if status in WORKER_STATUSES else "runtime_error"
+        message_text = reply.get("message")
+        raise WorkerFailure(status, str(message_text)[:20000] if message_text is not None else f"{what} failed")
+
+    def close(self) -> None:
+        """End the worker and everything it started; remove its scratch directory."""
+        try:
+            if self.process.alive():
+                self.channel.send({"op": "exit"})
+        except ChannelError:
+            pass
+        self.channel.close()
+        self.process.cleanup()
+
+    def stop(self) -> bool:
+        """Freeze every process of the sandbox (while the reference is timed)."""
+        return self.process.stop()
+
+    def cont(self) -> bool:
+        """Let them run again."""
+        return self.process.cont()

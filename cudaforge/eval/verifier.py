@@ -1,0 +1,861 @@
+"""The trusted side of an evaluation: inputs, the reference, the comparison, the clock and the verdict.
+
+Runs in a child of the evaluator (``cudaforge.isolation``, entry ``cudaforge.eval.verifier:evaluate``),
+pinned to one GPU or to none. It never imports the candidate. The candidate runs in a sandboxed worker
+(``cudaforge.eval.remote.CandidateProcess``) that receives inputs through a shared arena and hands
+back outputs; this process draws the inputs, runs the reference, copies the candidate's outputs out of
+the arena and compares them, keeps the timings' cross-check, and writes the result. Patching torch,
+timers or the comparison in the candidate's process changes nothing here.
+
+Order of work (docs/evaluation.md states it as the protocol):
+0. static guards on the candidate's text (also run in the parent).
+1. start: the sandboxed worker (or the standby's, started ahead) says hello; the channel's round
+   trip is measured before any candidate code exists; on a GPU the reference is timed alone.
+2. compile: the worker imports the candidate; its ``load_inline`` calls are built here (the compiler
+   in a sandbox of its own; the cache written only here) and handed over.
+3. correctness: reference and ModelNew built with the same seed (``eval.weights=seed``, KernelBench's
+   way) or with the reference's matching weights copied (``copy_matching``); per trial fresh seeded
+   inputs, the candidate's call, its inputs checked bit for bit after, its outputs' structure and
+   types, then the values against the reference; then the declared variants, the precision and
+   sensitivity guards.
+4. timing (GPU only): under the GPU's lock, interleaved reference/candidate calls with fresh inputs
+   from a secret seed and the L2 flushed (persisting lines reset first); the sandbox frozen while the
+   reference is timed; every candidate output checked; then the cross-check (a batch of calls timed
+   by this process's clock), the reference-slowdown, host/event, speed-of-light and share guards.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from cudaforge.eval.correctness import compare
+from cudaforge.eval.exchange import Arena, ArenaError, DeviceArena, Driver, decode, encode, host_arena, tensor_bytes
+from cudaforge.eval.guards import runtime as guards
+from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
+from cudaforge.eval.guards.source import static_findings
+from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+from cudaforge.sandbox import SandboxMode
+from cudaforge.tasks.runtime import (
+    DEFAULT_VARIANT,
+    build_model,
+    default_tolerance,
+    flatten_outputs,
+    load_module,
+    make_inputs,
+    strict_fp32,
+)
+from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
+
+CANDIDATE_MODULE_PREFIX = "cudaforge_candidate_"
+REFERENCE_MODULE = "cudaforge_reference"
+PROFILED_CALLS = 3
+"""Forwards the profiler-share guard runs under torch.profiler (GPU)."""
+SOLO_TRIALS = 10
+"""Timed calls of the reference alone, before any candidate code exists (the reference_slowdown baseline)."""
+TIMING_SEED_OFFSET = 1_000_003
+
+
+class _Failure(Exception):
+    """Ends the evaluation with a status and a message for the Judge."""
+
+    def __init__(self, status: EvalStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class _Guards:
+    """The guard policies of this evaluation and the findings so far (they end up in the result)."""
+
+    def __init__(self, cfg: dict[str, Any], result: EvalResult) -> None:
+        self.policies = Policies(cfg)
+        self.result = result
+
+    def add(self, findings: list[dict[str, str]]) -> None:
+        """Keep ``findings``; end the evaluation as ``rejected`` when one of them rejects."""
+        self.result.guard_findings.extend(findings)
+        if rejections(findings):
+            raise _Failure(EvalStatus.REJECTED, rejection_message(findings))
+
+    def fire(self, guard: str, evidence: str) -> None:
+        """A guard with a policy fired: reject or report as the policy says (a report only the first time)."""
+        if any(f["guard"] == guard for f in self.result.guard_findings):
+            return
+        self.add([self.policies.found(guard, evidence)])
+
+    def incorrect(self, guard: str, evidence: str, message: str) -> None:
+        """A wrong output, explained by ``guard``: ``incorrect`` with the evidence (a report if guards are off)."""
+        if guard:
+            self.result.guard_findings.append(self.policies.found(guard, evidence))
+            message += f"\n{guard}: {evidence}"
+        raise _Failure(EvalStatus.INCORRECT, message)
+
+
+class _Recorder:
+    """Phase records with their durations; each phase is announced to the parent."""
+
+    def __init__(self, progress: Callable[[str], None]) -> None:
+        self.progress = progress
+        self.phases: list[PhaseRecord] = []
+
+    def start(self, phase: Phase) -> float:
+        self.progress(phase.value)
+        return time.perf_counter()
+
+    def end(self, phase: Phase, started: float, status: str = "ok", message: str = "") -> None:
+        self.phases.append(PhaseRecord(phase, status, time.perf_counter() - started, message))
+
+
+def _clone(inputs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _tolerance(task: Task, output: Any, cfg: dict[str, Any]) -> tuple[float, float]:
+    tensors = [t for t in flatten_outputs(output) if isinstance(t, torch.Tensor)]
+    dtype = tensors[0].dtype if tensors else torch.float32
+    atol, rtol = default_tolerance(dtype, cfg["atol_fp32"], cfg["rtol_fp32"], cfg["atol_half"], cfg["rtol_half"])
+    return (task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol)
+
+
+def _shapes(values: list[Any]) -> str:
+    return ", ".join("x".join(map(str, t.shape)) for t in values if isinstance(t, torch.Tensor))
+
+
+def structure_problem(expected: Any, actual: Any) -> str | None:
+    """Evidence when the candidate's result is not shaped like the reference's: a tensor where the reference
+    returns one, a tuple or list of the same length where it returns one (nested alike)."""
+    if isinstance(expected, torch.Tensor):
+        if isinstance(actual, torch.Tensor):
+            return None
+        what = f"a {type(actual).__name__}" + (f" of {len(actual)}" if isinstance(actual, (list, tuple)) else "")
+        return f"the reference returns a tensor; ModelNew.forward returned {what}. Return the tensor itself."
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            got = f"a {type(actual).__name__}" + (f" of {len(actual)}" if isinstance(actual, (list, tuple)) else "")
+            return (f"the reference returns a {type(expected).__name__} of {len(expected)}; ModelNew.forward "
+                    f"returned {got}.")  # fmt: skip
+        for exp, act in zip(expected, actual):
+            problem = structure_problem(exp, act)
+            if problem:
+                return problem
+    return None
+
+
+def facts_problem(facts: Any, device: torch.device) -> str | None:
+    """Evidence from the worker's account of its outputs (class, layout, device) for the output_type guard."""
+    if not isinstance(facts, list):
+        return None
+    for i, fact in enumerate(facts):
+        if not isinstance(fact, dict):
+            continue
+        label = f"output {i}" if len(facts) > 1 else "the output"
+        if fact.get("plain") is False:
+            return (f"{label} is a {str(fact.get('cls'))[:80]}, a subclass of torch.Tensor, not a plain torch.Tensor: a "
+                    "subclass can defer the work until the result is read, outside the timed call. Return the computed "
+                    "tensor itself.")  # fmt: skip
+        if fact.get("layout") not in (None, "torch.strided"):
+            return f"{label} has layout {str(fact.get('layout'))[:40]}; the reference returns a dense (strided) tensor."
+        if fact.get("device") not in (None, device.type):
+            return f"{label} is on {str(fact.get('device'))[:20]}, not on the evaluation device {device}: compute it there."
+        if fact.get("storage") is False:
+            return f"{label} has no storage behind it."
+    return None
+
+
+# ------------------------------------------------------------------------------ the candidate
+
+
+class Candidate:
+    """The candidate's model, seen from here: every call crosses the arena to the sandboxed worker."""
+
+    def __init__(self, process: CandidateProcess, device: torch.device, deadline: Callable[[], float],
+                 notes: list[str]) -> None:
+        self.process, self.device, self.deadline = process, device, deadline
+        self.arena: Arena | None = None
+        self.notes = notes
+        self.inputs_after: list[Any] = []
+        """The candidate's inputs as they were after its last call (read back from the arena)."""
+        self.facts: Any = None
+        self._input_descs: Any = None
+
+    def ensure_arena(self, nbytes: int) -> Arena:
+        """An arena of at least ``nbytes`` (a new one, sent to the worker, when the current one is smaller)."""
+        if self.arena is not None and self.arena.size >= nbytes:
+            return self.arena
+        size = max(nbytes, 1 << 20, 2 * (self.arena.size if self.arena else 0))
+        old, arena = self.arena, None
+        if self.device.type == "cuda":
+            try:
+                arena = DeviceArena.create(size)
+            except ArenaError as exc:
+                note = f"device arena unavailable ({exc}): inputs and outputs cross through host memory"
+                if note not in self.notes:
+                    self.notes.append(note)
+        if arena is None:
+            arena = host_arena(size)
+        self.process.request({"op": "arena", "kind": arena.kind, "size": arena.size}, timeout_s=self.deadline(),
+                             fds=(arena.fd,))  # fmt: skip
+        if old is not None:
+            old.close()
+        self.arena = arena
+        return arena
+
+    def put_inputs(self, inputs: list[Any], extra_out: int) -> tuple[Any, int]:
+        """Write ``inputs`` into the arena (sized for them and ``extra_out`` bytes of outputs); (encoding, out offset)."""
+        arena = self.ensure_arena(tensor_bytes(inputs) + extra_out + 4096)
+        arena.reset()
+        encoded = encode(list(inputs), arena.put)
+        _sync(self.device)
+        self._input_descs = encoded
+        return encoded, -(-arena._next // 256) * 256
+
+    def read_back(self, encoded: Any) -> Any:
+        """A value from the arena, copied into this process's own memory (bounds-checked; ArenaError if malformed)."""
+        assert self.arena is not None
+        arena = self.arena
+        value = decode(encoded, lambda desc: arena.view(desc).to(self.device, copy=True))
+        return value
+
+    def outputs(self, reply: dict[str, Any]) -> Any:
+        """The outputs of a reply, copied out of the arena; a malformed description makes the candidate incorrect."""
+        try:
+            value = self.read_back(reply.get("outputs"))
+        except ArenaError as exc:
+            raise _Failure(EvalStatus.INCORRECT, f"the candidate's outputs could not be read: {exc}") from None
+        self.facts = reply.get("facts")
+        self.inputs_after = self.read_back(self._input_descs)
+        return value
+
+    def call(self, inputs: list[Any], *, what: str, poison: list[int], out_bytes: int) -> Any:
+        """One call of ModelNew on ``inputs``; its outputs (this process's copies)."""
+        encoded, offset = self.put_inputs(inputs, out_bytes)
+        reply = self._request({"op": "call", "inputs": encoded, "out_offset": offset, "poison": poison, "what": what})
+        return self.outputs(reply)
+
+    def _request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        try:
+            return self.process.request(message, timeout_s=self.deadline() if timeout_s is None else timeout_s)
+        except WorkerFailure as failure:
+            raise _Failure(EvalStatus(failure.status), failure.message) from None
+
+
+def _start_worker(device: torch.device, cfg: dict[str, Any], logs: str) -> CandidateProcess:
+    budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
+    return CandidateProcess(device=device.type, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
+                            env={"TRITON_INTERPRET": "1"} if device.type == "cpu" else None,
+                            cpu_seconds=int(budget * 4) + 60)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- correctness
+
+
+class _Trials:
+    """What the correctness trials leave for the guards after them."""
+
+    def __init__(self) -> None:
+        self.default_shapes = ""
+        self.default_trials = 0
+        self.candidate_base: Any = None
+        self.reference_base: Any = None
+        self.candidate_constant = True
+        self.reference_constant = True
+        self.previous: Any = None
+        self.poison_sizes: list[int] = []
+        self.out_bytes = 0
+
+    def record(self, variant: str, inputs: list[Any], ref_out: Any, cand_out: Any) -> None:
+        """Note a passed trial: shapes, whether the outputs ever changed, what to poison next time."""
+        if variant == DEFAULT_VARIANT:
+            if self.default_trials == 0:
+                self.default_shapes = _shapes(inputs)
+                self.candidate_base, self.reference_base = guards.snapshot(cand_out), guards.snapshot(ref_out)
+            else:
+                self.candidate_constant &= guards.same_bits(cand_out, self.candidate_base)
+                self.reference_constant &= guards.same_bits(ref_out, self.reference_base)
+            self.default_trials += 1
+        self.previous = guards.snapshot(cand_out)
+        self.poison_sizes = guards.tensor_bytes([ref_out])
+
+
+def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, device, trial: int) -> tuple[str, str]:
+    """Which guard explains a wrong output of ``trial`` (shape specialisation, poison, caching), if any."""
+    guard, evidence = guards.explain_mismatch(cand_out, trials.previous, device, f"trial {trial}")
+    shapes = _shapes(inputs)
+    if variant != DEFAULT_VARIANT and trials.default_trials and shapes != trials.default_shapes:
+        evidence = (f"correct on the default inputs ({trials.default_shapes}) in {trials.default_trials} trials, wrong on "
+                    f"the declared variant {variant!r} with inputs {shapes}: the kernel seems written for one shape. "
+                    "Take sizes and strides from the inputs at run time and handle the remainders."
+                    + (f" ({evidence})" if guard == "uninitialised_memory" else ""))  # fmt: skip
+        guard = "shape_specialisation"
+    return guard, evidence
+
+
+def _out_bytes(value: Any) -> int:
+    return 2 * tensor_bytes(value) + (1 << 16)
+
+
+def _check_output(task, cfg, guard: _Guards, trials: _Trials, cand: Candidate, device, variant: str, trial: int,
+                  inputs: list[Any], ref_out: Any, cand_out: Any, result: EvalResult) -> None:
+    """Everything one candidate call is checked for, in order: inputs untouched, output types and structure,
+    then the values (a wrong output explained by a guard when one explains it)."""
+    changed = guards.mutated_inputs(inputs, cand.inputs_after)
+    if changed:
+        guard.fire("input_mutation", f"trial {trial} ({variant} inputs): {changed}")
+    problem = facts_problem(cand.facts, device) or structure_problem(ref_out, cand_out)
+    if problem:
+        guard.fire("output_type", f"trial {trial}: {problem}")
+    atol, rtol = _tolerance(task, ref_out, cfg)
+    diff = compare(ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
+    if diff is not None:
+        result.diff = diff
+        guard.incorrect(*_explain(variant, inputs, trials, cand_out, device, trial), "output mismatch\n" + diff.summary())
+
+
+def _weights(ref_model: Any, cand: Candidate, cfg: dict[str, Any], result: EvalResult) -> None:
+    """``eval.weights=copy_matching``: the reference's parameters and buffers copied into ModelNew where names and
+    shapes match (reported); ``seed`` (the default, KernelBench's way): both built with the same seed, nothing copied."""
+    if cfg.get("weights", "seed") != "copy_matching" or not isinstance(ref_model, torch.nn.Module):
+        result.fingerprint["weights"] = "seed"
+        return
+    names = cand._request({"op": "state"}).get("state")
+    ref_state = ref_model.state_dict()
+    matching = {}
+    if isinstance(names, dict):
+        for name, value in ref_state.items():
+            spec = names.get(name)
+            if isinstance(spec, list) and len(spec) == 2 and list(value.shape) == spec[0]:
+                matching[name] = value
+    if matching:
+        encoded, _ = cand.put_inputs([matching], 0)
+        cand._request({"op": "set_state", "tensors": encoded})
+    result.fingerprint["weights"] = f"copy_matching ({len(matching)} tensors copied)"
+
+
+def _correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: _Guards):
+    plan = [(DEFAULT_VARIANT, t) for t in range(cfg["correctness_trials"])]
+    if cfg["check_variants"]:
+        plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
+    result.trials_total = len(plan)
+    trials = _Trials()
+    for variant, trial in plan:
+        inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
+        with torch.no_grad():
+            ref_out = _call_reference(ref_model, _clone(inputs))
+        _sync(device)
+        trials.out_bytes = max(trials.out_bytes, _out_bytes(ref_out))
+        cand_out = cand.call(inputs, what=f"ModelNew.forward (trial {trial}, {variant} inputs)",
+                             poison=trials.poison_sizes + guards.tensor_bytes(inputs), out_bytes=trials.out_bytes)
+        _check_output(task, cfg, guard, trials, cand, device, variant, trial, inputs, ref_out, cand_out, result)
+        if trials.default_trials == 0 and variant == DEFAULT_VARIANT:
+            downgrade = guards.precision_downgrade(ref_out, cand_out)
+            if downgrade:
+                guard.fire("precision", downgrade)
+        trials.record(variant, inputs, ref_out, cand_out)
+        result.trials_passed += 1
+    _sensitivity(ref_module, ref_model, cand, device, cfg, trials, guard)
+    return trials
+
+
+def _call_reference(ref_model: Any, inputs: list[Any]) -> Any:
+    try:
+        return ref_model(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the task's fault, said as such
+        raise _Failure(EvalStatus.CRASHED, f"the reference itself raised {type(exc).__name__}: {exc}"[:2000]) from None
+
+
+def _sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: _Trials, guard: _Guards) -> None:
+    """The output_sensitivity guard, after the trials: a candidate output that never changed."""
+    if trials.default_trials < 2 or not trials.candidate_constant:
+        return
+    if not trials.reference_constant:
+        guard.fire("output_sensitivity", f"ModelNew's output was bit-identical in all {trials.default_trials} "
+                   "trials with different inputs while the reference's changed (within the tolerance): a constant "
+                   "passes this task's tolerance. Compute the result from the inputs.")  # fmt: skip
+        return
+    inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000, device=device)
+
+    def call_candidate(xs: list[Any]) -> Any:
+        try:
+            return cand.call(xs, what="a sensitivity probe", poison=[], out_bytes=trials.out_bytes)
+        except _Failure as failure:
+            if failure.status in (EvalStatus.RUNTIME_ERROR, EvalStatus.INCORRECT):
+                raise RuntimeError(failure.message) from None  # a candidate that fails on a probe reacted to it
+            raise
+
+    with torch.no_grad():
+        verdict = guards.sensitivity_probe(lambda xs: ref_model(*xs), call_candidate, inputs, trials.reference_base,
+                                           trials.candidate_base)  # fmt: skip
+    _sync(device)
+    if verdict is not None:
+        kind, evidence = verdict
+        guard.add([guard.policies.found("output_sensitivity", evidence, verdict=None if kind == REJECT else kind)])
+
+
+# ---------------------------------------------------------------------------------- timing
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and value >= 0 else None  # fmt: skip
+
+
+class _Timing:
+    """The timed phase of one evaluation (GPU): interleaved calls, then the cross-check and the guards."""
+
+    def __init__(self, task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: _Guards,
+                 trials: _Trials, source: str) -> None:
+        from cudaforge.eval.timing import _Stopwatch
+
+        self.task, self.ref_module, self.ref_model, self.cand, self.source = task, ref_module, ref_model, cand, source
+        self.device, self.cfg, self.result, self.guard, self.trials = device, cfg, result, guard, trials
+        self.seed = secrets.randbits(40)  # the candidate cannot know the timed inputs before it gets them
+        self.stopwatch = _Stopwatch(device, cfg["flush_l2"], cfg["timing_lead_us"])
+        try:
+            self.driver: Driver | None = Driver()
+        except ArenaError:
+            self.driver = None
+        self.reference_fn = ref_model
+        if cfg["baseline"] == "compile":
+            self.reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
+
+    def fresh_inputs(self, trial: int) -> list[Any]:
+        return make_inputs(self.ref_module, seed=self.seed + TIMING_SEED_OFFSET + trial, device=self.device)
+
+    def check(self, expected: Any, actual: Any, trial: int):
+        atol, rtol = _tolerance(self.task, expected, self.cfg)
+        return compare(expected, actual, atol=atol, rtol=rtol, trial=trial, variant="timing")
+
+    def reference_call(self, inputs: list[Any]) -> tuple[float, float, Any]:
+        """One timed reference call, with every process of the candidate's sandbox frozen meanwhile."""
+        frozen = self.cand.process.stop()
+        try:
+            return self.stopwatch.measure(self.reference_fn, _clone(inputs))
+        finally:
+            if frozen:
+                self.cand.process.cont()
+
+    def candidate_call(self, inputs: list[Any], trial: int) -> tuple[float, float, float, Any]:
+        """One timed candidate call: inputs into the arena, persisting L2 reset, L2 flushed, then the worker times it.
+        Returns (reported event ms, reported host ms, this process's wall ms around the request, outputs)."""
+        encoded, offset = self.cand.put_inputs(inputs, self.trials.out_bytes)
+        if self.driver is not None:
+            try:
+                self.driver.reset_persisting_l2()
+            except ArenaError:
+                pass
+        if self.stopwatch.flusher is not None:
+            self.stopwatch.flusher.flush()
+        _sync(self.device)
+        started = time.perf_counter()
+        reply = self.cand._request({"op": "timed", "inputs": encoded, "out_offset": offset,
+                                    "lead_cycles": self.stopwatch.lead_cycles, "what": f"timed call {trial}",
+                                    "poison": self.trials.poison_sizes})  # fmt: skip
+        wall_ms = (time.perf_counter() - started) * 1e3
+        event_ms, host_ms = _finite(reply.get("event_ms")), _finite(reply.get("host_ms"))
+        if event_ms is None or host_ms is None:
+            raise _Failure(EvalStatus.CRASHED, "the worker reported a timing that is not a non-negative number")
+        return event_ms, host_ms, wall_ms, self.cand.outputs(reply)
+
+    def run(self, progress: Callable[[str], None], on_locked: Callable[[], None] = lambda: None) -> None:
+        from cudaforge.eval.fingerprint import gpu_state
+        from cudaforge.hardware.gpu_lock import gpu_lock
+
+        cfg, result = self.cfg, self.result
+        calls = guards.TimedCalls(self.fresh_inputs, self.check, self.device, [], reference=self.ref_model)
+        clock = time.perf_counter()
+        result.fingerprint["gpu_state_before"] = gpu_state(0)
+        spent = {"gpu_state": time.perf_counter() - clock}
+        times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": []}
+        progress("gpu_wait")  # the trusted side takes the GPU's lock, on the candidate's behalf
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, torch.no_grad():
+            progress(Phase.TIMING.value)
+            on_locked()  # the wait for the lock is not the candidate's time
+            result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
+            clock = time.perf_counter()
+            with torch.cuda.device(self.device):
+                for trial in range(-cfg["warmup"], cfg["timing_trials"]):
+                    inputs = calls.make_args(trial)
+                    for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
+                        if role == "reference":
+                            event_ms, host_ms, out = self.reference_call(inputs)
+                            if trial >= 0:
+                                times["ref"].append(event_ms)
+                                times["ref_host"].append(host_ms)
+                                calls.on_output("reference", trial, inputs, out)
+                        else:
+                            event_ms, host_ms, wall_ms, out = self.candidate_call(calls.pristine, trial)
+                            if trial >= 0:
+                                times["cand"].append(event_ms)
+                                times["cand_host"].append(host_ms)
+                                times["cand_wall"].append(wall_ms)
+                                problem = facts_problem(self.cand.facts, self.device)
+                                if problem and calls.failure is None:
+                                    calls.failure = {"guard": "output_type", "evidence": f"timed trial {trial}: {problem}",
+                                                     "diff": ""}  # fmt: skip
+                                calls.on_output("candidate", trial, self.cand.inputs_after, out)
+                    if calls.failure is not None:
+                        break
+            spent["trials"] = time.perf_counter() - clock
+            result.fingerprint["timing_lead_us"] = self.stopwatch.lead_us
+            if self.stopwatch.lead_note:
+                result.fingerprint.setdefault("timing_notes", []).append(self.stopwatch.lead_note)
+            crosscheck = share = None
+            if calls.failure is None:
+                clock = time.perf_counter()
+                crosscheck = self.crosscheck(times)
+                spent["crosscheck"] = time.perf_counter() - clock
+                clock = time.perf_counter()
+                share = self.kernel_share()
+                spent["kernel_share"] = time.perf_counter() - clock
+        result.fingerprint["gpu_state_after"] = gpu_state(0)
+        if calls.failure is not None:
+            failure = calls.failure
+            if failure["diff"]:
+                self.guard.incorrect(failure["guard"], failure["evidence"],
+                                     "an output produced during the timed calls was wrong\n" + failure["diff"])  # fmt: skip
+            self.guard.fire(failure["guard"], failure["evidence"])
+        self.finish(times, crosscheck, share, spent, calls)
+
+    def crosscheck(self, times: dict[str, list[float]]) -> dict[str, Any]:
+        """A batch of calls on fresh inputs, back to back, timed by this process's clock from the moment the inputs
+        are in the arena to the worker's answer (every output then checked): a time the candidate cannot shrink.
+        The reference is timed the same way here, for its own gap between that clock and its event time."""
+        cfg = self.cfg
+        per_call = tensor_bytes(self.fresh_inputs(-1)) + self.trials.out_bytes
+        calls = min(int(cfg["crosscheck_calls"]), int(cfg["crosscheck_max_gb"] * (1 << 30)) // max(per_call, 1))
+        numbers: dict[str, Any] = {"calls": calls}
+        if calls < 2:
+            numbers["note"] = "not run: the inputs and outputs of two calls do not fit eval.crosscheck_max_gb"
+            return numbers
+        batch = [self.fresh_inputs(20_000 + k) for k in range(calls)]
+        frozen = self.cand.process.stop()
+        try:
+            _sync(self.device)
+            started = time.perf_counter()
+            expected = [self.reference_fn(*_clone(x)) for x in batch]
+            _sync(self.device)
+            ref_wall = (time.perf_counter() - started) * 1e3 / calls
+        finally:
+            if frozen:
+                self.cand.process.cont()
+        arena = self.cand.ensure_arena(calls * per_call + (1 << 20))
+        arena.reset()
+        _sync(self.device)
+        encoded = [encode(list(x), arena.put) for x in batch]
+        _sync(self.device)
+        started = time.perf_counter()
+        reply = self.cand._request({"op": "batch", "inputs": encoded, "out_offset": -(-arena._next // 256) * 256})
+        wall = time.perf_counter() - started
+        outs = reply.get("outputs")
+        if not isinstance(outs, list) or len(outs) != calls:
+            raise _Failure(EvalStatus.INCORRECT, "the cross-check batch did not return one output per call")
+        for k, (enc, exp) in enumerate(zip(outs, expected)):
+            try:
+                actual = self.cand.read_back(enc)
+            except ArenaError as exc:
+                raise _Failure(EvalStatus.INCORRECT, f"the cross-check's outputs could not be read: {exc}") from None
+            diff = structure_problem(exp, actual)
+            mismatch = self.check(exp, actual, k) if diff is None else None
+            if diff or mismatch is not None:
+                self.guard.incorrect("timed_output", f"cross-check call {k} of {calls}: an output produced during a "
+                                     "batch of back-to-back calls was wrong (results must not depend on earlier calls, and "
+                                     "every call must finish its work before the batch answers)",
+                                     "an output of the timing cross-check was wrong\n" + (diff or mismatch.summary()))  # fmt: skip
+        candidate_ms = (wall - self.cand.process.rtt_s) * 1e3 / calls
+        reported = sorted(times["cand"])[len(times["cand"]) // 2]
+        reference_reported = sorted(times["ref"])[len(times["ref"]) // 2]
+        numbers.update(candidate_observed_ms=round(candidate_ms, 5), candidate_reported_ms=round(reported, 5),
+                       reference_observed_ms=round(ref_wall, 5), reference_event_ms=round(reference_reported, 5),
+                       round_trip_ms=round(self.cand.process.rtt_s * 1e3, 4))  # fmt: skip
+        gap = candidate_ms - reported - max(0.0, ref_wall - reference_reported)
+        numbers["unexplained_ms"] = round(gap, 5)
+        p = self.guard.policies
+        if candidate_ms > p.threshold("crosscheck_ratio") * reported and gap > p.threshold("crosscheck_slack_ms"):
+            numbers["evidence"] = (
+                f"the candidate reported a median of {reported:.4f} ms per call, but {calls} calls on fresh inputs took "
+                f"{candidate_ms:.4f} ms each by the verifier's clock (the reference: {reference_reported:.4f} ms by its "
+                f"events, {ref_wall:.4f} ms by the same clock): {gap:.4f} ms per call are not in the reported time. The "
+                "timing was shortened inside the candidate's process (patched events or timers, work on other streams or "
+                "threads, work done before the timed region). Time nothing yourself; do all the work inside forward.")  # fmt: skip
+        return numbers
+
+    def kernel_share(self) -> dict[str, Any] | None:
+        """The profiler's split of the candidate's GPU time, as the worker reports it (a second-line guard)."""
+        encoded, _ = self.cand.put_inputs(self.fresh_inputs(-10_000), self.trials.out_bytes)
+        try:
+            reply = self.cand._request({"op": "share", "inputs": encoded, "source": self.source, "calls": PROFILED_CALLS})
+        except _Failure as failure:
+            self.result.fingerprint.setdefault("guard_notes", []).append(
+                f"profiler share unavailable: {failure.status.value}: {failure.message}"[:300])
+            return None
+        share = reply.get("share")
+        if not isinstance(share, dict) or not {"own_ms", "library_ms", "library_share", "library"} <= set(share):
+            self.result.fingerprint.setdefault("guard_notes", []).append(str(reply.get("note") or
+                                                                             "profiler share unavailable")[:300])
+            return None
+        return share
+
+    def finish(self, times, crosscheck, share, spent, calls) -> None:
+        from cudaforge.eval.timing import speedup, summarize
+        from cudaforge.hardware.roofline import make_roofline, task_cost
+        from cudaforge.hardware.specs import peak_rates
+
+        cfg, result, guard, p = self.cfg, self.result, self.guard, self.guard.policies
+        clock = time.perf_counter()
+        result.reference_timing = summarize(times["ref"])
+        result.candidate_timing = summarize(times["cand"])
+        result.speedup = speedup(times["ref"], times["cand"], cfg["baseline"], paired=True)
+        peaks = peak_rates(torch.cuda.get_device_name(self.device))
+        cost = task_cost(self.ref_module, seed=cfg["seed"])
+        result.fingerprint["roofline"] = make_roofline(cost, peaks, result.candidate_timing.median, "evaluator").to_dict()
+        median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        result.fingerprint["host_ms_median"] = {"reference": median(times["ref_host"]),
+                                                "candidate": median(times["cand_host"]),
+                                                "candidate_verifier_wall": median(times["cand_wall"])}  # fmt: skip
+        found = []
+        if crosscheck is not None:
+            result.fingerprint["timing_crosscheck"] = {k: v for k, v in crosscheck.items() if k != "evidence"}
+            if crosscheck.get("evidence"):
+                found.append(p.found("timing_crosscheck", crosscheck["evidence"]))
+        solo = result.fingerprint.get("reference_solo_ms")
+        if solo:
+            during = result.reference_timing.median
+            excess = during - solo
+            if excess > p.threshold("reference_slowdown_tolerance") * solo and excess > 0.005:
+                found.append(p.found("reference_slowdown", (
+                    f"the reference took {during:.4f} ms (median) while the candidate's process existed, against "
+                    f"{solo:.4f} ms measured before any candidate code was loaded: something of the candidate's kept the "
+                    "GPU busy while the reference ran (work left queued, or other processes). Leave no work running "
+                    "after forward returns.")))  # fmt: skip
+        evidence = guards.hidden_work(times["ref"], times["ref_host"], times["cand"], times["cand_host"],
+                                      p.threshold("hidden_work_ms"))  # fmt: skip
+        if evidence:
+            found.append(p.found("hidden_work", evidence))
+        l2 = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or 0)
+        evidence, numbers = guards.speed_of_light(cost, peaks, result.candidate_timing.median,
+                                                  p.threshold("speed_of_light_margin"), l2)  # fmt: skip
+        result.fingerprint["speed_of_light"] = numbers
+        if evidence:
+            found.append(p.found("speed_of_light", evidence))
+        if share is not None:
+            result.fingerprint["kernel_share"] = share
+            found += share_findings(share, p)
+        spent["cost_and_guards"] = time.perf_counter() - clock
+        spent.update(inputs=calls.seconds["inputs"], checks=calls.seconds["checks"])
+        spent.update({f"trial_{k}": v for k, v in calls.detail.items()})
+        result.fingerprint["timing_breakdown_s"] = {k: round(v, 4) for k, v in spent.items()}
+        guard.add(found)
+
+
+def _solo_reference(ref_model, ref_module, device, cfg, result: EvalResult) -> None:
+    """Time the reference alone, before any candidate code exists, under the GPU's lock if it is free within
+    a few seconds (the baseline of the reference_slowdown guard); a note when it is not."""
+    from cudaforge.eval.timing import time_one
+    from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
+
+    seed = secrets.randbits(40)
+    try:
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), torch.no_grad():
+            times = time_one(ref_model, trials=SOLO_TRIALS, warmup=3, flush_l2=cfg["flush_l2"], device=device,
+                             make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
+                             lead_us=cfg["timing_lead_us"])  # fmt: skip
+        result.fingerprint["reference_solo_ms"] = sorted(times.event_ms)[len(times.event_ms) // 2]
+    except GpuLockTimeout:
+        result.fingerprint.setdefault("guard_notes", []).append(
+            "reference_slowdown not checked: the GPU was busy when the reference would have been timed alone")
+    except Exception as exc:  # noqa: BLE001 - the reference's own failure shows in correctness
+        result.fingerprint.setdefault("guard_notes", []).append(f"reference not timed alone: {type(exc).__name__}")
+
+
+# ---------------------------------------------------------------------------------- standby
+
+_PREPARED: dict[str, Any] = {}
+"""What ``prepare`` did in this process (empty when the verifier was not a standby)."""
+
+
+def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> None:
+    """A standby verifier's start-up, paid before its candidate is known (``cudaforge.isolation.Standby``):
+    imports, the fingerprint's constant parts, the sandboxed worker (started and waited for), and the CUDA
+    contexts of both processes, made while holding the GPU's lock (so neither lands inside another process's
+    timed calls) and only until the standby is claimed."""
+    from cudaforge.eval import build  # noqa: F401 - torch.utils.cpp_extension and the build service
+    from cudaforge.eval.fingerprint import warm_caches
+    from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
+
+    started = time.perf_counter()
+    import cudaforge.hardware.roofline  # noqa: F401
+    import cudaforge.hardware.specs  # noqa: F401
+
+    warm_caches()
+    payload = _standby_payload()
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+    device = torch.device("cuda" if gpu and torch.cuda.is_available() else "cpu")
+    cfg = payload.get("eval")
+    if cfg:
+        logs = os.getcwd()
+        process = _start_worker(device, cfg, logs)
+        _PREPARED["process"] = process
+        try:
+            process.wait_hello(cfg["static_timeout_s"])
+        except WorkerFailure:
+            pass  # the evaluation finds the worker dead and says why
+    cuda_ready = False
+    if device.type == "cuda":
+        while not claimed():
+            try:
+                with gpu_lock(gpu.split(",")[0], timeout_s=0.1):
+                    torch.empty(1, device="cuda").add_(1)
+                    torch.cuda.synchronize()
+                    if "process" in _PREPARED and _PREPARED["process"].hello:
+                        _PREPARED["process"].request({"op": "cuda"}, timeout_s=60.0)
+                    cuda_ready = True
+                break
+            except GpuLockTimeout:
+                continue
+            except WorkerFailure:
+                break
+    _PREPARED.update(prepare_s=round(time.perf_counter() - started, 4), cuda_ready=cuda_ready)
+
+
+def _standby_payload() -> dict[str, Any]:
+    """The settings a standby was started with (``CUDAFORGE_STANDBY_EVAL``, JSON), to start its worker ahead."""
+    import json
+
+    try:
+        return {"eval": json.loads(os.environ["CUDAFORGE_STANDBY_EVAL"])}
+    except (KeyError, ValueError):
+        return {}
+
+
+# --------------------------------------------------------------------------------- evaluate
+
+
+def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    """Evaluate ``payload = {task, candidate, eval, build, device}``; return an EvalResult dict."""
+    from cudaforge.eval.build import BuildSettings, serve_build
+    from cudaforge.eval.fingerprint import environment_fingerprint
+
+    started = time.perf_counter()
+    strict_fp32()
+    task = Task.from_dict(payload["task"])
+    source, cfg = payload["candidate"], payload["eval"]
+    device = torch.device(payload["device"])
+    digest = source_hash(source)
+    result = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
+    result.fingerprint = environment_fingerprint(0 if device.type == "cuda" else None)
+    result.fingerprint["worker_setup_s"] = round(time.perf_counter() - started, 4)
+    result.fingerprint["standby"] = {k: v for k, v in _PREPARED.items() if k != "process"} or None
+    rec = _Recorder(progress)
+    guard = _Guards(cfg, result)
+    notes: list[str] = result.fingerprint.setdefault("guard_notes", [])
+    process: CandidateProcess | None = _PREPARED.pop("process", None)
+    phase_started = time.monotonic()
+    phase_budget = [cfg["static_timeout_s"]]
+
+    def remaining() -> float:
+        return max(0.5, phase_budget[0] - (time.monotonic() - phase_started) - 1.0)
+
+    def enter(phase: Phase, announce: bool = True) -> float:
+        nonlocal phase_started
+        phase_started = time.monotonic()
+        phase_budget[0] = {Phase.COMPILE: cfg["compile_timeout_s"], Phase.CORRECTNESS: cfg["correctness_timeout_s"],
+                           Phase.TIMING: cfg["timing_timeout_s"]}[phase]  # fmt: skip
+        return rec.start(phase) if announce else time.perf_counter()
+
+    phase, t = Phase.COMPILE, time.perf_counter()
+    try:
+        guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
+        if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg["sandbox"]):
+            if process is not None:
+                process.close()
+            process = _start_worker(device, cfg, os.getcwd())
+            process.wait_hello(cfg["static_timeout_s"])
+        elif not process.hello:
+            process.wait_hello(cfg["static_timeout_s"])
+        status = process.sandbox_status()
+        result.fingerprint["sandbox"] = {k: status.get(k) for k in (
+            "uid", "capabilities", "namespaces", "landlock", "pids_max", "kill_all", "missing", "notes", "mode")}
+        result.fingerprint["sandbox_summary"] = process.sandbox_line()
+        cand = Candidate(process, device, remaining, notes)
+        ref_module = load_module(task.source, REFERENCE_MODULE)
+        sys.modules.pop(REFERENCE_MODULE, None)
+        init = list(ref_module.get_init_inputs())
+        ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
+        if device.type == "cuda":
+            _solo_reference(ref_model, ref_module, device, cfg, result)
+        t = enter(phase)
+        settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"]})
+
+        def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
+            reply, record = serve_build(inputs, settings, process.scratch, extra_read=(process.scratch,))
+            process.builds.append(record)
+            return reply
+
+        try:
+            process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
+                             "build": settings.to_dict()}, timeout_s=remaining(), on_build=on_build)  # fmt: skip
+        except WorkerFailure as failure:
+            failed = [r for r in process.builds if r.status == "failed"]
+            if failure.status == "compile_error" and failed:  # our own log, not the worker's account of it
+                raise _Failure(EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + failed[0].log_trimmed) from None
+            raise _Failure(EvalStatus(failure.status), failure.message) from None
+        finally:
+            result.compile_log = "".join(r.log for r in process.builds)
+            result.compile_cached = bool(process.builds) and all(r.cached for r in process.builds)
+            failed = [r for r in process.builds if r.status == "failed"]
+            if failed:
+                result.compile_log_trimmed = failed[0].log_trimmed
+        rec.end(phase, t, message="cache hit" if result.compile_cached else "")
+        phase = Phase.CORRECTNESS
+        t = enter(phase)
+        encoded, _ = cand.put_inputs(init, 0)
+        cand._request({"op": "model", "init": encoded, "seed": cfg["seed"]})
+        _weights(ref_model, cand, cfg, result)
+        trials = _correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+        rec.end(phase, t, message=f"{result.trials_passed}/{result.trials_total} trials passed")
+        weights = result.fingerprint.get("weights", "seed")
+        weights_text = "weights from the same seed" if weights == "seed" else f"weights {weights}"
+        if device.type != "cuda":
+            result.timing_unavailable_reason = "no GPU: correctness was checked on the CPU; timing needs a GPU"
+            result.message = (f"correct on {result.trials_passed} CPU trials ({weights_text}); "
+                              f"{result.timing_unavailable_reason}")  # fmt: skip
+        else:
+            phase = Phase.TIMING
+            t = enter(phase)
+            _Timing(task, ref_module, ref_model, cand, device, cfg, result, guard, trials, source).run(
+                progress, on_locked=lambda: enter(Phase.TIMING, announce=False))
+            rec.end(phase, t)
+            s = result.speedup
+            result.message = (
+                f"correct ({result.trials_passed} trials, {weights_text}); candidate {result.candidate_timing.median:.4f} "
+                f"ms vs reference {result.reference_timing.median:.4f} ms ({cfg['baseline']}): speedup {s.median:.3f}x "
+                f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+            )
+    except _Failure as failure:
+        result.status, result.message = failure.status, failure.message
+        ok = failure.status is EvalStatus.COMPILED
+        rec.end(phase, t, status="ok" if ok else "failed", message=failure.message[:500])
+    except WorkerFailure as failure:
+        result.status, result.message = EvalStatus(failure.status), failure.message
+        rec.end(phase, t, status="failed", message=failure.message[:500])
+    finally:
+        if process is not None:
+            process.close()
+    if not notes:
+        result.fingerprint.pop("guard_notes", None)
+    result.phases = rec.phases
+    result.seconds = time.perf_counter() - started
+    return result.to_dict()
