@@ -19,7 +19,10 @@ import importlib
 import json
 import os
 import select
+import signal
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -48,8 +51,35 @@ def _standby(prepare: str, progress: Callable[[str], None]) -> bool:
     return bool(go.strip())
 
 
+def _watch_parent() -> None:
+    """End this process group when the parent that started it is gone (killed with -9, say): nothing it started
+    may outlive it. A thread, so it holds whatever the entry does; sandboxes started from here die with us."""
+    try:
+        parent = int(os.environ.get("CUDAFORGE_PARENT_PID", "0"))
+    except ValueError:
+        return
+    if parent <= 0:
+        return
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                try:
+                    os.killpg(0, signal.SIGKILL)
+                finally:
+                    os._exit(1)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, daemon=True, name="cudaforge-parent-watch").start()
+
+
 def main() -> None:
     """Run the entry named on the command line."""
+    _watch_parent()
     entry, workdir = sys.argv[1], Path(sys.argv[2])
     progress_file = (workdir / "progress.jsonl").open("a", buffering=1)
 

@@ -64,10 +64,20 @@ class IsolatedOutcome:
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
-    if not path.exists():
+    """The last ``limit`` bytes of a file (read without reading the rest)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read(limit).decode(errors="replace")
+    except OSError:
         return ""
-    data = path.read_bytes()
-    return data[-limit:].decode(errors="replace")
+
+
+PROGRESS_READ_CAP = 1 << 16
+"""Bytes of ``progress.jsonl`` read per poll: a child that writes more only delays its own phases."""
+RESULT_CAP = 256 << 20
+"""The largest ``result.json`` the parent reads; a bigger one is a crash."""
 
 
 def _describe_exit(code: int) -> str:
@@ -87,19 +97,46 @@ def _describe_exit(code: int) -> str:
     return f"the process exited with code {code} before reporting a result"
 
 
-def _read_progress(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
-    if not path.exists():
+def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
+    """Phases announced since ``offset`` (at most ``PROGRESS_READ_CAP`` bytes read); lines that are not
+    ``{"phase": name}`` are skipped. Never raises."""
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            chunk = f.read(PROGRESS_READ_CAP)
+    except OSError:
         return [], offset
-    with path.open("rb") as f:
-        f.seek(offset)
-        chunk = f.read()
-    complete = chunk[: chunk.rfind(b"\n") + 1]
-    events = [json.loads(line) for line in complete.decode().splitlines() if line.strip()]
-    return events, offset + len(complete)
+    end = chunk.rfind(b"\n") + 1
+    if end == 0 and len(chunk) >= PROGRESS_READ_CAP:
+        return [], offset + len(chunk)  # a line longer than the cap: skipped
+    phases = []
+    for line in chunk[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        phase = event.get("phase") if isinstance(event, dict) else None
+        if isinstance(phase, str) and 0 < len(phase) <= 64:
+            phases.append(phase)
+    return phases, offset + end
+
+
+def _read_result(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The child's result, or (None, why it cannot be read). Never raises."""
+    try:
+        if path.stat().st_size > RESULT_CAP:
+            return None, f"the result file exceeds {RESULT_CAP >> 20} MB"
+        result = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return None, f"the result file is malformed ({type(exc).__name__})"
+    if not isinstance(result, dict):
+        return None, "the result file is not a JSON object"
+    return result, ""
 
 
 def _child_env(gpu: str | int | None, env: dict[str, str] | None) -> dict[str, str]:
     child_env = scrubbed_env(env)
+    child_env["CUDAFORGE_PARENT_PID"] = str(os.getpid())  # the child ends itself when this process is gone
     child_env["CUDA_VISIBLE_DEVICES"] = "" if gpu is None else str(gpu)
     child_env["PYTHONUNBUFFERED"] = "1"
     package_root = str(Path(__file__).resolve().parent.parent)
@@ -133,28 +170,40 @@ class _Watch:
         """Called in the parent with each phase the child enters (while supervised)."""
 
     def read(self) -> float:
-        events, self.offset = _read_progress(self.workdir / "progress.jsonl", self.offset)
+        phases, self.offset = _read_progress(self.workdir / "progress.jsonl", self.offset)
         now = time.monotonic()
-        for event in events:
+        for phase in phases:
             self.phase_seconds[self.phase] = self.phase_seconds.get(self.phase, 0.0) + now - self.phase_start
-            self.phase, self.phase_start = event["phase"], now
+            self.phase, self.phase_start = phase, now
             if self.on_phase is not None:
-                self.on_phase(self.phase)
+                try:
+                    self.on_phase(self.phase)
+                except Exception:  # noqa: BLE001 - the parent's own callback must not end supervision
+                    pass
         return now
 
     def supervise(self, timeouts: dict[str, float], default_timeout: float, poll_interval: float,
                   keep_workdir: bool, on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
-        """Wait for the child, killing its process group when a phase runs past its timeout."""
+        """Wait for the child, killing its process group when a phase runs past its timeout.
+
+        Deadlines are the parent's: a phase's timeout bounds the *total* time spent in that phase, however
+        often the child announces it, and the whole run is bounded by the sum of all the timeouts, so no
+        sequence of announcements can extend either. Nothing the child writes makes this raise."""
         self.on_phase = on_phase
         killed_for = ""
+        total = sum(timeouts.values()) + default_timeout
         while True:
             code = self.proc.poll()
             now = self.read()
             if code is not None:
                 break
             limit = timeouts.get(self.phase, default_timeout)
-            if now - self.phase_start > limit:
+            spent = self.phase_seconds.get(self.phase, 0.0) + now - self.phase_start
+            if spent > limit:
                 killed_for = f"phase {self.phase!r} ran past its {limit:g} s timeout; the process group was killed"
+            elif now - self.started > total:
+                killed_for = f"the run as a whole ran past {total:g} s; the process group was killed"
+            if killed_for:
                 _kill_group(self.proc)
                 break
             time.sleep(poll_interval)
@@ -173,9 +222,11 @@ class _Watch:
         if killed_for:
             outcome.status, outcome.error = "timeout", killed_for
         elif result_path.exists():
-            result = json.loads(result_path.read_text())
-            if "__error__" in result:
-                outcome.status, outcome.error = "error", result["__error__"]
+            result, why = _read_result(result_path)
+            if result is None:
+                outcome.status, outcome.error = "crashed", why
+            elif "__error__" in result:
+                outcome.status, outcome.error = "error", str(result["__error__"])[:20000]
             else:
                 outcome.result = result
         else:
@@ -258,6 +309,7 @@ class Standby:
         os.replace(tmp, self.workdir / "payload.json")
         watch = self.watch
         now = watch.read()
+        watch.started = now  # the run's overall deadline counts from the hand-over
         if watch.phase == "ready":  # the time spent waiting for a payload is nobody's phase
             watch.phase_start = now
         try:

@@ -7,6 +7,7 @@ ones there).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,14 +183,14 @@ def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(
     result = evaluator.evaluate(task, (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text())
     assert result.status is EvalStatus.CRASHED
     assert captured["gpu"] == "3" and captured["timeouts"]["gpu_wait"] == 1234.0
-    assert captured["timeouts"][Phase.TIMING.value] == 300.0
+    assert captured["timeouts"][Phase.TIMING.value] == 300.0 + evaluator_module.PHASE_GRACE_S
     assert captured["env"]["CUDAFORGE_LOCK_DIR"] == str((tmp_path / "locks").resolve())
 
 
 def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkeypatch):
     """eval.standby_workers: every GPU evaluation runs in a standby (the one waiting for that GPU, or a new one)
-    and starts the next one; with eval.share_worker, for the share worker too; a standby whose settings differ,
-    or that died, is replaced; close() stops them. Off, every candidate starts cold, with no share worker."""
+    and starts the next one; a standby whose settings differ, or that died, is replaced; close() stops them. Off,
+    every candidate starts cold. The standby's environment carries the eval settings its sandboxed worker needs."""
     import cudaforge.eval.evaluator as evaluator_module
     from cudaforge.isolation import IsolatedOutcome
 
@@ -199,7 +200,7 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
         def __init__(self, entry, prepare, *, gpu=None, env=None):
             self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
             self.dead = self.closed = False
-            self.kind = "share" if entry.endswith(":share") else "eval"
+            self.kind = "eval"
             log.append(("start", self.kind, gpu, self))
 
         def matches(self, entry, gpu, env):
@@ -210,7 +211,7 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
 
         def run(self, payload, *, timeouts, on_phase=None):
             log.append(("run", self.kind, self.gpu, self))
-            assert payload["eval"].get("share_in_worker", True) is (not payload["eval"]["share_worker"])
+            assert json.loads(self.env["CUDAFORGE_STANDBY_EVAL"])["sandbox"] == payload["eval"]["sandbox"]
             return IsolatedOutcome(status="crashed", error="stand-in")
 
         def kill(self):
@@ -221,7 +222,6 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
 
     def fake_run_isolated(entry, payload, timeouts, gpu=None, env=None, **kwargs):
         log.append(("cold", "eval", gpu, None))
-        assert payload["eval"].get("share_in_worker", True) is True
         return IsolatedOutcome(status="crashed", error="stand-in")
 
     monkeypatch.setattr(evaluator_module, "Standby", FakeStandby)
@@ -231,20 +231,16 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     default = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0"])
     default.evaluate(task, source, gpu="0")
     default.close()
-    assert [(a, k) for a, k, _, _ in log] == [("start", "eval"), ("start", "eval"), ("run", "eval")]  # no share worker
+    assert [(a, k) for a, k, _, _ in log] == [("start", "eval"), ("start", "eval"), ("run", "eval")]
     log.clear()
-    evaluator = Evaluator({"build_cache_dir": str(tmp_path / "b"), "share_worker": True}, gpus=["0", "1"])
+    evaluator = Evaluator({"build_cache_dir": str(tmp_path / "b")}, gpus=["0", "1"])
     evaluator.evaluate(task, source, gpu="0")
-    assert [(a, k, g) for a, k, g, _ in log] == [("start", "share", "0"), ("start", "share", "0"),
-                                                 ("start", "eval", "0"), ("start", "eval", "0"), ("run", "eval", "0")]
-    first_eval_waiting = log[3][3]
-    first_share_used, first_share_waiting = log[0][3], log[1][3]
-    assert first_share_used.closed  # the candidate crashed: its share worker is stopped, never run
+    assert [(a, k, g) for a, k, g, _ in log] == [("start", "eval", "0"), ("start", "eval", "0"), ("run", "eval", "0")]
+    first_eval_waiting = log[1][3]
     log.clear()
     evaluator.evaluate(task, source, gpu="0")
     runs = [entry for entry in log if entry[0] == "run"]
     assert runs == [("run", "eval", "0", first_eval_waiting)]  # the standby started by the first candidate
-    assert first_share_waiting.closed  # taken for this candidate, then stopped with it
     log.clear()
     evaluator.evaluate(task, source, gpu="1")
     assert [(a, k, g) for a, k, g, _ in log if a == "run"] == [("run", "eval", "1")]
@@ -259,7 +255,7 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     assert mismatched.closed
     left = list(evaluator._standbys.values())
     evaluator.close()
-    assert len(left) == 4 and all(s.closed for s in left) and evaluator._standbys == {}
+    assert len(left) == 2 and all(s.closed for s in left) and evaluator._standbys == {}
 
     log.clear()
     off = Evaluator({"build_cache_dir": str(tmp_path / "b"), "standby_workers": False}, gpus=["0"])
@@ -268,87 +264,9 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     assert [a for a, _, _, _ in log] == ["cold", "cold"]
 
 
-def _share_job(outcome):
-    """A _ShareJob over a stand-in standby that returns ``outcome`` when run."""
-    from cudaforge.eval.evaluator import _ShareJob
-
-    class Fake:
-        ran = killed = closed = False
-
-        def run(self, payload, *, timeouts):
-            Fake.ran = True
-            assert timeouts["share"] == 300.0
-            return outcome
-
-        def kill(self):
-            Fake.killed = True
-
-        def close(self):
-            Fake.closed = True
-
-    job = _ShareJob(Fake(), {}, Evaluator({"device": "cpu"})._timeouts())
-    return job, Fake
-
-
-def _timed_result():
-    from cudaforge.types import EvalResult, SpeedupStats
-
-    return EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT, message="correct",
-                      speedup=SpeedupStats(median=1.2, ci_low=1.1, ci_high=1.3, baseline="eager"))  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "share, status, guard, verdict",
-    [
-        ({"own_ms": 0.0, "library_ms": 1.0, "library_share": 1.0, "own": [], "library": [["ampere_sgemm", 1.0]]},
-         EvalStatus.REJECTED, "no_custom_kernel", "reject"),
-        ({"own_ms": 0.5, "library_ms": 0.5, "library_share": 0.5, "own": [["k", 0.5]], "library": [["gemm", 0.5]]},
-         EvalStatus.CORRECT, "torch_compute", "report"),
-        ({"own_ms": 1.0, "library_ms": 0.0, "library_share": 0.0, "own": [["k", 1.0]], "library": []},
-         EvalStatus.CORRECT, None, None),
-    ],
-)
-def test_the_share_workers_findings_join_a_correct_timed_result(share, status, guard, verdict):
-    from cudaforge.isolation import IsolatedOutcome
-
-    job, fake = _share_job(IsolatedOutcome(status="ok", result={"share": share, "standby": None}, seconds=0.4))
-    job.on_phase("compile")
-    assert job.thread is None  # not before the candidate is built
-    job.on_phase("correctness")
-    result = _timed_result()
-    job.finish(result, Evaluator({"device": "cpu"}).cfg)
-    assert fake.ran and result.status is status and result.fingerprint["kernel_share"] == share
-    assert [(f["guard"], f["verdict"]) for f in result.guard_findings] == ([(guard, verdict)] if guard else [])
-    if status is EvalStatus.REJECTED:
-        assert result.message.startswith("rejected by the no_custom_kernel guard") and "ampere_sgemm" in result.message
-
-
-def test_a_failed_share_worker_is_a_note_and_a_failed_candidate_stops_it():
-    from cudaforge.isolation import IsolatedOutcome
-
-    job, fake = _share_job(IsolatedOutcome(status="crashed", error="the process died of SIGSEGV"))
-    job.on_phase("correctness")
-    result = _timed_result()
-    job.finish(result, Evaluator({"device": "cpu"}).cfg)
-    assert result.status is EvalStatus.CORRECT and "kernel_share" not in result.fingerprint
-    assert "SIGSEGV" in result.fingerprint["guard_notes"][0]
-
-    job, fake = _share_job(IsolatedOutcome(status="ok", result={"note": "profiler share unavailable: X"}))
-    job.on_phase("correctness")
-    result = _timed_result()
-    job.finish(result, Evaluator({"device": "cpu"}).cfg)
-    assert result.fingerprint["guard_notes"] == ["profiler share unavailable: X"]
-
-    job, fake = _share_job(IsolatedOutcome(status="ok", result={"share": {}}))
-    result = _timed_result()
-    result.status = EvalStatus.INCORRECT
-    job.finish(result, Evaluator({"device": "cpu"}).cfg)  # never started (or started): killed, closed, not used
-    assert fake.killed and fake.closed and not fake.ran and result.guard_findings == []
-
-
 def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
-    """The real worker behind a real standby (here on the CPU: Triton in the interpreter): same verdict, and the
-    fingerprint says it was prepared ahead."""
+    """The real verifier behind a real standby (here on the CPU: Triton in the interpreter), its sandboxed worker
+    started ahead: same verdict, and the fingerprint says it was prepared ahead."""
     from cudaforge.eval.evaluator import WORKER_ENTRY, WORKER_PREPARE
     from cudaforge.isolation import Standby, run_isolated
 
@@ -356,7 +274,7 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path / "b")})
     payload = {"task": task.to_dict(), "candidate": (CANDIDATES / "triton_relu.py").read_text(), "eval": evaluator.cfg,
                "build": evaluator.build_settings().to_dict(), "device": "cpu"}  # fmt: skip
-    env = {"TRITON_INTERPRET": "1"}
+    env = evaluator._env("cpu")
     warm = Standby(WORKER_ENTRY, WORKER_PREPARE, gpu=None, env=env).run(payload, timeouts=evaluator._timeouts())
     cold = run_isolated(WORKER_ENTRY, payload, timeouts=evaluator._timeouts(), gpu=None, env=env)
     assert warm.status == cold.status == "ok"
@@ -367,42 +285,19 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     assert warm.result["fingerprint"]["nvcc"] == cold.result["fingerprint"]["nvcc"]
 
 
-def test_the_share_worker_builds_and_profiles_the_candidate(tiny, tmp_path):
-    """The real share entry behind a real standby, on the CPU: it imports and builds the candidate, runs it, and
-    reaches the profiler (the GPU test of the hack corpus checks the share itself); a candidate that breaks is a note."""
-    from cudaforge.eval.evaluator import SHARE_ENTRY, SHARE_PREPARE
-    from cudaforge.isolation import Standby
-
-    task = tiny["ReLU"]
-    evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path / "b")})
-    payload = {"task": task.to_dict(), "candidate": (CANDIDATES / "triton_relu.py").read_text(), "eval": evaluator.cfg,
-               "build": evaluator.build_settings().to_dict(), "device": "cpu"}  # fmt: skip
-    out = Standby(SHARE_ENTRY, SHARE_PREPARE, gpu=None, env={"TRITON_INTERPRET": "1", "CUDAFORGE_LOCK_DIR": str(tmp_path)}).run(
-        payload, timeouts=evaluator._timeouts())
-    assert out.status == "ok", out.error
-    # it got as far as the profiler, which on a CPU-only torch has no activity to record
-    assert out.result == {"note": "profiler share unavailable: AssertionError: No activities specified for the profiler"}
-    assert "share" in out.phase_seconds and "gpu_wait" in out.phase_seconds and "compile" in out.phase_seconds
-    broken = dict(payload, candidate="import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self):\n"
-                  "        raise RuntimeError('no')\n")  # fmt: skip
-    out = Standby(SHARE_ENTRY, SHARE_PREPARE, gpu=None, env={"TRITON_INTERPRET": "1", "CUDAFORGE_LOCK_DIR": str(tmp_path)}).run(
-        broken, timeouts=evaluator._timeouts())
-    note = out.result["note"]
-    assert out.status == "ok" and note.startswith("profiler share unavailable: runtime_error: ModelNew(*get_init_inputs()) raised")
-    assert "RuntimeError: no" in note
-
-
 def test_a_prepared_worker_has_imported_what_the_cost_model_and_the_profiler_pull_in():
-    """A first FlopCounterMode and a first torch.profiler session import torch._inductor, torch._dynamo and sympy
-    (seconds on a GPU node); a standby's ``prepare`` pays that before its candidate, so after it neither imports
-    anything of those."""
+    """A first FlopCounterMode (the verifier's cost model) and a first torch.profiler session (the worker's share guard)
+    import torch._inductor, torch._dynamo and sympy (seconds on a GPU node); a standby's ``prepare`` pays that before
+    its candidate, so after the verifier's and the GPU worker's preparation neither imports anything of those."""
     import subprocess
     import sys
 
     script = f"""
 import sys
-from cudaforge.eval import worker
-worker.prepare(lambda phase: None, lambda: True)
+import torch
+from cudaforge.eval import candidate_worker, verifier
+verifier.prepare(lambda phase: None, lambda: True)
+candidate_worker.prepare(torch.device("cuda"))
 seen = set(sys.modules)
 from cudaforge.hardware.roofline import task_cost
 from cudaforge.tasks.runtime import load_module
@@ -459,8 +354,7 @@ def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_pat
     monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
     task = next(iter(load_suite(selection("tiny"))))
     source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
-    inclusive = Evaluator({"build_cache_dir": str(tmp_path / "b"), "timing_lead_us": 0, "share_worker": True},
-                          gpus=["0"])  # fmt: skip
+    inclusive = Evaluator({"build_cache_dir": str(tmp_path / "b"), "timing_lead_us": 0}, gpus=["0"])
     inclusive.evaluate(task, source, gpu="0")
     inclusive.evaluate(task, source, gpu="0")
     assert log == ["cold", "cold"]

@@ -696,6 +696,11 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 
     started = time.perf_counter()
+    # torch._inductor (torch._dynamo, sympy ...) is what a first FlopCounterMode imports (the cost model after the
+    # timed trials): about 1 s on a laptop core, seconds on a GPU node.
+    import torch._inductor  # noqa: F401
+    import torch.utils.flop_counter  # noqa: F401
+
     import cudaforge.hardware.roofline  # noqa: F401
     import cudaforge.hardware.specs  # noqa: F401
 
@@ -741,6 +746,10 @@ def _standby_payload() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------- evaluate
+
+
+def _phase_status(status: EvalStatus) -> str:
+    return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
 
 
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
@@ -846,11 +855,15 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             )
     except _Failure as failure:
         result.status, result.message = failure.status, failure.message
+        if failure.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
+            result.message = f"{phase.value} phase: {failure.message}"
         ok = failure.status is EvalStatus.COMPILED
-        rec.end(phase, t, status="ok" if ok else "failed", message=failure.message[:500])
+        rec.end(phase, t, status="ok" if ok else _phase_status(failure.status), message=failure.message[:500])
     except WorkerFailure as failure:
         result.status, result.message = EvalStatus(failure.status), failure.message
-        rec.end(phase, t, status="failed", message=failure.message[:500])
+        if result.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
+            result.message = f"{phase.value} phase: {failure.message}"
+        rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
     finally:
         if process is not None:
             process.close()

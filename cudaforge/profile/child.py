@@ -38,7 +38,7 @@ def _versions() -> dict[str, Any]:
 
 def _import_candidate(source: str, build: dict[str, Any]) -> Any:
     from cudaforge.eval.build import BuildSettings, build_hooks
-    from cudaforge.eval.worker import CANDIDATE_MODULE_PREFIX
+    from cudaforge.eval.verifier import CANDIDATE_MODULE_PREFIX
     from cudaforge.tasks.runtime import load_module
     from cudaforge.types import source_hash
 
