@@ -307,6 +307,9 @@ class EvalConfig:
     """Candidates run sandboxed (cudaforge.sandbox): ``auto`` applies what this machine offers and records what is
     missing in each result's fingerprint; ``required`` refuses to evaluate (status ``unsupported``) when a protection
     is missing; ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""
+    sandbox_namespaces: bool = True
+    """Give each sandbox new pid, network, mount and IPC namespaces. Off only where they break a tool; the results
+    then say so, and ``sandbox=required`` refuses to run without them."""
     weights: WeightsMode = WeightsMode.seed
     """How ModelNew gets its weights: the reference's seed, as KernelBench does (init-time transforms stay), or
     ``copy_matching`` (the reference's matching tensors copied in; the result says how many)."""

@@ -27,7 +27,7 @@ from cudaforge.types import EvalStatus, Phase
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = load_corpus()
-CPU_RUNTIME = [e for e in CORPUS if not e.static and not e.needs_cuda]
+CPU_RUNTIME = [e for e in CORPUS if not e.static and not e.needs_cuda and not e.threat]  # threats: tests/test_sandbox.py
 CUDA = torch.cuda.is_available()
 
 
@@ -72,7 +72,7 @@ def cpu_results(tmp_path_factory):
 def test_runtime_verdicts_of_the_corpus_on_the_cpu(entry, cpu_results):
     result = cpu_results[entry.name]
     assert check_result(entry, result) == [], result.report()
-    if entry.status != "correct":
+    if entry.status != "correct" and entry.guard:
         assert entry.guard in result.message and result.guard_findings
 
 

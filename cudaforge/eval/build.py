@@ -152,6 +152,8 @@ class BuildSettings:
     """How the compiler runs on candidate sources: in a sandbox (``required``, ``auto``: as
     ``cudaforge.sandbox`` says) that reads only the toolchain and writes only the build directory, so a
     candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
+    sandbox_namespaces: bool = True
+    """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""
 
     def cache_root(self) -> Path:
         """The cache directory as an absolute path."""
@@ -701,8 +703,8 @@ class _Builder:
                                     start_new_session=True)  # fmt: skip
         read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()),
                 str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
-        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=None, cpu_seconds=3600,
-                          file_bytes=4 << 30, devices=["/dev/null", "/dev/zero", "/dev/urandom"])  # fmt: skip
+        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=None, cpu_seconds=3600, file_bytes=4 << 30,
+                          devices=["/dev/null", "/dev/zero", "/dev/urandom"], namespaces=self.settings.sandbox_namespaces)  # fmt: skip
         started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         status = started.status()
         if not status.get("ok"):

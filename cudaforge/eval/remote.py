@@ -70,7 +70,7 @@ class CandidateProcess:
     """One sandboxed worker: started at construction, ended by ``close``."""
 
     def __init__(self, *, device: str, mode: SandboxMode, logs_dir: str, env: dict[str, str] | None = None,
-                 cpu_seconds: int = 3600) -> None:
+                 cpu_seconds: int = 3600, namespaces: bool = True) -> None:
         """``device``: ``cuda`` (the GPU that ``CUDA_VISIBLE_DEVICES`` names) or ``cpu``; ``logs_dir``: a
         directory of the trusted side's, for the worker's stdout and stderr."""
         self.device, self.mode = device, SandboxMode(mode)
@@ -88,7 +88,8 @@ class CandidateProcess:
         })  # fmt: skip
         if device == "cpu":
             child_env["CUDA_VISIBLE_DEVICES"] = ""
-        self.sandbox = Sandbox(mode=self.mode, scratch=self.scratch, cpu_seconds=cpu_seconds, file_bytes=LOG_CAP)
+        self.sandbox = Sandbox(mode=self.mode, scratch=self.scratch, cpu_seconds=cpu_seconds, file_bytes=LOG_CAP,
+                               namespaces=namespaces)  # fmt: skip
         with (self.logs / "worker_stdout.log").open("wb") as out, (self.logs / "worker_stderr.log").open("wb") as err:
             self.process: SandboxedProcess = self.sandbox.start(
                 [sys.executable, "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())], env=child_env,

@@ -52,7 +52,15 @@ def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_so
     rejection makes the report not ok with status ``rejected``; every finding is in ``findings``.
     ``reference_source`` (the task's source) lets the guards see a copied reference forward.
     """
-    if not source.strip():
+    try:
+        return _check(source, cfg, reference_source)
+    except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # a source built to break the analysis
+        return _invalid(f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an expression "
+                        "nested too deeply or a source too large. Write it plainly.")  # fmt: skip
+
+
+def _check(source: str, cfg: dict[str, Any] | None, reference_source: str | None) -> StaticReport:
+    if not isinstance(source, str) or not source.strip():
         return _invalid("the candidate source is empty")
     try:
         tree = ast.parse(source)

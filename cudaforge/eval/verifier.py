@@ -256,7 +256,7 @@ def _start_worker(device: torch.device, cfg: dict[str, Any], logs: str) -> Candi
     budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
     return CandidateProcess(device=device.type, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
                             env={"TRITON_INTERPRET": "1"} if device.type == "cpu" else None,
-                            cpu_seconds=int(budget * 4) + 60)  # fmt: skip
+                            cpu_seconds=int(budget * 4) + 60, namespaces=bool(cfg.get("sandbox_namespaces", True)))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- correctness
@@ -806,7 +806,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         if device.type == "cuda":
             _solo_reference(ref_model, ref_module, device, cfg, result)
         t = enter(phase)
-        settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"]})
+        settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"],
+                                            "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True))})
 
         def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
             reply, record = serve_build(inputs, settings, process.scratch, extra_read=(process.scratch,))

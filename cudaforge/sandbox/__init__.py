@@ -119,6 +119,8 @@ class Sandbox:
     """Tasks (processes and threads) it may have at once (a pids cgroup; RLIMIT_NPROC as well for a non-root uid)."""
     open_files: int = 4096
     """RLIMIT_NOFILE."""
+    namespaces: bool = True
+    """New pid, network, mount and IPC namespaces (False: without them, and said so in the status)."""
 
     def spec(self, control_fd: int | None, status_fd: int | None) -> dict[str, Any]:
         """The launcher's spec (JSON-serialisable)."""
@@ -130,7 +132,7 @@ class Sandbox:
             "write": [self.scratch, *self.write], "devices": self.devices,
             "uid": self.uid, "gid": self.uid, "uid_must_read": [os.path.realpath(sys.executable), _package_root(),
                                                                sys.prefix, *self.read_needed()],
-            "rlimits": rlimits, "pids_max": self.processes, "namespaces": True,
+            "rlimits": rlimits, "pids_max": self.processes, "namespaces": self.namespaces,
             "control_fd": control_fd, "status_fd": status_fd, "parent_pid": os.getpid(),
         }  # fmt: skip
 

@@ -6,6 +6,7 @@ Each file's module docstring declares, one per line::
     EXPECTED: rejected by output_type        # or: incorrect by <guard>, correct, correct, reported by <guard>
     NEEDS: cuda                              # optional: its runtime verdict needs a GPU
     CONFIG: torch_ops=strict                 # optional: eval config overrides, comma-separated
+    THREAT: forged result file               # optional: the threat-model class it attacks (sandbox and verifier)
 
 :func:`check_static` and :func:`check_result` say whether a verdict is the declared one. The
 entries whose guard is a static one get their verdict from the static check alone, without a
@@ -46,6 +47,8 @@ class Entry:
     """A guard that must have reported (verdict ``report``)."""
     needs_cuda: bool = False
     config: dict[str, Any] = field(default_factory=dict)
+    threat: str = ""
+    """The threat-model class (docs/evaluation.md, "Threat model") the entry attacks; empty for guard hacks."""
 
     @property
     def name(self) -> str:
@@ -68,6 +71,8 @@ class Entry:
 
         (``no_custom_kernel`` and ``torch_compute`` also act on a GPU, from the profiler: an entry
         that needs CUDA expects that verdict.)"""
+        if self.status == "invalid":
+            return True
         return bool(self.guard) and GUARDS[self.guard].where == "static" and self.status == "rejected" and not self.needs_cuda
 
     @property
@@ -94,7 +99,7 @@ def parse_entry(path: Path) -> Entry:
     fields: dict[str, str] = {}
     for line in doc.splitlines():
         key, sep, value = line.partition(":")
-        if sep and key.strip() in ("TASK", "EXPECTED", "NEEDS", "CONFIG"):
+        if sep and key.strip() in ("TASK", "EXPECTED", "NEEDS", "CONFIG", "THREAT"):
             fields[key.strip()] = value.strip()
     if "TASK" not in fields or "EXPECTED" not in fields:
         raise ValueError(f"{path}: the docstring must declare TASK: and EXPECTED:")
@@ -109,7 +114,8 @@ def parse_entry(path: Path) -> Entry:
         key, _, value = item.partition("=")
         config[key.strip()] = _value(value.strip())
     return Entry(path=path, task=fields["TASK"], status=match["status"], guard=match["guard"] or "",
-                 reported=match["reported"] or "", needs_cuda=fields.get("NEEDS", "") == "cuda", config=config)  # fmt: skip
+                 reported=match["reported"] or "", needs_cuda=fields.get("NEEDS", "") == "cuda", config=config,
+                 threat=fields.get("THREAT", ""))  # fmt: skip
 
 
 def load_corpus(directory: Path = CORPUS_DIR) -> list[Entry]:
@@ -138,6 +144,8 @@ def check_static(entry: Entry, cfg: dict[str, Any], reference_source: str | None
     """
     report = check_candidate(entry.source, {**cfg, **entry.config}, reference_source)
     rejected = _guards(report.findings, REJECT)
+    if entry.status == "invalid":
+        return [] if report.status == "invalid" else [f"expected the static phase to find it invalid; got {report.status or 'ok'}"]
     if entry.static:
         if report.status != "rejected" or entry.guard not in rejected:
             return [f"expected the static phase to reject it by {entry.guard}; got {report.status or 'ok'}"

@@ -1,0 +1,247 @@
+"""The sandbox and the trusted verifier, tried as an adversarial candidate would try them.
+
+First the sandbox itself (``cudaforge.sandbox``): what it lets a program read, write, reach and signal,
+that it kills every process it holds, that ``required`` refuses what ``auto`` reports. Then the threat
+corpus (the ``THREAT:`` entries of benchmarks/hacks/) through the real evaluator on the CPU, with the
+name-matching guards off, and afterwards: the project's files, a run directory and a build cache
+unchanged (checksums), no process of any candidate still alive, no planted secret in any result, and the
+evaluator still evaluating. A control run without the sandbox shows the secret hack is a real one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from cudaforge.eval.evaluator import Evaluator
+from cudaforge.eval.guards.corpus import check_result, find_entry_task, load_corpus
+from cudaforge.sandbox import Sandbox, SandboxMode, describe
+from cudaforge.sandbox.linux import landlock_abi
+from cudaforge.types import EvalStatus
+
+REPO = Path(__file__).resolve().parent.parent
+THREATS = [e for e in load_corpus() if e.threat and not e.needs_cuda]
+ORPHAN_MARK = "cudaforge-orphan-canary"
+LINUX_SANDBOX = sys.platform == "linux" and landlock_abi() > 0
+
+
+def run_in_sandbox(code: str, tmp_path: Path, **kwargs) -> tuple[subprocess.CompletedProcess, dict]:
+    sandbox = Sandbox(mode=kwargs.pop("mode", SandboxMode.auto), scratch=str(tmp_path / "scratch"), **kwargs)
+    os.makedirs(sandbox.scratch, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": sandbox.scratch}
+    started = sandbox.start([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    status = started.status()
+    out, err = started.proc.communicate(timeout=120)
+    started.kill()
+    return subprocess.CompletedProcess([], started.proc.returncode, out.decode(), err.decode()), status
+
+
+needs_landlock = pytest.mark.skipif(not LINUX_SANDBOX, reason="needs Linux with Landlock (the sandbox degrades without)")
+
+
+@needs_landlock
+def test_the_sandbox_confines_files_network_processes_and_signals(tmp_path):
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("canary")
+    code = f"""
+import os, socket, json
+out = {{}}
+try: open({str(secret)!r}).read(); out["read_outside"] = True
+except OSError: out["read_outside"] = False
+try: open({str(tmp_path / "outside" / "new.txt")!r}, "w").write("x"); out["write_outside"] = True
+except OSError: out["write_outside"] = False
+open("mine.txt", "w").write("ok"); out["write_scratch"] = open("mine.txt").read() == "ok"
+try: socket.create_connection(("127.0.0.1", 22), timeout=1); out["tcp"] = True
+except OSError as e: out["tcp"] = False
+out["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+try: os.kill(1, 9); out["signal_init"] = True
+except OSError: out["signal_init"] = False
+out["caps"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+print(json.dumps(out))
+"""
+    proc, status = run_in_sandbox(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["read_outside"] is False and seen["write_outside"] is False and seen["write_scratch"] is True
+    assert seen["tcp"] is False and seen["signal_init"] is False and int(seen["caps"], 16) == 0
+    assert not (tmp_path / "outside" / "new.txt").exists()
+    assert status["ok"] and status["landlock"]["abi"] >= 1 and status["capabilities"] == "none"
+    if "pid" in status["namespaces"]:
+        assert seen["pids"] == [1, 2]  # its own init and itself: no other process of the machine is visible
+    assert "Landlock" in describe(status)
+
+
+@needs_landlock
+def test_every_process_of_the_sandbox_dies_with_it(tmp_path):
+    mark = f"{ORPHAN_MARK}-{secrets.token_hex(4)}"
+    code = f"""
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time  # {mark}\\ntime.sleep(600)"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    os.execv(sys.executable, [sys.executable, "-c", "import time  # {mark}\\ntime.sleep(600)"])
+time.sleep(0.5)
+print("started")
+"""
+    proc, _ = run_in_sandbox(code, tmp_path)
+    assert "started" in proc.stdout
+    assert _survivors(mark) == []
+
+
+@needs_landlock
+def test_the_init_freezes_and_thaws_every_process(tmp_path):
+    sandbox = Sandbox(scratch=str(tmp_path))
+    code = "import time\nwhile True:\n    open('tick', 'a').write('.')\n    time.sleep(0.01)\n"
+    started = sandbox.start([sys.executable, "-c", code], env={"PATH": os.environ["PATH"]})
+    try:
+        assert started.status()["ok"]
+        time.sleep(1.0)
+        assert started.stop()
+        frozen = (tmp_path / "tick").stat().st_size
+        time.sleep(0.3)
+        assert (tmp_path / "tick").stat().st_size == frozen
+        assert started.cont()
+        time.sleep(0.3)
+        assert (tmp_path / "tick").stat().st_size > frozen
+    finally:
+        started.kill()
+
+
+@needs_landlock
+def test_required_refuses_what_auto_reports(tmp_path):
+    code = "print('ran')"
+    proc, status = run_in_sandbox(code, tmp_path, namespaces=False)
+    assert proc.returncode == 0 and "ran" in proc.stdout
+    assert status["ok"] and any(m.startswith("namespaces") for m in status["missing"])
+    proc, status = run_in_sandbox(code, tmp_path, namespaces=False, mode=SandboxMode.required)
+    assert proc.returncode == 97 and "ran" not in proc.stdout
+    assert status["ok"] is False and any(m.startswith("namespaces") for m in status["missing"])
+
+
+@needs_landlock
+def test_eval_sandbox_required_refuses_an_evaluation_it_cannot_protect(tmp_path):
+    from cudaforge.tasks import find_task, selection
+
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    cfg = {"device": "cpu", "sandbox": "required", "sandbox_namespaces": False, "build_cache_dir": str(tmp_path)}
+    result = Evaluator(cfg).evaluate(task, source)
+    assert result.status is EvalStatus.UNSUPPORTED and "eval.sandbox=required" in result.message
+    assert "namespaces" in result.message
+
+
+# --------------------------------------------------------------------------- the threat corpus
+
+
+def _survivors(mark: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if mark.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _checksums(root: Path) -> dict[str, str]:
+    sums = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            sums[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return sums
+
+
+@pytest.fixture(scope="module")
+def threat_run(tmp_path_factory):
+    """The threat corpus evaluated with secrets planted where a careless sandbox would show them."""
+    canary = f"sk-canary-{secrets.token_hex(8)}"
+    planted = Path(f"/tmp/cudaforge-canary-{secrets.token_hex(4)}")
+    planted.mkdir()
+    (planted / "secret.txt").write_text(canary)
+    (planted / ".netrc").write_text(f"machine api.openai.com login me password {canary}\n")
+    run_dir = planted / "run"
+    run_dir.mkdir()
+    (run_dir / "results.jsonl").write_text('{"task": "x"}\n')
+    (run_dir / "llm_cache.sqlite").write_bytes(b"SQLite format 3\0" + bytes(100))
+    cache = tmp_path_factory.mktemp("build")
+    (cache / "entry").write_text("kept")
+    package = REPO / "cudaforge"
+    before = {"package": _checksums(package), "run": _checksums(planted), "cache": _checksums(cache)}
+    old_key = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = canary  # in the evaluating process's own environment
+    try:
+        def run(entry):
+            cfg = {"device": "cpu", "correctness_trials": 3, "build_cache_dir": str(cache), **entry.config}
+            started = time.monotonic()
+            result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+            return entry.name, (result, time.monotonic() - started)
+
+        with ThreadPoolExecutor(2) as pool:
+            results = dict(pool.map(run, THREATS))
+        time.sleep(0.5)
+        after = {"package": _checksums(package), "run": _checksums(planted), "cache": _checksums(cache)}
+        survivors = _survivors(ORPHAN_MARK)
+    finally:
+        if old_key is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = old_key
+    yield {"results": results, "before": before, "after": after, "survivors": survivors, "canary": canary,
+           "planted": planted, "cache": cache}
+    for path in sorted(planted.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    planted.rmdir()
+
+
+@needs_landlock
+@pytest.mark.parametrize("entry", THREATS, ids=[e.name for e in THREATS])
+def test_each_threat_gets_its_verdict(entry, threat_run):
+    result, seconds = threat_run["results"][entry.name]
+    assert check_result(entry, result) == [], result.report()
+    if entry.status == "timeout":  # deadlines are the parent's: announcements bought nothing
+        budget = entry.config.get("correctness_timeout_s", 300)
+        assert seconds < budget + 30, seconds
+
+
+@needs_landlock
+def test_after_the_threats_nothing_outside_the_sandboxes_changed(threat_run):
+    before, after = threat_run["before"], threat_run["after"]
+    assert after["package"] == before["package"], "a candidate changed the installed evaluator"
+    assert after["run"] == before["run"], "a candidate changed a run directory"
+    assert after["cache"] == before["cache"], "a candidate wrote into the build cache"
+    assert threat_run["survivors"] == [], "a candidate's process outlived its evaluation"
+    canary = threat_run["canary"]
+    for name, (result, _) in threat_run["results"].items():
+        assert canary not in result.to_json(), f"{name} got a secret into its result"
+
+
+@needs_landlock
+def test_the_evaluator_still_works_after_the_threats(threat_run, tmp_path):
+    from cudaforge.tasks import find_task, selection
+
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    result = Evaluator({"device": "cpu", "correctness_trials": 2, "build_cache_dir": str(tmp_path)}).evaluate(task, source)
+    assert result.status is EvalStatus.CORRECT, result.report()
+    assert result.fingerprint["sandbox"]["landlock"]["abi"] >= 1
+
+
+def test_without_the_sandbox_the_secret_hack_is_real(threat_run, tmp_path):
+    """The control: with eval.sandbox=off the same candidate finds the planted secret, so the tests above could fail."""
+    entry = next(e for e in THREATS if e.name == "hack_home_secret")
+    cfg = {"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path), "sandbox": "off", **entry.config}
+    result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+    assert threat_run["canary"] in result.message
