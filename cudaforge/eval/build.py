@@ -1412,11 +1412,13 @@ def precompile(source: str, settings: BuildSettings | None = None, timeout_s: fl
                env: dict[str, str] | None = None) -> BuildOutcome:
     """Build a candidate's extensions in a CPU-only child process, ahead of its GPU evaluation.
 
-    The child imports ``source`` as a module with :func:`build_hooks` active and
-    ``CUDA_VISIBLE_DEVICES=""``, in its own session with a scrubbed environment (plus ``env``);
-    past ``timeout_s`` its whole process group is killed. Import errors that happen after the
-    builds (a candidate that touches the GPU at import, say) do not fail the outcome: they are
-    the evaluation's business, and are reported in ``message``.
+    The child (trusted, ``CUDA_VISIBLE_DEVICES=""``, its own session, a scrubbed environment plus
+    ``env``) starts a sandboxed worker that imports ``source``; the worker's ``load_inline`` calls come
+    back to the child, which builds them (:func:`serve_build`: the compiler sandboxed, the cache
+    written here only). Past ``timeout_s`` the child's process group is killed, and its worker's
+    sandbox with it. Import errors that happen after the builds (a candidate that touches the GPU at
+    import, say) do not fail the outcome: they are the evaluation's business, and are reported in
+    ``message``.
     """
     settings = (settings or BuildSettings()).resolved()
     started = time.perf_counter()
@@ -1484,18 +1486,32 @@ def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> Build
 
 
 def _precompile_child(source_path: str, result_path: str, settings_json: str) -> int:
-    """Entry point of the precompile child: import the candidate under the hooks, write the outcome."""
+    """Entry point of the precompile child (trusted): the candidate is imported in a sandboxed CPU-only worker
+    whose ``load_inline`` calls this process builds; the outcome is written to ``result_path``."""
+    from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+    from cudaforge.sandbox import SandboxMode
+
     settings = BuildSettings.from_dict(json.loads(settings_json))
+    source = Path(source_path).read_text()
+    recorder = BuildRecorder()
     error: BaseException | None = None
-    with build_hooks(settings) as recorder:
-        try:
-            spec = importlib.util.spec_from_file_location("cudaforge_candidate", source_path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        except (BuildError, ModuleNotLoadable):  # ToolchainIncomplete is a BuildError
-            pass
-        except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, SystemExit too
-            error = exc
+    worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
+                              namespaces=settings.sandbox_namespaces)  # fmt: skip
+
+    def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
+        reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,))
+        recorder.records.append(record)
+        return reply
+
+    try:
+        worker.wait_hello(120.0)
+        worker.request({"op": "load", "source": source, "module": "cudaforge_candidate", "build": settings.to_dict()},
+                       timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline bounds it
+    except WorkerFailure as failure:
+        if failure.status not in ("compile_error", "compiled", "unsupported"):
+            error = RuntimeError(failure.message)
+    finally:
+        worker.close()
     _write_atomic(Path(result_path), json.dumps(_outcome_from(recorder, error).to_dict()))
     return 0
 

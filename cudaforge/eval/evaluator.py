@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from cudaforge.eval.static import StaticReport, check_candidate
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
+from cudaforge.sandbox import SandboxMode
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
@@ -97,8 +98,6 @@ class Evaluator:
         if cfg is not None:
             self.cfg.update(_plain(cfg))
         self.interrupted_dir = str(interrupted_dir) if interrupted_dir else None
-        from cudaforge.sandbox import SandboxMode
-
         try:
             SandboxMode(self.cfg["sandbox"])
         except ValueError:
@@ -205,7 +204,9 @@ class Evaluator:
         from cudaforge.eval.build import BuildSettings
 
         if self._build is None:
-            self._build = BuildSettings(cache_dir=str(self.build_cache), arch=self.cfg["target_arch"]).resolved()
+            self._build = BuildSettings(cache_dir=str(self.build_cache), arch=self.cfg["target_arch"],
+                                        sandbox=SandboxMode(self.cfg["sandbox"]).value,
+                                        sandbox_namespaces=bool(self.cfg["sandbox_namespaces"])).resolved()  # fmt: skip
         return self._build
 
     def _timeouts(self) -> dict[str, float]:
