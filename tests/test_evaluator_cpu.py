@@ -365,3 +365,39 @@ def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_pat
     assert lead.wait_for_standbys(timeout_s=1)
     ready["value"] = False
     assert not lead.wait_for_standbys(timeout_s=0.2)
+
+
+def test_a_candidate_whose_evaluation_died_is_not_run_again(tiny, tmp_path):
+    """The marker of an evaluation in flight stays when the process running it dies (kill -9, a crash); a resumed
+    run then reports that candidate as crashed instead of running it again. A finished evaluation leaves none."""
+    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path / "b")},
+                          interrupted_dir=tmp_path / "interrupted")  # fmt: skip
+    source = (CANDIDATES / "triton_relu.py").read_text()
+    assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT
+    assert list((tmp_path / "interrupted").iterdir()) == []
+    marker = evaluator._interrupted_marker(tiny["ReLU"], __import__("cudaforge.types").types.source_hash(source))
+    marker.write_text("{}")  # as a run killed during this evaluation leaves it
+    again = evaluator.evaluate(tiny["ReLU"], source)
+    assert again.status is EvalStatus.CRASHED and "never finished" in again.message and again.seconds < 1
+
+
+def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch):
+    """A source that breaks the analysis, a verifier result that is not a result, an internal failure: each is a
+    result, never an exception."""
+    import cudaforge.eval.evaluator as evaluator_module
+    from cudaforge.isolation import IsolatedOutcome
+
+    evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)})
+    deep = relu_candidate("return " + " + ".join(["x"] * 3000))
+    assert evaluator.evaluate(tiny["ReLU"], deep).status is EvalStatus.INVALID
+    monkeypatch.setattr(evaluator_module, "run_isolated",
+                        lambda *a, **k: IsolatedOutcome(status="ok", result={"status": "correct", "speedup": "fast"}))
+    source = (CANDIDATES / "triton_relu.py").read_text()
+    forged = evaluator.evaluate(tiny["ReLU"], source)
+    assert forged.status is EvalStatus.CRASHED and "malformed" in forged.message
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(evaluator_module, "run_isolated", broken)
+    assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CRASHED

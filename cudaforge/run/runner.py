@@ -86,7 +86,8 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
                   max_follow_ups=cfg.strategy.max_follow_ups,
                   skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
     judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups)
-    evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir)  # one set of GPU locks for both
+    # one set of GPU locks for evaluator and profiler; a candidate whose evaluation died with the run is not re-run
+    evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / "interrupted")
     gpus = getattr(evaluator, "gpus", [])
     if profiler is None and cfg.profile.enabled:
         from cudaforge.profile import Profiler
