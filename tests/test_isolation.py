@@ -188,3 +188,25 @@ def test_a_standby_whose_parent_goes_away_exits_without_a_result():
     else:
         os.kill(pid, 9)
         pytest.fail("the orphaned standby kept running")
+
+
+def test_announcing_phases_never_extends_a_deadline():
+    """A phase's budget counts all the time spent in it, however often it is announced; junk lines are ignored;
+    and the whole run is capped by the sum of the budgets."""
+    started = time.monotonic()
+    out = run("spam_phases", {"phases": ["a"]}, timeouts={"a": 1.5})
+    assert out.status == "timeout" and "'a'" in out.error and time.monotonic() - started < 10
+    started = time.monotonic()
+    out = run("spam_phases", {"phases": ["a", "b"]}, timeouts={"a": 2.0, "b": 2.0}, default_timeout=0.5)
+    assert out.status == "timeout" and time.monotonic() - started < 12
+
+
+@pytest.mark.parametrize("text, repeat, words", [
+    ('{"status": "correct"', 1, "malformed"),
+    ("[1, 2, 3]", 1, "not a JSON object"),
+    ("[" * 100000 + "]" * 100000, 1, "malformed"),
+    ("\xff\xfe", 1, "malformed"),
+])
+def test_a_malformed_result_file_is_a_crash_not_an_exception(text, repeat, words):
+    out = run("write_result", {"text": text, "repeat": repeat})
+    assert out.status == "crashed" and words in out.error

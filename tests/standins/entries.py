@@ -83,3 +83,26 @@ def echo_prepared(payload, progress):
     progress("work")
     return {"prepared": PREPARED, "pid": os.getpid(), "stdin": sys.stdin.read(), "echo": payload,
             "env": dict(os.environ), "cwd": os.getcwd()}
+
+
+def spam_phases(payload, progress):
+    """Announce phases over and over (the same ones, and junk lines) while never finishing."""
+    import json
+    import time
+
+    path = "progress.jsonl"
+    while True:
+        for phase in payload["phases"]:
+            progress(phase)
+            with open(path, "a") as f:
+                f.write("not json\n" + json.dumps([1, 2]) + "\n" + json.dumps({"phase": 7}) + "\n")
+            time.sleep(0.05)
+
+
+def write_result(payload, progress):
+    """Write a result file of the payload's choosing and exit without the runner's own result."""
+    import os
+
+    with open("result.json", "wb") as f:
+        f.write(payload["text"].encode() * payload.get("repeat", 1))
+    os._exit(0)
