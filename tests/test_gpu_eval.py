@@ -109,3 +109,33 @@ def test_baseline_times_eager_and_compiled_references(tiny):
     (baseline,) = time_suite([tiny["Softmax"]], evaluator.cfg, evaluator.gpus[0])
     assert baseline.status == "ok", baseline.message
     assert baseline.eager.median > 0 and baseline.compile.median > 0 and baseline.fingerprint["gpu"]["name"]
+
+
+def test_a_gpu_evaluation_is_sandboxed_with_the_arena_on_the_device(evaluator, tiny):
+    """The candidate ran in a sandbox, its tensors crossed through GPU memory shared with the verifier (no host
+    fallback), the reference was timed alone first, and the cross-check ran without firing on an honest kernel."""
+    result = evaluator.evaluate(tiny["Softmax"], (CANDIDATES / "cuda_softmax.py").read_text())
+    assert result.status is EvalStatus.CORRECT, result.report()
+    sandbox = result.fingerprint["sandbox"]
+    assert sandbox["capabilities"] == "none" and sandbox["landlock"], result.fingerprint["sandbox_summary"]
+    assert not any("device arena unavailable" in n for n in result.fingerprint.get("guard_notes", []))
+    assert result.fingerprint["reference_solo_ms"] > 0
+    crosscheck = result.fingerprint["timing_crosscheck"]
+    assert crosscheck["calls"] >= 2 and crosscheck["candidate_observed_ms"] > 0
+    assert not [f for f in result.guard_findings if f["guard"] in ("timing_crosscheck", "reference_slowdown")]
+
+
+def test_an_l2_persistence_window_buys_nothing(tmp_path):
+    """The verifier resets persisting L2 lines before every timed call: the candidate that leaves a window set
+    times like its twin without one (within 10%)."""
+    from cudaforge.tasks import find_task
+
+    source = (REPO / "benchmarks" / "hacks" / "hack_l2_persistence.py").read_text()
+    twin = source.replace("PERSIST = True", "PERSIST = False")
+    task = find_task(selection("main"), "level1/3_Softmax")
+    evaluator = Evaluator({"timing_trials": 50, "warmup": 5, "guard_concurrency": "report",
+                           "build_cache_dir": str(tmp_path)})  # fmt: skip
+    with_window, without = evaluator.evaluate(task, source), evaluator.evaluate(task, twin)
+    assert with_window.status is without.status is EvalStatus.CORRECT, with_window.report() + without.report()
+    assert with_window.candidate_timing.median >= 0.9 * without.candidate_timing.median, (
+        with_window.candidate_timing.median, without.candidate_timing.median)
