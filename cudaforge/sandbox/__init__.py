@@ -77,12 +77,28 @@ ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/p
 credentials some tools keep there) stays unreadable."""
 
 
+def _toolchain_dirs() -> set[str]:
+    """Every directory on PATH, and the prefix of each compiler found there (``/opt/gcc`` for
+    ``/opt/gcc/bin/g++``: its headers and helpers), except a home directory as a prefix."""
+    dirs = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d)}
+    for tool in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja", "nvcc"):
+        found = shutil.which(tool)
+        if not found:
+            continue
+        real = Path(os.path.realpath(found))
+        dirs.add(str(real.parent))
+        prefix = real.parents[1]
+        if str(prefix) not in ("/", "/root", "/home") and not str(prefix).startswith(("/home/", "/root/")):
+            dirs.add(str(prefix))
+    return dirs
+
+
 def default_read_paths() -> list[str]:
     """What a candidate or a compiler needs to read: the interpreter and its packages, this package,
     system libraries and compilers, the CUDA toolkit and driver, /proc and /sys (for device discovery)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              _package_root(), "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", *ETC_FILES,
-             *_cuda_roots()}  # fmt: skip
+             *_cuda_roots(), *_toolchain_dirs()}  # fmt: skip
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths().get(key, ""))
     paths.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != tempfile.gettempdir())
@@ -121,6 +137,8 @@ class Sandbox:
     """RLIMIT_NOFILE."""
     namespaces: bool = True
     """New pid, network, mount and IPC namespaces (False: without them, and said so in the status)."""
+    landlock_skip: tuple[str, ...] = ()
+    """Classes of Landlock rights left unhandled (``net``, ``scopes``, ``ioctl``); empty in every real use."""
 
     def spec(self, control_fd: int | None, status_fd: int | None) -> dict[str, Any]:
         """The launcher's spec (JSON-serialisable)."""
@@ -134,6 +152,7 @@ class Sandbox:
                                                                sys.prefix, *self.read_needed()],
             "rlimits": rlimits, "pids_max": self.processes, "namespaces": self.namespaces,
             "control_fd": control_fd, "status_fd": status_fd, "parent_pid": os.getpid(),
+            "landlock_skip": list(self.landlock_skip),
         }  # fmt: skip
 
     @staticmethod

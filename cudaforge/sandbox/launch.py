@@ -234,10 +234,13 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
         rules = [(p, linux.READ) for p in spec.get("read", [])]
         rules += [(p, linux.WRITE) for p in spec.get("write", [])]
         rules += [(p, linux.DEVICE) for p in spec.get("devices", [])]
+        # its own /proc/<pid> (resolved here, before exec: the pid stays): the CUDA driver writes there, and
+        # cudaGetDeviceCount fails with error 304 when it cannot (seen on an H200, 2026-12-01)
+        rules.append(("/proc/self", linux.READ | linux.FS_WRITE_FILE | linux.FS_TRUNCATE))
         if abi:
             try:
-                applied = linux.landlock_restrict(rules, abi)
-                status["landlock"] = {k: v for k, v in applied.items() if k != "paths"}
+                applied = linux.landlock_restrict(rules, abi, tuple(spec.get("landlock_skip", ())))
+                status["landlock"] = {k: v for k, v in applied.items() if k not in ("paths", "skipped")}
                 if not applied["tcp"] and "net" not in status["namespaces"]:
                     missing.append(f"network: no network namespace and Landlock ABI {abi} cannot block TCP")
                 if not applied["scopes"]:

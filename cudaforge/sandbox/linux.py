@@ -192,8 +192,9 @@ READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 WRITE = (READ | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SYM
          | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_REFER | FS_TRUNCATE)  # fmt: skip
 """Everything but device nodes, within a hierarchy."""
-DEVICE = FS_READ_FILE | FS_WRITE_FILE | FS_IOCTL_DEV
-"""Open a device node for reading and writing and use its ioctls."""
+DEVICE = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+"""Open a device node for reading and writing (``O_TRUNC`` too: compilers write to ``-o /dev/null``) and use its
+ioctls."""
 
 
 def landlock_abi() -> int:
@@ -223,25 +224,29 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def landlock_restrict(rules: list[tuple[str, int]], abi: int) -> dict[str, object]:
+def landlock_restrict(rules: list[tuple[str, int]], abi: int, skip: tuple[str, ...] = ()) -> dict[str, object]:
     """Restrict this process (and every later child) to ``rules``: ``(path, rights)`` pairs; nothing else in
     the file system, no TCP bind or connect (ABI 4+), no signals and no abstract unix sockets outside the
     sandbox (ABI 6+). Paths that do not exist are skipped. Needs ``set_no_new_privs()`` first.
 
-    Returns what was enforced: ``{abi, tcp, scopes, paths}``.
+    ``skip`` leaves classes of rights unhandled (``net``, ``scopes``, ``ioctl``: diagnosis only). Returns what
+    was enforced: ``{abi, tcp, scopes, paths, skipped}`` (``skipped``: paths no rule can name, such as pipes).
     """
     if abi < 1:
         raise OSError(95, "Landlock is not available")
     handled = _fs_rights(abi)
+    if "ioctl" in skip:
+        handled &= ~FS_IOCTL_DEV
     attr = _RulesetAttr(handled, 0, 0)
     size = 8
-    if abi >= 4:
+    if abi >= 4 and "net" not in skip:
         attr.handled_access_net, size = NET_BIND_TCP | NET_CONNECT_TCP, 16
-    if abi >= 6:
+    if abi >= 6 and "scopes" not in skip:
         attr.scoped, size = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL, 24
     ruleset = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0),
                      "landlock_create_ruleset")  # fmt: skip
-    applied = []
+    applied: list[str] = []
+    skipped: list[str] = []
     try:
         for path, rights in rules:
             try:
@@ -253,15 +258,17 @@ def landlock_restrict(rules: list[tuple[str, int]], abi: int) -> dict[str, objec
                 if not os.path.isdir(path):
                     allowed &= FILE_RIGHTS
                 rule = _PathBeneath(allowed, fd)
-                _check(_libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0),
-                       f"landlock_add_rule {path}")  # fmt: skip
+                if _libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0) < 0:
+                    skipped.append(path)  # e.g. a pipe behind /dev/stdout: nothing to grant there
+                    continue
                 applied.append(path)
             finally:
                 os.close(fd)
         _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
     finally:
         os.close(ruleset)
-    return {"abi": abi, "tcp": abi >= 4, "scopes": abi >= 6, "paths": applied}
+    return {"abi": abi, "tcp": abi >= 4 and "net" not in skip, "scopes": abi >= 6 and "scopes" not in skip,
+            "paths": applied, "skipped": skipped}
 
 
 # ------------------------------------------------------------------------------------ rlimits
