@@ -245,3 +245,19 @@ def test_without_the_sandbox_the_secret_hack_is_real(threat_run, tmp_path):
     cfg = {"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path), "sandbox": "off", **entry.config}
     result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
     assert threat_run["canary"] in result.message
+
+
+def test_a_compiler_installed_under_its_own_prefix_is_readable(tmp_path, monkeypatch):
+    """The H200 image's gcc lives in /opt/gcc/bin with its headers in /opt/gcc/lib (call 5 of 2026-12-01 failed on
+    them): a PATH directory named bin makes its prefix readable, except a home directory."""
+    from cudaforge.sandbox import default_read_paths
+
+    tool = tmp_path / "opt" / "gcc" / "bin"
+    tool.mkdir(parents=True)
+    home_bin = Path("/root/bin") if Path("/root/bin").is_dir() else None
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tool), os.environ.get("PATH", "")]))
+    paths = default_read_paths()
+    assert str(tool) in paths and str(tool.parent) in paths
+    assert "/root" not in paths and "/home" not in paths
+    if home_bin:
+        assert "/root" not in paths

@@ -80,16 +80,17 @@ credentials some tools keep there) stays unreadable."""
 def _toolchain_dirs() -> set[str]:
     """Every directory on PATH, and the prefix of each compiler found there (``/opt/gcc`` for
     ``/opt/gcc/bin/g++``: its headers and helpers), except a home directory as a prefix."""
-    dirs = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d)}
+    bins = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d)}
     for tool in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja", "nvcc"):
         found = shutil.which(tool)
-        if not found:
-            continue
-        real = Path(os.path.realpath(found))
-        dirs.add(str(real.parent))
-        prefix = real.parents[1]
-        if str(prefix) not in ("/", "/root", "/home") and not str(prefix).startswith(("/home/", "/root/")):
-            dirs.add(str(prefix))
+        if found:
+            bins.add(str(Path(os.path.realpath(found)).parent))
+    dirs = set(bins)
+    for directory in bins:  # /opt/gcc/bin -> /opt/gcc: the compiler's own headers (seen on an H200 image)
+        real = Path(os.path.realpath(directory))
+        prefix = str(real.parent)
+        if real.name == "bin" and prefix not in ("/", "/root", "/home") and not prefix.startswith(("/home/", "/root/")):
+            dirs.add(prefix)
     return dirs
 
 
