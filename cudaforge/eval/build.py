@@ -1508,7 +1508,14 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
         worker.request({"op": "load", "source": source, "module": "cudaforge_candidate", "build": settings.to_dict()},
                        timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline bounds it
     except WorkerFailure as failure:
-        if failure.status not in ("compile_error", "compiled", "unsupported"):
+        built = [r for r in recorder.records if r.status == "built"]
+        if failure.status == "compile_error" and built and len(built) == len(recorder.records):
+            # built here, but the library would not load in the worker (an undefined symbol, say)
+            record = built[-1]
+            record.status, record.error = "failed", failure.message.split("\n", 1)[-1][:20000]
+            record.log += f"\n{record.error}\n"
+            record.log_trimmed = trim_compiler_log(record.log)
+        elif failure.status not in ("compile_error", "compiled", "unsupported"):
             error = RuntimeError(failure.message)
     finally:
         worker.close()
