@@ -73,6 +73,7 @@ def verdicts():
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_screen_is_never_more_lenient_than_isclose(verdicts):
     lenient = [v["case"] for v in verdicts if v["screen"] is True and not v["isclose_all"]]
     assert lenient == []

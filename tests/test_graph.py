@@ -114,6 +114,7 @@ def test_full_loop_routes_through_judge_and_profiler(tmp_path, relu):
     [("one_shot", 0, 0), ("self_refine", 0, 1), ("correction_only", 1, 0), ("optimization_only", 1, 1),
      ("full_metrics", 2, 1)],
 )
+@pytest.mark.slow
 def test_strategies_route_as_documented(tmp_path, relu, strategy, judge_calls, profiled):
     judge_replies = {"correction_only": [CORRECTION], "optimization_only": [OPTIMIZATION],
                      "full_metrics": [CORRECTION, OPTIMIZATION]}.get(strategy, [])
@@ -223,6 +224,7 @@ def test_resume_after_a_kill_mid_round_repeats_no_finished_step(tmp_path, relu):
     assert len(new_rows) == 2 and not any(r.cache_hit for r in new_rows)  # round 2's judge, round 3's coder
 
 
+@pytest.mark.slow
 def test_replay_reproduces_transcript_and_results_offline(tmp_path, relu, monkeypatch):
     cfg = config(tmp_path, rounds=3)
     scripts([BAD, GOOD, GOOD2], [CORRECTION, OPTIMIZATION])

@@ -68,6 +68,7 @@ def cpu_results(tmp_path_factory):
         return dict(pool.map(run, CPU_RUNTIME))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", CPU_RUNTIME, ids=ids(CPU_RUNTIME))
 def test_runtime_verdicts_of_the_corpus_on_the_cpu(entry, cpu_results):
     result = cpu_results[entry.name]

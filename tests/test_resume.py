@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 
 def start(run_dir: Path, cwd: Path) -> subprocess.Popen:
     args = [sys.executable, "-m", "cudaforge.cli", "run", "strategy.max_rounds=2", "tracker=disabled",
@@ -32,6 +34,7 @@ def paid_calls(run_dir: Path) -> list[tuple]:
     return [(r["meta"]["task_id"], r["meta"]["round"], r["role"]) for r in rows if not r["cache_hit"]]
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_redoes_nothing(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(run_dir, tmp_path)
@@ -52,6 +55,7 @@ def test_sigkill_then_resume_redoes_nothing(tmp_path):
     assert not any(task == first["task_id"] for task, _, _ in paid[len(paid_before):])
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_gracefully_and_says_how_to_resume(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(run_dir, tmp_path)

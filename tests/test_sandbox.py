@@ -206,6 +206,7 @@ def threat_run(tmp_path_factory):
     planted.rmdir()
 
 
+@pytest.mark.slow
 @needs_landlock
 @pytest.mark.parametrize("entry", THREATS, ids=[e.name for e in THREATS])
 def test_each_threat_gets_its_verdict(entry, threat_run):
@@ -216,6 +217,7 @@ def test_each_threat_gets_its_verdict(entry, threat_run):
         assert seconds < budget + 30, seconds
 
 
+@pytest.mark.slow
 @needs_landlock
 def test_after_the_threats_nothing_outside_the_sandboxes_changed(threat_run):
     before, after = threat_run["before"], threat_run["after"]
@@ -228,6 +230,7 @@ def test_after_the_threats_nothing_outside_the_sandboxes_changed(threat_run):
         assert canary not in result.to_json(), f"{name} got a secret into its result"
 
 
+@pytest.mark.slow
 @needs_landlock
 def test_the_evaluator_still_works_after_the_threats(threat_run, tmp_path):
     from cudaforge.tasks import find_task, selection
@@ -239,6 +242,7 @@ def test_the_evaluator_still_works_after_the_threats(threat_run, tmp_path):
     assert result.fingerprint["sandbox"]["landlock"]["abi"] >= 1
 
 
+@pytest.mark.slow
 def test_without_the_sandbox_the_secret_hack_is_real(threat_run, tmp_path):
     """The control: with eval.sandbox=off the same candidate finds the planted secret, so the tests above could fail."""
     entry = next(e for e in THREATS if e.name == "hack_home_secret")

@@ -6,12 +6,15 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def cudaforge(*args, cwd):
     return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=600)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_multirun_over_two_strategies_then_a_report(tmp_path):
     sweep = tmp_path / "sweep"
     out = cudaforge("run", "-m", "experiment=demo_strategies", "suite.problem_ids=[1]", "strategy.max_rounds=2",
