@@ -9,6 +9,7 @@ static guards before it imports the candidate, so a caller that passes no config
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,11 +53,27 @@ def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_so
     rejection makes the report not ok with status ``rejected``; every finding is in ``findings``.
     ``reference_source`` (the task's source) lets the guards see a copied reference forward.
     """
-    try:
-        return _check(source, cfg, reference_source)
-    except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # a source built to break the analysis
+    # In a thread of its own: a source nested past the parser's limit leaves CPython 3.11's per-thread AST
+    # recursion counter off ("AST constructor recursion depth mismatch" at the next parse), so the thread that
+    # met it must not parse anything again.
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["report"] = _check(source, cfg, reference_source)
+        except BaseException as exc:  # noqa: BLE001 - judged below
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="cudaforge-static-check", daemon=True)
+    thread.start()
+    thread.join()
+    if "report" in box:
+        return box["report"]
+    exc = box.get("error")
+    if isinstance(exc, (RecursionError, MemoryError, ValueError, TypeError, SystemError)):  # built to break the analysis
         return _invalid(f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an expression "
                         "nested too deeply or a source too large. Write it plainly.")  # fmt: skip
+    raise exc if exc is not None else RuntimeError("the static check ended without a report")
 
 
 def _check(source: str, cfg: dict[str, Any] | None, reference_source: str | None) -> StaticReport:
