@@ -401,3 +401,23 @@ def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch)
 
     monkeypatch.setattr(evaluator_module, "run_isolated", broken)
     assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CRASHED
+
+
+def test_a_tuple_holding_the_reference_output_is_not_the_output(tiny, tmp_path):
+    """Where the reference returns a tensor, a tuple (or list) holding it is a different output: output_type."""
+    cfg = {"device": "cpu", "correctness_trials": 1, "guard_no_custom_kernel": "report", "guard_reference": "report",
+           "build_cache_dir": str(tmp_path)}  # fmt: skip
+    result = Evaluator(cfg).evaluate(tiny["ReLU"], relu_candidate("return (torch.relu(x),)"))
+    assert result.status is EvalStatus.REJECTED and "output_type" in result.message and "tuple of 1" in result.message
+
+
+def test_weights_from_the_seed_keep_init_time_transforms_and_copying_undoes_them(tiny, tmp_path):
+    """eval.weights=seed (KernelBench's way, the default) keeps a fold done in __init__; copy_matching overwrites
+    the folded weights with the reference's and the kernel is then 2x off; the message says which was used."""
+    source = (REPO / "benchmarks" / "hacks" / "legit_init_time_folding.py").read_text()
+    base = {"device": "cpu", "correctness_trials": 1, "check_variants": False, "build_cache_dir": str(tmp_path)}
+    seeded = Evaluator(base).evaluate(tiny["MatmulBiasReLU"], source)
+    assert seeded.status is EvalStatus.CORRECT and "weights from the same seed" in seeded.message, seeded.report()
+    copied = Evaluator({**base, "weights": "copy_matching"}).evaluate(tiny["MatmulBiasReLU"], source)
+    assert copied.status is EvalStatus.INCORRECT, copied.report()
+    assert copied.fingerprint["weights"] == "copy_matching (2 tensors copied)"
