@@ -87,8 +87,14 @@ def main() -> None:
         progress_file.write(json.dumps({"phase": phase}) + "\n")
         progress_file.flush()
 
-    if len(sys.argv) > 3 and not _standby(sys.argv[3], progress):
-        os._exit(0)
+    if len(sys.argv) > 3:
+        if not _standby(sys.argv[3], progress):
+            os._exit(0)
+    elif os.environ.get("CUDAFORGE_CHILD_EARLY"):  # e.g. start a sandboxed worker before the entry imports torch
+        try:
+            _resolve(os.environ["CUDAFORGE_CHILD_EARLY"])(str(workdir))
+        except Exception:  # noqa: BLE001 - the entry does that work itself
+            sys.stderr.write("early start failed (the entry will do it):\n" + traceback.format_exc())
     try:
         func = _resolve(entry)
         result = func(json.loads((workdir / "payload.json").read_text()), progress)

@@ -224,6 +224,7 @@ class Evaluator:
         if self.lock_dir:
             env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
         env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(self.cfg)  # a standby starts its sandboxed worker with these
+        env["CUDAFORGE_CHILD_EARLY"] = "cudaforge.eval.early:start_worker"  # a cold one, before it imports torch
         return env
 
     # ------------------------------------------------------------------ one candidate

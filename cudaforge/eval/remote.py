@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from cudaforge.eval.exchange import ChannelError, Channel
+from cudaforge.eval.channel import Channel, ChannelError
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe
 

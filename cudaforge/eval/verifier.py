@@ -253,10 +253,9 @@ class Candidate:
 
 
 def _start_worker(device: torch.device, cfg: dict[str, Any], logs: str) -> CandidateProcess:
-    budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
-    return CandidateProcess(device=device.type, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
-                            env={"TRITON_INTERPRET": "1"} if device.type == "cpu" else None,
-                            cpu_seconds=int(budget * 4) + 60, namespaces=bool(cfg.get("sandbox_namespaces", True)))  # fmt: skip
+    from cudaforge.eval.early import new_worker
+
+    return new_worker(device.type, cfg, logs)
 
 
 # ----------------------------------------------------------------------------- correctness
@@ -770,7 +769,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     rec = _Recorder(progress)
     guard = _Guards(cfg, result)
     notes: list[str] = result.fingerprint.setdefault("guard_notes", [])
-    process: CandidateProcess | None = _PREPARED.pop("process", None)
+    from cudaforge.eval import early
+
+    process: CandidateProcess | None = _PREPARED.pop("process", None) or early.take()
     phase_started = time.monotonic()
     phase_budget = [cfg["static_timeout_s"]]
 

@@ -1,0 +1,37 @@
+"""Starting the candidate's sandboxed worker as early as possible (stdlib only: no torch yet).
+
+The verifier's child runs ``start_worker`` before it imports its entry (``CUDAFORGE_CHILD_EARLY``, set by the
+evaluator), so the worker's start-up (its own Python and torch imports, inside its sandbox) overlaps the
+verifier's; the verifier then takes it with ``take``. A standby verifier starts its worker in ``prepare``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cudaforge.eval.remote import CandidateProcess
+from cudaforge.sandbox import SandboxMode
+
+_STARTED: dict[str, CandidateProcess] = {}
+
+
+def new_worker(device: str, cfg: dict[str, Any], logs: str) -> CandidateProcess:
+    """A sandboxed worker for one evaluation with the eval settings ``cfg`` on ``device`` (``cuda`` or ``cpu``)."""
+    budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
+    return CandidateProcess(device=device, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
+                            env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
+                            cpu_seconds=int(budget * 4) + 60, namespaces=bool(cfg.get("sandbox_namespaces", True)))  # fmt: skip
+
+
+def start_worker(workdir: str) -> None:
+    """Start the worker of the payload in ``workdir`` (the verifier's child, before it imports torch)."""
+    payload = json.loads((Path(workdir) / "payload.json").read_text())
+    _STARTED["process"] = new_worker(payload["device"], payload["eval"], os.getcwd())
+
+
+def take() -> CandidateProcess | None:
+    """The worker ``start_worker`` started in this process, if any (once)."""
+    return _STARTED.pop("process", None)
