@@ -1008,7 +1008,7 @@ class _Hooks:
             files["cuda_sources"] = user
             plain = "\n".join(prefix + ['#line 1 "cuda_sources"', user])
             if self.settings.light_headers and not no_implicit_headers:
-                torch_include = os.path.join(os.path.dirname(sys.modules["torch"].__file__), "include")
+                torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
                 for tier in ("min", "types"):
                     text = light_cuda_source(user, tier, torch_include)
                     if text is None:
@@ -1502,6 +1502,8 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
         reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,))
         recorder.records.append(record)
         return reply
+
+    import torch.utils.cpp_extension  # noqa: F401 - while the worker starts, not inside the first build's time
 
     try:
         worker.wait_hello(120.0)
