@@ -45,6 +45,14 @@ def run_in_sandbox(code: str, tmp_path: Path, **kwargs) -> tuple[subprocess.Comp
     return subprocess.CompletedProcess([], started.proc.returncode, out.decode(), err.decode()), status
 
 
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 needs_landlock = pytest.mark.skipif(not LINUX_SANDBOX, reason="needs Linux with Landlock (the sandbox degrades without)")
 
 
@@ -164,9 +172,9 @@ def _checksums(root: Path) -> dict[str, str]:
     return sums
 
 
-@pytest.fixture(scope="module")
-def threat_run(tmp_path_factory):
-    """The threat corpus evaluated with secrets planted where a careless sandbox would show them."""
+def _run_threats(entries, device: str, tmp_path_factory) -> dict:
+    """Evaluate ``entries`` with secrets planted where a careless sandbox would show them, and checksum what no
+    candidate may change: the installed package, a run directory (results and LLM cache), the build cache."""
     canary = f"sk-canary-{secrets.token_hex(8)}"
     planted = Path(f"/tmp/cudaforge-canary-{secrets.token_hex(4)}")
     planted.mkdir()
@@ -184,13 +192,13 @@ def threat_run(tmp_path_factory):
     os.environ["OPENAI_API_KEY"] = canary  # in the evaluating process's own environment
     try:
         def run(entry):
-            cfg = {"device": "cpu", "correctness_trials": 3, "build_cache_dir": str(cache), **entry.config}
+            cfg = {"device": device, "correctness_trials": 3, "build_cache_dir": str(cache), **entry.config}
             started = time.monotonic()
             result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
             return entry.name, (result, time.monotonic() - started)
 
         with ThreadPoolExecutor(2) as pool:
-            results = dict(pool.map(run, THREATS))
+            results = dict(pool.map(run, entries))
         time.sleep(0.5)
         after = {"package": _checksums(package), "run": _checksums(planted), "cache": _checksums(cache)}
         survivors = _survivors(ORPHAN_MARK)
@@ -199,35 +207,52 @@ def threat_run(tmp_path_factory):
             os.environ.pop("OPENAI_API_KEY", None)
         else:
             os.environ["OPENAI_API_KEY"] = old_key
-    yield {"results": results, "before": before, "after": after, "survivors": survivors, "canary": canary,
-           "planted": planted, "cache": cache}
+    return {"results": results, "before": before, "after": after, "survivors": survivors, "canary": canary,
+            "planted": planted}
+
+
+def _remove(planted: Path) -> None:
     for path in sorted(planted.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
     planted.rmdir()
+
+
+def _assert_nothing_changed(run: dict) -> None:
+    before, after = run["before"], run["after"]
+    assert after["package"] == before["package"], "a candidate changed the installed evaluator"
+    assert after["run"] == before["run"], "a candidate changed a run directory"
+    assert after["cache"] == before["cache"], "a candidate wrote into the build cache"
+    assert run["survivors"] == [], "a candidate's process outlived its evaluation"
+    for name, (result, _) in run["results"].items():
+        assert run["canary"] not in result.to_json(), f"{name} got a secret into its result"
+
+
+def _assert_verdict(entry, result, seconds: float) -> None:
+    assert check_result(entry, result) == [], f"{entry.name}: {result.report()}"
+    if entry.status == "timeout":  # deadlines are the parent's: announcements bought nothing
+        budget = entry.config.get("correctness_timeout_s", 300)
+        assert seconds < budget + 30, (entry.name, seconds)
+
+
+@pytest.fixture(scope="module")
+def threat_run(tmp_path_factory):
+    """The threat corpus's CPU entries on the CPU (the planted secrets stay for the control test)."""
+    run = _run_threats(THREATS, "cpu", tmp_path_factory)
+    yield run
+    _remove(run["planted"])
 
 
 @pytest.mark.slow
 @needs_landlock
 @pytest.mark.parametrize("entry", THREATS, ids=[e.name for e in THREATS])
 def test_each_threat_gets_its_verdict(entry, threat_run):
-    result, seconds = threat_run["results"][entry.name]
-    assert check_result(entry, result) == [], result.report()
-    if entry.status == "timeout":  # deadlines are the parent's: announcements bought nothing
-        budget = entry.config.get("correctness_timeout_s", 300)
-        assert seconds < budget + 30, seconds
+    _assert_verdict(entry, *threat_run["results"][entry.name])
 
 
 @pytest.mark.slow
 @needs_landlock
 def test_after_the_threats_nothing_outside_the_sandboxes_changed(threat_run):
-    before, after = threat_run["before"], threat_run["after"]
-    assert after["package"] == before["package"], "a candidate changed the installed evaluator"
-    assert after["run"] == before["run"], "a candidate changed a run directory"
-    assert after["cache"] == before["cache"], "a candidate wrote into the build cache"
-    assert threat_run["survivors"] == [], "a candidate's process outlived its evaluation"
-    canary = threat_run["canary"]
-    for name, (result, _) in threat_run["results"].items():
-        assert canary not in result.to_json(), f"{name} got a secret into its result"
+    _assert_nothing_changed(threat_run)
 
 
 @pytest.mark.slow
@@ -265,3 +290,22 @@ def test_a_compiler_installed_under_its_own_prefix_is_readable(tmp_path, monkeyp
     assert "/root" not in paths and "/home" not in paths
     if home_bin:
         assert "/root" not in paths
+
+
+@pytest.mark.gpu
+@needs_landlock
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU")
+def test_the_whole_threat_corpus_on_a_gpu(tmp_path_factory):
+    """Every THREAT entry, those that need CUDA among them (the native timer patch, the hidden stream, the L2
+    window), evaluated on the GPU: each gets its verdict, and nothing outside the sandboxes changed."""
+    run = _run_threats([e for e in load_corpus() if e.threat], "cuda", tmp_path_factory)
+    _remove(run["planted"])
+    failures = []
+    for entry in load_corpus():
+        if entry.threat:
+            try:
+                _assert_verdict(entry, *run["results"][entry.name])
+            except AssertionError as exc:
+                failures.append(str(exc)[:1500])
+    assert not failures, "\n\n".join(failures)
+    _assert_nothing_changed(run)
