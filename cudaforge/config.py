@@ -292,9 +292,11 @@ class EvalConfig:
     guard_reference_slowdown: GuardPolicy = GuardPolicy.reject
     """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
     crosscheck_calls: int = 8
-    """Calls in the timing cross-check's batch (fewer when their inputs and outputs exceed ``crosscheck_max_gb``)."""
+    """Calls in the timing cross-check's batch (fewer when their inputs and outputs exceed ``crosscheck_max_gb``,
+    never fewer than 2)."""
     crosscheck_max_gb: float = 8.0
-    """GPU memory the cross-check's batch may hold (inputs and outputs of all its calls)."""
+    """GPU memory the cross-check's batch may hold (inputs and outputs of all its calls) beyond its first two calls,
+    which always run unless the GPU's free memory cannot hold them (then a guard note says it did not run)."""
     crosscheck_ratio: float = 1.5
     """timing_crosscheck fires when the verifier's time per call exceeds this multiple of the reported median ..."""
     crosscheck_slack_ms: float = 0.1

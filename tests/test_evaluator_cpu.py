@@ -421,3 +421,71 @@ def test_weights_from_the_seed_keep_init_time_transforms_and_copying_undoes_them
     copied = Evaluator({**base, "weights": "copy_matching"}).evaluate(tiny["MatmulBiasReLU"], source)
     assert copied.status is EvalStatus.INCORRECT, copied.report()
     assert copied.fingerprint["weights"] == "copy_matching (2 tensors copied)"
+
+
+def test_the_timing_crosscheck_never_shrinks_below_two_calls():
+    """Call 8 of 2026-12-01 on the H200: the 1.6 GB GELU task's batch was sized to one call by the memory budget,
+    so the cross-check was skipped and two timing hacks went through. Two calls always run."""
+    from cudaforge.eval.verifier import crosscheck_calls
+
+    gib = 1 << 30
+    assert crosscheck_calls(int(4.8 * gib), 8, 8.0) == 2  # the GELU task: 1.6 GB in, 3.2 GB of output room
+    assert crosscheck_calls(100 * gib, 8, 8.0) == 2
+    assert crosscheck_calls(gib, 8, 8.0) == 8
+    assert crosscheck_calls(2 * gib, 8, 8.0) == 4
+    assert crosscheck_calls(1, 3, 0.0) == 2
+
+
+@pytest.mark.parametrize("key, value", [("crosscheck_calls", 1), ("crosscheck_ratio", 0.5), ("crosscheck_slack_ms", -1),
+                                        ("crosscheck_max_gb", "lots"), ("reference_slowdown_tolerance", True)])
+def test_bad_crosscheck_settings_are_refused(key, value):
+    with pytest.raises(ValueError, match=f"eval.{key}="):
+        Evaluator({"device": "cpu", key: value})
+
+
+OWN_CACHE_PROBE = '''
+import os
+import pathlib
+
+import torch
+import torch.nn as nn
+
+CACHE = pathlib.Path(os.environ["TRITON_CACHE_DIR"])
+SEEN = (CACHE / "kernel.bin").exists()  # {tag}
+CACHE.mkdir(parents=True, exist_ok=True)
+(CACHE / "kernel.bin").write_text("compiled")
+try:
+    os.symlink("{secret}", CACHE / "leak")
+except FileExistsError:
+    pass
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) + (1.0 if SEEN else 0.0)  # wrong once the cache is carried over
+'''
+
+
+def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_path):
+    """What Triton compiled in one evaluation's worker is given to the next worker of the same source (so a repeated
+    evaluation does not compile again), never to another source; links in it are not followed."""
+    from cudaforge.tasks import find_task, selection
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("sk-not-for-candidates")
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    cache = tmp_path / "build"
+    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(cache),
+                           "guards_enforce": False})  # the probe reads its environment and has no kernel
+    source = OWN_CACHE_PROBE.format(tag="a", secret=secret)
+    first = evaluator.evaluate(task, source)
+    if not first.fingerprint["sandbox"]["namespaces"] or "pid" not in first.fingerprint["sandbox"]["namespaces"]:
+        pytest.skip("the carry-over needs the sandbox's pid namespace")
+    assert first.status is EvalStatus.CORRECT, first.report()
+    kept = list((cache / "triton-own").rglob("*"))
+    assert [p.name for p in kept if p.is_file()] == ["kernel.bin"], kept  # the link was not followed nor kept
+    assert "sk-not-for-candidates" not in "".join(p.read_text() for p in kept if p.is_file())
+    second = evaluator.evaluate(task, source)
+    assert second.status is EvalStatus.INCORRECT, second.report()  # it found its own kernel.bin
+    other = evaluator.evaluate(task, OWN_CACHE_PROBE.format(tag="b", secret=secret))
+    assert other.status is EvalStatus.CORRECT, other.report()  # another source starts empty

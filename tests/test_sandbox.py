@@ -195,7 +195,9 @@ def _run_threats(entries, device: str, tmp_path_factory) -> dict:
             cfg = {"device": device, "correctness_trials": 3, "build_cache_dir": str(cache), **entry.config}
             started = time.monotonic()
             result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
-            return entry.name, (result, time.monotonic() - started)
+            seconds = time.monotonic() - started
+            print(f"threat {entry.name}: {result.status.value} in {seconds:.1f} s", flush=True)  # shown with -s
+            return entry.name, (result, seconds)
 
         with ThreadPoolExecutor(2) as pool:
             results = dict(pool.map(run, entries))
@@ -301,11 +303,10 @@ def test_the_whole_threat_corpus_on_a_gpu(tmp_path_factory):
     run = _run_threats([e for e in load_corpus() if e.threat], "cuda", tmp_path_factory)
     _remove(run["planted"])
     failures = []
-    for entry in load_corpus():
-        if entry.threat:
-            try:
-                _assert_verdict(entry, *run["results"][entry.name])
-            except AssertionError as exc:
-                failures.append(str(exc)[:1500])
+    for check in [lambda: _assert_nothing_changed(run)] + [
+            lambda e=e: _assert_verdict(e, *run["results"][e.name]) for e in load_corpus() if e.threat]:
+        try:
+            check()
+        except AssertionError as exc:
+            failures.append(str(exc)[:1500])
     assert not failures, "\n\n".join(failures)
-    _assert_nothing_changed(run)

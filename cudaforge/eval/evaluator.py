@@ -107,6 +107,11 @@ class Evaluator:
         lead = self.cfg["timing_lead_us"]
         if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
+        for key, low in (("crosscheck_calls", 2), ("crosscheck_max_gb", 0), ("crosscheck_ratio", 1),
+                         ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0)):
+            value = self.cfg[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
+                raise ValueError(f"eval.{key}={value!r}: expected a number of at least {low}")
         if self.cfg["device"] == "cpu":
             self.gpus: list[str] = []
         else:

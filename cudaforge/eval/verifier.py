@@ -29,7 +29,10 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import shutil
+import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -312,6 +315,66 @@ def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, de
     return guard, evidence
 
 
+OWN_CACHE_MAX_BYTES = 256 << 20
+OWN_CACHE_MAX_FILES = 4096
+
+
+def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
+    """Keep what Triton compiled in a worker (its kernels, launchers, driver stubs) for the next evaluation of the
+    same source. The files are the candidate's own output: they are only ever given back to a worker of the same
+    source (``seed_own_triton_cache``), never to another candidate and never read by the trusted side. Call it once
+    every process of the sandbox is dead (nothing can swap a file for a link meanwhile); links are not followed,
+    only regular files are copied, capped in number and size, into a temporary directory renamed once per source."""
+    if store.exists() or not scratch_cache.is_dir() or scratch_cache.is_symlink():
+        return
+    files, total = [], 0
+    try:
+        for folder, dirs, names in os.walk(scratch_cache, followlinks=False):
+            for name in names:
+                path = Path(folder) / name
+                info = path.lstat()
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                total += info.st_size
+                files.append(path)
+                if total > OWN_CACHE_MAX_BYTES or len(files) > OWN_CACHE_MAX_FILES:
+                    return
+        if not files:
+            return
+        store.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{store.name}-", dir=store.parent))
+        for path in files:
+            target = staging / path.relative_to(scratch_cache)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+        try:
+            staging.rename(store)
+        except OSError:  # another evaluation of the same source kept its own first
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError:
+        return
+
+
+def seed_own_triton_cache(store: Path, scratch_cache: Path) -> None:
+    """Copy a source's kept Triton cache into its new worker's scratch before the source is loaded (until then the
+    worker has run only our code). See ``keep_own_triton_cache``."""
+    if not store.is_dir() or scratch_cache.is_symlink() or (scratch_cache.exists() and any(scratch_cache.iterdir())):
+        return
+    try:
+        shutil.copytree(store, scratch_cache, symlinks=False, dirs_exist_ok=True)
+    except (OSError, shutil.Error):
+        pass
+
+
+def crosscheck_calls(per_call: int, wanted: int, max_gb: float) -> int:
+    """Calls in the timing cross-check's batch: ``wanted``, fewer when their inputs and outputs exceed ``max_gb``,
+    but never fewer than two (one call has no back-to-back neighbour to hide work behind, and a task too big for
+    the budget must not go unchecked)."""
+    return max(2, min(wanted, int(max_gb * (1 << 30)) // max(per_call, 1)))
+
+
 def _out_bytes(value: Any) -> int:
     return 2 * tensor_bytes(value) + (1 << 16)
 
@@ -547,10 +610,13 @@ class _Timing:
         time cannot hide in it."""
         cfg = self.cfg
         per_call = tensor_bytes(self.fresh_inputs(-1)) + self.trials.out_bytes
-        calls = min(int(cfg["crosscheck_calls"]), int(cfg["crosscheck_max_gb"] * (1 << 30)) // max(per_call, 1))
+        calls = crosscheck_calls(per_call, int(cfg["crosscheck_calls"]), float(cfg["crosscheck_max_gb"]))
         numbers: dict[str, Any] = {"calls": calls}
-        if calls < 2:
-            numbers["note"] = "not run: the inputs and outputs of two calls do not fit eval.crosscheck_max_gb"
+        free = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
+        if free is not None and 2 * calls * per_call > free:  # the arena, and this side's inputs and outputs
+            numbers["note"] = (f"not run: two calls' inputs and outputs ({2 * per_call / 2**30:.1f} GiB) twice over "
+                               f"exceed the GPU's free memory ({free / 2**30:.1f} GiB); the reported time is unchecked")
+            self.result.fingerprint.setdefault("guard_notes", []).append("timing cross-check " + numbers["note"])
             return numbers
         arena = self.cand.ensure_arena(calls * per_call + (1 << 20))
         ref_walls, cand_walls = [], []
@@ -828,6 +894,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         return rec.start(phase) if announce else time.perf_counter()
 
     phase, t = Phase.COMPILE, time.perf_counter()
+    own_cache: Path | None = None
     try:
         guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
         if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg["sandbox"]):
@@ -857,6 +924,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             process.builds.append(record)
             return reply
 
+        if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
+            own_cache = settings.cache_root() / "triton-own" / digest  # when they are read (keep_own_triton_cache)
+            seed_own_triton_cache(own_cache, Path(process.scratch) / "triton")
         try:
             process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
                              "build": settings.to_dict()}, timeout_s=remaining(), on_build=on_build)  # fmt: skip
@@ -910,6 +980,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
     finally:
         if process is not None:
+            if own_cache is not None:
+                process.process.kill()  # every process of the sandbox dead before its files are read
+                keep_own_triton_cache(Path(process.scratch) / "triton", own_cache)
             process.close()
     if not notes:
         result.fingerprint.pop("guard_notes", None)
