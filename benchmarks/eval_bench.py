@@ -96,6 +96,7 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
             "worker_setup_s": r.fingerprint.get("worker_setup_s"), "standby": r.fingerprint.get("standby"),
             "gpu_lock_wait_s": r.fingerprint.get("gpu_lock_wait_s"),
             "phases_s": {p.phase.value: round(p.seconds, 4) for p in r.phases},
+            "correctness_breakdown_s": r.fingerprint.get("correctness_breakdown_s"),
             "timing_breakdown_s": r.fingerprint.get("timing_breakdown_s"),
         })
     best = min(rows, key=lambda row: row["overhead_s"])

@@ -35,7 +35,9 @@ subcommands:
                 the paired with/without-skill difference, with intervals (docs/teaching.md)
 
 Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=50),
---cfg job to print the composed config, -m for sweeps. See docs/configuration.md.
+--cfg job to print the composed config, -m for sweeps, --config-dir DIR to add your own
+configs (an experiment/ folder beside ours). See docs/configuration.md.
+cudaforge --version prints the version and where the package data lives.
 """
 
 
@@ -337,6 +339,11 @@ def _run_app(action: str, overrides: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``cudaforge`` console script; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-V", "--version", "version"):
+        from cudaforge import __version__
+
+        print(f"cudaforge {__version__} (package data: {CONFIG_DIR.parent})")
+        return 0
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if args else 2

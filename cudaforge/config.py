@@ -15,8 +15,10 @@ from hydra.core.config_store import ConfigStore
 from cudaforge.sandbox import SandboxMode
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-"""The checkout cudaforge runs from (configs/, agents/ and benchmarks/ live here)."""
-CONFIG_DIR = PROJECT_ROOT / "configs"
+"""The folder holding the package: a checkout's root, or site-packages when installed."""
+RESOURCES = Path(__file__).resolve().parent / "resources"
+"""The package data: configs, agent templates, suites, the demo transcript, published tables, candidates."""
+CONFIG_DIR = RESOURCES / "configs"
 """The Hydra config tree."""
 
 

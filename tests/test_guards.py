@@ -9,9 +9,11 @@ by one.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -80,13 +82,28 @@ def test_runtime_verdicts_of_the_corpus_on_the_cpu(entry, cpu_results):
 GPU_RUNTIME = [e for e in CORPUS if not e.static]
 
 
+@pytest.fixture(scope="module")
+def gpu_results(tmp_path_factory):
+    """Every runtime corpus entry evaluated once on the GPU, CUDAFORGE_THREAT_THREADS (default 2) at a time: the
+    evaluator's GPU lock keeps the timed parts of two evaluations apart; each entry's outcome printed as it ends."""
+    cache = str(tmp_path_factory.mktemp("build"))
+
+    def run(entry):
+        cfg = {"timing_trials": 30, "warmup": 5, "build_cache_dir": cache, **entry.config}
+        started = time.monotonic()
+        result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+        print(f"corpus {entry.name}: {result.status.value} in {time.monotonic() - started:.1f} s", flush=True)
+        return entry.name, result
+
+    with ThreadPoolExecutor(int(os.environ.get("CUDAFORGE_THREAT_THREADS", "2"))) as pool:
+        return dict(pool.map(run, GPU_RUNTIME))
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 @pytest.mark.parametrize("entry", GPU_RUNTIME, ids=ids(GPU_RUNTIME))
-def test_runtime_verdicts_of_the_corpus_on_a_gpu(entry, tmp_path_factory):
-    cfg = {"timing_trials": 30, "warmup": 5, "build_cache_dir": str(tmp_path_factory.getbasetemp() / "build"),
-           **entry.config}  # fmt: skip
-    result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
+def test_runtime_verdicts_of_the_corpus_on_a_gpu(entry, gpu_results):
+    result = gpu_results[entry.name]
     assert check_result(entry, result) == [], result.report() + f"\n{result.guard_findings}\n{result.fingerprint.get('kernel_share')}"
 
 

@@ -199,7 +199,7 @@ def _run_threats(entries, device: str, tmp_path_factory) -> dict:
             print(f"threat {entry.name}: {result.status.value} in {seconds:.1f} s", flush=True)  # shown with -s
             return entry.name, (result, seconds)
 
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(int(os.environ.get("CUDAFORGE_THREAT_THREADS", "2"))) as pool:  # more on a GPU box
             results = dict(pool.map(run, entries))
         time.sleep(0.5)
         after = {"package": _checksums(package), "run": _checksums(planted), "cache": _checksums(cache)}

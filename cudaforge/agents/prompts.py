@@ -23,10 +23,10 @@ import jinja2
 from jinja2 import meta
 
 from cudaforge.agents.records import Backend, Feedback, JudgeMode
-from cudaforge.config import PROJECT_ROOT
+from cudaforge.config import PROJECT_ROOT, RESOURCES
 from cudaforge.types import EvalResult, EvalStatus, Task
 
-DEFAULT_ROOT = PROJECT_ROOT / "agents"
+DEFAULT_ROOT = RESOURCES / "agents"
 """The bundled templates, role cards and examples."""
 SUFFIX = ".j2"
 """File suffix of a template."""
@@ -189,7 +189,8 @@ def _where(exc: BaseException) -> str:
     if not frames:
         return ""
     path = Path(frames[-1].filename)
-    shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+    base = next((b for b in (RESOURCES, PROJECT_ROOT) if path.is_relative_to(b)), None)
+    shown = path.relative_to(base) if base else path
     return f" ({shown} line {frames[-1].lineno})"
 
 

@@ -203,11 +203,19 @@ class Candidate:
         """The candidate's inputs as they were after its last call (read back from the arena)."""
         self.facts: Any = None
         self._input_descs: Any = None
+        self.spent: dict[str, float] = {}
+        """Seconds spent per part of the exchange (arena, put, worker, read_back), for the phase breakdowns."""
+
+    def _add(self, part: str, since: float) -> float:
+        now = time.perf_counter()
+        self.spent[part] = self.spent.get(part, 0.0) + now - since
+        return now
 
     def ensure_arena(self, nbytes: int) -> Arena:
         """An arena of at least ``nbytes`` (a new one, sent to the worker, when the current one is smaller)."""
         if self.arena is not None and self.arena.size >= nbytes:
             return self.arena
+        since = time.perf_counter()
         size = max(nbytes, 1 << 20, 2 * (self.arena.size if self.arena else 0))
         old, arena = self.arena, None
         if self.device.type == "cuda":
@@ -224,6 +232,7 @@ class Candidate:
         if old is not None:
             old.close()
         self.arena = arena
+        self._add("arena", since)
         return arena
 
     def put_inputs(self, inputs: list[Any], extra_out: int) -> tuple[Any, int]:
@@ -254,9 +263,15 @@ class Candidate:
 
     def call(self, inputs: list[Any], *, what: str, poison: list[int], out_bytes: int) -> Any:
         """One call of ModelNew on ``inputs``; its outputs (this process's copies)."""
+        clock = time.perf_counter()
         encoded, offset = self.put_inputs(inputs, out_bytes)
+        clock = self._add("put", clock)
         reply = self._request({"op": "call", "inputs": encoded, "out_offset": offset, "poison": poison, "what": what})
-        return self.outputs(reply)
+        clock = self._add("first_call" if "calls" not in self.spent else "calls", clock)
+        self.spent.setdefault("calls", 0.0)
+        value = self.outputs(reply)
+        self._add("read_back", clock)
+        return value
 
     def _request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         try:
@@ -423,14 +438,20 @@ def _correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, resu
     result.trials_total = len(plan)
     trials = _Trials()
     for variant, trial in plan:
+        clock = time.perf_counter()
         inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
+        _sync(device)
+        clock = cand._add("draw_inputs", clock)
         with torch.no_grad():
             ref_out = _call_reference(ref_model, _clone(inputs))
         _sync(device)
+        clock = cand._add("reference", clock)
         trials.out_bytes = max(trials.out_bytes, _out_bytes(ref_out))
         cand_out = cand.call(inputs, what=f"ModelNew.forward (trial {trial}, {variant} inputs)",
                              poison=trials.poison_sizes + guards.tensor_bytes(inputs), out_bytes=trials.out_bytes)
+        clock = time.perf_counter()
         _check_output(task, cfg, guard, trials, cand, device, variant, trial, inputs, ref_out, cand_out, result)
+        clock = cand._add("checks", clock)
         if trials.default_trials == 0 and variant == DEFAULT_VARIANT:
             downgrade = guards.precision_downgrade(ref_out, cand_out)
             if downgrade:
@@ -944,10 +965,16 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         rec.end(phase, t, message="cache hit" if result.compile_cached else "")
         phase = Phase.CORRECTNESS
         t = enter(phase)
+        clock = time.perf_counter()
         encoded, _ = cand.put_inputs(init, 0)
         cand._request({"op": "model", "init": encoded, "seed": cfg["seed"]})
         _weights(ref_model, cand, cfg, result)
-        trials = _correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+        cand._add("model", clock)
+        try:
+            trials = _correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+        finally:
+            result.fingerprint["correctness_breakdown_s"] = {k: round(v, 4) for k, v in cand.spent.items()}
+            cand.spent = {}
         rec.end(phase, t, message=f"{result.trials_passed}/{result.trials_total} trials passed")
         weights = result.fingerprint.get("weights", "seed")
         weights_text = "weights from the same seed" if weights == "seed" else f"weights {weights}"

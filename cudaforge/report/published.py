@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from cudaforge.config import PROJECT_ROOT
+from cudaforge.config import RESOURCES
 
-PUBLISHED_DIR = PROJECT_ROOT / "benchmarks" / "published"
+PUBLISHED_DIR = RESOURCES / "published"
 """Where the published tables live."""
 
 _ROW_KEYS = {"label", "group", "note"}

@@ -18,8 +18,8 @@ import yaml
 
 from cudaforge.llm.scripted import install_script
 
-TRANSCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "demo" / "tiny_transcript.yaml"
-BANNER = "DEMO: agent replies come from a hand-written example transcript (benchmarks/demo/), not from a model."
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "resources" / "demo" / "tiny_transcript.yaml"
+BANNER = "DEMO: agent replies come from a hand-written example transcript (cudaforge/resources/demo/), not from a model."
 DEMO_MODEL = "scripted/demo"
 
 

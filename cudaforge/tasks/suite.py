@@ -12,7 +12,7 @@ from cudaforge.tasks.loader import TaskError, load_directory, load_hf_export, lo
 from cudaforge.tasks.subsets import resolve_subset
 from cudaforge.types import Task
 
-BUNDLED_SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
+BUNDLED_SUITES_DIR = Path(__file__).resolve().parents[1] / "resources" / "suites"
 
 
 def selection(name: str, kind: str = "bundled", root: str | None = None, **filters: Any) -> SimpleNamespace:
