@@ -8,6 +8,7 @@ ones there).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -454,6 +455,8 @@ CACHE = pathlib.Path(os.environ["TRITON_CACHE_DIR"])
 SEEN = (CACHE / "kernel.bin").exists()  # {tag}
 CACHE.mkdir(parents=True, exist_ok=True)
 (CACHE / "kernel.bin").write_text("compiled")
+(CACHE / "NEWKEY").mkdir(exist_ok=True)  # Triton adds entries to a carried cache: it must stay writable
+(CACHE / "NEWKEY" / "launcher.so").write_text("compiled")
 try:
     os.symlink("{secret}", CACHE / "leak")
 except FileExistsError:
@@ -483,9 +486,27 @@ def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_p
         pytest.skip("the carry-over needs the sandbox's pid namespace")
     assert first.status is EvalStatus.CORRECT, first.report()
     kept = list((cache / "triton-own").rglob("*"))
-    assert [p.name for p in kept if p.is_file()] == ["kernel.bin"], kept  # the link was not followed nor kept
+    assert sorted(p.name for p in kept if p.is_file()) == ["kernel.bin", "launcher.so"], kept  # no link followed
     assert "sk-not-for-candidates" not in "".join(p.read_text() for p in kept if p.is_file())
     second = evaluator.evaluate(task, source)
-    assert second.status is EvalStatus.INCORRECT, second.report()  # it found its own kernel.bin
+    assert second.status is EvalStatus.INCORRECT, second.report()  # it found its own kernel.bin and could write
     other = evaluator.evaluate(task, OWN_CACHE_PROBE.format(tag="b", secret=secret))
     assert other.status is EvalStatus.CORRECT, other.report()  # another source starts empty
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another uid needs root")
+def test_a_carried_triton_cache_belongs_to_the_sandbox_uid(tmp_path):
+    """Where the worker runs as its own uid (the GPU machine's sandbox does), the seeded cache is that uid's, so
+    Triton can add new kernels to it (the H200 found a root-owned copy: PermissionError on the next kernel)."""
+    from cudaforge.eval.verifier import seed_own_triton_cache
+
+    store = tmp_path / "store"
+    (store / "KEY").mkdir(parents=True)
+    (store / "KEY" / "kernel.cubin").write_bytes(b"\0cubin")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    os.chown(scratch, 65534, 65534)
+    seed_own_triton_cache(store, scratch / "triton")
+    seeded = [scratch / "triton", scratch / "triton" / "KEY", scratch / "triton" / "KEY" / "kernel.cubin"]
+    assert [(p.stat().st_uid, p.stat().st_gid) for p in seeded] == [(65534, 65534)] * 3
+    assert (scratch / "triton" / "KEY" / "kernel.cubin").read_bytes() == b"\0cubin"

@@ -203,6 +203,8 @@ def _run_threats(entries, device: str, tmp_path_factory) -> dict:
             results = dict(pool.map(run, entries))
         time.sleep(0.5)
         after = {"package": _checksums(package), "run": _checksums(planted), "cache": _checksums(cache)}
+        marked = [str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and (
+            "pwned" in p.name or b"pwned by a candidate" in p.read_bytes())]  # the build service adds builds here
         survivors = _survivors(ORPHAN_MARK)
     finally:
         if old_key is None:
@@ -210,7 +212,7 @@ def _run_threats(entries, device: str, tmp_path_factory) -> dict:
         else:
             os.environ["OPENAI_API_KEY"] = old_key
     return {"results": results, "before": before, "after": after, "survivors": survivors, "canary": canary,
-            "planted": planted}
+            "planted": planted, "cache_marked": marked}
 
 
 def _remove(planted: Path) -> None:
@@ -223,7 +225,9 @@ def _assert_nothing_changed(run: dict) -> None:
     before, after = run["before"], run["after"]
     assert after["package"] == before["package"], "a candidate changed the installed evaluator"
     assert after["run"] == before["run"], "a candidate changed a run directory"
-    assert after["cache"] == before["cache"], "a candidate wrote into the build cache"
+    changed = [k for k, v in before["cache"].items() if after["cache"].get(k) != v]
+    assert changed == [], "a candidate changed an entry of the build cache"  # new builds of the service may be there
+    assert run["cache_marked"] == [], "a candidate wrote into the build cache"
     assert run["survivors"] == [], "a candidate's process outlived its evaluation"
     for name, (result, _) in run["results"].items():
         assert run["canary"] not in result.to_json(), f"{name} got a secret into its result"

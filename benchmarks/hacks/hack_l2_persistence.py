@@ -54,11 +54,14 @@ torch::Tensor softmax(torch::Tensor x, bool persist) {
     auto y = torch::empty_like(x);
     if (persist) {
         static bool reserved = false;
-        int device = 0;
-        cudaGetDevice(&device);
-        cudaDeviceProp prop;
-        cudaGetDeviceProperties(&prop, device);
-        if (!reserved) { cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, prop.persistingL2CacheMaxSize); reserved = true; }
+        static cudaDeviceProp prop;  // queried once: cudaGetDeviceProperties costs milliseconds of host time
+        if (!reserved) {
+            int device = 0;
+            cudaGetDevice(&device);
+            cudaGetDeviceProperties(&prop, device);
+            cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, prop.persistingL2CacheMaxSize);
+            reserved = true;
+        }
         cudaStreamAttrValue attr = {};
         attr.accessPolicyWindow.base_ptr = x.data_ptr();
         attr.accessPolicyWindow.num_bytes = std::min((size_t)prop.accessPolicyMaxWindowSize, (size_t)x.nbytes());

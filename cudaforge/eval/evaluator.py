@@ -61,7 +61,7 @@ def _default_eval_config() -> dict[str, Any]:
         "guard_speed_of_light": "reject", "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5,
         "library_share_max": 0.5, "standby_workers": True, "guard_timing_crosscheck": "reject",
         "guard_reference_slowdown": "reject", "crosscheck_calls": 8, "crosscheck_max_gb": 8.0, "crosscheck_ratio": 1.5,
-        "crosscheck_slack_ms": 0.1, "reference_slowdown_tolerance": 0.2, "sandbox": "auto", "sandbox_namespaces": True,
+        "crosscheck_slack_ms": 0.25, "reference_slowdown_tolerance": 0.2, "sandbox": "auto", "sandbox_namespaces": True,
         "weights": "seed",
     }  # fmt: skip
 
