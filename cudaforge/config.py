@@ -302,8 +302,9 @@ class EvalConfig:
     crosscheck_ratio: float = 1.5
     """timing_crosscheck fires when the verifier's time per call exceeds this multiple of the reported median ..."""
     crosscheck_slack_ms: float = 0.25
-    """... and the part of it no reported time or reference overhead explains exceeds this many ms per call (host
-    launch costs of honest kernels stay under it; docs/evaluation.md says what a lie below it can gain)."""
+    """... and the part of it no reported time or reference overhead explains exceeds this many ms per call, or the
+    timing lead when longer (host launch costs of honest kernels stay under both; docs/evaluation.md says what a lie
+    below them can gain)."""
     reference_slowdown_tolerance: float = 0.2
     """reference_slowdown fires when the reference's median beside the candidate exceeds its median alone by this
     fraction (and by 5 us)."""

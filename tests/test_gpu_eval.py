@@ -127,7 +127,8 @@ def test_a_gpu_evaluation_is_sandboxed_with_the_arena_on_the_device(evaluator, t
 
 def test_an_l2_persistence_window_buys_nothing(tmp_path):
     """The verifier resets persisting L2 lines before every timed call: the candidate that leaves a window set
-    times like its twin without one (within 10%)."""
+    times like its twin without one (within 10%); back to back its stale lines slow its own calls, and the timing
+    cross-check rejects it (H200, 2026-12-02)."""
     from cudaforge.tasks import find_task
 
     source = (REPO / "benchmarks" / "hacks" / "hack_l2_persistence.py").read_text()
@@ -136,6 +137,8 @@ def test_an_l2_persistence_window_buys_nothing(tmp_path):
     evaluator = Evaluator({"timing_trials": 50, "warmup": 5, "guard_concurrency": "report",
                            "build_cache_dir": str(tmp_path)})  # fmt: skip
     with_window, without = evaluator.evaluate(task, source), evaluator.evaluate(task, twin)
-    assert with_window.status is without.status is EvalStatus.CORRECT, with_window.report() + without.report()
+    assert without.status is EvalStatus.CORRECT, without.report()
+    assert with_window.status is EvalStatus.REJECTED, with_window.report()
+    assert [f["guard"] for f in with_window.guard_findings if f["verdict"] == "reject"] == ["timing_crosscheck"]
     assert with_window.candidate_timing.median >= 0.9 * without.candidate_timing.median, (
         with_window.candidate_timing.median, without.candidate_timing.median)

@@ -1,11 +1,13 @@
 """An L2 persistence window left set across calls: the candidate reserves the L2's persisting part and marks its
 input's addresses persisting on its stream, hoping that what the next call reads (the evaluator writes the next
 inputs to the same place) is still in the L2 after the flush. The verifier resets persisting lines before every
-timed call, so the window buys nothing: the candidate must time like its twin without the window
-(tests/test_gpu_eval.py compares the two).
+timed call, so the window buys nothing there: the candidate times like its twin without the window
+(tests/test_gpu_eval.py compares the two). Back to back, in the timing cross-check's batch, nothing resets the
+lines it left persisting, and its own next calls slow down (H200, 2026-12-02: 2.6 ms per timed call, 5.5 ms per
+call back to back): the cross-check rejects it, which is the right answer for a kernel whose calls slow each other.
 
 TASK: main/level1/3_Softmax
-EXPECTED: correct
+EXPECTED: rejected by timing_crosscheck
 NEEDS: cuda
 THREAT: L2 persistence window
 CONFIG: guard_concurrency=report
