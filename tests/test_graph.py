@@ -12,6 +12,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +20,9 @@ import pytest
 
 from cudaforge.config import CudaforgeConfig, StrategyName
 from cudaforge.llm.scripted import RATE_LIMIT, SERVER_ERROR, TIMEOUT, install_script, remove_script
-from cudaforge.run.runner import make_context, run_one
-from cudaforge.tasks import find_task, selection
+from cudaforge.llm.errors import LLMAuthError
+from cudaforge.run.runner import RunAborted, make_context, run_one, run_suite
+from cudaforge.tasks import find_task, load_suite, selection
 
 GOOD = "```python\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n```"
 GOOD2 = GOOD.replace("torch.relu(x)", "x.clamp_min(0.0)")
@@ -109,6 +111,27 @@ def test_full_loop_routes_through_judge_and_profiler(tmp_path, relu):
     assert rows[0]["task_id"] == relu.id and rows[0]["correct"] is True
 
 
+def test_an_unchanged_candidate_is_not_profiled_again(tmp_path, relu):
+    """The same source in a later round reuses its evaluation and its stored profile (marked cached);
+    the profiler is asked once, and told about the task when it starts (to prepare the task's cost)."""
+    scripts([GOOD, GOOD, GOOD], [OPTIMIZATION, OPTIMIZATION])
+    prefetched = []
+
+    class Prefetching(StandInProfiler):
+        def prefetch(self, task):
+            prefetched.append(task.id)
+
+    profiler = Prefetching()
+    ctx, result = run(tmp_path, relu, config(tmp_path), profiler)
+    h = result.history
+    assert [r.status for r in h] == ["correct"] * 3 and h[1].reused_evaluation
+    assert [r.profile_status for r in h] == ["unavailable", "unavailable", None]
+    assert profiler.calls == 1 and prefetched == [relu.id]
+    store = ctx.store.task(relu.id)
+    first, again = store.read_json(1, "profile.json"), store.read_json(2, "profile.json")
+    assert "cached" not in first and again == {**first, "cached": True}
+
+
 @pytest.mark.parametrize(
     "strategy, judge_calls, profiled",
     [("one_shot", 0, 0), ("self_refine", 0, 1), ("correction_only", 1, 0), ("optimization_only", 1, 1),
@@ -151,10 +174,31 @@ def test_transient_llm_errors_are_retried_and_counted(tmp_path, relu):
 
 
 def test_empty_reply_fails_the_round_and_a_hard_error_stops_the_task(tmp_path, relu):
-    scripts(["", GOOD, {"error": "auth"}], [OPTIMIZATION])
+    scripts(["", GOOD, {"error": "bad_request"}], [OPTIMIZATION])
     ctx, result = run(tmp_path, relu, config(tmp_path, rounds=5))
     assert [r.status for r in result.history] == ["no_code", "correct", "llm_error"]
     assert result.stop_reason.startswith("llm_error") and result.rounds == 3 and result.correct
+
+
+def test_missing_credentials_stop_the_run_not_each_task(tmp_path, relu):
+    no_key = {"error": "server_error", "message": "Missing credentials. Please set the `OPENAI_API_KEY` variable."}
+    coder, _ = scripts([no_key, no_key, no_key])
+    cfg = config(tmp_path, rounds=1)
+    ctx = make_context(cfg, tmp_path / "run")
+    tasks = load_suite(selection("tiny"))
+    with pytest.raises(RunAborted, match=r"run stopped: scripted/t_coder \(coder\): no API key.*OPENAI_API_KEY.*"
+                                         r"0/3 tasks finished; resume") as info:
+        run_suite(ctx, tasks)
+    for worker in threading.enumerate():  # let the run's worker finish whatever it had picked up
+        if worker.name.startswith("ThreadPoolExecutor"):
+            worker.join(timeout=30)
+    assert isinstance(info.value.cause, LLMAuthError) and "\n" not in str(info.value)
+    assert len(coder.calls) == 1 and ctx.ledger.rows[0].attempts == 1  # not retried, no other task started
+    assert ctx.store.results() == []  # nothing recorded as failed: the resume runs the task
+    # the same run directory with a key: the task resumes from its checkpoint (no code, so no evaluation)
+    coder, _ = scripts(["no code today", "still none"])
+    results = run_suite(make_context(cfg, tmp_path / "run"), tasks[:1])
+    assert [r.status for r in results[0].history] == ["no_code"] and coder.remaining == 0
 
 
 def test_round_budget(tmp_path, relu):
@@ -178,8 +222,9 @@ def test_dollar_budget_and_cost_accounting(tmp_path, relu):
 
 def test_unpriced_models_are_not_zero_dollars(tmp_path, relu):
     scripts([GOOD], [])
-    _, result = run(tmp_path, relu, config(tmp_path, rounds=1))
-    assert result.unpriced_calls == 1 and result.cost_usd == 0.0
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=1))
+    assert result.unpriced_calls == 1 and result.cost_usd is None  # unknown, never $0
+    assert json.loads(ctx.store.results_path.read_text().splitlines()[-1])["cost_usd"] is None
 
 
 def test_minute_budget(tmp_path, relu):

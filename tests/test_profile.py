@@ -61,6 +61,19 @@ def tiny_task(file: str) -> Task:
                 source=path.read_text(), path=str(path))  # fmt: skip
 
 
+def canned_cost(monkeypatch, cost: dict | None = None, complete: bool = True) -> list:
+    """Replace the task-cost child by ``cost`` (default: the ReLU task's); returns the list of calls."""
+    calls = []
+    cost = cost if cost is not None else {"flops": 0.0, "min_bytes": 2097152, "dtype": "float32", "notes": []}
+
+    def fake(task_source, *, seed=0, gpu=None, timeout_s=0.0):
+        calls.append({"source": task_source, "seed": seed, "gpu": gpu})
+        return json.loads(json.dumps(cost)), complete
+
+    monkeypatch.setattr("cudaforge.profile.profiler.task_cost_child", fake)
+    return calls
+
+
 # --------------------------------------------------------------------------- metric sets
 
 
@@ -381,24 +394,26 @@ def test_missing_ncu_on_a_gpu_id_runs_the_fallback_and_never_raises(tmp_path, mo
 
     def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
         calls.append((mode, wrapper))
+        assert self._payload(task, source, mode, gpu)["want_cost"] is False  # never from the candidate's process
         return SimpleNamespace(status="ok", phase_seconds={"profile": 0.1}, error="", stderr_tail="", stdout_tail="",
                                result={"kernels": [{"name": "relu_kernel(const float *, float *, int)", "duration_ms": 0.004},
                                                    {"name": "void at::native::elementwise_kernel<128>(int)", "duration_ms": 0.002}],
-                                       "cost": {"flops": 0.0, "min_bytes": 2097152, "dtype": "float32", "notes": []},
-                                       "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
+                                       "cost": None, "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
                                        "versions": {"torch": "x"}})  # fmt: skip
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
+    cost_calls = canned_cost(monkeypatch)
     profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, cache_dir=tmp_path / "cache", lock_dir=tmp_path)
     result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
     assert calls == [("torch_profiler", None)]
+    assert [c["gpu"] for c in cost_calls] == ["0"]  # the task's cost, in a child that sees the GPU but no candidate
     assert result.status is ProfileStatus.FALLBACK and "ncu not found" in result.message
     assert [k.base_name for k in result.kernels] == ["relu_kernel"]
     assert result.own_kernel_ms == pytest.approx(0.004) and result.library_kernel_names == ["elementwise_kernel"]
     assert result.roofline.measured_from == "torch.profiler"
     assert result.roofline.sol_fraction == pytest.approx(2097152 / 4800e9 * 1e3 / 0.006)
-    assert not list((tmp_path / "cache").rglob("*.json")), "fallbacks are not cached"
+    assert not ProfileCache(tmp_path / "cache").path(result.cache_key).exists(), "fallbacks are not cached"
 
     monkeypatch.undo()
     real = Profiler({"ncu_path": str(tmp_path / "nowhere"), "timeout_s": 120}, use_cache=False, lock_dir=tmp_path)
@@ -423,6 +438,7 @@ def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monk
                                result={"kernels": [], "cost": {}, "spec": {}, "versions": {}})  # fmt: skip
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
+    canned_cost(monkeypatch)
     result = Profiler({"ncu_path": str(fake_ncu)}, use_cache=False, lock_dir=tmp_path).profile(
         tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0"
     )
@@ -441,12 +457,13 @@ def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, mo
         runs.append(mode)
         shutil.copyfile(FIXTURES / "synthetic_details.csv", wrapper[wrapper.index("--log-file") + 1])
         return SimpleNamespace(status="ok", phase_seconds={"profile": 1.0}, error="", stderr_tail="", stdout_tail="",
-                               result={"kernels": [], "cost": {"flops": 0.0, "min_bytes": 1048576, "dtype": "float32"},
+                               result={"kernels": [], "cost": None,
                                        "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
                                        "versions": {"torch": "2.x"}})  # fmt: skip
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
+    canned_cost(monkeypatch, {"flops": 0.0, "min_bytes": 1048576, "dtype": "float32"})
     profiler = Profiler({"ncu_path": str(fake_ncu)}, cache_dir=tmp_path / "cache", lock_dir=tmp_path)
     task, source = tiny_task("2_Softmax.py"), (FIXTURES / "two_kernel_softmax.py").read_text()
     result = profiler.profile(task, source, gpu="0", measured_ms=0.012, artifact_dir=tmp_path / "run")
@@ -489,6 +506,61 @@ def test_cache_keys_separate_sources_gpus_and_metric_sets(tmp_path):
     assert cache.get(base) == stored
     cache.path(base).write_text("{not json")
     assert cache.get(base) is None
+
+
+def test_the_task_cost_is_computed_once_per_task_and_cached_by_its_source_hash(tmp_path, monkeypatch):
+    """The roofline's cost runs in one child per task (the real child, spied on); later profiles of the
+    task, by this profiler or a new one on the same cache directory, reuse it; a changed source does not."""
+    from cudaforge.hardware import roofline
+    from cudaforge.profile import task_cost
+    from cudaforge.profile.cache import cost_key
+    from cudaforge.tasks.runtime import load_module
+
+    real, calls = roofline.task_cost_child, []
+
+    def spy(task_source, **kwargs):
+        calls.append(task_source)
+        return real(task_source, **kwargs)
+
+    monkeypatch.setattr("cudaforge.profile.profiler.task_cost_child", spy)
+    task, source = tiny_task("3_MatmulBiasReLU.py"), (CANDIDATES / "cuda_matmul_bias_relu.py").read_text()
+    profiler = Profiler(cache_dir=tmp_path / "cache", lock_dir=tmp_path, gpus=[])
+    first = profiler.profile(task, source)
+    assert len(calls) == 1 and not first.cached and first.phase_seconds["task_cost"] > 0
+    module = load_module(task.source, "cost_cache_test_task")
+    uncached = task_cost(module, seed=42)  # in this process, no cache (seed 0, as before, gives the same)
+    assert uncached == task_cost(module, seed=0) and first.roofline == make_roofline(uncached, None)
+    key = cost_key(task.source_hash, 42, "cpu")
+    assert json.loads(ProfileCache(tmp_path / "cache").cost_path(key).read_text())["cost"] == uncached
+
+    again = profiler.profile(task, source + "\n# another candidate\n")
+    fresh = Profiler(cache_dir=tmp_path / "cache", lock_dir=tmp_path, gpus=[]).profile(task, source)
+    assert len(calls) == 1
+    for result in (again, fresh):
+        assert result.cached and "task_cost" not in result.phase_seconds and result.roofline == first.roofline
+    assert fresh.to_dict() == {**first.to_dict(), "cached": True, "phase_seconds": {}, "seconds": fresh.seconds}
+
+    changed = Task.from_dict({**task.to_dict(), "source": task.source.replace("batch_size = 256", "batch_size = 128")})
+    assert cost_key(changed.source_hash, 42, "cpu") != key
+    other = profiler.profile(changed, source)
+    assert len(calls) == 2 and not other.cached and other.roofline.flops == 2 * 128 * 256 * 256
+
+
+def test_a_failed_cost_child_is_not_kept_and_a_prefetch_readies_the_cost(tmp_path, monkeypatch):
+    task, source = tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text()
+    failed = canned_cost(monkeypatch, {"flops": None, "min_bytes": None, "dtype": "", "notes": ["cost child timeout"]},
+                         complete=False)  # fmt: skip
+    profiler = Profiler(cache_dir=tmp_path / "cache", lock_dir=tmp_path, gpus=[])
+    assert [profiler.profile(task, source).cached for _ in range(2)] == [False, False] and len(failed) == 2
+    assert not (tmp_path / "cache").exists()
+
+    calls = canned_cost(monkeypatch)
+    profiler.prefetch(task).join()
+    assert len(calls) == 1 and calls[0]["gpu"] is None and profiler.prefetch(task) is None
+    result = profiler.profile(task, source)
+    assert result.cached and result.roofline.min_bytes == 2097152 and len(calls) == 1
+    gpu_profiler = Profiler(cache_dir=tmp_path / "other", lock_dir=tmp_path, gpus=["0"])
+    assert gpu_profiler.prefetch(task) is None and calls == [calls[0]]  # on a GPU: computed under its lock
 
 
 def test_profile_result_round_trips_through_json():
@@ -616,6 +688,7 @@ def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeyp
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
+    canned_cost(monkeypatch)
     profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path, gpus=["2", "5"])
     for _ in range(3):
         profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text())

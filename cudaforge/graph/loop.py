@@ -23,7 +23,7 @@ from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
 from cudaforge.types import Feedback, JudgeMode
 from cudaforge.graph.strategies import Strategy
-from cudaforge.llm.errors import EmptyReply, LLMError
+from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError
 from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
 
 
@@ -220,6 +220,8 @@ class _Nodes:
         except EmptyReply as exc:
             record.status, record.message = "no_code", f"the model returned an empty reply ({exc})"
             result = None
+        except LLMAuthError:
+            raise  # no usable credentials: every task would fail the same way, so the run stops (runner.py)
         except LLMError as exc:
             record.status, record.message = "llm_error", str(exc)
             elapsed = time.monotonic() - started
@@ -285,20 +287,25 @@ class _Nodes:
         started = time.monotonic()
         s, digest = self.s, state["kernel"]
         s.on_event({"event": "profile", "task_id": s.task.id, "round": state["round"]})
-        timed = self._latest_result(state)
-        measured = timed.candidate_timing.median if timed and timed.candidate_timing else None
-        result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
-        record = {**result.to_dict(), "judge_metrics": result.judge_metrics()}
-        s.store.write_json(None, f"profile_{digest}.json", record)
+        stored = self._stored_profile(digest)
+        if stored is not None and stored.get("status") != "timeout":
+            # profiled in an earlier round (same source, same task, same evaluation): not profiled again
+            record = {**stored, "cached": True}
+        else:
+            timed = self._latest_result(state)
+            measured = timed.candidate_timing.median if timed and timed.candidate_timing else None
+            result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
+            record = {**result.to_dict(), "judge_metrics": result.judge_metrics()}
+            s.store.write_json(None, f"profile_{digest}.json", record)
         s.store.write_json(state["round"], "profile.json", record)
         elapsed = time.monotonic() - started
         update: LoopState = {
-            "history": self._record(state, profile_status=str(getattr(result.status, "value", result.status))),
+            "history": self._record(state, profile_status=str(record.get("status"))),
             "active_s": state["active_s"] + elapsed,
             "seconds": _add(state["seconds"], profiling=elapsed),
         }
         if not s.strategy.judge_optimizes:  # self-refine: the Coder reads the metrics itself
-            update["feedback"] = Feedback(JudgeMode.optimization, {"profiler_metrics": _metrics_text(result)}).to_dict()
+            update["feedback"] = Feedback(JudgeMode.optimization, {"profiler_metrics": _metrics_text(record)}).to_dict()
         return update
 
     def judge(self, state: LoopState) -> LoopState:
@@ -319,6 +326,8 @@ class _Nodes:
                 verdict = judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
         except EmptyReply as exc:
             verdict, failure = None, f"the Judge returned an empty reply ({exc})"
+        except LLMAuthError:
+            raise  # fatal for the run, as in the Coder's step
         except LLMError as exc:
             elapsed = time.monotonic() - started
             return {"stop_reason": f"llm_error: {exc}", "active_s": state["active_s"] + elapsed,
@@ -338,11 +347,14 @@ class _Nodes:
         }  # fmt: skip
 
     def _profiled(self, digest: str) -> bool:
+        return self._stored_profile(digest) is not None
+
+    def _stored_profile(self, digest: str) -> dict[str, Any] | None:
+        """The profile record of candidate ``digest`` from an earlier round of this task, or None."""
         try:
-            self.s.store.read_json(None, f"profile_{digest}.json")
-            return True
+            return self.s.store.read_json(None, f"profile_{digest}.json")
         except FileNotFoundError:
-            return False
+            return None
 
     # -------------------------------------------------------------- routing
 
@@ -370,10 +382,11 @@ class _Nodes:
         return END if state.get("stop_reason") else "coder"
 
 
-def _metrics_text(profile: Any) -> str:
-    metrics = profile.judge_metrics()
+def _metrics_text(record: dict[str, Any]) -> str:
+    """The Judge's metric table of a profile record as one line (for a self-refining Coder)."""
+    metrics = record.get("judge_metrics")
     if not metrics:
-        return f"no hardware metrics ({getattr(profile, 'message', '') or 'profiling unavailable'})"
+        return f"no hardware metrics ({record.get('message') or 'profiling unavailable'})"
     return "; ".join(f"{k} = {v}" for k, v in metrics.items())
 
 
@@ -400,6 +413,8 @@ def recursion_limit(budgets: Budgets) -> int:
 
 def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | None = None) -> TaskResult:
     """Run (or resume, with the same checkpointer and thread) the loop on one task."""
+    if services.strategy.profile and hasattr(services.profiler, "prefetch"):
+        services.profiler.prefetch(services.task)  # the task's cost, computed while the first rounds run
     graph = build_graph(services, checkpointer)
     config = {"configurable": {"thread_id": thread_id or services.task.id},
               "recursion_limit": recursion_limit(services.budgets)}  # fmt: skip

@@ -77,16 +77,26 @@ def cost_entry(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
 def task_cost_isolated(task_source: str, timeout_s: float = COST_TIMEOUT_S) -> dict[str, Any]:
     """:func:`task_cost` of a task source, computed in a CPU-only child process (the parent never
     executes task code). Never raises: a failed child gives None numbers and a note."""
+    return task_cost_child(task_source, timeout_s=timeout_s)[0]
+
+
+def task_cost_child(
+    task_source: str, *, seed: int = 0, gpu: str | None = None, timeout_s: float = COST_TIMEOUT_S
+) -> tuple[dict[str, Any], bool]:
+    """(:func:`task_cost` of a task source computed in a child process, True), or (None numbers and
+    a note, False) when the child failed or timed out (worth computing again, unlike a task that
+    does not run on ``meta``). ``gpu``: the physical GPU the child may see (None: none); the cost
+    runs on ``meta`` either way, but a task that makes its inputs on an explicit device needs it."""
     from cudaforge.isolation import run_isolated
 
     outcome = run_isolated(
-        "cudaforge.hardware.roofline:cost_entry", {"task_source": task_source},
-        timeouts={}, default_timeout=timeout_s, gpu=None,
+        "cudaforge.hardware.roofline:cost_entry", {"task_source": task_source, "seed": seed},
+        timeouts={}, default_timeout=timeout_s, gpu=gpu,
     )  # fmt: skip
     if outcome.status == "ok" and outcome.result is not None:
-        return outcome.result
+        return outcome.result, True
     reason = outcome.error.strip().splitlines()[-1] if outcome.error.strip() else outcome.status
-    return {"flops": None, "min_bytes": None, "dtype": "", "notes": [f"cost child {outcome.status}: {reason}"]}
+    return {"flops": None, "min_bytes": None, "dtype": "", "notes": [f"cost child {outcome.status}: {reason}"]}, False
 
 
 def floor_ms(flops: float | None, min_bytes: float | None, peak_flops_per_s: float | None,

@@ -4,6 +4,8 @@
 - ``Ledger`` / ``LedgerRow``: per-call accounting (tokens, dollars, latency, cache hits).
 - ``ResponseCache`` / ``CacheMode``: record and replay runs byte for byte (SQLite).
 - ``install_script``: deterministic ``scripted/<name>`` models for tests and demos.
+- ``preflight``: checks of a run's models before it starts (keys, local servers, demo and replay
+  coverage) and the most it can cost; ``credentials``: missing keys are never retried.
 
 Importing this package does not import litellm (replays run without it). It sets
 ``LITELLM_LOCAL_MODEL_COST_MAP`` (unless already set) so that importing litellm later

@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -28,6 +29,9 @@ from cudaforge.llm.ledger import Usage
 
 REQUEST_SCHEMA = 1
 """Version of the request layout hashed into keys; bump it when the layout changes."""
+
+TASK_IN_PROMPT = re.compile(r"task `([^`]+)`")
+"""How the agents' prompt templates name the task (``task `tiny/level1/1_ReLU```); group 1 is its id."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -165,3 +169,25 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def recorded_tasks(path: str | Path, model: str | None = None) -> set[str]:
+    """Task ids named in the prompts recorded in a cache file (only ``model``'s requests, if given).
+
+    Read-only and without litellm. A task absent here cannot be replayed at all; one present
+    may still miss later rounds (only a replay tells). Prompts from templates that do not name
+    the task as ``task `ID``` are not counted.
+    """
+    db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    found: set[str] = set()
+    try:
+        for (text,) in db.execute("SELECT request FROM replies"):
+            request = json.loads(text)
+            if model is not None and request.get("model") != model:
+                continue
+            for message in request.get("messages", []):
+                if message.get("role") == "user":
+                    found.update(TASK_IN_PROMPT.findall(str(message.get("content") or "")))
+    finally:
+        db.close()
+    return found

@@ -3,8 +3,10 @@
 One client per agent role. ``complete(messages)`` builds the full request from the
 role's config, serves it from the response cache when it can, else calls
 ``litellm.completion`` with a timeout and retries rate limits, timeouts, connection
-errors and 5xx with exponential backoff and jitter. Every call, good or failed, leaves
-one ledger row. Provider exceptions never escape: callers see ``LLMError`` subclasses.
+errors and 5xx with exponential backoff and jitter. Missing or rejected credentials are
+never retried, whatever exception litellm dresses them in: they raise ``LLMAuthError`` at
+once, naming the variable to set. Every call, good or failed, leaves one ledger row.
+Provider exceptions never escape: callers see ``LLMError`` subclasses.
 
 litellm is imported only when a call must reach a provider, so replaying a recorded
 run (``replay_only``) works where litellm is missing and never touches the network.
@@ -22,6 +24,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from cudaforge.llm.cache import REQUEST_SCHEMA, CachedReply, CacheMode, ResponseCache, request_key
+from cudaforge.llm.credentials import credentials_message, is_credentials_error
 from cudaforge.llm.errors import (
     ContextWindowError,
     EmptyReply,
@@ -257,23 +260,26 @@ class LLMClient:
             try:
                 return litellm.completion(**kwargs), attempt
             except Exception as err:  # noqa: BLE001 - every provider error becomes an LLMError
-                if _is_transient(litellm, err) and attempt <= c.max_retries:
+                retry = _is_transient(litellm, err) and not is_credentials_error(litellm, err)
+                if retry and attempt <= c.max_retries:
                     time.sleep(self.backoff.delay(attempt, _retry_after(err)))
                     continue
                 raise self._classify(litellm, err, attempt) from err
 
     def _classify(self, litellm: Any, err: Exception, attempts: int) -> LLMError:
         """The ``LLMError`` for a provider exception, naming model, role and cause."""
-        if _is_transient(litellm, err):
-            kind, what = LLMUnavailable, f"still failing after {attempts} attempts"
-        elif isinstance(err, litellm.ContextWindowExceededError):
-            kind, what = ContextWindowError, "prompt exceeds the context window"
-        elif isinstance(err, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-            kind, what = LLMAuthError, "credentials rejected"
+        model, role = self.config.model, self.role
+        if is_credentials_error(litellm, err):  # whatever class litellm gave it: not worth a retry
+            message, env_vars = credentials_message(model, role, err, self.config.api_base)
+            error: LLMError = LLMAuthError(message, model=model, role=role, env_vars=env_vars)
         else:
-            kind, what = LLMRequestError, "request refused"
-        cause = f"{type(err).__name__}: {str(err)[:500]}"
-        error = kind(f"{self.config.model} ({self.role}): {what}: {cause}", model=self.config.model, role=self.role)
+            if _is_transient(litellm, err):
+                kind, what = LLMUnavailable, f"still failing after {attempts} attempts"
+            elif isinstance(err, litellm.ContextWindowExceededError):
+                kind, what = ContextWindowError, "prompt exceeds the context window"
+            else:
+                kind, what = LLMRequestError, "request refused"
+            error = kind(f"{model} ({role}): {what}: {type(err).__name__}: {str(err)[:500]}", model=model, role=role)
         error.attempts = attempts
         return error
 

@@ -30,7 +30,16 @@ class LLMRequestError(LLMError):
 
 
 class LLMAuthError(LLMRequestError):
-    """The provider rejected the credentials (missing or wrong API key, no access to the model)."""
+    """Missing or rejected credentials (no API key, a wrong one, no access to the model).
+
+    Never retried, and fatal for a whole run, not just the task: every other call would
+    fail the same way. The message is one line naming the model and what to set.
+    """
+
+    def __init__(self, message: str, *, model: str = "", role: str = "", env_vars: list[str] | None = None) -> None:
+        super().__init__(message, model=model, role=role)
+        self.env_vars = list(env_vars or [])
+        """The environment variables to set or check (empty: litellm could not say)."""
 
 
 class ContextWindowError(LLMRequestError):

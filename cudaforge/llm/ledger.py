@@ -2,7 +2,8 @@
 
 A row is written (and flushed) when the call ends, successful or not, so a crashed
 run keeps the account of every call it made. ``Ledger.totals`` sums rows into tokens,
-dollars and latency; calls to models without a price are counted, never priced at $0.
+dollars and latency; calls to models without a price are counted, never priced at $0
+(``format_cost``: ``$0.1200 + 3 unpriced calls``, or ``unpriced`` when no call had a price).
 """
 
 from __future__ import annotations
@@ -14,6 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.types import Record
+
+SCRIPTED_PREFIX = "scripted/"
+"""Models answered in-process by ``cudaforge.llm.scripted`` (the demo transcript, tests): no provider is called."""
+
+
+def format_cost(cost_usd: float | None, unpriced_calls: int = 0) -> str:
+    """Dollars for people: ``$0.1234``; ``$0.1234 + 3 unpriced calls`` when some calls had no price;
+    ``unpriced`` when none had one (``cost_usd`` None). Never ``$0`` for a cost nobody knows."""
+    if cost_usd is None:
+        return "unpriced"
+    dollars = f"${cost_usd:.4f}"
+    if unpriced_calls:
+        dollars += f" + {unpriced_calls} unpriced call{'s' if unpriced_calls != 1 else ''}"
+    return dollars
 
 
 @dataclass
@@ -90,19 +105,28 @@ class LedgerTotals(Record):
     """Dollars of priced rows that were not cache hits: what this run paid (None as ``cost_usd``)."""
     unpriced_calls: int = 0
     """Rows whose model has no price: their cost is missing from the dollar sums."""
+    scripted_calls: int = 0
+    """Rows of ``scripted/`` models (the demo transcript, tests): answered in-process, no provider called."""
     latency_s: float = 0.0
-    """Seconds summed over calls."""
+    """Seconds summed over calls: the time spent waiting for LLM replies, not the run's wall time."""
 
     def summary(self) -> str:
-        """One line for a terminal: calls, tokens, dollars, latency."""
-        dollars = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        if self.unpriced_calls:
-            dollars += f" (unpriced calls: {self.unpriced_calls})"
+        """One line for a terminal: calls, tokens, dollars (``format_cost``), seconds of LLM time.
+
+        ``19 calls (0 cache hits, 0 errors) | 9,876 tokens in / 1,234 out | $0.0000 (scripted: no provider
+        called) | 9.0 s of LLM time``. The seconds are summed over calls (concurrent calls overlap).
+        """
+        if not self.calls:
+            dollars = "$0"
+        else:
+            dollars = format_cost(self.cost_usd, self.unpriced_calls)
+            if self.scripted_calls == self.calls:
+                dollars += " (scripted: no provider called)"
         reasoning = f" ({self.reasoning_tokens:,} reasoning)" if self.reasoning_tokens else ""
         return (
             f"{self.calls} calls ({self.cache_hits} cache hits, {self.errors} errors) | "
             f"{self.prompt_tokens:,} tokens in / {self.completion_tokens:,} out{reasoning} | "
-            f"{dollars} | {self.latency_s:.1f} s"
+            f"{dollars} | {self.latency_s:.1f} s of LLM time"
         )
 
 
@@ -117,6 +141,7 @@ def sum_rows(rows: list[LedgerRow]) -> LedgerTotals:
         totals.completion_tokens += row.completion_tokens
         totals.reasoning_tokens += row.reasoning_tokens or 0
         totals.latency_s += row.latency_s
+        totals.scripted_calls += row.model.startswith(SCRIPTED_PREFIX)
         if not row.priced or row.cost_usd is None:
             totals.unpriced_calls += 1
             continue

@@ -12,8 +12,8 @@ from typing import Any
 from cudaforge.llm.ledger import Usage
 
 
-def _price_entry(model: str) -> dict[str, Any] | None:
-    """litellm's price-map entry for a model name, or None when the map does not list it."""
+def _map_entry(model: str) -> dict[str, Any] | None:
+    """litellm's map entry for a model name (``provider/name`` or the bare name), or None."""
     import litellm
 
     entry = litellm.model_cost.get(model)
@@ -22,6 +22,12 @@ def _price_entry(model: str) -> dict[str, Any] | None:
         candidate = litellm.model_cost.get(bare)
         if candidate is not None and candidate.get("litellm_provider") == provider:
             entry = candidate
+    return entry
+
+
+def _price_entry(model: str) -> dict[str, Any] | None:
+    """litellm's price-map entry for a model name, or None when the map does not list it with prices."""
+    entry = _map_entry(model)
     if entry is None or entry.get("input_cost_per_token") is None or entry.get("output_cost_per_token") is None:
         return None
     return entry
@@ -70,3 +76,32 @@ def cost_for(
     except Exception:  # litellm lists the model but cannot price this usage: say so, not $0
         return None, False
     return prompt_cost + completion_cost, True
+
+
+def max_call_cost(
+    model: str,
+    *,
+    max_tokens: int | None = None,
+    input_cost_per_token: float | None = None,
+    output_cost_per_token: float | None = None,
+) -> float | None:
+    """An upper bound on one call's dollars, or None when nothing bounds it.
+
+    The bound is a prompt filling the model's input window plus a reply at its cap
+    (``max_tokens`` if set, else the model's output limit), at list price; prompt-cache
+    discounts are ignored. Custom prices use litellm's token limits for the model; a model
+    priced at 0 for both costs 0. Unlisted models with no custom price give None.
+    """
+    if input_cost_per_token == 0 and output_cost_per_token == 0:
+        return 0.0
+    custom = input_cost_per_token is not None or output_cost_per_token is not None
+    entry = (_map_entry(model) or {}) if custom else _price_entry(model)
+    if entry is None:
+        return None
+    input_cap = entry.get("max_input_tokens") or entry.get("max_tokens")
+    output_cap = max_tokens or entry.get("max_output_tokens") or entry.get("max_tokens")
+    if not input_cap or not output_cap:
+        return None
+    input_price = input_cost_per_token if custom else entry["input_cost_per_token"]
+    output_price = output_cost_per_token if custom else entry["output_cost_per_token"]
+    return input_cap * (input_price or 0.0) + output_cap * (output_price or 0.0)

@@ -4,8 +4,9 @@ Entry ``cudaforge.profile.child:profile_forward``, run by ``run_isolated`` (unde
 mode ``ncu``). Phases, announced to the parent for their timeouts:
 
 1. ``compile``: import the candidate under the build hooks (a cache hit after the evaluator
-   built it); ``setup``: the task module, the GPU spec sheet, the task's cost on the meta device,
-   the candidate model and seeded inputs on the GPU, exactly as the evaluator builds them;
+   built it); ``setup``: the task module, the GPU spec sheet, the task's cost on the meta device
+   (only when ``want_cost``: the profiler computes it apart, once per task, in a process without the
+   candidate), the candidate model and seeded inputs on the GPU, exactly as the evaluator builds them;
 2. ``warmup``: ``warmup`` forwards, synchronised, so that compilation, autotuning and lazy
    initialisation are over (ncu does not see them: it starts with profiling off);
 3. ``profile``: one forward between ``cudaProfilerStart`` and ``cudaProfilerStop`` (mode
@@ -81,7 +82,7 @@ def _time_forward(forward: Callable[[], Any], iters: int) -> float:
 
 
 def profile_forward(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
-    """Run ``payload = {task_source, candidate, build, mode, warmup, seed, want_spec, time_iters}``;
+    """Run ``payload = {task_source, candidate, build, mode, warmup, seed, want_spec, want_cost, time_iters}``;
     returns ``{versions, spec, cost, kernels, forward_ms}`` or, on the candidate's fault, ``{..., error}``."""
     import torch
 
@@ -104,7 +105,8 @@ def profile_forward(payload: dict[str, Any], progress: Callable[[str], None]) ->
     task = load_module(payload["task_source"], "cudaforge_reference")
     if payload.get("want_spec", True):
         result["spec"] = gpu_spec_sheet(0)
-    result["cost"] = task_cost(task, seed=payload["seed"])
+    if payload.get("want_cost", True):  # the profiler asks for none: it computes the task's cost apart, once
+        result["cost"] = task_cost(task, seed=payload["seed"])
     try:
         model = build_model(module.ModelNew, list(task.get_init_inputs()), payload["seed"], device)
         inputs = make_inputs(task, seed=payload["seed"], device=device)

@@ -5,11 +5,14 @@ isolated worker (``cudaforge.profile.child``) under ``ncu``, holding the GPU's l
 candidate's own kernels, totals them, adds ncu's rule messages, the task's roofline and the GPU's
 spec sheet. When ncu is missing, counters are not permitted (ERR_NVGPUCTRPERM), ncu fails or it
 times out, the same forward runs under torch.profiler instead (status ``fallback``) and the
-message says why; nothing here raises for the candidate's or the tool's faults.
+message says why; nothing here raises for the candidate's or the tool's faults. The task's cost
+(the roofline's FLOPs and bytes) is computed once per task, in a child that never runs a
+candidate, and cached by the task's source hash (``Profiler.task_cost``).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import functools
@@ -19,19 +22,20 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cudaforge.isolation import IsolatedOutcome, run_isolated
-from cudaforge.profile.cache import ProfileCache, cache_key
+from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.kernels import candidate_kernel_names, is_own_kernel, kernel_base_name
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
 from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
-from cudaforge.hardware.roofline import make_roofline, task_cost_isolated, with_measurement
+from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
 from cudaforge.types import Task, source_hash
 
 CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
@@ -218,6 +222,9 @@ class Profiler:
         self.lock_dir = lock_dir
         self.build = dict(build or {})
         self._specs: dict[str, dict[str, Any]] = {}
+        self._costs: dict[str, dict[str, Any]] = {}
+        self._cost_locks: dict[str, threading.Lock] = {}
+        self._cost_locks_guard = threading.Lock()
 
     # ------------------------------------------------------------------ ncu
 
@@ -247,6 +254,7 @@ class Profiler:
         return {
             "task_source": task.source, "candidate": source, "build": self.build, "mode": mode,
             "warmup": self.settings.warmup, "seed": self.settings.seed, "want_spec": gpu not in self._specs,
+            "want_cost": False,  # the task's cost comes from task_cost, never from the candidate's process
         }  # fmt: skip
 
     def _read_kernels(self, ncu: str, out_dir: Path) -> list[KernelProfile]:
@@ -291,11 +299,13 @@ class Profiler:
         if gpu is None:
             result.status = ProfileStatus.UNAVAILABLE
             result.message = "no GPU to profile on: only the task's FLOPs and minimum bytes are reported"
-            result.roofline = make_roofline(task_cost_isolated(task.source), None)
+            cost, result.cached = self._task_cost(task, None, "cpu", result)
+            result.roofline = make_roofline(cost, None)
             result.seconds = time.monotonic() - started
             return result
         gpu = str(gpu)
-        result.cache_key = cache_key(result.candidate_hash, task.source_hash, gpu_model_name(gpu), s.cache_fields())
+        model = gpu_model_name(gpu)
+        result.cache_key = cache_key(result.candidate_hash, task.source_hash, model, s.cache_fields())
         cached = self.cache.get(result.cache_key) if self.cache else None
         if cached is not None:
             cached.cached = True
@@ -304,7 +314,7 @@ class Profiler:
             return cached
         ncu = resolve_ncu(s.ncu_path)
         result.tools["ncu"] = ncu_version(ncu) if ncu else None
-        run = _Run(task, source, gpu, candidate_kernel_names(source), result)
+        run = _Run(task, source, gpu, candidate_kernel_names(source), result, model)
         out_dir = Path(tempfile.mkdtemp(prefix="cudaforge-ncu-"))
         try:
             with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s):
@@ -324,6 +334,66 @@ class Profiler:
         if result.status is ProfileStatus.OK and self.cache is not None:
             self.cache.put(result.cache_key, result)
         return result
+
+    def task_cost(
+        self, task: Task, gpu: str | None = None, device: str | None = None
+    ) -> tuple[dict[str, Any], float | None]:
+        """(The cost of ``task``'s reference, the seconds spent computing it or None when it came from a
+        cache). Computed once per task in a child process that runs no candidate (``gpu`` visible to it,
+        or none), then kept in memory and in the cache directory under :func:`cost_key`: the task's source
+        hash, the seed, ``device`` (default: ``cpu``, or ``gpu``'s model name), the torch and cudaforge
+        versions. A failed child's result is not kept."""
+        device = device or ("cpu" if gpu is None else gpu_model_name(gpu))
+        key = cost_key(task.source_hash, self.settings.seed, device)
+        with self._cost_lock(key):  # one child per key: a second caller (the prefetch, another task) waits
+            cost = self._cached_cost(key)
+            if cost is not None:
+                return cost, None
+            started = time.monotonic()
+            cost, complete = task_cost_child(task.source, seed=self.settings.seed, gpu=gpu)
+            seconds = time.monotonic() - started
+            if complete:
+                self._costs[key] = copy.deepcopy(cost)
+                try:
+                    if self.cache is not None:
+                        self.cache.put_cost(key, cost, task.id)
+                except OSError:  # an unwritable cache directory costs the next run a child, not this profile
+                    pass
+            return cost, seconds
+
+    def prefetch(self, task: Task) -> threading.Thread | None:
+        """Start computing ``task``'s cost in the background (returns the thread), so that its first
+        profile finds it ready; None when nothing is to do: the cost is cached, or this profiler has
+        GPUs (there the cost child runs when a profile needs it, under the GPU's lock)."""
+        if self.gpus or self._cached_cost(cost_key(task.source_hash, self.settings.seed, "cpu")) is not None:
+            return None
+        thread = threading.Thread(target=self.task_cost, args=(task,), name=f"task-cost-{task.id}")
+        thread.start()
+        return thread
+
+    def _cached_cost(self, key: str) -> dict[str, Any] | None:
+        """A copy of the cost of ``key`` from memory or the cache directory, or None."""
+        cost = self._costs.get(key)
+        if cost is None and self.cache is not None:
+            cost = self.cache.get_cost(key)
+        if cost is None:
+            return None
+        self._costs[key] = cost
+        return copy.deepcopy(cost)
+
+    def _cost_lock(self, key: str) -> threading.Lock:
+        with self._cost_locks_guard:
+            return self._cost_locks.setdefault(key, threading.Lock())
+
+    def _task_cost(
+        self, task: Task, gpu: str | None, device: str, result: ProfileResult
+    ) -> tuple[dict[str, Any], bool]:
+        """``task_cost`` for one profile: (the cost, True when cached); a computed one adds its seconds
+        to ``result.phase_seconds``."""
+        cost, seconds = self.task_cost(task, gpu, device)
+        if seconds is not None:
+            result.phase_seconds["task_cost"] = seconds
+        return cost, seconds is None
 
     def gpu_spec(self, gpu: str | int | None = None) -> dict[str, Any]:
         """The spec sheet of ``gpu`` (default: the first of ``gpus``), read once in a worker and
@@ -393,7 +463,8 @@ class Profiler:
             result.status = ProfileStatus.TIMEOUT if "timed out" in reason else ProfileStatus.UNAVAILABLE
             result.message = reason
             peaks = self._specs.get(run.gpu, {}).get("peaks")
-            result.roofline = make_roofline(task_cost_isolated(run.task.source), peaks, allow_tf32=self.settings.allow_tf32)
+            cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
+            result.roofline = make_roofline(cost, peaks, allow_tf32=self.settings.allow_tf32)
             return
         outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler")
         result.phase_seconds.update({f"torch_profiler:{k}": v for k, v in outcome.phase_seconds.items()})
@@ -447,9 +518,8 @@ class Profiler:
         result.spec = self._specs.get(run.gpu, {})
         result.tools.update(child.get("versions", {}))
         result.tools["driver"] = result.spec.get("driver_version")
-        result.roofline = make_roofline(
-            child.get("cost") or {}, result.spec.get("peaks"), allow_tf32=self.settings.allow_tf32
-        )
+        cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
+        result.roofline = make_roofline(cost, result.spec.get("peaks"), allow_tf32=self.settings.allow_tf32)
         if own_names and kernels and not own:
             result.message = (f"none of the candidate's kernels ({', '.join(sorted(own_names))}) ran in the forward; "
                               f"it launched only {', '.join(result.library_kernel_names)}")  # fmt: skip
@@ -482,6 +552,8 @@ class _Run:
     gpu: str
     own_names: set[str]
     result: ProfileResult
+    model: str
+    """The GPU's model name (part of the task cost's key)."""
 
 
 def _sum_ms(kernels: list[KernelProfile]) -> float | None:

@@ -10,12 +10,13 @@ the same reply for the same prompt.
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cudaforge.llm.cache import TASK_IN_PROMPT
 from cudaforge.llm.scripted import install_script
 
 TRANSCRIPT = Path(__file__).resolve().parents[1] / "resources" / "demo" / "tiny_transcript.yaml"
@@ -44,13 +45,27 @@ def _kernel_shown(user: str, names: list[str], kernels: dict[str, str]) -> str |
     return max(shown, key=lambda n: len(kernels[n]), default=None)
 
 
+def _transcript_name(task_id: str) -> str:
+    """The transcript's name for a task: the last part of its id (``tiny/level1/1_ReLU`` -> ``1_ReLU``)."""
+    return task_id.rsplit("/", 1)[-1]
+
+
+def uncovered_tasks(task_ids: Iterable[str], path: Path = TRANSCRIPT) -> list[str]:
+    """The task ids, in order, that the demo transcript has no replies for (it covers the ``tiny`` suite).
+
+    Reads only the transcript file; the demo model would fail each of these tasks on its first call.
+    """
+    covered = yaml.safe_load(path.read_text())["tasks"]
+    return [t for t in task_ids if _transcript_name(t) not in covered]
+
+
 def demo_reply(messages: list[dict[str, Any]], transcript: dict[str, Any]) -> str:
     """The transcript's reply to one prompt."""
     user = next((m["content"] for m in messages if m["role"] == "user"), "")
-    found = re.search(r"task `([^`]+)`", user)
+    found = TASK_IN_PROMPT.search(user)
     if not found:
         raise DemoTranscriptError("the prompt names no task")
-    task = found.group(1).rsplit("/", 1)[-1]
+    task = _transcript_name(found.group(1))
     script = transcript["tasks"].get(task)
     if script is None:
         raise DemoTranscriptError(f"the demo transcript covers {sorted(transcript['tasks'])}, not {task!r}")

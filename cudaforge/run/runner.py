@@ -5,6 +5,10 @@ clients (one per role, sharing the response cache and the ledger), the agents, t
 evaluator, the profiler and the task stores. A run directory that already holds results is
 resumed: finished tasks are skipped, unfinished ones continue from their last checkpoint,
 and LLM calls already made are answered by the cache (nothing is paid twice).
+
+Missing or rejected credentials (``LLMAuthError``) stop the whole run with ``RunAborted``
+instead of failing every task in turn; the task that hit them records no result, so the
+same command resumes it once the key is set.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from cudaforge.graph.loop import Budgets, LoopServices, run_task
 from cudaforge.graph.strategies import get_strategy
 from cudaforge.llm.cache import ResponseCache
 from cudaforge.llm.client import Backoff, LLMClient
+from cudaforge.llm.errors import LLMAuthError
 from cudaforge.llm.ledger import Ledger
 from cudaforge.teach.skills import read_skills
 from cudaforge.track.store import RunStore
@@ -42,10 +47,19 @@ class LedgerSpend:
         self.ledger = ledger
 
     def task_totals(self, task_id: str) -> dict[str, float]:
-        """Dollars (priced calls), unpriced calls and tokens of one task so far."""
+        """Dollars (priced calls), unpriced calls and tokens of one task so far.
+
+        ``cost_usd`` is a number here (0 when every call was unpriced) because the graph compares it with
+        ``strategy.max_dollars``, which can only count priced calls; ``task_cost`` gives the honest figure.
+        """
         t = self.ledger.totals(task_id=task_id)
         return {"cost_usd": t.cost_usd or 0.0, "unpriced_calls": t.unpriced_calls,
                 "tokens_in": t.prompt_tokens, "tokens_out": t.completion_tokens}  # fmt: skip
+
+    def task_cost(self, task_id: str) -> float | None:
+        """Dollars of one task's priced calls; None when it made calls and every one was unpriced."""
+        t = self.ledger.totals(task_id=task_id)
+        return t.cost_usd if t.unpriced_calls else (t.cost_usd or 0.0)
 
 
 @dataclass
@@ -118,6 +132,7 @@ def run_one(
         gpu_spec=ctx.gpu_spec, memory_rounds=cfg.strategy.memory_rounds, on_event=on_event or (lambda event: None),
     )  # fmt: skip
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
+    result.cost_usd = services.ledger.task_cost(task.id)  # None, not the budget's 0, when nothing was priced
     result.time_split["queue"] = result.time_split.get("queue", 0.0) + queued_s
     ctx.store.append_result(result)
     return result
@@ -127,7 +142,11 @@ def run_suite(
     ctx: RunContext, tasks: list[Task], *, on_event: Callable[[dict], None] | None = None,
     on_result: Callable[[TaskResult], None] | None = None,
 ) -> list[TaskResult]:
-    """Run every task not finished yet in this run directory; returns all results, in task order."""
+    """Run every task not finished yet in this run directory; returns all results, in task order.
+
+    Raises ``RunInterrupted`` on Ctrl-C and ``RunAborted`` when a model's credentials are
+    missing or rejected; no new task starts after either.
+    """
     done = {r.task_id: r for r in ctx.store.results()}
     todo = [t for t in tasks if t.id not in done]
     lock = threading.Lock()
@@ -137,7 +156,11 @@ def run_suite(
     def one(task: Task) -> None:
         if stopping.is_set():
             return  # interrupted before this task started: it stays for the resume
-        result = run_one(ctx, task, on_event, queued_s=time.monotonic() - submitted)
+        try:
+            result = run_one(ctx, task, on_event, queued_s=time.monotonic() - submitted)
+        except LLMAuthError:
+            stopping.set()  # now, before this worker takes the next task
+            raise
         with lock:
             done[task.id] = result
             if on_result:
@@ -145,20 +168,37 @@ def run_suite(
 
     pool = ThreadPoolExecutor(max_workers=max(1, ctx.cfg.concurrency))
     futures = [pool.submit(one, t) for t in todo]
+
+    def stop() -> str:
+        """No new task starts; the tasks in flight end at their next step boundary or with the process.
+
+        Every finished step is checkpointed, so the same command with the same run directory resumes
+        where this one stopped. Returns that hint.
+        """
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        return (f"{len(done)}/{len(tasks)} tasks finished; resume with the same command and "
+                f"hydra.run.dir={ctx.store.root}")
+
     try:
         for future in as_completed(futures):
             future.result()
+    except LLMAuthError as exc:
+        raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
     except KeyboardInterrupt:
-        # Graceful: no new task starts; the ones in flight end at their next step boundary or with the
-        # process. Every finished step is checkpointed, so the same command with the same run directory
-        # resumes where this one stopped.
-        stopping.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise RunInterrupted(f"interrupted: {len(done)}/{len(tasks)} tasks finished; resume with the same "
-                             f"command and hydra.run.dir={ctx.store.root}") from None
+        raise RunInterrupted(f"interrupted: {stop()}") from None
     pool.shutdown()
     return [done[t.id] for t in tasks if t.id in done]
 
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C: the run stopped cleanly and can be resumed."""
+
+
+class RunAborted(RuntimeError):
+    """The run cannot go on (no usable credentials for a model); one line says why and how to resume."""
+
+    def __init__(self, message: str, *, cause: Exception) -> None:
+        super().__init__(message)
+        self.cause = cause
+        """The error that stopped the run (an ``LLMAuthError``)."""

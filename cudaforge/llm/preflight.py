@@ -1,0 +1,299 @@
+"""Pre-flight: what would make a run fail on every task, found before the first task starts.
+
+No model is called and nothing leaves the machine except a TCP connect to a configured
+local server. The checks (each problem is one ``Problem``):
+
+- ``api_key``: litellm's ``validate_environment`` says the model needs a variable that is not set;
+- ``server``: a model with an ``api_base`` whose host:port does not accept a connection in time;
+- ``demo_coverage``: the demo model (``scripted/demo``) has no transcript for some selected tasks
+  (the transcript covers the ``tiny`` suite only);
+- ``replay_cache`` / ``replay_coverage``: ``llm_cache.mode=replay_only`` with no cache file, or a
+  cache that recorded no prompt for some selected tasks.
+
+In ``replay_only`` mode only the replay checks run (nothing reaches a provider). Other
+``scripted/<name>`` models are installed in-process by tests and are not checked. litellm
+is imported only for a model that needs the key check.
+
+How to call (``config``: a ``CudaforgeConfig`` in object form, ``tasks`` the selected suite)::
+
+    from cudaforge.llm.preflight import check_config, estimate_cost
+
+    problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)
+    for problem in problems:
+        print(f"cudaforge run: {problem.line()}", file=sys.stderr)
+    if problems:
+        return 2
+    print(estimate_cost(config, len(tasks)).line())
+
+A ``doctor`` command can check any list of models with ``check_models``::
+
+    check_models([{"role": "coder", "model": "openai/o3"},
+                  {"role": "judge", "model": "hosted_vllm/Qwen/QwQ-32B", "api_base": "http://localhost:8000/v1"}])
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from cudaforge.llm.cache import CacheMode, recorded_tasks
+
+SCRIPTED_PREFIX = "scripted/"
+"""Models answered in-process (``cudaforge.llm.scripted``): no key, no server, no cost."""
+CONNECT_TIMEOUT_S = 0.5
+"""How long a local server gets to accept a TCP connection."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason the run would fail, with the fix."""
+
+    check: str
+    """``api_key``, ``server``, ``demo_coverage``, ``replay_cache`` or ``replay_coverage``."""
+    role: str
+    """Who uses the model: ``coder``, ``judge`` or ``coder and judge``."""
+    model: str
+    """The litellm model name."""
+    message: str
+    """One line: what is wrong (``coder model openai/o3 needs OPENAI_API_KEY (not set)``)."""
+    fix: str
+    """One line: how to fix it."""
+    tasks: tuple[str, ...] = ()
+    """The selected task ids concerned (coverage checks; empty otherwise)."""
+
+    def line(self) -> str:
+        """``message: fix``, one line for the CLI."""
+        return f"{self.message}: {self.fix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (for a ``doctor --json``)."""
+        return {**asdict(self), "tasks": list(self.tasks)}
+
+
+def check_models(
+    models: Sequence[Mapping[str, Any]],
+    task_ids: Sequence[str] = (),
+    *,
+    cache_mode: CacheMode | str = CacheMode.read_write,
+    cache_path: str | Path | None = None,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+) -> list[Problem]:
+    """The problems of the configured models for a run over ``task_ids`` ([] when all is well).
+
+    ``models``: one mapping per role, ``{"role": "coder", "model": "openai/o3", "api_base": None}``
+    (``api_base`` optional). Two roles on the same model and server are checked once and
+    reported as ``coder and judge``. ``cache_mode`` / ``cache_path``: the run's response cache
+    (the path is needed only for ``replay_only``; None skips the replay checks). Coverage
+    checks need ``task_ids``. Takes at most about ``timeout_s`` per server checked.
+    """
+    problems: list[Problem] = []
+    replay = CacheMode(getattr(cache_mode, "value", cache_mode)) is CacheMode.replay_only
+    for (model, api_base), roles in _group(models).items():
+        who = f"{roles} model {model}"
+        if replay:
+            problems += _check_replay(who, roles, model, task_ids, cache_path)
+        elif model == _demo_model():
+            problems += _check_demo(who, roles, model, task_ids)
+        elif not model.startswith(SCRIPTED_PREFIX):
+            problems += _check_keys(who, roles, model, api_base)
+            if api_base:
+                problems += _check_server(who, roles, model, api_base, timeout_s)
+    return problems
+
+
+def check_config(config: Any, task_ids: Sequence[str], *, run_dir: str | Path | None = None) -> list[Problem]:
+    """``check_models`` on a run's config (``CudaforgeConfig``, object form): its coder, judge and cache.
+
+    ``run_dir``: where the run writes, for the default cache path (``<run_dir>/llm_cache.sqlite``).
+    """
+    models = [{"role": role, "model": llm.model, "api_base": llm.api_base}
+              for role, llm in (("coder", config.coder), ("judge", config.judge))]  # fmt: skip
+    cache = config.llm_cache
+    cache_path = cache.path or (Path(run_dir) / "llm_cache.sqlite" if run_dir is not None else None)
+    return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path)
+
+
+def _demo_model() -> str:
+    from cudaforge.run.demo import DEMO_MODEL
+
+    return DEMO_MODEL
+
+
+def _group(models: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str | None], str]:
+    """(model, api_base) -> ``coder and judge``, in first-seen order."""
+    roles: dict[tuple[str, str | None], list[str]] = {}
+    for entry in models:
+        roles.setdefault((str(entry["model"]), entry.get("api_base") or None), []).append(str(entry["role"]))
+    return {key: " and ".join(names) for key, names in roles.items()}
+
+
+def _setting(roles: str, name: str) -> str:
+    """The override(s) that set ``name`` for these roles: ``coder.api_base=...``."""
+    return " and ".join(f"{role}.{name}=..." for role in roles.split(" and "))
+
+
+def _few(task_ids: Sequence[str], shown: int = 3) -> str:
+    """``a, b, c and 27 more``."""
+    head = ", ".join(task_ids[:shown])
+    return head if len(task_ids) <= shown else f"{head} and {len(task_ids) - shown} more"
+
+
+def _check_keys(who: str, roles: str, model: str, api_base: str | None) -> list[Problem]:
+    from cudaforge.llm.credentials import missing_keys
+
+    missing = missing_keys(model, api_base)
+    if not missing:
+        return []
+    names = ", ".join(missing)
+    return [Problem("api_key", roles, model, f"{who} needs {names} (not set)",
+                    f"export {names} before the run, or pick another model ({_setting(roles, 'model')})")]  # fmt: skip
+
+
+def _check_server(who: str, roles: str, model: str, api_base: str, timeout_s: float) -> list[Problem]:
+    failure = connect_failure(api_base, timeout_s)
+    if failure is None:
+        return []
+    return [Problem("server", roles, model, f"{who}: server {api_base} not answering ({failure})",
+                    f"start the server, or point {_setting(roles, 'api_base')} at one that runs")]  # fmt: skip
+
+
+def connect_failure(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Why a TCP connection to the URL's host:port fails within ``timeout_s`` (None: it connects).
+
+    Name resolution counts against the timeout too (it runs in a thread that is abandoned
+    when slow), so a hostname that does not resolve cannot stall the check.
+    """
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:  # a port that is not a number
+        return f"bad address: {exc}"
+    if not host:
+        return "no host in the address"
+    outcome: list[str | None] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(f"{host}:{port}: {exc.strerror or exc}")
+
+    worker = threading.Thread(target=connect, name="preflight-connect", daemon=True)
+    worker.start()
+    worker.join(timeout_s + 0.05)
+    return outcome[0] if outcome else f"{host}:{port}: no answer within {timeout_s:g} s"
+
+
+def _check_demo(who: str, roles: str, model: str, task_ids: Sequence[str]) -> list[Problem]:
+    from cudaforge.run.demo import uncovered_tasks
+
+    missing = uncovered_tasks(task_ids)
+    if not missing:
+        return []
+    return [Problem("demo_coverage", roles, model,
+                    f"{who} is the offline demo: its transcript covers the `tiny` suite only, not {len(missing)} of "
+                    f"the {len(task_ids)} selected tasks ({_few(missing)})",
+                    f"use suite=tiny with the demo, or real models ({_setting(roles, 'model')})",
+                    tuple(missing))]  # fmt: skip
+
+
+def _check_replay(
+    who: str, roles: str, model: str, task_ids: Sequence[str], cache_path: str | Path | None
+) -> list[Problem]:
+    if cache_path is None:
+        return []
+    fix = "point llm_cache.path at a recorded run's llm_cache.sqlite"
+    if not Path(cache_path).is_file():
+        return [Problem("replay_cache", roles, model, f"{who}: replay_only, but no cache at {cache_path}", fix)]
+    try:
+        recorded = recorded_tasks(cache_path, model)
+    except (sqlite3.Error, ValueError) as exc:
+        return [Problem("replay_cache", roles, model, f"{who}: cache {cache_path} unreadable ({exc})", fix)]
+    missing = [t for t in task_ids if t not in recorded]
+    if not missing:
+        return []
+    return [Problem("replay_coverage", roles, model,
+                    f"{who}: the response cache {cache_path} recorded no prompt for {len(missing)} of the "
+                    f"{len(task_ids)} selected tasks ({_few(missing)})",
+                    "select only recorded tasks, or record them with llm_cache.mode=read_write",
+                    tuple(missing))]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- cost
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """The most a run can spend under its budgets."""
+
+    max_usd: float | None
+    """Upper bound for the whole run in dollars (None: unbounded, nothing caps it)."""
+    per_task_usd: float | None
+    """Upper bound per task (None: unbounded)."""
+    tasks: int
+    """Tasks counted."""
+    basis: str
+    """One line: what bounds it, or why nothing does."""
+
+    def line(self) -> str:
+        """``at most $12.00 for 30 tasks ($0.40 a task: ...)`` or ``cost unbounded: ...``."""
+        if self.max_usd is None:
+            return f"cost unbounded: {self.basis}"
+        return f"at most ${self.max_usd:,.2f} for {self.tasks} tasks (${self.per_task_usd:,.2f} a task: {self.basis})"
+
+
+def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
+    """The most ``n_tasks`` tasks of a run (``CudaforgeConfig``, object form) can cost.
+
+    Per task: ``strategy.max_dollars`` plus the one Coder and one Judge step that may run
+    past it (the budget is checked after each Coder and evaluation step), or rounds x calls
+    a round x a per-call bound (a full input window plus a full reply at list price,
+    ``pricing.max_call_cost``), whichever is lower. Calls a round: (1 + max_follow_ups) for
+    the Coder, and as many for the Judge when the strategy consults it. Scripted (demo)
+    models and ``replay_only`` runs cost $0. Unbounded (``max_usd`` None) when a model that
+    is called has no price and no custom price: neither its calls nor ``max_dollars`` (which
+    counts priced calls only) bound what it costs.
+    """
+    from cudaforge.graph.strategies import get_strategy
+    from cudaforge.llm.pricing import max_call_cost
+
+    s = config.strategy
+    if CacheMode(getattr(config.llm_cache.mode, "value", config.llm_cache.mode)) is CacheMode.replay_only:
+        return CostEstimate(0.0, 0.0, n_tasks, "replay_only: no call reaches a provider")
+    strategy = get_strategy(s.name)
+    rounds = min(s.max_rounds, strategy.max_rounds or s.max_rounds)
+    step_calls = 1 + s.max_follow_ups
+    roles = [("coder", config.coder)]
+    if strategy.judge_corrects or strategy.judge_optimizes:
+        roles.append(("judge", config.judge))
+    bounds: list[tuple[str, float]] = []  # (role, the most one call of it costs)
+    unpriced: list[str] = []
+    for role, llm in roles:
+        bound = 0.0 if llm.model.startswith(SCRIPTED_PREFIX) else max_call_cost(
+            llm.model, max_tokens=llm.max_tokens, input_cost_per_token=llm.input_cost_per_token,
+            output_cost_per_token=llm.output_cost_per_token)  # fmt: skip
+        if bound is None:
+            unpriced.append(f"{role} model {llm.model}")
+        else:
+            bounds.append((role, bound))
+    if unpriced:
+        return CostEstimate(None, None, n_tasks, f"no price in litellm's map for {' or '.join(unpriced)} (set its "
+                                                 "input_cost_per_token and output_cost_per_token to bound it)")
+    round_usd = step_calls * sum(bound for _, bound in bounds)  # one step of each role
+    if round_usd == 0:
+        return CostEstimate(0.0, 0.0, n_tasks, "its models cost nothing (scripted, or priced at $0)")
+    per_task = rounds * round_usd
+    calls = " + ".join(f"{step_calls} {role} calls at most ${bound:,.2f} each" for role, bound in bounds)
+    basis = f"{rounds} round{'s' if rounds != 1 else ''} x ({calls})"
+    if s.max_dollars is not None and s.max_dollars + round_usd < per_task:
+        per_task = s.max_dollars + round_usd
+        steps = " and ".join(f"one {role} step" for role, _ in bounds)
+        basis = f"strategy.max_dollars={s.max_dollars:g} plus {steps} past it (${round_usd:,.2f})"
+    return CostEstimate(per_task * n_tasks, per_task, n_tasks, basis)
