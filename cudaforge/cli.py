@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Callable
 
 import hydra
@@ -33,6 +34,11 @@ subcommands:
                 a skill document from the Judge's advice that led to verified speedups
   skill compare WITH_RUN WITHOUT_RUN (or their sweep folder)
                 the paired with/without-skill difference, with intervals (docs/teaching.md)
+  doctor        check the setup: GPU, nvcc, ncu, Triton, the sandbox, the models' keys, the caches
+  cache info | cache clear [KIND ...]
+                where the caches are and their sizes; empty them
+
+`cudaforge SUBCOMMAND --help` says what one does, its keys and examples.
 
 Overrides are Hydra's: group=option (suite=main), key=value (eval.timing_trials=50),
 --cfg job to print the composed config, -m for sweeps, --config-dir DIR to add your own
@@ -54,6 +60,9 @@ class _Exit:
     """The exit status the Hydra app sets for ``main`` to return."""
 
     code = 0
+    refused = False
+    """The app refused to start (a usage error found after Hydra made its directory): the directory goes."""
+    run_dir: str | None = None
 
 
 def _tasks_list(cfg: DictConfig) -> int:
@@ -114,24 +123,45 @@ def _eval(cfg: DictConfig) -> int:
 
 
 def _run(cfg: DictConfig) -> int:
+    import time
     from pathlib import Path
 
     from hydra.core.hydra_config import HydraConfig
 
+    from cudaforge.eval.verifier import cpu_scaled
+    from cudaforge.llm.preflight import check_config, estimate_cost
     from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
     from cudaforge.run.progress import RunProgress
-    from cudaforge.run.runner import RunInterrupted, make_context, run_suite
+    from cudaforge.run.runner import RunAborted, RunInterrupted, make_context, run_suite
     from cudaforge.tasks import load_suite
     from cudaforge.track.wandb_sink import make_tracker
 
+    started = time.monotonic()
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = OmegaConf.to_object(cfg)
-    if DEMO_MODEL in (config.coder.model, config.judge.model):
-        install_demo()
-        print(BANNER, flush=True)
     tasks = load_suite(config.suite)
+    problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)  # before any paid or long work
+    if problems:
+        for problem in problems:
+            print(f"cudaforge run: error: {problem.line()}", file=sys.stderr)
+        _Exit.refused = True
+        return 2
+    demo_roles = [role for role, llm in (("coder", config.coder), ("judge", config.judge)) if llm.model == DEMO_MODEL]
+    if demo_roles:
+        install_demo()
+        who = "both agents" if len(demo_roles) == 2 else f"the {demo_roles[0]} only"
+        print(f"{BANNER} ({who})", flush=True)
+    from cudaforge.eval.evaluator import visible_gpus
+
+    if not visible_gpus(list(config.eval.devices or [])):
+        import torch
+
+        scaled = sum(cpu_scaled(t, torch.device("cpu")) for t in tasks)
+        print(f"no GPU: kernels are checked on the CPU without timing"
+              + (f"; {scaled} tasks sized for a GPU use their 'small' inputs" if scaled else ""), flush=True)
     print(f"run directory: {run_dir}\n{len(tasks)} tasks, strategy {config.strategy.name.value}, "
-          f"coder {config.coder.model}, judge {config.judge.model}", flush=True)
+          f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
+          flush=True)  # fmt: skip
     ctx = make_context(config, run_dir)
     hydra_cfg = HydraConfig.get()
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
@@ -153,6 +183,10 @@ def _run(cfg: DictConfig) -> int:
         progress.close()
         print(f"\n{exc}", file=sys.stderr)
         return 130
+    except RunAborted as exc:
+        progress.close()
+        print(f"\ncudaforge run: error: {exc}", file=sys.stderr)
+        return 1
     progress.close()
     tracker.finish(results)
     totals = ctx.ledger.totals()
@@ -161,8 +195,9 @@ def _run(cfg: DictConfig) -> int:
         best = f"{r.best_speedup:.3f}x" if r.best_speedup else ("correct, untimed" if r.correct else "-")
         print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
     correct = sum(r.correct for r in results)
-    print(f"{correct}/{len(results)} correct | LLM: {totals.summary()}\nresults: {ctx.store.results_path}")
-    return 0
+    print(f"{correct}/{len(results)} correct | LLM: {totals.summary()} | wall time {time.monotonic() - started:.1f} s"
+          f"\nresults: {ctx.store.results_path}")  # fmt: skip
+    return 0 if correct == len(results) else 1
 
 
 def _profile(cfg: DictConfig) -> int:
@@ -198,6 +233,7 @@ def _baseline(cfg: DictConfig) -> int:
     evaluator = Evaluator(OmegaConf.to_object(cfg.eval))
     if not evaluator.gpus:
         print("cudaforge baseline: error: no GPU visible; baselines are GPU timings", file=sys.stderr)
+        _Exit.refused = True
         return 2
     out = Path(cfg.output) if cfg.output else Path(HydraConfig.get().runtime.output_dir) / "baseline.jsonl"
     print(f"timing {len(tasks)} references on GPU {evaluator.gpus[0]} (eager and torch.compile) -> {out}", flush=True)
@@ -274,7 +310,29 @@ def _skill_compare(cfg: DictConfig) -> int:
     return 0
 
 
+def _cache(rest: list[str]) -> int:
+    """``cudaforge cache info`` / ``cudaforge cache clear [KIND ...]`` (no Hydra app: the default locations)."""
+    from cudaforge.cache_admin import main_cache
+
+    return main_cache(rest)
+
+
+def _doctor(cfg: DictConfig) -> int:
+    from cudaforge.doctor import run_checks
+    from cudaforge.tasks import load_suite
+
+    config = OmegaConf.to_object(cfg)
+    tasks = load_suite(config.suite)
+    print(f"cudaforge doctor: suite {config.suite.name} ({len(tasks)} tasks), coder {config.coder.model}, "
+          f"judge {config.judge.model}", flush=True)  # fmt: skip
+    checks = run_checks(config, [t.id for t in tasks], say=lambda line: print(line, flush=True))
+    blocking = [c for c in checks if c.blocking and not c.ok]
+    print("nothing stops a run" if not blocking else f"{len(blocking)} problem(s) stop a run (lines marked x)")
+    return 1 if blocking else 0
+
+
 ACTIONS: dict[str, Callable[[DictConfig], int]] = {
+    "doctor": _doctor,
     "run": _run,
     "report": _report,
     "baseline": _baseline,
@@ -309,30 +367,69 @@ def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
     return flags, rest
 
 
+def _user_config_dirs(flags: list[str]) -> list[Path]:
+    dirs = []
+    for i, flag in enumerate(flags):
+        if flag in ("--config-dir", "-cd") and i + 1 < len(flags):
+            dirs.append(Path(flags[i + 1]).expanduser())
+        elif flag.startswith("--config-dir="):
+            dirs.append(Path(flag.split("=", 1)[1]).expanduser())
+    return dirs
+
+
+def _remove_if_empty(run_dir: str | None) -> None:
+    """Remove a run directory that holds nothing but what Hydra wrote before the app refused to start."""
+    import shutil
+
+    if not run_dir or not Path(run_dir).is_dir():
+        return
+    left = [p for p in Path(run_dir).iterdir() if p.name not in (".hydra",) and not p.name.endswith(".log")]
+    if not left:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
 def _run_app(action: str, overrides: list[str]) -> int:
+    from cudaforge.cli_checks import check_overrides, check_values
+
     register_configs()
     func = ACTIONS[action]
+    flags, overrides = _split_flags(overrides)
+    if not any(f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for f in flags):
+        problem = check_overrides(overrides, CONFIG_DIR, _user_config_dirs(flags))
+        if problem:
+            print(f"cudaforge {action}: error: {problem}", file=sys.stderr)
+            return 2
+    _Exit.code, _Exit.refused, _Exit.run_dir = 0, False, None
 
     @hydra.main(config_path=str(CONFIG_DIR), config_name="cudaforge", version_base="1.3")
     def app(cfg: DictConfig) -> None:
+        from hydra.core.hydra_config import HydraConfig
+
         from cudaforge.tasks.loader import TaskError
 
+        _Exit.run_dir = HydraConfig.get().runtime.output_dir
+        problems = check_values(cfg)
+        if problems:
+            print("\n".join(f"cudaforge {action}: error: {p}" for p in problems), file=sys.stderr)
+            _Exit.code, _Exit.refused = 2, True
+            return
         try:
             _Exit.code = func(cfg)
         except (TaskError, ValueError, FileNotFoundError) as exc:
             print(f"cudaforge {action}: error: {exc}", file=sys.stderr)
-            _Exit.code = 2
+            _Exit.code, _Exit.refused = 2, True
 
     name = action.replace(" ", "_")
     # a run or a baseline keeps its directory (config, results, logs); the others write nothing
     quiet = [] if action in ("run", "baseline") else _QUIET_HYDRA
-    flags, overrides = _split_flags(overrides)
     saved = sys.argv
     sys.argv = [f"cudaforge {action}", *flags, *quiet, f"hydra.job.name={name}", *overrides]
     try:
         app()
     finally:
         sys.argv = saved
+    if _Exit.refused and action in ("run", "baseline"):
+        _remove_if_empty(_Exit.run_dir)
     return _Exit.code
 
 
@@ -348,16 +445,27 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     command, rest = args[0], args[1:]
-    if command == "tasks":
-        if not rest or rest[0] not in ("list", "audit"):
-            print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
-            return 2
+    if command == "tasks" and rest and rest[0] in ("list", "audit"):
         command, rest = f"tasks {rest[0]}", rest[1:]
-    if command == "skill":
-        if not rest or rest[0] not in ("distill", "compare"):
-            print("cudaforge skill: say `distill` or `compare` (e.g. cudaforge skill distill RUN_DIR)", file=sys.stderr)
-            return 2
+    if command == "skill" and rest and rest[0] in ("distill", "compare"):
         command, rest = f"skill {rest[0]}", rest[1:]
+    if any(a in ("-h", "--help") for a in rest):
+        from cudaforge.cli_checks import HELP
+
+        if command in HELP:
+            print(HELP[command])
+            return 0
+    if command == "cache":
+        return _cache(rest)
+    if command == "doctor" and rest[:1] and not rest[0].startswith("-") and "=" not in rest[0]:
+        print(f"cudaforge doctor: takes only key=value overrides, not {rest[0]!r}", file=sys.stderr)
+        return 2
+    if command == "tasks":
+        print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
+        return 2
+    if command == "skill":
+        print("cudaforge skill: say `distill` or `compare` (e.g. cudaforge skill distill RUN_DIR)", file=sys.stderr)
+        return 2
     if command in ("export", "skill distill", "skill compare"):
         from cudaforge.config import ExportConfig, SkillConfig
         from cudaforge.teach.args import group_overrides

@@ -92,3 +92,95 @@ def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
     assert '"status": "unavailable"' in (tmp_path / "p.json").read_text()
     missing = cudaforge("profile", "task=tiny/level1/1_ReLU", f"candidate={tmp_path / 'none.py'}")
     assert missing.returncode == 2 and "no such candidate" in missing.stderr
+
+
+@pytest.mark.parametrize("args, line", [
+    (["run", "suite=tinyy"], "cudaforge run: error: no option 'tinyy' in config group suite; did you mean suite=tiny? "
+     "(options: file, kernelbench, kernelbench_dstar, kernelbench_hf, main, tiny)"),
+    (["run", "strategy.max_roundz=3"], "cudaforge run: error: no config key 'strategy.max_roundz'; did you mean "
+     "strategy.max_rounds or strategy.memory_rounds or strategy.max_minutes? (docs/configuration.md lists every key)"),
+    (["run", "strategy.max_rounds=0"], "cudaforge run: error: strategy.max_rounds=0: must be at least 1"),
+    (["run", "concurrency=0"], "cudaforge run: error: concurrency=0: must be at least 1"),
+    (["run", "strategy.max_dollars=-1"], "cudaforge run: error: strategy.max_dollars=-1.0: must be positive, or null "
+     "for no budget"),
+    (["run", "strategy.max_rounds=abc"], "cudaforge run: error: strategy.max_rounds=abc: Value 'abc' of type 'str' "
+     "could not be converted to Integer"),
+    (["tasks", "list", "experiment=cudaforge_tabel1"], "cudaforge tasks list: error: no option 'cudaforge_tabel1' in "
+     "config group experiment; did you mean experiment=cudaforge_table1 or experiment=cudaforge_dstar or "
+     "experiment=cudaforge_strategies? (options: cudaforge_coder_models, cudaforge_dstar, cudaforge_gpus, "
+     "cudaforge_judge_models, cudaforge_metric_sets, cudaforge_rounds, cudaforge_strategies, cudaforge_table1, "
+     "demo_strategies, offline_demo, skill_with, skill_without)"),
+    (["eval", "task=1_GELUU", "candidate=x.py"], "cudaforge eval: error: no task '1_GELUU' in any bundled suite; did "
+     "you mean main/level1/1_GELU, tiny/level1/1_ReLU?"),
+])  # fmt: skip
+def test_usage_errors_are_one_line_with_the_nearest_names_and_leave_nothing(args, line, tmp_path, capsys,
+                                                                           monkeypatch):
+    from cudaforge.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main([*args, *([f"hydra.run.dir={tmp_path / 'run'}"] if args[0] == "run" else [])])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.strip() == line
+    assert "schema" not in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no run directory, no outputs/
+
+
+def test_a_run_the_demo_cannot_answer_is_refused_before_it_starts(tmp_path):
+    out = cudaforge("run", "suite=main", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "demo" in out.stderr and "main/level1/1_GELU" in out.stderr and len(out.stderr.strip().splitlines()) <= 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_without_its_key_is_refused_at_once(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = cudaforge("run", "coder=openai_o3", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "OPENAI_API_KEY" in out.stderr and "openai/o3" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["run", "eval", "profile", "baseline", "report", "export", "skill distill",
+                                     "skill compare", "tasks list", "tasks audit", "doctor", "cache"])
+def test_each_subcommand_has_a_short_help_of_its_own(command, capsys):
+    from cudaforge.cli import main
+
+    code = main([*command.split(), "--help"])
+    stdout = capsys.readouterr().out
+    lines = stdout.strip().splitlines()
+    assert code == 0 and lines[0].startswith(f"usage: cudaforge {command}")
+    assert len(lines) < 40 and "examples:" in stdout
+    assert sum(line.startswith(f"  cudaforge {command.split()[0]}") for line in lines) >= 3
+
+
+@pytest.mark.slow
+def test_eval_takes_a_suffix_from_any_suite_and_a_problem_file(tmp_path):
+    import shutil
+
+    from conftest import REPO
+
+    candidate = REPO / "benchmarks" / "candidates" / "triton_relu.py"
+    by_suffix = cudaforge("eval", "task=1_ReLU", f"candidate={candidate}", cwd=tmp_path)
+    assert by_suffix.returncode == 0, by_suffix.stderr
+    assert "tiny/level1/1_ReLU" in by_suffix.stdout and "CORRECT" in by_suffix.stdout
+    problem = tmp_path / "my_relu.py"
+    shutil.copy(REPO / "benchmarks" / "suites" / "tiny" / "level1" / "1_ReLU.py", problem)
+    by_path = cudaforge("eval", f"task={problem}", f"candidate={candidate}", cwd=tmp_path)
+    assert by_path.returncode == 0, by_path.stderr
+    assert "CORRECT" in by_path.stdout and "my_relu" in by_path.stdout
+    missing = cudaforge("eval", f"task={tmp_path / 'none.py'}", f"candidate={candidate}", cwd=tmp_path)
+    assert missing.returncode == 2 and "no such problem file" in missing.stderr
+
+
+@pytest.mark.slow
+def test_doctor_says_what_stops_a_run(monkeypatch):
+    ok = cudaforge("doctor")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    names = {line[3:13].strip() for line in ok.stdout.splitlines()[1:-1]}
+    assert {"gpu", "nvcc", "ncu", "triton", "sandbox", "models", "cache"} <= names
+    assert ok.stdout.strip().endswith("nothing stops a run")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    bad = cudaforge("doctor", "judge=openai_o3")
+    assert bad.returncode == 1
+    assert any(line.startswith("x") and "OPENAI_API_KEY" in line for line in bad.stdout.splitlines())

@@ -292,7 +292,9 @@ def _start_worker(device: torch.device, cfg: dict[str, Any], logs: str) -> Candi
 class _Trials:
     """What the correctness trials leave for the guards after them."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: str = DEFAULT_VARIANT) -> None:
+        self.base = base
+        """The variant of the plain trials: the default inputs, or ``small`` on a CPU when the task declares it."""
         self.default_shapes = ""
         self.default_trials = 0
         self.candidate_base: Any = None
@@ -305,7 +307,7 @@ class _Trials:
 
     def record(self, variant: str, inputs: list[Any], ref_out: Any, cand_out: Any) -> None:
         """Note a passed trial: shapes, whether the outputs ever changed, what to poison next time."""
-        if variant == DEFAULT_VARIANT:
+        if variant == self.base:
             if self.default_trials == 0:
                 self.default_shapes = _shapes(inputs)
                 self.candidate_base, self.reference_base = guards.snapshot(cand_out), guards.snapshot(ref_out)
@@ -321,7 +323,7 @@ def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, de
     """Which guard explains a wrong output of ``trial`` (shape specialisation, poison, caching), if any."""
     guard, evidence = guards.explain_mismatch(cand_out, trials.previous, device, f"trial {trial}")
     shapes = _shapes(inputs)
-    if variant != DEFAULT_VARIANT and trials.default_trials and shapes != trials.default_shapes:
+    if variant != trials.base and trials.default_trials and shapes != trials.default_shapes:
         evidence = (f"correct on the default inputs ({trials.default_shapes}) in {trials.default_trials} trials, wrong on "
                     f"the declared variant {variant!r} with inputs {shapes}: the kernel seems written for one shape. "
                     "Take sizes and strides from the inputs at run time and handle the remainders."
@@ -436,12 +438,37 @@ def _weights(ref_model: Any, cand: Candidate, cfg: dict[str, Any], result: EvalR
     result.fingerprint["weights"] = f"copy_matching ({len(matching)} tensors copied)"
 
 
+CPU_INPUT_BYTES = 64 << 20
+"""Default inputs larger than this are sized for a GPU: on a CPU the task's ``small`` variant replaces them."""
+
+
+def cpu_scaled(task, device, module: Any = None) -> bool:
+    """On a CPU, a task whose default inputs exceed ``CPU_INPUT_BYTES`` and that declares a ``small`` variant is
+    checked on it alone (as ``cudaforge tasks audit`` does): the CPU check only says whether the kernel is right,
+    and gigabytes of inputs would take it minutes. The size comes from the inputs built on the meta device (shapes
+    only, no data)."""
+    if device.type != "cpu" or "small" not in task.input_variants:
+        return False
+    try:
+        if module is None:
+            module = load_module(task.source, f"_cudaforge_size_probe_{task.source_hash[:12]}")
+            sys.modules.pop(module.__name__, None)
+        with torch.device("meta"):
+            inputs = list(module.get_inputs())
+        return sum(guards.tensor_bytes(inputs)) > CPU_INPUT_BYTES
+    except Exception:  # noqa: BLE001 - a task whose inputs cannot be sized this way keeps its own inputs
+        return False
+
+
 def _correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: _Guards):
-    plan = [(DEFAULT_VARIANT, t) for t in range(cfg["correctness_trials"])]
-    if cfg["check_variants"]:
+    base = "small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT
+    plan = [(base, t) for t in range(cfg["correctness_trials"])]
+    if cfg["check_variants"] and base == DEFAULT_VARIANT:
         plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
     result.trials_total = len(plan)
-    trials = _Trials()
+    if base != DEFAULT_VARIANT:
+        result.fingerprint["inputs_variant"] = base
+    trials = _Trials(base)
     for variant, trial in plan:
         clock = time.perf_counter()
         inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
@@ -457,7 +484,7 @@ def _correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, resu
         clock = time.perf_counter()
         _check_output(task, cfg, guard, trials, cand, device, variant, trial, inputs, ref_out, cand_out, result)
         clock = cand._add("checks", clock)
-        if trials.default_trials == 0 and variant == DEFAULT_VARIANT:
+        if trials.default_trials == 0 and variant == base:
             downgrade = guards.precision_downgrade(ref_out, cand_out)
             if downgrade:
                 guard.fire("precision", downgrade)
@@ -483,7 +510,7 @@ def _sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: _T
                    "trials with different inputs while the reference's changed (within the tolerance): a constant "
                    "passes this task's tolerance. Compute the result from the inputs.")  # fmt: skip
         return
-    inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000, device=device)
+    inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000, variant=trials.base, device=device)
 
     def call_candidate(xs: list[Any]) -> Any:
         try:
@@ -991,6 +1018,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         weights_text = "weights from the same seed" if weights == "seed" else f"weights {weights}"
         if device.type != "cuda":
             result.timing_unavailable_reason = "no GPU: correctness was checked on the CPU; timing needs a GPU"
+            if result.fingerprint.get("inputs_variant") == "small":
+                weights_text += ", on the task's 'small' inputs (its own are sized for a GPU)"
             result.message = (f"correct on {result.trials_passed} CPU trials ({weights_text}); "
                               f"{result.timing_unavailable_reason}")  # fmt: skip
         else:

@@ -86,13 +86,44 @@ def load_suite(cfg: Any) -> list[Task]:
     return select(load_all(cfg), cfg)
 
 
-def find_task(cfg: Any, task_id: str) -> Task:
-    """The task with id ``task_id`` (or a unique id suffix such as ``level1/1_ReLU``) in the suite."""
-    tasks = load_all(cfg)
+def _matches(tasks: list[Task], task_id: str) -> list[Task]:
     exact = [t for t in tasks if t.id == task_id]
-    matches = exact or [t for t in tasks if t.id.endswith("/" + task_id) or t.id.endswith(task_id)]
+    return exact or [t for t in tasks if t.id.endswith("/" + task_id) or t.id.endswith(task_id)]
+
+
+def bundled_suites() -> list[str]:
+    """The names of the suites that ship with cudaforge."""
+    return sorted(p.name for p in BUNDLED_SUITES_DIR.iterdir() if p.is_dir())
+
+
+def find_task(cfg: Any, task_id: str) -> Task:
+    """The task that ``task_id`` names: a path to a problem file (KernelBench format), an id of the suite ``cfg``
+    selects (``main/level1/1_GELU``) or a unique suffix of one (``level1/1_GELU``, ``1_GELU``); an id or suffix
+    found in no task of that suite is looked up in every bundled suite, and must be unique there."""
+    spec = str(task_id).strip()
+    path = Path(spec).expanduser()
+    if spec.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise TaskError(f"task={spec}: no such problem file")
+        return load_problem_file(path)
+    tasks = load_all(cfg)
+    matches = _matches(tasks, spec)
+    where = f"suite {cfg.name!r}"
+    if not matches and _kind(cfg) == "bundled" and not cfg.root:
+        others = [t for name in bundled_suites() if name != cfg.name
+                  for t in load_directory(BUNDLED_SUITES_DIR / name, suite=name)]  # fmt: skip
+        matches, where = _matches(others, spec), "any bundled suite"
+        tasks = tasks + others
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise TaskError(f"no task {task_id!r} in suite {cfg.name!r} (see `cudaforge tasks list`)")
-    raise TaskError(f"task id {task_id!r} is ambiguous: {', '.join(t.id for t in matches)}")
+        import difflib
+
+        by_tail = {t.id.split("/", 1)[-1]: t.id for t in tasks} | {t.id.rsplit("/", 1)[-1]: t.id for t in tasks}
+        near = [by_tail[m] for m in difflib.get_close_matches(spec, list(by_tail), n=3, cutoff=0.6)]
+        near += [i for i in difflib.get_close_matches(spec, [t.id for t in tasks], n=3, cutoff=0.6) if i not in near]
+        near = list(dict.fromkeys(near))[:3]
+        near += [t.id for t in tasks if spec.lower() in t.id.lower() and t.id not in near][: 3 - len(near)]
+        hint = f"; did you mean {', '.join(near)}?" if near else " (see `cudaforge tasks list`)"
+        raise TaskError(f"no task {spec!r} in {where}{hint}")
+    raise TaskError(f"task {spec!r} is ambiguous: {', '.join(t.id for t in matches)} (give more of the id)")
