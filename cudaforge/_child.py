@@ -8,7 +8,8 @@ never reads as a result.
 With ``PREPARE`` (a standby, ``cudaforge.isolation.Standby``) the child first calls
 ``PREPARE(progress, claimed)``, reports phase ``ready``, and waits for one line on stdin, the
 parent's go-ahead, before it reads the payload. End-of-file instead (the parent discarded the
-standby or died) ends the child without a result. ``claimed()`` is True once the go-ahead is
+standby or died) ends the child without a result, and removes ``WORKDIR``, as the child does whenever its
+parent is gone (nobody is left to read it). ``claimed()`` is True once the go-ahead is
 readable, so a preparation that waits (for a GPU's lock, say) can give up. A preparation that
 raises is not fatal: the entry still runs, and does that work itself.
 """
@@ -51,9 +52,18 @@ def _standby(prepare: str, progress: Callable[[str], None]) -> bool:
     return bool(go.strip())
 
 
-def _watch_parent() -> None:
+def _orphaned(workdir: Path) -> None:
+    """Remove the working directory (and the folders noted in it): its parent is gone, or discarded this
+    standby, and reads it no more."""
+    from cudaforge.isolation import remove_workdir
+
+    remove_workdir(workdir)
+
+
+def _watch_parent(workdir: Path) -> None:
     """End this process group when the parent that started it is gone (killed with -9, say): nothing it started
-    may outlive it. A thread, so it holds whatever the entry does; sandboxes started from here die with us."""
+    may outlive it, nor its working directory. A thread, so it holds whatever the entry does; sandboxes started
+    from here die with us."""
     try:
         parent = int(os.environ.get("CUDAFORGE_PARENT_PID", "0"))
     except ValueError:
@@ -68,6 +78,7 @@ def _watch_parent() -> None:
                 os.kill(parent, 0)
             except ProcessLookupError:
                 try:
+                    _orphaned(workdir)
                     os.killpg(0, signal.SIGKILL)
                 finally:
                     os._exit(1)
@@ -79,8 +90,8 @@ def _watch_parent() -> None:
 
 def main() -> None:
     """Run the entry named on the command line."""
-    _watch_parent()
     entry, workdir = sys.argv[1], Path(sys.argv[2])
+    _watch_parent(workdir)
     progress_file = (workdir / "progress.jsonl").open("a", buffering=1)
 
     def progress(phase: str) -> None:
@@ -89,6 +100,7 @@ def main() -> None:
 
     if len(sys.argv) > 3:
         if not _standby(sys.argv[3], progress):
+            _orphaned(workdir)
             os._exit(0)
     elif os.environ.get("CUDAFORGE_CHILD_EARLY"):  # e.g. start a sandboxed worker before the entry imports torch
         try:

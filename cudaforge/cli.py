@@ -272,6 +272,8 @@ def _export(cfg: DictConfig) -> int:
     from cudaforge.teach import export_dataset
 
     result = export_dataset(OmegaConf.to_object(cfg.export))
+    for notice in getattr(result, "notices", []):
+        print(f"NOTE: {notice}", flush=True)
     print(f"{result.rows} {result.format} rows from {len(result.runs)} run(s) written to {result.out_dir}")
     return 0
 

@@ -149,13 +149,15 @@ examples:
 exit status: 0 nothing stops a run, 1 something does (each such line starts with 'x').""",
     "cache": """usage: cudaforge cache info | cudaforge cache clear [KIND ...]
 
-Where cudaforge keeps its caches (builds, precompiled headers, profiles, LLM replies) and how big they are;
-`clear` empties the kinds named (all without a name).
+Where cudaforge keeps its caches and how big they are: build (CUDA builds), pch (precompiled headers), triton
+(a source's own Triton kernels), profiles (profiles and task costs), llm (the file llm_cache.path names; by
+default each run keeps its own). `clear` empties the kinds named (without a name: all but llm). Settings such
+as eval.build_cache_dir=DIR point it elsewhere; eval.build_cache_max_gb (20) caps build + triton.
 
 examples:
   cudaforge cache info
   cudaforge cache clear build
-  cudaforge cache clear pch profiles
+  cudaforge cache clear pch profiles eval.build_cache_dir=/scratch/cudaforge
 
 exit status: 0, or 2 an unknown kind. See docs/evaluation.md, "Caches".""",
 }

@@ -246,6 +246,10 @@ class EvalConfig:
     before the timed trials; the wait is not charged to ``timing_timeout_s``."""
     build_cache_dir: str | None = None
     """Where compiled candidates are cached (null: ~/.cache/cudaforge/build)."""
+    build_cache_max_gb: float = 20.0
+    """Size limit of the build cache's builds and kept Triton kernels, in GB (0: none): after each new build the
+    least recently used entries are removed until the rest fits; entries in use are kept, precompiled headers
+    are not counted (docs/evaluation.md, "Caches"; ``cudaforge cache info``)."""
     target_arch: str | None = None
     """CUDA arch to build for, e.g. ``9.0`` (null: the visible GPU's, or 9.0 without a GPU)."""
     guards_enforce: bool = True
@@ -538,8 +542,10 @@ class SkillConfig:
     """Evidence lines (task, speedups) listed per bottleneck."""
     min_gain: float = 1.05
     """Advice counts when the kernel written after it is verified and at least this many times faster."""
-    allow_untimed: bool = False
-    """Also count advice followed by a new verified-correct but untimed kernel (CPU runs, the offline demo)."""
+    allow_untimed: bool | None = None
+    """Also count advice followed by a new verified-correct but untimed kernel (CPU runs, the offline demo).
+    null: only when no kernel of the runs was timed at all (runs without a GPU), and the skill then says that its
+    evidence is untimed; false: never; true: always."""
     levels: list[int] = field(default_factory=list)
     """Keep only tasks of these levels (empty: all)."""
     models: list[str] = field(default_factory=list)

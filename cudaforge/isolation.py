@@ -232,7 +232,7 @@ class _Watch:
         else:
             outcome.status, outcome.error = "crashed", _describe_exit(self.proc.returncode)
         if not keep_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_workdir(workdir)
         return outcome
 
 
@@ -334,7 +334,38 @@ class Standby:
             _kill_group(self.watch.proc)
             if self.watch.proc.stdin is not None:
                 self.watch.proc.stdin.close()
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_workdir(self.workdir)
+
+
+SCRATCH_NOTE = "scratch_dirs"
+"""A file in a child's working directory naming, one a line, the folders the child made elsewhere (a sandboxed
+worker's scratch directory in the temporary folder) that go with it."""
+
+
+def note_scratch(path: str | os.PathLike, workdir: str | os.PathLike) -> None:
+    """In a child: have ``path`` (a ``cudaforge-*`` folder) removed with the working directory ``workdir``, also
+    when the child is killed before it could remove it (a timeout, a discarded standby, a parent gone)."""
+    with open(Path(workdir) / SCRATCH_NOTE, "a") as note:
+        note.write(f"{os.fspath(path)}\n")
+
+
+def remove_noted(workdir: str | os.PathLike) -> None:
+    """Remove the folders noted in ``workdir`` (:func:`note_scratch`) that are still there; never raises. Only
+    absolute ``cudaforge-*`` folders are removed, never through a link."""
+    try:
+        noted = (Path(workdir) / SCRATCH_NOTE).read_text().splitlines()
+    except OSError:
+        return
+    for line in noted:
+        path = Path(line.strip())
+        if path.is_absolute() and path.name.startswith("cudaforge-") and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_workdir(workdir: str | os.PathLike) -> None:
+    """Remove a child's working directory and the folders it noted; never raises."""
+    remove_noted(workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -594,8 +594,9 @@ class TaskResult(Record):
     """Rounds used."""
     stop_reason: str = ""
     """``max_rounds``, ``max_dollars``, ``max_minutes``, ``llm_error: ...``."""
-    cost_usd: float = 0.0
-    """Dollars of priced LLM calls."""
+    cost_usd: float | None = 0.0
+    """Dollars of priced LLM calls; None when every call was unpriced (never $0 for unknown prices).
+    With ``unpriced_calls`` > 0 a number is a lower bound: the priced calls only."""
     unpriced_calls: int = 0
     """LLM calls whose price is unknown (their cost is not in ``cost_usd``)."""
     tokens_in: int = 0

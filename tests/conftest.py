@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -56,6 +58,31 @@ def kernelbench_root(tmp_path: Path) -> Path:
 def repo() -> Path:
     """The checkout's root."""
     return REPO
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tmpdir(tmp_path_factory: pytest.TempPathFactory):
+    """One temporary folder for everything this session's processes make with ``tempfile`` (the evaluator's
+    ``cudaforge-*`` working and scratch directories, also those a killed process leaves) and for the profile
+    cache (not the user's ~/.cache), removed at the end; other sessions' folders are never touched. pytest's own
+    ``tmp_path`` folders stay where pytest keeps them."""
+    tmp_path_factory.getbasetemp()  # fixed before tempfile's folder changes
+    root = tempfile.mkdtemp(prefix="cudaforge-tests-")
+    os.chmod(root, 0o755)  # a sandboxed worker (another uid) must reach its scratch directory inside
+    env = {"TMPDIR": root, "CUDAFORGE_PROFILE_CACHE": os.path.join(root, "profile-cache")}
+    saved_env, saved_dir = {name: os.environ.get(name) for name in env}, tempfile.tempdir
+    os.environ.update(env)
+    tempfile.tempdir = root
+    try:
+        yield Path(root)
+    finally:
+        tempfile.tempdir = saved_dir
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -348,8 +349,10 @@ def test_timeout_kills_the_process_group(tmp_path):
         """
     )
     started = time.monotonic()
+    scratch = set(Path(tempfile.gettempdir()).glob("cudaforge-cand-*"))
     outcome = precompile(source, settings_for(str(tmp_path)), timeout_s=6)
     assert outcome.status == "timeout" and not outcome.ok
+    assert set(Path(tempfile.gettempdir()).glob("cudaforge-cand-*")) <= scratch  # the worker's scratch is removed
     assert time.monotonic() - started < 30
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _sleeping(mark):

@@ -167,6 +167,22 @@ def test_standby_match_and_close():
         os.kill(pid, 0)
 
 
+def test_folders_a_child_noted_go_with_it_when_it_is_killed(tmp_path):
+    """A discarded standby, and a child killed for a timeout, leave no scratch folder (a sandboxed worker's)."""
+    from cudaforge.isolation import SCRATCH_NOTE
+
+    child = standby("prepare_scratch")
+    wait_ready(child)
+    scratch = Path((child.workdir / SCRATCH_NOTE).read_text().strip())
+    assert (scratch / "file").exists()
+    child.close()
+    assert not scratch.exists() and not child.workdir.exists()
+    out = run("hang_with_scratch", {"record": str(tmp_path / "scratch")}, timeouts={"work": 1.0})
+    assert out.status == "timeout"
+    scratch = Path((tmp_path / "scratch").read_text())
+    assert scratch.name.startswith("cudaforge-cand-") and not scratch.exists()
+
+
 def test_a_standby_whose_parent_goes_away_exits_without_a_result():
     import subprocess
 
@@ -174,20 +190,21 @@ def test_a_standby_whose_parent_goes_away_exits_without_a_result():
         "import sys, time; sys.path.insert(0, %r)\n"
         "from cudaforge.isolation import Standby\n"
         "s = Standby('standins.entries:echo_prepared', 'standins.entries:prepare_marker', env={'PYTHONPATH': %r})\n"
-        "print(s.watch.proc.pid, flush=True)\n"
+        "print(s.watch.proc.pid, s.workdir, flush=True)\n"
     ) % (str(Path(TESTS).parent), TESTS)
     parent = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    pid = int(parent.stdout.split()[0])
+    pid, workdir = parent.stdout.split()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
+            os.kill(int(pid), 0)
         except ProcessLookupError:
             break
         time.sleep(0.1)
     else:
-        os.kill(pid, 9)
+        os.kill(int(pid), 9)
         pytest.fail("the orphaned standby kept running")
+    assert not Path(workdir).exists()  # nobody is left to read it: the child removed it
 
 
 def test_announcing_phases_never_extends_a_deadline():

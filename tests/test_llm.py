@@ -43,6 +43,7 @@ from cudaforge.llm import (  # noqa: E402
     remove_script,
     request_key,
 )
+from cudaforge.llm.ledger import format_cost, sum_rows  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FAST = Backoff(base_s=0.001, max_s=0.005)
@@ -79,8 +80,9 @@ def test_ledger_rows_totals_and_file(tmp_path):
     assert (totals.calls, totals.prompt_tokens, totals.completion_tokens, totals.reasoning_tokens) == (3, 210, 105, 20)
     assert totals.cost_usd == pytest.approx(0.02) and totals.spent_usd == pytest.approx(0.01)
     assert totals.unpriced_calls == 1 and totals.cache_hits == 1 and totals.latency_s == pytest.approx(3.1)
-    assert "unpriced calls: 1" in totals.summary()
-    assert ledger.totals(role="judge").cost_usd is None and "cost unknown" in ledger.totals(role="judge").summary()
+    assert "| $0.0200 + 1 unpriced call | 3.1 s of LLM time" in totals.summary()  # the priced sum, and what it lacks
+    judge = ledger.totals(role="judge")
+    assert judge.cost_usd is None and judge.summary().endswith("| unpriced | 1.0 s of LLM time")  # never $0
     assert ledger.totals(task_id="a").calls == 2
 
     lines = path.read_text().splitlines()
@@ -90,6 +92,27 @@ def test_ledger_rows_totals_and_file(tmp_path):
     resumed = Ledger(path)
     assert [r.role for r in resumed.rows] == ["coder", "judge", "coder"]
     resumed.close()
+
+
+def test_costs_read_unpriced_never_zero_and_the_demo_is_free(script_name):
+    assert format_cost(None, 3) == "unpriced"
+    assert format_cost(0.12, 3) == "$0.1200 + 3 unpriced calls" and format_cost(0.12, 1) == "$0.1200 + 1 unpriced call"
+    assert format_cost(0.0) == "$0.0000"
+    mixed = sum_rows([LedgerRow("coder", "openai/o3", 10, 5, cost_usd=0.12, priced=True, latency_s=2.0),
+                      LedgerRow("judge", "hosted_vllm/x", 10, 5, cost_usd=None, priced=False, latency_s=1.0)])
+    assert mixed.cost_usd == pytest.approx(0.12) and mixed.unpriced_calls == 1
+    assert "| $0.1200 + 1 unpriced call | 3.0 s of LLM time" in mixed.summary()
+    # the demo calls no provider: its configs price it at $0 by design, and the line says why it is $0
+    import yaml
+
+    for role in ("coder", "judge"):
+        demo = yaml.safe_load((REPO / "cudaforge" / "resources" / "configs" / role / "demo.yaml").read_text())
+        assert demo["model"] == "scripted/demo"
+        assert (demo["input_cost_per_token"], demo["output_cost_per_token"]) == (0.0, 0.0)
+    install_script(script_name, ["a b"])
+    llm = client(script_name, input_cost_per_token=0.0, output_cost_per_token=0.0)
+    assert llm.complete(ask("x")).row.priced and llm.ledger.totals().cost_usd == 0.0
+    assert "| $0.0000 (scripted: no provider called) |" in llm.ledger.totals().summary()
 
 
 # --------------------------------------------------------------------------- calls, retries, errors

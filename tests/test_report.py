@@ -319,15 +319,49 @@ def test_make_report_writes_plots_into_the_first_run(two_runs):
             assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_missing_matplotlib_fails_clearly(monkeypatch, two_runs):
+SKIPPED = ("plots skipped (speedup_distribution.png, best_vs_round.png, best_vs_dollars.png, best_vs_minutes.png): "
+           "matplotlib is not installed (pip install matplotlib, or report.plots=false to leave plots out).")
+
+
+def test_without_matplotlib_the_tables_are_written_and_one_note_names_the_skipped_figures(monkeypatch, two_runs,
+                                                                                         capsys):
+    from cudaforge.cli import main
+
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     with pytest.raises(PlottingUnavailable, match=r"pip install 'cudaforge\[report\]'.*report.plots=false"):
         require_matplotlib()
-    with pytest.raises(ImportError):
-        make_report([str(two_runs[0])])
-    assert not (two_runs[0] / "report").exists()  # failed before writing anything
-    make_report([str(two_runs[0])], plots=False, bootstrap=0)
-    assert (two_runs[0] / "report" / "report.md").is_file()
+    report, written = make_report([str(two_runs[0])], bootstrap=0)
+    out = two_runs[0] / "report"
+    assert sorted(p.name for p in written) == ["report.csv", "report.md", "report.tex", "scaling.csv"]
+    assert not (out / "plots").exists()
+    assert [n for n in report.notes if "plots" in n] == [SKIPPED]
+    assert (out / "report.md").read_text().count("matplotlib is not installed") == 1
+    # the command: exit 0, the tables printed, the note printed once
+    assert main(["report", str(two_runs[0]), "report.bootstrap=0", f"report.out_dir={out}"]) == 0
+    printed = capsys.readouterr()
+    assert "## Level 1" in printed.out and printed.out.count("matplotlib is not installed") == 1 and "error" not in printed.err
+    # figures without data (a CPU run: nothing timed) need no matplotlib and say so, not that matplotlib is missing
+    untimed = write_run(two_runs[0].parent / "cpu", [result("t/level1/1_A", None), result("t/level1/2_B", correct=False)])
+    report, _ = make_report([str(untimed)], bootstrap=0)
+    assert [n for n in report.notes if "plots" in n] == [
+        "plots: no correct timed task, so no speedup distribution and no scaling figures."]
+
+
+def test_unpriced_runs_show_unpriced_not_zero_dollars(tmp_path):
+    unpriced = [result("t/level1/1_A", 2.0, cost_usd=None, unpriced_calls=4),
+                result("t/level1/2_B", correct=False, cost_usd=None, unpriced_calls=2)]
+    run = write_run(tmp_path / "r1", unpriced)
+    report = build_report([str(run)], compare=[], bootstrap=20)
+    assert report.stats[0]["overall"].values["dollars"].value is None
+    md = markdown(report)
+    row = md.split("## Overall")[1].splitlines()[4]
+    assert row.startswith("| r1 |") and row.endswith("| unpriced | 0.0 | 0 |") and "$0" not in md
+    assert r"& unpriced &" in latex(report)
+    assert "6 LLM call(s) of unpriced models" in md
+    assert not [r for r in csv.DictReader(io.StringIO(csv_text(report))) if r["metric"] == "dollars"]
+    # a mixed run: the priced dollars count (a lower bound), the all-unpriced task has no figure
+    mixed = [result("t/level1/1_A", 2.0, cost_usd=0.5, unpriced_calls=1), unpriced[0]]
+    assert group_stats("g", mixed, bootstrap=0).values["dollars"].value == 0.5
 
 
 def test_errors_are_clear(two_runs):

@@ -371,11 +371,21 @@ def test_distill_groups_advice_that_led_to_verified_speedups(runs, tmp_path):
 def test_distill_untimed_runs_need_allow_untimed(runs, tmp_path):
     untimed = [replace(t, rounds=[replace(r, eval=replace(r.eval, speedup=None)) if r.eval else r for r in t.rounds])
                for t in load_tasks([str(runs[0])])]  # fmt: skip
-    client, _ = distiller(tmp_path, "t_untimed", ["## memory-bound\n- vectorise"])
-    with pytest.raises(ValueError, match="allow_untimed"):
+    client, _ = distiller(tmp_path, "t_untimed", ["## memory-bound\n- vectorise"] * 2)
+    with pytest.raises(ValueError) as info:
         distill(untimed, client)
+    message = str(info.value)
+    assert "\n" not in message and "add allow_untimed=true" in message and "no kernel in the 1 run(s), 2 task(s) " \
+        "was timed (a run without a GPU measures no speedup)" in message and "1 piece(s) of Judge advice" in message
     result = distill(untimed, client, allow_untimed=True)
-    assert "verified, untimed" in result.document.body() and result.document.meta["evidence"]["timed"] == 0
+    body = result.document.body()
+    assert "verified, untimed" in body and result.document.meta["evidence"]["timed"] == 0
+    # said under the title, not passed off as speedups
+    assert body.startswith("# Skill: optimisation advice followed by verified, untimed kernels (memory-bound)\n\n"
+                           "> Untimed evidence: 1 of 1 piece(s) of advice were followed by a new verified-correct "
+                           "kernel whose speed was not measured (no GPU), not by a measured speedup.\n")
+    timed = distill(load_tasks([str(runs[0])]), client).document.body()
+    assert "Untimed evidence" not in timed and "paid off" in timed
 
 
 def test_categories_and_word_cap():
@@ -473,6 +483,45 @@ def demo_run(tmp_path_factory) -> Path:
     ctx = make_context(cfg, tmp / "run")
     run_one(ctx, find_task(selection("tiny"), "level1/1_ReLU"))
     return tmp / "run"
+
+
+def test_demo_and_replayed_runs_say_so_at_the_top_of_the_card(demo_run, runs, tmp_path):
+    out = tmp_path / "demo_sft"
+    written = export_dataset(ExportConfig(runs=[str(demo_run)], format="sft", out_dir=str(out)))
+    card = (out / "README.md").read_text()
+    title, first = card.split("# cudaforge sft export\n\n")[1].split("\n")[:2], card.index("# cudaforge sft export")
+    assert title[0].startswith("> **Demo data, not model output.** These kernels come from a hand-written demo "
+                               "transcript (model `scripted/demo`") and "do not use them as training data" in title[0]
+    assert card.index("Demo data") < card.index("Positives are verified") and first < card.index("Demo data")
+    assert written.notices == json.loads((out / "dataset_info.json").read_text())["notices"] == [title[0][2:]]
+    mixed = export_dataset(ExportConfig(runs=[str(demo_run), str(runs[1])], format="sft", out_dir=str(tmp_path / "m")))
+    assert [n[:80] for n in mixed.notices] == ["**Demo data, not model output.** The kernels of run(s) `run` come from "
+                                               "a hand-wr"]
+    # a run whose every call was a cache hit (or that ran with llm_cache.mode=replay_only) was replayed
+    (runs[0] / "ledger.jsonl").write_text(json.dumps({"role": "coder", "model": "scripted/model_a",
+                                                      "cache_hit": True}) + "\n")  # fmt: skip
+    both = export_dataset(ExportConfig(runs=[str(r) for r in runs], format="sft", out_dir=str(tmp_path / "both")))
+    assert len(both.notices) == 1 and both.notices[0].startswith("**Replayed from cache.** The LLM replies of run(s) "
+                                                                 "`run_a` were served from a response cache")
+    assert "> **Replayed from cache.**" in (tmp_path / "both" / "README.md").read_text()
+    (runs[0] / "ledger.jsonl").unlink()
+    plain = export_dataset(ExportConfig(runs=[str(r) for r in runs], format="sft", out_dir=str(tmp_path / "plain")))
+    assert plain.notices == [] and "\n> " not in (tmp_path / "plain" / "README.md").read_text()
+
+
+def test_an_untimed_run_is_distilled_from_untimed_evidence_unless_told_not_to(demo_run, tmp_path, capsys):
+    """allow_untimed=null (the default): a run where nothing was timed (no GPU) is distilled from advice followed by
+    new verified kernels, and the skill says its evidence is untimed; allow_untimed=false refuses in one line."""
+    from cudaforge.cli import main
+
+    assert main(["skill", "distill", str(demo_run), f"out={tmp_path / 'skill.md'}"]) == 0
+    skill = (tmp_path / "skill.md").read_text()
+    assert "untimed" in skill.split("\n\n", 2)[0] + skill.split("\n\n", 2)[1]
+    capsys.readouterr()
+    assert main(["skill", "distill", str(demo_run), f"out={tmp_path / 'no.md'}", "allow_untimed=false"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cudaforge skill distill: error: nothing to distil: no kernel in the")
+    assert "add allow_untimed=true" in err[0] and not (tmp_path / "no.md").exists()
 
 
 def test_exports_and_distillation_of_a_real_cpu_run(demo_run, tmp_path):

@@ -40,6 +40,30 @@ def test_wandb_offline_writes_a_run_with_the_summary_and_artifact(tmp_path, monk
     assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
 
 
+def test_unpriced_costs_reach_wandb_as_null_never_zero(tmp_path, monkeypatch):
+    """The per-task table and the run summary: null dollars where nothing was priced, the priced sum otherwise."""
+    import sys
+
+    from cudaforge.track.wandb_sink import WandbTracker, run_cost
+
+    unpriced = TaskResult("t/level1/1_A", True, cost_usd=None, unpriced_calls=3)
+    priced = TaskResult("t/level1/2_B", False, cost_usd=0.25, unpriced_calls=1)
+    assert run_cost([unpriced]) == (None, 3) and run_cost([unpriced, priced]) == (0.25, 4)
+    assert run_cost([TaskResult("t/level1/3_C", True)]) == (0.0, 0) and run_cost([]) == (0.0, 0)
+
+    logged: list[dict] = []
+    run = SimpleNamespace(summary={}, dir=str(tmp_path / "files"), log=logged.append, finish=lambda: None)
+    fake = SimpleNamespace(init=lambda **kw: run, Table=lambda columns, data: dict(zip(["columns", "data"],
+                                                                                      [columns, data])))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    tracker = WandbTracker(mode="offline", project="p", entity=None, tags=[], run_dir=tmp_path, config={}, name="j",
+                           group=None)  # fmt: skip
+    tracker.finish([unpriced])
+    table = logged[-1]["tasks"]
+    assert table["data"][0][table["columns"].index("cost_usd")] is None
+    assert run.summary["cost_usd"] is None and run.summary["unpriced_calls"] == 3
+
+
 def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, monkeypatch, caplog):
     cfg = SimpleNamespace(wandb_mode="disabled", project="p", entity=None, tags=[])
     assert isinstance(make_tracker(cfg, tmp_path, {}, "j", None).inner, NullTracker)

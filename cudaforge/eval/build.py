@@ -96,7 +96,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from cudaforge.isolation import scrubbed_env
+from cudaforge.cache_admin import GB, evict_lru, touch
+from cudaforge.isolation import remove_noted, scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
 
 DEFAULT_ARCH = "9.0"
@@ -154,6 +155,9 @@ class BuildSettings:
     candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
     sandbox_namespaces: bool = True
     """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""
+    max_cache_gb: float = 0.0
+    """Size limit of the cache's builds (``eval.build_cache_max_gb``; 0: none): after a new build is stored,
+    the least recently used entries are removed until the rest fits (``cudaforge.cache_admin.evict_lru``)."""
 
     def cache_root(self) -> Path:
         """The cache directory as an absolute path."""
@@ -1118,6 +1122,10 @@ class _Hooks:
                 keep = {"failed": self.settings.cache_failures, "toolchain_error": False}
                 if keep.get(manifest["status"], True):
                     _write_atomic(manifest_path, json.dumps(manifest, indent=1))
+            touch(root / key)  # when it was last used, for the size limit's eviction
+        if not record.cached and self.settings.max_cache_gb > 0:
+            with contextlib.suppress(OSError):  # a cache we may not trim still serves this build
+                evict_lru(root, int(self.settings.max_cache_gb * GB))
         record.status = manifest["status"]
         record.variant = manifest["variant"]
         record.measures = manifest["measures"]
@@ -1443,10 +1451,12 @@ def precompile(source: str, settings: BuildSettings | None = None, timeout_s: fl
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             output, _ = proc.communicate()
+            remove_noted(tmp)  # the worker's scratch directory, which the killed child could not remove
             return BuildOutcome(status="timeout", seconds=time.perf_counter() - started, log=output[-20000:],
                                 message=f"precompile killed after {timeout_s:g} s")
         seconds = time.perf_counter() - started
         if not result.exists():
+            remove_noted(tmp)
             tail = output[-20000:]
             return BuildOutcome(status="crashed", seconds=seconds, log=tail, log_trimmed=trim_compiler_log(tail),
                                 message=f"precompile child exited with code {proc.returncode} and no result")
@@ -1489,6 +1499,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
     """Entry point of the precompile child (trusted): the candidate is imported in a sandboxed CPU-only worker
     whose ``load_inline`` calls this process builds; the outcome is written to ``result_path``."""
     from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+    from cudaforge.isolation import note_scratch
     from cudaforge.sandbox import SandboxMode
 
     settings = BuildSettings.from_dict(json.loads(settings_json))
@@ -1497,6 +1508,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
     error: BaseException | None = None
     worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
                               namespaces=settings.sandbox_namespaces)  # fmt: skip
+    note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
 
     def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
         reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,))

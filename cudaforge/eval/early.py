@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.eval.remote import CandidateProcess
+from cudaforge.isolation import note_scratch
 from cudaforge.sandbox import SandboxMode
 
 _STARTED: dict[str, CandidateProcess] = {}
@@ -21,9 +22,12 @@ _STARTED: dict[str, CandidateProcess] = {}
 def new_worker(device: str, cfg: dict[str, Any], logs: str) -> CandidateProcess:
     """A sandboxed worker for one evaluation with the eval settings ``cfg`` on ``device`` (``cuda`` or ``cpu``)."""
     budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
-    return CandidateProcess(device=device, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
-                            env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
-                            cpu_seconds=int(budget * 4) + 60, namespaces=bool(cfg.get("sandbox_namespaces", True)))  # fmt: skip
+    process = CandidateProcess(device=device, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
+                               env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
+                               cpu_seconds=int(budget * 4) + 60,
+                               namespaces=bool(cfg.get("sandbox_namespaces", True)))  # fmt: skip
+    note_scratch(process.scratch, logs)  # ``logs`` is the child's working directory: removed with it, if we are killed
+    return process
 
 
 def start_worker(workdir: str) -> None:

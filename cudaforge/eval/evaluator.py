@@ -52,7 +52,8 @@ def _default_eval_config() -> dict[str, Any]:
         "timing_lead_us": 500.0,
         "baseline": "eager", "compile_mode": "default", "seed": 42, "device": "auto", "devices": [],
         "static_timeout_s": 30.0, "compile_timeout_s": 600.0, "correctness_timeout_s": 300.0,
-        "timing_timeout_s": 300.0, "gpu_wait_timeout_s": 3600.0, "build_cache_dir": None, "target_arch": None,
+        "timing_timeout_s": 300.0, "gpu_wait_timeout_s": 3600.0, "build_cache_dir": None, "build_cache_max_gb": 20.0,
+        "target_arch": None,
         "guards_enforce": True, "torch_ops": "lenient", "guard_no_custom_kernel": "reject",
         "guard_reference": "reject", "guard_fallback": "reject", "guard_empty_body": "reject",
         "guard_concurrency": "reject", "guard_monkey_patch": "reject", "guard_io": "reject",
@@ -108,7 +109,7 @@ class Evaluator:
         if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
         for key, low in (("crosscheck_calls", 2), ("crosscheck_max_gb", 0), ("crosscheck_ratio", 1),
-                         ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0)):
+                         ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0), ("build_cache_max_gb", 0)):
             value = self.cfg[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
                 raise ValueError(f"eval.{key}={value!r}: expected a number of at least {low}")
@@ -211,7 +212,8 @@ class Evaluator:
         if self._build is None:
             self._build = BuildSettings(cache_dir=str(self.build_cache), arch=self.cfg["target_arch"],
                                         sandbox=SandboxMode(self.cfg["sandbox"]).value,
-                                        sandbox_namespaces=bool(self.cfg["sandbox_namespaces"])).resolved()  # fmt: skip
+                                        sandbox_namespaces=bool(self.cfg["sandbox_namespaces"]),
+                                        max_cache_gb=float(self.cfg["build_cache_max_gb"])).resolved()  # fmt: skip
         return self._build
 
     def _timeouts(self) -> dict[str, float]:

@@ -85,7 +85,8 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
                          "Correct % and fast_0, left out of every other speedup statistic and its denominator.")
         if overall.unpriced_calls:
             notes.append(f"{run.label}: {overall.unpriced_calls} LLM call(s) of unpriced models: $ / kernel "
-                         "leaves them out (a lower bound; tasks with only unpriced calls have no dollar figure).")
+                         "leaves them out (a lower bound; tasks with only unpriced calls have no dollar figure, "
+                         "and a table without any shows `unpriced`).")
         if run.unfinished:
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
@@ -190,12 +191,9 @@ def make_report(
 ) -> tuple[Report, list[Path]]:
     """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths.
 
-    With ``plots`` and no matplotlib, fails before any work with ``PlottingUnavailable`` (an ImportError).
+    With ``plots`` and no matplotlib, the tables are written all the same and one note names the figures
+    skipped (``plot_all``).
     """
-    if plots:
-        from cudaforge.report.plots import require_matplotlib
-
-        require_matplotlib()
     report = build_report(runs, labels=labels, compare=compare, failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap,
                           confidence=confidence, seed=seed, published_dir=published_dir, baseline=baseline,
                           baseline_mode=baseline_mode)  # fmt: skip

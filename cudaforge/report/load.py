@@ -34,7 +34,7 @@ class RoundSpend:
     round: int
     """1-based round number."""
     cost_usd: float
-    """Dollars of the round's priced LLM calls."""
+    """Dollars of the round's priced LLM calls (0 when they were all unpriced)."""
     seconds: float
     """Wall-clock seconds attributed to the round."""
 
@@ -151,7 +151,7 @@ def _spend(
         elif ledger_tasks:
             costs = [by_round.get((res.task_id, k), [0.0, 0.0])[0] for k in rounds]
         else:
-            costs = [res.cost_usd / n] * n
+            costs = [(res.cost_usd or 0.0) / n] * n  # null: every call unpriced, nothing to spread
         if history_secs:
             secs = [records[k].seconds if k in records else 0.0 for k in rounds]
         elif ledger_tasks:

@@ -1,7 +1,8 @@
 """PNG figures of a report: the speedup distribution per level, and the scaling figures (Perf against
 rounds, dollars and minutes per kernel), with published Perf values as dashed reference lines.
 
-matplotlib is optional (``pip install 'cudaforge[report]'``); without it ``require_matplotlib`` says so.
+matplotlib is optional (``pip install 'cudaforge[report]'``): without it ``plot_all`` draws nothing and adds
+one note naming the figures it skipped and why; the tables are written all the same.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ _AXIS_LABELS = {"round": "round", "dollars": "dollars spent per kernel ($)", "mi
 
 class PlottingUnavailable(ImportError):
     """matplotlib is not installed."""
+
+
+def matplotlib_missing() -> bool:
+    """True when ``import matplotlib`` fails (nothing is imported when it is there)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return True
+    return False
 
 
 def require_matplotlib():
@@ -56,14 +66,27 @@ def _speedup_axis(ax, low: float, high: float) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def _speedups(report: Report) -> list[dict[str, list[float]]]:
+    """Per run: group -> best speedups of its correct timed tasks."""
+    return [{g: [r.best_speedup for r in rs if r.correct and r.best_speedup]
+             for g, rs in group_results(run.results).items()} for run in report.runs]  # fmt: skip
+
+
+def _scaling_curves(curves: list[Curve], axis: str) -> list[Curve]:
+    """The curves a scaling figure draws on one axis (none: no figure)."""
+    chosen = [c for c in curves if c.axis == axis and any(p is not None for p in c.perf) and c.budgets]
+    if axis == "dollars":
+        chosen = [c for c in chosen if c.budgets[-1] > 0]  # no priced calls: no dollar axis
+    return chosen
+
+
 def speedup_distribution(report: Report, path: Path) -> Path | None:
     """Histograms of correct timed tasks' best speedups (log scale), a panel per group, a colour per run."""
-    plt = require_matplotlib()
-    speedups = [{g: [r.best_speedup for r in rs if r.correct and r.best_speedup]
-                 for g, rs in group_results(run.results).items()} for run in report.runs]  # fmt: skip
+    speedups = _speedups(report)
     everything = [s for per_run in speedups for s in per_run.get("overall", [])]
     if not everything:
         return None
+    plt = require_matplotlib()
     low, high = min(min(everything), 0.5), max(max(everything), 2.0)
     bins = np.geomspace(low / 1.05, high * 1.05, 25)
     fig, axes = _grid(plt, len(report.groups))
@@ -86,12 +109,10 @@ def speedup_distribution(report: Report, path: Path) -> Path | None:
 
 def scaling(report: Report, curves: list[Curve], axis: str, path: Path) -> Path | None:
     """Perf (mean best speedup so far) against one budget axis, a panel per group, a line per run."""
-    plt = require_matplotlib()
-    chosen = [c for c in curves if c.axis == axis and any(p is not None for p in c.perf) and c.budgets]
-    if axis == "dollars":
-        chosen = [c for c in chosen if c.budgets[-1] > 0]  # no priced calls: no dollar axis
+    chosen = _scaling_curves(curves, axis)
     if not chosen:
         return None
+    plt = require_matplotlib()
     fig, axes = _grid(plt, len(report.groups))
     for ax, group in zip(axes, report.groups):
         for c in (c for c in chosen if c.group == group):
@@ -118,14 +139,24 @@ def scaling(report: Report, curves: list[Curve], axis: str, path: Path) -> Path 
 
 
 def plot_all(report: Report, curves: list[Curve], out_dir: Path) -> list[Path]:
-    """Every figure into ``out_dir``; a figure without data (e.g. no timed task) is skipped, with a note."""
+    """Every figure into ``out_dir``; each one skipped adds a note to the tables (and nothing fails).
+
+    A figure without data (e.g. no timed task) is skipped with a note saying so. Without matplotlib the
+    figures that have data are skipped, with one note naming them and what to install.
+    """
     if not any(r.correct and r.best_speedup for run in report.runs for r in run.results):
         report.notes.append("plots: no correct timed task, so no speedup distribution and no scaling figures.")
         return []
+    axes = ("round", "dollars", "minutes")
+    no_data = [axis for axis in axes if not _scaling_curves(curves, axis)]
+    if matplotlib_missing():
+        with_data = ["speedup_distribution.png"] + [f"best_vs_{axis}.png" for axis in axes if axis not in no_data]
+        report.notes.append(f"plots skipped ({', '.join(with_data)}): matplotlib is not installed "
+                            "(pip install matplotlib, or report.plots=false to leave plots out).")
+        return []
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [speedup_distribution(report, out_dir / "speedup_distribution.png")]
-    for axis in ("round", "dollars", "minutes"):
+    for axis in axes:
         made.append(scaling(report, curves, axis, out_dir / f"best_vs_{axis}.png"))
-        if made[-1] is None:
-            report.notes.append(f"plots: no data for best speedup against {axis}.")
+    report.notes += [f"plots: no data for best speedup against {axis}." for axis in no_data]
     return [p for p in made if p is not None]

@@ -9,8 +9,9 @@ Definitions (docs/reports.md states them with the CudaForge paper's reading):
 - ``fast_<p>_pct`` (KernelBench's fast_p): tasks with a correct kernel whose speedup is > p, over all tasks;
   ``fast_0`` is the correct rate.
 - ``dollars``, ``minutes``, ``tokens`` (in + out): mean per task (per kernel), failed tasks included. A task
-  whose every priced call cost nothing but which made unpriced calls has no dollar figure (left out); one with
-  some unpriced calls counts with its priced dollars (a lower bound).
+  whose calls were all unpriced (``cost_usd`` null; in older run directories, 0 beside unpriced calls) has no
+  dollar figure (left out); one with some unpriced calls counts with its priced dollars (a lower bound). A
+  group with no dollar figure at all shows ``unpriced`` in that column.
 
 A correct task without a speedup (a run without a GPU: ``best_speedup`` null) is *untimed*: it counts in
 ``correct_pct`` and ``fast_0`` and is left out of every other speedup statistic, denominators included.
@@ -86,6 +87,8 @@ class Estimate:
     value: float | None
     low: float | None = None
     high: float | None = None
+    missing: str = ""
+    """Why ``value`` is None, shown in its place (``unpriced``); empty: the tables' dash."""
 
 
 @dataclass
@@ -110,6 +113,11 @@ def best_value(speedup: float | None, correct: bool, failed_as: FailedAs) -> flo
     return {FailedAs.zero: 0.0, FailedAs.one: 1.0, FailedAs.exclude: math.nan}[FailedAs(failed_as)]
 
 
+def _unpriced(result: TaskResult) -> bool:
+    """True when a task has no dollar figure: every call unpriced (0 beside unpriced calls: an older run)."""
+    return result.cost_usd is None or (result.unpriced_calls > 0 and not result.cost_usd)
+
+
 def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterable[float]) -> dict[str, np.ndarray]:
     """Per-task values, one array per quantity; NaN marks a task left out of that quantity's denominator."""
     correct = np.array([r.correct for r in results], dtype=float)
@@ -123,7 +131,7 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
         "correct": correct,
         "speedup": speedup,
         "log_speedup": log_speedup,
-        "dollars": np.array([math.nan if r.unpriced_calls and not r.cost_usd else r.cost_usd for r in results], float),
+        "dollars": np.array([math.nan if _unpriced(r) else r.cost_usd for r in results], dtype=float),
         "minutes": np.array([r.minutes for r in results], dtype=float),
         "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
     }
@@ -206,7 +214,8 @@ def group_stats(
             resampled = resampled[np.isfinite(resampled)]
             if resampled.size:
                 low, high = (float(x) for x in np.percentile(resampled, [tail, 100 - tail]))
-        stats.values[metric.key] = Estimate(point, low, high)
+        missing = "unpriced" if point is None and metric.vector == "dollars" and stats.unpriced_calls else ""
+        stats.values[metric.key] = Estimate(point, low, high, missing)
     return stats
 
 

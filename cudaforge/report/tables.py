@@ -36,9 +36,9 @@ def format_value(metric: Metric, value: float | None) -> str:
 
 
 def format_cell(metric: Metric, est: Estimate | None, ci: bool = True) -> str:
-    """A value with its interval, when it has one."""
+    """A value with its interval, when it has one (no value: why, e.g. ``unpriced``, else a dash)."""
     if est is None or est.value is None:
-        return MISSING
+        return est.missing if est is not None and est.missing else MISSING
     text = format_value(metric, est.value)
     if ci and est.low is not None and est.high is not None and not est.low == est.high == est.value:
         text += f" [{format_value(metric, est.low)}, {format_value(metric, est.high)}]"
@@ -74,7 +74,7 @@ def latex_escape(text: str) -> str:
 
 def _latex_cell(metric: Metric, est: Estimate | None) -> str:
     if est is None or est.value is None:
-        return "--"
+        return latex_escape(est.missing) if est is not None and est.missing else "--"
     text = format_value(metric, est.value).replace(",", "{,}")
     if est.low is not None and est.high is not None and not est.low == est.high == est.value:
         low, high = (format_value(metric, x).replace(",", "{,}") for x in (est.low, est.high))

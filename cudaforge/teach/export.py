@@ -5,6 +5,8 @@ verdict ``reject`` (``runs.verified``). A run without a GPU verifies correctness
 positives have a null speedup, and any ``min_speedup`` leaves them out. Every row carries its provenance
 (run, task, round, models, strategy, config hash, candidate hashes) and follows a fixed schema
 (``schema.py``); ``write_dataset`` writes ``train.jsonl`` with a ``dataset_info.json`` and a dataset card.
+The card says first, in bold, when kernels come from the offline demo's hand-written transcript (model
+``scripted/demo``: not training data) or from replies replayed out of a response cache (``source_notices``).
 
 - ``sft_rows``: task prompt -> best verified kernel (or every verified kernel), with speedup, interval,
   GPU and versions.
@@ -19,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from cudaforge.config import ExportConfig, ExportFormat, RewardConfig, RewardKind, SftPrompt
-from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load_tasks, verified
+from cudaforge.run.demo import DEMO_MODEL
+from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load_tasks, run_info, verified
 from cudaforge.teach.schema import SCHEMAS, conform, features
 from cudaforge.types import EvalResult
 
@@ -325,6 +328,8 @@ class ExportResult:
     out_dir: Path
     files: list[Path]
     runs: list[Path]
+    notices: list[str] = field(default_factory=list)
+    """What the card says first about where the kernels came from (``source_notices``): demo, replayed."""
 
 
 def _plain(x: Any) -> Any:
@@ -349,8 +354,10 @@ def _card(fmt: str, rows: int, info: dict[str, Any]) -> str:
     front = yaml.safe_dump(meta, sort_keys=False, width=120)
     filters = json.dumps(info["export"], sort_keys=True)
     runs = "\n".join(f"- `{r}`" for r in info["runs"])
-    return (f"---\n{front}---\n\n# cudaforge {fmt} export\n\n{_DESCRIPTIONS[fmt]}\n\n{rows} rows. Positives are "
-            "verified candidates only: evaluation status `correct` and no integrity-guard finding with verdict "
+    notices = "".join(f"> {notice}\n>\n" for notice in info.get("notices", [])).removesuffix(">\n")
+    notices += "\n" if notices else ""
+    return (f"---\n{front}---\n\n# cudaforge {fmt} export\n\n{notices}{_DESCRIPTIONS[fmt]}\n\n"
+            f"{rows} rows. Positives are verified candidates only: evaluation status `correct` and no integrity-guard finding with verdict "
             "`reject`. Speedups are null for kernels verified without a GPU (untimed).\n\n"
             f"Runs:\n{runs}\n\nExport settings: `{filters}`\n\n"
             "```python\nimport datasets\nds = datasets.load_dataset(\"json\", data_files=\"train.jsonl\", "
@@ -378,6 +385,32 @@ def write_dataset(rows: list[dict[str, Any]], fmt: str, out_dir: str | Path, inf
     return [data, out / "dataset_info.json", out / "README.md"]
 
 
+def source_notices(runs: list[Path], filters: Filters | None = None) -> list[str]:
+    """One line per kind of run whose kernels did not come fresh from a language model (the runs the filters
+    keep): the offline demo (model ``scripted/demo``: a hand-written transcript) and replayed runs."""
+    def names(found: list[str]) -> str:
+        return ", ".join(f"`{n}`" for n in found)
+
+    infos = [info for info in map(run_info, runs) if (filters or Filters()).keeps_run(info)]
+    demo = [i.name for i in infos if i.coder_model == DEMO_MODEL]
+    demo_judge = [i.name for i in infos if i.judge_model == DEMO_MODEL and i.name not in demo]
+    replayed = [i.name for i in infos if i.replayed and i.name not in demo]
+    notices = []
+    if demo:
+        which = "These kernels" if len(demo) == len(infos) else f"The kernels of run(s) {names(demo)}"
+        notices.append(f"**Demo data, not model output.** {which} come from a hand-written demo transcript "
+                       f"(model `{DEMO_MODEL}`, cudaforge/resources/demo/), not from a language model; do not use "
+                       "them as training data or as evidence about any model. They show the export's format.")
+    if demo_judge:
+        notices.append(f"**Demo Judge.** In run(s) {names(demo_judge)} the Judge's feedback comes from a hand-written "
+                       f"demo transcript (model `{DEMO_MODEL}`), not from a language model.")
+    if replayed:
+        notices.append(f"**Replayed from cache.** The LLM replies of run(s) {names(replayed)} were served from a "
+                       "response cache recorded by an earlier run (`llm_cache.mode=replay_only`, or every call a "
+                       "cache hit), not sampled anew: the same kernels may be in that earlier run's export.")
+    return notices
+
+
 def filters_of(cfg: Any) -> Filters:
     """The run and task filters of an ``ExportConfig`` or ``SkillConfig``."""
     return Filters(levels=list(cfg.levels), models=list(cfg.models), strategies=list(cfg.strategies),
@@ -397,6 +430,8 @@ def export_dataset(cfg: ExportConfig) -> ExportResult:
     runs = expand_runs(list(cfg.runs))
     rows = build_rows(cfg)
     out_dir = Path(cfg.out_dir).expanduser() if cfg.out_dir else runs[0] / "export" / fmt
-    info = {"runs": [str(r) for r in runs], "export": _plain(cfg) | {"runs": [str(r) for r in runs]}}
+    notices = source_notices(runs, filters_of(cfg))
+    info = {"runs": [str(r) for r in runs], "export": _plain(cfg) | {"runs": [str(r) for r in runs]},
+            "notices": notices}  # fmt: skip
     files = write_dataset(rows, fmt, out_dir, info)
-    return ExportResult(format=fmt, rows=len(rows), out_dir=out_dir, files=files, runs=runs)
+    return ExportResult(format=fmt, rows=len(rows), out_dir=out_dir, files=files, runs=runs, notices=notices)

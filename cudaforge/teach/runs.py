@@ -81,6 +81,9 @@ class RunInfo:
     """The strategy name (``unknown`` without a config)."""
     suite: str
     """The suite name (``unknown`` without a config)."""
+    replayed: bool = False
+    """The replies were served from a response cache, not asked anew: ``llm_cache.mode=replay_only``, or every
+    LLM call in ``ledger.jsonl`` was a cache hit."""
 
 
 @dataclass
@@ -207,18 +210,22 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _ledger_model(path: Path, role: str) -> str | None:
+def _ledger_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a run's ``ledger.jsonl`` (none without one; torn lines skipped)."""
     ledger = path / "ledger.jsonl"
-    if not ledger.is_file():
-        return None
-    for line in ledger.read_text().splitlines():
+    rows = []
+    for line in ledger.read_text().splitlines() if ledger.is_file() else []:
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if row.get("role") == role and row.get("model"):
-            return str(row["model"])
-    return None
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _ledger_model(rows: list[dict[str, Any]], role: str) -> str | None:
+    return next((str(row["model"]) for row in rows if row.get("role") == role and row.get("model")), None)
 
 
 def run_info(path: Path) -> RunInfo:
@@ -228,13 +235,16 @@ def run_info(path: Path) -> RunInfo:
     config = config if isinstance(config, dict) else {}
     config_hash = (hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
                    if config else "unknown")  # fmt: skip
-    models = {role: (config.get(role) or {}).get("model") or _ledger_model(path, role) or "unknown"
+    ledger = _ledger_rows(path)
+    models = {role: (config.get(role) or {}).get("model") or _ledger_model(ledger, role) or "unknown"
               for role in ("coder", "judge")}  # fmt: skip
+    replay_only = str((config.get("llm_cache") or {}).get("mode", "")) == "replay_only"
     return RunInfo(
         path=path, name=path.name, config=config, config_hash=config_hash,
         coder_model=str(models["coder"]), judge_model=str(models["judge"]),
         strategy=str((config.get("strategy") or {}).get("name", "unknown")),
         suite=str((config.get("suite") or {}).get("name", "unknown")),
+        replayed=replay_only or (bool(ledger) and all(row.get("cache_hit") for row in ledger)),
     )  # fmt: skip
 
 

@@ -2,9 +2,11 @@
 
 Evidence: a Judge ``optimization`` verdict on a verified kernel in round r, followed in round r+1 by an
 ``optimize`` step whose new kernel is verified too and at least ``min_gain`` times faster (with
-``allow_untimed``, a new verified kernel of unknown speed also counts: CPU runs). Evidence is grouped by
-bottleneck (keyword rules on the Judge's ``bottleneck`` field, then its method and plan), rendered with
-``agents/skills/distill.j2`` and sent through ``LLMClient`` (ledger row, record/replay cache). The document
+``allow_untimed``, a new verified kernel of unknown speed also counts: CPU runs; the document then says how
+much of its evidence is untimed, and without it an untimed run fails with one line naming the option).
+Evidence is grouped by bottleneck (keyword rules on the Judge's ``bottleneck`` field, then its method and
+plan), rendered with ``agents/skills/distill.j2`` and sent through ``LLMClient`` (ledger row, record/replay
+cache). The document
 is the model's guidance, cut to ``max_words``, then an evidence section written here (tasks, speedups,
 runs), with YAML front matter saying where it came from. ``read_skills`` strips the front matter for the
 Coder's prompt (``coder.skills``).
@@ -191,10 +193,13 @@ class SkillDocument:
     """The groups listed in the evidence section (``max_evidence`` per group)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Front matter: source runs, distilling model, request key, counts, caps."""
+    notice: str = ""
+    """A line shown under the title (how much of the evidence is untimed); empty: none."""
 
     def body(self) -> str:
         """The document without front matter: what the Coder reads."""
-        lines = [f"# Skill: {self.title}", "", self.guidance, "", "## Evidence", ""]
+        notice = [f"> {self.notice}", ""] if self.notice else []
+        lines = [f"# Skill: {self.title}", "", *notice, self.guidance, "", "## Evidence", ""]
         for name, items in self.evidence.items():
             lines.append(f"- {name}: " + "; ".join(e.line() for e in items))
         return "\n".join(lines).rstrip() + "\n"
@@ -243,6 +248,42 @@ class DistillResult:
     """The model's ``LLMReply`` (ledger row included)."""
 
 
+def untimed_allowed(setting: bool | None, tasks: list[TaskView]) -> bool:
+    """``skill.allow_untimed``: true or false as set; null (the default) counts untimed evidence only when no kernel
+    of the runs was timed at all (runs without a GPU), where it is the only evidence there is."""
+    if setting is not None:
+        return bool(setting)
+    return not any(r.speedup is not None for t in tasks for r in t.rounds)
+
+
+def no_evidence_message(
+    tasks: list[TaskView], *, min_gain: float, allow_untimed: bool, categories: dict[str, list[str]] | None = None
+) -> str:
+    """Why nothing can be distilled, in one line, with what to do.
+
+    A run without a GPU times nothing, so its advice can never show a speedup; the way out is
+    ``allow_untimed=true`` (advice followed by a new verified-correct kernel of unknown speed), which is not
+    the default because such advice has no speedup behind it.
+    """
+    where = f"{len({t.run.path for t in tasks})} run(s), {len(tasks)} task(s)"
+    timed = any(r.speedup is not None for t in tasks for r in t.rounds)
+    untimed = [] if allow_untimed else collect_evidence(tasks, min_gain=min_gain, allow_untimed=True,
+                                                        categories=categories)  # fmt: skip
+    if not timed and untimed:
+        return (f"nothing to distil: no kernel in the {where} was timed (a run without a GPU measures no speedup), "
+                f"so no advice can show one; {len(untimed)} piece(s) of Judge advice were followed by a new "
+                "verified-correct kernel of unknown speed: add allow_untimed=true to distil those (the skill then "
+                "marks its evidence untimed)")
+    if untimed:
+        return (f"no Judge advice led to a verified speedup of at least {min_gain:g}x in the {where}; "
+                f"{len(untimed)} piece(s) were followed by a new verified-correct but untimed kernel: "
+                "allow_untimed=true counts those (marked untimed), or lower min_gain")
+    untimed_too = ", nor to a new verified-correct untimed kernel" if allow_untimed else ""
+    return (f"no Judge advice led to a verified speedup of at least {min_gain:g}x in the {where}{untimed_too}: "
+            "evidence is Judge `optimization` advice followed by an `optimize` round whose new kernel is verified "
+            "(lower min_gain to count smaller gains)")
+
+
 def distill(
     tasks: list[TaskView], llm: Any, *, max_words: int = 300, max_evidence: int = 3, min_gain: float = 1.05,
     allow_untimed: bool = False, categories: dict[str, list[str]] | None = None, title: str = "",
@@ -250,8 +291,9 @@ def distill(
 ) -> DistillResult:
     """Distil a skill from the runs' tasks with ``llm`` (an ``LLMClient``, or anything with ``complete``).
 
-    ValueError when no advice qualifies (CPU runs are untimed: ``allow_untimed=True`` counts advice followed
-    by a new verified kernel).
+    ValueError, one line saying what to do, when no advice qualifies (``no_evidence_message``; CPU runs are
+    untimed: ``allow_untimed=True`` counts advice followed by a new verified kernel, and the document then
+    says which of its evidence is untimed).
     """
     from cudaforge.agents.prompts import PromptLibrary
 
@@ -259,10 +301,8 @@ def distill(
         raise ValueError(f"skill.max_words must be at least 20, not {max_words}")
     evidence = collect_evidence(tasks, min_gain=min_gain, allow_untimed=allow_untimed, categories=categories)
     if not evidence:
-        hint = ("" if allow_untimed else "; runs without a GPU time nothing: skill.allow_untimed=true counts advice "
-                "followed by a new verified-correct kernel")
-        raise ValueError(f"no Judge advice led to a verified speedup of at least {min_gain:g}x in "
-                         f"{len({t.run.path for t in tasks})} run(s), {len(tasks)} task(s){hint}")  # fmt: skip
+        raise ValueError(no_evidence_message(tasks, min_gain=min_gain, allow_untimed=allow_untimed,
+                                             categories=categories))  # fmt: skip
     groups = group_evidence(evidence, categories)
     library = prompts or PromptLibrary()
     message = library.render("skills/distill", **prompt_context(groups, max_words))
@@ -283,8 +323,14 @@ def distill(
         "truncated": cut,
     }  # fmt: skip
     shown = {name: items[:max_evidence] for name, items in groups.items()}
-    document = SkillDocument(title=title or "optimisation advice that paid off (" + ", ".join(names) + ")",
-                             guidance=guidance, evidence=shown, meta=meta)  # fmt: skip
+    n_untimed = sum(not e.timed for e in evidence)
+    notice = (f"Untimed evidence: {n_untimed} of {len(evidence)} piece(s) of advice were followed by a new "
+              "verified-correct kernel whose speed was not measured (no GPU), not by a measured speedup."
+              if n_untimed else "")  # fmt: skip
+    what = ("optimisation advice followed by verified, untimed kernels" if n_untimed == len(evidence)
+            else "optimisation advice that paid off")
+    document = SkillDocument(title=title or f"{what} ({', '.join(names)})", guidance=guidance, evidence=shown,
+                             meta=meta, notice=notice)  # fmt: skip
     return DistillResult(document=document, path=None, evidence=evidence, reply=reply)
 
 
@@ -312,7 +358,7 @@ def distill_from_config(skill: SkillConfig, judge: LLMConfig, cache_cfg: Any) ->
     try:
         result = distill(
             tasks, client, max_words=skill.max_words, max_evidence=skill.max_evidence, min_gain=skill.min_gain,
-            allow_untimed=skill.allow_untimed, categories=dict(skill.categories) or None,
+            allow_untimed=untimed_allowed(skill.allow_untimed, tasks), categories=dict(skill.categories) or None,
             sources=sorted({str(t.run.path) for t in tasks}),
         )  # fmt: skip
     finally:

@@ -2,7 +2,8 @@
 
 One W&B run per Hydra job (safe under multirun: each job process starts its own), grouped
 by the sweep's directory, holding the resolved config, per-round metrics, a per-task summary
-table and the best kernels as an artifact. Offline mode is the default: runs sync later
+table (``cost_usd`` null for a task whose calls were all unpriced, never 0) and the best kernels
+as an artifact. Offline mode is the default: runs sync later
 with ``wandb sync <run dir>/wandb``. Every W&B failure is reported once and then ignored:
 the run directory is the source of truth.
 """
@@ -17,6 +18,14 @@ from typing import Any
 from cudaforge.types import TaskResult
 
 log = logging.getLogger(__name__)
+
+
+def run_cost(results: list[TaskResult]) -> tuple[float | None, int]:
+    """Dollars of the priced calls over all tasks and the number of unpriced calls; the dollars are None
+    when some calls were made and none of them had a price (unknown, not $0)."""
+    costs = [r.cost_usd for r in results if r.cost_usd is not None]
+    unpriced = sum(r.unpriced_calls for r in results)
+    return (sum(costs) if costs or not unpriced else None), unpriced
 
 
 class NullTracker:
@@ -62,6 +71,7 @@ class WandbTracker:
         table = self.wandb.Table(columns=columns, data=[[getattr(r, c) for c in columns] for r in results])
         self.run.log({"tasks": table})
         self.run.summary["correct_fraction"] = sum(r.correct for r in results) / max(1, len(results))
+        self.run.summary["cost_usd"], self.run.summary["unpriced_calls"] = run_cost(results)
         if self.best_kernels:
             artifact = self.wandb.Artifact("best_kernels", type="kernels")
             for task_id, source in self.best_kernels.items():

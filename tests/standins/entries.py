@@ -106,3 +106,29 @@ def write_result(payload, progress):
     with open("result.json", "wb") as f:
         f.write(payload["text"].encode() * payload.get("repeat", 1))
     os._exit(0)
+
+
+def _scratch_elsewhere() -> str:
+    """A folder outside the working directory, noted to go with it (as a sandboxed worker's scratch is)."""
+    import tempfile
+
+    from cudaforge.isolation import note_scratch
+
+    path = tempfile.mkdtemp(prefix="cudaforge-cand-")
+    open(os.path.join(path, "file"), "w").close()
+    note_scratch(path, os.getcwd())
+    return path
+
+
+def prepare_scratch(progress, claimed):
+    """A standby's preparation that starts a (stand-in) worker with a scratch folder of its own."""
+    PREPARED.update(scratch=_scratch_elsewhere())
+
+
+def hang_with_scratch(payload, progress):
+    """Make a noted scratch folder, say where (in the file ``payload["record"]``), then hang until killed."""
+    with open(payload["record"], "w") as f:
+        f.write(_scratch_elsewhere())
+    progress("work")
+    while True:
+        time.sleep(0.1)
