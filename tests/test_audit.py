@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from types import SimpleNamespace
 
+import pytest
+
 from cudaforge.tasks import load_suite, parse_problem, selection
 from cudaforge.tasks.audit import audit_tasks, summary_line
 
@@ -38,6 +40,7 @@ DEGENERATE = {
 }
 
 
+@pytest.mark.slow
 def test_audit_flags_each_degenerate_task():
     audits = audit_tasks(list(DEGENERATE.values()), CPU)
     for (expected, _), audit in zip(DEGENERATE.items(), audits):
@@ -53,6 +56,7 @@ def test_audit_reports_a_crashing_reference():
     assert audit.findings[0]["check"] == "reference_error" and "boom" in audit.findings[0]["detail"]
 
 
+@pytest.mark.slow
 def test_tiny_suite_passes_its_own_audit():
     tasks = load_suite(selection("tiny"))
     audits = audit_tasks(tasks, CPU)

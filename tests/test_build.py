@@ -281,6 +281,7 @@ def test_hooks_restore_torch_functions(cache_dir):
     assert (ce.load_inline, ce.load) == before
 
 
+@pytest.mark.slow
 def test_concurrent_precompiles_of_one_source_build_once(cache_dir):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -304,6 +305,7 @@ ext = load_inline(name="fill_ext", cpp_sources="", cuda_sources=CUDA, no_implici
 '''
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_compile_error_gives_failed_outcome_with_trimmed_log(cache_dir):
     outcome = precompile(TINY_CUDA_ERROR, settings_for(cache_dir), timeout_s=120)
@@ -339,6 +341,7 @@ def test_triton_candidate_builds_nothing(tmp_path):
     assert outcome.status == "no_build" and outcome.ok, outcome
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_process_group(tmp_path):
     mark = f"{time.time_ns() % 10**6}.{os.getpid()}"
     source = textwrap.dedent(
@@ -422,6 +425,7 @@ def test_pch_dir_override_is_shared_across_caches(tmp_path, monkeypatch):
     assert a.pch_root() == b.pch_root() == tmp_path / "shared"
 
 
+@pytest.mark.slow
 def test_cpp_compile_error_quotes_the_candidates_line(cache_dir):
     source = python_module_source("broken_cpp", 1).replace("PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)")
     outcome = precompile(source, settings_for(cache_dir), timeout_s=120)
@@ -430,6 +434,7 @@ def test_cpp_compile_error_quotes_the_candidates_line(cache_dir):
     assert "return PyLong_FromLong(undeclared_value);" in outcome.log_trimmed, outcome.log_trimmed
 
 
+@pytest.mark.slow
 def test_undefined_symbol_at_import_is_a_failed_build(cache_dir):
     source = python_module_source("half_defined", 1).replace(
         "static PyObject* value(PyObject*, PyObject*) {", "int missing_helper(); static PyObject* value(PyObject*, PyObject*) { missing_helper();")

@@ -83,6 +83,7 @@ def test_usage_and_unknown_subcommand():
     assert "say `list` or `audit`" in cudaforge("tasks").stderr
 
 
+@pytest.mark.slow
 def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     out = cudaforge("profile", "suite=tiny", "task=tiny/level1/3_MatmulBiasReLU",
@@ -126,6 +127,7 @@ def test_usage_errors_are_one_line_with_the_nearest_names_and_leave_nothing(args
     assert list(tmp_path.iterdir()) == []  # no run directory, no outputs/
 
 
+@pytest.mark.slow
 def test_a_run_the_demo_cannot_answer_is_refused_before_it_starts(tmp_path):
     out = cudaforge("run", "suite=main", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert out.returncode == 2
@@ -133,6 +135,7 @@ def test_a_run_the_demo_cannot_answer_is_refused_before_it_starts(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_model_without_its_key_is_refused_at_once(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = cudaforge("run", "coder=openai_o3", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)

@@ -51,6 +51,7 @@ def evaluator(tmp_path_factory):
     return Evaluator(cfg)
 
 
+@pytest.mark.slow
 def test_triton_candidates_are_correct_in_the_interpreter(evaluator, tiny):
     for name, file in [("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py")]:
         result = evaluator.evaluate(tiny[name], (CANDIDATES / file).read_text())
@@ -153,6 +154,7 @@ def test_result_round_trips_through_json(evaluator, tiny):
     assert again == result and again.status is EvalStatus.CORRECT
 
 
+@pytest.mark.slow
 def test_batch_keeps_order_and_survives_faults(evaluator, tiny):
     jobs = [
         (tiny["ReLU"], relu_candidate("return torch.relu(x)")),
@@ -265,6 +267,7 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     assert [a for a, _, _, _ in log] == ["cold", "cold"]
 
 
+@pytest.mark.slow
 def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     """The real verifier behind a real standby (here on the CPU: Triton in the interpreter), its sandboxed worker
     started ahead: same verdict, and the fingerprint says it was prepared ahead."""
@@ -286,6 +289,7 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     assert warm.result["fingerprint"]["nvcc"] == cold.result["fingerprint"]["nvcc"]
 
 
+@pytest.mark.slow
 def test_a_prepared_worker_has_imported_what_the_cost_model_and_the_profiler_pull_in():
     """A first FlopCounterMode (the verifier's cost model) and a first torch.profiler session (the worker's share guard)
     import torch._inductor, torch._dynamo and sympy (seconds on a GPU node); a standby's ``prepare`` pays that before
@@ -368,6 +372,7 @@ def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_pat
     assert not lead.wait_for_standbys(timeout_s=0.2)
 
 
+@pytest.mark.slow
 def test_a_candidate_whose_evaluation_died_is_not_run_again(tiny, tmp_path):
     """The marker of an evaluation in flight stays when the process running it dies (kill -9, a crash); a resumed
     run then reports that candidate as crashed instead of running it again. A finished evaluation leaves none."""
@@ -412,6 +417,7 @@ def test_a_tuple_holding_the_reference_output_is_not_the_output(tiny, tmp_path):
     assert result.status is EvalStatus.REJECTED and "output_type" in result.message and "tuple of 1" in result.message
 
 
+@pytest.mark.slow
 def test_weights_from_the_seed_keep_init_time_transforms_and_copying_undoes_them(tiny, tmp_path):
     """eval.weights=seed (KernelBench's way, the default) keeps a fold done in __init__; copy_matching overwrites
     the folded weights with the reference's and the kernel is then 2x off; the message says which was used."""
@@ -469,6 +475,7 @@ class ModelNew(nn.Module):
 '''
 
 
+@pytest.mark.slow
 def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_path):
     """What Triton compiled in one evaluation's worker is given to the next worker of the same source (so a repeated
     evaluation does not compile again), never to another source; links in it are not followed."""

@@ -79,6 +79,7 @@ def test_the_screen_is_never_more_lenient_than_isclose(verdicts):
     assert lenient == []
 
 
+@pytest.mark.slow
 def test_the_screen_passes_what_is_clearly_close_and_flags_what_is_not(verdicts):
     by_case = {v["case"]: v for v in verdicts}
     for dtype in ("torch.float32", "torch.float16", "torch.bfloat16"):

@@ -94,6 +94,7 @@ def coder_prompt(ctx, task, round_):
     return data["conversation"]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_full_loop_routes_through_judge_and_profiler(tmp_path, relu):
     coder, judge = scripts([BAD, GOOD, GOOD], [CORRECTION, OPTIMIZATION])
     profiler = StandInProfiler()
@@ -111,6 +112,7 @@ def test_full_loop_routes_through_judge_and_profiler(tmp_path, relu):
     assert rows[0]["task_id"] == relu.id and rows[0]["correct"] is True
 
 
+@pytest.mark.slow
 def test_an_unchanged_candidate_is_not_profiled_again(tmp_path, relu):
     """The same source in a later round reuses its evaluation and its stored profile (marked cached);
     the profiler is asked once, and told about the task when it starts (to prepare the task's cost)."""
@@ -156,6 +158,7 @@ def test_strategies_route_as_documented(tmp_path, relu, strategy, judge_calls, p
         assert "no GPU on this machine" in coder_prompt(ctx, relu, 3)
 
 
+@pytest.mark.slow
 def test_unparseable_replies_fail_the_round_not_the_run(tmp_path, relu):
     scripts(["I would write a kernel here.", "Still no code, sorry.", GOOD], [OPTIMIZATION])
     ctx, result = run(tmp_path, relu, config(tmp_path, rounds=2))
@@ -165,6 +168,7 @@ def test_unparseable_replies_fail_the_round_not_the_run(tmp_path, relu):
     assert json.loads(Path(ctx.store.task(relu.id).root / "round_01" / "coder.json").read_text())["conversation"]["parse_errors"][0]
 
 
+@pytest.mark.slow
 def test_transient_llm_errors_are_retried_and_counted(tmp_path, relu):
     scripts([RATE_LIMIT, TIMEOUT, SERVER_ERROR, GOOD], [])
     ctx, result = run(tmp_path, relu, config(tmp_path, rounds=1))
@@ -173,6 +177,7 @@ def test_transient_llm_errors_are_retried_and_counted(tmp_path, relu):
     assert row.attempts == 4 and row.error in ("", None)
 
 
+@pytest.mark.slow
 def test_empty_reply_fails_the_round_and_a_hard_error_stops_the_task(tmp_path, relu):
     scripts(["", GOOD, {"error": "bad_request"}], [OPTIMIZATION])
     ctx, result = run(tmp_path, relu, config(tmp_path, rounds=5))
@@ -207,6 +212,7 @@ def test_round_budget(tmp_path, relu):
     assert result.rounds == 2 and result.stop_reason == "max_rounds" and not result.correct
 
 
+@pytest.mark.slow
 def test_dollar_budget_and_cost_accounting(tmp_path, relu):
     scripts([BAD, GOOD], [CORRECTION])
     cfg = config(tmp_path, rounds=5, max_dollars=0.01)
@@ -248,6 +254,7 @@ class DiesOnSecondEvaluation:
         return self.inner.evaluate(task, source)
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill_mid_round_repeats_no_finished_step(tmp_path, relu):
     from cudaforge.eval.evaluator import Evaluator
 
@@ -296,6 +303,7 @@ def test_the_graph_picture_in_the_docs_is_current():
     assert block() in DOC.read_text(), "run: python -m cudaforge.graph.diagram"
 
 
+@pytest.mark.slow
 def test_memory_policy_shows_the_last_rounds(tmp_path, relu):
     replies, seen = [BAD, GOOD, GOOD2], []
 

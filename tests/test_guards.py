@@ -116,6 +116,7 @@ def test_a_static_rejection_is_a_rejected_result_before_any_worker(tmp_path):
     assert {f["guard"] for f in result.guard_findings} == {"concurrency"}
 
 
+@pytest.mark.slow
 def test_a_report_policy_lets_the_candidate_through_with_the_finding(tmp_path):
     entry = next(e for e in CORPUS if e.name == "hack_input_mutation")
     cfg = {"device": "cpu", "correctness_trials": 2, "guard_input_mutation": "report", "build_cache_dir": str(tmp_path)}

@@ -207,6 +207,7 @@ def test_a_standby_whose_parent_goes_away_exits_without_a_result():
     assert not Path(workdir).exists()  # nobody is left to read it: the child removed it
 
 
+@pytest.mark.slow
 def test_announcing_phases_never_extends_a_deadline():
     """A phase's budget counts all the time spent in it, however often it is announced; junk lines are ignored;
     and the whole run is capped by the sum of the budgets."""

@@ -508,6 +508,7 @@ def test_cache_keys_separate_sources_gpus_and_metric_sets(tmp_path):
     assert cache.get(base) is None
 
 
+@pytest.mark.slow
 def test_the_task_cost_is_computed_once_per_task_and_cached_by_its_source_hash(tmp_path, monkeypatch):
     """The roofline's cost runs in one child per task (the real child, spied on); later profiles of the
     task, by this profiler or a new one on the same cache directory, reuse it; a changed source does not."""
@@ -655,6 +656,7 @@ def test_spec_sheet_of_this_gpu():
     "wrapper" not in __import__("inspect").signature(__import__("cudaforge.isolation").isolation.run_isolated).parameters,
     reason="run_isolated has no wrapper argument yet",
 )
+@pytest.mark.slow
 def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
     """A stand-in ncu (a shell script) writes ncu's permission error to its log and runs the worker."""
     fake_ncu = tmp_path / "ncu"

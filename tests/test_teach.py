@@ -485,6 +485,7 @@ def demo_run(tmp_path_factory) -> Path:
     return tmp / "run"
 
 
+@pytest.mark.slow
 def test_demo_and_replayed_runs_say_so_at_the_top_of_the_card(demo_run, runs, tmp_path):
     out = tmp_path / "demo_sft"
     written = export_dataset(ExportConfig(runs=[str(demo_run)], format="sft", out_dir=str(out)))
@@ -509,6 +510,7 @@ def test_demo_and_replayed_runs_say_so_at_the_top_of_the_card(demo_run, runs, tm
     assert plain.notices == [] and "\n> " not in (tmp_path / "plain" / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_an_untimed_run_is_distilled_from_untimed_evidence_unless_told_not_to(demo_run, tmp_path, capsys):
     """allow_untimed=null (the default): a run where nothing was timed (no GPU) is distilled from advice followed by
     new verified kernels, and the skill says its evidence is untimed; allow_untimed=false refuses in one line."""
@@ -524,6 +526,7 @@ def test_an_untimed_run_is_distilled_from_untimed_evidence_unless_told_not_to(de
     assert "add allow_untimed=true" in err[0] and not (tmp_path / "no.md").exists()
 
 
+@pytest.mark.slow
 def test_exports_and_distillation_of_a_real_cpu_run(demo_run, tmp_path):
     rounds = load_tasks([str(demo_run)])[0].rounds
     for fmt in SCHEMAS:
