@@ -128,13 +128,8 @@ def _run(cfg: DictConfig) -> int:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from cudaforge.eval.verifier import cpu_scaled
     from cudaforge.llm.preflight import check_config, estimate_cost
-    from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
-    from cudaforge.run.progress import RunProgress
-    from cudaforge.run.runner import RunAborted, RunInterrupted, make_context, run_suite
     from cudaforge.tasks import load_suite
-    from cudaforge.track.wandb_sink import make_tracker
 
     started = time.monotonic()
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -146,6 +141,12 @@ def _run(cfg: DictConfig) -> int:
             print(f"cudaforge run: error: {problem.line()}", file=sys.stderr)
         _Exit.refused = True
         return 2
+    from cudaforge.eval.verifier import cpu_scaled
+    from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
+    from cudaforge.run.progress import RunProgress
+    from cudaforge.run.runner import RunAborted, RunInterrupted, make_context, run_suite
+    from cudaforge.track.wandb_sink import make_tracker
+
     demo_roles = [role for role, llm in (("coder", config.coder), ("judge", config.judge)) if llm.model == DEMO_MODEL]
     if demo_roles:
         install_demo()

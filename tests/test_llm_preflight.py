@@ -222,3 +222,21 @@ def test_cost_unbounded_free_and_replayed():
     replay = o3_config()
     replay.llm_cache.mode = CacheMode.replay_only
     assert estimate_cost(replay, 3).max_usd == 0.0
+
+
+def test_the_key_table_says_what_litellm_says(monkeypatch):
+    """The providers whose keys the pre-flight knows without importing litellm (which takes seconds) need exactly
+    what litellm's validate_environment asks for, set or not."""
+    import litellm
+
+    from cudaforge.llm.credentials import KNOWN_KEYS, missing_keys
+
+    for names in KNOWN_KEYS.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    for provider, names in KNOWN_KEYS.items():
+        model = f"{provider}/some-model"
+        assert missing_keys(model) == list(names) == litellm.validate_environment(model=model)["missing_keys"]
+        monkeypatch.setenv(names[0], "dummy")
+        assert missing_keys(model) == [] == litellm.validate_environment(model=model)["missing_keys"]
+    assert missing_keys("o3") == []  # OPENAI_API_KEY is set by now, a bare OpenAI name is OpenAI's

@@ -12,6 +12,7 @@ litellm is imported only by ``missing_keys`` (through the client's ``_litellm``)
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -48,11 +49,23 @@ def is_credentials_error(litellm: Any, err: Exception) -> bool:
     return bool(_MISSING_KEY.search(str(err)))
 
 
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",), "xai": ("XAI_API_KEY",), "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",), "together_ai": ("TOGETHERAI_API_KEY",), "openrouter": ("OPENROUTER_API_KEY",),
+}  # fmt: skip
+"""What litellm's ``validate_environment`` asks of these providers (tests/test_llm_preflight.py compares the two)."""
+
+
 def missing_keys(model: str, api_base: str | None = None) -> list[str]:
     """Environment variables litellm says ``model`` needs and that are not set (no network).
 
     ``[]`` when nothing is missing, and for models litellm cannot place (scripted, unknown).
     """
+    provider = model.split("/", 1)[0] if "/" in model else ("openai" if model.startswith(("gpt-", "o1", "o3", "o4"))
+                                                             else "")  # fmt: skip
+    if provider in KNOWN_KEYS and not api_base:  # the common providers without importing litellm (seconds)
+        return [name for name in KNOWN_KEYS[provider] if not os.environ.get(name)]
     from cudaforge.llm.client import _litellm
 
     try:
