@@ -397,7 +397,9 @@ def _run_app(action: str, overrides: list[str]) -> int:
     register_configs()
     func = ACTIONS[action]
     flags, overrides = _split_flags(overrides)
-    if not any(f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for f in flags):
+    checkable = not any(f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "-m", "--multirun")
+                        for f in flags)  # a sweep's values are checked by Hydra, one job at a time  # fmt: skip
+    if checkable:
         problem = check_overrides(overrides, CONFIG_DIR, _user_config_dirs(flags))
         if problem:
             print(f"cudaforge {action}: error: {problem}", file=sys.stderr)

@@ -222,6 +222,9 @@ def check_overrides(overrides: list[str], config_dir: Path, user_dirs: list[Path
             except MissingConfigException as exc:
                 return _missing_option(str(exc), plain, options)
             except (HydraException, OmegaConfBaseException, ValueError) as exc:
+                sweep = re.search(r"(?:Ambiguous value for argument|Sweep parameters) '([^']+)'", str(exc))
+                if sweep:
+                    return f"{sweep.group(1)}: several values are a sweep: add -m (cudaforge run -m {sweep.group(1)})"
                 base = compose("cudaforge", overrides=extra)
                 text = "\n".join(str(e) for e in (exc, exc.__cause__) if e is not None)
                 return _bad_override(text, plain, _keys(base), options)

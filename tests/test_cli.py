@@ -187,3 +187,14 @@ def test_doctor_says_what_stops_a_run(monkeypatch):
     bad = cudaforge("doctor", "judge=openai_o3")
     assert bad.returncode == 1
     assert any(line.startswith("x") and "OPENAI_API_KEY" in line for line in bad.stdout.splitlines())
+
+
+def test_sweeps_are_not_refused_by_the_override_check():
+    from cudaforge.cli_checks import check_overrides
+    from cudaforge.config import CONFIG_DIR, register_configs
+
+    register_configs()
+    assert check_overrides(["experiment=cudaforge_strategies", "suite.levels=[1]"], CONFIG_DIR, []) is None
+    said = check_overrides(["strategy=one_shot,self_refine"], CONFIG_DIR, [])
+    assert said == ("strategy=one_shot,self_refine: several values are a sweep: add -m "
+                    "(cudaforge run -m strategy=one_shot,self_refine)")
