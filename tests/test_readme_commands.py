@@ -56,6 +56,8 @@ def test_the_readme_lists_the_main_commands():
 @pytest.mark.parametrize("command", readme_commands())
 def test_each_readme_command_works_on_the_quickstart_run(command, quickstart_run, kernelbench_root, tmp_path):
     run_dir, env = quickstart_run
+    if command == "cudaforge run":
+        return  # the quickstart_run fixture is this very command, run as written and checked there
     for marker, what in NOT_BUNDLED.items():
         if marker in command:
             out = _run(shlex.split(command)[1:], REPO, env)
