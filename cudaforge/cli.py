@@ -22,6 +22,8 @@ USAGE = """usage: cudaforge SUBCOMMAND [ACTION] [key=value ...]
 subcommands:
   tasks list    print the selected tasks (e.g. suite=tiny, suite=kernelbench suite.root=PATH)
   tasks audit   flag degenerate tasks (constant or input-independent outputs, NaN/Inf, ...)
+  tasks diff ROOT_A ROOT_B
+                the problems two KernelBench-layout folders hold differently (content hashes)
   eval          evaluate one candidate: task=ID candidate=PATH.py
   run           run the Coder/Judge loop over a suite
   profile       profile one candidate with Nsight Compute
@@ -450,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     command, rest = args[0], args[1:]
-    if command == "tasks" and rest and rest[0] in ("list", "audit"):
+    if command == "tasks" and rest and rest[0] in ("list", "audit", "diff"):
         command, rest = f"tasks {rest[0]}", rest[1:]
     if command == "skill" and rest and rest[0] in ("distill", "compare"):
         command, rest = f"skill {rest[0]}", rest[1:]
@@ -462,11 +464,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     if command == "cache":
         return _cache(rest)
+    if command == "tasks diff":
+        from cudaforge.tasks.diff import main_diff
+
+        return main_diff(rest)
     if command == "doctor" and rest[:1] and not rest[0].startswith("-") and "=" not in rest[0]:
         print(f"cudaforge doctor: takes only key=value overrides, not {rest[0]!r}", file=sys.stderr)
         return 2
     if command == "tasks":
-        print("cudaforge tasks: say `list` or `audit` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
+        print("cudaforge tasks: say `list`, `audit` or `diff` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
         return 2
     if command == "skill":
         print("cudaforge skill: say `distill` or `compare` (e.g. cudaforge skill distill RUN_DIR)", file=sys.stderr)

@@ -136,6 +136,18 @@ examples:
   cudaforge tasks audit suite=kernelbench suite.root=PATH suite.levels=[1]
 
 config groups: suite, audit. exit status: 0 no task flagged, 1 some flagged, 2 a usage error.""",
+    "tasks diff": """usage: cudaforge tasks diff ROOT_A ROOT_B
+
+Lists the problems two KernelBench-layout folders hold differently: matched by level and problem number, a
+problem is `changed` when its reference file's content hash (or its name) differs, or is only in one of them.
+Use it to see how the problem set a paper used differs from the one you run (docs/reproducing.md).
+
+examples:
+  cudaforge tasks diff ~/KernelBench-2024/KernelBench ~/KernelBench/KernelBench
+  cudaforge tasks diff ~/CudaForge/KernelBench ~/KernelBench/KernelBench
+  cudaforge tasks diff cudaforge/resources/suites/main my_suite
+
+exit status: 0 the same problems, 1 some differ, 2 a usage error (a folder missing or not in that layout).""",
     "doctor": """usage: cudaforge doctor [key=value ...]
 
 Checks the whole setup and prints one line per check: the GPU, nvcc, ncu and its counters, Triton, the sandbox,

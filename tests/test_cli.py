@@ -145,7 +145,8 @@ def test_a_model_without_its_key_is_refused_at_once(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command", ["run", "eval", "profile", "baseline", "report", "export", "skill distill",
-                                     "skill compare", "tasks list", "tasks audit", "doctor", "cache"])
+                                     "skill compare", "tasks list", "tasks audit", "tasks diff", "doctor",
+                                     "cache"])
 def test_each_subcommand_has_a_short_help_of_its_own(command, capsys):
     from cudaforge.cli import main
 
@@ -198,3 +199,29 @@ def test_sweeps_are_not_refused_by_the_override_check():
     said = check_overrides(["strategy=one_shot,self_refine"], CONFIG_DIR, [])
     assert said == ("strategy=one_shot,self_refine: several values are a sweep: add -m "
                     "(cudaforge run -m strategy=one_shot,self_refine)")
+
+
+def test_tasks_diff_lists_the_problems_two_sets_hold_differently(kernelbench_root, tmp_path, capsys):
+    import shutil
+
+    from conftest import problem_source
+
+    from cudaforge.cli import main
+
+    other = tmp_path / "other"
+    shutil.copytree(kernelbench_root, other)
+    assert main(["tasks", "diff", str(kernelbench_root), str(other)]) == 0
+    assert capsys.readouterr().out.strip().endswith("3 problems the same, 0 changed, 0 only in A, 0 only in B")
+    (other / "level1" / "2_Relu_b.py").write_text(problem_source(3.0))  # another reference under the same number
+    (other / "level2" / "1_Relu_fused.py").rename(other / "level2" / "1_Relu_renamed.py")
+    (other / "level1" / "1_Relu_a.py").unlink()
+    (other / "level1" / "7_New.py").write_text(problem_source(7.0))
+    assert main(["tasks", "diff", str(kernelbench_root), str(other)]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()[2:]
+    assert [" ".join(line.split()[:2 if line.startswith("changed") else 4]) for line in lines[:-1]] == [
+        "only in A level1/1_Relu_a", "changed level1/2_Relu_b", "only in B level1/7_New",
+        "changed level2/1_Relu_fused"]
+    assert "Relu_fused -> Relu_renamed" in lines[3]
+    assert lines[-1] == "0 problems the same, 2 changed, 1 only in A, 1 only in B"
+    assert main(["tasks", "diff", str(kernelbench_root), str(tmp_path / "none")]) == 2
+    assert "does not exist" in capsys.readouterr().err
