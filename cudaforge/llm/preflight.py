@@ -43,9 +43,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cudaforge.llm.cache import CacheMode, recorded_tasks
+from cudaforge.llm.ledger import SCRIPTED_PREFIX  # models answered in-process: no key, no server, no cost
 
-SCRIPTED_PREFIX = "scripted/"
-"""Models answered in-process (``cudaforge.llm.scripted``): no key, no server, no cost."""
 CONNECT_TIMEOUT_S = 0.5
 """How long a local server gets to accept a TCP connection."""
 
