@@ -146,8 +146,8 @@ def _build_kind(build: Path) -> CacheKind:
 
 
 def _triton_kind(build: Path) -> CacheKind:
-    return CacheKind("triton", build / "triton-own", "Triton kernels kept per candidate source",
-                     r"\.?[0-9a-f]{8,64}(-\w+)?", in_use_s=IN_USE_S)
+    return CacheKind("triton", build / "triton-own", "Triton kernels kept per candidate source, and the verifier's own",
+                     r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S)
 
 
 def _llm_kind(path: Path | None) -> CacheKind:

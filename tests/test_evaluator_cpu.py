@@ -505,7 +505,7 @@ def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_p
 def test_a_carried_triton_cache_belongs_to_the_sandbox_uid(tmp_path):
     """Where the worker runs as its own uid (the GPU machine's sandbox does), the seeded cache is that uid's, so
     Triton can add new kernels to it (the H200 found a root-owned copy: PermissionError on the next kernel)."""
-    from cudaforge.eval.verifier import seed_own_triton_cache
+    from cudaforge.eval.triton_cache import seed_own_triton_cache
 
     store = tmp_path / "store"
     (store / "KEY").mkdir(parents=True)
@@ -517,3 +517,45 @@ def test_a_carried_triton_cache_belongs_to_the_sandbox_uid(tmp_path):
     seeded = [scratch / "triton", scratch / "triton" / "KEY", scratch / "triton" / "KEY" / "kernel.cubin"]
     assert [(p.stat().st_uid, p.stat().st_gid) for p in seeded] == [(65534, 65534)] * 3
     assert (scratch / "triton" / "KEY" / "kernel.cubin").read_bytes() == b"\0cubin"
+
+
+def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
+    """Triton's group files name their members by absolute path and a group whose paths are gone is a silent miss (a
+    full recompile, 0.6-0.7 s on an H200): the kept copy holds a placeholder, the seeded one the new worker's path."""
+    from cudaforge.eval.triton_cache import PATH_TOKEN, keep_own_triton_cache, seed_own_triton_cache
+
+    old = tmp_path / "cand-1" / "triton"
+    (old / "KEY").mkdir(parents=True)
+    (old / "KEY" / "k.cubin").write_bytes(b"\0cubin")
+    group = '{"child_paths": {"k.cubin": "%s/KEY/k.cubin"}}' % old
+    (old / "KEY" / "__grp__k.json").write_text(group)
+    store = tmp_path / "build" / "triton-own" / "abc123"
+    keep_own_triton_cache(old, store)
+    kept = (store / "KEY" / "__grp__k.json").read_bytes()
+    assert str(old).encode() not in kept and PATH_TOKEN in kept
+    assert (store / "KEY" / "k.cubin").read_bytes() == b"\0cubin"  # other files are copied as they are
+    new = tmp_path / "cand-2" / "triton"
+    (new / "STUB").mkdir(parents=True)  # what the worker's own warm-up left there stays
+    (new / "STUB" / "cuda_utils.so").write_bytes(b"ours")
+    seed_own_triton_cache(store, new)
+    assert (new / "KEY" / "__grp__k.json").read_text() == group.replace(str(old), str(new))
+    assert (new / "STUB" / "cuda_utils.so").read_bytes() == b"ours"
+
+
+def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
+    """The verifier's own Triton cache gives each worker its host-compiled stubs (no gcc at the first launch), never
+    a kernel folder, a link or a folder with anything else in it."""
+    from cudaforge.eval.triton_cache import seed_trusted_stubs
+
+    trusted = tmp_path / "trusted"
+    for folder, name in (("UTILS", "cuda_utils.cpython-312-x86_64-linux-gnu.so"), ("LAUNCH", "__triton_launcher.so"),
+                         ("KERNEL", "count_not_close.cubin"), ("MIXED", "cuda_utils.so")):
+        (trusted / folder).mkdir(parents=True)
+        (trusted / folder / name).write_bytes(b"x")
+    (trusted / "MIXED" / "extra.txt").write_text("y")
+    (trusted / "LINKED").mkdir()
+    (trusted / "LINKED" / "cuda_utils.so").symlink_to(tmp_path / "elsewhere.so")
+    scratch = tmp_path / "scratch" / "triton"
+    assert seed_trusted_stubs(str(trusted), scratch) == 2
+    assert sorted(p.name for p in scratch.iterdir()) == ["LAUNCH", "UTILS"]
+    assert seed_trusted_stubs(None, scratch) == 0 and seed_trusted_stubs(str(tmp_path / "none"), scratch) == 0

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.eval.static import StaticReport, check_candidate
+from cudaforge.eval.triton_cache import trusted_cache
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
@@ -227,7 +228,9 @@ class Evaluator:
         }
 
     def _env(self, device: str) -> dict[str, str]:
-        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+        # the verifier's own Triton cache (its output screen), written by trusted processes only; the driver stubs
+        # built there are copied into each candidate worker's private cache (cudaforge.eval.triton_cache)
+        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {"TRITON_CACHE_DIR": str(trusted_cache(self.build_cache))}
         if self.lock_dir:
             env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
         env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(self.cfg)  # a standby starts its sandboxed worker with these

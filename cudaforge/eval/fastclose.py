@@ -61,3 +61,37 @@ def screen(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: floa
     with torch.cuda.device(expected.device) if expected.is_cuda else contextlib.nullcontext():
         kernel[(blocks,)](actual.detach(), expected.detach(), counts, n, float(atol), float(rtol), SAFETY, BLOCK=BLOCK)
     return True if not bool(counts.any()) else None
+
+
+def warm(device: torch.device) -> bool:
+    """Pay, in a process that is about to serve a candidate, what Triton costs once per process on its first
+    launch: hashing its own library for the cache key (``triton_key``, about 0.3 s on an H200 node), the lazy
+    import of its Gluon front end, loading the driver stub, looking up a kernel and building its launcher. One
+    launch of the screen on a few elements does all of it; True when it ran. Needs a CUDA context (call it where
+    creating one is allowed: under the GPU's lock)."""
+    if device.type != "cuda":
+        return False
+    try:
+        kernel = _kernel()
+        a = torch.zeros(BLOCK, device=device)
+        counts = torch.empty(1, dtype=torch.int32, device=device)
+        with torch.cuda.device(device):
+            kernel[(1,)](a, a, counts, BLOCK, 0.0, 0.0, SAFETY, BLOCK=BLOCK)
+        torch.cuda.synchronize(device)
+        return True
+    except Exception:  # noqa: BLE001 - without Triton (or a broken one) nothing is warmed, nothing fails
+        return False
+
+
+def warm_host() -> None:
+    """The part of ``warm`` that needs no GPU context, for a process that will launch Triton kernels later:
+    Triton's cache key over its own library (``triton_key``, cached per process), the platform key and the Gluon
+    import. Never raises."""
+    try:
+        from triton.runtime import build, cache
+
+        cache.triton_key()
+        build.platform_key()
+        import triton.experimental.gluon  # noqa: F401 - imported lazily by Triton's first specialisation
+    except Exception:  # noqa: BLE001 - another Triton version, or none: the first launch pays instead
+        pass

@@ -29,10 +29,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
-import shutil
-import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -45,6 +42,7 @@ from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+from cudaforge.eval.triton_cache import keep_own_triton_cache, seed_own_triton_cache, seed_trusted_stubs
 from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
@@ -200,7 +198,7 @@ class Candidate:
         self.arena: Arena | None = None
         self.notes = notes
         self.inputs_after: list[Any] = []
-        """The candidate's inputs as they were after its last call (read back from the arena)."""
+        """The candidate's inputs after its last call: views of the arena."""
         self.facts: Any = None
         self._input_descs: Any = None
         self.spent: dict[str, float] = {}
@@ -258,8 +256,20 @@ class Candidate:
         except ArenaError as exc:
             raise _Failure(EvalStatus.INCORRECT, f"the candidate's outputs could not be read: {exc}") from None
         self.facts = reply.get("facts")
-        self.inputs_after = self.read_back(self._input_descs)
+        self.inputs_after = self.views(self._input_descs)
         return value
+
+    def views(self, encoded: Any) -> Any:
+        """A value as it stands in the arena, not copied (the input_mutation check reads each byte once; what the
+        candidate writes there later changes no verdict)."""
+        assert self.arena is not None
+        arena = self.arena
+
+        def get(desc: dict[str, Any]) -> torch.Tensor:
+            view = arena.view(desc)
+            return view if view.device == self.device else view.to(self.device)
+
+        return decode(encoded, get)
 
     def call(self, inputs: list[Any], *, what: str, poison: list[int], out_bytes: int) -> Any:
         """One call of ModelNew on ``inputs``; its outputs (this process's copies)."""
@@ -330,64 +340,6 @@ def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, de
                     + (f" ({evidence})" if guard == "uninitialised_memory" else ""))  # fmt: skip
         guard = "shape_specialisation"
     return guard, evidence
-
-
-OWN_CACHE_MAX_BYTES = 256 << 20
-OWN_CACHE_MAX_FILES = 4096
-
-
-def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
-    """Keep what Triton compiled in a worker (its kernels, launchers, driver stubs) for the next evaluation of the
-    same source. The files are the candidate's own output: they are only ever given back to a worker of the same
-    source (``seed_own_triton_cache``), never to another candidate and never read by the trusted side. Call it once
-    every process of the sandbox is dead (nothing can swap a file for a link meanwhile); links are not followed,
-    only regular files are copied, capped in number and size, into a temporary directory renamed once per source."""
-    if store.exists() or not scratch_cache.is_dir() or scratch_cache.is_symlink():
-        return
-    files, total = [], 0
-    try:
-        for folder, dirs, names in os.walk(scratch_cache, followlinks=False):
-            for name in names:
-                path = Path(folder) / name
-                info = path.lstat()
-                if not stat.S_ISREG(info.st_mode):
-                    continue
-                total += info.st_size
-                files.append(path)
-                if total > OWN_CACHE_MAX_BYTES or len(files) > OWN_CACHE_MAX_FILES:
-                    return
-        if not files:
-            return
-        store.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{store.name}-", dir=store.parent))
-        for path in files:
-            target = staging / path.relative_to(scratch_cache)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as src, target.open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-        try:
-            staging.rename(store)
-        except OSError:  # another evaluation of the same source kept its own first
-            shutil.rmtree(staging, ignore_errors=True)
-    except OSError:
-        return
-
-
-def seed_own_triton_cache(store: Path, scratch_cache: Path) -> None:
-    """Copy a source's kept Triton cache into its new worker's scratch before the source is loaded (until then the
-    worker has run only our code). See ``keep_own_triton_cache``."""
-    if not store.is_dir() or scratch_cache.is_symlink() or (scratch_cache.exists() and any(scratch_cache.iterdir())):
-        return
-    try:
-        shutil.copytree(store, scratch_cache, symlinks=False, dirs_exist_ok=True)
-        owner = scratch_cache.parent.stat()  # the scratch directory is the sandbox uid's (chowned at its launch)
-        if (owner.st_uid, owner.st_gid) != (os.geteuid(), os.getegid()):
-            for folder, dirs, names in os.walk(scratch_cache, followlinks=False):
-                for name in [folder, *(os.path.join(folder, n) for n in dirs + names)]:
-                    os.chown(name, owner.st_uid, owner.st_gid, follow_symlinks=False)
-    except (OSError, shutil.Error):
-        shutil.rmtree(scratch_cache, ignore_errors=True)  # a cache the worker cannot write to breaks Triton
 
 
 def crosscheck_calls(per_call: int, wanted: int, max_gb: float) -> int:
@@ -858,6 +810,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     contexts of both processes, made while holding the GPU's lock (so neither lands inside another process's
     timed calls) and only until the standby is claimed."""
     from cudaforge.eval import build  # noqa: F401 - torch.utils.cpp_extension and the build service
+    from cudaforge.eval.fastclose import warm, warm_host
     from cudaforge.eval.fingerprint import warm_caches
     from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 
@@ -871,6 +824,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     import cudaforge.hardware.specs  # noqa: F401
 
     warm_caches()
+    warm_host()
     payload = _standby_payload()
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
     device = torch.device("cuda" if gpu and torch.cuda.is_available() else "cpu")
@@ -890,7 +844,9 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
                 with gpu_lock(gpu.split(",")[0], timeout_s=0.1):
                     torch.empty(1, device="cuda").add_(1)
                     torch.cuda.synchronize()
+                    warm(device)  # the output screen's first launch (Triton's once-per-process costs)
                     if "process" in _PREPARED and _PREPARED["process"].hello:
+                        seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(_PREPARED["process"].scratch) / "triton")
                         _PREPARED["process"].request({"op": "cuda"}, timeout_s=60.0)
                     cuda_ready = True
                 break
@@ -983,6 +939,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             process.builds.append(record)
             return reply
 
+        seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
         if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
             own_cache = settings.cache_root() / "triton-own" / digest  # when they are read (keep_own_triton_cache)
             seed_own_triton_cache(own_cache, Path(process.scratch) / "triton")

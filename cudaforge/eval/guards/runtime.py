@@ -79,6 +79,16 @@ def _as_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.detach().contiguous().reshape(-1).view(torch.uint8)
 
 
+def _equal_bits(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether two tensors of one shape, dtype and device hold the same bits, compared as the widest integers that
+    tile both (a fraction of the elements a byte-wise comparison reads and writes)."""
+    a, b = _as_bytes(x), _as_bytes(y)
+    for dtype, width in ((torch.int64, 8), (torch.int32, 4)):
+        if a.numel() % width == 0 and a.data_ptr() % width == 0 and b.data_ptr() % width == 0:
+            return torch.equal(a.view(dtype), b.view(dtype))
+    return torch.equal(a, b)
+
+
 def same_bits(a: Any, b: Any) -> bool:
     """True when ``a`` and ``b`` (tensors, or tuples of them) are equal bit for bit (NaNs included)."""
     xs, ys = flatten_outputs(a), flatten_outputs(b)
@@ -93,7 +103,7 @@ def same_bits(a: Any, b: Any) -> bool:
             continue
         if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
             return False
-        if x.numel() and not torch.equal(_as_bytes(x), _as_bytes(y)):
+        if x.numel() and not _equal_bits(x, y):
             return False
     return True
 

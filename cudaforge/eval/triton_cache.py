@@ -1,0 +1,145 @@
+"""Triton's on-disk cache for sandboxed workers: what goes into a worker's private cache, and what comes back.
+
+Every worker has a Triton cache of its own in its scratch directory (``TRITON_CACHE_DIR``), so no candidate sees
+another's files. Two things make a worker's first Triton launch cheap without sharing anything a candidate wrote:
+
+* **Driver stubs the trusted side built** (``seed_trusted_stubs``): the verifier's own Triton cache
+  (``<build cache>/triton-own/trusted``, written only by trusted processes) holds the C stubs Triton compiles with
+  the host compiler on first use (``cuda_utils``, and per argument-kind signature a ``__triton_launcher``: 0.2-1.3 s
+  of gcc each on an H200 node); their folders are copied into each new worker's cache.
+* **A source's own kernels** (``keep_own_triton_cache`` after an evaluation, ``seed_own_triton_cache`` before the
+  next evaluation of the same source): regular files only, links not followed, capped. Triton's group files
+  (``__grp__*.json``) name their members by absolute path, and a group whose paths do not exist is a silent cache
+  miss (a full recompile): the kept copy carries a placeholder instead of the old scratch path, and the seeded copy
+  the new one.
+
+Stdlib only: the parent and the sandbox launcher import nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+OWN_CACHE_MAX_BYTES = 256 << 20
+OWN_CACHE_MAX_FILES = 4096
+TRUSTED_DIR = "trusted"
+"""The verifier's own Triton cache, under ``<build cache>/triton-own/``."""
+PATH_TOKEN = b"@@CUDAFORGE_TRITON_CACHE@@"
+"""Stands for the worker's cache directory in a kept group file."""
+STUB_PREFIXES = ("cuda_utils.", "__triton_launcher.")
+"""The files of Triton's host-compiled stubs (one stub per cache folder)."""
+
+
+def _regular_files(root: Path) -> list[Path] | None:
+    """Every regular file under ``root`` (links not followed); None past the caps."""
+    files, total = [], 0
+    for folder, _dirs, names in os.walk(root, followlinks=False):
+        for name in names:
+            path = Path(folder) / name
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            total += info.st_size
+            files.append(path)
+            if total > OWN_CACHE_MAX_BYTES or len(files) > OWN_CACHE_MAX_FILES:
+                return None
+    return files
+
+
+def _copy(src: Path, dst: Path, replace: tuple[bytes, bytes] | None = None) -> None:
+    """Copy one regular file without following a link at ``src``; in group files, ``replace`` = (old, new)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(OWN_CACHE_MAX_BYTES + 1)
+    if replace is not None and src.name.startswith("__grp__") and src.suffix == ".json":
+        data = data.replace(*replace)
+    with dst.open("wb") as out:
+        out.write(data)
+
+
+def _give_to_owner(scratch_cache: Path) -> None:
+    """Make ``scratch_cache`` belong to its scratch directory's owner (the sandbox uid), links not followed: Triton
+    adds its new kernels there."""
+    owner = scratch_cache.parent.stat()
+    if (owner.st_uid, owner.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    for folder, dirs, names in os.walk(scratch_cache, followlinks=False):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + names)]:
+            os.chown(name, owner.st_uid, owner.st_gid, follow_symlinks=False)
+
+
+def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
+    """Keep what Triton compiled in a worker (its kernels, launchers, driver stubs) for the next evaluation of the
+    same source. The files are the candidate's own output: they are only ever given back to a worker of the same
+    source (``seed_own_triton_cache``), never to another candidate and never loaded by the trusted side. Call it once
+    every process of the sandbox is dead (nothing can swap a file for a link meanwhile); links are not followed,
+    only regular files are copied, capped in number and size, into a temporary directory renamed once per source.
+    Group files get ``PATH_TOKEN`` in place of the worker's cache path."""
+    if store.exists() or not scratch_cache.is_dir() or scratch_cache.is_symlink():
+        return
+    try:
+        files = _regular_files(scratch_cache)
+        if not files:
+            return
+        store.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{store.name}-", dir=store.parent))
+        for path in files:
+            _copy(path, staging / path.relative_to(scratch_cache), (os.fsencode(scratch_cache), PATH_TOKEN))
+        try:
+            staging.rename(store)
+        except OSError:  # another evaluation of the same source kept its own first
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError:
+        return
+
+
+def seed_own_triton_cache(store: Path, scratch_cache: Path) -> None:
+    """Copy a source's kept Triton cache into its new worker's cache before the source is loaded (until then the
+    worker has run only our code, so what its cache holds is ours), group files pointed at the new path. See
+    ``keep_own_triton_cache``."""
+    if not store.is_dir() or scratch_cache.is_symlink():
+        return
+    try:
+        for path in _regular_files(store) or []:
+            _copy(path, scratch_cache / path.relative_to(store), (PATH_TOKEN, os.fsencode(scratch_cache)))
+        _give_to_owner(scratch_cache)
+    except (OSError, shutil.Error):
+        shutil.rmtree(scratch_cache, ignore_errors=True)  # a cache the worker cannot write to breaks Triton
+
+
+def trusted_cache(build_cache: str | os.PathLike) -> Path:
+    """The verifier's own Triton cache (``TRITON_CACHE_DIR`` of the trusted side)."""
+    return Path(build_cache) / "triton-own" / TRUSTED_DIR
+
+
+def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -> int:
+    """Copy the host-compiled stubs of the trusted side's Triton cache (folders holding only ``cuda_utils.*`` or
+    ``__triton_launcher.*`` files, built by trusted processes) into a worker's cache, where it has none of them yet,
+    so the worker's first launch compiles nothing with gcc. The folders of kernels are not copied. Returns how many
+    folders were copied; never raises."""
+    if not trusted or scratch_cache.is_symlink():
+        return 0
+    root, copied = Path(trusted), 0
+    try:
+        folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()] if root.is_dir() else []
+        for folder in folders[:256]:
+            files = [f for f in folder.iterdir()]
+            if not files or not all(f.is_file() and not f.is_symlink() and f.name.startswith(STUB_PREFIXES)
+                                    for f in files):  # fmt: skip
+                continue
+            target = scratch_cache / folder.name
+            if target.exists():
+                continue
+            for f in files:
+                _copy(f, target / f.name)
+            copied += 1
+        if copied:
+            _give_to_owner(scratch_cache)
+    except OSError:
+        return copied
+    return copied
