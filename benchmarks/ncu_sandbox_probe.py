@@ -34,6 +34,7 @@ VARIANTS = {
     "root_nocaps_ns_landlock": {"uid": None},
     "root_nocaps_ns_landlock_nonet": {"uid": None, "landlock_skip": ("net",)},
     "nobody_nons_landlock": {"namespaces": False},
+    "nobody_nons_landlock_nonet": {"namespaces": False, "landlock_skip": ("net",)},
     "nobody_ns_nolandlock_net_scopes": {"landlock_skip": ("net", "scopes")},
 }
 

@@ -364,6 +364,10 @@ class ProfileConfig:
     """Where profiles are cached (null: ~/.cache/cudaforge/profile)."""
     lock_dir: str | None = None
     """Where the per-GPU lock files live (null: $CUDAFORGE_LOCK_DIR or ~/.cache/cudaforge/locks)."""
+    sandbox: SandboxMode = SandboxMode.auto
+    """The profiled candidate runs in the candidate's sandbox, ncu beside it (``auto``, ``required``: refused where a
+    protection is missing), or, with ``off``, in a plain child with your user's rights: only for a machine whose
+    hardware counters are for administrators, where a sandboxed profile falls back to torch.profiler (docs/profiling.md)."""
 
 
 @dataclass

@@ -61,12 +61,20 @@ class IsolatedOutcome:
     stdout_tail: str = ""
     stderr_tail: str = ""
     seconds: float = 0.0
+    sandbox: dict[str, Any] | None = None
+    """What the sandbox applied (``run_isolated(sandbox=...)`` only; ``cudaforge.sandbox.describe`` words it)."""
+
+
+def _open_plain(path: Path):
+    """``path`` opened for reading, never through a link (a sandboxed child's working directory is its own: a link
+    there to a secret must not be read by this process). OSError when it is a link or cannot be opened."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
     """The last ``limit`` bytes of a file (read without reading the rest)."""
     try:
-        with path.open("rb") as f:
+        with _open_plain(path) as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - limit))
             return f.read(limit).decode(errors="replace")
@@ -101,7 +109,7 @@ def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
     """Phases announced since ``offset`` (at most ``PROGRESS_READ_CAP`` bytes read); lines that are not
     ``{"phase": name}`` are skipped. Never raises."""
     try:
-        with path.open("rb") as f:
+        with _open_plain(path) as f:
             f.seek(offset)
             chunk = f.read(PROGRESS_READ_CAP)
     except OSError:
@@ -124,9 +132,11 @@ def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
 def _read_result(path: Path) -> tuple[dict[str, Any] | None, str]:
     """The child's result, or (None, why it cannot be read). Never raises."""
     try:
-        if path.stat().st_size > RESULT_CAP:
+        with _open_plain(path) as f:
+            data = f.read(RESULT_CAP + 1)
+        if len(data) > RESULT_CAP:
             return None, f"the result file exceeds {RESULT_CAP >> 20} MB"
-        result = json.loads(path.read_bytes().decode("utf-8"))
+        result = json.loads(data.decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         return None, f"the result file is malformed ({type(exc).__name__})"
     if not isinstance(result, dict):
@@ -162,8 +172,10 @@ def _launch(entry: str, workdir: Path, child_env: dict[str, str], wrapper: list[
 class _Watch:
     """The parent's view of one child: its current phase, the seconds of each phase, the progress read so far."""
 
-    def __init__(self, proc: subprocess.Popen, workdir: Path, started: float) -> None:
+    def __init__(self, proc: subprocess.Popen, workdir: Path, started: float, logs: Path | None = None) -> None:
         self.proc, self.workdir, self.started = proc, workdir, started
+        self.logs = logs or workdir
+        """Where ``stdout.log`` and ``stderr.log`` are (a sandboxed child's are outside its reach)."""
         self.phase, self.phase_start, self.offset = "start", started, 0
         self.phase_seconds: dict[str, float] = {}
         self.on_phase: Callable[[str], None] | None = None
@@ -214,14 +226,14 @@ class _Watch:
             phase=self.phase,
             phase_seconds=self.phase_seconds,
             returncode=self.proc.returncode,
-            stdout_tail=_tail(workdir / "stdout.log"),
-            stderr_tail=_tail(workdir / "stderr.log"),
+            stdout_tail=_tail(self.logs / "stdout.log"),
+            stderr_tail=_tail(self.logs / "stderr.log"),
             seconds=time.monotonic() - self.started,
         )
         result_path = workdir / "result.json"
         if killed_for:
             outcome.status, outcome.error = "timeout", killed_for
-        elif result_path.exists():
+        elif result_path.exists() or result_path.is_symlink():
             result, why = _read_result(result_path)
             if result is None:
                 outcome.status, outcome.error = "crashed", why
@@ -248,6 +260,8 @@ def run_isolated(
     poll_interval: float = 0.02,
     wrapper: list[str] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    sandbox: Any = None,
+    collect: Callable[[Path], None] | None = None,
 ) -> IsolatedOutcome:
     """Run ``entry`` (``package.module:function``) on ``payload`` in an isolated child process.
 
@@ -257,12 +271,62 @@ def run_isolated(
     ``wrapper`` prefixes the child's command line (e.g. ``["ncu", "--profile-from-start", "off", ...]``):
     the wrapper runs in the child's process group, gets the same environment, and is killed with it.
     ``on_phase(phase)`` is called in this process with each phase the child enters.
+    ``sandbox`` (a ``cudaforge.sandbox.Sandbox``) runs the child, its wrapper included, in that sandbox: its working
+    directory is the sandbox's scratch directory (its only writable place; its caches and temporary files go there
+    too), its logs stay outside it, and once every process of the sandbox is dead ``collect(scratch)`` may read what
+    it left (never through a link) before the scratch is removed. A sandbox that refuses to start
+    (``mode=required``) is an ``error`` outcome naming what is missing.
     """
+    if sandbox is not None:
+        return _run_sandboxed(entry, payload, sandbox, timeouts=timeouts, default_timeout=default_timeout, gpu=gpu,
+                              env=env, poll_interval=poll_interval, wrapper=wrapper, on_phase=on_phase,
+                              collect=collect)  # fmt: skip
     workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     (workdir / "payload.json").write_text(json.dumps(payload))
     started = time.monotonic()
     proc = _launch(entry, workdir, _child_env(gpu, env), wrapper)
     return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase)
+
+
+def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeouts: dict[str, float],
+                   default_timeout: float, gpu: str | int | None, env: dict[str, str] | None, poll_interval: float,
+                   wrapper: list[str] | None, on_phase: Callable[[str], None] | None,
+                   collect: Callable[[Path], None] | None) -> IsolatedOutcome:
+    """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
+    logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
+    if not sandbox.scratch:
+        sandbox.scratch = tempfile.mkdtemp(prefix="cudaforge-sbx-")
+    scratch = Path(sandbox.scratch)
+    (scratch / "payload.json").write_text(json.dumps(payload))
+    child_env = _child_env(gpu, env)
+    child_env.pop("CUDAFORGE_PARENT_PID", None)  # the sandbox's init ends everything in it when this process is gone
+    s = str(scratch)
+    child_env.update({"HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", "TRITON_CACHE_DIR": f"{s}/triton",
+                      "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv",
+                      "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
+    argv = [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, s]
+    started = time.monotonic()
+    with (logs / "stdout.log").open("wb") as out, (logs / "stderr.log").open("wb") as err:
+        process = sandbox.start(argv, env=child_env, stdout=out, stderr=err)
+    try:
+        status = process.status() if process.control is not None else {"ok": True}
+        outcome = _Watch(process.proc, scratch, started, logs).supervise(
+            timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase)
+        process.kill()  # every process of the sandbox dead before its files are read
+        if not status.get("ok", False):
+            outcome.status, outcome.result = "error", None
+            outcome.error = "the sandbox refused to start (mode=required): " + "; ".join(status.get("missing", []))
+        outcome.sandbox = status
+        if collect is not None:
+            try:
+                collect(scratch)
+            except Exception:  # noqa: BLE001 - what the child left is its own; reading it never raises here
+                pass
+        return outcome
+    finally:
+        process.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
 
 
 class Standby:

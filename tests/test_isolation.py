@@ -228,3 +228,37 @@ def test_announcing_phases_never_extends_a_deadline():
 def test_a_malformed_result_file_is_a_crash_not_an_exception(text, repeat, words):
     out = run("write_result", {"text": text, "repeat": repeat})
     assert out.status == "crashed" and words in out.error
+
+
+def test_a_sandboxed_child_runs_in_its_scratch_and_reads_nothing_outside(tmp_path):
+    """``run_isolated(sandbox=...)``: the child's working directory and home are the sandbox's scratch, a file outside
+    its read list stays unreadable, ``collect`` sees what it left once it is dead, and the scratch is gone after."""
+    from cudaforge.sandbox import Sandbox
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("sk-not-for-candidates")
+    left = {}
+
+    def collect(scratch):
+        left["text"] = (scratch / "left.txt").read_text()
+        left["scratch"] = scratch
+
+    outcome = run("sandbox_probe", {"secret": str(secret)}, sandbox=Sandbox(), collect=collect)
+    assert outcome.status == "ok", outcome
+    seen = outcome.result
+    assert seen["cwd"] == seen["home"] == str(left["scratch"]) and left["text"] == "made in the sandbox"
+    assert not left["scratch"].exists()
+    if (outcome.sandbox or {}).get("landlock"):
+        assert "secret" not in seen and seen["secret_error"] == "PermissionError"
+
+
+def test_a_link_left_for_the_parent_to_read_is_not_followed(tmp_path):
+    """A sandboxed child owns its working directory: a link there in place of its result (to a file it cannot read
+    itself) is a crash for the parent, never a read through the link."""
+    from cudaforge.sandbox import Sandbox
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"stolen": "sk-not-for-candidates"}')
+    outcome = run("link_result", {"secret": str(secret)}, sandbox=Sandbox())
+    assert outcome.status == "crashed" and outcome.result is None
+    assert "sk-not-for" not in outcome.error + outcome.stdout_tail + outcome.stderr_tail

@@ -46,6 +46,22 @@ from cudaforge.profile.profiler import totals  # noqa: E402
 from cudaforge.hardware.specs import derived_peaks, peak_for_dtype  # noqa: E402
 from cudaforge.types import Task  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def prebuilds(request, monkeypatch):
+    """Off a GPU, the trusted side's build before a sandboxed profile is recorded instead of run (nvcc would take
+    tens of seconds per test here); GPU tests build for real."""
+    calls: list[str] = []
+    if request.node.get_closest_marker("gpu") is None:
+        from cudaforge.eval.build import BuildOutcome
+
+        def fake_precompile(source, settings=None, timeout_s=600.0, env=None):
+            calls.append(source)
+            return BuildOutcome(status="ok", cached=True)
+
+        monkeypatch.setattr("cudaforge.eval.build.precompile", fake_precompile)
+    return calls
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
 CANDIDATES = REPO / "benchmarks" / "candidates"
@@ -392,10 +408,10 @@ def test_missing_ncu_on_a_gpu_id_runs_the_fallback_and_never_raises(tmp_path, mo
     """No ncu: the torch.profiler fallback runs; here (no GPU) it reports the worker's error."""
     calls = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
         calls.append((mode, wrapper))
         assert self._payload(task, source, mode, gpu)["want_cost"] is False  # never from the candidate's process
-        return SimpleNamespace(status="ok", phase_seconds={"profile": 0.1}, error="", stderr_tail="", stdout_tail="",
+        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={"profile": 0.1}, error="", stderr_tail="", stdout_tail="",
                                result={"kernels": [{"name": "relu_kernel(const float *, float *, int)", "duration_ms": 0.004},
                                                    {"name": "void at::native::elementwise_kernel<128>(int)", "duration_ms": 0.002}],
                                        "cost": None, "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
@@ -422,19 +438,23 @@ def test_missing_ncu_on_a_gpu_id_runs_the_fallback_and_never_raises(tmp_path, mo
     assert "ncu not found" in no_gpu.message and "no GPU visible" in no_gpu.message
 
 
-def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monkeypatch):
+def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monkeypatch, prebuilds):
     fake_ncu = tmp_path / "ncu"
     fake_ncu.write_text("#!/bin/sh\necho 'Version 2025.3.1.0'\n")
     fake_ncu.chmod(0o755)
-    modes = []
+    modes, sandboxes = [], []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
         modes.append(mode)
         if mode == "ncu":
             log = Path(wrapper[wrapper.index("--log-file") + 1])
             log.write_text("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
                            "Performance Counters on the target device 0.\n")  # fmt: skip
-        return SimpleNamespace(status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
+            sandboxes.append(sandbox)
+            if collect is not None:  # ncu wrote into the sandbox's scratch; the profiler copies it out
+                assert log.parent == Path(sandbox.scratch)
+                collect(Path(sandbox.scratch))
+        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
                                result={"kernels": [], "cost": {}, "spec": {}, "versions": {}})  # fmt: skip
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
@@ -442,9 +462,14 @@ def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monk
     result = Profiler({"ncu_path": str(fake_ncu)}, use_cache=False, lock_dir=tmp_path).profile(
         tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0"
     )
-    assert modes == ["ncu", "torch_profiler"]
+    assert modes == ["ncu", "torch_profiler"] and len(prebuilds) == 1  # a CUDA source, built by the trusted side
     assert result.status is ProfileStatus.FALLBACK and "ERR_NVGPUCTRPERM" in result.message
+    assert "not readable from the candidate's sandbox" in result.message and "profile.sandbox=off" in result.message
     assert result.tools["ncu"] == "2025.3.1.0"
+    off = Profiler({"ncu_path": str(fake_ncu), "sandbox": "off"}, use_cache=False, lock_dir=tmp_path).profile(
+        tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
+    assert sandboxes == [sandboxes[0], None] and sandboxes[0] is not None  # auto: sandboxed; off: a plain child
+    assert "this user may not read" in off.message and "sandbox" not in off.message
 
 
 def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, monkeypatch):
@@ -453,10 +478,12 @@ def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, mo
     fake_ncu.chmod(0o755)
     runs = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
         runs.append(mode)
         shutil.copyfile(FIXTURES / "synthetic_details.csv", wrapper[wrapper.index("--log-file") + 1])
-        return SimpleNamespace(status="ok", phase_seconds={"profile": 1.0}, error="", stderr_tail="", stdout_tail="",
+        if collect is not None:
+            collect(Path(sandbox.scratch))
+        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={"profile": 1.0}, error="", stderr_tail="", stdout_tail="",
                                result={"kernels": [], "cost": None,
                                        "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
                                        "versions": {"torch": "2.x"}})  # fmt: skip
@@ -683,9 +710,9 @@ def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
 def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeypatch):
     seen = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
         seen.append(gpu)
-        return SimpleNamespace(status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
+        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
                                result={"kernels": [], "cost": None, "spec": None, "versions": {}})  # fmt: skip
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
@@ -695,3 +722,18 @@ def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeyp
     for _ in range(3):
         profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text())
     assert seen == ["2", "5", "2"]
+
+
+def test_ncu_output_is_copied_out_of_the_sandbox_without_following_links(tmp_path):
+    """The profiling sandbox's scratch is the candidate's to write: a link left as ncu's log is not read through."""
+    from cudaforge.profile.profiler import _copy_ncu_output
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("sk-not-for-candidates")
+    scratch, out = tmp_path / "scratch", tmp_path / "out"
+    scratch.mkdir()
+    out.mkdir()
+    (scratch / "ncu.log").symlink_to(secret)
+    (scratch / "profile.ncu-rep").write_bytes(b"report")
+    _copy_ncu_output(scratch, out)
+    assert not (out / "ncu.log").exists() and (out / "profile.ncu-rep").read_bytes() == b"report"

@@ -20,15 +20,17 @@ import itertools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from cudaforge.isolation import IsolatedOutcome, run_isolated
+from cudaforge.sandbox import Sandbox, SandboxMode, describe
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.kernels import candidate_kernel_names, is_own_kernel, kernel_base_name
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
@@ -80,6 +82,11 @@ class ProfileSettings:
     """How long to wait for the GPU's lock (None: for ever)."""
     allow_tf32: bool = False
     """Bound fp32 tasks by the TF32 tensor rate instead of the fp32 CUDA-core rate."""
+    sandbox: str = "auto"
+    """Where the profiled candidate runs: ``auto`` (default) and ``required`` in the candidate's sandbox, ncu with it
+    (``cudaforge.sandbox``: another uid, Landlock, namespaces; ``required`` refuses where a protection is missing),
+    ``off`` in a plain child with your user's rights (a machine whose counters are for administrators only needs it
+    for hardware metrics; sandboxed there, the profile falls back to torch.profiler and says so)."""
 
     @classmethod
     def from_config(cls, cfg: Any = None) -> "ProfileSettings":
@@ -218,6 +225,8 @@ class Profiler:
         metric_list(self.settings.metric_set, self.settings.metrics)  # a bad set fails here, not per call
         if self.settings.output not in ("csv", "report"):
             raise ValueError(f"profile.output must be csv or report, not {self.settings.output!r}")
+        if self.settings.sandbox not in ("auto", "required", "off"):
+            raise ValueError(f"profile.sandbox must be auto, required or off, not {self.settings.sandbox!r}")
         self.cache = ProfileCache(cache_dir) if use_cache else None
         self.lock_dir = lock_dir
         self.build = dict(build or {})
@@ -315,6 +324,7 @@ class Profiler:
         ncu = resolve_ncu(s.ncu_path)
         result.tools["ncu"] = ncu_version(ncu) if ncu else None
         run = _Run(task, source, gpu, candidate_kernel_names(source), result, model)
+        self._prebuild(source, result)
         out_dir = Path(tempfile.mkdtemp(prefix="cudaforge-ncu-"))
         try:
             with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s):
@@ -412,24 +422,65 @@ class Profiler:
     # ------------------------------------------------------------------ steps
 
     def run_worker(
-        self, task: Task, source: str, gpu: str, mode: str, wrapper: list[str] | None = None, time_iters: int = 0
+        self, task: Task, source: str, gpu: str, mode: str, wrapper: list[str] | None = None, time_iters: int = 0,
+        *, sandbox: Sandbox | None = None, collect: Callable[[Path], None] | None = None,
     ) -> IsolatedOutcome:
         """Run the profiling worker once: ``mode`` ``ncu`` (under ``wrapper``, the ncu command),
         ``torch_profiler`` or ``plain`` (the same work unprofiled: the overhead baseline);
-        ``time_iters`` > 0 adds a median CUDA-event time of the forward (``forward_ms``)."""
+        ``time_iters`` > 0 adds a median CUDA-event time of the forward (``forward_ms``). With ``sandbox`` the
+        worker (and the wrapper) runs in it, and ``collect(scratch)`` reads what it left once it is dead."""
         payload = {**self._payload(task, source, mode, gpu), "time_iters": time_iters}
-        kwargs = {"wrapper": wrapper} if wrapper else {}
+        kwargs: dict[str, Any] = {"wrapper": wrapper} if wrapper else {}
+        if sandbox is not None:
+            kwargs.update(sandbox=sandbox, collect=collect)
         return run_isolated(CHILD_ENTRY, payload, timeouts=self._timeouts(), default_timeout=self.settings.timeout_s,
                             gpu=gpu, **kwargs)  # fmt: skip
+
+    def _prebuild(self, source: str, result: ProfileResult) -> None:
+        """Build a CUDA candidate's extensions on the trusted side before a sandboxed profile (the sandbox reads the
+        build cache, never writes it): a cache hit when the evaluator built them, as in a run."""
+        from cudaforge.eval.static import detect_backend
+
+        if self.settings.sandbox == "off" or detect_backend(source) != "cuda":
+            return
+        from cudaforge.eval.build import BuildSettings, precompile
+
+        started = time.monotonic()
+        outcome = precompile(source, BuildSettings.from_dict(self.build) if self.build else None,
+                             timeout_s=self.settings.compile_timeout_s)  # fmt: skip
+        result.phase_seconds["prebuild"] = time.monotonic() - started
+        if outcome.status not in ("ok", "no_build", "compiled_only"):
+            result.message = f"building the candidate before profiling: {outcome.status} {outcome.message}"[:500]
+
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox a profiled candidate runs in (None with ``sandbox=off``): the candidate's own kind, with a
+        fresh scratch directory that ncu writes its output into as well."""
+        s = self.settings
+        if s.sandbox == "off":
+            return None
+        budget = int(s.compile_timeout_s + 4 * s.timeout_s)
+        return Sandbox(mode=SandboxMode(s.sandbox), scratch=tempfile.mkdtemp(prefix="cudaforge-sbx-"),
+                       cpu_seconds=4 * budget + 60, file_bytes=NCU_OUTPUT_CAP)  # fmt: skip
 
     def _run_ncu(self, run: "_Run", ncu: str, out_dir: Path) -> str:
         """Profile under ncu and fill ``run.result``; returns why the fallback must run instead ('' if not)."""
         result = run.result
-        outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, out_dir))
-        log = (out_dir / "ncu.log").read_text(errors="replace") if (out_dir / "ncu.log").exists() else ""
+        sandbox = self.sandbox()
+        if sandbox is None:
+            outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, out_dir))
+        else:  # ncu runs in the sandbox beside its target and writes into its scratch; its files are copied out after
+            outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, Path(sandbox.scratch)),
+                                      sandbox=sandbox, collect=lambda scratch: _copy_ncu_output(scratch, out_dir))  # fmt: skip
+            result.tools["sandbox"] = describe(outcome.sandbox or {})
+        log = _read_capped(out_dir / "ncu.log")
         tool_text = "\n".join((log, outcome.stdout_tail, outcome.stderr_tail))
         result.phase_seconds = {f"ncu:{k}": v for k, v in outcome.phase_seconds.items()}
         if _PERMISSION in tool_text:
+            if sandbox is not None:
+                return (f"{_PERMISSION}: the GPU's performance counters are not readable from the candidate's sandbox "
+                        f"({result.tools.get('sandbox')}); on this machine they are for administrators "
+                        "(docs/profiling.md: allowing them for all users, or profile.sandbox=off, which profiles the "
+                        "candidate outside the sandbox with your user's rights)")  # fmt: skip
             return (f"{_PERMISSION}: this user may not read the GPU's performance counters "
                     "(docs/profiling.md says how to allow it)")  # fmt: skip
         if outcome.status == "timeout":
@@ -466,7 +517,7 @@ class Profiler:
             cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
             result.roofline = make_roofline(cost, peaks, allow_tf32=self.settings.allow_tf32)
             return
-        outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler")
+        outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler", sandbox=self.sandbox())
         result.phase_seconds.update({f"torch_profiler:{k}": v for k, v in outcome.phase_seconds.items()})
         if outcome.status == "timeout":
             result.status, result.message = ProfileStatus.TIMEOUT, f"{reason}; the torch.profiler fallback timed out too"
@@ -554,6 +605,34 @@ class _Run:
     result: ProfileResult
     model: str
     """The GPU's model name (part of the task cost's key)."""
+
+
+NCU_OUTPUT_CAP = 1 << 30
+"""The largest file ncu (or anything else in the profiling sandbox) may write, and the most of it read back."""
+
+
+def _copy_ncu_output(scratch: Path, out_dir: Path) -> None:
+    """Copy ncu's log and report out of a dead sandbox's scratch into this process's own folder: regular files only,
+    never through a link, capped (the candidate could have left anything there)."""
+    for name in ("ncu.log", "profile.ncu-rep"):
+        try:
+            fd = os.open(scratch / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as src:
+            info = os.fstat(src.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size <= NCU_OUTPUT_CAP:
+                with (out_dir / name).open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _read_capped(path: Path, cap: int = 64 << 20) -> str:
+    """The first ``cap`` bytes of a file of ours as text ('' when absent)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(cap).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _sum_ms(kernels: list[KernelProfile]) -> float | None:

@@ -132,3 +132,23 @@ def hang_with_scratch(payload, progress):
     progress("work")
     while True:
         time.sleep(0.1)
+
+
+def sandbox_probe(payload, progress):
+    """Inside a sandbox: what it sees of its home, working directory and a file outside (the test's secret)."""
+    seen = {"cwd": os.getcwd(), "home": os.environ.get("HOME"), "uid": os.getuid()}
+    try:
+        with open(payload["secret"]) as f:
+            seen["secret"] = f.read()
+    except OSError as exc:
+        seen["secret_error"] = type(exc).__name__
+    with open("left.txt", "w") as f:
+        f.write("made in the sandbox")
+    return seen
+
+
+def link_result(payload, progress):
+    """Leave a link to the test's secret where the result file goes, then die before any result is written."""
+    os.symlink(payload["secret"], "result.json")
+    os.symlink(payload["secret"], "progress.jsonl.tmp")
+    os._exit(0)

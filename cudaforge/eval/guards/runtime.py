@@ -189,10 +189,11 @@ def precision_downgrade(expected: Any, actual: Any) -> str | None:
         lower = {torch.float32: (torch.bfloat16, torch.float16), torch.float64: (torch.float32,)}.get(exp.dtype)
         if lower is None or act.dtype != exp.dtype:
             continue
-        e, a = exp.detach().reshape(-1).double(), act.detach().reshape(-1).double().to(exp.device)
-        if e.numel() > PRECISION_SAMPLE:
+        e, a = exp.detach().reshape(-1), act.detach().reshape(-1)
+        if e.numel() > PRECISION_SAMPLE:  # sampled before widening: the whole output in fp64 is gigabytes
             step = e.numel() // PRECISION_SAMPLE + 1
             e, a = e[::step], a[::step]
+        e, a = e.double(), a.double().to(exp.device)
         keep = torch.isfinite(e) & torch.isfinite(a) & (e != 0)
         if int(keep.sum()) < 64:
             continue
