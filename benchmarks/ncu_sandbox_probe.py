@@ -32,10 +32,10 @@ VARIANTS = {
     "nobody_ns_landlock": {},
     "nobody_ns_landlock_nonet": {"landlock_skip": ("net",)},
     "root_nocaps_ns_landlock": {"uid": None},
-    "root_nocaps_ns_landlock_nonet": {"uid": None, "landlock_skip": ("net",)},
-    "nobody_nons_landlock": {"namespaces": False},
-    "nobody_nons_landlock_nonet": {"namespaces": False, "landlock_skip": ("net",)},
     "nobody_ns_nolandlock_net_scopes": {"landlock_skip": ("net", "scopes")},
+    "nobody_ns_landlock_shm": {"write": ["/dev/shm"]},
+    "nobody_ns_landlock_tmp": {"write": ["/tmp"]},
+    "nobody_ns_landlock_shm_tmp_nonet": {"write": ["/dev/shm", "/tmp"], "landlock_skip": ("net",)},
 }
 
 

@@ -559,3 +559,19 @@ def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
     assert seed_trusted_stubs(str(trusted), scratch) == 2
     assert sorted(p.name for p in scratch.iterdir()) == ["LAUNCH", "UTILS"]
     assert seed_trusted_stubs(None, scratch) == 0 and seed_trusted_stubs(str(tmp_path / "none"), scratch) == 0
+
+
+def test_seeding_never_rewrites_a_file_the_worker_already_has(tmp_path):
+    """A standby worker loads the driver stub it built while warming up; the kept cache of its source holds the same
+    file name: rewriting it in place under the loaded library crashed the worker (SIGSEGV on an H200)."""
+    from cudaforge.eval.triton_cache import seed_own_triton_cache
+
+    store, scratch = tmp_path / "store", tmp_path / "scratch" / "triton"
+    (store / "STUB").mkdir(parents=True)
+    (store / "STUB" / "cuda_utils.so").write_bytes(b"kept")
+    (scratch / "STUB").mkdir(parents=True)
+    (scratch / "STUB" / "cuda_utils.so").write_bytes(b"loaded")
+    inode = (scratch / "STUB" / "cuda_utils.so").stat().st_ino
+    seed_own_triton_cache(store, scratch)
+    assert (scratch / "STUB" / "cuda_utils.so").read_bytes() == b"loaded"
+    assert (scratch / "STUB" / "cuda_utils.so").stat().st_ino == inode

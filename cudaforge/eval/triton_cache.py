@@ -51,14 +51,18 @@ def _regular_files(root: Path) -> list[Path] | None:
 
 
 def _copy(src: Path, dst: Path, replace: tuple[bytes, bytes] | None = None) -> None:
-    """Copy one regular file without following a link at ``src``; in group files, ``replace`` = (old, new)."""
+    """Copy one regular file without following a link at ``src``; in group files, ``replace`` = (old, new). A file
+    already at ``dst`` is left alone: a worker may have loaded it (a driver stub it built while warming up), and
+    rewriting a loaded library in place crashes the process that mapped it (SIGSEGV, seen on an H200)."""
+    if os.path.lexists(dst):
+        return
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as f:
         data = f.read(OWN_CACHE_MAX_BYTES + 1)
     if replace is not None and src.name.startswith("__grp__") and src.suffix == ".json":
         data = data.replace(*replace)
-    with dst.open("wb") as out:
+    with dst.open("xb") as out:
         out.write(data)
 
 

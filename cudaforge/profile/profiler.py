@@ -488,7 +488,11 @@ class Profiler:
         child = self._child_result(outcome, result, "ncu")
         if child is None:
             errors = _ncu_errors(tool_text)
-            return f"ncu failed: {errors}" if errors else ""
+            if errors:
+                return f"ncu failed: {errors}"
+            if sandbox is not None:  # under ncu's injection in the sandbox; the fallback tells whose fault it is
+                return f"ncu could not profile inside the candidate's sandbox ({result.message.strip()[:300]})"
+            return ""
         try:
             kernels = self._read_kernels(ncu, out_dir)
         except NcuParseError:

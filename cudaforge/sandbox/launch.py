@@ -234,9 +234,14 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
         rules = [(p, linux.READ) for p in spec.get("read", [])]
         rules += [(p, linux.WRITE) for p in spec.get("write", [])]
         rules += [(p, linux.DEVICE) for p in spec.get("devices", [])]
-        # its own /proc/<pid> (resolved here, before exec: the pid stays): the CUDA driver writes there, and
-        # cudaGetDeviceCount fails with error 304 when it cannot (seen on an H200, 2026-12-01)
-        rules.append(("/proc/self", linux.READ | linux.FS_WRITE_FILE | linux.FS_TRUNCATE))
+        # the CUDA driver writes into its process's /proc/<pid>, and cudaGetDeviceCount fails with error 304 when
+        # it cannot (seen on an H200, 2026-12-01; and under ncu, whose target is a child of the sandboxed program,
+        # 2026-12-02). As an unprivileged uid in its own pid namespace (a private /proc) the program may write what
+        # the file modes let that uid write there: only its own processes' entries. As uid 0 (no capabilities, but
+        # the owner of /proc/sys and /proc/sysrq-trigger) only its own /proc/<pid>, resolved here before exec.
+        proc_all = status.get("uid") not in (None, 0) and status.get("proc") == "private"
+        rules.append(("/proc" if proc_all else "/proc/self", linux.READ | linux.FS_WRITE_FILE | linux.FS_TRUNCATE))
+        status["proc_writes"] = "the uid's own processes" if proc_all else "its own /proc/<pid>"
         if abi:
             try:
                 applied = linux.landlock_restrict(rules, abi, tuple(spec.get("landlock_skip", ())))
