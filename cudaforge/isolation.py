@@ -293,6 +293,7 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
                    wrapper: list[str] | None, on_phase: Callable[[str], None] | None,
                    collect: Callable[[Path], None] | None) -> IsolatedOutcome:
     """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
+    from cudaforge.sandbox.launch import REFUSED_EXIT
     logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     if not sandbox.scratch:
         sandbox.scratch = tempfile.mkdtemp(prefix="cudaforge-sbx-")
@@ -316,6 +317,9 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
         if not status.get("ok", False):
             outcome.status, outcome.result = "error", None
             outcome.error = "the sandbox refused to start (mode=required): " + "; ".join(status.get("missing", []))
+        elif outcome.status == "crashed" and outcome.returncode == REFUSED_EXIT:
+            outcome.error = (f"the sandbox could not run {argv[0]} (it exited with {REFUSED_EXIT} before "
+                             "running it: the program is missing, or outside what the sandbox may read and execute)")
         outcome.sandbox = status
         if collect is not None:
             try:

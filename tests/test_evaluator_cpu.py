@@ -575,3 +575,26 @@ def test_seeding_never_rewrites_a_file_the_worker_already_has(tmp_path):
     seed_own_triton_cache(store, scratch)
     assert (scratch / "STUB" / "cuda_utils.so").read_bytes() == b"loaded"
     assert (scratch / "STUB" / "cuda_utils.so").stat().st_ino == inode
+
+
+def test_the_exchange_path_is_measured_with_our_stand_in_before_the_candidate_is_loaded():
+    """``exchange`` runs the cross-check's batch path with unwritten tensors shaped like the outputs it is given (the
+    path's own cost, set beside the candidate's batch on a GPU); once a candidate is loaded the worker refuses it."""
+    import torch
+
+    from cudaforge.eval.candidate_worker import Worker, _Fail
+    from cudaforge.eval.exchange import decode, encode, host_arena
+
+    arena = host_arena(1 << 20)
+    worker = Worker(channel=None, device=torch.device("cpu"))
+    worker.op_arena({"kind": "host", "size": arena.size}, [os.dup(arena.fd)])
+    arena.reset()
+    shaped = encode([(torch.ones(3, 5), torch.zeros(7, dtype=torch.int64))], arena.put)
+    calls = [encode([torch.randn(4)], arena.put) for _ in range(2)]
+    reply = worker.op_exchange({"inputs": calls, "outputs": shaped, "out_offset": 1 << 19}, [])
+    outs = [decode(enc, lambda desc: arena.view(desc).clone()) for enc in reply["outputs"]]
+    assert [[tuple(t.shape) for t in out] for out in outs] == [[(3, 5), (7,)]] * 2
+    assert outs[0][1].dtype == torch.int64
+    worker.module = object()  # a candidate is loaded: the path can no longer be measured honestly
+    with pytest.raises(_Fail, match="before the candidate is loaded"):
+        worker.op_exchange({"inputs": calls, "outputs": shaped, "out_offset": 1 << 19}, [])

@@ -262,3 +262,15 @@ def test_a_link_left_for_the_parent_to_read_is_not_followed(tmp_path):
     outcome = run("link_result", {"secret": str(secret)}, sandbox=Sandbox())
     assert outcome.status == "crashed" and outcome.result is None
     assert "sk-not-for" not in outcome.error + outcome.stdout_tail + outcome.stderr_tail
+
+
+def test_a_program_the_sandbox_cannot_execute_is_named(tmp_path):
+    """A wrapper outside what the sandbox may read (here a script in a temporary folder) never runs; the outcome says
+    which program and why, not just an exit code."""
+    from cudaforge.sandbox import Sandbox
+
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\nexec \"$@\"\n")
+    tool.chmod(0o755)
+    outcome = run("echo", {}, sandbox=Sandbox(), wrapper=[str(tool)])
+    assert outcome.status == "crashed" and f"could not run {tool}" in outcome.error, outcome.error

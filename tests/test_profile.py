@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -408,7 +409,8 @@ def test_missing_ncu_on_a_gpu_id_runs_the_fallback_and_never_raises(tmp_path, mo
     """No ncu: the torch.profiler fallback runs; here (no GPU) it reports the worker's error."""
     calls = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
+                        libraries=None):
         calls.append((mode, wrapper))
         assert self._payload(task, source, mode, gpu)["want_cost"] is False  # never from the candidate's process
         return SimpleNamespace(sandbox=None, status="ok", phase_seconds={"profile": 0.1}, error="", stderr_tail="", stdout_tail="",
@@ -444,7 +446,8 @@ def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monk
     fake_ncu.chmod(0o755)
     modes, sandboxes = [], []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
+                        libraries=None):
         modes.append(mode)
         if mode == "ncu":
             log = Path(wrapper[wrapper.index("--log-file") + 1])
@@ -478,7 +481,8 @@ def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, mo
     fake_ncu.chmod(0o755)
     runs = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
+                        libraries=None):
         runs.append(mode)
         shutil.copyfile(FIXTURES / "synthetic_details.csv", wrapper[wrapper.index("--log-file") + 1])
         if collect is not None:
@@ -684,9 +688,12 @@ def test_spec_sheet_of_this_gpu():
     reason="run_isolated has no wrapper argument yet",
 )
 @pytest.mark.slow
-def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
-    """A stand-in ncu (a shell script) writes ncu's permission error to its log and runs the worker."""
-    fake_ncu = tmp_path / "ncu"
+@pytest.mark.parametrize("sandbox", ["off", "auto"])
+def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path, sandbox):
+    """A stand-in ncu (a script) writes ncu's permission error to its log and runs the worker: in a plain child, and
+    inside the candidate's sandbox (the stand-in then lives where the sandbox may read: beside these tests)."""
+    where = tmp_path if sandbox == "off" else Path(tempfile.mkdtemp(prefix="fake-ncu-", dir=Path(__file__).parent))
+    fake_ncu = where / "ncu"
     fake_ncu.write_text(
         f"#!{sys.executable}\n"
         "import os, sys\n"
@@ -698,10 +705,17 @@ def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
         "os.execv(command[0], command)\n"
     )
     fake_ncu.chmod(0o755)
-    profiler = Profiler({"ncu_path": str(fake_ncu), "timeout_s": 120}, use_cache=False, lock_dir=tmp_path)
-    result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text(), gpu="0",
-                              artifact_dir=tmp_path / "run")  # fmt: skip
+    fake_ncu.parent.chmod(0o755)
+    profiler = Profiler({"ncu_path": str(fake_ncu), "timeout_s": 120, "sandbox": sandbox}, use_cache=False,
+                        lock_dir=tmp_path)  # fmt: skip
+    try:
+        result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text(), gpu="0",
+                                  artifact_dir=tmp_path / "run")  # fmt: skip
+    finally:
+        if where != tmp_path:
+            shutil.rmtree(where, ignore_errors=True)
     assert "ERR_NVGPUCTRPERM" in result.message
+    assert ("from the candidate's sandbox" in result.message) == (sandbox == "auto")
     assert "ERR_NVGPUCTRPERM" in Path(result.artifacts["ncu_log"]).read_text()
     if not torch.cuda.is_available():  # the torch.profiler fallback then finds no GPU either
         assert result.status is ProfileStatus.ERROR and "no GPU visible" in result.message
@@ -710,7 +724,8 @@ def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path):
 def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeypatch):
     seen = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None):
+    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
+                        libraries=None):
         seen.append(gpu)
         return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
                                result={"kernels": [], "cost": None, "spec": None, "versions": {}})  # fmt: skip
@@ -737,3 +752,15 @@ def test_ncu_output_is_copied_out_of_the_sandbox_without_following_links(tmp_pat
     (scratch / "profile.ncu-rep").write_bytes(b"report")
     _copy_ncu_output(scratch, out)
     assert not (out / "ncu.log").exists() and (out / "profile.ncu-rep").read_bytes() == b"report"
+
+
+def test_a_sandboxed_profile_child_builds_nothing_itself(tmp_path):
+    """In the profiling sandbox each load_inline gets the library the trusted side built before the profile, by build
+    key; an extension it did not build is a build error naming why, and nothing is written to the build cache."""
+    from cudaforge.eval.build import BuildError
+    from cudaforge.profile.child import _import_candidate
+
+    cache = tmp_path / "build"
+    with pytest.raises(BuildError, match="not built by the trusted side"):
+        _import_candidate((CANDIDATES / "cuda_relu.py").read_text(), {"cache_dir": str(cache)}, delivered={})
+    assert not cache.exists() or not any(cache.iterdir())

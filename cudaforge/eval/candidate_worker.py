@@ -8,8 +8,8 @@ what it checks itself (outputs it copies out of the arena and compares, the wall
 request); what this side reports (event times, output types, the profiler's kernel split) feeds
 second-line guards and the Judge's feedback, never the verdict's foundation.
 
-Requests (``op``): ``arena``, ``cuda``, ``load``, ``model``, ``state``, ``set_state``, ``call``,
-``timed``, ``batch``, ``share``, ``ping``, ``exit``; each gets one reply ``{"ok": true, ...}`` or
+Requests (``op``): ``arena``, ``cuda``, ``exchange`` (before ``load`` only), ``load``, ``model``, ``state``,
+``set_state``, ``call``, ``timed``, ``batch``, ``share``, ``ping``, ``exit``; each gets one reply ``{"ok": true, ...}`` or
 ``{"ok": false, "status": EvalStatus value, "message": ...}``. While ``load`` runs, this side may send
 ``{"op": "build", "inputs": ...}`` requests and waits for their replies (the trusted side builds).
 """
@@ -239,8 +239,24 @@ class Worker:
 
     def op_batch(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Calls back to back (no sync between them), one device sync, then every output into the arena."""
+        return self._batch(msg, lambda args: self.forward(args, "a call of the timing cross-check"))
+
+    def op_exchange(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """The cross-check's batch path with a stand-in of ours for the forward (new tensors shaped like the outputs
+        the trusted side gives, left unwritten), before any candidate code is loaded: what the path itself costs in
+        this process (decoding, allocating, copying into the arena, the syncs), to set beside the candidate's batch."""
+        if self.module is not None:
+            raise _Fail("crashed", "the exchange is measured before the candidate is loaded")
+        shaped, _ = self.inputs(msg["outputs"])
+
+        def stand_in(args: list[Any]) -> Any:
+            return _empty_like(shaped[0])
+
+        return self._batch(msg, stand_in)
+
+    def _batch(self, msg: dict[str, Any], forward: Any) -> dict[str, Any]:
         calls = [self.inputs(enc)[0] for enc in msg["inputs"]]
-        outs = [self.forward(args, "a call of the timing cross-check") for args in calls]
+        outs = [forward(args) for args in calls]
         self.sync()
         arena = self._arena()
         arena.reset()
@@ -262,6 +278,15 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - the guard is skipped, not the evaluation
             return {"ok": True, "note": f"profiler share unavailable: {type(exc).__name__}: {exc}"[:300]}
         return {"ok": True, "share": share}
+
+
+def _empty_like(value: Any) -> Any:
+    """New, unwritten tensors shaped like ``value`` (a tensor, or tuples and lists of them)."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty_like(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_empty_like(v) for v in value)
+    return value
 
 
 def prepare(device: torch.device) -> dict[str, Any]:

@@ -649,13 +649,17 @@ class _Timing:
                        reference_observed_ms=round(ref_wall, 5), reference_event_ms=round(reference_reported, 5),
                        round_trip_ms=round(self.cand.process.rtt_s * 1e3, 4), rounds=CROSSCHECK_ROUNDS)  # fmt: skip
         ref_overhead = max(0.0, ref_wall - reference_reported)
-        gap = candidate_ms - reported - ref_overhead
+        # the path's own cost: the reference's through the arena here, or the worker's measured before the candidate
+        # was loaded (``_exchange_cost``), whichever is larger: neither can be changed by the candidate
+        exchange = _finite(self.result.fingerprint.get("timing_crosscheck_exchange_ms")) or 0.0
+        path_overhead = max(ref_overhead, exchange)
+        gap = candidate_ms - reported - path_overhead
         p = self.guard.policies
         # the candidate's own launch path (a Triton launcher, an extension's wrapper) may cost more host time than the
         # reference's: the timing lead hides up to its length of it from the timed calls by design, so a gap below the
         # lead (or the slack, when larger) cannot tell a host-bound honest kernel from a lie
         allowed = max(p.threshold("crosscheck_slack_ms"), self.stopwatch.lead_us / 1e3)
-        numbers.update(unexplained_ms=round(gap, 5), allowed_ms=round(allowed, 5))
+        numbers.update(unexplained_ms=round(gap, 5), allowed_ms=round(allowed, 5), exchange_ms=round(exchange, 5))
         if candidate_ms > p.threshold("crosscheck_ratio") * reported and gap > allowed:
             numbers["evidence"] = (
                 f"the candidate reported a median of {reported:.4f} ms per call, but {calls} calls on fresh inputs took "
@@ -778,9 +782,10 @@ class _Timing:
         guard.add(found)
 
 
-def _solo_reference(ref_model, ref_module, device, cfg, result: EvalResult) -> None:
-    """Time the reference alone, before any candidate code exists, under the GPU's lock if it is free within
-    a few seconds (the baseline of the reference_slowdown guard); a note when it is not."""
+def _before_candidate(ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult) -> None:
+    """What is measured before any candidate code exists, under the GPU's lock if it is free within a few seconds
+    (a note when it is not): the reference timed alone (the baseline of the reference_slowdown guard), and the
+    cost of the timing cross-check's path through this worker (``_exchange_cost``)."""
     from cudaforge.eval.timing import time_one
     from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 
@@ -790,12 +795,43 @@ def _solo_reference(ref_model, ref_module, device, cfg, result: EvalResult) -> N
             times = time_one(ref_model, trials=SOLO_TRIALS, warmup=3, flush_l2=cfg["flush_l2"], device=device,
                              make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
                              lead_us=cfg["timing_lead_us"])  # fmt: skip
-        result.fingerprint["reference_solo_ms"] = sorted(times.event_ms)[len(times.event_ms) // 2]
+            result.fingerprint["reference_solo_ms"] = sorted(times.event_ms)[len(times.event_ms) // 2]
+            try:
+                _exchange_cost(ref_model, ref_module, cand, device, cfg, result, seed)
+            except (_Failure, ArenaError, RuntimeError) as exc:  # the cross-check then stands on the reference's path
+                result.fingerprint.setdefault("guard_notes", []).append(
+                    f"the cross-check's exchange path was not measured: {exc}"[:300])
     except GpuLockTimeout:
         result.fingerprint.setdefault("guard_notes", []).append(
             "reference_slowdown not checked: the GPU was busy when the reference would have been timed alone")
     except Exception as exc:  # noqa: BLE001 - the reference's own failure shows in correctness
         result.fingerprint.setdefault("guard_notes", []).append(f"reference not timed alone: {type(exc).__name__}")
+
+
+def _exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult, seed: int) -> None:
+    """The timing cross-check's batch path through the worker, timed by this process's clock while the worker holds
+    only our code: the task's inputs placed in the arena as the cross-check places them, a stand-in of ours for the
+    forward (unwritten tensors shaped like the reference's outputs), the outputs copied into the arena, the syncs.
+    Its time per call (``fingerprint["timing_crosscheck_exchange_ms"]``) is what that path costs without any kernel:
+    the cross-check sets it beside the candidate's batch (a 1.6 GB output's copies and allocations cost the worker
+    more than the reference's own path here, and honest kernels came out 0.53 ms short on an H200)."""
+    inputs = make_inputs(ref_module, seed=seed + 10_000, device=device)
+    outputs = _call_reference(ref_model, _clone(inputs))
+    per_call = tensor_bytes(inputs) + _out_bytes(outputs)
+    calls = crosscheck_calls(per_call, int(cfg["crosscheck_calls"]), float(cfg["crosscheck_max_gb"]))
+    if 2 * calls * per_call > torch.cuda.mem_get_info(device)[0]:
+        return
+    arena = cand.ensure_arena(calls * per_call + tensor_bytes(outputs) + (1 << 20))
+    best = math.inf
+    for _ in range(CROSSCHECK_ROUNDS):
+        arena.reset()
+        shaped = encode([outputs], arena.put)
+        encoded = [encode(list(inputs), arena.put) for _ in range(calls)]
+        _sync(device)
+        started = time.perf_counter()
+        cand._request({"op": "exchange", "inputs": encoded, "outputs": shaped, "out_offset": -(-arena._next // 256) * 256})
+        best = min(best, time.perf_counter() - started)
+    result.fingerprint["timing_crosscheck_exchange_ms"] = round(max(0.0, best - cand.process.rtt_s) * 1e3 / calls, 5)
 
 
 # ---------------------------------------------------------------------------------- standby
@@ -929,7 +965,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         init = list(ref_module.get_init_inputs())
         ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
         if device.type == "cuda":
-            _solo_reference(ref_model, ref_module, device, cfg, result)
+            _before_candidate(ref_model, ref_module, cand, device, cfg, result)
         t = enter(phase)
         settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"],
                                             "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True))})

@@ -37,14 +37,28 @@ def _versions() -> dict[str, Any]:
     return versions
 
 
-def _import_candidate(source: str, build: dict[str, Any]) -> Any:
-    from cudaforge.eval.build import BuildSettings, build_hooks
+def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, list[str]] | None = None) -> Any:
+    """Import the candidate under the build hooks. In a sandbox (``delivered`` given) nothing is built: each
+    ``load_inline`` gets the library the trusted side built before the profile, found by its build key."""
+    from cudaforge.eval.build import BuildRecorder, BuildSettings, _Hooks, build_hooks, cache_key, spec_from_inputs
     from cudaforge.eval.verifier import CANDIDATE_MODULE_PREFIX
     from cudaforge.tasks.runtime import load_module
     from cudaforge.types import source_hash
 
-    settings = BuildSettings.from_dict(build) if build else BuildSettings()
-    with build_hooks(settings):
+    settings = (BuildSettings.from_dict(build) if build else BuildSettings()).resolved()
+    remote = None
+    if delivered is not None:
+        def remote(inputs: dict[str, Any]) -> dict[str, Any]:
+            _spec, canonical = spec_from_inputs(_Hooks(settings, BuildRecorder()), inputs)
+            key = cache_key(canonical, settings)
+            if key not in delivered:
+                return {"status": "failed", "key": key, "error": "this extension was not built by the trusted side "
+                        "before profiling (the profiler builds a candidate first; a build that differs per process "
+                        "cannot be profiled in the sandbox)"}  # fmt: skip
+            path, module = delivered[key]
+            return {"status": "built", "cached": True, "path": path, "key": key, "module_name": module}
+
+    with build_hooks(settings, remote=remote):
         return load_module(source, CANDIDATE_MODULE_PREFIX + source_hash(source))
 
 
@@ -97,7 +111,7 @@ def profile_forward(payload: dict[str, Any], progress: Callable[[str], None]) ->
         return {**result, "error": "no GPU visible to the profiling worker"}
     progress("compile")
     try:
-        module = _import_candidate(payload["candidate"], payload.get("build") or {})
+        module = _import_candidate(payload["candidate"], payload.get("build") or {}, payload.get("delivered"))
     except Exception as exc:  # noqa: BLE001 - the candidate's fault, reported
         return {**result, "error": f"importing the candidate raised {type(exc).__name__}: {exc}"[:4000]}
     progress("setup")

@@ -324,7 +324,7 @@ class Profiler:
         ncu = resolve_ncu(s.ncu_path)
         result.tools["ncu"] = ncu_version(ncu) if ncu else None
         run = _Run(task, source, gpu, candidate_kernel_names(source), result, model)
-        self._prebuild(source, result)
+        run.libraries = self._prebuild(source, result)
         out_dir = Path(tempfile.mkdtemp(prefix="cudaforge-ncu-"))
         try:
             with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s):
@@ -424,25 +424,29 @@ class Profiler:
     def run_worker(
         self, task: Task, source: str, gpu: str, mode: str, wrapper: list[str] | None = None, time_iters: int = 0,
         *, sandbox: Sandbox | None = None, collect: Callable[[Path], None] | None = None,
+        libraries: dict[str, list[str]] | None = None,
     ) -> IsolatedOutcome:
         """Run the profiling worker once: ``mode`` ``ncu`` (under ``wrapper``, the ncu command),
         ``torch_profiler`` or ``plain`` (the same work unprofiled: the overhead baseline);
         ``time_iters`` > 0 adds a median CUDA-event time of the forward (``forward_ms``). With ``sandbox`` the
-        worker (and the wrapper) runs in it, and ``collect(scratch)`` reads what it left once it is dead."""
+        worker (and the wrapper) runs in it, ``collect(scratch)`` reads what it left once it is dead, and the
+        candidate's extensions are copies of ``libraries`` (``_prebuild``) in its scratch: it builds nothing.""" 
         payload = {**self._payload(task, source, mode, gpu), "time_iters": time_iters}
         kwargs: dict[str, Any] = {"wrapper": wrapper} if wrapper else {}
         if sandbox is not None:
             kwargs.update(sandbox=sandbox, collect=collect)
+            payload["delivered"] = _deliver(libraries or {}, Path(sandbox.scratch))
         return run_isolated(CHILD_ENTRY, payload, timeouts=self._timeouts(), default_timeout=self.settings.timeout_s,
                             gpu=gpu, **kwargs)  # fmt: skip
 
-    def _prebuild(self, source: str, result: ProfileResult) -> None:
-        """Build a CUDA candidate's extensions on the trusted side before a sandboxed profile (the sandbox reads the
-        build cache, never writes it): a cache hit when the evaluator built them, as in a run."""
+    def _prebuild(self, source: str, result: ProfileResult) -> dict[str, list[str]]:
+        """Build a CUDA candidate's extensions on the trusted side before a sandboxed profile (a cache hit when the
+        evaluator built them, as in a run); the libraries to hand to the sandbox, ``{key: [path, module name]}``. The
+        sandbox never sees the build cache: it gets copies of these (``_deliver``)."""
         from cudaforge.eval.static import detect_backend
 
         if self.settings.sandbox == "off" or detect_backend(source) != "cuda":
-            return
+            return {}
         from cudaforge.eval.build import BuildSettings, precompile
 
         started = time.monotonic()
@@ -451,6 +455,12 @@ class Profiler:
         result.phase_seconds["prebuild"] = time.monotonic() - started
         if outcome.status not in ("ok", "no_build", "compiled_only"):
             result.message = f"building the candidate before profiling: {outcome.status} {outcome.message}"[:500]
+        built = {}
+        for record in outcome.records:
+            library = os.path.join(str(record.get("build_dir", "")), f"{record.get('module_name')}.so")
+            if record.get("status") == "built" and record.get("key") and os.path.isfile(library):
+                built[str(record["key"])] = [library, str(record["module_name"])]
+        return built
 
     def sandbox(self) -> Sandbox | None:
         """The sandbox a profiled candidate runs in (None with ``sandbox=off``): the candidate's own kind, with a
@@ -470,7 +480,8 @@ class Profiler:
             outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, out_dir))
         else:  # ncu runs in the sandbox beside its target and writes into its scratch; its files are copied out after
             outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, Path(sandbox.scratch)),
-                                      sandbox=sandbox, collect=lambda scratch: _copy_ncu_output(scratch, out_dir))  # fmt: skip
+                                      sandbox=sandbox, collect=lambda scratch: _copy_ncu_output(scratch, out_dir),
+                                      libraries=run.libraries)  # fmt: skip
             result.tools["sandbox"] = describe(outcome.sandbox or {})
         log = _read_capped(out_dir / "ncu.log")
         tool_text = "\n".join((log, outcome.stdout_tail, outcome.stderr_tail))
@@ -521,7 +532,8 @@ class Profiler:
             cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
             result.roofline = make_roofline(cost, peaks, allow_tf32=self.settings.allow_tf32)
             return
-        outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler", sandbox=self.sandbox())
+        outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler", sandbox=self.sandbox(),
+                                  libraries=run.libraries)  # fmt: skip
         result.phase_seconds.update({f"torch_profiler:{k}": v for k, v in outcome.phase_seconds.items()})
         if outcome.status == "timeout":
             result.status, result.message = ProfileStatus.TIMEOUT, f"{reason}; the torch.profiler fallback timed out too"
@@ -609,6 +621,21 @@ class _Run:
     result: ProfileResult
     model: str
     """The GPU's model name (part of the task cost's key)."""
+    libraries: dict[str, list[str]] = field(default_factory=dict)
+    """The candidate's extensions the trusted side built, for a sandboxed profile (``Profiler._prebuild``)."""
+
+
+def _deliver(libraries: dict[str, list[str]], scratch: Path) -> dict[str, list[str]]:
+    """Copy the candidate's built extensions into its sandbox's scratch (``ext/``); the payload's map from build key
+    to (the copy, its module name)."""
+    delivered = {}
+    for key, (library, module) in libraries.items():
+        target = scratch / "ext" / f"{module}.so"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(library, target)
+        target.chmod(0o755)
+        delivered[key] = [str(target), module]
+    return delivered
 
 
 NCU_OUTPUT_CAP = 1 << 30
