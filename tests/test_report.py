@@ -211,47 +211,7 @@ def test_scaling_prefers_round_records(tmp_path):
 # --------------------------------------------------------------------------- published tables
 
 
-def test_published_cudaforge_tables_match_the_paper():
-    tables = load_published()
-    rows = {(r.group, r.label): r.values for r in tables["cudaforge_table1"].rows}
-    label = "paper: CudaForge o3/o3"
-    keys = ("correct_pct", "median", "p75", "perf", "fast_1_pct")
-    assert [rows[("overall", label)][k] for k in keys] == [97.6, 1.107, 1.592, 1.677, 70.8]
-    assert [rows[("level1", label)][k] for k in keys] == [96.0, 1.044, 1.751, 1.448, 54.0]
-    assert [rows[("level2", label)][k] for k in keys] == [100.0, 1.124, 1.427, 2.104, 89.0]
-    assert [rows[("level3", label)][k] for k in keys] == [96.0, 1.081, 1.510, 1.283, 68.0]
-    assert [rows[(g, label)]["tasks"] for g in ("level1", "level2", "level3", "overall")] == [100, 100, 50, 250]
-    cost = {r.group: (r.values["dollars"], r.values["minutes"]) for r in tables["cudaforge_cost"].rows}
-    assert cost == {"overall": (0.30, 26.5), "level1": (0.29, 28.5), "level2": (0.30, 24.1), "level3": (0.33, 27.1)}
-
-    def triples(name):
-        return {r.label.removeprefix("paper: "): tuple(r.values.get(k) for k in ("correct_pct", "perf", "fast_1_pct"))
-                for r in tables[name].rows}  # fmt: skip
-
-    assert triples("cudaforge_strategies") == {
-        "one-shot": (57.6, 0.680, 31.6), "self-refine": (90.8, 1.107, 55.2),
-        "correction-only": (97.6, 1.222, 59.6), "optimisation-only": (88.4, 1.509, 64.0)}  # fmt: skip
-    assert triples("cudaforge_dstar") == {
-        "full loop, 10 rounds": (100.0, 1.767, 84.0), "full ncu metric set": (100.0, 1.414, 80.0),
-        "30 rounds": (100.0, 2.265, 92.0)}  # fmt: skip
-    gpus = {k: v[1] for k, v in triples("cudaforge_gpus").items()}
-    assert gpus == {"A100": 1.841, "RTX 4090": 1.327, "RTX 3090": 1.320}
-    assert {k: v[1] for k, v in triples("cudaforge_models").items()} == {
-        "o3 / o3": 1.767, "o3 / GPT-5": 2.114, "o3 / Claude-Sonnet-4": 1.829, "o3 / GPT-OSS-120B": 1.364,
-        "GPT-5 / o3": 1.896, "Claude-Sonnet-4 / o3": 1.398, "GPT-OSS-120B / o3": 1.653,
-        "QwQ-32B / o3": 0.790}  # fmt: skip
-    assert all(r.group == "overall" for name in ("cudaforge_strategies", "cudaforge_dstar", "cudaforge_gpus",
-                                                 "cudaforge_models") for r in tables[name].rows)  # fmt: skip
-
-
-def test_published_overall_is_the_task_weighted_mean_of_levels():
-    """Why failed tasks sit in Perf's denominator: 1.677 = (100 x 1.448 + 100 x 2.104 + 50 x 1.283) / 250."""
-    rows = {r.group: r.values for r in load_published()["cudaforge_table1"].rows}
-    levels = ("level1", "level2", "level3")
-    weighted = sum(rows[g]["tasks"] * rows[g]["perf"] for g in levels) / rows["overall"]["tasks"]
-    assert round(weighted, 3) == rows["overall"]["perf"]
-    fast = sum(rows[g]["tasks"] * rows[g]["fast_1_pct"] for g in levels) / 250
-    assert round(fast, 1) == rows["overall"]["fast_1_pct"]
+# The shipped tables' numbers, their sources and their groups: tests/test_published.py.
 
 
 def test_unknown_published_table_names_the_known_ones(tmp_path):
@@ -288,7 +248,8 @@ def test_markdown_latex_csv(two_runs):
     assert "1 correct task(s) untimed" in md and "2 LLM call(s) of unpriced models" in md
     assert "failed_as=zero" in md
     tex = latex(report)
-    assert tex.count(r"\begin{tabular}") == 3 and r"Correct \%" in tex and r"fast\_1 \%" in tex
+    # Levels 1, 2, 1 & 2 (cudaforge_table1's published level1_2 row) and overall:
+    assert tex.count(r"\begin{tabular}") == 4 and r"Correct \%" in tex and r"fast\_1 \%" in tex
     assert r"paper: CudaForge o3/o3 & 250 & 97.6 & 1.107 & 1.592 & 1.677 & -- & 97.6 & 70.8" in tex
     assert r"{\scriptsize[" in tex
     rows = list(csv.DictReader(io.StringIO(csv_text(report))))
@@ -296,6 +257,37 @@ def test_markdown_latex_csv(two_runs):
     assert float(cell["value"]) == pytest.approx(3.7 / 4) and float(cell["ci_low"]) <= 3.7 / 4 <= float(cell["ci_high"])
     paper = next(r for r in rows if (r["group"], r["source"], r["metric"]) == ("overall", "cudaforge_table1", "perf"))
     assert float(paper["value"]) == 1.677 and paper["ci_low"] == ""
+
+
+def problem_set_of(sources: dict[str, str]) -> dict:
+    from cudaforge.tasks import problem_set
+    from cudaforge.types import Task
+
+    tasks = [Task(i, "kb", int(i.split("/")[1][5:]), int(i.split("/")[2].split("_")[0]), i.rsplit("_", 1)[-1], src)
+             for i, src in sources.items()]  # fmt: skip
+    return problem_set(tasks, None)
+
+
+def test_the_report_names_each_runs_problem_set_and_says_when_they_differ(two_runs, tmp_path):
+    from cudaforge.track.store import RunStore
+
+    old = build_report([two_runs[0]], bootstrap=0)  # made before problem-set identity: no problem_set.json
+    assert old.runs[0].problem_set is None
+    assert old.problem_sets == ["Problem set unknown (run made before problem-set identity)."]
+    assert "Problem set unknown (run made before problem-set identity)." in markdown(old)
+    sources = {r.task_id: f"# {r.task_id}" for r in L1 + L2}
+    first = problem_set_of(sources)
+    RunStore(two_runs[0]).write_problem_set(first)
+    report = build_report(list(two_runs), bootstrap=0)
+    assert report.problem_sets == [f"one_shot o3/o3 1 rounds (a): problem set {first['version']}.",
+                                   "one_shot o3/o3 1 rounds (b): problem set unknown (run made before problem-set "
+                                   "identity)."]  # fmt: skip
+    RunStore(two_runs[1]).write_problem_set(problem_set_of({**sources, "kb/level1/1_A": "# rewritten"}))
+    report = build_report(list(two_runs), bootstrap=0)
+    assert report.problem_sets[-1] == ("one_shot o3/o3 1 rounds (a) and one_shot o3/o3 1 rounds (b) ran different "
+                                       "problem sets: 1 task(s) differ (1 changed, 0 only in one).")  # fmt: skip
+    RunStore(two_runs[1]).write_problem_set(first)
+    assert build_report(list(two_runs), bootstrap=0).problem_sets == [f"Every run: problem set {first['version']}."]
 
 
 def test_write_report_without_plots(two_runs, tmp_path):

@@ -181,3 +181,67 @@ def test_load_module_makes_triton_sources_findable(monkeypatch):
     source = (Path(__file__).resolve().parent.parent / "benchmarks" / "candidates" / "triton_softmax.py").read_text()
     module = load_module(source, "cudaforge_test_triton_source")
     assert "tl.program_id" in module.softmax_kernel.src
+
+
+# --------------------------------------------------------------------------- problem-set identity
+
+
+def git(cwd, *args):
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1", "PATH": __import__("os").environ["PATH"]}  # fmt: skip
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_problem_set_of_a_git_checkout_names_its_commit_and_local_changes(tmp_path):
+    from cudaforge.tasks import problem_set
+
+    checkout = tmp_path / "KernelBench"
+    (checkout / "KernelBench" / "level1").mkdir(parents=True)
+    (checkout / "KernelBench" / "level1" / "1_A.py").write_text(problem_source(1))
+    git(checkout, "init", "-q")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-q", "-m", "problems")
+    commit = git(checkout, "rev-parse", "HEAD")
+    root = str(checkout / "KernelBench")
+    clean = problem_set(load_directory(root, suite="kb"), root)
+    assert clean["kind"] == "git" and clean["commit"] == commit and clean["dirty"] is False
+    assert clean["version"] == f"KernelBench@{commit[:7]}" and clean["root"] == str(Path(root).resolve())
+    (checkout / "KernelBench" / "level1" / "1_A.py").write_text(problem_source(3))
+    dirty = problem_set(load_directory(root, suite="kb"), root)
+    assert dirty["dirty"] is True and dirty["version"] == f"KernelBench@{commit[:7]}+dirty"
+    assert dirty["digest"] != clean["digest"]
+    git(checkout, "remote", "add", "origin", "git@github.com:OptimAI-Lab/CudaForge.git")
+    assert problem_set(load_directory(root, suite="kb"), root)["version"].startswith("CudaForge@")
+    copy = checkout / "untracked_copy"  # inside the checkout, but no file of it is tracked: the commit says nothing
+    (copy / "level1").mkdir(parents=True)
+    (copy / "level1" / "1_A.py").write_text(problem_source(1))
+    assert problem_set(load_directory(copy, suite="kb"), str(copy))["kind"] == "hashes"
+
+
+def test_problem_set_of_a_plain_folder_is_its_hashes(kernelbench_root, monkeypatch):
+    from cudaforge.tasks import problem_set
+    from cudaforge.tasks.identity import compare
+
+    tasks = load_directory(kernelbench_root, suite="kb")
+    record = problem_set(tasks, str(kernelbench_root))
+    assert record["kind"] == "hashes" and record["commit"] is None and record["dirty"] is None
+    assert record["version"] == f"hashes:{record['digest'][:12]}"
+    assert record["tasks"] == {t.id: t.source_hash for t in tasks}
+    assert problem_set(load_directory(kernelbench_root, suite="other"), None)["digest"] == record["digest"]
+    (kernelbench_root / "level1" / "2_Relu_b.py").write_text(problem_source(7))
+    changed = problem_set(load_directory(kernelbench_root, suite="kb"), str(kernelbench_root))
+    assert changed["digest"] != record["digest"]
+    assert compare(record, changed) == {"changed": 1, "only_a": 0, "only_b": 0, "same": 2}
+    monkeypatch.setenv("PATH", "")  # no git at all: still the hashes, never an error
+    assert problem_set(tasks, str(kernelbench_root))["digest"] == record["digest"]
+
+
+def test_task_json_with_or_without_source_hash_loads():
+    from cudaforge.types import Task
+
+    task = Task("kb/level1/1_A", "kb", 1, 1, "A", problem_source())
+    old = task.to_dict()
+    assert "source_hash" not in old and Task.from_dict(old) == task
+    assert Task.from_dict({**old, "source_hash": task.source_hash}) == task

@@ -79,3 +79,44 @@ def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, monkeypatch, c
         tracker.log_task(result(), None)
         tracker.finish([result()])
     assert isinstance(tracker.inner, NullTracker) and "no wandb here" in caplog.text
+
+
+def test_a_run_records_its_problem_set_and_a_resume_on_another_says_so(tmp_path, capsys):
+    """The real runner on tiny ReLU with a scripted Coder that writes no code (nothing is evaluated)."""
+    import dataclasses
+    import json
+
+    from cudaforge.config import CudaforgeConfig
+    from cudaforge.llm.scripted import install_script, remove_script
+    from cudaforge.run.runner import make_context, run_suite
+    from cudaforge.tasks import find_task, run_version, selection
+    from cudaforge.tasks.identity import version_line
+
+    install_script("track_no_code", lambda messages: "no code today")
+    cfg = CudaforgeConfig()
+    cfg.coder.model = cfg.judge.model = "scripted/track_no_code"
+    cfg.strategy.max_rounds = 1
+    cfg.eval.device, cfg.eval.build_cache_dir = "cpu", str(tmp_path / "build")
+    cfg.profile.enabled = False
+    relu = find_task(selection("tiny"), "level1/1_ReLU")
+    try:
+        run_suite(make_context(cfg, tmp_path / "run"), [relu])
+        record = json.loads((tmp_path / "run" / "problem_set.json").read_text())
+        assert record["kind"] == "hashes" and record["tasks"] == {relu.id: relu.source_hash}
+        assert record["version"] == f"hashes:{record['digest'][:12]}"
+        task_json = RunStore(tmp_path / "run").task(relu.id).read_json(None, "task.json")
+        assert task_json["source_hash"] == relu.source_hash
+        capsys.readouterr()
+        run_suite(make_context(cfg, tmp_path / "run"), [relu])  # the same problems: nothing said, nothing added
+        assert "problem set" not in capsys.readouterr().err
+        edited = dataclasses.replace(relu, source=relu.source + "\n# edited\n")
+        run_suite(make_context(cfg, tmp_path / "run"), [edited])
+    finally:
+        remove_script("track_no_code")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning: this run directory's problem set changed" in err[0]
+    assert "1 task(s) differ (1 changed, 0 only in one)" in err[0] and "problem_set.json" in err[0]
+    both = RunStore(tmp_path / "run").problem_set()
+    assert both["digest"] == record["digest"] and both["changed_on_resume"][0]["tasks"] == {relu.id: edited.source_hash}
+    assert version_line(both).startswith(f"problem set {record['version']}, changed on resume to hashes:")
+    assert run_version(tmp_path / "run") == record["version"] and run_version(tmp_path / "build") is None

@@ -14,6 +14,7 @@ from cudaforge.report.load import RunData, load_runs
 from cudaforge.report.published import PublishedTable, select_published
 from cudaforge.report.stats import Estimate, FailedAs, GroupStats, Metric, group_results, metrics, run_stats
 from cudaforge.report import tables
+from cudaforge.tasks.identity import difference_text, version_line
 
 
 @dataclass
@@ -39,6 +40,8 @@ class Report:
     """Groups with a table: every level some run has, then ``overall``."""
     failed_as: FailedAs
     notes: list[str] = field(default_factory=list)
+    problem_sets: list[str] = field(default_factory=list)
+    """Lines naming each run's problem-set version, and which compared runs ran different problem sets."""
     caption: str = ""
     """One line for LaTeX captions: the definitions in brief."""
 
@@ -98,6 +101,23 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
     return notes
 
 
+def problem_set_lines(runs: list[RunData]) -> list[str]:
+    """One line when every run names the same problem set, else one per run; then, for each run whose problem
+    set has another digest than the first known run's, one line saying how many tasks differ."""
+    records = [run.problem_set for run in runs]
+    texts = [version_line(record) for record in records]
+    if len(set(texts)) == 1:
+        out = [f"Every run: {texts[0]}." if len(runs) > 1 else f"{texts[0][0].upper()}{texts[0][1:]}."]
+    else:
+        out = [f"{run.label}: {text}." for run, text in zip(runs, texts)]
+    known = [(run, record) for run, record in zip(runs, records) if record]
+    for run, record in known[1:]:
+        first, base = known[0]
+        if record.get("digest") != base.get("digest"):
+            out.append(f"{first.label} and {run.label} ran different problem sets: {difference_text(base, record)}.")
+    return out
+
+
 def build_report(
     runs: list[str | Path],
     *,
@@ -144,6 +164,7 @@ def build_report(
     report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
                       f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over tasks.")
     report.notes = _notes(report, bootstrap, confidence, seed) + ([rebased_note] if rebased_note else [])
+    report.problem_sets = problem_set_lines(loaded)
     return report
 
 

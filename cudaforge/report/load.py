@@ -1,7 +1,8 @@
 """Reading a run directory for a report: its results, its config's label, its per-round spending.
 
 A run directory is the source of truth (see ``cudaforge/track/store.py``): ``results.jsonl`` holds one
-``TaskResult`` per finished task, ``ledger.jsonl`` one row per LLM call, ``.hydra/config.yaml`` the config.
+``TaskResult`` per finished task, ``ledger.jsonl`` one row per LLM call, ``.hydra/config.yaml`` the config,
+``problem_set.json`` the problems' identity (absent in runs made before it existed).
 Nothing here imports the LLM, evaluation or graph layers.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from cudaforge.tasks.identity import read_problem_set
 from cudaforge.track.store import RunStore, task_slug
 from cudaforge.types import TaskResult
 
@@ -57,6 +59,8 @@ class RunData:
     """Task id -> per-round spending, in round order (see ``spend_source``)."""
     spend_source: dict[str, str] = field(default_factory=dict)
     """``dollars`` / ``minutes`` -> where the per-round numbers came from, in words."""
+    problem_set: dict[str, Any] | None = None
+    """``problem_set.json`` (``cudaforge.tasks.identity``); None for a run made before problem-set identity."""
 
 
 def _short_model(name: Any) -> str:
@@ -192,6 +196,7 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
         unfinished=unfinished,
         spend=spend,
         spend_source=source,
+        problem_set=read_problem_set(path),
     )
 
 

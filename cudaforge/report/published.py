@@ -1,13 +1,23 @@
 """Published result tables, kept as data under ``benchmarks/published/*.yaml``.
 
-Each file maps table names to a title, a source and rows; a row names its ``label``, its ``group``
-(``level1``, ``level2``, ``level3`` or ``overall``) and any of the report's metric keys (``correct_pct``,
-``median``, ``p75``, ``perf``, ``geomean``, ``fast_<p>_pct``, ``dollars``, ``minutes``, ``tokens``, ``tasks``),
-in the units the report prints (percent for ``*_pct``). A metric a paper does not give is simply absent.
+Each file maps table names (under ``tables:``) to a ``title``, a ``source`` (the paper and the tables or figures
+the numbers come from) and ``rows``. A row names:
+
+- its ``label`` (the row's name in the report);
+- its ``group``: ``level1``, ``level2``, ``level3`` ..., ``overall``, or several levels together such as
+  ``level1_2`` (a paper's "Level 1 & 2" aggregate; the report tables it when the runs have each of its levels);
+- any of the report's metric keys (``correct_pct``, ``median``, ``p75``, ``perf``, ``geomean``, ``fast_<p>_pct``,
+  ``dollars``, ``minutes``, ``tokens``, ``tasks``), in the units the report prints (percent for ``*_pct``);
+- optionally ``source``, where in the paper the row is (``Table 1, row 'o3-self-refine'``), and ``note``, what
+  else the paper says about it (the report prints both beside the table's source).
+
+A metric a paper does not give is simply absent, so a missing cell means the paper has no such number (never
+write it as 0). Other top-level keys of a file (``other_numbers`` in ``cudaforge.yaml``) are not read.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +28,9 @@ from cudaforge.config import RESOURCES
 PUBLISHED_DIR = RESOURCES / "published"
 """Where the published tables live."""
 
-_ROW_KEYS = {"label", "group", "note"}
+_ROW_KEYS = {"label", "group", "note", "source"}
+GROUP = re.compile(r"overall|level\d+(_\d+)*")
+"""The groups a published row may name: ``overall``, a level (``level1``) or levels together (``level1_2``)."""
 
 
 @dataclass
@@ -29,6 +41,8 @@ class PublishedRow:
     group: str
     values: dict[str, float]
     note: str = ""
+    source: str = ""
+    """Where in the paper the row is, e.g. ``Table 1, row 'CudaForge'`` ("" when the table's source says it)."""
 
 
 @dataclass
@@ -44,6 +58,15 @@ class PublishedTable:
     file: str = ""
 
 
+def _row(path: Path, name: str, row: dict) -> PublishedRow:
+    group = str(row["group"])
+    if not GROUP.fullmatch(group):
+        raise ValueError(f"{path}: table {name!r}, row {row.get('label')!r}: group {group!r} is not overall, "
+                         "level<N> or level<N>_<M>...")  # fmt: skip
+    values = {k: float(v) for k, v in row.items() if k not in _ROW_KEYS}
+    return PublishedRow(str(row["label"]), group, values, str(row.get("note", "")), str(row.get("source", "")))
+
+
 def load_published(directory: str | Path | None = None) -> dict[str, PublishedTable]:
     """Every table of every ``*.yaml`` file in ``directory`` (default ``benchmarks/published``), by name."""
     root = Path(directory) if directory is not None else PUBLISHED_DIR
@@ -53,10 +76,7 @@ def load_published(directory: str | Path | None = None) -> dict[str, PublishedTa
         for name, spec in (data.get("tables") or {}).items():
             if name in tables:
                 raise ValueError(f"{path}: table {name!r} is also defined in {tables[name].file}")
-            rows = []
-            for row in spec.get("rows") or []:
-                values = {k: float(v) for k, v in row.items() if k not in _ROW_KEYS}
-                rows.append(PublishedRow(str(row["label"]), str(row["group"]), values, str(row.get("note", ""))))
+            rows = [_row(path, name, row) for row in spec.get("rows") or []]
             tables[name] = PublishedTable(name, str(spec.get("title", name)), str(spec.get("source", "")),
                                           rows, str(path))  # fmt: skip
     return tables

@@ -6,6 +6,10 @@ evaluator, the profiler and the task stores. A run directory that already holds 
 resumed: finished tasks are skipped, unfinished ones continue from their last checkpoint,
 and LLM calls already made are answered by the cache (nothing is paid twice).
 
+Before the first task the run directory gets ``problem_set.json``, the selected problems' identity (a git
+commit of the suite's checkout, or content hashes: ``cudaforge/tasks/identity.py``); a resume on a problem set
+with another digest says so in one warning line and records both.
+
 Missing or rejected credentials (``LLMAuthError``) stop the whole run with ``RunAborted``
 instead of failing every task in turn; the task that hit them records no result, so the
 same command resumes it once the key is set.
@@ -14,6 +18,7 @@ same command resumes it once the key is set.
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -31,6 +36,7 @@ from cudaforge.llm.cache import ResponseCache
 from cudaforge.llm.client import Backoff, LLMClient
 from cudaforge.llm.errors import LLMAuthError
 from cudaforge.llm.ledger import Ledger
+from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
 from cudaforge.teach.skills import read_skills
 from cudaforge.track.store import RunStore
 from cudaforge.types import Task, TaskResult
@@ -122,7 +128,7 @@ def run_one(
     cfg = ctx.cfg
     strategy = get_strategy(_value(cfg.strategy.name))
     task_store = ctx.store.task(task.id)
-    task_store.write_json(None, "task.json", task.to_dict())
+    task_store.write_json(None, "task.json", {**task.to_dict(), "source_hash": task.source_hash})
     services = LoopServices(
         task=task, coder=ctx.coder, judge=ctx.judge, evaluator=ctx.evaluator, store=task_store,
         ledger=LedgerSpend(ctx.ledger), strategy=strategy,
@@ -138,6 +144,23 @@ def run_one(
     return result
 
 
+def record_problem_set(store: RunStore, tasks: list[Task], root: str | None) -> str | None:
+    """Write the run's ``problem_set.json`` when it has none; on a resume whose problem set has another digest
+    than the last one recorded, append the new one under ``changed_on_resume`` and return a warning line."""
+    current = problem_set(tasks, root)
+    recorded = store.problem_set()
+    if recorded is None:
+        store.write_problem_set(current)
+        return None
+    last = (recorded.get("changed_on_resume") or [recorded])[-1]
+    if last.get("digest") == current["digest"]:
+        return None
+    recorded.setdefault("changed_on_resume", []).append(current)
+    store.write_problem_set(recorded)
+    return (f"warning: this run directory's problem set changed: {last.get('version')} -> {current['version']}, "
+            f"{difference_text(last, current)}; both are recorded in {store.root / PROBLEM_SET_FILE}")
+
+
 def run_suite(
     ctx: RunContext, tasks: list[Task], *, on_event: Callable[[dict], None] | None = None,
     on_result: Callable[[TaskResult], None] | None = None,
@@ -147,6 +170,9 @@ def run_suite(
     Raises ``RunInterrupted`` on Ctrl-C and ``RunAborted`` when a model's credentials are
     missing or rejected; no new task starts after either.
     """
+    warning = record_problem_set(ctx.store, tasks, ctx.cfg.suite.root)
+    if warning:
+        print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
     done = {r.task_id: r for r in ctx.store.results()}
     todo = [t for t in tasks if t.id not in done]
     lock = threading.Lock()

@@ -6,7 +6,10 @@
       ledger.jsonl              one row per LLM call
       llm_cache.sqlite          the response cache (record / replay)
       checkpoints.sqlite        LangGraph checkpoints (resume)
-      tasks/<task>/task.json    the task
+      problem_set.json          which problems were run: version (a git commit or hashes), digest, each task's
+                                source hash (cudaforge/tasks/identity.py); a resume on another problem set
+                                appends it under changed_on_resume
+      tasks/<task>/task.json    the task, with its reference's source_hash
       tasks/<task>/candidates/<hash>.py, eval_<hash>.json, profile_<hash>.json
       tasks/<task>/round_NN/    candidate.py, coder.json (prompt, replies), eval.json, profile.json, judge.json
 
@@ -22,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set
 from cudaforge.types import TaskResult
 
 
@@ -85,6 +89,14 @@ class RunStore:
     def results_path(self) -> Path:
         """``results.jsonl``."""
         return self.root / "results.jsonl"
+
+    def problem_set(self) -> dict[str, Any] | None:
+        """The recorded ``problem_set.json`` (None when the run has none yet, or was made before it existed)."""
+        return read_problem_set(self.root)
+
+    def write_problem_set(self, record: dict[str, Any]) -> None:
+        """Write ``problem_set.json`` (atomically)."""
+        _atomic_write(self.root / PROBLEM_SET_FILE, json.dumps(record, indent=1, sort_keys=True))
 
     def task(self, task_id: str) -> TaskStore:
         """The store of one task."""
