@@ -28,6 +28,8 @@ subcommands:
   run           run the Coder/Judge loop over a suite
   profile       profile one candidate with Nsight Compute
   baseline      time a suite's references (eager and torch.compile)
+  rescore RUN_DIR eval=PROTOCOL
+                a run's kept kernels evaluated again under another protocol (report them side by side)
   report RUN_DIR [RUN_DIR ...]
                 tables (Markdown, LaTeX, CSV) and plots of runs beside published ones
   export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences
@@ -274,6 +276,33 @@ def _report(cfg: DictConfig) -> int:
     return 0
 
 
+def _rescore(cfg: DictConfig) -> int:
+    from hydra.core.hydra_config import HydraConfig
+
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.run.rescore import rescore
+
+    if not cfg.rescore.run:
+        raise ValueError("say which run: cudaforge rescore RUN_DIR eval=PROTOCOL")
+    hydra_cfg = HydraConfig.get()
+    protocol, out_dir = hydra_cfg.runtime.choices.get("eval", "default"), hydra_cfg.runtime.output_dir
+    evaluator = Evaluator(OmegaConf.to_object(cfg.eval))
+    where = f"GPU {', '.join(evaluator.gpus)}" if evaluator.gpus else "the CPU (no GPU: correctness only)"
+    print(f"rescoring {cfg.rescore.run} under eval={protocol} on {where} -> {out_dir}", flush=True)
+    try:
+        summary = rescore(cfg.rescore.run, out_dir, evaluator, protocol=protocol, all_rounds=cfg.rescore.all_rounds,
+                          say=lambda line: print(line, flush=True))  # fmt: skip
+    finally:
+        evaluator.close()
+    for note in summary["notes"]:
+        print(f"NOTE: {note}")
+    print(f"{summary['kernels']} kernels rescored, {summary['changed']} changed verdict; "
+          f"`cudaforge report {cfg.rescore.run} {out_dir}` sets the two side by side")
+    crashed = [line for line in (Path(out_dir) / "rescored.jsonl").read_text().splitlines() if '"crashed"' in line] \
+        if (Path(out_dir) / "rescored.jsonl").is_file() else []  # fmt: skip
+    return 1 if crashed else 0
+
+
 def _export(cfg: DictConfig) -> int:
     from cudaforge.teach import export_dataset
 
@@ -343,6 +372,7 @@ ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "doctor": _doctor,
     "run": _run,
     "report": _report,
+    "rescore": _rescore,
     "baseline": _baseline,
     "tasks list": _tasks_list,
     "tasks audit": _tasks_audit,
@@ -431,14 +461,14 @@ def _run_app(action: str, overrides: list[str]) -> int:
 
     name = action.replace(" ", "_")
     # a run or a baseline keeps its directory (config, results, logs); the others write nothing
-    quiet = [] if action in ("run", "baseline") else _QUIET_HYDRA
+    quiet = [] if action in ("run", "baseline", "rescore") else _QUIET_HYDRA
     saved = sys.argv
     sys.argv = [f"cudaforge {action}", *flags, *quiet, f"hydra.job.name={name}", *overrides]
     try:
         app()
     finally:
         sys.argv = saved
-    if _Exit.refused and action in ("run", "baseline"):
+    if _Exit.refused and action in ("run", "baseline", "rescore"):
         _remove_if_empty(_Exit.run_dir)
     return _Exit.code
 
@@ -498,6 +528,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"cudaforge report: error: {exc}", file=sys.stderr)
             return 2
+    if command == "rescore":
+        runs = [a for a in rest if not a.startswith("-") and "=" not in a]
+        if len(runs) > 1:
+            print(f"cudaforge rescore: error: one run directory at a time, not {len(runs)}", file=sys.stderr)
+            return 2
+        rest = [a for a in rest if a not in runs] + [f"rescore.run={Path(r).expanduser().resolve()}" for r in runs]
     if command not in ACTIONS:
         print(f"cudaforge: unknown subcommand {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

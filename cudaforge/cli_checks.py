@@ -84,6 +84,19 @@ examples:
   cudaforge report RUN report.failed_as=zero
 
 config group: report (keys report.*). exit status: 0 written, 2 a usage error. See docs/reports.md.""",
+    "rescore": """usage: cudaforge rescore RUN_DIR eval=PROTOCOL [rescore.all_rounds=true] [key=value ...]
+
+Evaluate a run's kept kernels again under another evaluation protocol (each task's best kernel, or every round's),
+on this machine's GPUs (the CPU checks correctness only), into a new run directory that names the original.
+`cudaforge report RUN_DIR NEW_DIR` then shows both protocols side by side and which verdicts changed, and why.
+
+examples:
+  cudaforge rescore outputs/runs/A eval=cudaforge_paper
+  cudaforge rescore outputs/runs/B eval=default rescore.all_rounds=true
+  cudaforge rescore outputs/runs/A eval=cudaforge_paper eval.atol_fp32=1e-4 hydra.run.dir=outputs/rescore/A
+
+config groups: eval (the protocol), rescore (keys rescore.*). exit status: 0 rescored, 1 some kernel failed to
+evaluate (crashed), 2 a usage error. See docs/reproducing.md.""",
     "export": """usage: cudaforge export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences [key=value ...]
 
 Datasets (JSONL, loadable with Hugging Face datasets) of verified kernels from finished runs, with a card that

@@ -96,6 +96,27 @@ class WeightsMode(str, enum.Enum):
     copy_matching = "copy_matching"  # the reference's parameters copied in where names and shapes match (reported)
 
 
+class OutputsCompared(str, enum.Enum):
+    """Which outputs the correctness check compares."""
+
+    all = "all"  # every output, in the reference's structure, shape and dtype (our protocol)
+    first = "first"  # only the first tensor of each, cast to the reference's dtype, torch.allclose (the CudaForge code)
+
+
+class SpeedupStatistic(str, enum.Enum):
+    """How a speedup is computed from the timed calls."""
+
+    median = "median"  # median(reference) / median(candidate) (our protocol)
+    mean = "mean"  # mean(reference) / mean(candidate) (the CudaForge code)
+
+
+class Tf32Mode(str, enum.Enum):
+    """TF32 in fp32 matmuls and convolutions while the reference and the candidate run."""
+
+    off = "off"  # both off: fp32 references are fp32-accurate (our protocol)
+    torch_default = "torch_default"  # PyTorch's defaults (cuDNN convolutions in TF32; the CudaForge code leaves them)
+
+
 class DevicePreference(str, enum.Enum):
     """Where task audits and evaluations run."""
 
@@ -326,6 +347,28 @@ class EvalConfig:
     """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
     while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process.
     Only with a timing lead: under ``timing_lead_us=0`` every candidate starts cold (docs/evaluation.md)."""
+    compare_outputs: OutputsCompared = OutputsCompared.all
+    """``all`` outputs in the reference's structure, or only the ``first`` tensor of each, cast to the reference's
+    dtype and compared by ``torch.allclose`` (shapes that broadcast pass as allclose broadcasts them): the CudaForge
+    authors' check (``eval=cudaforge_paper``)."""
+    equal_nan: bool = True
+    """A NaN where the reference has NaN matches. False: every NaN fails, as ``torch.allclose`` by default does."""
+    fresh_inputs: bool = True
+    """Every timed call gets inputs never seen before (from a secret seed). False: the same inputs for every call,
+    warm-up included, as the CudaForge code times (the result_caching guard can then not tell a cached result)."""
+    interleave: bool = True
+    """Reference and candidate timed in alternating trials. False: all of the reference's calls, then all of the
+    candidate's, as the CudaForge code times (needs ``fresh_inputs=false``)."""
+    speedup_statistic: SpeedupStatistic = SpeedupStatistic.median
+    """``median`` or ``mean`` of each side's timed calls, the ratio of the two being the speedup."""
+    deterministic: bool = False
+    """Deterministic cuDNN and cuBLAS in the verifier and the worker (``cudnn.deterministic``, no cuDNN benchmark,
+    ``use_deterministic_algorithms(warn_only)``, ``CUBLAS_WORKSPACE_CONFIG``), as the CudaForge code sets them."""
+    no_grad: bool = True
+    """Reference and candidate run under ``torch.no_grad()``. False: with autograd recording where parameters need
+    gradients, as the CudaForge code runs both (it slows references with trainable parameters)."""
+    tf32: Tf32Mode = Tf32Mode.off
+    """TF32 off for fp32 matmuls and convolutions, or PyTorch's defaults (cuDNN convolutions may use TF32)."""
 
 
 @dataclass
@@ -561,6 +604,46 @@ class SkillConfig:
     stalls, launch overhead, compute-bound)."""
 
 
+class TemplateSetName(str, enum.Enum):
+    """Which set of Coder and Judge templates the agents are prompted with (docs/agents.md)."""
+
+    default = "default"  # our own templates: agents/coder/, agents/judge/
+    cudaforge_paper = "cudaforge_paper"  # what the CudaForge paper's agents see, per mode: agents/cudaforge_paper/
+
+
+class JudgeMetrics(str, enum.Enum):
+    """Which of the profiled metrics the Judge's optimisation prompt shows."""
+
+    all = "all"  # every metric the profile's metric set collected
+    cudaforge24 = "cudaforge24"  # only the CudaForge paper's 24 (of any set that holds them)
+
+
+@dataclass
+class AgentsConfig:
+    """What the agents' prompts show (group ``agents``; docs/agents.md)."""
+
+    template_set: TemplateSetName = TemplateSetName.default
+    """The set of templates: ``default`` (ours) or ``cudaforge_paper`` (each agent, in each mode, gets what the
+    CudaForge paper's agents get, and answers with their JSON keys). ``strategy.templates`` still swaps single ones."""
+    judge_metrics: JudgeMetrics = JudgeMetrics.all
+    """The Judge's metric block: ``all`` (whatever ``profile`` collected) or ``cudaforge24`` (only the paper's 24
+    metrics, from any metric set that holds them; launch shapes, rules and the roofline left out too)."""
+    gpu_spec: str = "local"
+    """The GPU spec sheet in the prompts: ``local`` (the GPU the run uses, read from the device), or a GPU of the
+    datasheet table named by key or product name (``quadro-rtx-6000``, ``"Quadro RTX 6000"``: the paper's), which
+    holds only the name, architecture and datasheet peaks. Profiling and the roofline always use the local GPU."""
+
+
+@dataclass
+class RescoreConfig:
+    """``cudaforge rescore RUN_DIR eval=...``: a run's kept kernels evaluated again under another protocol."""
+
+    run: str | None = None
+    """The run directory whose kernels are rescored (the positional RUN_DIR)."""
+    all_rounds: bool = False
+    """Every round's kernel, not only each task's best."""
+
+
 @dataclass
 class CudaforgeConfig:
     """The whole configuration of every ``cudaforge`` subcommand."""
@@ -573,6 +656,8 @@ class CudaforgeConfig:
     """The Judge's model (group ``judge``)."""
     strategy: StrategyConfig = field(default_factory=StrategyConfig)
     """The loop and its budgets (group ``strategy``)."""
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
+    """What the agents' prompts show (group ``agents``)."""
     llm_cache: LLMCacheConfig = field(default_factory=LLMCacheConfig)
     """The LLM response cache."""
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -589,6 +674,8 @@ class CudaforgeConfig:
     """``cudaforge export`` settings."""
     skill: SkillConfig = field(default_factory=SkillConfig)
     """``cudaforge skill`` settings."""
+    rescore: RescoreConfig = field(default_factory=RescoreConfig)
+    """``cudaforge rescore`` settings."""
     task: str | None = None
     """One task id (``eval``, ``profile``)."""
     candidate: str | None = None
@@ -606,6 +693,7 @@ GROUP_SCHEMAS: dict[str, type] = {
     "coder": CoderConfig,
     "judge": LLMConfig,
     "strategy": StrategyConfig,
+    "agents": AgentsConfig,
     "eval": EvalConfig,
     "profile": ProfileConfig,
     "tracker": TrackerConfig,

@@ -243,9 +243,12 @@ class SpeedupStats(Record):
     """Speedup = reference time / candidate time, with its interval."""
 
     median: float
+    """The speedup: the ratio of the two sides' medians (or of their means: ``statistic``)."""
     ci_low: float
     ci_high: float
     baseline: str = "eager"
+    statistic: str = "median"
+    """Which statistic of each side's timed calls the ratio is of (``eval.speedup_statistic``)."""
 
 
 @dataclass
@@ -602,7 +605,18 @@ class TaskResult(Record):
     tokens_in: int = 0
     tokens_out: int = 0
     minutes: float = 0.0
-    """Wall-clock minutes spent on the task."""
+    """Minutes of the task's steps, summed, GPU-lock waits included: what ``strategy.max_minutes`` counts, and the
+    only time runs made before ``wall_minutes`` have. Newer runs' ``wall_minutes`` add the bookkeeping between
+    steps (milliseconds)."""
+    wall_minutes: float | None = None
+    """Wall-clock minutes from the task's first step to its last, GPU-lock waits included (a killed run's downtime
+    is not). With one task at a time this is what the CudaForge paper reports as minutes per kernel; with
+    ``concurrency`` > 1 it includes waiting for GPUs other tasks hold. None: a run made before it was recorded."""
+    active_minutes: float | None = None
+    """``wall_minutes`` less the time the task waited for a GPU's lock that another task held (before the
+    evaluator's timing, and in profiling where the profiler records it): closer to what the task takes with one
+    task at a time. None: a run made before it was recorded."""
     time_split: dict[str, float] = field(default_factory=dict)
-    """Seconds in ``llm``, ``compile``, ``correctness``, ``timing``, ``profiling``."""
+    """Seconds in ``llm``, ``compile``, ``correctness``, ``timing``, ``profiling``, ``queue`` (waiting for a worker
+    before the task started) and ``gpu_lock_wait`` (waiting for a GPU's lock, inside evaluation and profiling)."""
     history: list[RoundRecord] = field(default_factory=list)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import textwrap
 import uuid
@@ -673,3 +674,277 @@ def test_coder_and_judge_through_the_llm_client(lib, script_name):
     assert [(r.role, r.meta["mode"], r.meta["follow_up"]) for r in rows] == [
         ("coder", "first_attempt", 0), ("coder", "first_attempt", 1), ("judge", "correction", 0)]  # fmt: skip
     assert all(r.meta["task_id"] == TASK.id and r.prompt_tokens > 0 for r in rows)
+
+
+# --------------------------------------------------------------------------- the cudaforge_paper template set
+
+from pathlib import Path  # noqa: E402
+
+from cudaforge.agents import PAPER_OPTIMIZATION_KEYS, TEMPLATE_SETS  # noqa: E402
+from cudaforge.agents.judge import judge_metric_names  # noqa: E402
+from cudaforge.profile.metrics import CUDAFORGE24  # noqa: E402
+from cudaforge.types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage  # noqa: E402
+
+GOLDEN = Path(__file__).parent / "fixtures" / "agents_cudaforge_paper"
+"""One file per agent and mode: the system and user messages the paper set sends (``CUDAFORGE_UPDATE_GOLDEN=1``
+rewrites them)."""
+
+SPEC_SHEET = {  # shaped as cudaforge.hardware.specs.gpu_spec_sheet returns it
+    "name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "memory_bytes": 150_119_129_088,
+    "l2_cache_bytes": 62_914_560, "shared_memory_per_block_bytes": 49152, "shared_memory_per_block_optin_bytes": 232448,
+    "shared_memory_per_sm_bytes": 233472, "registers_per_sm": 65536, "max_threads_per_sm": 2048, "warp_size": 32,
+    "uuid": "GPU-00000000-0000-0000-0000-000000000000", "max_sm_clock_mhz": 1980, "max_memory_clock_mhz": 3201,
+    "memory_bus_width_bits": 6144, "power_limit_w": 700.0, "driver_version": "570.00",
+    "peaks": {"memory_gbs": 4800, "fp32_tflops": 67.0, "tf32_tflops": 494.5, "fp16_tflops": 989.5,
+              "bf16_tflops": 989.5, "int8_tops": 1979.0, "table_key": "h200", "label": "H200 SXM 141GB", "source": "table"},
+    "warnings": [], "notes": [],
+}  # fmt: skip
+EXTRA_METRIC = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+"""A metric outside the paper's 24, as ncu's full set reports it."""
+
+
+def _metrics(scale: float) -> dict[str, MetricValue]:
+    """The 24 metrics with made-up values, the duration, and one metric outside the 24."""
+    values = {name: MetricValue(round((i + 1) * scale * 1.23456, 5), "%" if "pct" in name else "")
+              for i, name in enumerate(CUDAFORGE24)}  # fmt: skip
+    values["smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct"] = MetricValue(None, "%")  # n/a on sm_90
+    return {**values, "gpu__time_duration.sum": MetricValue(25100.0, "nsecond"), EXTRA_METRIC: MetricValue(12.5, "%")}
+
+
+KERNEL_NAME = "relu_scale(const float *, float *, float, int)"
+PROFILE = ProfileResult(
+    task_id=TASK.id, candidate_hash="0123456789abcdef", status=ProfileStatus.OK, metric_set="full",
+    kernels=[
+        KernelProfile(0, KERNEL_NAME, "relu_scale", True, "(1024, 1, 1)", "(256, 1, 1)", 0.0251, _metrics(1.0)),
+        KernelProfile(1, "void at::native::copy_kernel(...)", "copy_kernel", False, "(8, 1, 1)", "(128, 1, 1)", 0.002,
+                      _metrics(0.5)),
+        KernelProfile(2, KERNEL_NAME, "relu_scale", True, "(1024, 1, 1)", "(256, 1, 1)", 0.0249, _metrics(2.0)),
+    ],
+    totals={"gpu__time_duration.sum": MetricValue(50000.0, "nsecond"), CUDAFORGE24[0]: MetricValue(3.7, "cycle")},
+    library_kernel_names=["copy_kernel"], library_kernel_ms=0.002,
+    rules=[RuleMessage(rule="SOLBottleneck", type="OPT", message="memory is the bottleneck", kernel="relu_scale")],
+    roofline=Roofline(floor_ms=0.0011, bound="memory", sol_fraction=0.044), spec=SPEC_SHEET,
+).to_dict()  # fmt: skip
+"""A profile record as the loop stores it (``judge_metrics`` and ``kernels`` are what the Judge reads)."""
+
+PAPER_OPTIMIZATION = Feedback(
+    JudgeMode.optimization,
+    {
+        "bottleneck": "DRAM throughput is 41% of peak with scalar 4-byte loads.",
+        "optimisation_method": "Vectorised float4 loads and stores",
+        "modification_plan": "Process four elements per thread with float4; handle the tail separately.",
+    },
+)
+PAPER_OPTIMIZATION_REPLY = json.dumps(
+    {"bottleneck": PAPER_OPTIMIZATION.fields["bottleneck"],
+     "optimisation method": PAPER_OPTIMIZATION.fields["optimisation_method"],
+     "modification plan": PAPER_OPTIMIZATION.fields["modification_plan"]}, indent=2,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def paper() -> PromptLibrary:
+    """The cudaforge_paper templates."""
+    return PromptLibrary(template_set="cudaforge_paper")
+
+
+def paper_prompts(paper: PromptLibrary) -> dict[str, list[dict]]:
+    """The messages each agent sends in each mode with the paper set, through the agents' own methods."""
+    llm = FakeLLM(fenced(KERNEL), fenced(KERNEL), fenced(KERNEL), GOOD_JSON, PAPER_OPTIMIZATION_REPLY)
+    coder = Coder(llm, paper, backend=Backend.cuda)
+    judge = Judge(llm, paper, metric_names=judge_metric_names("cudaforge24"))
+    assert coder.first_attempt(TASK, gpu=SPEC_SHEET).ok
+    assert coder.repair(TASK, KERNEL, INCORRECT, feedback=CORRECTION_FEEDBACK).ok
+    assert coder.optimize(TASK, KERNEL, result=CORRECT, feedback=PAPER_OPTIMIZATION, gpu=SPEC_SHEET).ok
+    assert judge.correction(TASK, KERNEL, INCORRECT, gpu=SPEC_SHEET).feedback == CORRECTION_FEEDBACK
+    verdict = judge.optimization(TASK, KERNEL, CORRECT, gpu=SPEC_SHEET, metrics=PROFILE["judge_metrics"],
+                                 metric_set="full", kernels=PROFILE["kernels"])  # fmt: skip
+    assert verdict.feedback == PAPER_OPTIMIZATION
+    names = ["coder_first_attempt", "coder_repair", "coder_optimize", "judge_correction", "judge_optimization"]
+    return {name: messages for name, (messages, _) in zip(names, llm.calls)}
+
+
+def as_text(messages: list[dict]) -> str:
+    return "".join(f"=== {m['role']} ===\n{m['content']}\n" for m in messages)
+
+
+@pytest.mark.parametrize("name", ["coder_first_attempt", "coder_repair", "coder_optimize", "judge_correction",
+                                  "judge_optimization"])  # fmt: skip
+def test_paper_prompts_match_the_golden_files(paper, name):
+    text = as_text(paper_prompts(paper)[name])
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("CUDAFORGE_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{path} differs (CUDAFORGE_UPDATE_GOLDEN=1 rewrites it)"
+
+
+def _timing_free(text: str) -> bool:
+    """No timing of CORRECT in the text: no measured speedup, no milliseconds, no "Measured:" line."""
+    numbers = any(s in text for s in ("0.0412", "0.0251", "1.64", "1.6, 1.68", " ms", "Measured", "eager"))
+    return not numbers and not re.search(r"speedup\W*\d", text, re.I)
+
+
+def test_paper_prompts_show_what_the_papers_agents_saw_and_nothing_else(paper):
+    prompts = {name: as_text(messages) for name, messages in paper_prompts(paper).items()}
+    reference_only = ("class Model(", "def get_inputs", "torch.relu(x) * self.scale")
+    first = prompts["coder_first_attempt"]
+    assert REFERENCE in first and paper.example("elementwise_add")["solution"] in first
+    assert "H200" not in first and "sm_count" not in first and _timing_free(first)
+    repair = prompts["coder_repair"]
+    assert KERNEL in repair and not any(s in repair for s in reference_only), "the correction Coder: no reference"
+    assert "critical_issue: Grid covers n-1 elements" in repair and "minimal_fix_hint: Launch" in repair
+    assert "max abs error 3.1" in repair and "atol=0.0001" in repair
+    assert "[255, 1023]" not in repair and "tail (from flat index" not in repair  # only the largest error
+    assert "H200" not in repair and "dram__" not in repair and _timing_free(repair)
+    optimize = prompts["coder_optimize"]
+    assert KERNEL in optimize and not any(s in optimize for s in reference_only), "the optimisation Coder: no reference"
+    assert '"optimisation method": "Vectorised float4 loads and stores"' in optimize
+    assert '"modification plan": ' in optimize and "atol=1e-4 or rtol=1e-4" in optimize
+    assert "GPU name: NVIDIA H200" in optimize and "Architecture: Hopper" in optimize
+    assert "dram__" not in optimize and "sm__" not in optimize and _timing_free(optimize)
+    correction = prompts["judge_correction"]
+    assert REFERENCE in correction and KERNEL in correction and '"minimal_fix_hint": "<20 words at most>"' in correction
+    assert "max abs error 3.1" in correction and "H200" not in correction and _timing_free(correction)
+    optimization = prompts["judge_optimization"]
+    assert REFERENCE in optimization and KERNEL in optimization and "Architecture: Hopper" in optimization
+    assert '"optimisation method": "<35 words at most>"' in optimization and _timing_free(optimization)
+    assert "gpu__time_duration" not in optimization and "roofline" not in optimization.lower()
+    assert "copy_kernel" not in optimization and EXTRA_METRIC not in optimization
+
+
+def test_the_paper_judge_reads_exactly_the_24_metrics_of_the_last_launch(paper):
+    user = paper_prompts(paper)["judge_optimization"][1]["content"]
+    block = user.split("# Nsight Compute metrics (verbatim)\n", 1)[1].rsplit("\n\nRead all of the above", 1)[0]
+    metrics = json.loads(block)
+    assert list(metrics) == [KERNEL_NAME]
+    assert list(metrics[KERNEL_NAME]) == list(CUDAFORGE24)
+    assert metrics[KERNEL_NAME][CUDAFORGE24[0]] == round(1 * 2.0 * 1.23456, 3)  # launch 2, rounded as the paper's code
+    assert metrics[KERNEL_NAME]["smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct"] is None
+    everything = P.optimization_context(TASK, KERNEL, CORRECT, gpu=None, metrics=PROFILE["judge_metrics"],
+                                        kernels=PROFILE["kernels"])["kernel_metrics"]  # fmt: skip
+    assert set(everything[KERNEL_NAME]) == {*CUDAFORGE24, "gpu__time_duration.sum", EXTRA_METRIC}  # judge_metrics=all
+    assert P.kernel_metrics_context([{"name": "k", "own": True, "metrics": {}}]) == {}  # no ncu metrics: {}
+
+
+def test_the_24_metric_switch_limits_the_default_judges_table_too(lib):
+    table = PROFILE["judge_metrics"]
+    assert "roofline floor" in table and f"[relu_scale#2] {EXTRA_METRIC}" in table
+    kept = P.select_metrics(table, CUDAFORGE24)
+    assert {P._TABLE_PREFIX.sub("", key) for key in kept} == set(CUDAFORGE24)
+    assert f"[total] {CUDAFORGE24[0]}" in kept and "[relu_scale#0] launch" not in kept
+    assert P.select_metrics(table, ()) == table
+    llm = FakeLLM(json.dumps(OPTIMIZATION_FEEDBACK.fields))
+    Judge(llm, lib, metric_names=CUDAFORGE24).optimization(TASK, KERNEL, CORRECT, gpu=GPU, metrics=table,
+                                                            metric_set="full", kernels=PROFILE["kernels"])  # fmt: skip
+    user = llm.calls[0][0][1]["content"]
+    rows = [line.split(" | ")[0].strip("| ") for line in user.splitlines() if line.startswith("| [")]
+    assert rows and {P._TABLE_PREFIX.sub("", row) for row in rows} == set(CUDAFORGE24)
+    assert "roofline" not in user and "SOLBottleneck" not in user and "speedup 1.64x" in user  # timing stays (ours)
+    assert judge_metric_names("all") == () and judge_metric_names("cudaforge24") == CUDAFORGE24
+    with pytest.raises(ValueError, match="known: all, cudaforge24"):
+        judge_metric_names("top10")
+
+
+def test_the_paper_judge_accepts_the_papers_keys_and_fills_our_feedback(paper):
+    judge = Judge(FakeLLM(PAPER_OPTIMIZATION_REPLY), paper)
+    assert judge.optimization_keys == PAPER_OPTIMIZATION_KEYS and judge.correction_keys == CORRECTION_KEYS
+    result = judge.optimization(TASK, KERNEL, CORRECT, gpu=SPEC_SHEET)
+    assert result.ok and result.feedback.fields == PAPER_OPTIMIZATION.fields
+    underscored = json.dumps(PAPER_OPTIMIZATION.fields)  # our spelling is accepted too
+    assert Judge(FakeLLM(underscored), paper).optimization(TASK, KERNEL, CORRECT).feedback == PAPER_OPTIMIZATION
+    reply = f"The candidate never writes its tail.\n```json\n{GOOD_JSON}\n```"
+    assert Judge(FakeLLM(reply), paper).correction(TASK, KERNEL, INCORRECT).feedback == CORRECTION_FEEDBACK
+    # the default set still wants its fourth key
+    assert not Judge(FakeLLM(PAPER_OPTIMIZATION_REPLY, PAPER_OPTIMIZATION_REPLY), PromptLibrary()).optimization(
+        TASK, KERNEL, CORRECT).ok  # fmt: skip
+
+
+def test_malformed_paper_judge_replies_fail_as_before(paper):
+    partial = json.dumps({"bottleneck": "dram", "optimisation method": "float4"})
+    llm = FakeLLM(partial, "No JSON here, sorry.")
+    result = Judge(llm, paper).optimization(TASK, KERNEL, CORRECT)
+    assert not result.ok and result.feedback is None and result.failure == "the reply holds no JSON object"
+    assert "lacks (or leaves empty) the keys: modification_plan" in result.conversation.parse_errors[0]
+    follow_up = llm.calls[1][0][-1]["content"]
+    assert '"bottleneck", "optimisation method", "modification plan"' in follow_up
+    llm = FakeLLM("{'critical_issue': 'a'", '{"critical_issue": "a", "why_it_matters": ""}')
+    result = Judge(llm, paper).correction(TASK, KERNEL, COMPILE_ERROR)
+    assert not result.ok and "why_it_matters, minimal_fix_hint" in result.failure
+    assert '"critical_issue", "why_it_matters", "minimal_fix_hint"' in llm.calls[1][0][-1]["content"]
+
+
+def test_every_paper_template_renders_and_documents_what_it_reads(paper, lib):
+    assert set(lib.names()) <= set(paper.names())  # what the set lacks comes from the default folder
+    for name in paper.names():
+        assert paper.variables(name) == paper.documented_variables(name), name
+        if name == "skills/distill":  # not a Coder or Judge prompt: the default folder's
+            continue
+        assert paper.path(name).is_relative_to(P.DEFAULT_ROOT / "cudaforge_paper"), name
+        head = paper.path(name).read_text().split("-#}", 1)[0]  # the opening comment says what it mirrors
+        assert re.search(r"Mirrors:.*Leaves out:|Not in the paper:", head, re.S), name
+    context = P.first_attempt_context(TASK, example=None, gpu=None, backend="cuda")
+    zero_shot = paper.render("coder/first_attempt", **context)
+    assert "The following example" not in zero_shot and REFERENCE in zero_shot
+    no_judge = P.optimize_context(TASK, KERNEL, result=None, feedback=None, gpu=None, backend="cuda")
+    text = paper.render("coder/optimize", **no_judge)
+    assert "No optimisation instructions were given." in text
+    assert "GPU name: unknown" in text and "(none available)" in text
+    text = paper.render("coder/repair", **P.repair_context(TASK, KERNEL, COMPILE_ERROR, feedback=None, backend="cuda"))
+    assert "No critical problem was named beforehand." in text and "fmaxff" in text
+
+
+def test_template_sets_are_named_and_checked(paper):
+    assert set(TEMPLATE_SETS) == {"default", "cudaforge_paper"} and paper.template_set.name == "cudaforge_paper"
+    assert PromptLibrary().template_set is TEMPLATE_SETS["default"]
+    with pytest.raises(PromptTemplateError, match="unknown template set 'paper'; known: default, cudaforge_paper"):
+        PromptLibrary(template_set="paper")
+    with pytest.raises(ValueError, match="asks for cuda or any kernels, not triton"):
+        Coder(FakeLLM(), paper, backend=Backend.triton)
+    assert Coder(FakeLLM(), paper, backend=Backend.any).example_context()["name"] == "elementwise_add"
+    custom = PromptLibrary(template_set="cudaforge_paper", templates={"coder/repair": "coder/optimize"})
+    assert custom.path("coder/repair") == paper.path("coder/optimize")  # a swap names a template of the set
+
+
+def test_the_error_log_keeps_the_tail_of_one_text():
+    lines = "\n".join(f"line {i}" for i in range(400))
+    long = dataclasses.replace(COMPILE_ERROR, message=lines, compile_log_trimmed="")
+    log = P.error_log(long)
+    assert log.splitlines() == [f"line {i}" for i in range(250, 400)]
+    message = "TypeError: relu_scale_cuda(): incompatible arguments\nInvoked with: tensor([[...]])"
+    pybind = dataclasses.replace(COMPILE_ERROR, status=EvalStatus.RUNTIME_ERROR, message=message)
+    assert P.error_log(pybind) == "TypeError: relu_scale_cuda(): incompatible arguments"
+    shapes = dataclasses.replace(INCORRECT, diff=dataclasses.replace(INCORRECT.diff, actual_shape=[256, 1023]))
+    assert "expected shape [256, 1024] float32, got [256, 1023] float32" in P.error_log(shapes)
+
+
+def test_a_named_gpu_sheet_comes_from_the_datasheet_table():
+    from cudaforge.hardware import specs
+
+    sheet = specs.named_gpu_sheet("Quadro RTX 6000")
+    assert sheet == specs.named_gpu_sheet("quadro-rtx-6000")
+    card = P.gpu_card_context(sheet)
+    assert card["name"] == "Quadro RTX 6000" and card["architecture"] == "Turing"
+    assert card["details"]["compute_capability"] == "7.5" and card["details"]["peaks.fp32_tflops"] == "16.3"
+    assert "peaks.tf32_tflops" not in card["details"]  # Turing has none
+    assert P.gpu_card_context(SPEC_SHEET)["architecture"] == "Hopper"
+    assert set(specs.COMPUTE_CAPABILITIES) == set(specs.PEAK_TABLE)
+    with pytest.raises(ValueError, match="no such GPU in the datasheet table; use 'local' or one of: b200"):
+        specs.named_gpu_sheet("Voodoo 2")
+
+
+def test_the_runner_wires_the_agents_group(tmp_path):
+    from cudaforge.config import CudaforgeConfig, JudgeMetrics, TemplateSetName
+    from cudaforge.run.runner import make_context
+
+    cfg = CudaforgeConfig()
+    cfg.profile.enabled, cfg.eval.device = False, "cpu"
+    cfg.agents.template_set, cfg.agents.judge_metrics = TemplateSetName.cudaforge_paper, JudgeMetrics.cudaforge24
+    cfg.agents.gpu_spec = "Quadro RTX 6000"
+    cfg.strategy.backend = "cuda"
+    ctx = make_context(cfg, tmp_path / "run")
+    assert ctx.coder.prompts.template_set.name == "cudaforge_paper" and ctx.judge.prompts is ctx.coder.prompts
+    assert ctx.judge.metric_names == CUDAFORGE24 and ctx.judge.optimization_keys == PAPER_OPTIMIZATION_KEYS
+    assert ctx.gpu_spec["name"] == "Quadro RTX 6000" and ctx.gpu_spec["architecture"] == "Turing"
+    default = make_context(dataclasses.replace(CudaforgeConfig(), profile=cfg.profile, eval=cfg.eval), tmp_path / "d")
+    assert default.coder.prompts.template_set.name == "default" and default.judge.metric_names == ()

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from cudaforge.config import CONFIG_DIR, CudaforgeConfig, register_configs
 
-GROUPS = ["suite", "coder", "judge", "strategy", "eval", "profile", "tracker", "experiment"]
+GROUPS = ["suite", "coder", "judge", "strategy", "agents", "eval", "profile", "tracker", "experiment"]
 
 
 def options(group: str) -> list[str]:
@@ -48,6 +48,20 @@ def test_defaults_are_the_offline_demo():
     assert cfg.suite.name == "tiny" and cfg.coder.model == "scripted/demo"
     assert cfg.strategy.max_rounds == 10 and cfg.eval.correctness_trials == 5
     assert cfg.profile.metric_set.value == "cudaforge24" and cfg.profile.clock_control == "none"
+
+
+def test_the_agents_group_picks_the_prompts():
+    from cudaforge.config import JudgeMetrics, TemplateSetName
+
+    default = OmegaConf.to_object(compose_with([])).agents
+    assert (default.template_set, default.judge_metrics, default.gpu_spec) == (
+        TemplateSetName.default, JudgeMetrics.all, "local")  # fmt: skip
+    paper = OmegaConf.to_object(compose_with(["agents=cudaforge_paper", "agents.gpu_spec=quadro-rtx-6000"])).agents
+    assert (paper.template_set, paper.judge_metrics, paper.gpu_spec) == (
+        TemplateSetName.cudaforge_paper, JudgeMetrics.cudaforge24, "quadro-rtx-6000")  # fmt: skip
+    for bad in ["agents.judge_metrics=top10", "agents.template_set=paper"]:
+        with pytest.raises(ConfigCompositionException):
+            compose_with([bad])
 
 
 def test_experiment_overlay_sets_groups():

@@ -239,6 +239,49 @@ def test_minute_budget(tmp_path, relu):
     assert result.stop_reason == "max_minutes" and result.rounds == 1
 
 
+class WaitsForTheGpu:
+    """A stand-in evaluator that spends ``wait_s`` as if queued for a GPU's lock and records it as the verifier does."""
+
+    def __init__(self, wait_s):
+        self.wait_s = wait_s
+
+    def evaluate(self, task, source):
+        import time
+
+        from cudaforge.types import EvalResult, EvalStatus
+
+        time.sleep(self.wait_s)
+        return EvalResult(task.id, "x", EvalStatus.CORRECT, fingerprint={"gpu_lock_wait_s": self.wait_s})
+
+
+class WaitingProfiler(StandInProfiler):
+    """A stand-in profiler whose result records a wait for the GPU's lock."""
+
+    def profile(self, task, source, measured_ms=None):
+        import time
+
+        self.calls += 1
+        time.sleep(0.03)
+        result = StandInProfile()
+        result.to_dict = lambda: {"status": "unavailable", "phase_seconds": {"gpu_lock_wait": 0.03}}
+        return result
+
+
+def test_wall_and_active_minutes_count_gpu_lock_waits_once(tmp_path, relu):
+    """Wall minutes include the waits for a GPU's lock (evaluation and profiling); active minutes leave them out.
+    A reused evaluation and a cached profile waited in their first round only."""
+    scripts([GOOD, GOOD, GOOD], [OPTIMIZATION, OPTIMIZATION])
+    cfg = config(tmp_path, rounds=3)
+    ctx = make_context(cfg, tmp_path / "run", evaluator=WaitsForTheGpu(0.05), profiler=WaitingProfiler())
+    result = run_one(ctx, relu)
+    assert [r.reused_evaluation for r in result.history] == [False, True, True]
+    assert result.time_split["gpu_lock_wait"] == pytest.approx(0.08)
+    assert (result.wall_minutes - result.active_minutes) * 60 == pytest.approx(0.08)
+    assert result.wall_minutes >= result.minutes > 0.08 / 60  # the steps, and the bookkeeping between them
+    row = json.loads(ctx.store.results_path.read_text().splitlines()[-1])
+    assert row["wall_minutes"] == pytest.approx(result.wall_minutes) and row["active_minutes"] is not None
+
+
 class Killed(BaseException):
     """Stands in for the process being killed in the middle of a step."""
 
@@ -274,6 +317,7 @@ def test_resume_after_a_kill_mid_round_repeats_no_finished_step(tmp_path, relu):
     assert coder.remaining == 0 and judge.remaining == 0
     new_rows = ctx2.ledger.rows[paid_before:]
     assert len(new_rows) == 2 and not any(r.cache_hit for r in new_rows)  # round 2's judge, round 3's coder
+    assert result.wall_minutes >= result.minutes  # the steps before the kill count, the downtime does not
 
 
 @pytest.mark.slow

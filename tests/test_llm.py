@@ -198,7 +198,7 @@ def test_unpriced_model_is_none_not_zero(script_name):
     install_script(script_name, ["a b"])
     llm = client(script_name)
     reply = llm.complete(ask("x"))
-    assert reply.cost_usd is None and reply.row.priced is False
+    assert reply.cost_usd is None and reply.row.priced is False and reply.row.price_source == "none"
     assert llm.ledger.totals().cost_usd is None and llm.ledger.totals().unpriced_calls == 1
 
 
@@ -211,7 +211,7 @@ def test_cost_from_litellm_price_map():
     cached, _ = cost_for("openai/gpt-4o", Usage(1000, 100, cached_prompt_tokens=500))
     assert cached < expected
     # litellm's own cost_per_token answers $0 for some unlisted names (this one, in 1.110): not us
-    unlisted = ["hosted_vllm/my-model", "openai/mystery", "anthropic/claude-sonnet-4-20250514"]
+    unlisted = ["hosted_vllm/my-model", "openai/mystery", "anthropic/claude-3-unreleased-20990101"]
     for model in unlisted:
         if model not in litellm.model_cost and model.split("/")[1] not in litellm.model_cost:
             assert cost_for(model, usage) == (None, False), model
@@ -231,6 +231,103 @@ def test_custom_prices_win(script_name):
     reply = client(script_name, input_cost_per_token=1e-6, output_cost_per_token=2e-6).complete(ask("x"))
     assert reply.row.priced and reply.cost_usd == pytest.approx(5 * 1e-6 + 3 * 2e-6)
     assert cost_for("openai/gpt-4o", Usage(10, 10), input_cost_per_token=1.0) == (10.0, True)
+
+
+# Shipped configs whose model is deliberately not priced by litellm's map or the override file: a config added
+# without a price fails test_every_shipped_config_has_a_price until it is priced or listed here with a reason.
+DELIBERATELY_UNPRICED = {
+    "demo.yaml": "scripted/demo answers from a transcript in-process: no provider, no price list",
+    "local_vllm.yaml": "a local vLLM server: no price list (set input_cost_per_token / output_cost_per_token)",
+    "local_qwq_32b.yaml": "a local vLLM server: no price list (set input_cost_per_token / output_cost_per_token)",
+}
+
+
+def _shipped_configs() -> list[tuple[str, Path, dict]]:
+    import yaml
+
+    from cudaforge.config import CONFIG_DIR
+
+    return [(f"{group}/{path.name}", path, yaml.safe_load(path.read_text()))
+            for group in ("coder", "judge") for path in sorted((CONFIG_DIR / group).glob("*.yaml"))
+            if path.name != "schema.yaml"]  # fmt: skip
+
+
+def test_every_shipped_config_has_a_price():
+    from cudaforge.llm.pricing import PriceSource, price_source
+
+    configs = _shipped_configs()
+    assert {name.split("/")[1] for name, _, _ in configs} >= {"openai_o3.yaml", "claude_sonnet_4.yaml"}
+    for name, path, data in configs:
+        model = data["model"]
+        source = price_source(model)  # the tables only: a price in a shipped config would have no source or date
+        if path.name in DELIBERATELY_UNPRICED:
+            assert source is PriceSource.none, f"{name}: {model} is priced ({source.value}): take it off the list"
+            assert model.startswith("scripted/") or data.get("api_base"), f"{name}: not local, not scripted"
+        else:
+            assert source in (PriceSource.litellm, PriceSource.override), (
+                f"{name}: no price for {model} in litellm's map or cudaforge/resources/prices/overrides.yaml")
+            assert data.get("input_cost_per_token") is None and data.get("output_cost_per_token") is None, (
+                f"{name}: put its price in overrides.yaml, with its source and date")
+
+
+def test_shipped_prices_of_the_papers_models():
+    """o3 and GPT-5 from litellm's map, Claude Sonnet 4 (not in litellm 1.110 under its Anthropic id) from the
+    override file; per 1M tokens: in, out, cached in."""
+    from cudaforge.llm.pricing import PriceSource, price_source
+
+    tenth = 100_000  # a tenth of 1M tokens: under the 200K long-context tier
+    for model, (inp, out, cached) in {"openai/o3": (2.0, 8.0, 0.5), "openai/gpt-5": (1.25, 10.0, 0.125),
+                                      "anthropic/claude-sonnet-4-20250514": (3.0, 15.0, 0.3)}.items():  # fmt: skip
+        assert 10 * cost_for(model, Usage(tenth, 0))[0] == pytest.approx(inp), model
+        assert 10 * cost_for(model, Usage(0, tenth))[0] == pytest.approx(out), model
+        assert 10 * cost_for(model, Usage(tenth, 0, cached_prompt_tokens=tenth))[0] == pytest.approx(cached), model
+    assert price_source("openai/o3") is PriceSource.litellm
+    sonnet = "anthropic/claude-sonnet-4-20250514"
+    if price_source(sonnet) is PriceSource.override:  # a newer litellm map that lists it again wins
+        assert cost_for(sonnet, Usage(300_000, 1_000_000))[0] == pytest.approx(0.3 * 6.0 + 22.5)  # long-context tier
+        assert cost_for(sonnet, Usage(1000, 10, cached_prompt_tokens=400))[0] == pytest.approx(
+            600 * 3e-6 + 400 * 3e-7 + 10 * 1.5e-5)
+    assert 10 * cost_for("claude-sonnet-4-20250514", Usage(tenth, 0))[0] == pytest.approx(3.0)  # the bare id too
+
+
+def test_price_sources_in_order(monkeypatch):
+    from cudaforge.llm import pricing
+
+    assert pricing.price_source("openai/o3", input_cost_per_token=0.0) is pricing.PriceSource.config
+    assert pricing.price_source("hosted_vllm/my-model") is pricing.PriceSource.none
+    assert not pricing.is_priced("hosted_vllm/my-model") and pricing.is_priced("anthropic/claude-sonnet-4-20250514")
+    # litellm's own map wins over the override file when both list a model
+    monkeypatch.setitem(litellm.model_cost, "claude-sonnet-4-20250514", {
+        "litellm_provider": "anthropic", "input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6,
+        "max_input_tokens": 1000, "max_output_tokens": 10})  # fmt: skip
+    assert pricing.price_source("anthropic/claude-sonnet-4-20250514") is pricing.PriceSource.litellm
+    assert pricing.cost_for("anthropic/claude-sonnet-4-20250514", Usage(10, 10)) == (pytest.approx(2e-5), True)
+
+
+def test_override_prices_bound_the_preflight():
+    from cudaforge.llm.pricing import max_call_cost
+
+    # a full 200K-token window and a 16K reply (the shipped config's max_tokens) at $3 / $15 per 1M tokens
+    assert max_call_cost("anthropic/claude-sonnet-4-20250514", max_tokens=16000) == pytest.approx(0.6 + 0.24)
+    assert max_call_cost("hosted_vllm/my-model") is None
+
+
+def test_override_file_entries_are_sourced_and_dated(tmp_path):
+    from cudaforge.llm.pricing import OVERRIDES_FILE, load_overrides
+
+    shipped = load_overrides()
+    assert shipped and OVERRIDES_FILE.is_file()
+    for name, entry in shipped.items():
+        assert entry["source"] and entry["as_of"], name
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("models:\n  some-model:\n    input_cost_per_token: 1.0e-6\n    output_cost_per_token: 2.0e-6\n"
+                   "    source: https://example.org/prices\n")
+    with pytest.raises(ValueError, match="some-model.*as_of"):
+        load_overrides(bad)
+    bad.write_text("models:\n  some-model:\n    input_cost_per_token: cheap\n    output_cost_per_token: 2.0e-6\n"
+                   "    source: x\n    as_of: 2026-01-01\n")
+    with pytest.raises(ValueError, match="input_cost_per_token"):
+        load_overrides(bad)
 
 
 # --------------------------------------------------------------------------- cache

@@ -240,3 +240,22 @@ def test_the_key_table_says_what_litellm_says(monkeypatch):
         monkeypatch.setenv(names[0], "dummy")
         assert missing_keys(model) == [] == litellm.validate_environment(model=model)["missing_keys"]
     assert missing_keys("o3") == []  # OPENAI_API_KEY is set by now, a bare OpenAI name is OpenAI's
+
+
+def test_a_recording_whose_prompts_never_name_the_task_is_covered_through_its_ledger(tmp_path):
+    """The CudaForge paper's templates do not name the task; the recording run's ledger, beside its cache, says
+    which tasks its calls were for (only answered calls of the model count; a torn line is skipped)."""
+    import json
+
+    tiny = suite_ids("tiny")
+    path = tmp_path / "llm_cache.sqlite"
+    with ResponseCache(path, CacheMode.read_write) as cache:
+        cache.put("k1", {"model": "scripted/x", "messages": [{"role": "user", "content": "a reference"}]},
+                  CachedReply("reply", Usage()))  # fmt: skip
+    rows = [{"model": "scripted/x", "meta": {"task_id": tiny[0]}, "error": ""},
+            {"model": "scripted/x", "meta": {"task_id": tiny[1]}, "error": "APIError: boom"},
+            {"model": "scripted/y", "meta": {"task_id": tiny[2]}, "error": ""}]
+    (tmp_path / "ledger.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + '\n{"torn')
+    models = [{"role": "coder", "model": "scripted/x"}]
+    [problem] = check_models(models, tiny, cache_mode="replay_only", cache_path=path)
+    assert problem.tasks == tuple(tiny[1:])

@@ -47,8 +47,10 @@ def test_the_wheel_holds_every_data_file(installed):
     assert wanted and not wanted - names, sorted(wanted - names)[:10]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     for must in ("configs/cudaforge.yaml", "agents/coder/first_attempt.j2", "suites/tiny", "demo/tiny_transcript.yaml",
-                 "published/cudaforge.yaml", "candidates/triton_relu.py"):  # fmt: skip
+                 "published/cudaforge.yaml", "candidates/triton_relu.py", "prices/overrides.yaml"):  # fmt: skip
         assert any(n.startswith(f"cudaforge/resources/{must}") for n in names), must
+    licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE")]
+    assert licence and b"Apache License" in zipfile.ZipFile(wheel).read(licence[0])  # the text the metadata names
 
 
 def test_the_installed_command_runs_from_any_directory(installed, tmp_path):

@@ -129,9 +129,42 @@ def test_unpriced_tasks_have_no_dollar_figure():
     assert group_stats("g", [result("t/level1/3_C", 2.0)], bootstrap=0).values["dollars"].value == 0.0  # priced at $0
 
 
+def test_wall_and_active_minutes_with_old_rows_falling_back():
+    new = [result("kb/level1/1_A", 2.0, minutes=10, wall_minutes=12, active_minutes=4),
+           result("kb/level1/2_B", 1.0, minutes=20, wall_minutes=20, active_minutes=8)]  # fmt: skip
+    old = TaskResult.from_json(json.dumps({"task_id": "kb/level1/3_C", "correct": False, "minutes": 30}))
+    assert (old.wall_minutes, old.active_minutes, old.minutes) == (None, None, 30)  # rows from before still load
+    stats = group_stats("level1", new + [old], bootstrap=0)
+    assert stats.values["minutes"].value == pytest.approx((12 + 20 + 30) / 3)  # wall: an old row's minutes
+    assert stats.values["active_minutes"].value == pytest.approx(6.0)  # over the rows that have it
+
+
+def test_report_labels_minutes_and_says_when_tasks_ran_at_once(tmp_path):
+    new = [result("kb/level1/1_A", 2.0, minutes=10, wall_minutes=10, active_minutes=4)]
+    one_at_a_time = write_run(tmp_path / "serial", new, "concurrency: 1\n")
+    concurrent = write_run(tmp_path / "parallel", new, "concurrency: 8\n")
+    old = write_run(tmp_path / "old", [result("kb/level1/1_A", 2.0, minutes=7)])
+
+    serial = build_report([one_at_a_time], bootstrap=0)
+    assert [m.header for m in serial.metrics if "min" in m.header] == ["wall min / kernel"]
+    assert not any("concurrency" in note or "recorded before" in note for note in serial.notes)
+    assert any("minutes per kernel when tasks run one at a time" in note for note in serial.notes)
+
+    both = build_report([one_at_a_time, concurrent, old], labels=["serial", "parallel", "old"], bootstrap=0)
+    assert [m.header for m in both.metrics if "min" in m.header] == ["wall min / kernel", "active min / kernel"]
+    assert [n for n in both.notes if n.startswith("parallel: up to 8 tasks ran at once (concurrency=8)")]
+    assert [n for n in both.notes if "not comparable with the CudaForge paper's minutes per kernel" in n]
+    assert [n for n in both.notes if n.startswith("old: 1 task(s) recorded before wall and active minutes")]
+    text = markdown(both)
+    assert "| parallel |" in text and "| 10.0 | 4.0 |" in text  # wall, then active
+    assert "| old |" in text and "| 7.0 | – |" in text  # an old run: its minutes, no active minutes
+    assert "active_minutes" in csv_text(both)
+
+
 def test_bootstrap_intervals_contain_the_estimate_and_are_seeded():
     results = [result(f"kb/level{1 + i % 2}/{i}_T", 0.5 + (i * 37 % 23) / 10, correct=i % 7 != 0,
-                      cost_usd=0.01 * i, minutes=i % 5, tokens_in=i) for i in range(40)]  # fmt: skip
+                      cost_usd=0.01 * i, minutes=i % 5, wall_minutes=i % 5, active_minutes=i % 3,
+                      tokens_in=i) for i in range(40)]  # fmt: skip
     a = run_stats(results, bootstrap=400, seed=3)
     for group in a.values():
         for key, est in group.values.items():

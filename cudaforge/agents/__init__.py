@@ -10,10 +10,11 @@ from cudaforge.agents.coder import Coder
 from cudaforge.agents.conversation import ChatModel, Reply, converse
 from cudaforge.agents.judge import Judge
 from cudaforge.agents.parsing import CodeExtraction, JsonExtraction, extract_code, extract_json, repair_json
-from cudaforge.agents.prompts import PromptLibrary, PromptTemplateError
+from cudaforge.agents.prompts import TEMPLATE_SETS, PromptLibrary, PromptTemplateError, TemplateSet, get_template_set
 from cudaforge.agents.records import (
     CORRECTION_KEYS,
     OPTIMIZATION_KEYS,
+    PAPER_OPTIMIZATION_KEYS,
     Backend,
     CoderMode,
     CoderResult,
@@ -38,11 +39,15 @@ __all__ = [
     "JudgeMode",
     "JudgeResult",
     "OPTIMIZATION_KEYS",
+    "PAPER_OPTIMIZATION_KEYS",
     "PromptLibrary",
     "PromptTemplateError",
     "Reply",
+    "TEMPLATE_SETS",
+    "TemplateSet",
     "converse",
     "extract_code",
     "extract_json",
+    "get_template_set",
     "repair_json",
 ]

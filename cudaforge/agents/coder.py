@@ -65,6 +65,12 @@ class Coder:
             raise ValueError(f"max_follow_ups must be >= 0, not {self.max_follow_ups}")
         object.__setattr__(self, "backend", Backend(self.backend))
         object.__setattr__(self, "skills", tuple(self.skills))
+        supported = self.prompts.template_set.backends
+        if self.backend not in supported:
+            raise ValueError(
+                f"template set {self.prompts.template_set.name!r} asks for {' or '.join(b.value for b in supported)} "
+                f"kernels, not {self.backend.value} (set strategy.backend accordingly)"
+            )
 
     def example_context(self) -> dict[str, str] | None:
         """The one-shot example the first attempt shows, or None."""

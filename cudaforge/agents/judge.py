@@ -22,8 +22,20 @@ from cudaforge.agents.prompts import (
     judge_follow_up_context,
     optimization_context,
 )
-from cudaforge.agents.records import CORRECTION_KEYS, OPTIMIZATION_KEYS, Feedback, JudgeMode, JudgeResult
+from cudaforge.agents.records import Feedback, JudgeMode, JudgeResult
+from cudaforge.profile.metrics import CUDAFORGE24
 from cudaforge.types import EvalResult, Task
+
+JUDGE_METRICS: dict[str, tuple[str, ...]] = {"all": (), "cudaforge24": CUDAFORGE24}
+"""``agents.judge_metrics`` -> the metrics the Judge's optimisation prompt keeps (empty: every one the profile has)."""
+
+
+def judge_metric_names(choice: str) -> tuple[str, ...]:
+    """The metric names for ``agents.judge_metrics``: ``all`` gives none (no filter), ``cudaforge24`` the paper's 24."""
+    try:
+        return JUDGE_METRICS[str(getattr(choice, "value", choice))]
+    except KeyError:
+        raise ValueError(f"unknown judge_metrics {choice!r}; known: {', '.join(JUDGE_METRICS)}") from None
 
 
 @dataclass(frozen=True)
@@ -34,20 +46,26 @@ class Judge:
     """The model (``cudaforge.llm.LLMClient`` or anything with ``complete(messages, **meta)``)."""
     prompts: PromptLibrary = field(default_factory=PromptLibrary)
     """The templates."""
-    correction_keys: Sequence[str] = CORRECTION_KEYS
-    """Keys the correction JSON must have (change with the template)."""
-    optimization_keys: Sequence[str] = OPTIMIZATION_KEYS
-    """Keys the optimisation JSON must have (change with the template)."""
+    correction_keys: Sequence[str] | None = None
+    """Keys the correction JSON must have (None: those of the prompts' template set; change with the template)."""
+    optimization_keys: Sequence[str] | None = None
+    """Keys the optimisation JSON must have (None: those of the prompts' template set; change with the template)."""
     max_follow_ups: int = 1
     """Follow-up prompts after an unusable reply before the step fails."""
     max_report_chars: int = MAX_REPORT_CHARS
     """Cap on the evaluator's report quoted in a correction prompt."""
+    metric_names: Sequence[str] = ()
+    """Only these metrics in the optimisation prompt (``agents.judge_metrics``; empty: every metric the profile has)."""
 
     def __post_init__(self) -> None:
         if self.max_follow_ups < 0:
             raise ValueError(f"max_follow_ups must be >= 0, not {self.max_follow_ups}")
-        object.__setattr__(self, "correction_keys", tuple(self.correction_keys))
-        object.__setattr__(self, "optimization_keys", tuple(self.optimization_keys))
+        templates = self.prompts.template_set
+        correction = templates.correction_keys if self.correction_keys is None else self.correction_keys
+        optimization = templates.optimization_keys if self.optimization_keys is None else self.optimization_keys
+        object.__setattr__(self, "correction_keys", tuple(correction))
+        object.__setattr__(self, "optimization_keys", tuple(optimization))
+        object.__setattr__(self, "metric_names", tuple(self.metric_names))
 
     def required_keys(self, mode: JudgeMode) -> tuple[str, ...]:
         """The keys the JSON of ``mode`` must have."""
@@ -69,11 +87,15 @@ class Judge:
         gpu: Mapping[str, Any] | None = None,
         metrics: Mapping[str, Any] | None = None,
         metric_set: str = "",
+        kernels: Sequence[Mapping[str, Any]] | None = None,
         **meta: Any,
     ) -> JudgeResult:
         """Find the bottleneck of the correct ``kernel`` from the GPU's spec sheet, its ``metrics``
-        (name -> value with unit; empty: reason from timings) and the timing in ``result``."""
-        context = optimization_context(task, kernel, result, gpu=gpu, metrics=metrics, metric_set=metric_set)
+        (name -> value with unit; empty: reason from timings), the profile's ``kernels``
+        (``KernelProfile`` dicts, for metrics per kernel) and the timing in ``result``; only
+        ``metric_names`` are shown when that is set."""
+        context = optimization_context(task, kernel, result, gpu=gpu, metrics=metrics, metric_set=metric_set,
+                                       kernels=kernels, only_metrics=self.metric_names)  # fmt: skip
         return self.run(JudgeMode.optimization, context, **meta)
 
     def run(self, mode: JudgeMode, context: Mapping[str, Any], **meta: Any) -> JudgeResult:

@@ -5,6 +5,11 @@ can swap any template for another file, or for another template of the folder, t
 ``PromptLibrary(templates={"coder/repair": "path/or/name"})``. Rendering is strict: a variable
 the context lacks is an error that names the template and the line.
 
+A template set (``TEMPLATE_SETS``) is a whole alternative set of prompts under the same names:
+``default`` is the folder itself, ``cudaforge_paper`` the subfolder ``cudaforge_paper/`` (what the
+CudaForge paper's agents are shown, in our words). ``PromptLibrary(template_set=...)`` reads a set's
+folder first and the default folder for what the set does not hold (examples, follow-ups it keeps).
+
 The context builders below are pure functions from records (``Task``, ``EvalResult``,
 ``Feedback``) and plain mappings (a GPU spec sheet, a metrics table) to the plain dicts and
 strings the templates read; each template documents its context in its opening comment.
@@ -16,14 +21,23 @@ import json
 import re
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import jinja2
 from jinja2 import meta
 
-from cudaforge.agents.records import Backend, Feedback, JudgeMode
+from cudaforge.agents.records import (
+    CORRECTION_KEYS,
+    OPTIMIZATION_KEYS,
+    PAPER_OPTIMIZATION_KEYS,
+    Backend,
+    Feedback,
+    JudgeMode,
+)
 from cudaforge.config import PROJECT_ROOT, RESOURCES
+from cudaforge.hardware.specs import ARCHITECTURES
 from cudaforge.types import EvalResult, EvalStatus, Task
 
 DEFAULT_ROOT = RESOURCES / "agents"
@@ -32,6 +46,10 @@ SUFFIX = ".j2"
 """File suffix of a template."""
 MAX_REPORT_CHARS = 8000
 """Default cap on the evaluator's report quoted in a prompt (the middle is cut)."""
+ERROR_LOG_LINES = 150
+"""Lines of a failure's text that ``error_log`` keeps: the last 150, as the CudaForge paper's code does."""
+ERROR_LOG_MAX_CHARS = 32000
+"""A cap on those lines (head and tail kept) against a few giant lines; 150 lines of a compiler log are far shorter."""
 
 Messages = list[dict[str, str]]
 """A chat: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``."""
@@ -41,6 +59,50 @@ class PromptTemplateError(Exception):
     """A template is missing, does not parse, or uses a variable its context lacks."""
 
 
+@dataclass(frozen=True)
+class TemplateSet:
+    """A named set of Coder and Judge templates, and what goes with it."""
+
+    name: str
+    """The set's name (``agents.template_set``)."""
+    folder: str | None
+    """Its folder under the templates root (None: the root itself); names it lacks come from the root."""
+    correction_keys: tuple[str, ...]
+    """The keys its ``judge/correction`` template asks for."""
+    optimization_keys: tuple[str, ...]
+    """The keys its ``judge/optimization`` template asks for."""
+    backends: tuple[Backend, ...]
+    """The kernel backends its Coder templates can ask for."""
+
+
+TEMPLATE_SETS: dict[str, TemplateSet] = {
+    # Our own prompts: the default.
+    "default": TemplateSet("default", None, CORRECTION_KEYS, OPTIMIZATION_KEYS, tuple(Backend)),
+    # What the CudaForge paper's agents are shown, per agent and mode (cudaforge_paper/*/*.j2 say what each
+    # mirrors); CUDA only, as the paper's prompts (``any`` gets CUDA).
+    "cudaforge_paper": TemplateSet(
+        "cudaforge_paper", "cudaforge_paper", CORRECTION_KEYS, PAPER_OPTIMIZATION_KEYS, (Backend.cuda, Backend.any)
+    ),
+}
+"""The template sets, by name."""
+
+
+def get_template_set(name: str | TemplateSet) -> TemplateSet:
+    """The template set called ``name``; an unknown name is an error listing the known ones."""
+    if isinstance(name, TemplateSet):
+        return name
+    try:
+        return TEMPLATE_SETS[str(getattr(name, "value", name))]
+    except KeyError:
+        raise PromptTemplateError(f"unknown template set {name!r}; known: {', '.join(TEMPLATE_SETS)}") from None
+
+
+def to_json(value: Any, indent: int | None = None) -> str:
+    """The ``json`` filter of the templates: a value as JSON text, non-ASCII kept, nothing HTML-escaped
+    (Jinja's own ``tojson`` writes ``<`` as ``\\u003c``, which a kernel's text should not get)."""
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+
+
 def template_name(name: str) -> str:
     """The canonical name of a template: forward slashes, no ``.j2`` suffix."""
     name = name.replace("\\", "/").strip("/")
@@ -48,15 +110,19 @@ def template_name(name: str) -> str:
 
 
 class _Loader(jinja2.BaseLoader):
-    """Loads ``<root>/<name>.j2``, or the file a config put in its place (includes too)."""
+    """Loads ``<folder>/<name>.j2`` from the first folder that has it, or the file a config put in
+    its place (includes too)."""
 
-    def __init__(self, root: Path, overrides: Mapping[str, Path]) -> None:
-        self.root = root
+    def __init__(self, folders: Sequence[Path], overrides: Mapping[str, Path]) -> None:
+        self.folders = list(folders)
         self.overrides = dict(overrides)
 
     def path(self, name: str) -> Path:
         name = template_name(name)
-        return self.overrides.get(name, self.root / f"{name}{SUFFIX}")
+        if name in self.overrides:
+            return self.overrides[name]
+        paths = [folder / f"{name}{SUFFIX}" for folder in self.folders]
+        return next((p for p in paths if p.is_file()), paths[0])
 
     def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
         path = self.path(template)
@@ -69,9 +135,11 @@ class _Loader(jinja2.BaseLoader):
 class PromptLibrary:
     """The templates of one run: the ``agents/`` folder (or ``root``) with a config's overrides.
 
-    ``templates`` maps a template name to its replacement: a file path (absolute, or relative
-    to ``base_dir``, by default the project root; never the working directory) or the name of
-    another template of the folder. Unknown names and missing files fail here, not mid-run.
+    ``template_set`` picks a set of templates (``TEMPLATE_SETS``): its folder is read first, the
+    root for names it does not hold. ``templates`` maps a template name to its replacement: a file
+    path (absolute, or relative to ``base_dir``, by default the project root; never the working
+    directory) or the name of another template of the set or the folder. Unknown names and missing
+    files fail here, not mid-run.
     """
 
     def __init__(
@@ -80,11 +148,18 @@ class PromptLibrary:
         templates: Mapping[str, str] | None = None,
         *,
         base_dir: str | Path | None = None,
+        template_set: str | TemplateSet = "default",
     ) -> None:
         self.root = Path(root).expanduser().resolve() if root is not None else DEFAULT_ROOT
         """The folder holding ``coder/``, ``judge/`` and ``examples/``."""
         if not self.root.is_dir():
             raise PromptTemplateError(f"the templates folder {self.root} does not exist")
+        self.template_set = get_template_set(template_set)
+        """The set of templates in use."""
+        self.set_root = self.root / self.template_set.folder if self.template_set.folder else self.root
+        """The set's folder (the root for ``default``)."""
+        if not self.set_root.is_dir():
+            raise PromptTemplateError(f"template set {self.template_set.name!r}: no folder {self.set_root}")
         self.base_dir = Path(base_dir).expanduser().resolve() if base_dir is not None else PROJECT_ROOT
         """Where relative override paths are resolved."""
         bundled = self._bundled_names()
@@ -97,7 +172,7 @@ class PromptLibrary:
                     f"templates[{key!r}]: no template of that name under {self.root} (known: {', '.join(bundled)})"
                 )
             self.overrides[name] = self._resolve(name, str(value))
-        self._loader = _Loader(self.root, self.overrides)
+        self._loader = _Loader(self._folders(), self.overrides)
         self.env = jinja2.Environment(
             loader=self._loader,
             undefined=jinja2.StrictUndefined,
@@ -106,21 +181,35 @@ class PromptLibrary:
             keep_trailing_newline=False,
             autoescape=False,
         )
-        """The Jinja2 environment (strict undefined, block tags leave no blank lines)."""
+        """The Jinja2 environment (strict undefined, block tags leave no blank lines, a ``json`` filter)."""
+        self.env.filters["json"] = to_json
+
+    def _folders(self) -> list[Path]:
+        """Where templates are looked up, in order: the set's folder, then the root."""
+        return [self.set_root] if self.set_root == self.root else [self.set_root, self.root]
 
     def _bundled_names(self) -> list[str]:
-        return sorted(template_name(p.relative_to(self.root).as_posix()) for p in self.root.rglob(f"*{SUFFIX}"))
+        """The set's names and the root's, the other sets' folders left out of the root's."""
+        sets = {self.root / t.folder for t in TEMPLATE_SETS.values() if t.folder}
+        names: set[str] = set()
+        for folder in self._folders():
+            for path in folder.rglob(f"*{SUFFIX}"):
+                if folder == self.root and any(path.is_relative_to(d) for d in sets):
+                    continue
+                names.add(template_name(path.relative_to(folder).as_posix()))
+        return sorted(names)
 
     def _resolve(self, name: str, value: str) -> Path:
-        """The file an override names: a path, else another template of the folder."""
+        """The file an override names: a path, else another template of the set or the folder."""
         path = Path(value).expanduser()
         if not path.is_absolute():
             path = self.base_dir / path
         if path.is_file():
             return path.resolve()
-        alias = self.root / f"{template_name(value)}{SUFFIX}"
-        if alias.is_file():
-            return alias
+        for folder in self._folders():
+            alias = folder / f"{template_name(value)}{SUFFIX}"
+            if alias.is_file():
+                return alias
         raise PromptTemplateError(
             f"templates[{name!r}] = {value!r}: no such file ({path}) and no template {value!r} under {self.root}"
         )
@@ -172,10 +261,12 @@ class PromptLibrary:
         return set(re.findall(r"^  ([A-Za-z_]\w*)\s{2,}\S", section, re.M))
 
     def example(self, name: str) -> dict[str, str]:
-        """A one-shot example: ``examples/<name>/`` (or a folder path) with ``reference.py`` and ``solution.py``."""
+        """A one-shot example: ``examples/<name>/`` of the set or the root (or a folder path) with
+        ``reference.py`` and ``solution.py``."""
         folder = Path(name).expanduser()
         if not folder.is_absolute():
-            folder = self.root / "examples" / name
+            found = [f / "examples" / name for f in self._folders()]
+            folder = next((f for f in found if f.is_dir()), found[-1])
         files = {"reference": folder / "reference.py", "solution": folder / "solution.py"}
         missing = [str(p) for p in files.values() if not p.is_file()]
         if missing:
@@ -270,6 +361,38 @@ def error_context(result: EvalResult, *, max_chars: int = MAX_REPORT_CHARS) -> d
     }
 
 
+_INVOKED_WITH = "Invoked with:"
+"""Where pybind's argument errors start printing whole tensors; the CudaForge paper's code cuts the text there."""
+
+
+def error_log(result: EvalResult, *, max_lines: int = ERROR_LOG_LINES, max_chars: int = ERROR_LOG_MAX_CHARS) -> str:
+    """``error_log``: a failure as the CudaForge paper's agents read it, the tail of one error text.
+
+    The evaluator's message (with the compiler's errors for a compile error); for wrong outputs only
+    the verdict, the shapes and dtypes when they differ, the largest absolute error with the
+    tolerances, and the integrity findings (no worst elements, no mismatch region). Anything after
+    pybind's "Invoked with:" is cut, then the last ``max_lines`` lines are kept.
+    """
+    diff = result.diff
+    if result.status is EvalStatus.INCORRECT and diff is not None:
+        trial = f"trial {diff.trial} ({diff.variant} inputs)" + (f": {diff.message}" if diff.message else "")
+        lines = [result.message.strip().split("\n", 1)[0], trial]
+        if diff.expected_shape != diff.actual_shape or diff.expected_dtype != diff.actual_dtype:
+            lines.append(f"expected shape {diff.expected_shape} {diff.expected_dtype}, "
+                         f"got {diff.actual_shape} {diff.actual_dtype}")  # fmt: skip
+        if diff.max_abs_error is not None:
+            lines.append(f"outputs not close (atol={diff.atol:g}, rtol={diff.rtol:g}): "
+                         f"max abs error {diff.max_abs_error:.6g}")  # fmt: skip
+        text = "\n".join([line for line in lines if line.strip()] + finding_lines(result))
+    else:
+        text = result.message.strip() or result.report()
+        log = result.compile_log_trimmed.strip() if result.status is EvalStatus.COMPILE_ERROR else ""
+        if log and log not in text:
+            text += "\n" + log
+    text = text.split(_INVOKED_WITH, 1)[0].rstrip()
+    return clip("\n".join(text.split("\n")[-max_lines:]), max_chars)
+
+
 def timing_context(result: EvalResult | None) -> dict[str, Any]:
     """``timing``: measured, reference_ms, candidate_ms, speedup, speedup_ci, baseline, note."""
     if result is not None and result.speedup and result.reference_timing and result.candidate_timing:
@@ -318,6 +441,57 @@ def gpu_context(spec: Mapping[str, Any] | None, prefix: str = "") -> dict[str, s
         elif value is not None and format_value(value):
             sheet[label] = format_value(value)
     return sheet
+
+
+CARD_LEAVES_OUT = frozenset(
+    {"uuid", "driver_version", "notes", "warnings", "peaks.table_key", "peaks.label", "peaks.source"}
+)
+"""Spec-sheet entries that say which device or table it is, not what it can do: not on a ``gpu_card``."""
+
+
+def gpu_card_context(spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``gpu_card``: name, architecture (the sheet's, else its compute capability's; "" when unknown)
+    and details (the other entries as ``gpu_context`` writes them, ``CARD_LEAVES_OUT`` left out)."""
+    details = {key: value for key, value in gpu_context(spec).items() if key not in CARD_LEAVES_OUT}
+    name = details.pop("name", "")
+    architecture = details.pop("architecture", "") or ARCHITECTURES.get(details.get("compute_capability", ""), "")
+    return {"name": name, "architecture": architecture, "details": details}
+
+
+_TABLE_PREFIX = re.compile(r"^\[[^\]]*\] ")
+"""The ``[kernel#id] `` or ``[total] `` before a metric's name in ``ProfileResult.judge_metrics``."""
+
+
+def select_metrics(metrics: Mapping[str, Any] | None, names: Sequence[str] = ()) -> dict[str, Any]:
+    """The entries of a Judge's metric table (``ProfileResult.judge_metrics``) whose metric is one of
+    ``names``, per kernel (``[kernel#id] name``) and totals (``[total] name``) included; launch shapes,
+    library kernels, rule messages and the roofline are left out. Every entry when ``names`` is empty."""
+    if not names:
+        return dict(metrics or {})
+    wanted = set(names)
+    return {key: value for key, value in (metrics or {}).items() if _TABLE_PREFIX.sub("", str(key)) in wanted}
+
+
+def kernel_metrics_context(
+    kernels: Sequence[Mapping[str, Any]] | None, names: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """``kernel_metrics``: the candidate's own kernels' ncu metrics keyed by kernel name (as ncu reports
+    it), as the CudaForge paper's Judge reads them: one entry per name, with the values of its last
+    launch (floats rounded to 3 decimals, n/a as null, no units); only ``names``, in their order, when
+    given. ``kernels`` are ``KernelProfile`` dicts; {} when none has ncu metrics."""
+    table: dict[str, dict[str, Any]] = {}
+    for kernel in kernels or ():
+        recorded = kernel.get("metrics") or {}
+        if not kernel.get("own", True) or not recorded:
+            continue
+        order = [n for n in names if n in recorded] if names else list(recorded)
+        values = {}
+        for metric in order:
+            value = recorded[metric]
+            value = value.get("value") if isinstance(value, Mapping) else value
+            values[metric] = round(value, 3) if isinstance(value, float) else value
+        table[str(kernel.get("name") or kernel.get("base_name") or f"kernel#{kernel.get('id')}")] = values
+    return table
 
 
 def metrics_context(metrics: Mapping[str, Any] | None) -> dict[str, str]:
@@ -369,6 +543,7 @@ def repair_context(
         "task": task_context(task),
         "kernel": kernel.strip(),
         "error": error_context(result, max_chars=max_chars),
+        "error_log": error_log(result),
         "feedback": feedback_context(feedback),
         "backend": Backend(backend).value,
     }
@@ -391,6 +566,7 @@ def optimize_context(
         "suggestion": feedback_context(feedback),
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
+        "gpu_card": gpu_card_context(gpu),
         "backend": Backend(backend).value,
         "skills": [s.strip() for s in skills if s.strip()],
     }
@@ -410,6 +586,7 @@ def correction_context(
         "task": task_context(task),
         "kernel": kernel.strip(),
         "error": error_context(result, max_chars=max_chars),
+        "error_log": error_log(result),
         "gpu": gpu_context(gpu),
     }
 
@@ -422,16 +599,21 @@ def optimization_context(
     gpu: Mapping[str, Any] | None,
     metrics: Mapping[str, Any] | None,
     metric_set: str = "",
+    kernels: Sequence[Mapping[str, Any]] | None = None,
+    only_metrics: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The context of ``judge/optimization`` (and ``judge/system``)."""
-    table = metrics_context(metrics)
+    """The context of ``judge/optimization`` (and ``judge/system``): ``metrics`` is the profile's flat
+    table, ``kernels`` its ``KernelProfile`` dicts; ``only_metrics`` keeps those metrics alone in both."""
+    table = metrics_context(select_metrics(metrics, only_metrics))
     return {
         "mode": JudgeMode.optimization.value,
         "task": task_context(task),
         "kernel": kernel.strip(),
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
+        "gpu_card": gpu_card_context(gpu),
         "metrics": table,
+        "kernel_metrics": kernel_metrics_context(kernels, only_metrics),
         "metric_set": metric_set or ("metrics" if table else "no profile was collected"),
     }
 

@@ -30,9 +30,13 @@ class Backend(str, enum.Enum):
 
 
 CORRECTION_KEYS: tuple[str, ...] = ("critical_issue", "why_it_matters", "minimal_fix_hint")
-"""The keys of the Judge's JSON in correction mode (CudaForge's)."""
+"""The keys of the Judge's JSON in correction mode (the CudaForge paper's, in both template sets)."""
 OPTIMIZATION_KEYS: tuple[str, ...] = ("bottleneck", "optimisation_method", "modification_plan", "expected_effect")
-"""The keys of the Judge's JSON in optimization mode (CudaForge's)."""
+"""The keys of the Judge's JSON in optimization mode in our default templates: the paper's three, ``expected_effect``."""
+PAPER_OPTIMIZATION_KEYS: tuple[str, ...] = ("bottleneck", "optimisation_method", "modification_plan")
+"""The CudaForge paper's optimisation keys (template set ``cudaforge_paper``). Its prompts spell the last two
+``"optimisation method"`` and ``"modification plan"``; keys are matched loosely (spaces, hyphens, case and
+-ise/-ize ignored), so a reply in either spelling fills ``Feedback.fields`` under these names."""
 
 
 @dataclass

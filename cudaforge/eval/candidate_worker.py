@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from cudaforge.eval.exchange import Arena, ArenaError, Channel, DeviceArena, decode, encode, host_arena
-from cudaforge.tasks.runtime import build_model, flatten_outputs, load_module, strict_fp32
+from cudaforge.tasks.runtime import apply_numerics, build_model, flatten_outputs, grad_mode, load_module, strict_fp32
 
 WORKER_MODULE_PREFIX = "cudaforge_candidate_"
 
@@ -61,6 +61,8 @@ class Worker:
         self.module_name = ""
         self.model: Any = None
         self.stopwatch: Any = None
+        self.no_grad = True
+        """Calls run under ``torch.no_grad()`` (``eval.no_grad``; the verifier says so with ``load``)."""
 
     # -- tensors in and out ----------------------------------------------------------------
 
@@ -118,7 +120,7 @@ class Worker:
 
     def forward(self, args: list[Any], what: str) -> Any:
         try:
-            with torch.no_grad():
+            with grad_mode(self.no_grad):
                 return self.model(*args)
         except Exception as exc:  # noqa: BLE001 - the candidate's exception is a verdict
             status = "compile_error" if _is_triton_compile_error(exc) else "runtime_error"
@@ -155,6 +157,8 @@ class Worker:
                                           build_hooks)  # fmt: skip
 
         self.module_name = str(msg["module"])
+        apply_numerics(str(msg.get("tf32", "off")), bool(msg.get("deterministic", False)))  # as the verifier's
+        self.no_grad = bool(msg.get("no_grad", True))
 
         def remote(inputs: dict[str, Any]) -> dict[str, Any]:
             self.channel.send({"op": "build", "inputs": inputs})

@@ -59,9 +59,10 @@ def describe_region(bad: torch.Tensor) -> str:
 
 
 def compare(
-    expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str
+    expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str, equal_nan: bool = True
 ) -> CorrectnessDiff | None:
-    """None if ``actual`` matches ``expected`` (a tensor or a tuple of them), else the diff."""
+    """None if ``actual`` matches ``expected`` (a tensor or a tuple of them), else the diff. With ``equal_nan``
+    False a NaN never matches (``torch.allclose``'s default)."""
     exp_list, act_list = flatten_outputs(expected), flatten_outputs(actual)
     base = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
     if len(exp_list) != len(act_list):
@@ -86,7 +87,7 @@ def compare(
             return CorrectnessDiff(**base, **info, message=f"{label}shape mismatch")
         if exp.dtype != act.dtype:
             return CorrectnessDiff(**base, **info, message=f"{label}dtype mismatch")
-        diff = _compare_tensors(exp, act, atol=atol, rtol=rtol)
+        diff = _compare_tensors(exp, act, atol=atol, rtol=rtol, equal_nan=equal_nan)
         if diff is not None:
             diff.update(info)
             diff["message"] = label + diff["message"]
@@ -94,11 +95,13 @@ def compare(
     return None
 
 
-def _compare_tensors(exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol: float) -> dict | None:
+def _compare_tensors(exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol: float,
+                     equal_nan: bool = True) -> dict | None:
     # Large GPU outputs first go through a one-pass screen (cudaforge.eval.fastclose): when it finds
-    # every element close, torch.isclose would too. Otherwise, compare where the outputs live (gigabytes
-    # do not travel to the host), in fp32 or wider; only the worst few values are read back.
-    if screen(exp, act, atol, rtol):
+    # every element close, torch.isclose would too (the screen counts NaN against NaN as close, so it is
+    # only used with equal_nan). Otherwise, compare where the outputs live (gigabytes do not travel to the
+    # host), in fp32 or wider; only the worst few values are read back.
+    if equal_nan and screen(exp, act, atol, rtol):
         return None
     wide = torch.float64 if exp.dtype == torch.float64 else torch.float32
     e = exp.detach().to(wide)
@@ -106,7 +109,7 @@ def _compare_tensors(exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol:
     if not exp.is_floating_point() and not exp.is_complex():
         bad = e != a
     else:
-        close = torch.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
+        close = torch.isclose(a, e, atol=atol, rtol=rtol, equal_nan=equal_nan)
         bad = ~close
     if not bad.any():
         return None
@@ -137,3 +140,45 @@ def _compare_tensors(exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol:
         "region": describe_region(bad),
         "message": message,
     }
+
+
+def first_tensor(value: Any) -> torch.Tensor | None:
+    """``value`` when it is a tensor, else the first tensor in it (tuples and lists, depth first), else None."""
+    for item in flatten_outputs(value):
+        if isinstance(item, torch.Tensor):
+            return item
+    return None
+
+
+def compare_first(
+    expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str, equal_nan: bool = False
+) -> CorrectnessDiff | None:
+    """The CudaForge authors' check (``eval.compare_outputs=first``): only the first tensor of each output, both
+    contiguous, the candidate's cast to the reference's dtype, ``torch.allclose(atol, rtol)`` (without
+    ``equal_nan`` by default, so a NaN fails; shapes that broadcast are compared as allclose broadcasts them, shapes
+    that do not are a mismatch). None when it passes, else the diff, with the max and mean absolute error their
+    message gives (and the usual details where the shapes are equal)."""
+    base = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
+    exp, act = first_tensor(expected), first_tensor(actual)
+    if exp is None:
+        return compare(expected, actual, atol=atol, rtol=rtol, trial=trial, variant=variant, equal_nan=equal_nan)
+    info = dict(expected_shape=_shape(exp), actual_shape=_shape(act), expected_dtype=_dtype_name(exp),
+                actual_dtype=_dtype_name(act))  # fmt: skip
+    if act is None:
+        return CorrectnessDiff(**base, **info, message=f"expected a tensor, got {type(actual).__name__}")
+    e = exp.detach().contiguous()
+    a = act.detach().to(device=e.device, dtype=e.dtype).contiguous()
+    try:
+        if torch.allclose(e, a, atol=atol, rtol=rtol, equal_nan=equal_nan):
+            return None
+        err = (a.to(torch.float64) - e.to(torch.float64)).abs()
+    except RuntimeError as exc:  # shapes that do not broadcast
+        return CorrectnessDiff(**base, **info, message=f"the outputs cannot be compared: {str(exc)[:200]}")
+    if e.shape == a.shape:
+        diff = _compare_tensors(e, a, atol=atol, rtol=rtol, equal_nan=equal_nan)
+        if diff is not None:
+            diff["message"] = f"{diff['message']} (torch.allclose; mean absolute error {float(err.mean()):.3g})"
+            return CorrectnessDiff(**base, **info, **diff)
+    return CorrectnessDiff(**base, **info, max_abs_error=float(err.max()), message=(
+        f"outputs are not close (torch.allclose, atol={atol:g}, rtol={rtol:g}): max absolute error "
+        f"{float(err.max()):.3g}, mean absolute error {float(err.mean()):.3g}"))  # fmt: skip

@@ -64,7 +64,8 @@ def _default_eval_config() -> dict[str, Any]:
         "library_share_max": 0.5, "standby_workers": True, "guard_timing_crosscheck": "reject",
         "guard_reference_slowdown": "reject", "crosscheck_calls": 8, "crosscheck_max_gb": 8.0, "crosscheck_ratio": 1.5,
         "crosscheck_slack_ms": 0.25, "reference_slowdown_tolerance": 0.2, "sandbox": "auto", "sandbox_namespaces": True,
-        "weights": "seed",
+        "weights": "seed", "compare_outputs": "all", "equal_nan": True, "fresh_inputs": True, "interleave": True,
+        "speedup_statistic": "median", "deterministic": False, "no_grad": True, "tf32": "off",
     }  # fmt: skip
 
 
@@ -106,6 +107,13 @@ class Evaluator:
             raise ValueError(f"eval.sandbox={self.cfg['sandbox']!r}: expected required, auto or off") from None
         if self.cfg["weights"] not in ("seed", "copy_matching"):
             raise ValueError(f"eval.weights={self.cfg['weights']!r}: expected seed or copy_matching")
+        for key, allowed in (("compare_outputs", ("all", "first")), ("speedup_statistic", ("median", "mean")),
+                             ("tf32", ("off", "torch_default"))):  # fmt: skip
+            if self.cfg[key] not in allowed:
+                raise ValueError(f"eval.{key}={self.cfg[key]!r}: expected {' or '.join(allowed)}")
+        if not self.cfg["interleave"] and self.cfg["fresh_inputs"]:
+            raise ValueError("eval.interleave=false times the reference's calls before the candidate's, which needs "
+                             "the same inputs for both: set eval.fresh_inputs=false too")
         lead = self.cfg["timing_lead_us"]
         if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")

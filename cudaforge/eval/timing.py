@@ -136,8 +136,10 @@ def speedup(
     n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    statistic: str = "median",
 ) -> SpeedupStats:
-    """Speedup = median(reference) / median(candidate), with a percentile-bootstrap interval.
+    """Speedup = median(reference) / median(candidate), with a percentile-bootstrap interval (``statistic="mean"``:
+    the ratio of the means, as the CudaForge code computes it).
 
     Resampling scheme: when ``paired`` is None (the default) it is chosen by length. Lists
     of equal length are taken as paired trials (trial i of each was measured back to back,
@@ -154,24 +156,26 @@ def speedup(
         paired = ref.size == cand.size
     if paired and ref.size != cand.size:
         raise ValueError(f"paired speedup needs equal lengths, got {ref.size} and {cand.size}")
-    if np.median(cand) <= 0:
-        raise ValueError("candidate median is zero: speedup is undefined")
+    center = {"median": np.median, "mean": np.mean}.get(statistic)
+    if center is None:
+        raise ValueError(f"unknown speedup statistic {statistic!r}: expected median or mean")
+    if center(cand) <= 0:
+        raise ValueError(f"candidate {statistic} is zero: speedup is undefined")
     rng = np.random.default_rng(seed)
     ratios = []
     for rows in _row_blocks(n_resamples, max(ref.size, cand.size)):
         ref_idx = rng.integers(0, ref.size, size=(rows, ref.size))
         cand_idx = ref_idx if paired else rng.integers(0, cand.size, size=(rows, cand.size))
-        ratios.append(_ratio_of_medians(ref[ref_idx], cand[cand_idx]))
+        ratios.append(_ratio(ref[ref_idx], cand[cand_idx], center))
     low, high = _percentile_interval(np.concatenate(ratios), confidence)
-    return SpeedupStats(
-        median=float(np.median(ref) / np.median(cand)), ci_low=low, ci_high=high, baseline=baseline
-    )
+    return SpeedupStats(median=float(center(ref) / center(cand)), ci_low=low, ci_high=high, baseline=baseline,
+                        statistic=statistic)  # fmt: skip
 
 
-def _ratio_of_medians(ref_resamples: np.ndarray, cand_resamples: np.ndarray) -> np.ndarray:
-    """Row-wise median(ref) / median(cand); a zero candidate median gives inf (a real outcome of resampling)."""
+def _ratio(ref_resamples: np.ndarray, cand_resamples: np.ndarray, center: Callable[..., Any] = np.median) -> np.ndarray:
+    """Row-wise center(ref) / center(cand); a zero candidate value gives inf (a real outcome of resampling)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.median(ref_resamples, axis=1) / np.median(cand_resamples, axis=1)
+        return center(ref_resamples, axis=1) / center(cand_resamples, axis=1)
 
 
 # --------------------------------------------------------------------------- measurement

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import torch
 
-from cudaforge.eval.correctness import compare
+from cudaforge.eval.correctness import compare, compare_first
 from cudaforge.eval.exchange import Arena, ArenaError, DeviceArena, Driver, decode, encode, host_arena, tensor_bytes
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
@@ -46,7 +46,9 @@ from cudaforge.eval.triton_cache import keep_own_triton_cache, seed_own_triton_c
 from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
+    apply_numerics,
     build_model,
+    grad_mode,
     default_tolerance,
     flatten_outputs,
     load_module,
@@ -139,6 +141,19 @@ def _tolerance(task: Task, output: Any, cfg: dict[str, Any]) -> tuple[float, flo
     dtype = tensors[0].dtype if tensors else torch.float32
     atol, rtol = default_tolerance(dtype, cfg["atol_fp32"], cfg["rtol_fp32"], cfg["atol_half"], cfg["rtol_half"])
     return (task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol)
+
+
+def compare_outputs(cfg: dict[str, Any], expected: Any, actual: Any, *, atol: float, rtol: float, trial: int,
+                    variant: str):
+    """The comparison of ``eval.compare_outputs``: every output (our protocol) or the first tensor by
+    ``torch.allclose`` (the CudaForge authors'), with ``eval.equal_nan``; None or the diff."""
+    check = compare_first if cfg["compare_outputs"] == "first" else compare
+    return check(expected, actual, atol=atol, rtol=rtol, trial=trial, variant=variant, equal_nan=cfg["equal_nan"])
+
+
+def _structure(cfg: dict[str, Any], expected: Any, actual: Any) -> str | None:
+    """``structure_problem``, except under ``compare_outputs=first`` (only the first tensor counts there)."""
+    return None if cfg["compare_outputs"] == "first" else structure_problem(expected, actual)
 
 
 def _shapes(values: list[Any]) -> str:
@@ -360,11 +375,11 @@ def _check_output(task, cfg, guard: _Guards, trials: _Trials, cand: Candidate, d
     changed = guards.mutated_inputs(inputs, cand.inputs_after)
     if changed:
         guard.fire("input_mutation", f"trial {trial} ({variant} inputs): {changed}")
-    problem = facts_problem(cand.facts, device) or structure_problem(ref_out, cand_out)
+    problem = facts_problem(cand.facts, device) or _structure(cfg, ref_out, cand_out)
     if problem:
         guard.fire("output_type", f"trial {trial}: {problem}")
     atol, rtol = _tolerance(task, ref_out, cfg)
-    diff = compare(ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
+    diff = compare_outputs(cfg, ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
     if diff is not None:
         result.diff = diff
         guard.incorrect(*_explain(variant, inputs, trials, cand_out, device, trial), "output mismatch\n" + diff.summary())
@@ -426,7 +441,7 @@ def _correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, resu
         inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
         _sync(device)
         clock = cand._add("draw_inputs", clock)
-        with torch.no_grad():
+        with grad_mode(cfg["no_grad"]):
             ref_out = _call_reference(ref_model, _clone(inputs))
         _sync(device)
         clock = cand._add("reference", clock)
@@ -472,7 +487,7 @@ def _sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: _T
                 raise RuntimeError(failure.message) from None  # a candidate that fails on a probe reacted to it
             raise
 
-    with torch.no_grad():
+    with grad_mode(cfg["no_grad"]):
         verdict = guards.sensitivity_probe(lambda xs: ref_model(*xs), call_candidate, inputs, trials.reference_base,
                                            trials.candidate_base)  # fmt: skip
     _sync(device)
@@ -509,11 +524,13 @@ class _Timing:
             self.reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
 
     def fresh_inputs(self, trial: int) -> list[Any]:
-        return make_inputs(self.ref_module, seed=self.seed + TIMING_SEED_OFFSET + trial, device=self.device)
+        """The inputs of timed trial ``trial``: new ones every trial, or (``eval.fresh_inputs=false``) the same."""
+        offset = trial if self.cfg["fresh_inputs"] else 0
+        return make_inputs(self.ref_module, seed=self.seed + TIMING_SEED_OFFSET + offset, device=self.device)
 
     def check(self, expected: Any, actual: Any, trial: int):
         atol, rtol = _tolerance(self.task, expected, self.cfg)
-        return compare(expected, actual, atol=atol, rtol=rtol, trial=trial, variant="timing")
+        return compare_outputs(self.cfg, expected, actual, atol=atol, rtol=rtol, trial=trial, variant="timing")
 
     def reference_call(self, inputs: list[Any]) -> tuple[float, float, Any]:
         """One timed reference call, with every process of the candidate's sandbox frozen meanwhile."""
@@ -551,40 +568,33 @@ class _Timing:
         from cudaforge.hardware.gpu_lock import gpu_lock
 
         cfg, result = self.cfg, self.result
-        calls = guards.TimedCalls(self.fresh_inputs, self.check, self.device, [], reference=self.ref_model)
+        calls = guards.TimedCalls(self.fresh_inputs, self.check, self.device, [], reference=self.ref_model,
+                                  same_inputs=not cfg["fresh_inputs"])  # fmt: skip
         clock = time.perf_counter()
         result.fingerprint["gpu_state_before"] = gpu_state(0)
         spent = {"gpu_state": time.perf_counter() - clock}
         times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": []}
         progress("gpu_wait")  # the trusted side takes the GPU's lock, on the candidate's behalf
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, torch.no_grad():
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, grad_mode(cfg["no_grad"]):
             progress(Phase.TIMING.value)
             on_locked()  # the wait for the lock is not the candidate's time
             result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
             clock = time.perf_counter()
+            trials = range(-cfg["warmup"], cfg["timing_trials"])
             with torch.cuda.device(self.device):
-                for trial in range(-cfg["warmup"], cfg["timing_trials"]):
-                    inputs = calls.make_args(trial)
-                    for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
-                        if role == "reference":
-                            event_ms, host_ms, out = self.reference_call(inputs)
-                            if trial >= 0:
-                                times["ref"].append(event_ms)
-                                times["ref_host"].append(host_ms)
-                                calls.on_output("reference", trial, inputs, out)
-                        else:
-                            event_ms, host_ms, wall_ms, out = self.candidate_call(calls.pristine, trial)
-                            if trial >= 0:
-                                times["cand"].append(event_ms)
-                                times["cand_host"].append(host_ms)
-                                times["cand_wall"].append(wall_ms)
-                                problem = facts_problem(self.cand.facts, self.device)
-                                if problem and calls.failure is None:
-                                    calls.failure = {"guard": "output_type", "evidence": f"timed trial {trial}: {problem}",
-                                                     "diff": ""}  # fmt: skip
-                                calls.on_output("candidate", trial, self.cand.inputs_after, out)
-                    if calls.failure is not None:
-                        break
+                if cfg["interleave"]:  # reference first on even trials, candidate first on odd ones
+                    for trial in trials:
+                        inputs = calls.make_args(trial)
+                        for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
+                            self._timed(role, trial, inputs, calls, times)
+                        if calls.failure is not None:
+                            break
+                else:  # all of the reference's calls, then all of the candidate's (on the same inputs)
+                    for role in ("reference", "candidate"):
+                        for trial in trials:
+                            self._timed(role, trial, calls.make_args(trial), calls, times)
+                            if calls.failure is not None:
+                                break
             spent["trials"] = time.perf_counter() - clock
             result.fingerprint["timing_lead_us"] = self.stopwatch.lead_us
             if self.stopwatch.lead_note:
@@ -605,6 +615,25 @@ class _Timing:
                                      "an output produced during the timed calls was wrong\n" + failure["diff"])  # fmt: skip
             self.guard.fire(failure["guard"], failure["evidence"])
         self.finish(times, crosscheck, share, spent, calls)
+
+    def _timed(self, role: str, trial: int, inputs: list[Any], calls: Any, times: dict[str, list[float]]) -> None:
+        """One timed call of ``role`` in ``trial`` (warm-up trials are negative: timed, not kept), its output checked."""
+        if role == "reference":
+            event_ms, host_ms, out = self.reference_call(inputs)
+            if trial >= 0:
+                times["ref"].append(event_ms)
+                times["ref_host"].append(host_ms)
+                calls.on_output("reference", trial, inputs, out)
+            return
+        event_ms, host_ms, wall_ms, out = self.candidate_call(calls.pristine, trial)
+        if trial >= 0:
+            times["cand"].append(event_ms)
+            times["cand_host"].append(host_ms)
+            times["cand_wall"].append(wall_ms)
+            problem = facts_problem(self.cand.facts, self.device)
+            if problem and calls.failure is None:
+                calls.failure = {"guard": "output_type", "evidence": f"timed trial {trial}: {problem}", "diff": ""}
+            calls.on_output("candidate", trial, self.cand.inputs_after, out)
 
     def crosscheck(self, times: dict[str, list[float]]) -> dict[str, Any]:
         """Batches of calls on fresh inputs, back to back, timed by this process's clock from the moment the inputs
@@ -706,7 +735,7 @@ class _Timing:
                 actual = self.cand.read_back(enc)
             except ArenaError as exc:
                 raise _Failure(EvalStatus.INCORRECT, f"the cross-check's outputs could not be read: {exc}") from None
-            diff = structure_problem(exp, actual)
+            diff = _structure(self.cfg, exp, actual)
             mismatch = self.check(exp, actual, k) if diff is None else None
             if diff or mismatch is not None:
                 self.guard.incorrect("timed_output", f"cross-check call {k} of {calls}: an output produced during a "
@@ -739,7 +768,8 @@ class _Timing:
         clock = time.perf_counter()
         result.reference_timing = summarize(times["ref"])
         result.candidate_timing = summarize(times["cand"])
-        result.speedup = speedup(times["ref"], times["cand"], cfg["baseline"], paired=True)
+        result.speedup = speedup(times["ref"], times["cand"], cfg["baseline"], paired=bool(cfg["interleave"]),
+                                 statistic=cfg["speedup_statistic"])  # fmt: skip
         peaks = peak_rates(torch.cuda.get_device_name(self.device))
         cost = task_cost(self.ref_module, seed=cfg["seed"])
         result.fingerprint["roofline"] = make_roofline(cost, peaks, result.candidate_timing.median, "evaluator").to_dict()
@@ -791,7 +821,7 @@ def _before_candidate(ref_model, ref_module, cand: Candidate, device, cfg, resul
 
     seed = secrets.randbits(40)
     try:
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), torch.no_grad():
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), grad_mode(cfg["no_grad"]):
             times = time_one(ref_model, trials=SOLO_TRIALS, warmup=3, flush_l2=cfg["flush_l2"], device=device,
                              make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
                              lead_us=cfg["timing_lead_us"])  # fmt: skip
@@ -916,9 +946,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     from cudaforge.eval.fingerprint import environment_fingerprint
 
     started = time.perf_counter()
-    strict_fp32()
     task = Task.from_dict(payload["task"])
     source, cfg = payload["candidate"], payload["eval"]
+    apply_numerics(cfg["tf32"], cfg["deterministic"])
     device = torch.device(payload["device"])
     digest = source_hash(source)
     result = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
@@ -981,7 +1011,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             seed_own_triton_cache(own_cache, Path(process.scratch) / "triton")
         try:
             process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
-                             "build": settings.to_dict()}, timeout_s=remaining(), on_build=on_build)  # fmt: skip
+                             "build": settings.to_dict(), "tf32": cfg["tf32"], "deterministic": cfg["deterministic"],
+                             "no_grad": cfg["no_grad"]}, timeout_s=remaining(), on_build=on_build)  # fmt: skip
         except WorkerFailure as failure:
             failed = [r for r in process.builds if r.status == "failed"]
             if failure.status == "compile_error" and failed:  # our own log, not the worker's account of it

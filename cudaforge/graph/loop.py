@@ -47,7 +47,8 @@ class LoopState(TypedDict, total=False):
     best: dict[str, Any] | None
     """The best correct candidate so far: ``{round, hash, speedup, speedup_ci}``."""
     seconds: dict[str, float]
-    """Time split: llm, compile, correctness, timing, profiling."""
+    """Time split: llm, compile, correctness, timing, profiling, gpu_lock_wait (part of the evaluation's and the
+    profiler's time: waiting for a GPU's lock that another task held)."""
     active_s: float
     """Seconds spent in steps (a resumed task does not count its downtime)."""
     stop_reason: str | None
@@ -258,6 +259,7 @@ class _Nodes:
             s.store.write_json(None, f"eval_{digest}.json", result.to_dict())
         s.store.write_json(number, "eval.json", result.to_dict())
         phases = {p.phase.value: p.seconds for p in result.phases} if not reused else {}
+        lock_wait = 0.0 if reused else float(result.fingerprint.get("gpu_lock_wait_s") or 0.0)
         speedup = result.speedup.median if result.speedup else None
         ci = [result.speedup.ci_low, result.speedup.ci_high] if result.speedup else None
         best = state.get("best")
@@ -280,7 +282,8 @@ class _Nodes:
                                     message=result.message[:2000], reused_evaluation=reused),
             "active_s": state["active_s"] + elapsed,
             "seconds": _add(state["seconds"], compile=phases.get("compile", 0.0),
-                            correctness=phases.get("correctness", 0.0), timing=phases.get("timing", 0.0)),
+                            correctness=phases.get("correctness", 0.0), timing=phases.get("timing", 0.0),
+                            gpu_lock_wait=lock_wait),
         }  # fmt: skip
 
     def profile(self, state: LoopState) -> LoopState:
@@ -299,10 +302,13 @@ class _Nodes:
             s.store.write_json(None, f"profile_{digest}.json", record)
         s.store.write_json(state["round"], "profile.json", record)
         elapsed = time.monotonic() - started
+        # the profiler's wait for the GPU's lock, where it records one (a cached profile waited in another round)
+        waits = {} if record.get("cached") else record.get("phase_seconds") or {}
+        lock_wait = float(waits.get("gpu_lock_wait", 0.0))
         update: LoopState = {
             "history": self._record(state, profile_status=str(record.get("status"))),
             "active_s": state["active_s"] + elapsed,
-            "seconds": _add(state["seconds"], profiling=elapsed),
+            "seconds": _add(state["seconds"], profiling=elapsed, gpu_lock_wait=lock_wait),
         }
         if not s.strategy.judge_optimizes:  # self-refine: the Coder reads the metrics itself
             update["feedback"] = Feedback(JudgeMode.optimization, {"profiler_metrics": _metrics_text(record)}).to_dict()
@@ -321,7 +327,8 @@ class _Nodes:
                 profile = s.store.read_json(None, f"profile_{digest}.json") if self._profiled(digest) else None
                 metrics = (profile or {}).get("judge_metrics") or {}
                 verdict = judge.optimization(s.task, kernel, result, gpu=s.gpu_spec, metrics=metrics,
-                                               metric_set=s.metric_set, **meta)  # fmt: skip
+                                               metric_set=s.metric_set, kernels=(profile or {}).get("kernels"),
+                                               **meta)  # fmt: skip
             else:
                 verdict = judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
         except EmptyReply as exc:
@@ -419,16 +426,25 @@ def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | 
     config = {"configurable": {"thread_id": thread_id or services.task.id},
               "recursion_limit": recursion_limit(services.budgets)}  # fmt: skip
     start: LoopState | None = initial_state()
+    earlier_s = 0.0  # steps run before a resume: the run's downtime in between is not the task's time
     if checkpointer is not None:
         snapshot = graph.get_state(config)
         if snapshot.values:
             start = None  # resume from the checkpoint (a finished task just returns its state)
+            earlier_s = float(snapshot.values.get("active_s") or 0.0)
+    started = time.monotonic()
     final = graph.invoke(start, config)
-    return task_result(services, final)
+    return task_result(services, final, wall_s=earlier_s + time.monotonic() - started)
 
 
-def task_result(services: LoopServices, state: LoopState) -> TaskResult:
-    """The TaskResult of a finished (or stopped) loop state."""
+def task_result(services: LoopServices, state: LoopState, wall_s: float | None = None) -> TaskResult:
+    """The TaskResult of a finished (or stopped) loop state.
+
+    ``wall_s``: the task's wall-clock seconds (``run_task`` measures them); None takes its steps' summed time.
+    ``active_minutes`` is that less the GPU-lock waits the steps recorded (``seconds["gpu_lock_wait"]``).
+    """
+    wall_s = state["active_s"] if wall_s is None else wall_s
+    lock_wait_s = state["seconds"].get("gpu_lock_wait", 0.0)
     totals = services.ledger.task_totals(services.task.id)
     best = state.get("best") or {}
     stop = state.get("stop_reason") or _Nodes(services)._budget_stop(state) or "max_rounds"
@@ -448,6 +464,8 @@ def task_result(services: LoopServices, state: LoopState) -> TaskResult:
         tokens_in=int(totals["tokens_in"]),
         tokens_out=int(totals["tokens_out"]),
         minutes=state["active_s"] / 60,
+        wall_minutes=wall_s / 60,
+        active_minutes=max(0.0, wall_s - lock_wait_s) / 60,
         time_split=dict(state["seconds"]),
         history=[RoundRecord.from_dict(h) for h in state["history"]],
     )

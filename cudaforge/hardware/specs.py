@@ -254,3 +254,46 @@ def gpu_spec_sheet(device_index: int | None = None) -> dict[str, Any]:
     sheet["warnings"] = peaks.pop("warnings")
     sheet["peaks"] = peaks
     return sheet
+
+
+ARCHITECTURES: dict[str, str] = {
+    "7.0": "Volta", "7.2": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere",
+    "8.9": "Ada Lovelace", "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell",
+    "12.1": "Blackwell",
+}  # fmt: skip
+"""NVIDIA's architecture names by compute capability."""
+
+COMPUTE_CAPABILITIES: dict[str, str] = {
+    "b200": "10.0", "h200": "9.0", "h200-nvl": "9.0", "h100-sxm": "9.0", "h100-pcie": "9.0", "h100-nvl": "9.0",
+    "a100-40gb": "8.0", "a100-80gb": "8.0", "a100-80gb-pcie": "8.0", "l40s": "8.9", "l40": "8.9", "l4": "8.9",
+    "a10g": "8.6", "a10": "8.6", "t4": "7.5", "rtx-4090": "8.9", "rtx-3090": "8.6", "rtx-6000-ada": "8.9",
+    "quadro-rtx-6000": "7.5", "v100-sxm2": "7.0",
+}  # fmt: skip
+"""The compute capability of each GPU of ``cudaforge.hardware.specs.PEAK_TABLE``, by its key."""
+
+
+def named_gpu_sheet(name: str) -> dict[str, Any]:
+    """The spec sheet the prompts show for ``agents.gpu_spec=NAME``: a GPU of the datasheet table
+    (``cudaforge.hardware.specs.PEAK_TABLE``), named by its key (``quadro-rtx-6000``) or as a device
+    reports it (``Quadro RTX 6000``).
+
+    Only what the table holds: the product name, compute capability and architecture, and the
+    datasheet peaks (memory bandwidth, FP32 and tensor rates). Figures that only the device itself
+    reports (SM count, registers, shared memory, clocks) are absent. An unknown name is a
+    ``ValueError`` listing the known ones.
+    """
+    key = name if name in PEAK_TABLE else table_key(name)
+    if key is None:
+        known = ", ".join(f"{k} ({PEAK_TABLE[k].label})" for k in PEAK_TABLE)
+        raise ValueError(
+            f"agents.gpu_spec={name!r}: no such GPU in the datasheet table; use 'local' or one of: {known}"
+        )
+    peaks = asdict(PEAK_TABLE[key])
+    label = peaks.pop("label")
+    capability = COMPUTE_CAPABILITIES.get(key)
+    return {
+        "name": label,
+        "compute_capability": capability,
+        "architecture": ARCHITECTURES.get(capability or "", ""),
+        "peaks": {**peaks, "table_key": key, "label": label, "source": "table"},
+    }

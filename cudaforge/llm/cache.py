@@ -175,11 +175,12 @@ def recorded_tasks(path: str | Path, model: str | None = None) -> set[str]:
     """Task ids named in the prompts recorded in a cache file (only ``model``'s requests, if given).
 
     Read-only and without litellm. A task absent here cannot be replayed at all; one present
-    may still miss later rounds (only a replay tells). Prompts from templates that do not name
-    the task as ``task `ID``` are not counted.
+    may still miss later rounds (only a replay tells). Prompts name the task as ``task `ID```
+    in our templates; templates that do not (the CudaForge paper's set) are found through the
+    recording run's ``ledger.jsonl`` beside the cache, whose rows carry their task ids.
     """
+    found = _ledger_tasks(Path(path).with_name("ledger.jsonl"), model)
     db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
-    found: set[str] = set()
     try:
         for (text,) in db.execute("SELECT request FROM replies"):
             request = json.loads(text)
@@ -190,4 +191,24 @@ def recorded_tasks(path: str | Path, model: str | None = None) -> set[str]:
                     found.update(TASK_IN_PROMPT.findall(str(message.get("content") or "")))
     finally:
         db.close()
+    return found
+
+
+def _ledger_tasks(ledger: Path, model: str | None) -> set[str]:
+    """Task ids of a ledger's answered calls (only ``model``'s, if given); empty without a ledger. Never raises."""
+    found: set[str] = set()
+    try:
+        lines = ledger.read_text(errors="replace").splitlines() if ledger.is_file() else []
+    except OSError:
+        return found
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line torn by a crash
+        if not isinstance(row, dict) or row.get("error") or (model is not None and row.get("model") != model):
+            continue
+        task_id = (row.get("meta") or {}).get("task_id") if isinstance(row.get("meta"), dict) else None
+        if isinstance(task_id, str) and task_id:
+            found.add(task_id)
     return found

@@ -35,7 +35,7 @@ from cudaforge.llm.errors import (
     ReplayMiss,
 )
 from cudaforge.llm.ledger import Ledger, LedgerRow, Usage
-from cudaforge.llm.pricing import cost_for
+from cudaforge.llm.pricing import cost_for, price_source
 
 if TYPE_CHECKING:
     from cudaforge.config import LLMConfig
@@ -328,6 +328,9 @@ class LLMClient:
             cached_prompt_tokens=usage.cached_prompt_tokens,
             cost_usd=cost,
             priced=priced,
+            price_source="" if cache_hit else price_source(  # a replay never imports litellm
+                self.config.model, input_cost_per_token=self.config.input_cost_per_token,
+                output_cost_per_token=self.config.output_cost_per_token).value,
             latency_s=time.monotonic() - started,
             cache_hit=cache_hit,
             request_key=key,

@@ -327,7 +327,8 @@ class Profiler:
         run.libraries = self._prebuild(source, result)
         out_dir = Path(tempfile.mkdtemp(prefix="cudaforge-ncu-"))
         try:
-            with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s):
+            with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s) as waited:
+                result.phase_seconds["gpu_lock_wait"] = waited  # not the task's active time (TaskResult.active_minutes)
                 reason = self._run_ncu(run, ncu, out_dir) if ncu else (
                     f"ncu not found ({s.ncu_path!r} is neither on PATH nor in $CUDA_HOME/bin)"
                 )
@@ -485,7 +486,7 @@ class Profiler:
             result.tools["sandbox"] = describe(outcome.sandbox or {})
         log = _read_capped(out_dir / "ncu.log")
         tool_text = "\n".join((log, outcome.stdout_tail, outcome.stderr_tail))
-        result.phase_seconds = {f"ncu:{k}": v for k, v in outcome.phase_seconds.items()}
+        result.phase_seconds.update({f"ncu:{k}": v for k, v in outcome.phase_seconds.items()})
         if _PERMISSION in tool_text:
             if sandbox is not None:
                 return (f"{_PERMISSION}: the GPU's performance counters are not readable from the candidate's sandbox "

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cudaforge.report.load import RunData, load_runs
+from cudaforge.report.load import RunData, load_runs, run_concurrency
+from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import PublishedTable, select_published
 from cudaforge.report.stats import Estimate, FailedAs, GroupStats, Metric, group_results, metrics, run_stats
 from cudaforge.report import tables
@@ -42,6 +43,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     problem_sets: list[str] = field(default_factory=list)
     """Lines naming each run's problem-set version, and which compared runs ran different problem sets."""
+    protocols: list[str] = field(default_factory=list)
+    """Markdown: each rescored run beside its source under both protocols, and the verdicts that changed."""
     caption: str = ""
     """One line for LaTeX captions: the definitions in brief."""
 
@@ -77,7 +80,11 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
         f"(arithmetic mean) are over each task's best speedup, where {_FAILED_TEXT[report.failed_as]}. "
         f"Geo. mean: {geo}.",
         "fast_p (KernelBench): tasks whose kernel is correct and faster than p times PyTorch, over all tasks; "
-        "fast_0 is the correct rate. $ / min / tokens per kernel: means over all tasks (tokens in + out).",
+        "fast_0 is the correct rate. $ / min / tokens per kernel: means over all tasks (tokens in + out). "
+        "wall min / kernel: wall clock from a task's first step to its last, what the CudaForge paper reports as "
+        "minutes per kernel when tasks run one at a time"
+        + ("; active min / kernel: the same without the time spent waiting for a GPU's lock." if any(
+            m.key == "active_minutes" for m in report.metrics) else "."),
         f"Intervals: {confidence:.0%} percentile bootstrap over tasks ({bootstrap} resamples, seed {seed})."
         if bootstrap > 0 else "No intervals (report.bootstrap=0).",
     ]
@@ -94,10 +101,27 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
                          f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
+        notes += _time_notes(run)
         notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
                      f"per-round minutes from {run.spend_source['minutes']}.")
     for table in report.published:
         notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
+    return notes
+
+
+def _time_notes(run: RunData) -> list[str]:
+    """Where a run's minutes per kernel come from, and why they may not compare with the paper's."""
+    notes = []
+    old = sum(1 for r in run.results if r.wall_minutes is None)
+    if old:
+        notes.append(f"{run.label}: {old} task(s) recorded before wall and active minutes were: their wall min / "
+                     "kernel is TaskResult.minutes, the steps' summed time (GPU-lock waits included), and they "
+                     "have no active minutes.")
+    concurrency = run_concurrency(run.config)
+    if concurrency and concurrency > 1:
+        notes.append(f"{run.label}: up to {concurrency} tasks ran at once (concurrency={concurrency}), so its wall "
+                     "minutes include waits for GPUs other tasks held and are not comparable with the CudaForge "
+                     "paper's minutes per kernel (one task at a time); active min / kernel leaves those waits out.")
     return notes
 
 
@@ -160,11 +184,14 @@ def build_report(
     levels = {g for s in stats for g in s if g.startswith("level")}
     others = ["other"] if any("other" in s for s in stats) else []
     groups = sorted(levels, key=lambda g: int(g[5:])) + others + ["overall"]
-    report = Report(loaded, stats, select_published(list(compare), published_dir), metrics(fast_p), groups, failed_as)
+    concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
+    report = Report(loaded, stats, select_published(list(compare), published_dir),
+                    metrics(fast_p, active_minutes=concurrent), groups, failed_as)  # fmt: skip
     report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
                       f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over tasks.")
     report.notes = _notes(report, bootstrap, confidence, seed) + ([rebased_note] if rebased_note else [])
     report.problem_sets = problem_set_lines(loaded)
+    report.protocols = protocol_lines(loaded)
     return report
 
 

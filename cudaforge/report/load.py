@@ -80,6 +80,29 @@ def config_label(config: dict[str, Any]) -> str | None:
     return " ".join(p for p in parts if p)
 
 
+def run_concurrency(config: dict[str, Any]) -> int | None:
+    """How many tasks a run had in flight at once (its config's ``concurrency``; None without a config)."""
+    value = config.get("concurrency") if config else None
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def hydra_choices(run_dir: str | Path) -> dict[str, str]:
+    """The option of each config group the run was made with (``.hydra/hydra.yaml``; empty when absent)."""
+    try:
+        data = yaml.safe_load((Path(run_dir) / ".hydra" / "hydra.yaml").read_text()) or {}
+        choices = ((data.get("hydra") or {}).get("runtime") or {}).get("choices") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in choices.items()} if isinstance(choices, dict) else {}
+
+
+def protocol_suffix(choices: dict[str, str]) -> str:
+    """`` [eval=..., agents=...]`` for a run made with another evaluation protocol or template set than ours."""
+    parts = [f"{group}={choices[group]}" for group in ("eval", "agents")
+             if choices.get(group) not in (None, "default", "None")]  # fmt: skip
+    return f" [{', '.join(parts)}]" if parts else ""
+
+
 def _read_config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / ".hydra" / "config.yaml"
     if not path.is_file():
@@ -190,7 +213,7 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     spend, source = _spend(results, _read_ledger(path))
     return RunData(
         path=path,
-        label=label or config_label(config) or path.name,
+        label=label or ((config_label(config) or path.name) + protocol_suffix(hydra_choices(path))),
         results=results,
         config=config,
         unfinished=unfinished,

@@ -8,10 +8,11 @@ Definitions (docs/reports.md states them with the CudaForge paper's reading):
 - ``geomean``: over correct timed tasks; with ``failed_as=one`` failed tasks count as 1 (a zero has no log).
 - ``fast_<p>_pct`` (KernelBench's fast_p): tasks with a correct kernel whose speedup is > p, over all tasks;
   ``fast_0`` is the correct rate.
-- ``dollars``, ``minutes``, ``tokens`` (in + out): mean per task (per kernel), failed tasks included. A task
-  whose calls were all unpriced (``cost_usd`` null; in older run directories, 0 beside unpriced calls) has no
-  dollar figure (left out); one with some unpriced calls counts with its priced dollars (a lower bound). A
-  group with no dollar figure at all shows ``unpriced`` in that column.
+- ``dollars``, ``minutes``, ``tokens`` (in + out): mean per task (per kernel), failed tasks included. ``minutes``
+  is wall clock (``TaskResult.wall_minutes``; ``minutes`` for a run made before it); ``active_minutes`` leaves out
+  GPU-lock waits (undefined for older runs). A task whose calls were all unpriced (``cost_usd`` null; in older
+  run directories, 0 beside unpriced calls) has no dollar figure (left out); one with some unpriced calls counts
+  with its priced dollars (a lower bound). A group with no dollar figure at all shows ``unpriced`` in that column.
 
 A correct task without a speedup (a run without a GPU: ``best_speedup`` null) is *untimed*: it counts in
 ``correct_pct`` and ``fast_0`` and is left out of every other speedup statistic, denominators included.
@@ -61,8 +62,9 @@ def fast_key(p: float) -> str:
     return f"fast_{p:g}_pct"
 
 
-def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2)) -> list[Metric]:
-    """The report's columns, in table order."""
+def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = False) -> list[Metric]:
+    """The report's columns, in table order (``active_minutes``: with the column of minutes without GPU-lock
+    waits, which a report shows when some run had several tasks at once)."""
     out = [
         Metric("tasks", "Tasks", 0, "correct", "count"),
         Metric("correct_pct", "Correct %", 1, "correct", "pct"),
@@ -74,10 +76,17 @@ def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2)) -> list[Metric]:
     out += [Metric(fast_key(p), f"fast_{p:g} %", 1, f"fast_{p:g}", "pct") for p in fast_p]
     out += [
         Metric("dollars", "$ / kernel", 3, "dollars", "mean"),
-        Metric("minutes", "min / kernel", 1, "minutes", "mean"),
-        Metric("tokens", "tokens / kernel", 0, "tokens", "mean"),
+        Metric("minutes", "wall min / kernel", 1, "minutes", "mean"),
     ]
+    if active_minutes:
+        out.append(Metric("active_minutes", "active min / kernel", 1, "active_minutes", "mean"))
+    out.append(Metric("tokens", "tokens / kernel", 0, "tokens", "mean"))
     return out
+
+
+def wall_minutes(result: TaskResult) -> float:
+    """A task's wall-clock minutes: ``wall_minutes``, or ``minutes`` (summed step time) in a run made before it."""
+    return result.minutes if result.wall_minutes is None else result.wall_minutes
 
 
 @dataclass
@@ -132,7 +141,9 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
         "speedup": speedup,
         "log_speedup": log_speedup,
         "dollars": np.array([math.nan if _unpriced(r) else r.cost_usd for r in results], dtype=float),
-        "minutes": np.array([r.minutes for r in results], dtype=float),
+        "minutes": np.array([wall_minutes(r) for r in results], dtype=float),
+        "active_minutes": np.array([math.nan if r.active_minutes is None else r.active_minutes for r in results],
+                                   dtype=float),
         "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
     }
     for p in fast_p:
@@ -202,7 +213,7 @@ def group_stats(
         rng = np.random.default_rng([seed, zlib.crc32(group.encode())])
         index = rng.integers(0, n, size=(bootstrap, n))
     tail = (1 - confidence) / 2 * 100
-    for metric in metrics(fast_p):
+    for metric in metrics(fast_p, active_minutes=True):
         if metric.reduce == "count":
             stats.values[metric.key] = Estimate(float(n))
             continue

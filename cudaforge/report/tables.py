@@ -95,6 +95,7 @@ def markdown(report: Report) -> str:
         for row in report.rows(group):
             cells = [format_cell(m, row.values.get(m.key)) for m in report.metrics]
             out.append(f"| {row.label} | " + " | ".join(cells) + " |")
+    out += report.protocols
     out += ["", "## Notes", ""] + [f"- {note}" for note in report.notes]
     return "\n".join(out) + "\n"
 

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.agents.coder import Coder
-from cudaforge.agents.judge import Judge
+from cudaforge.agents.judge import Judge, judge_metric_names
 from cudaforge.agents.prompts import PromptLibrary
 from cudaforge.eval.evaluator import Evaluator
+from cudaforge.hardware.specs import named_gpu_sheet
 from cudaforge.graph.loop import Budgets, LoopServices, run_task
 from cudaforge.graph.strategies import get_strategy
 from cudaforge.llm.cache import ResponseCache
@@ -100,12 +101,14 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     ledger = Ledger(run_dir / "ledger.jsonl")
     cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / "llm_cache.sqlite"
     cache = ResponseCache(cache_path, _value(cfg.llm_cache.mode))
-    prompts = PromptLibrary(templates=dict(cfg.strategy.templates) or None)
+    agents = cfg.agents  # the template set, the Judge's metrics and the spec sheet the prompts show
+    prompts = PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
     backend = _value(cfg.strategy.backend)
     coder = Coder(_client(cfg.coder, "coder", cache, ledger), prompts, backend=backend,
                   max_follow_ups=cfg.strategy.max_follow_ups,
                   skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
-    judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups)
+    judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups,
+                  metric_names=judge_metric_names(_value(agents.judge_metrics)))  # fmt: skip
     # one set of GPU locks for evaluator and profiler; a candidate whose evaluation died with the run is not re-run
     evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / "interrupted")
     gpus = getattr(evaluator, "gpus", [])
@@ -114,7 +117,10 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
 
         build = evaluator.build_settings().to_dict() if hasattr(evaluator, "build_settings") else None
         profiler = Profiler(cfg.profile, cfg.profile.cache_dir, cfg.profile.lock_dir, build=build, gpus=gpus)
-    gpu_spec = profiler.gpu_spec(gpus[0]) if gpus and hasattr(profiler, "gpu_spec") else None
+    if agents.gpu_spec != "local":
+        gpu_spec = named_gpu_sheet(agents.gpu_spec)
+    else:
+        gpu_spec = profiler.gpu_spec(gpus[0]) if gpus and hasattr(profiler, "gpu_spec") else None
     return RunContext(
         cfg=cfg, store=store, ledger=ledger, coder=coder, judge=judge, evaluator=evaluator,
         profiler=profiler, gpu_spec=gpu_spec, checkpointer=_checkpointer(run_dir / "checkpoints.sqlite"),

@@ -27,6 +27,33 @@ def strict_fp32() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
+def apply_numerics(tf32: str = "off", deterministic: bool = False) -> None:
+    """The process-wide numerics of an evaluation (``eval.tf32``, ``eval.deterministic``): TF32 off (``strict_fp32``)
+    or PyTorch's defaults; and, when ``deterministic``, deterministic cuDNN and cuBLAS as the CudaForge authors'
+    harness sets them (cuDNN deterministic, no cuDNN benchmark, ``use_deterministic_algorithms(warn_only)``, a fixed
+    cuBLAS workspace)."""
+    import os
+
+    if tf32 == "off":
+        strict_fp32()
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's defaults
+        torch.backends.cudnn.allow_tf32 = True
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def grad_mode(no_grad: bool = True) -> Any:
+    """The autograd context calls run in: ``torch.no_grad()`` (our protocol), or autograd as it is (``eval.no_grad=
+    false``: the CudaForge harness runs both models without ``no_grad``)."""
+    import contextlib
+
+    return torch.no_grad() if no_grad else contextlib.nullcontext()
+
+
 def load_module(source: str, name: str) -> types.ModuleType:
     """Execute ``source`` as a fresh module called ``name`` (registered in sys.modules).
 

@@ -13,6 +13,11 @@
       tasks/<task>/candidates/<hash>.py, eval_<hash>.json, profile_<hash>.json
       tasks/<task>/round_NN/    candidate.py, coder.json (prompt, replies), eval.json, profile.json, judge.json
 
+A rescored run (``cudaforge rescore``, ``cudaforge/run/rescore.py``) is a run directory with two more files:
+
+      rescore.json              its source run, the protocol, what was rescored
+      rescored.jsonl            one row per kernel: the verdict before and after, what changed it
+
 Writes are atomic (temp file + rename), so a killed run never leaves a half-written file.
 """
 
@@ -27,6 +32,12 @@ from typing import Any
 
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set
 from cudaforge.types import TaskResult
+
+
+RESCORE_FILE = "rescore.json"
+"""A rescored run's record of its source run and protocol."""
+RESCORED_FILE = "rescored.jsonl"
+"""A rescored run's rows, one per kernel."""
 
 
 def task_slug(task_id: str) -> str:

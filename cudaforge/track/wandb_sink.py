@@ -67,7 +67,7 @@ class WandbTracker:
     def finish(self, results: list[TaskResult]) -> None:
         """The per-task summary table, the best kernels artifact, then close the run."""
         columns = ["task_id", "correct", "best_speedup", "best_round", "rounds", "cost_usd", "unpriced_calls",
-                   "minutes", "tokens_in", "tokens_out", "stop_reason"]  # fmt: skip
+                   "minutes", "wall_minutes", "active_minutes", "tokens_in", "tokens_out", "stop_reason"]  # fmt: skip
         table = self.wandb.Table(columns=columns, data=[[getattr(r, c) for c in columns] for r in results])
         self.run.log({"tasks": table})
         self.run.summary["correct_fraction"] = sum(r.correct for r in results) / max(1, len(results))

@@ -298,10 +298,16 @@ class TimedCalls:
         device: torch.device,
         poison_sizes: list[int],
         reference: Callable[..., Any] | None = None,
+        same_inputs: bool = False,
     ) -> None:
         """``compare(expected, actual, trial)`` returns None or a diff with ``summary()``; ``reference``
-        recomputes earlier trials' results to recognise a stale (cached) output."""
+        recomputes earlier trials' results to recognise a stale (cached) output. ``same_inputs``: every trial has
+        the same inputs (``eval.fresh_inputs=false``), drawn once; each candidate output is then compared with the
+        reference's latest, whatever trial it came from (the reference may be timed in a block of its own first)."""
         self.make_inputs, self.compare, self.device, self.reference = make_inputs, compare, device, reference
+        self.same_inputs = same_inputs
+        self.expected: Any = None
+        """Under ``same_inputs``: the reference's latest output."""
         self.poison_sizes = poison_sizes
         self.trial: int | None = None
         self.pristine: list[Any] = []
@@ -339,8 +345,10 @@ class TimedCalls:
     def _make_args(self, trial: int) -> list[Any]:
         clock = time.perf_counter()
         if trial != self.trial:
-            self.trial, self.pending, self.pristine = trial, {}, []
-            self.pristine = self.make_inputs(trial)
+            pending = self.pending if self.same_inputs else {}
+            self.trial, self.pending = trial, pending
+            if not (self.same_inputs and self.pristine):
+                self.pristine = self.make_inputs(trial)
             clock = self._lap("draw_inputs", clock)
         args = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.pristine]
         clock = self._lap("copy_inputs", clock)
@@ -366,10 +374,18 @@ class TimedCalls:
             if changed:
                 self.failure = {"guard": "input_mutation", "evidence": f"timed trial {trial}: {changed}", "diff": ""}
                 return
-        self.pending[role] = output
-        if "reference" not in self.pending or "candidate" not in self.pending:
+        if self.same_inputs and role == "reference":
+            self.expected = output
+        else:
+            self.pending[role] = output
+        if self.same_inputs:
+            if self.expected is None or "candidate" not in self.pending:
+                return
+            expected, actual = self.expected, self.pending.pop("candidate")
+        elif "reference" not in self.pending or "candidate" not in self.pending:
             return
-        expected, actual = self.pending.pop("reference"), self.pending.pop("candidate")
+        else:
+            expected, actual = self.pending.pop("reference"), self.pending.pop("candidate")
         problem = output_type_problem(actual, expected, self.device)
         if problem:
             self.failure = {"guard": "output_type", "evidence": f"timed trial {trial}: {problem}", "diff": ""}

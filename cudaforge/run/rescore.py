@@ -1,0 +1,192 @@
+"""``cudaforge rescore RUN_DIR eval=...``: a run's kept kernels evaluated again under another protocol.
+
+Published speedups move when evaluation tightens; this puts one set of kernels under two protocols. The kernels
+come from the run directory alone (``cudaforge/track/store.py``), so runs made by older versions work too: each
+task's best kernel (``TaskResult.best_candidate_hash``), or every round's with ``rescore.all_rounds=true``, its
+source from ``tasks/<task>/candidates/<hash>.py`` or, in older layouts, the round's ``candidate.py``. They are
+evaluated on the local GPUs (or the CPU) with the evaluator of this run's ``eval`` config, into a new run
+directory that names the original in ``rescore.json``:
+
+    <rescore dir>/
+      rescore.json        the source run, the protocol (the ``eval`` option and its settings), what was rescored
+      rescored.jsonl      one row per kernel: its verdict and speedup before and after, and what changed it
+      results.jsonl       one TaskResult per task under the new protocol (the source's cost and time kept:
+                          the kernels are the same work), so ``cudaforge report`` reads it as a run
+      tasks/<task>/       task.json, candidates/<hash>.py, eval_<hash>.json (the new EvalResult)
+
+``cudaforge report SOURCE RESCORED`` then sets the two side by side (``cudaforge.report.protocols``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from cudaforge.track.store import RESCORE_FILE, RESCORED_FILE, RunStore, TaskStore
+from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
+
+
+
+@dataclass
+class Kernel:
+    """One kept kernel of the source run, with its verdict there."""
+
+    task: Task
+    round: int | None
+    """Its round (None: the task's best, whose round the source may not name)."""
+    digest: str
+    source: str
+    before_status: str
+    before_speedup: float | None
+
+
+def _latest_results(run_dir: Path) -> list[TaskResult]:
+    by_task: dict[str, TaskResult] = {}
+    for result in RunStore(run_dir).results():
+        by_task[result.task_id] = result  # the last row of a task wins (a resumed run may have written it twice)
+    return list(by_task.values())
+
+
+def _source_of(store: TaskStore, digest: str, rounds: list[int]) -> str | None:
+    """A candidate's source by hash: the kept copy, else the round folder that holds it (older layouts)."""
+    try:
+        return store.candidate(digest)
+    except OSError:
+        pass
+    for number in rounds:
+        try:
+            text = store.read_text(number, "candidate.py")
+        except OSError:
+            continue
+        if source_hash(text) == digest:
+            return text
+    return None
+
+
+def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Kernel], list[str]]:
+    """The kernels to rescore and notes on what could not be read (a task without its task.json or a source)."""
+    run_dir = Path(run_dir)
+    kernels, notes = [], []
+    for result in _latest_results(run_dir):
+        store = TaskStore(run_dir, result.task_id)
+        try:
+            task = Task.from_dict(store.read_json(None, "task.json"))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            notes.append(f"{result.task_id}: no readable task.json ({type(exc).__name__}); not rescored")
+            continue
+        rounds = [r.round for r in result.history]
+        if all_rounds:
+            wanted = [(r.round, r.candidate_hash, r.status, r.speedup) for r in result.history if r.candidate_hash]
+        elif result.best_candidate_hash:
+            wanted = [(result.best_round, result.best_candidate_hash, "correct", result.best_speedup)]
+        else:
+            wanted = []
+        seen: set[str] = set()
+        for number, digest, status, speedup in wanted:
+            if digest in seen:
+                continue  # a round that re-submitted an earlier kernel: evaluated once
+            seen.add(digest)
+            source = _source_of(store, digest, rounds)
+            if source is None:
+                notes.append(f"{result.task_id}: the source of candidate {digest} is not in the run directory")
+                continue
+            kernels.append(Kernel(task, number, digest, source, status or "", speedup))
+    return kernels, notes
+
+
+def changed_by(result: EvalResult) -> str:
+    """What gave a rescored kernel its verdict when that is not ``correct``: the rejecting guard, the check that
+    found a wrong output (which input variant, the timed calls), or the status."""
+    status = result.status
+    if status is EvalStatus.REJECTED:
+        guards = [f["guard"] for f in result.guard_findings if f.get("verdict") == "reject"]
+        return f"rejected by {guards[0]}" if guards else "rejected"
+    if status is EvalStatus.INCORRECT:
+        explained = [f["guard"] for f in result.guard_findings if f.get("guard")]
+        if result.diff is not None and result.diff.variant not in ("default", "timing"):
+            return f"incorrect on the input variant {result.diff.variant!r}"
+        if result.diff is not None and result.diff.variant == "timing":
+            return "incorrect in the timed calls" + (f" ({explained[-1]})" if explained else "")
+        return "incorrect" + (f" ({explained[-1]})" if explained else "")
+    return status.value
+
+
+def _task_result(task_id: str, rescored: list[tuple[Kernel, EvalResult]], source: TaskResult | None) -> TaskResult:
+    """A task's result under the new protocol: its best correct kernel (timed speedup first), the source's cost
+    and time (the kernels are the same work)."""
+    correct = [(k, r) for k, r in rescored if r.status is EvalStatus.CORRECT]
+    result = TaskResult(task_id=task_id, correct=bool(correct), stop_reason="rescored")
+    if source is not None:
+        for name in ("rounds", "cost_usd", "unpriced_calls", "tokens_in", "tokens_out", "minutes", "time_split"):
+            setattr(result, name, getattr(source, name))
+        for name in ("wall_minutes", "active_minutes"):
+            if hasattr(source, name):
+                setattr(result, name, getattr(source, name))
+    if correct:
+        kernel, best = max(correct, key=lambda kr: kr[1].speedup.median if kr[1].speedup else -1.0)
+        result.best_round, result.best_candidate_hash = kernel.round, kernel.digest
+        if best.speedup is not None:
+            result.best_speedup = best.speedup.median
+            result.best_speedup_ci = [best.speedup.ci_low, best.speedup.ci_high]
+        if best.candidate_timing is not None and best.reference_timing is not None:
+            result.best_candidate_ms, result.best_reference_ms = best.candidate_timing.median, best.reference_timing.median
+    return result
+
+
+def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protocol: str, all_rounds: bool = False,
+            say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Evaluate ``run_dir``'s kept kernels with ``evaluator`` (its config is the protocol, named ``protocol``) into
+    ``out_dir``; the summary written to ``rescore.json``. ``say`` gets a line per kernel as it finishes."""
+    run_dir, out_dir = Path(run_dir).resolve(), Path(out_dir)
+    if not (run_dir / "results.jsonl").is_file():
+        raise FileNotFoundError(f"{run_dir}: not a run directory (no results.jsonl)")
+    kernels, notes = kept_kernels(run_dir, all_rounds)
+    out = RunStore(out_dir)
+    for name in ("problem_set.json",):
+        if (run_dir / name).is_file():
+            (out_dir / name).write_text((run_dir / name).read_text())
+    summary: dict[str, Any] = {
+        "source_run": str(run_dir), "protocol": protocol, "eval": dict(evaluator.cfg), "all_rounds": all_rounds,
+        "kernels": len(kernels), "notes": notes, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }  # fmt: skip
+    (out_dir / RESCORE_FILE).write_text(json.dumps({**summary, "finished": False}, indent=1))
+    rows, by_task, lock = [], {}, threading.Lock()
+
+    def done(index: int, result: EvalResult) -> None:
+        with lock:
+            _done(index, result)
+
+    def _done(index: int, result: EvalResult) -> None:
+        kernel = kernels[index]
+        store = out.task(kernel.task.id)
+        store.write_json(None, f"eval_{kernel.digest}.json", result.to_dict())
+        after = result.speedup.median if result.speedup is not None else None
+        row = {"task_id": kernel.task.id, "round": kernel.round, "candidate_hash": kernel.digest,
+               "before_status": kernel.before_status, "before_speedup": kernel.before_speedup,
+               "after_status": result.status.value, "after_speedup": after,
+               "changed": (result.status.value == "correct") != (kernel.before_status == "correct"),
+               "reason": "" if result.status is EvalStatus.CORRECT else changed_by(result),
+               "message": result.message[:500]}  # fmt: skip
+        rows.append(row)
+        with (out_dir / RESCORED_FILE).open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        shown = f"{after:.3f}x" if after is not None else ""
+        say(f"{kernel.task.id}  {kernel.digest}  {kernel.before_status} -> {result.status.value} {shown}  "
+            f"{row['reason']}".rstrip())
+
+    for kernel in kernels:
+        store = out.task(kernel.task.id)
+        store.write_json(None, "task.json", {**kernel.task.to_dict(), "source_hash": kernel.task.source_hash})
+        store.save_candidate(kernel.digest, kernel.source)
+    results = evaluator.evaluate_batch([(k.task, k.source) for k in kernels], on_result=done)
+    for kernel, result in zip(kernels, results):
+        by_task.setdefault(kernel.task.id, []).append((kernel, result))
+    for source in _latest_results(run_dir):  # every task of the source, with or without a kernel to rescore
+        out.append_result(_task_result(source.task_id, by_task.get(source.task_id, []), source))
+    summary.update(changed=sum(r["changed"] for r in rows), finished=True)
+    (out_dir / RESCORE_FILE).write_text(json.dumps(summary, indent=1))
+    return summary

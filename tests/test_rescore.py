@@ -1,0 +1,122 @@
+"""``cudaforge rescore``: a run's kept kernels under another protocol, and the report that sets the two side by side."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudaforge.report.load import load_runs
+from cudaforge.report.protocols import changes, protocol_lines
+from cudaforge.run.rescore import changed_by, kept_kernels
+from cudaforge.tasks import find_task, selection
+from cudaforge.track.store import RunStore
+from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, RoundRecord, TaskResult, source_hash
+
+REPO = Path(__file__).resolve().parents[1]
+RELU = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+
+
+def make_run(root: Path, kept_copy: bool = True) -> Path:
+    """A run directory as `cudaforge run` writes it: one task, two rounds (the second the best)."""
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    store = RunStore(root)
+    ts = store.task(task.id)
+    ts.write_json(None, "task.json", task.to_dict())
+    first, best = "import torch  # round 1\n" + RELU, RELU
+    for number, source in ((1, first), (2, best)):
+        ts.write_text(number, "candidate.py", source)
+        if kept_copy:
+            ts.save_candidate(source_hash(source), source)
+    history = [RoundRecord(round=1, coder_mode="first_attempt", candidate_hash=source_hash(first), status="incorrect"),
+               RoundRecord(round=2, coder_mode="repair", candidate_hash=source_hash(best), status="correct", speedup=1.4)]
+    store.append_result(TaskResult(task_id=task.id, correct=True, best_round=2, best_speedup=1.4,
+                                   best_candidate_hash=source_hash(best), rounds=2, history=history, cost_usd=0.2))
+    store.append_result(TaskResult(task_id="tiny/level1/2_Softmax", correct=False, rounds=2))  # no task.json
+    return root
+
+
+@pytest.mark.parametrize("kept_copy", [True, False])
+def test_the_kept_kernels_of_a_run_old_layouts_included(tmp_path, kept_copy):
+    run = make_run(tmp_path / "run", kept_copy)
+    best, notes = kept_kernels(run)
+    assert [(k.round, k.digest, k.before_status, k.before_speedup) for k in best] == [(2, source_hash(RELU), "correct", 1.4)]
+    assert best[0].source == RELU and any("2_Softmax" in n and "task.json" in n for n in notes)
+    every, _ = kept_kernels(run, all_rounds=True)
+    assert [(k.round, k.before_status) for k in every] == [(1, "incorrect"), (2, "correct")]
+
+
+def test_what_changed_a_verdict_is_named():
+    def result(status, findings=(), variant=None):
+        diff = CorrectnessDiff(trial=0, variant=variant) if variant else None
+        return EvalResult(task_id="t", candidate_hash="h", status=status, guard_findings=list(findings), diff=diff)
+
+    assert changed_by(result(EvalStatus.REJECTED, [{"guard": "precision", "verdict": "report"},
+                                                   {"guard": "timing_crosscheck", "verdict": "reject"}])) == \
+        "rejected by timing_crosscheck"  # fmt: skip
+    assert changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail")) == "incorrect on the input variant 'heavy_tail'"
+    assert changed_by(result(EvalStatus.INCORRECT, [{"guard": "result_caching"}], "timing")) == \
+        "incorrect in the timed calls (result_caching)"  # fmt: skip
+    assert changed_by(result(EvalStatus.COMPILE_ERROR)) == "compile_error"
+
+
+def test_the_report_sets_a_rescored_run_beside_its_source(tmp_path):
+    source = make_run(tmp_path / "source")
+    rescored = tmp_path / "rescored"
+    store = RunStore(rescored)
+    store.append_result(TaskResult(task_id="tiny/level1/1_ReLU", correct=False, rounds=2, stop_reason="rescored"))
+    store.append_result(TaskResult(task_id="tiny/level1/2_Softmax", correct=False, rounds=2, stop_reason="rescored"))
+    (rescored / "rescore.json").write_text(json.dumps({"source_run": str(source.resolve()), "protocol": "strictest",
+                                                      "kernels": 1, "all_rounds": False, "finished": True}))
+    row = {"task_id": "tiny/level1/1_ReLU", "round": 2, "candidate_hash": "abc", "before_status": "correct",
+           "before_speedup": 1.4, "after_status": "rejected", "after_speedup": None, "changed": True,
+           "reason": "rejected by timing_crosscheck"}
+    (rescored / "rescored.jsonl").write_text(json.dumps(row) + "\n")
+    lines = protocol_lines(load_runs([rescored]))  # the source is read from disk when not compared too
+    text = "\n".join(lines)
+    assert "| default | source | 2 | 50.0 |" in text and "| strictest | rescored | 2 | 0.0 |" in text
+    assert "1 of 1 kernels changed verdict." in text and "- correct -> rejected: 1 (rejected by timing_crosscheck: 1)" in text
+    assert protocol_lines(load_runs([source])) == []
+    assert changes([{**row, "changed": False, "after_status": "correct", "after_speedup": 1.12}])[-1].startswith(
+        "Speedups of the 1 kernels timed under both: median ratio new/old 0.800")
+
+
+@pytest.mark.slow
+def test_rescore_from_the_command_line_and_the_report_beside_it(tmp_path):
+    """`cudaforge rescore RUN eval=cudaforge_paper` on a run's kernels (the CPU: correctness only), then `cudaforge
+    report RUN NEW` with the protocols side by side."""
+    source = make_run(tmp_path / "source")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"}
+    out_dir = tmp_path / "rescored"
+    cmd = [sys.executable, "-m", "cudaforge.cli", "rescore", str(source), "eval=cudaforge_paper", "eval.device=cpu",
+           f"eval.build_cache_dir={tmp_path / 'build'}", f"hydra.run.dir={out_dir}", "rescore.all_rounds=true"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "2 kernels rescored" in done.stdout
+    record = json.loads((out_dir / "rescore.json").read_text())
+    assert record["protocol"] == "cudaforge_paper" and record["finished"] and record["source_run"] == str(source)
+    rows = [json.loads(line) for line in (out_dir / "rescored.jsonl").read_text().splitlines()]
+    assert sorted((r["round"], r["after_status"]) for r in rows) == [(1, "correct"), (2, "correct")]
+    assert (out_dir / ".hydra" / "config.yaml").is_file()
+    report = subprocess.run([sys.executable, "-m", "cudaforge.cli", "report", str(source), str(out_dir),
+                             f"report.out_dir={tmp_path / 'report'}"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=600)  # fmt: skip
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "## Protocols" in report.stdout and "| cudaforge_paper |" in report.stdout
+    assert "1 of 2 kernels changed verdict." in report.stdout  # round 1 was incorrect where it was made
+
+
+def test_a_runs_label_names_a_protocol_or_template_set_other_than_ours(tmp_path):
+    run = make_run(tmp_path / "paper")
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "hydra.yaml").write_text(
+        "hydra:\n  runtime:\n    choices:\n      eval: cudaforge_paper\n      agents: cudaforge_paper\n      suite: tiny\n")
+    (run / ".hydra" / "config.yaml").write_text("strategy: {name: cudaforge, max_rounds: 10}\ncoder: {model: openai/o3}\n"
+                                                "judge: {model: openai/o3}\n")  # fmt: skip
+    plain = make_run(tmp_path / "ours")
+    labels = [r.label for r in load_runs([run, plain])]
+    assert labels == ["cudaforge o3/o3 10 rounds [eval=cudaforge_paper, agents=cudaforge_paper]", "ours"]
