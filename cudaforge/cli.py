@@ -284,6 +284,8 @@ def _rescore(cfg: DictConfig) -> int:
 
     if not cfg.rescore.run:
         raise ValueError("say which run: cudaforge rescore RUN_DIR eval=PROTOCOL")
+    if not (Path(cfg.rescore.run) / "results.jsonl").is_file():
+        raise FileNotFoundError(f"{cfg.rescore.run}: not a run directory (no results.jsonl)")
     hydra_cfg = HydraConfig.get()
     protocol, out_dir = hydra_cfg.runtime.choices.get("eval", "default"), hydra_cfg.runtime.output_dir
     evaluator = Evaluator(OmegaConf.to_object(cfg.eval))

@@ -120,3 +120,14 @@ def test_a_runs_label_names_a_protocol_or_template_set_other_than_ours(tmp_path)
     plain = make_run(tmp_path / "ours")
     labels = [r.label for r in load_runs([run, plain])]
     assert labels == ["cudaforge o3/o3 10 rounds [eval=cudaforge_paper, agents=cudaforge_paper]", "ours"]
+
+
+def test_a_rescore_of_something_that_is_not_a_run_is_refused_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    from cudaforge.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["rescore", str(tmp_path / "nowhere"), "eval=cudaforge_paper"]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    runs = tmp_path / "outputs" / "runs"
+    assert not (runs.is_dir() and any(runs.iterdir()))  # the refused command's run directory is gone
+    assert main(["rescore", "a", "b"]) == 2  # one run at a time
