@@ -148,7 +148,8 @@ def _run(cfg: DictConfig) -> int:
     from cudaforge.eval.verifier import cpu_scaled
     from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
     from cudaforge.run.progress import RunProgress
-    from cudaforge.run.runner import RunAborted, RunInterrupted, make_context, run_suite
+    from cudaforge.run.runner import RunAborted, RunInterrupted, RunStateError, make_context, run_suite
+    from cudaforge.track.store import RunDirBusy
     from cudaforge.track.wandb_sink import make_tracker
 
     demo_roles = [role for role, llm in (("coder", config.coder), ("judge", config.judge)) if llm.model == DEMO_MODEL]
@@ -167,7 +168,11 @@ def _run(cfg: DictConfig) -> int:
     print(f"run directory: {run_dir}\n{len(tasks)} tasks, strategy {config.strategy.name.value}, "
           f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
           flush=True)  # fmt: skip
-    ctx = make_context(config, run_dir)
+    try:
+        ctx = make_context(config, run_dir)
+    except (RunDirBusy, RunStateError) as exc:  # nothing of this run directory is touched: it may be another run's
+        print(f"cudaforge run: error: {exc}", file=sys.stderr)
+        return 2
     hydra_cfg = HydraConfig.get()
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
     tracker = make_tracker(

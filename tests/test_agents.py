@@ -948,3 +948,26 @@ def test_the_runner_wires_the_agents_group(tmp_path):
     assert ctx.gpu_spec["name"] == "Quadro RTX 6000" and ctx.gpu_spec["architecture"] == "Turing"
     default = make_context(dataclasses.replace(CudaforgeConfig(), profile=cfg.profile, eval=cfg.eval), tmp_path / "d")
     assert default.coder.prompts.template_set.name == "default" and default.judge.metric_names == ()
+
+
+def test_replies_too_long_for_their_use_are_refused_with_a_reason():
+    from cudaforge.agents.parsing import MAX_CODE_REPLY_CHARS, MAX_JSON_REPLY_CHARS, extract_code, extract_json
+
+    code = extract_code("```python\nclass ModelNew: pass\n" + "# pad\n" * (MAX_CODE_REPLY_CHARS // 6) + "```")
+    assert not code.ok and "characters long" in code.reason and "ModelNew source alone" in code.reason
+    judge = extract_json('{"bottleneck": "x"}' + " " * MAX_JSON_REPLY_CHARS, ["bottleneck"])
+    assert not judge.ok and "JSON object alone" in judge.reason
+
+
+def test_the_json_scan_of_nested_noise_is_bounded_and_still_finds_the_answer_after_it(monkeypatch):
+    """A 60 KB reply of nested braces cost over a minute of quadratic scanning in the parent; the scan now tries a
+    bounded number of spans, then the last few objects of the reply."""
+    from cudaforge.agents import parsing
+
+    calls = []
+    real = parsing._match_brace
+    monkeypatch.setattr(parsing, "_match_brace", lambda text, start: calls.append(start) or real(text, start))
+    noise = "{" + '"k": {' * 9000 + "}" * 9000
+    found = parsing.extract_json(noise + ' and so: {"bottleneck": "dram", "optimisation method": "tile"}', ["bottleneck"])
+    assert found.ok and found.data["bottleneck"] == "dram"
+    assert len(calls) <= parsing._MAX_FAILED_SPANS + 8

@@ -59,8 +59,11 @@ def test_what_changed_a_verdict_is_named():
                                                    {"guard": "timing_crosscheck", "verdict": "reject"}])) == \
         "rejected by timing_crosscheck"  # fmt: skip
     assert changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail")) == "incorrect on the input variant 'heavy_tail'"
-    assert changed_by(result(EvalStatus.INCORRECT, [{"guard": "result_caching"}], "timing")) == \
-        "incorrect in the timed calls (result_caching)"  # fmt: skip
+    caching = result(EvalStatus.INCORRECT, [{"guard": "torch_compute", "verdict": "report"}, {"guard": "result_caching"}],
+                     "timing")  # fmt: skip
+    caching.message = "an output produced during the timed calls was wrong\nresult_caching: cached"
+    assert changed_by(caching) == "incorrect in the timed calls (result_caching)"  # a reported guard explains nothing
+    assert changed_by(result(EvalStatus.INCORRECT, [{"guard": "torch_compute", "verdict": "report"}])) == "incorrect"
     assert changed_by(result(EvalStatus.COMPILE_ERROR)) == "compile_error"
 
 

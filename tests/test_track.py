@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 from types import SimpleNamespace
+
+import pytest
 
 from cudaforge.track.store import RunStore, task_slug
 from cudaforge.track.wandb_sink import NullTracker, SafeTracker, make_tracker
@@ -22,6 +25,10 @@ def test_store_round_trips_results_and_skips_a_torn_line(tmp_path):
     with store.results_path.open("a") as f:
         f.write('{"task_id": "torn"')  # a crash mid-write
     assert [r.task_id for r in store.results()] == ["tiny/level1/1_ReLU"]
+    store.append_result(result("tiny/level1/2_Softmax"))  # the resumed run's next result is not glued to the torn line
+    with store.results_path.open("ab") as f:
+        f.write(b'{"task_id": "\xff\xfe"}\n')  # bytes that are not UTF-8 cost their own line only
+    assert [r.task_id for r in store.results()] == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax"]
     task = store.task("tiny/level1/1_ReLU")
     task.write_json(3, "eval.json", {"a": 1})
     assert task.read_json(3, "eval.json") == {"a": 1}
@@ -120,3 +127,36 @@ def test_a_run_records_its_problem_set_and_a_resume_on_another_says_so(tmp_path,
     assert both["digest"] == record["digest"] and both["changed_on_resume"][0]["tasks"] == {relu.id: edited.source_hash}
     assert version_line(both).startswith(f"problem set {record['version']}, changed on resume to hashes:")
     assert run_version(tmp_path / "run") == record["version"] and run_version(tmp_path / "build") is None
+
+
+def test_one_run_at_a_time_in_a_run_directory(tmp_path):
+    """A second `cudaforge run` into a directory in use would run, and pay for, every task again."""
+    from cudaforge.track.store import RunDirBusy
+
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from cudaforge.track.store import RunStore; "
+                               f"RunStore({str(tmp_path)!r}).claim(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirBusy, match=rf"in use by cudaforge run \(pid {holder.pid}\).*another hydra.run.dir"):
+            RunStore(tmp_path).claim()
+    finally:
+        holder.kill()
+        holder.wait()
+    RunStore(tmp_path).claim()  # the holder is gone: the directory is free again
+    RunStore(tmp_path).claim()  # and this process may claim it twice (a resume in the same process)
+
+
+def test_a_corrupt_database_of_the_run_is_one_line_naming_it(tmp_path):
+    from cudaforge.run.runner import RunStateError, check_sqlite
+
+    check_sqlite(tmp_path / "absent.sqlite", "nothing")  # absent: nothing to say
+    bad = tmp_path / "llm_cache.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(RunStateError) as info:
+        check_sqlite(bad, "the run's recorded LLM replies")
+    text = str(info.value)
+    assert str(bad) in text and "recorded LLM replies" in text and "move it aside" in text and "\n" not in text

@@ -30,6 +30,15 @@ _MAX_TRAILING_TRIM = 40
 """Unfenced replies: how many trailing lines of prose may be cut to make the code parse."""
 _MAX_STARTS = 10
 """Unfenced replies: how many possible first lines of code are tried."""
+MAX_CODE_REPLY_CHARS = 512 * 1024
+"""A Coder reply longer than this is refused (a kernel source is tens of kilobytes; a 20 MB reply would be pasted
+into the Judge's prompt and the run directory)."""
+MAX_JSON_REPLY_CHARS = 256 * 1024
+"""A Judge reply longer than this is refused (its JSON is a few hundred bytes)."""
+_MAX_SPAN_CHARS = 64 * 1024
+"""The longest ``{...}`` span taken for a JSON object; a longer one is not matched (bounds the scan's cost)."""
+_MAX_FAILED_SPANS = 32
+"""How many ``{`` that open no usable object are tried before the scan stops (nested braces cost n^2 otherwise)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +200,9 @@ def extract_code(reply: str) -> CodeExtraction:
     text = clean_reply(reply)
     if not text.strip():
         return CodeExtraction(False, reason="the reply is empty")
+    if len(text) > MAX_CODE_REPLY_CHARS:
+        return CodeExtraction(False, reason=f"the reply is {len(text):,} characters long, more than the "
+                              f"{MAX_CODE_REPLY_CHARS:,} a kernel's source needs: send the ModelNew source alone")  # fmt: skip
     blocks = fenced_blocks(text)
     if blocks:
         return _from_blocks(blocks)
@@ -201,9 +213,11 @@ def extract_code(reply: str) -> CodeExtraction:
 
 
 def _match_brace(text: str, start: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``start`` (strings respected), or None."""
+    """Index of the ``}`` closing the ``{`` at ``start`` (strings respected), or None (also past
+    ``_MAX_SPAN_CHARS``)."""
     depth, quote, i = 0, "", start
-    while i < len(text):
+    stop = min(len(text), start + _MAX_SPAN_CHARS)
+    while i < stop:
         c = text[i]
         if quote:
             if c == "\\":
@@ -233,16 +247,28 @@ def _objects_in(text: str) -> tuple[list[Any], list[str]]:
     brace spans that looked like JSON but did not decode (their insides are searched too)."""
     values: list[Any] = []
     errors: list[str] = []
+    failed = 0
     i = text.find("{")
-    while i != -1:
-        end = _match_brace(text, i) if _LOOKS_LIKE_OBJECT.match(text, i) else None
+    while i != -1 and failed < _MAX_FAILED_SPANS:
+        scanned = _LOOKS_LIKE_OBJECT.match(text, i) is not None
+        end = _match_brace(text, i) if scanned else None
         value, error = _decode(text[i : end + 1]) if end is not None else (None, "")
         if end is None or error:
             errors += [error] if error else []
+            failed += scanned
             i = text.find("{", i + 1)
             continue
         values.append(value)
         i = text.find("{", end + 1)
+    if i != -1:  # the scan gave up: an answer after the noise still counts (the last few objects, tried once each)
+        tail, j = [], len(text)
+        while len(tail) < 8 and (j := text.rfind("{", 0, j)) >= i:
+            tail.append(j)
+        for start in reversed(tail):
+            end = _match_brace(text, start) if _LOOKS_LIKE_OBJECT.match(text, start) else None
+            value, error = _decode(text[start : end + 1]) if end is not None else (None, "")
+            if end is not None and not error:
+                values.append(value)
     return values, errors
 
 
@@ -363,6 +389,9 @@ def extract_json(reply: str, required_keys: Sequence[str] = ()) -> JsonExtractio
     text = clean_reply(reply)
     if not text.strip():
         return JsonExtraction(False, reason="the reply is empty")
+    if len(text) > MAX_JSON_REPLY_CHARS:
+        return JsonExtraction(False, reason=f"the reply is {len(text):,} characters long, more than the "
+                              f"{MAX_JSON_REPLY_CHARS:,} allowed: answer with the JSON object alone")  # fmt: skip
     values, errors = [], []
     for block in fenced_blocks(text):
         if block.info in JSON_TAGS and block.text.strip().startswith(("{", "[")):

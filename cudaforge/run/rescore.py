@@ -105,8 +105,8 @@ def changed_by(result: EvalResult) -> str:
     if status is EvalStatus.REJECTED:
         guards = [f["guard"] for f in result.guard_findings if f.get("verdict") == "reject"]
         return f"rejected by {guards[0]}" if guards else "rejected"
-    if status is EvalStatus.INCORRECT:
-        explained = [f["guard"] for f in result.guard_findings if f.get("guard")]
+    if status is EvalStatus.INCORRECT:  # the guard that explained the wrong output names itself in the message
+        explained = [f["guard"] for f in result.guard_findings if f"\n{f.get('guard')}: " in result.message]
         if result.diff is not None and result.diff.variant not in ("default", "timing"):
             return f"incorrect on the input variant {result.diff.variant!r}"
         if result.diff is not None and result.diff.variant == "timing":

@@ -98,8 +98,13 @@ def _checkpointer(path: Path) -> Any:
 def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: Any = None) -> RunContext:
     """Build the run's services from a ``CudaforgeConfig`` (object form)."""
     store = RunStore(run_dir)
+    store.claim()  # RunDirBusy when another run is in this directory
     ledger = Ledger(run_dir / "ledger.jsonl")
     cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / "llm_cache.sqlite"
+    check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
+                 "paid for) again")  # fmt: skip
+    check_sqlite(run_dir / "checkpoints.sqlite", "the loop's checkpoints: moved aside, unfinished tasks start again "
+                 "from their first round (finished ones stay in results.jsonl)")  # fmt: skip
     cache = ResponseCache(cache_path, _value(cfg.llm_cache.mode))
     agents = cfg.agents  # the template set, the Judge's metrics and the spec sheet the prompts show
     prompts = PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
@@ -221,6 +226,26 @@ def run_suite(
         raise RunInterrupted(f"interrupted: {stop()}") from None
     pool.shutdown()
     return [done[t.id] for t in tasks if t.id in done]
+
+
+class RunStateError(RuntimeError):
+    """A file of the run directory that a resume needs cannot be read; one line says which and what to do."""
+
+
+def check_sqlite(path: Path, what: str) -> None:
+    """``RunStateError`` when ``path`` exists but is not a readable SQLite database (a crash or a disk fault can
+    leave one): the message names the file, what it holds, and what moving it aside costs."""
+    if not path.exists():
+        return
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise RunStateError(f"{path} is not a readable SQLite database ({exc}). It holds {what}; move it aside to "
+                            "go on, or restore it from a copy") from None  # fmt: skip
 
 
 class RunInterrupted(KeyboardInterrupt):

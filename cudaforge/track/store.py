@@ -12,6 +12,7 @@
       tasks/<task>/task.json    the task, with its reference's source_hash
       tasks/<task>/candidates/<hash>.py, eval_<hash>.json, profile_<hash>.json
       tasks/<task>/round_NN/    candidate.py, coder.json (prompt, replies), eval.json, profile.json, judge.json
+      .run.lock                 held (flock) by the process that runs here: a second run into the directory is refused
 
 A rescored run (``cudaforge rescore``, ``cudaforge/run/rescore.py``) is a run directory with two more files:
 
@@ -88,6 +89,14 @@ class TaskStore:
         return self.read_text(None, f"candidates/{digest}.py")
 
 
+class RunDirBusy(RuntimeError):
+    """Another process runs in this run directory (``RunStore.claim``)."""
+
+
+_CLAIMS: dict[str, Any] = {}
+"""The run directories this process has claimed: their lock files, held open (and locked) until it exits."""
+
+
 class RunStore:
     """The run directory as a whole."""
 
@@ -95,6 +104,31 @@ class RunStore:
         self.root = Path(run_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+
+    def claim(self) -> None:
+        """Take the run directory for this process, for as long as it lives: a second ``cudaforge run`` into the
+        same directory would run (and pay for) every task a second time. ``RunDirBusy`` names the holder. This
+        process may claim a directory again (a resume in the same process)."""
+        import fcntl
+
+        path = self.root / ".run.lock"
+        key = str(path.resolve())
+        if key in _CLAIMS:
+            return
+        handle = path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise RunDirBusy(f"{self.root} is in use by {holder}: wait for it to finish (or stop it), or give this "
+                             "run another hydra.run.dir") from None  # fmt: skip
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"cudaforge run (pid {os.getpid()})\n")
+        handle.flush()
+        _CLAIMS[key] = handle
 
     @property
     def results_path(self) -> Path:
@@ -114,20 +148,26 @@ class RunStore:
         return TaskStore(self.root, task_id)
 
     def append_result(self, result: TaskResult) -> None:
-        """Append one finished task's result (one line, flushed)."""
-        with self._lock, self.results_path.open("a") as f:
-            f.write(result.to_json() + "\n")
+        """Append one finished task's result (one line, flushed). A line a crash left torn is ended first, so the
+        new result never joins it (it would be unreadable, and lost, with it)."""
+        with self._lock, self.results_path.open("a+b") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell():
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
+            f.write((result.to_json() + "\n").encode())
             f.flush()
             os.fsync(f.fileno())
 
     def results(self) -> list[TaskResult]:
-        """The finished tasks' results (a line torn by a crash is skipped)."""
+        """The finished tasks' results: a line torn by a crash, or with bytes that are not UTF-8, is skipped."""
         if not self.results_path.exists():
             return []
         out = []
-        for line in self.results_path.read_text().splitlines():
+        for line in self.results_path.read_bytes().splitlines():
             try:
-                out.append(TaskResult.from_json(line))
-            except (json.JSONDecodeError, TypeError):
+                out.append(TaskResult.from_json(line.decode("utf-8")))
+            except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError):
                 continue
         return out
