@@ -146,7 +146,7 @@ def test_a_model_without_its_key_is_refused_at_once(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", ["run", "eval", "profile", "baseline", "report", "export", "skill distill",
                                      "skill compare", "tasks list", "tasks audit", "tasks diff", "doctor",
-                                     "cache"])
+                                     "cache", "rescore"])
 def test_each_subcommand_has_a_short_help_of_its_own(command, capsys):
     from cudaforge.cli import main
 
@@ -225,3 +225,15 @@ def test_tasks_diff_lists_the_problems_two_sets_hold_differently(kernelbench_roo
     assert lines[-1] == "0 problems the same, 2 changed, 1 only in A, 1 only in B"
     assert main(["tasks", "diff", str(kernelbench_root), str(tmp_path / "none")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_run_directory_with_a_corrupt_database_is_one_line_and_left_as_it_is(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoints.sqlite").write_bytes(b"not a database" * 512)
+    out = cudaforge("run", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    [line] = [ln for ln in out.stderr.splitlines() if ln.startswith("cudaforge run: error:")]
+    assert "checkpoints.sqlite is not a readable SQLite database" in line and "move it aside" in line
+    assert (run / "checkpoints.sqlite").read_bytes() == b"not a database" * 512
