@@ -1,6 +1,6 @@
 """The kernels we ship, under our protocol and the CudaForge paper's: which verdicts and speedups change, and why.
 
-    python benchmarks/protocol_compare.py --out DIR [--device auto|cpu|cuda] [--only NAME,...]
+    python benchmarks/protocol_compare.py --out DIR [--device auto|cpu|cuda] [--jobs N] [--only NAME,...]
 
 Every bundled candidate (with the tasks `benchmarks/compare_checkouts.py` pairs them with) and every hack-corpus
 file (with its declared task and `CONFIG:` settings) is evaluated with `eval=default` and with
@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from pathlib import Path
 
@@ -28,7 +30,7 @@ sys.path.insert(0, str(HERE))
 from compare_checkouts import PAIRS  # noqa: E402
 
 from cudaforge.eval.evaluator import Evaluator  # noqa: E402
-from cudaforge.eval.guards.corpus import find_entry_task, load_corpus  # noqa: E402
+from cudaforge.eval.guards.corpus import check_result, find_entry_task, load_corpus  # noqa: E402
 from cudaforge.run.rescore import changed_by  # noqa: E402
 from cudaforge.tasks import find_task, selection  # noqa: E402
 
@@ -42,17 +44,17 @@ def preset(name: str) -> dict:
     return {k: v for k, v in data.items() if k != "defaults"}
 
 
-def kernels(only: set[str], cuda: bool) -> list[tuple[str, object, str, dict]]:
-    """(name, task, source, extra eval settings) for every bundled candidate and corpus file (those that need CUDA
+def kernels(only: set[str], cuda: bool) -> list[tuple[str, object, str, dict, object]]:
+    """(name, task, source, extra eval settings, corpus entry or None) for every bundled candidate and corpus file (those that need CUDA
     only with ``cuda``)."""
     out = []
     for suite, task_id, file in PAIRS:
         name = f"{file} on {suite}/{task_id}"
         if not only or file.removesuffix(".py") in only:
-            out.append((name, find_task(selection(suite), task_id), (HERE / "candidates" / file).read_text(), {}))
+            out.append((name, find_task(selection(suite), task_id), (HERE / "candidates" / file).read_text(), {}, None))
     for entry in load_corpus():
         if (not only or entry.name in only) and (cuda or not entry.needs_cuda):
-            out.append((entry.name, find_entry_task(entry), entry.source, dict(entry.config)))
+            out.append((entry.name, find_entry_task(entry), entry.source, dict(entry.config), entry))
     return out
 
 
@@ -60,6 +62,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--jobs", type=int, default=1, help="evaluations at a time (their timed parts never overlap)")
     parser.add_argument("--only", default="", help="comma-separated candidate or corpus file stems")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -69,7 +72,11 @@ def main() -> int:
     import torch
 
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
-    for name, task, source, extra in kernels(only, cuda):
+    partial = (args.out / "protocols.partial.jsonl").open("a")  # each finished row at once: a cut-off run keeps them
+    lock = threading.Lock()
+
+    def compare(item):
+        name, task, source, extra, entry = item
         row = {"kernel": name, "task": task.id}
         for protocol in PROTOCOLS:
             started = time.monotonic()
@@ -79,12 +86,22 @@ def main() -> int:
                              "speedup": result.speedup.median if result.speedup else None,
                              "changed_by": "" if result.status.value == "correct" else changed_by(result),
                              "findings": [f["guard"] for f in result.guard_findings], "message": result.message[:600]}  # fmt: skip
+            if protocol == "default" and entry is not None:  # our protocol must give the corpus its declared verdict
+                row["declared_problems"] = check_result(entry, result)
         ours, paper = row["default"], row["cudaforge_paper"]
         row["verdict_changed"] = ours["status"] != paper["status"]
         shown = lambda r: r["status"] + (f" {r['speedup']:.3f}x" if r["speedup"] else "")  # noqa: E731
         why = ours["changed_by"] or paper["changed_by"] if row["verdict_changed"] else ""
-        print(f"| {name} | {task.id} | {shown(ours)} | {shown(paper)} | {why} |", flush=True)
-        rows.append(row)
+        with lock:
+            print(f"| {name} | {task.id} | {shown(ours)} | {shown(paper)} | {why} |", flush=True)
+            partial.write(json.dumps(row) + "\n")
+            partial.flush()
+        return row
+
+    # Evaluations at a time: the evaluator's GPU lock keeps their timed parts apart, the rest overlaps.
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows = list(pool.map(compare, kernels(only, cuda)))
+    partial.close()
     flips = Counter((r["default"]["status"], r["cudaforge_paper"]["status"]) for r in rows if r["verdict_changed"])
     summary = [f"{sum(r['verdict_changed'] for r in rows)} of {len(rows)} kernels get another verdict under the "
                "paper's protocol than under ours:"] + [f"- ours {a}, paper's {b}: {n}" for (a, b), n in sorted(flips.items())]
@@ -94,6 +111,9 @@ def main() -> int:
         ratios = sorted(p / o for o, p in timed)
         summary.append(f"Speedups timed under both ({len(timed)} kernels): paper's / ours median {ratios[len(ratios) // 2]:.3f} "
                        f"(from {ratios[0]:.3f} to {ratios[-1]:.3f}).")
+    undeclared = [f"{r['kernel']}: {'; '.join(r['declared_problems'])}" for r in rows if r.get("declared_problems")]
+    summary.append(f"Corpus entries whose verdict under our protocol is not the declared one: {len(undeclared)}"
+                   + "".join(f"\n- {u}" for u in undeclared))
     print("\n" + "\n".join(summary))
     (args.out / "protocols.json").write_text(json.dumps({"device": args.device, "rows": rows, "summary": summary}, indent=1))
     table = ["| kernel | task | ours | paper's | what changed it |", "| --- | --- | --- | --- | --- |"]
