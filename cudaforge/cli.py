@@ -30,6 +30,9 @@ subcommands:
   baseline      time a suite's references (eager and torch.compile)
   rescore RUN_DIR eval=PROTOCOL
                 a run's kept kernels evaluated again under another protocol (report them side by side)
+  merge SHARD_DIR [SHARD_DIR ...] out=DIR
+                a campaign's shards (suite.shard_count=N suite.shard_index=I) joined into one run directory
+  plan          expected dollars, LLM calls and hours of a suite under a config, before a campaign
   report RUN_DIR [RUN_DIR ...]
                 tables (Markdown, LaTeX, CSV) and plots of runs beside published ones
   export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences
@@ -433,6 +436,25 @@ def _remove_if_empty(run_dir: str | None) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _merge(args: list[str]) -> int:
+    from cudaforge.run.merge import MergeError, merge_runs
+    from cudaforge.track.store import RunDirBusy
+
+    outs = [a.partition("=")[2] for a in args if a.startswith("out=")]
+    other = [a for a in args if "=" in a and not a.startswith("out=")]
+    shards = [a for a in args if "=" not in a]
+    if len(outs) != 1 or other or not shards or any(a.startswith("-") for a in shards):
+        print("cudaforge merge: error: say SHARD_DIR [SHARD_DIR ...] out=DIR"
+              + (f" (unknown: {' '.join(other)})" if other else ""), file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        record = merge_runs(outs[0], shards, say=lambda line: print(line, flush=True))
+    except (MergeError, RunDirBusy) as exc:
+        print(f"cudaforge merge: error: {exc}", file=sys.stderr)
+        return 2
+    return 1 if record["unfinished"] else 0
+
+
 def _run_app(action: str, overrides: list[str]) -> int:
     from cudaforge.cli_checks import check_overrides, check_values
 
@@ -504,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     if command == "cache":
         return _cache(rest)
+    if command == "merge":
+        return _merge(rest)
     if command == "tasks diff":
         from cudaforge.tasks.diff import main_diff
 

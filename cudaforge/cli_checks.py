@@ -149,6 +149,20 @@ examples:
   cudaforge tasks audit suite=kernelbench suite.root=PATH suite.levels=[1]
 
 config groups: suite, audit. exit status: 0 no task flagged, 1 some flagged, 2 a usage error.""",
+    "merge": """usage: cudaforge merge SHARD_DIR [SHARD_DIR ...] out=DIR
+
+Joins the run directories of one campaign's shards (`cudaforge run suite.shard_count=N suite.shard_index=I`, run
+on SLURM array jobs or other machines) into one run directory that report, rescore and export read as if every
+task had run in one place: each finished task once, every LLM call and recorded reply, the shards' common config.
+Merging is incremental: merge again into the same DIR as shards finish (nothing is added twice).
+
+examples:
+  cudaforge merge campaign/shard_0 campaign/shard_1 campaign/shard_2 out=campaign/merged
+  cudaforge merge campaign/shard_* out=campaign/merged
+  cudaforge merge /nfs/a/shard_0 /nfs/b/shard_1 out=outputs/runs/table1
+
+exit status: 0 merged, every task finished; 1 merged, some tasks not finished yet; 2 a usage error (not run
+directories, shards run with other settings). See docs/campaigns.md.""",
     "tasks diff": """usage: cudaforge tasks diff ROOT_A ROOT_B
 
 Lists the problems two KernelBench-layout folders hold differently: matched by level and problem number, a

@@ -147,6 +147,12 @@ class SuiteConfig:
     """Keep the first N tasks after the other filters (and after shuffling)."""
     shuffle_seed: int | None = None
     """Shuffle the selection with this seed (null: keep level/id order)."""
+    shard_count: int = 1
+    """Split the selection into this many shards (every shard_count-th task, after every other filter): each
+    shard is run on its own (a SLURM array job, another machine) and ``cudaforge merge`` joins their run
+    directories into one (docs/campaigns.md)."""
+    shard_index: int = 0
+    """Which shard to run, 0 .. shard_count - 1."""
 
 
 @dataclass

@@ -40,6 +40,17 @@ def digest(tasks: Iterable[Task]) -> str:
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
 
 
+def record_digest(tasks: dict[str, str]) -> str:
+    """``digest`` from a record's ``tasks`` map (task id -> source hash), as the tasks themselves would give it
+    (ids are ``<suite>/level<L>/<problem_id>_<name>``); used for a merged run's problem set."""
+    entries = []
+    for task_id, source_hash in tasks.items():
+        match = re.search(r"(?:^|/)level(\d+)/(\d+)_(.*)$", task_id)
+        entry = f"{match.group(1)}/{match.group(2)}/{match.group(3)}" if match else task_id
+        entries.append(f"{entry}:{source_hash}")
+    return hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()[:16]
+
+
 def _git(folder: Path, *args: str) -> str | None:
     """Stdout of ``git -C folder ARGS`` (stripped), or None when git is missing, fails or times out."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}

@@ -18,9 +18,11 @@ BUNDLED_SUITES_DIR = Path(__file__).resolve().parents[1] / "resources" / "suites
 def selection(name: str, kind: str = "bundled", root: str | None = None, **filters: Any) -> SimpleNamespace:
     """A suite selection with the fields of ``cudaforge.config.SuiteConfig``, for code without Hydra.
 
-    ``filters``: ``levels``, ``problem_ids``, ``names``, ``subset``, ``first_n``, ``shuffle_seed``.
+    ``filters``: ``levels``, ``problem_ids``, ``names``, ``subset``, ``first_n``, ``shuffle_seed``, ``shard_count``,
+    ``shard_index``.
     """
-    fields = dict(levels=[], problem_ids=[], names=[], subset=None, first_n=None, shuffle_seed=None)
+    fields = dict(levels=[], problem_ids=[], names=[], subset=None, first_n=None, shuffle_seed=None, shard_count=1,
+                  shard_index=0)
     unknown = set(filters) - set(fields)
     if unknown:
         raise TypeError(f"unknown suite selection field(s): {', '.join(sorted(unknown))}")
@@ -53,7 +55,7 @@ def load_all(cfg: Any) -> list[Task]:
 
 
 def select(tasks: list[Task], cfg: Any) -> list[Task]:
-    """Apply levels, problem_ids, names (globs), subset, shuffle_seed and first_n, in that order."""
+    """Apply levels, problem_ids, names (globs), subset, shuffle_seed, first_n and the shard, in that order."""
     chosen = sorted(tasks, key=lambda t: (t.level, t.problem_id))
     if cfg.levels:
         chosen = [t for t in chosen if t.level in set(cfg.levels)]
@@ -78,7 +80,20 @@ def select(tasks: list[Task], cfg: Any) -> list[Task]:
         chosen = chosen[: cfg.first_n]
     if not chosen:
         raise TaskError(f"suite {cfg.name!r}: the selection is empty (check levels, problem_ids, names, subset)")
-    return chosen
+    return shard(chosen, getattr(cfg, "shard_index", 0), getattr(cfg, "shard_count", 1))
+
+
+def shard(tasks: list[Task], index: int, count: int) -> list[Task]:
+    """The tasks of shard ``index`` of ``count``: every ``count``-th task from the ``index``-th, so shards differ
+    in size by one at most and together hold every task once (a ``TaskError`` for an impossible shard)."""
+    if count < 1:
+        raise TaskError(f"suite.shard_count must be at least 1, got {count}")
+    if not 0 <= index < count:
+        raise TaskError(f"suite.shard_index must be in 0..{count - 1} (suite.shard_count={count}), got {index}")
+    if count > len(tasks):
+        raise TaskError(f"suite.shard_count={count} is more shards than the {len(tasks)} selected tasks: use at "
+                        f"most {len(tasks)}")  # fmt: skip
+    return tasks[index::count]
 
 
 def load_suite(cfg: Any) -> list[Task]:

@@ -1,0 +1,83 @@
+"""Campaigns: a suite split into shards, run apart and merged into one run directory (cudaforge/run/merge.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudaforge.run.merge import MergeError, config_differences, merge_runs
+from cudaforge.tasks import load_suite, selection
+from cudaforge.tasks.loader import TaskError
+
+
+def cudaforge(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+
+
+def test_shards_hold_every_task_once():
+    whole = [t.id for t in load_suite(selection("main"))]
+    shards = [[t.id for t in load_suite(selection("main", shard_count=4, shard_index=i))] for i in range(4)]
+    assert sorted(sum(shards, [])) == sorted(whole)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    with pytest.raises(TaskError, match="shard_index must be in 0..3"):
+        load_suite(selection("main", shard_count=4, shard_index=4))
+    with pytest.raises(TaskError, match="more shards than the 3 selected tasks"):
+        load_suite(selection("tiny", shard_count=5, shard_index=0))
+
+
+def test_configs_that_differ_only_in_the_shard_merge():
+    a = {"suite": {"shard_index": 0, "shard_count": 2}, "eval": {"timing_trials": 100}, "concurrency": 1}
+    assert config_differences(a, {**a, "suite": {"shard_index": 1, "shard_count": 2}, "concurrency": 4}) == []
+    assert config_differences(a, {**a, "eval": {"timing_trials": 50}}) == ["eval.timing_trials: 100 vs 50"]
+
+
+def test_merge_refuses_what_is_not_a_run(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MergeError, match="not a run directory"):
+        merge_runs(tmp_path / "out", [tmp_path / "empty"], say=lambda line: None)
+
+
+RUN = ["run", "strategy.max_rounds=2", "tracker=disabled", "profile.enabled=false"]
+
+
+def report_rows(run_dir: Path, cwd: Path) -> list[dict]:
+    """The report's per-task data, without what depends on when and how long things ran."""
+    from cudaforge.report import load_run
+
+    run = load_run(run_dir)
+    keep = ("task_id", "correct", "best_speedup", "rounds", "best_candidate_hash")
+    return sorted(({k: getattr(r, k) for k in keep} for r in run.results), key=lambda r: r["task_id"])
+
+
+@pytest.mark.slow
+def test_shards_merged_report_the_same_as_one_run(tmp_path):
+    whole = cudaforge(*RUN, f"hydra.run.dir={tmp_path / 'whole'}", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    for i in range(2):
+        shard = cudaforge(*RUN, "suite.shard_count=2", f"suite.shard_index={i}",
+                          f"hydra.run.dir={tmp_path / f'shard_{i}'}", cwd=tmp_path)  # fmt: skip
+        assert shard.returncode == 0, shard.stderr[-2000:]
+    shards = [str(tmp_path / f"shard_{i}") for i in range(2)]
+    merged = cudaforge("merge", *shards, f"out={tmp_path / 'merged'}", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    assert "3 tasks" in merged.stdout
+    assert report_rows(tmp_path / "merged", tmp_path) == report_rows(tmp_path / "whole", tmp_path)
+    ledger = lambda d: sorted(json.loads(line)["request_key"] for line in (d / "ledger.jsonl").read_text().splitlines())  # noqa: E731
+    assert ledger(tmp_path / "merged") == ledger(tmp_path / "whole")  # the same calls, each once
+    problems = lambda d: json.loads((d / "problem_set.json").read_text())  # noqa: E731
+    assert problems(tmp_path / "merged")["digest"] == problems(tmp_path / "whole")["digest"]
+    again = cudaforge("merge", *shards, f"out={tmp_path / 'merged'}", cwd=tmp_path)  # incremental: adds nothing
+    assert again.returncode == 0 and "0 tasks added" in again.stdout
+    assert len((tmp_path / "merged" / "results.jsonl").read_text().splitlines()) == 3
+    report = cudaforge("report", str(tmp_path / "merged"), f"report.out_dir={tmp_path / 'rep'}", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr[-2000:]
+    other = cudaforge(*RUN, "suite.shard_count=2", "suite.shard_index=0", "eval.timing_trials=7",
+                      f"hydra.run.dir={tmp_path / 'other'}", cwd=tmp_path)  # fmt: skip
+    assert other.returncode == 0
+    refused = cudaforge("merge", shards[0], str(tmp_path / "other"), f"out={tmp_path / 'm2'}", cwd=tmp_path)
+    assert refused.returncode == 2 and "eval.timing_trials: 100 vs 7" in refused.stderr
