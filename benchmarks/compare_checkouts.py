@@ -1,6 +1,6 @@
 """Evaluate the bundled candidates with the evaluator of one checkout, to compare two checkouts' verdicts and speedups.
 
-    python benchmarks/compare_checkouts.py --root DIR --out FILE.json [--repeats 3] [--set KEY=VALUE ...]
+    python benchmarks/compare_checkouts.py --root DIR --out FILE.json [--repeats 3] [--pairs 0,2] [--set KEY=VALUE ...]
     python benchmarks/compare_checkouts.py --compare BEFORE.json AFTER.json [--tolerance-pct 2]
 
 ``--root`` is the checkout whose ``cudaforge`` is imported (e.g. one made with
@@ -8,7 +8,9 @@
 so both sides evaluate the same sources. Each pair is evaluated ``--repeats`` times after one untimed evaluation
 that builds and warms. ``--compare`` prints, per pair, both sides' median speedups (the median of the repeats)
 and their difference in percent, and exits 1 when a verdict differs or a difference exceeds ``--tolerance-pct``.
-This is how the sandbox's "no false positives, speedups within 2%" target was checked on the H200
+``--pairs`` keeps some pairs, by their index in ``PAIRS``; with ``--repeats 0`` each pair is only built and
+warmed once, which is how a device call fills both checkouts' build caches in parallel, one process per pair,
+before the timed runs (that take them one at a time). This is how the sandbox's "no false positives, speedups within 2%" target was checked on the H200
 (benchmarks/results/2026-12-01_h200_README.md). Needs a GPU for the first form.
 """
 
@@ -47,7 +49,7 @@ def parse_sets(items: list[str]) -> dict:
     return out
 
 
-def measure(root: Path, out: Path, repeats: int, overrides: dict) -> int:
+def measure(root: Path, out: Path, repeats: int, overrides: dict, pairs: list[tuple[str, str, str]]) -> int:
     sys.path.insert(0, str(root.resolve()))
     from cudaforge.eval.evaluator import Evaluator  # noqa: PLC0415 -- the checkout under test
     from cudaforge.tasks import find_task, selection  # noqa: PLC0415
@@ -58,7 +60,7 @@ def measure(root: Path, out: Path, repeats: int, overrides: dict) -> int:
     evaluator = Evaluator(cfg)
     report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
               "root": str(root), "package": cudaforge.__file__, "overrides": overrides, "pairs": []}
-    for suite_name, task_id, file in PAIRS:
+    for suite_name, task_id, file in pairs:
         task = find_task(selection(suite_name), task_id)
         source = (HERE / "candidates" / file).read_text()
         started = time.monotonic()
@@ -108,6 +110,7 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=HERE.parent)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", default="", help="comma-separated indices into PAIRS (default: all)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--tolerance-pct", type=float, default=2.0)
@@ -118,8 +121,12 @@ def main() -> int:
         parser.error("--out is required to measure")
     if not (args.root / "cudaforge" / "__init__.py").is_file():
         parser.error(f"--root {args.root}: no cudaforge package there")
+    try:
+        pairs = [PAIRS[int(i)] for i in args.pairs.split(",")] if args.pairs else PAIRS
+    except (ValueError, IndexError):
+        parser.error(f"--pairs {args.pairs!r}: expected indices 0..{len(PAIRS) - 1}, comma-separated")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    return measure(args.root, args.out, args.repeats, parse_sets(args.set))
+    return measure(args.root, args.out, args.repeats, parse_sets(args.set), pairs)
 
 
 if __name__ == "__main__":

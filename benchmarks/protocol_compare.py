@@ -1,6 +1,6 @@
 """The kernels we ship, under our protocol and the CudaForge paper's: which verdicts and speedups change, and why.
 
-    python benchmarks/protocol_compare.py --out DIR [--device auto|cpu|cuda] [--jobs N] [--only NAME,...]
+    python benchmarks/protocol_compare.py --out DIR [--device auto|cpu|cuda] [--jobs N] [--cache DIR] [--only NAME,...]
 
 Every bundled candidate (with the tasks `benchmarks/compare_checkouts.py` pairs them with) and every hack-corpus
 file (with its declared task and `CONFIG:` settings) is evaluated with `eval=default` and with
@@ -63,6 +63,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--jobs", type=int, default=1, help="evaluations at a time (their timed parts never overlap)")
+    parser.add_argument("--cache", default=None, help="build cache folder (eval.build_cache_dir) for both protocols")
     parser.add_argument("--only", default="", help="comma-separated candidate or corpus file stems")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -80,7 +81,8 @@ def main() -> int:
         row = {"kernel": name, "task": task.id}
         for protocol in PROTOCOLS:
             started = time.monotonic()
-            with Evaluator({**preset(protocol), **extra, "device": args.device}) as evaluator:
+            cache = {"build_cache_dir": args.cache} if args.cache else {}
+            with Evaluator({**preset(protocol), **extra, **cache, "device": args.device}) as evaluator:
                 result = evaluator.evaluate(task, source)
             row[protocol] = {"status": result.status.value, "seconds": round(time.monotonic() - started, 1),
                              "speedup": result.speedup.median if result.speedup else None,

@@ -16,8 +16,6 @@ directory too, so ``cudaforge report``, ``rescore`` and ``export`` read it as if
 - ``merge.json``: which shard gave which task, the tasks not finished yet (resume that shard with its own
   command, then merge again: merging is incremental, and a second merge of the same shards changes nothing).
 
-Ray campaigns (``cudaforge/run/campaign.py``) send each finished task back to the driver as a *pack* (its result,
-its folder's files) and the driver adds it with ``add_pack``, the same step ``merge_runs`` takes per task.
 """
 
 from __future__ import annotations
