@@ -83,18 +83,24 @@ def _tasks_list(cfg: DictConfig) -> int:
 
 
 def _tasks_audit(cfg: DictConfig) -> int:
+    import time
+
     from cudaforge.tasks import load_suite
-    from cudaforge.tasks.audit import audit_tasks, summary_line
+    from cudaforge.tasks.audit import audit_tasks, summary_line, write_report
 
     tasks = load_suite(OmegaConf.to_object(cfg.suite))
     audit_cfg = OmegaConf.to_object(cfg.audit)
-    print(f"auditing {len(tasks)} tasks ...", flush=True)
-    audits = audit_tasks(tasks, audit_cfg, on_result=lambda a: print(a.line(), flush=True))
-    print(summary_line(audits))
+    fail_on = audit_cfg.fail_on
+    print(f"auditing {len(tasks)} tasks ({audit_cfg.batch_size} per child; findings that fail: "
+          f"{', '.join(s.value for s in fail_on) or 'none'}) ...", flush=True)  # fmt: skip
+    started = time.monotonic()
+    audits = audit_tasks(tasks, audit_cfg, on_result=lambda a: print(a.line(fail_on), flush=True))
+    seconds = time.monotonic() - started
+    print(summary_line(audits, fail_on, seconds))
     if cfg.output:
-        with open(cfg.output, "w") as f:
-            json.dump([a.__dict__ for a in audits], f, indent=2)
-    return 0 if all(a.ok for a in audits) else 1
+        write_report(cfg.output, audits, cfg.suite.name, fail_on, seconds)
+        print(f"report: {cfg.output}")
+    return 1 if any(a.fails(fail_on) for a in audits) else 0
 
 
 def _task_and_candidate(cfg: DictConfig):

@@ -13,6 +13,7 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 
 from cudaforge.sandbox import SandboxMode
+from cudaforge.tasks.audit import EXCLUDED_SEVERITIES, AuditSeverity
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The folder holding the package: a checkout's root, or site-packages when installed."""
@@ -153,6 +154,12 @@ class SuiteConfig:
     directories into one (docs/campaigns.md)."""
     shard_index: int = 0
     """Which shard to run, 0 .. shard_count - 1."""
+    exclude_flagged: bool = False
+    """Leave out the tasks that an audit report (``suite.audit_report``) flags ``hack_enabling`` or ``broken``:
+    tasks on which zeros, a constant or an input-blind kernel would pass, or whose reference fails. Applied after
+    ``subset`` and before shuffling, ``first_n`` and the shard."""
+    audit_report: str | None = None
+    """The audit report ``exclude_flagged`` reads (``cudaforge tasks audit ... output=FILE``)."""
 
 
 @dataclass
@@ -449,6 +456,14 @@ class AuditConfig:
     """Tolerance used to decide that two outputs are the same (tasks' ATOL/RTOL override)."""
     rtol: float = 1e-4
     """Relative tolerance, as ``atol``."""
+    batch_size: int = 16
+    """Tasks audited one after another in one warm child process (each keeps its own ``timeout_s``)."""
+    workers_per_gpu: int = 2
+    """Children at a time on each local GPU (every local GPU is used)."""
+    cpu_workers: int = 1
+    """Children at a time when the audit runs on the CPU."""
+    fail_on: list[AuditSeverity] = field(default_factory=lambda: list(EXCLUDED_SEVERITIES))
+    """Finding severities that make the command exit 1: ``hack_enabling``, ``broken``, ``note``."""
 
 
 class FailedAs(str, enum.Enum):

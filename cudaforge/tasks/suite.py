@@ -19,10 +19,10 @@ def selection(name: str, kind: str = "bundled", root: str | None = None, **filte
     """A suite selection with the fields of ``cudaforge.config.SuiteConfig``, for code without Hydra.
 
     ``filters``: ``levels``, ``problem_ids``, ``names``, ``subset``, ``first_n``, ``shuffle_seed``, ``shard_count``,
-    ``shard_index``.
+    ``shard_index``, ``exclude_flagged``, ``audit_report``.
     """
     fields = dict(levels=[], problem_ids=[], names=[], subset=None, first_n=None, shuffle_seed=None, shard_count=1,
-                  shard_index=0)
+                  shard_index=0, exclude_flagged=False, audit_report=None)
     unknown = set(filters) - set(fields)
     if unknown:
         raise TypeError(f"unknown suite selection field(s): {', '.join(sorted(unknown))}")
@@ -55,7 +55,8 @@ def load_all(cfg: Any) -> list[Task]:
 
 
 def select(tasks: list[Task], cfg: Any) -> list[Task]:
-    """Apply levels, problem_ids, names (globs), subset, shuffle_seed, first_n and the shard, in that order."""
+    """Apply levels, problem_ids, names (globs), subset, the audit (``exclude_flagged``), shuffle_seed, first_n and the
+    shard, in that order."""
     chosen = sorted(tasks, key=lambda t: (t.level, t.problem_id))
     if cfg.levels:
         chosen = [t for t in chosen if t.level in set(cfg.levels)]
@@ -72,6 +73,8 @@ def select(tasks: list[Task], cfg: Any) -> list[Task]:
         absent = [f"level{lv}/{i}" for lv, ids in subset.items() for i in ids if (lv, i) not in found]
         if absent and not (cfg.levels or cfg.problem_ids or cfg.names):
             raise TaskError(f"subset {cfg.subset!r}: not in this suite: {', '.join(absent)}")
+    if getattr(cfg, "exclude_flagged", False):
+        chosen = without_flagged(chosen, getattr(cfg, "audit_report", None))
     if cfg.shuffle_seed is not None:
         random.Random(cfg.shuffle_seed).shuffle(chosen)
     if cfg.first_n is not None:
@@ -81,6 +84,30 @@ def select(tasks: list[Task], cfg: Any) -> list[Task]:
     if not chosen:
         raise TaskError(f"suite {cfg.name!r}: the selection is empty (check levels, problem_ids, names, subset)")
     return shard(chosen, getattr(cfg, "shard_index", 0), getattr(cfg, "shard_count", 1))
+
+
+def without_flagged(tasks: list[Task], report: str | None) -> list[Task]:
+    """``suite.exclude_flagged``: ``tasks`` less those the audit report flags ``hack_enabling`` or ``broken``. The
+    report must cover every task, and for the same problem files (by content hash): a stale or partial audit
+    cannot vouch for a task, so it is a ``TaskError`` naming what to audit again."""
+    from cudaforge.tasks.audit import flagged_ids, read_report  # noqa: PLC0415
+
+    if not report:
+        raise TaskError("suite.exclude_flagged=true needs suite.audit_report=FILE: write one with "
+                        "`cudaforge tasks audit <the same suite> output=FILE`")  # fmt: skip
+    try:
+        records = {r["task_id"]: r for r in read_report(report)}
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
+    missing = [t.id for t in tasks if t.id not in records]
+    stale = [t.id for t in tasks if t.id in records and records[t.id].get("source_hash") not in (None, "", t.source_hash)]
+    for what, ids in (("does not cover", missing), ("audited another version of", stale)):
+        if ids:
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            raise TaskError(f"suite.audit_report={report} {what} {len(ids)} selected task(s) ({shown}): audit them "
+                            f"again with `cudaforge tasks audit ... output=FILE`")  # fmt: skip
+    flagged = flagged_ids(list(records.values()))
+    return [t for t in tasks if t.id not in flagged]
 
 
 def shard(tasks: list[Task], index: int, count: int) -> list[Task]:
