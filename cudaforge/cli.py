@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -32,7 +32,8 @@ subcommands:
                 a run's kept kernels evaluated again under another protocol (report them side by side)
   merge SHARD_DIR [SHARD_DIR ...] out=DIR
                 a campaign's shards (suite.shard_count=N suite.shard_index=I) joined into one run directory
-  plan          expected dollars, LLM calls and hours of a suite under a config, before a campaign
+  plan [RUN_DIR]
+                expected dollars, LLM calls and hours of a suite under a config; with RUN_DIR, beside what it took
   report RUN_DIR [RUN_DIR ...]
                 tables (Markdown, LaTeX, CSV) and plots of runs beside published ones
   export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences
@@ -135,6 +136,19 @@ def _eval(cfg: DictConfig) -> int:
     return 0 if result.status.value in ("correct", "compiled") else 1
 
 
+def _save_plan(config: Any, n_tasks: int, run_dir: Path) -> None:
+    """Write the run's ``plan.json`` (what ``cudaforge plan`` expects of it), for ``cudaforge plan RUN_DIR`` later."""
+    from cudaforge.run import plan as planning
+
+    try:
+        device, count = planning.local_device()
+        figures = (planning.measured_figures(config.plan.from_run) if config.plan.from_run
+                   else planning.default_figures(config.plan, device))  # fmt: skip
+        planning.save(run_dir, planning.make_plan(config, n_tasks, figures, config.plan.gpus or max(1, count)))
+    except (OSError, ValueError) as exc:  # the plan is a convenience: the run goes on without it
+        print(f"NOTE: no {planning.PLAN_FILE} written ({exc})", flush=True)
+
+
 def _run(cfg: DictConfig) -> int:
     import time
     from pathlib import Path
@@ -182,6 +196,7 @@ def _run(cfg: DictConfig) -> int:
     except (RunDirBusy, RunStateError) as exc:  # nothing of this run directory is touched: it may be another run's
         print(f"cudaforge run: error: {exc}", file=sys.stderr)
         return 2
+    _save_plan(config, len(tasks), run_dir)
     hydra_cfg = HydraConfig.get()
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
     tracker = make_tracker(
@@ -319,6 +334,51 @@ def _rescore(cfg: DictConfig) -> int:
     return 1 if crashed else 0
 
 
+def _run_config(run_dir: Path) -> Any:
+    """A run directory's own config (``.hydra/config.yaml``) as a ``CudaforgeConfig`` object."""
+    from cudaforge.config import CudaforgeConfig
+
+    saved = run_dir / ".hydra" / "config.yaml"
+    if not saved.is_file():
+        raise FileNotFoundError(f"{run_dir}: its config (.hydra/config.yaml) is missing, so it cannot be planned")
+    merged = OmegaConf.merge(OmegaConf.structured(CudaforgeConfig), OmegaConf.load(saved))
+    return OmegaConf.to_object(merged)
+
+
+def _plan(cfg: DictConfig) -> int:
+    from cudaforge.run import plan as planning
+
+    config = OmegaConf.to_object(cfg)
+    device, count = planning.local_device()
+    gpus = config.plan.gpus or max(1, count)
+    if config.plan.run:
+        run_dir = Path(config.plan.run)
+        if not (run_dir / "results.jsonl").is_file():
+            raise FileNotFoundError(f"{run_dir}: not a run directory (no results.jsonl)")
+        plan = planning.load(run_dir)
+        if plan is None:  # a run made before runs wrote their plan, or a merged campaign: plan it now
+            from cudaforge.tasks.identity import read_problem_set
+
+            run_config = _run_config(run_dir)
+            n = len((read_problem_set(run_dir) or {}).get("tasks") or {}) or planning.measured(run_dir)["tasks"]
+            plan = planning.make_plan(run_config, n, planning.default_figures(run_config.plan, device), gpus)
+            print(f"NOTE: {run_dir} holds no {planning.PLAN_FILE}; planned now from its config")
+        print(planning.explain(plan))
+        print(planning.table(plan, planning.measured(run_dir)))
+        return 0
+    from cudaforge.tasks import load_suite
+
+    tasks = load_suite(config.suite)
+    figures = (planning.measured_figures(config.plan.from_run) if config.plan.from_run
+               else planning.default_figures(config.plan, device))  # fmt: skip
+    plan = planning.make_plan(config, len(tasks), figures, gpus)
+    print(planning.explain(plan))
+    print(planning.table(plan))
+    if cfg.output:
+        Path(cfg.output).write_text(json.dumps(plan, indent=2))
+    return 0
+
+
 def _export(cfg: DictConfig) -> int:
     from cudaforge.teach import export_dataset
 
@@ -389,6 +449,7 @@ ACTIONS: dict[str, Callable[[DictConfig], int]] = {
     "run": _run,
     "report": _report,
     "rescore": _rescore,
+    "plan": _plan,
     "baseline": _baseline,
     "tasks list": _tasks_list,
     "tasks audit": _tasks_audit,
@@ -565,12 +626,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"cudaforge report: error: {exc}", file=sys.stderr)
             return 2
-    if command == "rescore":
+    if command in ("plan", "rescore"):  # one run directory, given as a plain argument
         runs = [a for a in rest if not a.startswith("-") and "=" not in a]
         if len(runs) > 1:
-            print(f"cudaforge rescore: error: one run directory at a time, not {len(runs)}", file=sys.stderr)
+            print(f"cudaforge {command}: error: one run directory at a time, not {len(runs)}", file=sys.stderr)
             return 2
-        rest = [a for a in rest if a not in runs] + [f"rescore.run={Path(r).expanduser().resolve()}" for r in runs]
+        rest = [a for a in rest if a not in runs] + [f"{command}.run={Path(r).expanduser().resolve()}" for r in runs]
     if command not in ACTIONS:
         print(f"cudaforge: unknown subcommand {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -97,6 +97,21 @@ examples:
 
 config groups: eval (the protocol), rescore (keys rescore.*). exit status: 0 rescored, 1 some kernel failed to
 evaluate (crashed), 2 a usage error. See docs/reproducing.md.""",
+    "plan": """usage: cudaforge plan [RUN_DIR] [key=value ...]
+
+Before a campaign: the dollars, LLM calls, tokens and hours to expect for the selected suite under a config (the
+same overrides as `cudaforge run`), from the models' prices, the strategy's rounds, per-call figures (plan.* defaults
+calibrated on the CudaForge paper, or measured in a finished run with plan.from_run=DIR) and per-round time (the
+stored benchmark for this machine's device, or plan.round_seconds). With RUN_DIR: the run's plan beside what it
+measured.
+
+examples:
+  cudaforge plan experiment=cudaforge_table1 suite.root=~/KernelBench/KernelBench plan.nodes=8 concurrency=4
+  cudaforge plan suite=main coder=claude_sonnet_4 judge=openai_o3 plan.from_run=outputs/runs/PILOT
+  cudaforge plan outputs/runs/A
+
+keys: plan.* (nodes, gpus, from_run, input_tokens_per_call, output_tokens_per_call, llm_seconds_per_call,
+round_seconds), output=FILE (the plan as JSON). exit status: 0 planned, 2 a usage error. See docs/campaigns.md.""",
     "export": """usage: cudaforge export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences [key=value ...]
 
 Datasets (JSONL, loadable with Hugging Face datasets) of verified kernels from finished runs, with a card that
@@ -305,6 +320,9 @@ def _bad_override(text: str, overrides: list[str], keys: list[str], options: dic
 _MINIMUMS = [
     ("strategy.max_rounds", 1), ("strategy.memory_rounds", 0), ("strategy.max_follow_ups", 0), ("concurrency", 1),
     ("eval.correctness_trials", 1), ("eval.timing_trials", 1), ("eval.warmup", 0),
+    ("audit.batch_size", 1), ("audit.workers_per_gpu", 1), ("audit.cpu_workers", 1), ("audit.timeout_s", 1),
+    ("plan.nodes", 1), ("plan.gpus", 1), ("plan.input_tokens_per_call", 0), ("plan.output_tokens_per_call", 0),
+    ("plan.llm_seconds_per_call", 0), ("plan.round_seconds", 0),
 ]  # fmt: skip
 _POSITIVE_OR_NULL = ["strategy.max_dollars", "strategy.max_minutes"]
 

@@ -666,6 +666,30 @@ class RescoreConfig:
 
 
 @dataclass
+class PlanConfig:
+    """``cudaforge plan``: what a campaign should cost and take (docs/campaigns.md). The per-call defaults are
+    calibrated on the CudaForge paper: o3 as both agents over 10 rounds (19 calls) at litellm's o3 prices gives its
+    $0.30 a kernel, and with the H200's stored round time its 26.5 minutes a kernel (§3.6, Table 3)."""
+
+    run: str | None = None
+    """A run directory: set its plan beside what it measured (the positional RUN_DIR)."""
+    from_run: str | None = None
+    """A finished run whose measured tokens, call latencies and round times replace the defaults below."""
+    nodes: int = 1
+    """Machines the campaign is spread over (shards, docs/campaigns.md), each running ``concurrency`` tasks."""
+    gpus: int | None = None
+    """GPUs per node (null: this machine's count, at least 1)."""
+    input_tokens_per_call: int = 4000
+    """Prompt tokens of one agent call."""
+    output_tokens_per_call: int = 1000
+    """Reply tokens of one agent call, reasoning included."""
+    llm_seconds_per_call: float = 80.0
+    """Seconds one hosted agent call takes (scripted models take none)."""
+    round_seconds: float | None = None
+    """Seconds of one round besides its LLM calls (null: the stored benchmark for this machine's device)."""
+
+
+@dataclass
 class CudaforgeConfig:
     """The whole configuration of every ``cudaforge`` subcommand."""
 
@@ -697,6 +721,8 @@ class CudaforgeConfig:
     """``cudaforge skill`` settings."""
     rescore: RescoreConfig = field(default_factory=RescoreConfig)
     """``cudaforge rescore`` settings."""
+    plan: PlanConfig = field(default_factory=PlanConfig)
+    """``cudaforge plan`` settings."""
     task: str | None = None
     """One task id (``eval``, ``profile``)."""
     candidate: str | None = None

@@ -95,3 +95,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         log.write(f"{report.nodeid} [{report.when}] {report.outcome} {report.duration:.1f}s\n")
         if report.failed:
             log.write(textwrap.indent(report.longreprtext[-6000:], "    ") + "\n")
+
+
+def o3_config(**strategy):
+    """The default config with OpenAI o3 as both agents, and ``strategy`` fields set."""
+    from cudaforge.config import CudaforgeConfig
+
+    cfg = CudaforgeConfig()
+    cfg.coder.model = cfg.judge.model = "openai/o3"
+    for name, value in strategy.items():
+        setattr(cfg.strategy, name, value)
+    return cfg

@@ -14,6 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 import pytest  # noqa: E402
+from conftest import o3_config  # noqa: E402
 
 from cudaforge.config import CudaforgeConfig, LLMConfig, StrategyName  # noqa: E402
 from cudaforge.llm import (  # noqa: E402
@@ -188,14 +189,6 @@ def test_replay_only_skips_key_checks(no_openai_key, tmp_path):
 
 
 # --------------------------------------------------------------------------- cost
-
-
-def o3_config(**strategy) -> CudaforgeConfig:
-    cfg = CudaforgeConfig()
-    cfg.coder.model = cfg.judge.model = "openai/o3"
-    for name, value in strategy.items():
-        setattr(cfg.strategy, name, value)
-    return cfg
 
 
 def test_cost_bound_by_rounds_and_by_dollars():

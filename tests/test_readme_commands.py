@@ -86,6 +86,8 @@ def test_each_readme_command_works_on_the_quickstart_run(command, quickstart_run
         args.append(f"report.out_dir={tmp_path / 'report'}")
     if args[:1] == ["rescore"]:
         args.append(f"hydra.run.dir={tmp_path / 'rescore'}")
+    if args[:1] == ["merge"]:
+        args = [f"out={tmp_path / 'merged'}" if a.startswith("out=") else a for a in args]
     if args[:2] == ["skill", "distill"]:
         args.append(f"out={tmp_path / 'skill.md'}")
     out = _run(args, REPO, env)
