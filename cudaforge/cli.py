@@ -171,7 +171,7 @@ def _run(cfg: DictConfig) -> int:
     from cudaforge.eval.verifier import cpu_scaled
     from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
     from cudaforge.run.progress import RunProgress
-    from cudaforge.run.runner import RunAborted, RunInterrupted, RunStateError, make_context, run_suite
+    from cudaforge.run.runner import RunStateError, make_context, run_suite
     from cudaforge.track.store import RunDirBusy
     from cudaforge.track.wandb_sink import make_tracker
 
@@ -182,7 +182,7 @@ def _run(cfg: DictConfig) -> int:
         print(f"{BANNER} ({who})", flush=True)
     from cudaforge.eval.evaluator import visible_gpus
 
-    if not visible_gpus(list(config.eval.devices or [])):
+    if config.campaign.engine.value == "local" and not visible_gpus(list(config.eval.devices or [])):
         import torch
 
         scaled = sum(cpu_scaled(t, torch.device("cpu")) for t in tasks)
@@ -191,6 +191,9 @@ def _run(cfg: DictConfig) -> int:
     print(f"run directory: {run_dir}\n{len(tasks)} tasks, strategy {config.strategy.name.value}, "
           f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
           flush=True)  # fmt: skip
+    if config.campaign.engine.value == "ray":
+        _save_plan(config, len(tasks), run_dir)
+        return _run_on_ray(cfg, config, tasks, run_dir, started)
     try:
         ctx = make_context(config, run_dir)
     except (RunDirBusy, RunStateError) as exc:  # nothing of this run directory is touched: it may be another run's
@@ -211,8 +214,28 @@ def _run(cfg: DictConfig) -> int:
         source = ctx.store.task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
         tracker.log_task(result, source)
 
+    return _drive(lambda: (run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result), []),
+                  progress, tracker, lambda: ctx.ledger.totals().summary(), started, ctx.store.results_path)  # fmt: skip
+
+
+def _drive(work: Callable[[], tuple[list, list[str]]], progress: Any, tracker: Any, spent: Callable[[], str],
+           started: float, path: Path) -> int:
+    """Run a run's tasks (``work`` returns the results and the lines of tasks that failed), then its closing
+    lines; the exit status: 0 when every task has a correct kernel, 1 when not (or a model's key was rejected), 2
+    when the run could not start, 130 on Ctrl-C."""
+    import time
+
+    from cudaforge.run.campaign import CampaignError
+    from cudaforge.run.runner import RunAborted, RunInterrupted, RunStateError
+    from cudaforge.track.store import RunDirBusy
+
     try:
-        results = run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result)
+        results, failures = work()
+    except (CampaignError, RunDirBusy, RunStateError) as exc:
+        progress.close()
+        print(f"cudaforge run: error: {exc}", file=sys.stderr)
+        _Exit.refused = True
+        return 2
     except RunInterrupted as exc:
         progress.close()
         print(f"\n{exc}", file=sys.stderr)
@@ -223,15 +246,40 @@ def _run(cfg: DictConfig) -> int:
         return 1
     progress.close()
     tracker.finish(results)
-    totals = ctx.ledger.totals()
+    for line in failures:
+        print(f"failed (not finished; the same command runs it again): {line}", file=sys.stderr)
     print("\nresults:")
     for r in results:
         best = f"{r.best_speedup:.3f}x" if r.best_speedup else ("correct, untimed" if r.correct else "-")
         print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
     correct = sum(r.correct for r in results)
-    print(f"{correct}/{len(results)} correct | LLM: {totals.summary()} | wall time {time.monotonic() - started:.1f} s"
-          f"\nresults: {ctx.store.results_path}")  # fmt: skip
-    return 0 if correct == len(results) else 1
+    print(f"{correct}/{len(results)} correct | LLM: {spent} | wall time {time.monotonic() - started:.1f} s"
+          f"\nresults: {path}")  # fmt: skip
+    return 0 if correct == len(results) and not failures else 1
+
+
+def _run_on_ray(cfg: DictConfig, config: Any, tasks: list, run_dir: Path, started: float) -> int:
+    """``cudaforge run campaign.engine=ray``: this process drives, the Ray cluster's workers run the tasks."""
+    from cudaforge.llm.ledger import Ledger, sum_rows
+    from cudaforge.run.campaign import run_on_ray
+    from cudaforge.run.progress import RunProgress
+    from cudaforge.track.store import RunStore
+    from cudaforge.track.wandb_sink import make_tracker
+
+    ledger_path = run_dir / "ledger.jsonl"
+    spent = lambda: sum_rows(Ledger.read(ledger_path) if ledger_path.is_file() else []).summary()  # noqa: E731
+    tracker = make_tracker(config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name,
+                           group=None)  # fmt: skip
+    progress = RunProgress(len(tasks), spent)
+
+    def on_result(result) -> None:
+        progress.on_result(result)
+        source = RunStore(run_dir).task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
+        tracker.log_task(result, source)
+
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    return _drive(lambda: run_on_ray(config, tasks, run_dir, on_result=on_result, say=say), progress, tracker, spent,
+                  started, RunStore(run_dir).results_path)  # fmt: skip
 
 
 def _profile(cfg: DictConfig) -> int:
@@ -498,7 +546,8 @@ def _remove_if_empty(run_dir: str | None) -> None:
 
     if not run_dir or not Path(run_dir).is_dir():
         return
-    left = [p for p in Path(run_dir).iterdir() if p.name not in (".hydra",) and not p.name.endswith(".log")]
+    left = [p for p in Path(run_dir).iterdir() if p.name not in (".hydra", ".run.lock", "plan.json")
+            and not p.name.endswith(".log")]  # fmt: skip
     if not left:
         shutil.rmtree(run_dir, ignore_errors=True)
 

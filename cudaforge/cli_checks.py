@@ -322,7 +322,8 @@ _MINIMUMS = [
     ("eval.correctness_trials", 1), ("eval.timing_trials", 1), ("eval.warmup", 0),
     ("audit.batch_size", 1), ("audit.workers_per_gpu", 1), ("audit.cpu_workers", 1), ("audit.timeout_s", 1),
     ("plan.nodes", 1), ("plan.gpus", 1), ("plan.input_tokens_per_call", 0), ("plan.output_tokens_per_call", 0),
-    ("plan.llm_seconds_per_call", 0), ("plan.round_seconds", 0),
+    ("plan.llm_seconds_per_call", 0), ("plan.round_seconds", 0), ("campaign.gpus_per_task", 0),
+    ("campaign.cpus_per_task", 0), ("campaign.max_retries", 0),
 ]  # fmt: skip
 _POSITIVE_OR_NULL = ["strategy.max_dollars", "strategy.max_minutes"]
 

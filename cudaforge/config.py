@@ -665,6 +665,33 @@ class RescoreConfig:
     """Every round's kernel, not only each task's best."""
 
 
+class CampaignEngine(str, enum.Enum):
+    """Where a run's tasks run."""
+
+    local = "local"  # in this process, ``concurrency`` at a time
+    ray = "ray"  # as Ray tasks over a Ray cluster's nodes (docs/campaigns.md)
+
+
+@dataclass
+class CampaignConfig:
+    """How a run's tasks are spread: here, or over a Ray cluster (docs/campaigns.md)."""
+
+    engine: CampaignEngine = CampaignEngine.local
+    """``local`` or ``ray``."""
+    address: str | None = None
+    """The Ray cluster (``auto``: the one this machine belongs to, ``ray://HOST:10001``); null starts a Ray
+    instance on this machine."""
+    gpus_per_task: float | None = None
+    """GPUs each task asks Ray for (null: 1 when the cluster has GPUs, else 0)."""
+    cpus_per_task: float = 1.0
+    """CPUs each task asks Ray for."""
+    max_retries: int = 3
+    """Times a task whose node or worker is lost is run again (elsewhere if need be)."""
+    work_dir: str | None = None
+    """Where workers keep each task's own run directory (null: the node's temporary folder). On storage every node
+    shares, a task retried on another node resumes from its checkpoint and replays its paid LLM calls."""
+
+
 @dataclass
 class PlanConfig:
     """``cudaforge plan``: what a campaign should cost and take (docs/campaigns.md). The per-call defaults are
@@ -723,6 +750,8 @@ class CudaforgeConfig:
     """``cudaforge rescore`` settings."""
     plan: PlanConfig = field(default_factory=PlanConfig)
     """``cudaforge plan`` settings."""
+    campaign: CampaignConfig = field(default_factory=CampaignConfig)
+    """Where ``cudaforge run``'s tasks run: here or over a Ray cluster."""
     task: str | None = None
     """One task id (``eval``, ``profile``)."""
     candidate: str | None = None

@@ -29,16 +29,18 @@ from typing import Any, Callable
 import yaml
 
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
-from cudaforge.track.store import RunStore, task_slug
+from cudaforge.track.store import RunStore
 from cudaforge.types import TaskResult
 
 MERGE_FILE = "merge.json"
 """A merged run's record of its shards."""
 
 IGNORED_KEYS = {"suite.shard_index", "concurrency", "eval.devices", "eval.build_cache_dir", "llm_cache.path",
-                "profile.cache_dir", "profile.lock_dir", "tracker.tags"}
-"""Config keys shards of one campaign may differ in: which shard, and where each machine keeps its caches and how
-many GPUs it has."""
+                "profile.cache_dir", "profile.lock_dir", "tracker.tags", "campaign.engine", "campaign.address",
+                "campaign.gpus_per_task", "campaign.cpus_per_task", "campaign.max_retries", "campaign.work_dir",
+                "plan.nodes", "plan.gpus", "plan.from_run", "plan.run"}  # fmt: skip
+"""Config keys shards of one campaign may differ in: which shard, where each machine keeps its caches and how many
+GPUs it has, how the shard was spread (locally or over Ray) and what its plan assumed."""
 
 
 class MergeError(ValueError):
@@ -101,13 +103,17 @@ def add_pack(store: RunStore, pack: dict[str, Any], done: set[str]) -> TaskResul
 def merge_ledgers(target: Path, sources: list[Path]) -> int:
     """Append to ``target`` every line of ``sources`` it does not hold yet (a row is one call: the same line in
     two files is the same call); returns how many were added. Torn or undecodable lines are left out."""
-    seen = set(_lines(target))
+    return add_ledger_lines(target, [line for source in sources for line in ledger_lines(source)])
+
+
+def add_ledger_lines(target: Path, lines: list[str]) -> int:
+    """Append to the ledger ``target`` the lines (one call each) it does not hold yet; returns how many."""
+    seen = set(ledger_lines(target))
     added = []
-    for source in sources:
-        for line in _lines(source):
-            if line not in seen:
-                seen.add(line)
-                added.append(line)
+    for line in lines:
+        if line not in seen:
+            seen.add(line)
+            added.append(line)
     if added:
         with target.open("ab") as f:
             f.seek(0, 2)
@@ -117,7 +123,8 @@ def merge_ledgers(target: Path, sources: list[Path]) -> int:
     return len(added)
 
 
-def _lines(path: Path) -> list[str]:
+def ledger_lines(path: Path) -> list[str]:
+    """The readable lines of a ledger file (torn or undecodable ones left out)."""
     if not path.is_file():
         return []
     out = []
@@ -131,30 +138,47 @@ def _lines(path: Path) -> list[str]:
     return out
 
 
-def merge_caches(target: Path, sources: list[Path]) -> int:
-    """Copy every recorded reply of ``sources`` into the response cache ``target`` (the first reply of a key
-    stays); returns how many were added."""
+def cache_rows(path: Path) -> list[tuple]:
+    """Every recorded reply of a response cache, as rows (read through SQLite, so replies still in its write-ahead
+    log are included)."""
+    if not path.is_file():
+        return []
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    try:
+        return db.execute("SELECT * FROM replies").fetchall()
+    finally:
+        db.close()
+
+
+def add_cache_rows(target: Path, rows: list[tuple]) -> int:
+    """Add recorded replies (``cache_rows``) to the response cache ``target`` (the first reply of a key stays);
+    returns how many were added."""
     from cudaforge.llm.cache import ResponseCache
 
-    sources = [s for s in sources if s.is_file()]
-    if not sources:
+    if not rows:
         return 0
     ResponseCache(target).close()  # creates the table
     db = sqlite3.connect(target, timeout=30.0)
     try:
         before = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
-        for source in sources:
-            db.execute("ATTACH DATABASE ? AS shard", (f"{source.resolve().as_uri()}?mode=ro",))
-            try:
-                db.execute("INSERT OR IGNORE INTO replies SELECT * FROM shard.replies")
-                db.commit()
-            except sqlite3.DatabaseError as exc:
-                raise MergeError(f"{source}: not a readable response cache ({exc})") from None
-            finally:
-                db.execute("DETACH DATABASE shard")
+        db.executemany(f"INSERT OR IGNORE INTO replies VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        db.commit()
         return db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] - before
     finally:
         db.close()
+
+
+def merge_caches(target: Path, sources: list[Path]) -> int:
+    """Copy every recorded reply of ``sources`` into the response cache ``target`` (the first reply of a key
+    stays); returns how many were added."""
+    added = 0
+    for source in sources:
+        try:
+            rows = cache_rows(source)
+        except sqlite3.DatabaseError as exc:
+            raise MergeError(f"{source}: not a readable response cache ({exc})") from None
+        added += add_cache_rows(target, rows)
+    return added
 
 
 def _merged_problem_set(records: list[dict[str, Any]]) -> dict[str, Any]:

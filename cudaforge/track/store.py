@@ -130,6 +130,15 @@ class RunStore:
         handle.flush()
         _CLAIMS[key] = handle
 
+    def release(self) -> None:
+        """Give back a directory this process claimed (a long-lived worker that ran one task in it)."""
+        import fcntl
+
+        handle = _CLAIMS.pop(str((self.root / ".run.lock").resolve()), None)
+        if handle is not None:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
     @property
     def results_path(self) -> Path:
         """``results.jsonl``."""
