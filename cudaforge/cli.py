@@ -253,7 +253,7 @@ def _drive(work: Callable[[], tuple[list, list[str]]], progress: Any, tracker: A
         best = f"{r.best_speedup:.3f}x" if r.best_speedup else ("correct, untimed" if r.correct else "-")
         print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
     correct = sum(r.correct for r in results)
-    print(f"{correct}/{len(results)} correct | LLM: {spent} | wall time {time.monotonic() - started:.1f} s"
+    print(f"{correct}/{len(results)} correct | LLM: {spent()} | wall time {time.monotonic() - started:.1f} s"
           f"\nresults: {path}")  # fmt: skip
     return 0 if correct == len(results) and not failures else 1
 

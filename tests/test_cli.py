@@ -71,6 +71,7 @@ def test_bad_config_value_names_the_key():
     assert out.returncode != 0 and "eval.baseline" in out.stderr
 
 
+@pytest.mark.slow
 def test_baseline_without_a_gpu_says_so(tmp_path):
     out = cudaforge("baseline", "suite=tiny", f"hydra.run.dir={tmp_path}")
     assert out.returncode == 2 and "no GPU visible" in out.stderr

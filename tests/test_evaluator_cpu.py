@@ -146,6 +146,7 @@ def test_secrets_do_not_reach_the_candidate(evaluator, tiny, monkeypatch):
     assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT
 
 
+@pytest.mark.slow
 def test_result_round_trips_through_json(evaluator, tiny):
     from cudaforge.types import EvalResult
 
@@ -373,18 +374,24 @@ def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_candidate_whose_evaluation_died_is_not_run_again(tiny, tmp_path):
-    """The marker of an evaluation in flight stays when the process running it dies (kill -9, a crash); a resumed
-    run then reports that candidate as crashed instead of running it again. A finished evaluation leaves none."""
+def test_a_candidate_whose_evaluation_died_twice_is_not_run_again(tiny, tmp_path):
+    """The marker of an evaluation in flight stays when the process running it dies (kill -9, a crash). A resumed
+    run evaluates that candidate once more (the run may have been killed from outside); after a second interrupted
+    evaluation it reports it as crashed instead of running it again. A finished evaluation leaves no marker."""
     evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path / "b")},
                           interrupted_dir=tmp_path / "interrupted")  # fmt: skip
     source = (CANDIDATES / "triton_relu.py").read_text()
     assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT
     assert list((tmp_path / "interrupted").iterdir()) == []
     marker = evaluator._interrupted_marker(tiny["ReLU"], __import__("cudaforge.types").types.source_hash(source))
-    marker.write_text("{}")  # as a run killed during this evaluation leaves it
+    marker.write_text('{"attempts": 1}')  # as a run killed during this evaluation leaves it
+    assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT and not marker.exists()
+    marker.write_text('{"attempts": 2}')  # interrupted twice: the candidate's doing
     again = evaluator.evaluate(tiny["ReLU"], source)
-    assert again.status is EvalStatus.CRASHED and "never finished" in again.message and again.seconds < 1
+    assert again.status is EvalStatus.CRASHED and "2 evaluations of this candidate never finished" in again.message
+    assert again.seconds < 1
+    marker.write_text("not json")  # a marker that cannot be read cannot vouch for the candidate
+    assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CRASHED
 
 
 def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch):

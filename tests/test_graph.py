@@ -206,6 +206,7 @@ def test_missing_credentials_stop_the_run_not_each_task(tmp_path, relu):
     assert [r.status for r in results[0].history] == ["no_code"] and coder.remaining == 0
 
 
+@pytest.mark.slow
 def test_round_budget(tmp_path, relu):
     scripts([BAD, BAD], [CORRECTION])
     _, result = run(tmp_path, relu, config(tmp_path, rounds=2))
@@ -226,6 +227,7 @@ def test_dollar_budget_and_cost_accounting(tmp_path, relu):
     assert result.unpriced_calls == 0
 
 
+@pytest.mark.slow
 def test_unpriced_models_are_not_zero_dollars(tmp_path, relu):
     scripts([GOOD], [])
     ctx, result = run(tmp_path, relu, config(tmp_path, rounds=1))
@@ -233,6 +235,7 @@ def test_unpriced_models_are_not_zero_dollars(tmp_path, relu):
     assert json.loads(ctx.store.results_path.read_text().splitlines()[-1])["cost_usd"] is None
 
 
+@pytest.mark.slow
 def test_minute_budget(tmp_path, relu):
     scripts([BAD, BAD], [CORRECTION])
     _, result = run(tmp_path, relu, config(tmp_path, rounds=5, max_minutes=1e-6))

@@ -392,6 +392,7 @@ def test_roofline_floor_bound_and_speed_of_light():
 # --------------------------------------------------------------------------- fallbacks, records, cache
 
 
+@pytest.mark.slow
 def test_no_gpu_and_no_ncu_is_a_result_not_an_exception(tmp_path):
     profiler = Profiler({"ncu_path": str(tmp_path / "no" / "ncu")}, cache_dir=tmp_path / "cache", lock_dir=tmp_path,
                         gpus=[])  # fmt: skip

@@ -331,6 +331,7 @@ def test_write_report_without_plots(two_runs, tmp_path):
     assert not (tmp_path / "out" / "plots").exists()
 
 
+@pytest.mark.slow
 def test_make_report_writes_plots_into_the_first_run(two_runs):
     pytest.importorskip("matplotlib")
     report, written = make_report([str(d) for d in two_runs], compare=["cudaforge_table1"], bootstrap=50)

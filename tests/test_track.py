@@ -29,12 +29,18 @@ def test_store_round_trips_results_and_skips_a_torn_line(tmp_path):
     with store.results_path.open("ab") as f:
         f.write(b'{"task_id": "\xff\xfe"}\n')  # bytes that are not UTF-8 cost their own line only
     assert [r.task_id for r in store.results()] == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax"]
+    warnings = store.quarantine()  # a run's start: the bad lines move to a side file, named by file and line
+    assert [w.split(" is not")[0] for w in warnings] == [f"{store.results_path} line 2", f"{store.results_path} line 4"]
+    assert (tmp_path / "results.quarantine.jsonl").read_bytes() == b'{"task_id": "torn"\n{"task_id": "\xff\xfe"}\n'
+    assert [r.task_id for r in store.results()] == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax"]
+    assert len(store.results_path.read_bytes().splitlines()) == 2 and store.quarantine() == []
     task = store.task("tiny/level1/1_ReLU")
     task.write_json(3, "eval.json", {"a": 1})
     assert task.read_json(3, "eval.json") == {"a": 1}
     assert (tmp_path / "tasks" / task_slug("tiny/level1/1_ReLU") / "round_03" / "eval.json").exists()
 
 
+@pytest.mark.slow
 def test_wandb_offline_writes_a_run_with_the_summary_and_artifact(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

@@ -69,6 +69,22 @@ def _default_eval_config() -> dict[str, Any]:
     }  # fmt: skip
 
 
+INTERRUPTED_ATTEMPTS = 2
+"""Evaluations of one candidate that may be interrupted (the evaluating process killed or crashed) before it is
+reported ``crashed`` instead of run again: one interruption may be a run killed from outside, two are the
+candidate's."""
+
+
+def _marker_attempts(marker: Path) -> int:
+    """The interrupted evaluations an ``interrupted_dir`` marker counts (an unreadable marker counts as many as
+    ``INTERRUPTED_ATTEMPTS``: it cannot vouch for the candidate)."""
+    try:
+        attempts = json.loads(marker.read_text()).get("attempts", 1)
+        return attempts if isinstance(attempts, int) else INTERRUPTED_ATTEMPTS
+    except (OSError, ValueError, AttributeError):
+        return INTERRUPTED_ATTEMPTS
+
+
 def visible_gpus(requested: list[int] | None = None) -> list[str]:
     """Physical GPU ids (as ``CUDA_VISIBLE_DEVICES`` takes them) this process may use.
 
@@ -251,20 +267,23 @@ class Evaluator:
         """Evaluate ``source`` against ``task``; never raises, whatever the candidate is or does.
 
         The static checks run here; the rest in a verifier child (``cudaforge.eval.verifier``) that runs the
-        candidate in a sandboxed worker of its own. A candidate whose evaluation was interrupted before (the
-        process running it died: ``interrupted_dir`` holds its marker) is not run again: it is ``crashed``."""
+        candidate in a sandboxed worker of its own. A candidate whose evaluation was interrupted (the process
+        running it died: ``interrupted_dir`` holds its marker) is run once more, since the run may have been killed
+        from outside; interrupted ``INTERRUPTED_ATTEMPTS`` times, it is ``crashed`` and never run again."""
         started = time.monotonic()
         digest = source_hash(source) if isinstance(source, str) else "?"
         try:
             marker = self._interrupted_marker(task, digest)
-            if marker is not None and marker.exists():
+            attempts = _marker_attempts(marker) if marker is not None and marker.exists() else 0
+            if attempts >= INTERRUPTED_ATTEMPTS:
                 return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED, message=(
-                    "a previous evaluation of this candidate never finished (the process running it died, or the run "
-                    "was killed during it); it is not run again, so a candidate that takes the evaluator down cannot "
-                    "stop the run twice. Delete " + str(marker) + " to evaluate it anyway."))  # fmt: skip
+                    f"{attempts} evaluations of this candidate never finished (the process running them died, or the "
+                    "run was killed during them); it is not run again, so a candidate that takes the evaluator down "
+                    "cannot stop the run again. Delete " + str(marker) + " to evaluate it anyway."))  # fmt: skip
             if marker is not None:
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.write_text(json.dumps({"task": task.id, "candidate": digest, "started": time.time()}))
+                marker.write_text(json.dumps({"task": task.id, "candidate": digest, "started": time.time(),
+                                              "attempts": attempts + 1}))  # fmt: skip
             result = self._evaluate(task, source, gpu, started)
             if marker is not None:
                 marker.unlink(missing_ok=True)

@@ -116,9 +116,9 @@ def run_on_ray(
         store.claim()  # RunDirBusy when another run is in this directory
         check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
                      "paid for) again")  # fmt: skip
-        warning = record_problem_set(store, tasks, config.suite.root)
-        if warning:
-            say(f"cudaforge run: {warning}")
+        for warning in [*store.quarantine(), record_problem_set(store, tasks, config.suite.root)]:
+            if warning:
+                say(f"cudaforge run: {warning}")
         done = {r.task_id for r in store.results()}
         todo = [t for t in tasks if t.id not in done]
         root = work_root(config, run_dir)

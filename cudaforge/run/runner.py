@@ -181,9 +181,9 @@ def run_suite(
     Raises ``RunInterrupted`` on Ctrl-C and ``RunAborted`` when a model's credentials are
     missing or rejected; no new task starts after either.
     """
-    warning = record_problem_set(ctx.store, tasks, ctx.cfg.suite.root)
-    if warning:
-        print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
+    for warning in [*ctx.store.quarantine(), record_problem_set(ctx.store, tasks, ctx.cfg.suite.root)]:
+        if warning:
+            print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
     done = {r.task_id: r for r in ctx.store.results()}
     todo = [t for t in tasks if t.id not in done]
     lock = threading.Lock()

@@ -93,6 +93,8 @@ class RunDirBusy(RuntimeError):
     """Another process runs in this run directory (``RunStore.claim``)."""
 
 
+QUARANTINE_FILE = "results.quarantine.jsonl"
+"""Where lines of ``results.jsonl`` that are not results are moved (``RunStore.quarantine``)."""
 _CLAIMS: dict[str, Any] = {}
 """The run directories this process has claimed: their lock files, held open (and locked) until it exits."""
 
@@ -168,6 +170,36 @@ class RunStore:
             f.write((result.to_json() + "\n").encode())
             f.flush()
             os.fsync(f.fileno())
+
+    def quarantine(self) -> list[str]:
+        """Move the lines of ``results.jsonl`` that are not task results (torn by a crash, bytes that are not UTF-8,
+        not a result's JSON) to ``results.quarantine.jsonl``, keeping the good ones in order; one warning per line
+        moved, naming the file and the line. A run calls it before its first task, holding the directory."""
+        if not self.results_path.exists():
+            return []
+        good, bad, warnings = [], [], []
+        for number, line in enumerate(self.results_path.read_bytes().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                TaskResult.from_json(line.decode("utf-8"))
+                good.append(line)
+            except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as exc:
+                bad.append(line)
+                warnings.append(f"{self.results_path} line {number} is not a task result ({type(exc).__name__}); "
+                                f"moved to {QUARANTINE_FILE} (its task, if any, runs again)")  # fmt: skip
+        if bad:
+            with (self.root / QUARANTINE_FILE).open("ab") as f:
+                f.write(b"".join(line + b"\n" for line in bad))
+                f.flush()
+                os.fsync(f.fileno())
+            tmp = self.results_path.with_name(self.results_path.name + ".quarantine-tmp")
+            with tmp.open("wb") as f:
+                f.write(b"".join(line + b"\n" for line in good))
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(self.results_path)
+        return warnings
 
     def results(self) -> list[TaskResult]:
         """The finished tasks' results: a line torn by a crash, or with bytes that are not UTF-8, is skipped."""
