@@ -32,6 +32,9 @@ subcommands:
                 a run's kept kernels evaluated again under another protocol (report them side by side)
   merge SHARD_DIR [SHARD_DIR ...] out=DIR
                 a campaign's shards (suite.shard_count=N suite.shard_index=I) joined into one run directory
+  repair RUN_DIR
+                a damaged run directory made resumable: bad result lines quarantined, unreadable databases moved
+                aside, the response cache rebuilt from the round folders and the ledger
   plan [RUN_DIR]
                 expected dollars, LLM calls and hours of a suite under a config; with RUN_DIR, beside what it took
   report RUN_DIR [RUN_DIR ...]
@@ -261,10 +264,17 @@ def _drive(work: Callable[[], tuple[list, list[str]]], progress: Any, tracker: A
 def _run_on_ray(cfg: DictConfig, config: Any, tasks: list, run_dir: Path, started: float) -> int:
     """``cudaforge run campaign.engine=ray``: this process drives, the Ray cluster's workers run the tasks."""
     from cudaforge.llm.ledger import Ledger, sum_rows
-    from cudaforge.run.campaign import run_on_ray
+    from cudaforge.run.campaign import CampaignError, connect, run_on_ray
     from cudaforge.run.progress import RunProgress
     from cudaforge.track.store import RunStore
     from cudaforge.track.wandb_sink import make_tracker
+
+    try:
+        started_here = connect(config)  # before anything is written: a refused campaign leaves nothing behind
+    except CampaignError as exc:
+        print(f"cudaforge run: error: {exc}", file=sys.stderr)
+        _Exit.refused = True
+        return 2
 
     ledger_path = run_dir / "ledger.jsonl"
     spent = lambda: sum_rows(Ledger.read(ledger_path) if ledger_path.is_file() else []).summary()  # noqa: E731
@@ -278,8 +288,8 @@ def _run_on_ray(cfg: DictConfig, config: Any, tasks: list, run_dir: Path, starte
         tracker.log_task(result, source)
 
     say = lambda line: print(line, flush=True)  # noqa: E731
-    return _drive(lambda: run_on_ray(config, tasks, run_dir, on_result=on_result, say=say), progress, tracker, spent,
-                  started, RunStore(run_dir).results_path)  # fmt: skip
+    return _drive(lambda: run_on_ray(config, tasks, run_dir, on_result=on_result, say=say, started_here=started_here),
+                  progress, tracker, spent, started, RunStore(run_dir).results_path)  # fmt: skip
 
 
 def _profile(cfg: DictConfig) -> int:
@@ -571,6 +581,22 @@ def _merge(args: list[str]) -> int:
     return 1 if record["unfinished"] else 0
 
 
+def _repair(args: list[str]) -> int:
+    from cudaforge.run.repair import repair
+    from cudaforge.track.store import RunDirBusy
+
+    if len(args) != 1 or args[0].startswith("-") or "=" in args[0]:
+        print("cudaforge repair: error: say one run directory: cudaforge repair RUN_DIR", file=sys.stderr)
+        return 2
+    try:
+        repair(args[0], say=lambda line: print(line, flush=True))
+    except (ValueError, RunDirBusy) as exc:
+        print(f"cudaforge repair: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"repaired: resume with the same command and hydra.run.dir={args[0]}")
+    return 0
+
+
 def _run_app(action: str, overrides: list[str]) -> int:
     from cudaforge.cli_checks import check_overrides, check_values
 
@@ -644,6 +670,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cache(rest)
     if command == "merge":
         return _merge(rest)
+    if command == "repair":
+        return _repair(rest)
     if command == "tasks diff":
         from cudaforge.tasks.diff import main_diff
 

@@ -163,7 +163,8 @@ examples:
   cudaforge tasks audit suite=main output=audit.json
   cudaforge tasks audit suite=kernelbench suite.root=PATH suite.levels=[1]
 
-config groups: suite, audit. exit status: 0 no task flagged, 1 some flagged, 2 a usage error.""",
+config groups: suite, audit (audit.fail_on: which finding severities fail, default [hack_enabling,broken]).
+exit status: 0 nothing of those severities, 1 some task has one, 2 a usage error.""",
     "merge": """usage: cudaforge merge SHARD_DIR [SHARD_DIR ...] out=DIR
 
 Joins the run directories of one campaign's shards (`cudaforge run suite.shard_count=N suite.shard_index=I`, run
@@ -178,6 +179,20 @@ examples:
 
 exit status: 0 merged, every task finished; 1 merged, some tasks not finished yet; 2 a usage error (not run
 directories, shards run with other settings). See docs/campaigns.md.""",
+    "repair": """usage: cudaforge repair RUN_DIR
+
+Makes a damaged run directory resumable, losing nothing it recorded: lines of results.jsonl that are not results go
+to results.quarantine.jsonl (their tasks run again), a response cache or checkpoint database SQLite cannot read is
+moved aside (NAME.corrupt-STAMP), and the response cache is rebuilt from the round folders and the ledger, so a
+resumed task replays the calls it had paid for. Finished tasks are never touched.
+
+examples:
+  cudaforge repair outputs/runs/2026-12-02_10-00-00
+  cudaforge repair runs/table1/shard_3
+  cudaforge repair outputs/multirun/2026-12-02_10-00-00/0_strategy-cudaforge
+
+exit status: 0 repaired (resume with the same command), 2 a usage error (not a run directory, or a run is using
+it). See docs/architecture.md, "Run state".""",
     "tasks diff": """usage: cudaforge tasks diff ROOT_A ROOT_B
 
 Lists the problems two KernelBench-layout folders hold differently: matched by level and problem number, a

@@ -147,7 +147,7 @@ def test_a_model_without_its_key_is_refused_at_once(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", ["run", "eval", "profile", "baseline", "report", "export", "skill distill",
                                      "skill compare", "tasks list", "tasks audit", "tasks diff", "doctor",
-                                     "cache", "rescore"])
+                                     "cache", "rescore", "merge", "plan", "repair"])
 def test_each_subcommand_has_a_short_help_of_its_own(command, capsys):
     from cudaforge.cli import main
 

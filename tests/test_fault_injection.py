@@ -89,12 +89,13 @@ def test_random_kills_and_damage_never_lose_or_repeat_a_task(tmp_path):
     assert paid_calls(run_dir) == paid  # a finished run resumed pays for nothing
 
 
-def test_a_corrupt_database_is_one_line_and_moving_it_aside_loses_nothing_recorded(tmp_path):
+def test_corrupt_databases_are_one_line_and_repair_loses_nothing_recorded(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(run_dir, tmp_path)
     deadline = time.monotonic() + 300
     while len(finished(run_dir)) < 1 and time.monotonic() < deadline:
         time.sleep(0.2)
+    time.sleep(2)  # into the next task
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     kept = finished(run_dir)
@@ -103,13 +104,18 @@ def test_a_corrupt_database_is_one_line_and_moving_it_aside_loses_nothing_record
         (run_dir / name).write_bytes(b"this is not a database" * 100)  # a disk fault, or a torn copy of the run
         for side in ("-wal", "-shm"):
             (run_dir / f"{name}{side}").unlink(missing_ok=True)
-        refused = start(run_dir, tmp_path)
-        out, err = refused.communicate(timeout=300)
-        assert refused.returncode == 2 and "Traceback" not in err
-        assert f"{run_dir / name} is not a readable SQLite database" in err and "move it aside" in err
-        (run_dir / name).rename(run_dir / f"{name}.corrupt")
-        with pytest.raises(sqlite3.DatabaseError):
-            sqlite3.connect(run_dir / f"{name}.corrupt").execute("SELECT 1 FROM sqlite_master").fetchall()
+    refused = start(run_dir, tmp_path)
+    out, err = refused.communicate(timeout=300)
+    assert refused.returncode == 2 and "Traceback" not in err
+    assert "llm_cache.sqlite is not a readable SQLite database" in err and f"cudaforge repair {run_dir}" in err
+    repaired = subprocess.run([sys.executable, "-m", "cudaforge.cli", "repair", str(run_dir)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert repaired.returncode == 0, repaired.stderr
+    assert f"{len(set(paid_before))} replies rebuilt" in repaired.stdout and "have no reply" not in repaired.stdout
+    aside = sorted(p.name.split(".corrupt-")[0] for p in run_dir.glob("*.corrupt-*"))
+    assert aside == ["checkpoints.sqlite", "llm_cache.sqlite"]  # moved, never deleted
+    with pytest.raises(sqlite3.DatabaseError):
+        sqlite3.connect(next(run_dir.glob("llm_cache.sqlite.corrupt-*"))).execute("SELECT 1 FROM sqlite_master").fetchall()
     proc = start(run_dir, tmp_path)
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err[-3000:]
@@ -117,3 +123,4 @@ def test_a_corrupt_database_is_one_line_and_moving_it_aside_loses_nothing_record
     paid = paid_calls(run_dir)
     assert paid[: len(paid_before)] == paid_before  # the ledger kept every recorded call
     assert not any(task in kept for task, _, _ in paid[len(paid_before):])  # finished tasks were not run again
+    assert max(Counter(paid).values()) == 1  # the task in flight restarted, its recorded calls replayed, not paid

@@ -27,7 +27,7 @@ def readme_commands() -> list[str]:
 
 
 NEEDS_A_KEY = {"OPENAI_API_KEY": "openai_o3"}
-NOT_BUNDLED = {"level_1.parquet": "a Hugging Face export file"}
+NOT_BUNDLED = {"level_1.parquet": "a Hugging Face export file", "campaign.address=auto": "a running Ray cluster"}
 
 
 def _run(args: list[str], cwd, env) -> subprocess.CompletedProcess:
@@ -60,8 +60,12 @@ def test_each_readme_command_works_on_the_quickstart_run(command, quickstart_run
         return  # the quickstart_run fixture is this very command, run as written and checked there
     for marker, what in NOT_BUNDLED.items():
         if marker in command:
-            out = _run(shlex.split(command)[1:], REPO, env)
+            args = shlex.split(command)[1:]
+            run = args[0] == "run"  # a refused run leaves no run directory behind
+            out = _run([*args, f"hydra.run.dir={tmp_path / 'refused'}"] if run else args, REPO, env)
             assert out.returncode == 2 and "Traceback" not in out.stderr, (what, out.stderr)
+            assert out.stderr.strip().splitlines()[-1].startswith("cudaforge"), out.stderr
+            assert not (run and (tmp_path / "refused").exists()), out.stderr
             return
     text = command.replace("outputs/runs/OLD", str(run_dir)).replace("RUN_DIR", str(run_dir))
     text = re.sub(r"outputs/runs/[AB]\b", str(run_dir), text).replace("suite.root=PATH", f"suite.root={kernelbench_root}")

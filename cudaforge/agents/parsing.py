@@ -9,6 +9,8 @@ raise, whatever the reply.
 from __future__ import annotations
 
 import ast
+
+from cudaforge import pyast
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -117,7 +119,7 @@ def fenced_blocks(text: str) -> list[Block]:
 def _syntax_error(code: str) -> str:
     """``""`` when the code parses, else ``line N: message``."""
     try:
-        ast.parse(code)
+        pyast.parse(code)
     except SyntaxError as exc:
         return f"line {exc.lineno}: {exc.msg}"
     except (ValueError, MemoryError, RecursionError) as exc:  # e.g. null bytes
@@ -128,7 +130,7 @@ def _syntax_error(code: str) -> str:
 def defines_model_new(code: str) -> bool:
     """True when the code defines ``ModelNew`` at top level (by its AST; by its text if it does not parse)."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return bool(_MODEL_NEW_LINE.search(code))
     for node in tree.body:

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from cudaforge import pyast
 from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
 from cudaforge.eval.guards.source import static_findings
 
@@ -80,7 +81,7 @@ def _check(source: str, cfg: dict[str, Any] | None, reference_source: str | None
     if not isinstance(source, str) or not source.strip():
         return _invalid("the candidate source is empty")
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as exc:
         line = (exc.text or "").rstrip()
         return _invalid(f"the candidate does not parse: line {exc.lineno}: {exc.msg}\n    {line}")

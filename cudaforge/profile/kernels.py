@@ -11,6 +11,8 @@ library kernel, reported only when asked for.
 from __future__ import annotations
 
 import ast
+
+from cudaforge import pyast
 import re
 
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
@@ -43,7 +45,7 @@ def _root_name(node: ast.expr) -> str:
 
 def _triton_kernel_names(source: str) -> set[str]:
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return set()
     return {

@@ -82,23 +82,16 @@ def add_task_pack(store: RunStore, pack: dict[str, Any], done: set[str], cache_p
     return add_pack(store, pack, done)
 
 
-def run_on_ray(
-    config: Any, tasks: list[Task], run_dir: Path, *, on_result: Callable[[TaskResult], None],
-    say: Callable[[str], None],
-) -> tuple[list[TaskResult], list[str]]:
-    """Run every unfinished task of ``tasks`` on Ray; returns the results (task order) and one line per task that
-    failed (it stays unfinished: the same command runs it again). ``RunAborted`` when a model's key is rejected,
-    ``RunInterrupted`` on Ctrl-C (the tasks in flight are cancelled), ``CampaignError`` when Ray is unusable,
-    ``RunDirBusy`` or ``RunStateError`` when the run directory is another run's or its response cache is corrupt."""
+def connect(config: Any) -> bool:
+    """Connect this process to the Ray cluster ``campaign.address`` (null: start a Ray instance here) and check that
+    a task can be placed there; returns True when this process started Ray (and should shut it down).
+    ``CampaignError`` names what is wrong: Ray not installed, no cluster at the address, GPUs asked of a cluster
+    without them."""
     try:
         import ray
     except ImportError:
         raise CampaignError("campaign.engine=ray needs Ray on this machine and every node: "
                             "pip install 'cudaforge[ray]'") from None  # fmt: skip
-    from cudaforge.run.runner import RunAborted, RunInterrupted, check_sqlite, record_problem_set
-
-    store = RunStore(run_dir)
-    cache_path = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / "llm_cache.sqlite"
     c = config.campaign
     started_here = not ray.is_initialized()
     try:
@@ -106,12 +99,33 @@ def run_on_ray(
                  runtime_env={"env_vars": {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}})  # fmt: skip
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise CampaignError(f"campaign.address={c.address}: cannot reach a Ray cluster ({exc})") from None
+    if (c.gpus_per_task or 0) > 0 and not ray.cluster_resources().get("GPU"):
+        if started_here:
+            ray.shutdown()
+        raise CampaignError(f"campaign.gpus_per_task={c.gpus_per_task:g} but the Ray cluster has no GPU")
+    return started_here
+
+
+def run_on_ray(
+    config: Any, tasks: list[Task], run_dir: Path, *, on_result: Callable[[TaskResult], None],
+    say: Callable[[str], None], started_here: bool,
+) -> tuple[list[TaskResult], list[str]]:
+    """Run every unfinished task of ``tasks`` on the Ray cluster ``connect`` reached; returns the results (task
+    order) and one line per task that failed (it stays unfinished: the same command runs it again).
+    ``RunAborted`` when a model's key is rejected, ``RunInterrupted`` on Ctrl-C (the tasks in flight are cancelled),
+    ``RunDirBusy`` or ``RunStateError`` when the run directory is another run's or its response cache is corrupt.
+    Ray is shut down at the end when ``started_here``."""
+    import ray
+
+    from cudaforge.run.runner import RunAborted, RunInterrupted, check_sqlite, record_problem_set
+
+    store = RunStore(run_dir)
+    cache_path = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / "llm_cache.sqlite"
+    c = config.campaign
     try:
         resources = ray.cluster_resources()
         gpus = float(resources.get("GPU", 0))
         per_task = c.gpus_per_task if c.gpus_per_task is not None else (1.0 if gpus else 0.0)
-        if per_task > 0 and not gpus:
-            raise CampaignError(f"campaign.gpus_per_task={per_task:g} but the Ray cluster has no GPU")
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         store.claim()  # RunDirBusy when another run is in this directory
         check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "

@@ -244,8 +244,9 @@ def check_sqlite(path: Path, what: str) -> None:
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
-        raise RunStateError(f"{path} is not a readable SQLite database ({exc}). It holds {what}; move it aside to "
-                            "go on, or restore it from a copy") from None  # fmt: skip
+        raise RunStateError(f"{path} is not a readable SQLite database ({exc}). It holds {what}; "
+                            f"`cudaforge repair {path.parent}` moves it aside and rebuilds what the run's own records "
+                            "hold, or restore it from a copy") from None  # fmt: skip
 
 
 class RunInterrupted(KeyboardInterrupt):

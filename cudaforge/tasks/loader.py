@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from cudaforge import pyast
 from cudaforge.types import Task
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
@@ -41,7 +42,7 @@ def parse_problem(
     ``get_inputs`` or ``get_init_inputs``, or declares extensions that are not literals.
     """
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pyast.parse(source, filename=path)
     except SyntaxError as exc:
         raise TaskError(f"{path}: syntax error at line {exc.lineno}: {exc.msg}") from None
     defined: dict[str, ast.AST] = {}

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from cudaforge import pyast
 from cudaforge.track.store import RunStore
 from cudaforge.types import EvalResult, EvalStatus, Task, source_hash
 
@@ -52,7 +53,7 @@ def normalized_source_hash(source: str) -> str:
     """Hash of a source with comments and formatting removed (``ast.unparse``), so that two kernels that
     differ only there count as one; a source that does not parse is hashed with whitespace collapsed."""
     try:
-        text = ast.unparse(ast.parse(source))
+        text = ast.unparse(pyast.parse(source))
     except (SyntaxError, ValueError):
         text = " ".join(source.split())
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge import pyast
 from cudaforge.eval.guards.policy import GUARDS, REJECT, REPORT
 from cudaforge.eval.static import check_candidate
 
@@ -95,7 +96,7 @@ def _value(text: str) -> Any:
 
 def parse_entry(path: Path) -> Entry:
     """Read one corpus file's declarations; raises ValueError naming the file when one is missing or bad."""
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    doc = ast.get_docstring(pyast.parse(path.read_text())) or ""
     fields: dict[str, str] = {}
     for line in doc.splitlines():
         key, sep, value = line.partition(":")

@@ -18,6 +18,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from cudaforge import pyast
 from cudaforge.eval.guards.policy import REPORT, Policies
 
 # --------------------------------------------------------------------------- vocabularies
@@ -190,7 +191,7 @@ class _Module:
 
     @classmethod
     def parse(cls, source: str) -> _Module:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
         tree.body = [n for n in tree.body if not _is_main_guard(n)]
         module = cls(tree)
         module._index()
@@ -487,7 +488,7 @@ def _reference_forward(reference_source: str | None) -> list[str] | None:
     if not reference_source:
         return None
     try:
-        tree = ast.parse(reference_source)
+        tree = pyast.parse(reference_source)
     except SyntaxError:
         return None
     for node in tree.body:
