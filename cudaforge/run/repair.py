@@ -26,19 +26,19 @@ CACHE_FILE = "llm_cache.sqlite"
 CHECKPOINT_FILE = "checkpoints.sqlite"
 
 
-def readable(path: Path) -> bool:
-    """``path`` is absent or a database SQLite can read."""
+def sqlite_problem(path: Path) -> str | None:
+    """Why SQLite cannot read ``path`` (None when it can, or the file is absent)."""
     if not path.exists():
-        return True
+        return None
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         finally:
             db.close()
-        return True
-    except sqlite3.DatabaseError:
-        return False
+        return None
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
 
 
 def move_aside(path: Path) -> Path:
@@ -103,7 +103,7 @@ def repair(run_dir: str | Path, say: Callable[[str], None] = print) -> dict[str,
         for line in done["quarantined"]:
             say(line)
         for name in (CACHE_FILE, CHECKPOINT_FILE):
-            if not readable(run / name):
+            if sqlite_problem(run / name):
                 moved = move_aside(run / name)
                 done["moved"].append(str(moved))
                 say(f"{run / name} could not be read: moved to {moved.name}"

@@ -234,19 +234,14 @@ class RunStateError(RuntimeError):
 
 def check_sqlite(path: Path, what: str) -> None:
     """``RunStateError`` when ``path`` exists but is not a readable SQLite database (a crash or a disk fault can
-    leave one): the message names the file, what it holds, and what moving it aside costs."""
-    if not path.exists():
-        return
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as exc:
-        raise RunStateError(f"{path} is not a readable SQLite database ({exc}). It holds {what}; "
+    leave one): the message names the file, what it holds, and the command that repairs the run directory."""
+    from cudaforge.run.repair import sqlite_problem
+
+    problem = sqlite_problem(path)
+    if problem:
+        raise RunStateError(f"{path} is not a readable SQLite database ({problem}). It holds {what}; "
                             f"`cudaforge repair {path.parent}` moves it aside and rebuilds what the run's own records "
-                            "hold, or restore it from a copy") from None  # fmt: skip
+                            "hold, or restore it from a copy")  # fmt: skip
 
 
 class RunInterrupted(KeyboardInterrupt):
