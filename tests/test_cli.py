@@ -236,5 +236,5 @@ def test_a_run_directory_with_a_corrupt_database_is_one_line_and_left_as_it_is(t
     out = cudaforge("run", f"hydra.run.dir={run}", cwd=tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     [line] = [ln for ln in out.stderr.splitlines() if ln.startswith("cudaforge run: error:")]
-    assert "checkpoints.sqlite is not a readable SQLite database" in line and "move it aside" in line
+    assert "checkpoints.sqlite is not a readable SQLite database" in line and f"cudaforge repair {tmp_path / 'run'}" in line
     assert (run / "checkpoints.sqlite").read_bytes() == b"not a database" * 512

@@ -165,4 +165,4 @@ def test_a_corrupt_database_of_the_run_is_one_line_naming_it(tmp_path):
     with pytest.raises(RunStateError) as info:
         check_sqlite(bad, "the run's recorded LLM replies")
     text = str(info.value)
-    assert str(bad) in text and "recorded LLM replies" in text and "move it aside" in text and "\n" not in text
+    assert str(bad) in text and "recorded LLM replies" in text and f"cudaforge repair {tmp_path}" in text and "\n" not in text
