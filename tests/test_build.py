@@ -383,6 +383,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.slow
 def test_crash_during_import_is_reported(tmp_path):
     outcome = precompile("import os\nos._exit(3)\n", settings_for(str(tmp_path)), timeout_s=60)
     assert outcome.status == "crashed" and "code 3" in outcome.message

@@ -71,12 +71,14 @@ def test_wrong_tail_is_incorrect_with_a_readable_diff(evaluator, tiny):
     assert "only in the tail" in result.message
 
 
+@pytest.mark.slow
 def test_shape_specialisation_fails_on_a_declared_second_shape(evaluator, tiny):
     source = relu_candidate("return torch.relu(x.view(256, 1024)).view(x.shape) if x.numel() == 256 * 1024 else x")
     result = evaluator.evaluate(tiny["ReLU"], source)
     assert result.status is EvalStatus.INCORRECT and result.diff.variant != "default"
 
 
+@pytest.mark.slow
 def test_wrong_dtype_is_incorrect(evaluator, tiny):
     result = evaluator.evaluate(tiny["ReLU"], relu_candidate("return torch.relu(x).half()"))
     assert result.status is EvalStatus.INCORRECT and "dtype mismatch" in result.message
@@ -123,6 +125,7 @@ def test_static_failures_are_invalid_and_never_spawn(evaluator, tiny, source, wo
     assert [p.phase for p in result.phases] == [Phase.STATIC] and result.seconds < 1
 
 
+@pytest.mark.slow
 def test_weights_are_shared_with_the_reference(evaluator, tiny):
     source = """
 import torch
@@ -416,6 +419,7 @@ def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch)
     assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CRASHED
 
 
+@pytest.mark.slow
 def test_a_tuple_holding_the_reference_output_is_not_the_output(tiny, tmp_path):
     """Where the reference returns a tensor, a tuple (or list) holding it is a different output: output_type."""
     cfg = {"device": "cpu", "correctness_trials": 1, "guard_no_custom_kernel": "report", "guard_reference": "report",

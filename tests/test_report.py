@@ -427,6 +427,7 @@ def test_make_report_takes_report_config_fields():
     assert fields == set(inspect.signature(make_report).parameters)
 
 
+@pytest.mark.slow
 def test_cudaforge_report_command(two_runs, tmp_path):
     import os
     import subprocess
