@@ -85,7 +85,7 @@ def test_random_kills_and_damage_never_lose_or_repeat_a_task(tmp_path):
     assert (run_dir / "results.quarantine.jsonl").exists() == damaged, log
     again = start(run_dir, tmp_path)
     out, err = again.communicate(timeout=300)
-    assert again.returncode == 0 and len(finished(run_dir)) == 3
+    assert again.returncode == proc.returncode and len(finished(run_dir)) == 3  # the same verdicts, nothing rerun
     assert paid_calls(run_dir) == paid  # a finished run resumed pays for nothing
 
 
