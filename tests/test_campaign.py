@@ -81,3 +81,21 @@ def test_shards_merged_report_the_same_as_one_run(tmp_path):
     assert other.returncode == 0
     refused = cudaforge("merge", shards[0], str(tmp_path / "other"), f"out={tmp_path / 'm2'}", cwd=tmp_path)
     assert refused.returncode == 2 and "eval.timing_trials: 100 vs 7" in refused.stderr
+
+
+def test_a_pack_cannot_write_outside_its_task_folder(tmp_path):
+    from cudaforge.run.campaign import add_task_pack
+    from cudaforge.track.store import RunStore
+    from cudaforge.types import TaskResult
+
+    store = RunStore(tmp_path / "run")
+    result = TaskResult(task_id="tiny/level1/1_ReLU", correct=True)
+    bad = {"result": result.to_json(), "files": {"../../escaped.txt": b"x"}, "ledger": [], "cache": []}
+    with pytest.raises(MergeError, match="outside its folder"):
+        add_task_pack(store, bad, set(), tmp_path / "run" / "llm_cache.sqlite")
+    assert not (store.root / "escaped.txt").exists() and store.results() == []  # nothing written, no result
+    good = {**bad, "files": {"round_01/candidate.py": b"class ModelNew: pass\n"}}
+    done: set[str] = set()
+    assert add_task_pack(store, good, done, tmp_path / "run" / "llm_cache.sqlite").task_id == result.task_id
+    assert add_task_pack(store, good, done, tmp_path / "run" / "llm_cache.sqlite") is None  # added once only
+    assert [r.task_id for r in store.results()] == [result.task_id]

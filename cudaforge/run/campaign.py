@@ -22,7 +22,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from cudaforge.run.merge import add_cache_rows, add_ledger_lines, add_pack, cache_rows, ledger_lines, task_pack
+from cudaforge.run.merge import (
+    MergeError,
+    add_cache_rows,
+    add_ledger_lines,
+    add_pack,
+    cache_rows,
+    ledger_lines,
+    task_pack,
+)
 from cudaforge.track.store import RunStore, task_slug
 from cudaforge.types import Task, TaskResult
 
@@ -71,7 +79,6 @@ def run_task_remote(config: Any, task: Task, root: str) -> dict[str, Any]:
     pack = task_pack(RunStore(run_dir), result)
     pack["ledger"] = ledger_lines(run_dir / "ledger.jsonl")
     pack["cache"] = cache_rows(cache) if not config.llm_cache.path else []  # a shared cache needs no copy
-    pack["node"] = os.uname().nodename
     return pack
 
 
@@ -161,7 +168,11 @@ def run_on_ray(
                 except ray.exceptions.RayError as exc:  # its node or worker was lost more often than retried
                     failures.append(f"{task.id}: {type(exc).__name__}: lost {c.max_retries + 1} times")
                     continue
-                result = add_task_pack(store, pack, done, cache_path)
+                try:
+                    result = add_task_pack(store, pack, done, cache_path)
+                except (MergeError, ValueError, KeyError, TypeError) as exc:  # a pack that is not one: not added
+                    failures.append(f"{task.id}: its worker sent back no usable task ({type(exc).__name__}: {exc})")
+                    continue
                 if result is not None:
                     on_result(result)
         except KeyboardInterrupt:
