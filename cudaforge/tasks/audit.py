@@ -92,6 +92,7 @@ class TaskAudit:
     def line(self, fail_on: Any = EXCLUDED_SEVERITIES) -> str:
         """One line for the terminal: ``ok``, ``note`` (findings, none failing) or ``FLAG``."""
         timing = f" ref {self.reference_ms:.3f} ms" if self.reference_ms is not None else ""
+        timing += f" ({self.seconds:.1f} s)"
         if self.ok:
             return f"ok    {self.task_id}{timing}"
         issues = "; ".join(f"{f['check']} [{severity(f).value}]: {f['detail']}" for f in self.findings)

@@ -25,11 +25,31 @@ def _tensors(output: Any) -> list[torch.Tensor]:
     return [t for t in flatten_outputs(output) if isinstance(t, torch.Tensor)]
 
 
+CHUNK = 1 << 24
+"""Elements compared at a time: the checks widen to float64 a chunk at a time, on the device the outputs are on,
+so a task with gigabytes of output costs neither a host copy nor a float64 copy of the whole output."""
+
+
+def _chunks(*tensors: torch.Tensor):
+    flat = [t.reshape(-1) for t in tensors]
+    for start in range(0, flat[0].numel(), CHUNK):
+        yield [f[start:start + CHUNK].double() for f in flat]
+
+
+def _close(x: torch.Tensor, y: torch.Tensor | float, atol: float, rtol: float) -> bool:
+    """``torch.allclose(x, y)`` in float64 (``y`` a tensor of x's shape, or a number compared as
+    ``allclose(y, x)``: within ``atol + rtol * |x|``), chunk by chunk."""
+    if isinstance(y, torch.Tensor):
+        return all(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True) for a, b in _chunks(x, y))
+    return all(bool(((a - y).abs() <= atol + rtol * a.abs()).all()) for (a,) in _chunks(x))
+
+
+def _max_abs_diff(x: torch.Tensor, y: torch.Tensor) -> float:
+    return max((float((a - b).abs().max()) for a, b in _chunks(x, y)), default=0.0)
+
+
 def _same(a: list[torch.Tensor], b: list[torch.Tensor], atol: float, rtol: float) -> bool:
-    return len(a) == len(b) and all(
-        x.shape == y.shape and torch.allclose(x.double(), y.double(), atol=atol, rtol=rtol, equal_nan=True)
-        for x, y in zip(a, b)
-    )
+    return len(a) == len(b) and all(x.shape == y.shape and _close(x, y, atol, rtol) for x, y in zip(a, b))
 
 
 def _finding(check: str, detail: str) -> dict[str, Any]:
@@ -40,17 +60,18 @@ def _degeneracy(outs: list[torch.Tensor], atol: float, rtol: float, label: str) 
     found = []
     for i, out in enumerate(outs):
         name = f"{label} output {i}" if len(outs) > 1 else f"{label} output"
-        if not out.is_floating_point():
+        if not out.is_floating_point() or out.numel() == 0:
             continue
         if not torch.isfinite(out).all():
             bad = int((~torch.isfinite(out)).sum())
             found.append(_finding("non_finite", f"{name} has {bad} NaN/Inf values"))
             continue
-        o = out.double()
-        if torch.allclose(torch.zeros_like(o), o, atol=atol, rtol=rtol):
-            found.append(_finding("near_zero", f"{name}: all zeros would pass (max |y| = {o.abs().max():.3g})"))
-        elif torch.allclose(torch.full_like(o, float(o.mean())), o, atol=atol, rtol=rtol):
-            found.append(_finding("near_constant", f"{name}: the constant {float(o.mean()):.6g} would pass"))
+        largest = float(out.abs().max())
+        mean = float(sum(float(c.sum()) for (c,) in _chunks(out)) / out.numel())
+        if largest * (1 - rtol) <= atol:  # zeros pass where |y| <= atol + rtol * |y| everywhere
+            found.append(_finding("near_zero", f"{name}: all zeros would pass (max |y| = {largest:.3g})"))
+        elif _close(out, mean, atol, rtol):
+            found.append(_finding("near_constant", f"{name}: the constant {mean:.6g} would pass"))
     return found
 
 
@@ -87,10 +108,11 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     def run(model: torch.nn.Module, seed: int, variant: str = base) -> list[torch.Tensor]:
         with torch.no_grad():
             out = model(*make_inputs(module, seed, variant, device))
-        return [t.detach().cpu() for t in _tensors(out)]
+        return [t.detach() for t in _tensors(out)]  # kept where they are: the checks run on the device
 
     progress("checks")
-    model = build_model(module.Model, init, seed=1, device=device)
+    with torch.device(device):  # parameters initialised where they will live (seconds on the host for big models)
+        model = build_model(module.Model, init, seed=1, device=device)
     first = run(model, seed=11)
     if not first:
         return {"device": str(device), "variant": base, "findings": [_finding("no_tensor_output", "forward returned no tensor")]}
@@ -102,7 +124,7 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     findings = _degeneracy(first, atol, rtol, base)
     again = run(model, seed=11)
     if not all(torch.equal(a, b) for a, b in zip(first, again)):
-        worst = max(float((a.double() - b.double()).abs().max()) for a, b in zip(first, again))
+        worst = max(_max_abs_diff(a, b) for a, b in zip(first, again))
         within = _same(first, again, atol, rtol)
         finding = _finding("nondeterministic", f"two runs on the same inputs differ (max {worst:.3g}, "
                                                f"{'within' if within else 'beyond'} the tolerance)")  # fmt: skip
@@ -110,7 +132,8 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     if _same(first, run(model, seed=12), atol, rtol):
         findings.append(_finding("input_independent", "outputs for two different input seeds agree"))
     if any(True for _ in model.parameters()):
-        other = build_model(module.Model, init, seed=2, device=device)
+        with torch.device(device):
+            other = build_model(module.Model, init, seed=2, device=device)
         if _same(first, run(other, seed=11), atol, rtol):
             findings.append(_finding("weight_independent", "outputs for two weight seeds agree"))
     checked = [base]
