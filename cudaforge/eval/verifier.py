@@ -61,6 +61,7 @@ CANDIDATE_MODULE_PREFIX = "cudaforge_candidate_"
 REFERENCE_MODULE = "cudaforge_reference"
 PROFILED_CALLS = 3
 CROSSCHECK_ROUNDS = 2  # batches per side of the timing cross-check; each side keeps its fastest
+CROSSCHECK_RETRIES = 1  # times the cross-check measures again (CROSSCHECK_ROUNDS more batches) before it fires
 """Forwards the profiler-share guard runs under torch.profiler (GPU)."""
 SOLO_TRIALS = 10
 """Timed calls of the reference alone, before any candidate code exists (the reference_slowdown baseline)."""
@@ -641,7 +642,8 @@ class _Timing:
         The reference runs the same path here (its inputs decoded from the arena, its outputs written back into it),
         so its gap between that clock and its event time stands for the exchange's own cost. Each side is timed in
         ``CROSSCHECK_ROUNDS`` batches and keeps its fastest: a scheduling hiccup cannot fire the guard, a shortened
-        time cannot hide in it."""
+        time cannot hide in it. A gap is measured again (``CROSSCHECK_RETRIES``) before it fires: on the H200 an honest
+        kernel was rejected once while another process profiled with ncu on the same GPU (2026-12-03, call 1)."""
         cfg = self.cfg
         per_call = tensor_bytes(self.fresh_inputs(-1)) + self.trials.out_bytes
         calls = crosscheck_calls(per_call, int(cfg["crosscheck_calls"]), float(cfg["crosscheck_max_gb"]))
@@ -654,50 +656,57 @@ class _Timing:
             return numbers
         arena = self.cand.ensure_arena(calls * per_call + (1 << 20))
         ref_walls, cand_walls = [], []
-        for round_ in range(CROSSCHECK_ROUNDS):
-            batch = [self.fresh_inputs(20_000 + 100 * round_ + k) for k in range(calls)]
-            frozen = self.cand.process.stop()
-            try:
-                expected, wall = self._reference_through_arena(arena, batch)
-            finally:
-                if frozen:
-                    self.cand.process.cont()
-            ref_walls.append(wall)
-            arena.reset()
-            encoded = [encode(list(x), arena.put) for x in batch]
-            _sync(self.device)
-            started = time.perf_counter()
-            reply = self.cand._request({"op": "batch", "inputs": encoded, "out_offset": -(-arena._next // 256) * 256})
-            cand_walls.append(time.perf_counter() - started)
-            self._check_batch(reply.get("outputs"), expected, calls)
-        candidate_ms = max(0.0, min(cand_walls) - self.cand.process.rtt_s) * 1e3 / calls
-        ref_wall = min(ref_walls) * 1e3 / calls
         reported = sorted(times["cand"])[len(times["cand"]) // 2]
         reference_reported = sorted(times["ref"])[len(times["ref"]) // 2]
-        numbers.update(candidate_observed_ms=round(candidate_ms, 5), candidate_reported_ms=round(reported, 5),
-                       reference_observed_ms=round(ref_wall, 5), reference_event_ms=round(reference_reported, 5),
-                       round_trip_ms=round(self.cand.process.rtt_s * 1e3, 4), rounds=CROSSCHECK_ROUNDS)  # fmt: skip
-        ref_overhead = max(0.0, ref_wall - reference_reported)
         # the path's own cost: the reference's through the arena here, or the worker's measured before the candidate
         # was loaded (``_exchange_cost``), whichever is larger: neither can be changed by the candidate
         exchange = _finite(self.result.fingerprint.get("timing_crosscheck_exchange_ms")) or 0.0
-        path_overhead = max(ref_overhead, exchange)
-        gap = candidate_ms - reported - path_overhead
         p = self.guard.policies
         # the candidate's own launch path (a Triton launcher, an extension's wrapper) may cost more host time than the
         # reference's: the timing lead hides up to its length of it from the timed calls by design, so a gap below the
         # lead (or the slack, when larger) cannot tell a host-bound honest kernel from a lie
         allowed = max(p.threshold("crosscheck_slack_ms"), self.stopwatch.lead_us / 1e3)
+        round_ = 0
+        for attempt in range(1 + CROSSCHECK_RETRIES):
+            for _ in range(CROSSCHECK_ROUNDS):
+                batch = [self.fresh_inputs(20_000 + 100 * round_ + k) for k in range(calls)]
+                round_ += 1
+                frozen = self.cand.process.stop()
+                try:
+                    expected, wall = self._reference_through_arena(arena, batch)
+                finally:
+                    if frozen:
+                        self.cand.process.cont()
+                ref_walls.append(wall)
+                arena.reset()
+                encoded = [encode(list(x), arena.put) for x in batch]
+                _sync(self.device)
+                started = time.perf_counter()
+                reply = self.cand._request({"op": "batch", "inputs": encoded, "out_offset": -(-arena._next // 256) * 256})
+                cand_walls.append(time.perf_counter() - started)
+                self._check_batch(reply.get("outputs"), expected, calls)
+            candidate_ms = max(0.0, min(cand_walls) - self.cand.process.rtt_s) * 1e3 / calls
+            ref_wall = min(ref_walls) * 1e3 / calls
+            path_overhead = max(max(0.0, ref_wall - reference_reported), exchange)
+            gap = candidate_ms - reported - path_overhead
+            firing = candidate_ms > p.threshold("crosscheck_ratio") * reported and gap > allowed
+            if not firing:
+                break
+            # Another process's work on this GPU (a profiler's replays, another program) can slow a whole batch; a
+            # shortened time stays short however often it is measured, so the guard fires only if it persists.
+        numbers.update(candidate_observed_ms=round(candidate_ms, 5), candidate_reported_ms=round(reported, 5),
+                       reference_observed_ms=round(ref_wall, 5), reference_event_ms=round(reference_reported, 5),
+                       round_trip_ms=round(self.cand.process.rtt_s * 1e3, 4), rounds=round_)  # fmt: skip
         numbers.update(unexplained_ms=round(gap, 5), allowed_ms=round(allowed, 5), exchange_ms=round(exchange, 5))
-        if candidate_ms > p.threshold("crosscheck_ratio") * reported and gap > allowed:
+        if firing:
             numbers["evidence"] = (
                 f"the candidate reported a median of {reported:.4f} ms per call, but {calls} calls on fresh inputs took "
                 f"{candidate_ms:.4f} ms each by the verifier's clock (the reference: {reference_reported:.4f} ms by its "
                 f"events, {ref_wall:.4f} ms by the same clock and path): {gap:.4f} ms per call are not in the reported "
-                f"time (allowed: {allowed:.4f} ms). The timing was shortened inside the candidate's process (patched "
-                "events or timers, work on other streams or threads, work done before the timed region), or a call "
-                "leaves state behind that slows the next one down. Time nothing yourself; do all the work inside "
-                "forward.")  # fmt: skip
+                f"time (allowed: {allowed:.4f} ms), in each of {attempt + 1} measurements. The timing was shortened "
+                "inside the candidate's process (patched events or timers, work on other streams or threads, work done "
+                "before the timed region), or a call leaves state behind that slows the next one down. Time nothing "
+                "yourself; do all the work inside forward.")  # fmt: skip
         return numbers
 
     def _reference_through_arena(self, arena: Arena, batch: list[list[Any]]) -> tuple[list[Any], float]:
