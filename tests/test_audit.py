@@ -140,3 +140,19 @@ def test_the_command_fails_on_the_chosen_severities_and_writes_its_report(tmp_pa
     assert report["tasks"][0]["findings"][0]["severity"] == "note" and report["tasks"][0]["source_hash"]
     strict = audit("audit.fail_on=[note]")
     assert strict.returncode == 1 and "FLAG  " in strict.stdout and "1 flagged" in strict.stdout
+
+
+def test_the_shipped_kernelbench_audit_is_found_by_name_and_flags_the_known_zero_tasks():
+    from cudaforge.tasks.audit import flagged_ids, read_report
+    from cudaforge.tasks.suite import audit_report_path
+
+    path = audit_report_path("kernelbench_h200")
+    assert path.endswith("kernelbench_audit_h200.json") and audit_report_path("mine.json") == "mine.json"
+    records = read_report(path)
+    assert len(records) == 250 and all(r["source_hash"] for r in records)  # levels 1-3, each with its file's hash
+    flagged = flagged_ids(records)
+    for problem in ("9_Matmul_Subtract_Multiply_ReLU", "23_Conv3d_GroupNorm_Mean", "80_Gemm_Max_Subtract_GELU",
+                    "83_Conv3d_GroupNorm_Min_Clamp_Dropout"):  # level-2 references whose output is all zeros
+        assert f"kernelbench/level2/{problem}" in flagged
+    noted = {r["task_id"] for r in records if r["findings"]} - set(flagged)
+    assert "kernelbench/level2/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide" in noted  # cuDNN jitter: a note

@@ -86,6 +86,18 @@ def select(tasks: list[Task], cfg: Any) -> list[Task]:
     return shard(chosen, getattr(cfg, "shard_index", 0), getattr(cfg, "shard_count", 1))
 
 
+SHIPPED_AUDITS = {"kernelbench_h200": "kernelbench_audit_h200.json"}
+"""Audit reports shipped with the package (``cudaforge/resources/published/``), usable by name as
+``suite.audit_report=NAME``: ``kernelbench_h200`` is KernelBench 423217d, levels 1-3, on an NVIDIA H200."""
+
+
+def audit_report_path(report: str) -> str:
+    """``suite.audit_report``: a file, or the name of a shipped report (``SHIPPED_AUDITS``)."""
+    if report in SHIPPED_AUDITS and not Path(report).exists():
+        return str(Path(__file__).resolve().parents[1] / "resources" / "published" / SHIPPED_AUDITS[report])
+    return report
+
+
 def without_flagged(tasks: list[Task], report: str | None) -> list[Task]:
     """``suite.exclude_flagged``: ``tasks`` less those the audit report flags ``hack_enabling`` or ``broken``. The
     report must cover every task, and for the same problem files (by content hash): a stale or partial audit
@@ -96,7 +108,7 @@ def without_flagged(tasks: list[Task], report: str | None) -> list[Task]:
         raise TaskError("suite.exclude_flagged=true needs suite.audit_report=FILE: write one with "
                         "`cudaforge tasks audit <the same suite> output=FILE`")  # fmt: skip
     try:
-        records = {r["task_id"]: r for r in read_report(report)}
+        records = {r["task_id"]: r for r in read_report(audit_report_path(report))}
     except ValueError as exc:
         raise TaskError(str(exc)) from None
     missing = [t.id for t in tasks if t.id not in records]
