@@ -125,7 +125,9 @@ def test_exclude_flagged_drops_what_the_report_flags_and_refuses_a_stale_or_part
 @pytest.mark.slow
 def test_the_command_fails_on_the_chosen_severities_and_writes_its_report(tmp_path):
     problem = tmp_path / "1_Jitter.py"
-    problem.write_text(task_from("import random\nreturn x + random.random() * 1e-9\n", name="Jitter").source)
+    # each call adds a little more (1e-6, 2e-6 ...): two runs on the same inputs always differ, within the tolerance
+    problem.write_text(task_from("self.calls = getattr(self, 'calls', 0) + 1\nreturn x + self.calls * 1e-6\n",
+                                 name="Jitter").source)  # fmt: skip
 
     def audit(*extra: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "cudaforge.cli", "tasks", "audit", "suite=file",

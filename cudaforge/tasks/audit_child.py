@@ -108,7 +108,9 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     def run(model: torch.nn.Module, seed: int, variant: str = base) -> list[torch.Tensor]:
         with torch.no_grad():
             out = model(*make_inputs(module, seed, variant, device))
-        return [t.detach() for t in _tensors(out)]  # kept where they are: the checks run on the device
+        # copies, kept where they are (the checks run on the device): a forward that returns a buffer it reuses
+        # must not make two runs look alike
+        return [t.detach().clone() for t in _tensors(out)]
 
     progress("checks")
     with torch.device(device):  # parameters initialised where they will live (seconds on the host for big models)
