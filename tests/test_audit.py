@@ -46,7 +46,8 @@ DEGENERATE = {
 
 
 def test_audit_flags_each_degenerate_task_with_its_severity():
-    unstable = task_from("import random\nreturn x + random.random() * 1e-9\n", name="Jitter")
+    # each call adds a little more (1e-6, 2e-6 ...): two runs on the same inputs always differ, within the tolerance
+    unstable = task_from("self.calls = getattr(self, 'calls', 0) + 1\nreturn x + self.calls * 1e-6\n", name="Jitter")
     audits = audit_tasks([*DEGENERATE.values(), unstable], CPU)  # one warm child for all seven
     for (expected, _), audit in zip(DEGENERATE.items(), audits):
         checks = {f["check"] for f in audit.findings}
