@@ -635,11 +635,17 @@ def _run_app(action: str, overrides: list[str]) -> int:
     quiet = [] if action in ("run", "baseline", "rescore") else _QUIET_HYDRA
     saved = sys.argv
     sys.argv = [f"cudaforge {action}", *flags, *quiet, f"hydra.job.name={name}", *overrides]
+    # a named directory that already holds a run (a rescore resumed there): Hydra rewrites its .hydra/ before the
+    # command can refuse, so what was there is put back when it does
+    named = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra.run.dir=")]
+    kept = {p: p.read_bytes() for p in (Path(named[-1]) / ".hydra").glob("*.yaml")} if named else {}
     try:
         app()
     finally:
         sys.argv = saved
     if _Exit.refused and action in ("run", "baseline", "rescore"):
+        for path, data in kept.items():
+            path.write_bytes(data)
         _remove_if_empty(_Exit.run_dir)
     return _Exit.code
 

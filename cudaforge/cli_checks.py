@@ -89,6 +89,7 @@ config group: report (keys report.*). exit status: 0 written, 2 a usage error. S
 Evaluate a run's kept kernels again under another evaluation protocol (each task's best kernel, or every round's),
 on this machine's GPUs (the CPU checks correctness only), into a new run directory that names the original.
 `cudaforge report RUN_DIR NEW_DIR` then shows both protocols side by side and which verdicts changed, and why.
+An interrupted rescore goes on where it stopped when run again with the same hydra.run.dir.
 
 examples:
   cudaforge rescore outputs/runs/A eval=cudaforge_paper

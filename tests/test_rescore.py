@@ -134,3 +134,46 @@ def test_a_rescore_of_something_that_is_not_a_run_is_refused_and_leaves_nothing(
     runs = tmp_path / "outputs" / "runs"
     assert not (runs.is_dir() and any(runs.iterdir()))  # the refused command's run directory is gone
     assert main(["rescore", "a", "b"]) == 2  # one run at a time
+
+
+def test_an_interrupted_rescore_carries_on_where_it_stopped_and_refuses_another_protocols_directory(tmp_path):
+    """The same command resumes a rescore cut off after its first kernel: that kernel is not evaluated again, the
+    rows and results come out whole; a directory holding another protocol's rescore is refused."""
+    source = make_run(tmp_path / "source")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"}
+    out_dir = tmp_path / "rescored"
+
+    def rescore(protocol: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "cudaforge.cli", "rescore", str(source), f"eval={protocol}", "eval.device=cpu",
+               f"eval.build_cache_dir={tmp_path / 'build'}", f"hydra.run.dir={out_dir}", "rescore.all_rounds=true"]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+
+    first = rescore("cudaforge_paper")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    rows = [json.loads(line) for line in (out_dir / "rescored.jsonl").read_text().splitlines()]
+    kept, lost = rows
+    # as a kill after the first kernel leaves it: no results.jsonl, not finished, the second row torn
+    (out_dir / "results.jsonl").unlink()
+    record = json.loads((out_dir / "rescore.json").read_text())
+    (out_dir / "rescore.json").write_text(json.dumps({**record, "finished": False}))
+    (out_dir / "rescored.jsonl").write_text(json.dumps(kept) + "\n" + json.dumps(lost)[:40])
+    kept_eval = out_dir / "tasks" / kept["task_id"].replace("/", "__") / f"eval_{kept['candidate_hash']}.json"
+    kept_eval = kept_eval if kept_eval.is_file() else next(out_dir.rglob(f"eval_{kept['candidate_hash']}.json"))
+    stamp = kept_eval.stat().st_mtime_ns
+
+    again = rescore("cudaforge_paper")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "resuming: 1 of 2 kernels already rescored" in again.stdout
+    assert lost["candidate_hash"] in again.stdout and kept["candidate_hash"] not in again.stdout  # only one evaluated
+    assert kept_eval.stat().st_mtime_ns == stamp
+    resumed = [json.loads(line) for line in (out_dir / "rescored.jsonl").read_text().splitlines()]
+    assert sorted(r["candidate_hash"] for r in resumed) == sorted(r["candidate_hash"] for r in rows)
+    assert json.loads((out_dir / "rescore.json").read_text())["finished"]
+    assert sorted(r.task_id for r in RunStore(out_dir).results()) == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax"]
+
+    hydra_record = (out_dir / ".hydra" / "hydra.yaml").read_text()
+    assert "eval: cudaforge_paper" in hydra_record
+    other = rescore("default")
+    assert other.returncode == 2 and "holds another rescore (its protocol, eval differ)" in other.stderr, other.stderr[-2000:]
+    assert len((out_dir / "rescored.jsonl").read_text().splitlines()) == 2  # untouched, its config as well
+    assert (out_dir / ".hydra" / "hydra.yaml").read_text() == hydra_record

@@ -98,6 +98,49 @@ def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Ke
     return kernels, notes
 
 
+_SAME_RUN_KEYS = ("source_run", "protocol", "eval", "all_rounds")
+
+
+def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kernel]) -> dict[int, tuple[dict, EvalResult]]:
+    """What an interrupted rescore into ``out_dir`` already wrote (kernel index -> its row and EvalResult), so the
+    same command carries on where it stopped. A directory holding another rescore (another source run, protocol or
+    eval setting) is refused: its rows would be mixed with these."""
+    record = out_dir / RESCORE_FILE
+    if not record.is_file():
+        return {}
+    try:
+        before = json.loads(record.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{record}: unreadable ({exc}); rescore into another directory (hydra.run.dir=...)") from exc
+    differs = [key for key in _SAME_RUN_KEYS if json.dumps(before.get(key), sort_keys=True, default=str)
+               != json.dumps(summary.get(key), sort_keys=True, default=str)]  # fmt: skip
+    if differs:
+        raise ValueError(f"{out_dir} holds another rescore (its {', '.join(differs)} differ); rescore into another "
+                         f"directory (hydra.run.dir=...), or remove it to start again")  # fmt: skip
+    rows: dict[tuple[str, str], dict] = {}
+    path = out_dir / RESCORED_FILE
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                rows[(row["task_id"], row["candidate_hash"])] = row
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by the interruption: that kernel is evaluated again
+    found = {}
+    for index, kernel in enumerate(kernels):
+        row = rows.get((kernel.task.id, kernel.digest))
+        if row is None:
+            continue
+        try:
+            result = EvalResult.from_dict(TaskStore(out_dir, kernel.task.id).read_json(None, f"eval_{kernel.digest}.json"))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        found[index] = (row, result)
+    if path.is_file():  # rewritten with the rows kept (a cut line dropped), and the new ones appended to it
+        path.write_text("".join(json.dumps(row) + "\n" for row, _ in found.values()))
+    return found
+
+
 def changed_by(result: EvalResult) -> str:
     """What gave a rescored kernel its verdict when that is not ``correct``: the rejecting guard, the check that
     found a wrong output (which input variant, the timed calls), or the status."""
@@ -153,6 +196,9 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
         "source_run": str(run_dir), "protocol": protocol, "eval": dict(evaluator.cfg), "all_rounds": all_rounds,
         "kernels": len(kernels), "notes": notes, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }  # fmt: skip
+    earlier = _earlier_results(out_dir, summary, kernels)
+    if earlier:
+        say(f"resuming: {len(earlier)} of {len(kernels)} kernels already rescored in {out_dir}")
     (out_dir / RESCORE_FILE).write_text(json.dumps({**summary, "finished": False}, indent=1))
     rows, by_task, lock = [], {}, threading.Lock()
 
@@ -162,6 +208,9 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
 
     def _done(index: int, result: EvalResult) -> None:
         kernel = kernels[index]
+        if index in earlier:  # its row and result are on disk from the interrupted rescore
+            rows.append(earlier_rows[index])
+            return
         store = out.task(kernel.task.id)
         store.write_json(None, f"eval_{kernel.digest}.json", result.to_dict())
         after = result.speedup.median if result.speedup is not None else None
@@ -178,13 +227,21 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
         say(f"{kernel.task.id}  {kernel.digest}  {kernel.before_status} -> {result.status.value} {shown}  "
             f"{row['reason']}".rstrip())
 
+    earlier_rows = {index: row for index, (row, _) in earlier.items()}
     for kernel in kernels:
         store = out.task(kernel.task.id)
         store.write_json(None, "task.json", {**kernel.task.to_dict(), "source_hash": kernel.task.source_hash})
         store.save_candidate(kernel.digest, kernel.source)
-    results = evaluator.evaluate_batch([(k.task, k.source) for k in kernels], on_result=done)
+    todo = [index for index in range(len(kernels)) if index not in earlier]
+    fresh = evaluator.evaluate_batch([(kernels[i].task, kernels[i].source) for i in todo],
+                                     on_result=lambda n, result: done(todo[n], result)) if todo else []
+    by_index = {**{i: result for i, (_, result) in earlier.items()}, **dict(zip(todo, fresh))}
+    for i in earlier:
+        done(i, by_index[i])
+    results = [by_index[i] for i in range(len(kernels))]
     for kernel, result in zip(kernels, results):
         by_task.setdefault(kernel.task.id, []).append((kernel, result))
+    out.results_path.unlink(missing_ok=True)  # written whole here: a resumed rescore must not append twice
     for source in _latest_results(run_dir):  # every task of the source, with or without a kernel to rescore
         out.append_result(_task_result(source.task_id, by_task.get(source.task_id, []), source))
     summary.update(changed=sum(r["changed"] for r in rows), finished=True)
