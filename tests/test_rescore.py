@@ -81,7 +81,7 @@ def test_the_report_sets_a_rescored_run_beside_its_source(tmp_path):
     (rescored / "rescored.jsonl").write_text(json.dumps(row) + "\n")
     lines = protocol_lines(load_runs([rescored]))  # the source is read from disk when not compared too
     text = "\n".join(lines)
-    assert "| default | source | 2 | 50.0 |" in text and "| strictest | rescored | 2 | 0.0 |" in text
+    assert "| default | source | 2 | 50.0 |" in text and "| strictest | the kernels of source, rescored [eval=strictest] | 2 | 0.0 |" in text
     assert "1 of 1 kernels changed verdict." in text and "- correct -> rejected: 1 (rejected by timing_crosscheck: 1)" in text
     assert protocol_lines(load_runs([source])) == []
     assert changes([{**row, "changed": False, "after_status": "correct", "after_speedup": 1.12}])[-1].startswith(
@@ -111,6 +111,19 @@ def test_rescore_from_the_command_line_and_the_report_beside_it(tmp_path):
     assert report.returncode == 0, report.stderr[-2000:]
     assert "## Protocols" in report.stdout and "| cudaforge_paper |" in report.stdout
     assert "1 of 2 kernels changed verdict." in report.stdout  # round 1 was incorrect where it was made
+    # named by the run that made its kernels, not by the rescore command's own (default) agents
+    label = load_runs([out_dir])[0].label
+    assert label == "the kernels of source, rescored [eval=cudaforge_paper]", label
+    # results brought back from another machine: the source is found among the runs by its kernels, not its path
+    moved = tmp_path / "elsewhere" / "campaign"
+    moved.parent.mkdir()
+    source.rename(moved)
+    again = subprocess.run([sys.executable, "-m", "cudaforge.cli", "report", str(moved), str(out_dir),
+                            f"report.out_dir={tmp_path / 'report2'}"], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=600)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    protocols = again.stdout.split("## Protocols")[1]
+    assert "| default | campaign |" in protocols and "1 of 2 kernels changed verdict." in protocols, protocols
 
 
 def test_a_runs_label_names_a_protocol_or_template_set_other_than_ours(tmp_path):

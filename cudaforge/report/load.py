@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from cudaforge.tasks.identity import read_problem_set
-from cudaforge.track.store import RunStore, task_slug
+from cudaforge.track.store import RESCORE_FILE, RunStore, task_slug
 from cudaforge.types import TaskResult
 
 _LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
@@ -101,6 +101,15 @@ def protocol_suffix(choices: dict[str, str]) -> str:
     parts = [f"{group}={choices[group]}" for group in ("eval", "agents")
              if choices.get(group) not in (None, "default", "None")]  # fmt: skip
     return f" [{', '.join(parts)}]" if parts else ""
+
+
+def _rescore_record(run_dir: Path) -> dict[str, Any] | None:
+    """``rescore.json`` of a run made by ``cudaforge rescore`` (None for any other run, or when unreadable)."""
+    try:
+        record = json.loads((run_dir / RESCORE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _read_config(run_dir: Path) -> dict[str, Any]:
@@ -205,7 +214,15 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     for result in RunStore(path).results():
         latest[result.task_id] = result
     results = list(latest.values())
-    config = _read_config(path)
+    config, label_text = _read_config(path), None
+    rescored = _rescore_record(path)
+    if rescored is not None:  # the kernels were made by the source run: its agents and rounds, this run's eval
+        source = Path(str(rescored.get("source_run", "")))
+        source_config = _read_config(source) if source.is_dir() else {}
+        choices = {**hydra_choices(source), "eval": hydra_choices(path).get("eval", str(rescored.get("protocol")))}
+        head = config_label(source_config) if source_config else f"the kernels of {source.name or 'another run'}"
+        label_text = f"{head}, rescored{protocol_suffix(choices)}"
+        config = {**source_config, "eval": config.get("eval", {})} if source_config else config
     done = {task_slug(t) for t in latest}
     tasks_dir = path / "tasks"
     started = [p.name for p in tasks_dir.iterdir() if p.is_dir()] if tasks_dir.is_dir() else []
@@ -213,7 +230,7 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     spend, source = _spend(results, _read_ledger(path))
     return RunData(
         path=path,
-        label=label or ((config_label(config) or path.name) + protocol_suffix(hydra_choices(path))),
+        label=label or label_text or ((config_label(config) or path.name) + protocol_suffix(hydra_choices(path))),
         results=results,
         config=config,
         unfinished=unfinished,

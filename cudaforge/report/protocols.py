@@ -78,6 +78,14 @@ def changes(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _holds(source: RunData, rescored: Path) -> bool:
+    """Whether ``source`` made every kernel of the rescore in ``rescored`` (its tasks and candidate hashes)."""
+    made = {(r.task_id, h) for r in source.results
+            for h in [r.best_candidate_hash, *(x.candidate_hash for x in r.history)] if h}  # fmt: skip
+    rows = _json_lines(rescored / RESCORED_FILE)
+    return bool(rows) and all((row.get("task_id"), row.get("candidate_hash")) in made for row in rows)
+
+
 def protocol_lines(runs: list[RunData]) -> list[str]:
     """Markdown for every rescored run among ``runs``: its source (loaded from disk when not among them) and it,
     side by side (correct %, fast_1, Perf, geometric mean), then the verdict changes. Empty when none is."""
@@ -88,6 +96,8 @@ def protocol_lines(runs: list[RunData]) -> list[str]:
             continue
         source_path = Path(str(record.get("source_run", "")))
         source = next((r for r in runs if Path(r.path).resolve() == source_path), None)
+        if source is None:  # the source was moved or copied (results brought back from another machine)
+            source = next((r for r in runs if r is not run and _holds(r, Path(run.path))), None)
         if source is None and (source_path / "results.jsonl").is_file():
             source = load_runs([source_path])[0]
         out += ["", f"## Protocols: {run.label} rescores {source.label if source else source_path}", "",
