@@ -248,7 +248,7 @@ def test_own_kernels_versus_library_kernels():
     own = {"row_stats_kernel", "normalize_kernel"}
     assert is_own_kernel("row_stats_kernel(const float *, float *, int)", own)
     assert not is_own_kernel("void at::native::vectorized_elementwise_kernel<4>(int)", own)
-    from cudaforge.profile.kernels import is_copy_or_fill
+    from cudaforge.languages import is_copy_or_fill
 
     assert is_copy_or_fill("Memcpy HtoD (Pageable -> Device)") and is_copy_or_fill("Memset (Device)")
     assert not is_copy_or_fill("row_stats_kernel(const float *, float *, int)")

@@ -273,7 +273,7 @@ class Worker:
 
     def op_share(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         from cudaforge.eval.guards.runtime import kernel_share
-        from cudaforge.profile.kernels import candidate_kernel_names
+        from cudaforge.languages import kernel_names as candidate_kernel_names
 
         args, _ = self.inputs(msg["inputs"])
         try:

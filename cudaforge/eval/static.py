@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudaforge import pyast
+from cudaforge import languages, pyast
 from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
 from cudaforge.eval.guards.source import static_findings
 
@@ -25,22 +25,12 @@ class StaticReport:
     ok: bool
     message: str = ""
     backend: str = "torch"
-    """``cuda`` (load_inline / load), ``triton``, ``cupy`` or ``torch`` (no custom kernel seen)."""
+    """The kernel language the source uses (``cudaforge.languages``: ``cuda``, ``triton``, ``cupy`` ...), or ``torch``
+    (no custom kernel seen)."""
     findings: list[dict[str, str]] = field(default_factory=list)
     """The static guards' findings (``{guard, verdict, evidence}``), reports included."""
     status: str = ""
     """When not ok: ``invalid`` (format) or ``rejected`` (a guard); an ``EvalStatus`` value."""
-
-
-def detect_backend(source: str) -> str:
-    """Which kernel technology a candidate uses, judged from its text."""
-    if "load_inline" in source or "cpp_extension.load(" in source:
-        return "cuda"
-    if "triton.jit" in source or "@jit" in source and "triton" in source:
-        return "triton"
-    if "cupy" in source and ("RawKernel" in source or "RawModule" in source):
-        return "cupy"
-    return "torch"
 
 
 def _invalid(message: str) -> StaticReport:
@@ -94,7 +84,7 @@ def _check(source: str, cfg: dict[str, Any] | None, reference_source: str | None
             defines |= any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in targets)
     if not defines:
         return _invalid("the candidate defines no ModelNew at top level")
-    report = StaticReport(ok=True, backend=detect_backend(source))
+    report = StaticReport(ok=True, backend=languages.detect(source))
     if cfg is not None:
         report.findings = static_findings(source, Policies(cfg), reference_source)
         if rejections(report.findings):

@@ -8,7 +8,8 @@ explains the protocol. Importing this package does not import torch.
 """
 
 from cudaforge.profile.cache import ProfileCache, cache_key
-from cudaforge.profile.kernels import candidate_kernel_names, is_own_kernel, kernel_base_name
+from cudaforge.languages import is_own_kernel, kernel_base_name
+from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.profile.metrics import CUDAFORGE24, MetricSetName, metric_list, selection_args
 from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report

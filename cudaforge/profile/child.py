@@ -68,7 +68,7 @@ def _torch_profiler_kernels(forward: Callable[[], Any]) -> list[dict[str, Any]]:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    from cudaforge.profile.kernels import is_copy_or_fill
+    from cudaforge.languages import is_copy_or_fill
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         forward()

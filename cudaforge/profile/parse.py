@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from cudaforge.profile.kernels import kernel_base_name
+from cudaforge.languages import kernel_base_name
 from cudaforge.profile.metrics import DURATION_METRIC
 from cudaforge.profile.records import KernelProfile, MetricValue, RuleMessage
 

@@ -32,7 +32,9 @@ from typing import Any, Callable
 from cudaforge.isolation import IsolatedOutcome, run_isolated
 from cudaforge.sandbox import Sandbox, SandboxMode, describe
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
-from cudaforge.profile.kernels import candidate_kernel_names, is_own_kernel, kernel_base_name
+from cudaforge import languages
+from cudaforge.languages import is_own_kernel, kernel_base_name
+from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
 from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report
@@ -444,9 +446,8 @@ class Profiler:
         """Build a CUDA candidate's extensions on the trusted side before a sandboxed profile (a cache hit when the
         evaluator built them, as in a run); the libraries to hand to the sandbox, ``{key: [path, module name]}``. The
         sandbox never sees the build cache: it gets copies of these (``_deliver``)."""
-        from cudaforge.eval.static import detect_backend
-
-        if self.settings.sandbox == "off" or detect_backend(source) != "cuda":
+        language = languages.detect(source)
+        if self.settings.sandbox == "off" or language == languages.NO_KERNEL or not languages.get(language).builds_extension:
             return {}
         from cudaforge.eval.build import BuildSettings, precompile
 

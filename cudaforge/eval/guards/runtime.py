@@ -496,7 +496,7 @@ def kernel_share(forward: Callable[[], Any], own_names: set[str], calls: int = 3
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    from cudaforge.profile.kernels import is_copy_or_fill, is_own_kernel
+    from cudaforge.languages import is_copy_or_fill, is_own_kernel
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):

@@ -18,19 +18,18 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from cudaforge import pyast
+from cudaforge import languages, pyast
 from cudaforge.eval.guards.policy import REPORT, Policies
 
 # --------------------------------------------------------------------------- vocabularies
 
-KERNEL_DECORATORS = ("jit", "kernel", "autotune", "heuristics")
-"""Last names of decorators that make a function a GPU kernel (triton.jit, numba.cuda.jit, cute.kernel ...)."""
+KERNEL_DECORATORS = languages.kernel_decorators()
+"""Last names of decorators that make a function a GPU kernel (triton.jit, numba.cuda.jit, cute.kernel ...): the
+registry's (``cudaforge.languages``)."""
 
-KERNEL_BUILDERS = (
-    "load_inline", "RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "compile_with_cache",
-    "_create_jit_fn", "SourceModule", "DynamicSourceModule",
-)  # fmt: skip
-"""Last names of calls that build kernels from source text (plus ``torch.utils.cpp_extension.load``)."""
+KERNEL_BUILDERS = languages.kernel_builders()
+"""Last names of calls that build kernels from source text (plus ``torch.utils.cpp_extension.load``): the
+registry's."""
 
 ATEN_NAMESPACES = {"aten", "prims", "quantized", "_quantized", "rngprims", "higher_order", "inductor", "_c10d_functional"}
 """``torch.ops`` namespaces that are torch's own (any other namespace is a custom op)."""

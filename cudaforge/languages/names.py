@@ -1,8 +1,8 @@
-"""Which profiled kernels are the candidate's own.
+"""Which profiled kernels are the candidate's own, and the kernel-name parsers the languages share.
 
-The candidate's kernel names are read from its text (never by importing it): ``__global__``
-functions in its CUDA strings (load_inline sources, CuPy RawKernel code) and ``@triton.jit``
-functions. A profiled kernel is the candidate's own when its base name (no ``void``, namespace,
+The candidate's kernel names are read from its text (never by importing it), by each language of the registry
+(``cudaforge.languages``): ``__global__`` functions in CUDA strings (load_inline sources, CuPy RawKernel code)
+and ``@triton.jit`` functions. A profiled kernel is the candidate's own when its base name (no ``void``, namespace,
 template arguments or parameters) is one of those names; everything else the forward launched
 (torch's elementwise and copy kernels, cuBLAS, cuDNN, torch.compile's Triton kernels) is a
 library kernel, reported only when asked for.
@@ -11,13 +11,13 @@ library kernel, reported only when asked for.
 from __future__ import annotations
 
 import ast
+import re
 
 from cudaforge import pyast
-import re
 
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 _GLOBAL_FN = re.compile(r"__global__\b[^(;{}]*?\b([A-Za-z_]\w*)\s*\(")
-_RAW_KERNEL = re.compile(r"Raw(?:Kernel|Module)\s*\([^)]*?['\"]([A-Za-z_]\w*)['\"]\s*\)")
+RAW_KERNEL = re.compile(r"Raw(?:Kernel|Module)\s*\([^)]*?['\"]([A-Za-z_]\w*)['\"]\s*\)")
 _LIBRARY = re.compile(
     r"at::|c10::|cutlass|cublas|cudnn|xmma|gemm|gemv|nvjet|elementwise_kernel|reduce_kernel|CatArray|"
     r"Memcpy|Memset|^triton_(poi|red|per|tem)_"
@@ -25,7 +25,8 @@ _LIBRARY = re.compile(
 """Names of kernels that torch and its libraries launch (used when the candidate's names are unknown)."""
 
 
-def _cuda_kernel_names(source: str) -> set[str]:
+def cuda_kernel_names(source: str) -> set[str]:
+    """``__global__`` functions named in ``source`` (a C++ string or a whole Python file holding one)."""
     text = _LAUNCH_BOUNDS.sub(" ", source)
     return {name for name in _GLOBAL_FN.findall(text) if name not in ("void", "static", "inline")}
 
@@ -43,7 +44,8 @@ def _root_name(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _triton_kernel_names(source: str) -> set[str]:
+def jit_kernel_names(source: str) -> set[str]:
+    """Python functions decorated ``@triton.jit`` (or ``autotune``/``heuristics``, or a bare ``@jit``)."""
     try:
         tree = pyast.parse(source)
     except SyntaxError:
@@ -53,12 +55,6 @@ def _triton_kernel_names(source: str) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef) and any(_is_jit_decorator(d) for d in node.decorator_list)
     }
-
-
-def candidate_kernel_names(source: str) -> set[str]:
-    """Names of the kernels a candidate defines: CUDA ``__global__`` functions (also inside
-    CuPy ``RawKernel`` code, whose named entry is added) and ``@triton.jit`` functions."""
-    return _cuda_kernel_names(source) | set(_RAW_KERNEL.findall(source)) | _triton_kernel_names(source)
 
 
 def is_copy_or_fill(name: str) -> bool:
