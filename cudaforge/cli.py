@@ -15,7 +15,8 @@ from typing import Any, Callable
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from cudaforge.config import CONFIG_DIR, register_configs
+from cudaforge.config import register_configs
+from cudaforge.paths import CONFIG_DIR
 
 USAGE = """usage: cudaforge SUBCOMMAND [ACTION] [key=value ...]
 

@@ -193,7 +193,8 @@ def test_doctor_says_what_stops_a_run(monkeypatch):
 
 def test_sweeps_are_not_refused_by_the_override_check():
     from cudaforge.cli_checks import check_overrides
-    from cudaforge.config import CONFIG_DIR, register_configs
+    from cudaforge.config import register_configs
+    from cudaforge.paths import CONFIG_DIR
 
     register_configs()
     assert check_overrides(["experiment=cudaforge_strategies", "suite.levels=[1]"], CONFIG_DIR, []) is None

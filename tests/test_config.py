@@ -9,7 +9,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from cudaforge.config import CONFIG_DIR, CudaforgeConfig, register_configs
+from cudaforge.config import CudaforgeConfig, register_configs
+from cudaforge.paths import CONFIG_DIR
 
 GROUPS = ["suite", "coder", "judge", "strategy", "agents", "eval", "profile", "tracker", "experiment"]
 
@@ -101,3 +102,28 @@ def test_every_schema_field_has_a_docstring():
                     assert isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant), (
                         f"{node.name}.{item.target.id} has no docstring"
                     )
+
+
+def test_the_eval_defaults_are_defined_once():
+    """The protocol's defaults live in ``EvalConfig`` (the eval layer's settings): Hydra's default ``eval`` group, the
+    dataclass and the evaluator built with no config agree field by field, and the YAML sets no value of its own."""
+    import dataclasses
+
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval.settings import EvalConfig
+
+    composed = OmegaConf.to_object(compose_with([])).eval
+    assert composed == EvalConfig()
+    plain = {f.name: getattr(EvalConfig(), f.name) for f in dataclasses.fields(EvalConfig)}
+    plain = {k: (v.value if hasattr(v, "value") else v) for k, v in plain.items()}
+    assert Evaluator().cfg == plain
+
+
+def test_the_layers_that_only_need_a_path_or_their_settings_do_not_load_hydra():
+    import subprocess
+    import sys
+
+    code = ("import sys, cudaforge.config, cudaforge.eval.evaluator, cudaforge.agents.prompts, cudaforge.report.published; "
+            "print('hydra' in sys.modules)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr[-2000:]

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cudaforge.config import CONFIG_DIR, GROUP_SCHEMAS, CudaforgeConfig
+from cudaforge.config import GROUP_SCHEMAS, CudaforgeConfig
+from cudaforge.paths import CONFIG_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGURATION = REPO / "docs" / "configuration.md"

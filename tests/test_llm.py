@@ -245,7 +245,7 @@ DELIBERATELY_UNPRICED = {
 def _shipped_configs() -> list[tuple[str, Path, dict]]:
     import yaml
 
-    from cudaforge.config import CONFIG_DIR
+    from cudaforge.paths import CONFIG_DIR
 
     return [(f"{group}/{path.name}", path, yaml.safe_load(path.read_text()))
             for group in ("coder", "judge") for path in sorted((CONFIG_DIR / group).glob("*.yaml"))

@@ -433,7 +433,8 @@ def test_coder_prompt_renders_a_skill(tmp_path, monkeypatch):
 def test_skill_experiment_overlays_compose():
     from hydra import compose, initialize_config_dir
 
-    from cudaforge.config import CONFIG_DIR, register_configs
+    from cudaforge.config import register_configs
+    from cudaforge.paths import CONFIG_DIR
 
     register_configs()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):

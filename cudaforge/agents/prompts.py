@@ -36,7 +36,7 @@ from cudaforge.agents.records import (
     Feedback,
     JudgeMode,
 )
-from cudaforge.config import PROJECT_ROOT, RESOURCES
+from cudaforge.paths import PROJECT_ROOT, RESOURCES
 from cudaforge.hardware.specs import ARCHITECTURES
 from cudaforge.types import EvalResult, EvalStatus, Task
 

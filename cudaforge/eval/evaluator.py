@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from cudaforge.eval.settings import EvalConfig, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
 from cudaforge.eval.static import StaticReport, check_candidate
 from cudaforge.eval.triton_cache import trusted_cache
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
@@ -46,27 +47,8 @@ def _plain(cfg: Any) -> dict[str, Any]:
 
 
 def _default_eval_config() -> dict[str, Any]:
-    # The defaults of cudaforge.config.EvalConfig, without importing Hydra here.
-    return {
-        "correctness_trials": 5, "check_variants": True, "atol_fp32": 1e-4, "rtol_fp32": 1e-4,
-        "atol_half": 1e-2, "rtol_half": 1e-2, "timing_trials": 100, "warmup": 10, "flush_l2": True,
-        "timing_lead_us": 500.0,
-        "baseline": "eager", "compile_mode": "default", "seed": 42, "device": "auto", "devices": [],
-        "static_timeout_s": 30.0, "compile_timeout_s": 600.0, "correctness_timeout_s": 300.0,
-        "timing_timeout_s": 300.0, "gpu_wait_timeout_s": 3600.0, "build_cache_dir": None, "build_cache_max_gb": 20.0,
-        "target_arch": None,
-        "guards_enforce": True, "torch_ops": "lenient", "guard_no_custom_kernel": "reject",
-        "guard_reference": "reject", "guard_fallback": "reject", "guard_empty_body": "reject",
-        "guard_concurrency": "reject", "guard_monkey_patch": "reject", "guard_io": "reject",
-        "guard_introspection": "reject", "guard_input_mutation": "reject", "guard_output_type": "reject",
-        "guard_output_sensitivity": "reject", "guard_precision": "report", "guard_hidden_work": "reject",
-        "guard_speed_of_light": "reject", "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5,
-        "library_share_max": 0.5, "standby_workers": True, "guard_timing_crosscheck": "reject",
-        "guard_reference_slowdown": "reject", "crosscheck_calls": 8, "crosscheck_max_gb": 8.0, "crosscheck_ratio": 1.5,
-        "crosscheck_slack_ms": 0.25, "reference_slowdown_tolerance": 0.2, "sandbox": "auto", "sandbox_namespaces": True,
-        "weights": "seed", "compare_outputs": "all", "equal_nan": True, "fresh_inputs": True, "interleave": True,
-        "speedup_statistic": "median", "deterministic": False, "no_grad": True, "tf32": "off",
-    }  # fmt: skip
+    """The protocol's defaults: ``EvalConfig``'s, the one definition (``cudaforge/eval/settings.py``)."""
+    return _plain(EvalConfig())
 
 
 INTERRUPTED_ATTEMPTS = 2
@@ -121,10 +103,9 @@ class Evaluator:
             SandboxMode(self.cfg["sandbox"])
         except ValueError:
             raise ValueError(f"eval.sandbox={self.cfg['sandbox']!r}: expected required, auto or off") from None
-        if self.cfg["weights"] not in ("seed", "copy_matching"):
-            raise ValueError(f"eval.weights={self.cfg['weights']!r}: expected seed or copy_matching")
-        for key, allowed in (("compare_outputs", ("all", "first")), ("speedup_statistic", ("median", "mean")),
-                             ("tf32", ("off", "torch_default"))):  # fmt: skip
+        for key, kind in (("weights", WeightsMode), ("compare_outputs", OutputsCompared),
+                          ("speedup_statistic", SpeedupStatistic), ("tf32", Tf32Mode)):  # fmt: skip
+            allowed = [member.value for member in kind]
             if self.cfg[key] not in allowed:
                 raise ValueError(f"eval.{key}={self.cfg[key]!r}: expected {' or '.join(allowed)}")
         if not self.cfg["interleave"] and self.cfg["fresh_inputs"]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from cudaforge.config import RESOURCES
+from cudaforge.paths import RESOURCES
 
 PUBLISHED_DIR = RESOURCES / "published"
 """Where the published tables live."""

@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from cudaforge.config import PROJECT_ROOT, LLMConfig, SkillConfig
+from cudaforge.config import LLMConfig, SkillConfig
+from cudaforge.paths import PROJECT_ROOT
 from cudaforge.teach.runs import Filters, TaskView, load_tasks
 
 DEFAULT_CATEGORIES: dict[str, list[str]] = {

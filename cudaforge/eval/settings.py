@@ -1,0 +1,224 @@
+"""The evaluation layer's settings: the protocol's fields and the enums they take, defined once.
+
+Plain dataclasses and enums that import nothing heavy (no torch, no Hydra): the evaluator takes its defaults from
+:class:`EvalConfig` (``Evaluator()`` with no config evaluates under exactly these), and ``cudaforge/config.py``
+registers the same class with Hydra's ConfigStore as the ``eval`` group's schema.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from cudaforge.sandbox import SandboxMode
+
+
+class BaselineMode(str, enum.Enum):
+    """What the candidate's speedup is measured against."""
+
+    eager = "eager"
+    compile = "compile"
+
+
+class GuardPolicy(str, enum.Enum):
+    """What an integrity guard does when it fires (docs/evaluation.md, "Integrity guards")."""
+
+    reject = "reject"  # the result is ``rejected`` (or ``incorrect``), with the guard's evidence
+    report = "report"  # the candidate goes on; the finding is kept in ``EvalResult.guard_findings``
+
+
+class TorchOpsPolicy(str, enum.Enum):
+    """How PyTorch compute inside ``ModelNew.forward`` is judged."""
+
+    strict = "strict"  # only allocation, views, reshapes and the candidate's own kernels
+    lenient = "lenient"  # PyTorch ops allowed (KernelBench's partial replacement), reported and measured
+
+
+class WeightsMode(str, enum.Enum):
+    """How the candidate's model gets its weights."""
+
+    seed = "seed"  # built with the reference's seed, nothing copied (KernelBench's harness)
+    copy_matching = "copy_matching"  # the reference's parameters copied in where names and shapes match (reported)
+
+
+class OutputsCompared(str, enum.Enum):
+    """Which outputs the correctness check compares."""
+
+    all = "all"  # every output, in the reference's structure, shape and dtype (our protocol)
+    first = "first"  # only the first tensor of each, cast to the reference's dtype, torch.allclose (the CudaForge code)
+
+
+class SpeedupStatistic(str, enum.Enum):
+    """How a speedup is computed from the timed calls."""
+
+    median = "median"  # median(reference) / median(candidate) (our protocol)
+    mean = "mean"  # mean(reference) / mean(candidate) (the CudaForge code)
+
+
+class Tf32Mode(str, enum.Enum):
+    """TF32 in fp32 matmuls and convolutions while the reference and the candidate run."""
+
+    off = "off"  # both off: fp32 references are fp32-accurate (our protocol)
+    torch_default = "torch_default"  # PyTorch's defaults (cuDNN convolutions in TF32; the CudaForge code leaves them)
+
+
+class DevicePreference(str, enum.Enum):
+    """Where task audits and evaluations run."""
+
+    auto = "auto"  # the GPU when there is one, else the CPU
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+@dataclass
+class EvalConfig:
+    """The evaluation protocol (docs/evaluation.md states it in full)."""
+
+    correctness_trials: int = 5
+    """Correctness trials, each with fresh seeded inputs."""
+    check_variants: bool = True
+    """Also check the input variants a task declares (distributions, second shapes)."""
+    atol_fp32: float = 1e-4
+    """Absolute tolerance for fp32 outputs (a task's ATOL overrides it)."""
+    rtol_fp32: float = 1e-4
+    """Relative tolerance for fp32 outputs (a task's RTOL overrides it)."""
+    atol_half: float = 1e-2
+    """Absolute tolerance for fp16/bf16 outputs."""
+    rtol_half: float = 1e-2
+    """Relative tolerance for fp16/bf16 outputs."""
+    timing_trials: int = 100
+    """Timed calls of each of reference and candidate (interleaved)."""
+    warmup: int = 10
+    """Untimed calls of each before timing."""
+    flush_l2: bool = True
+    """Flush the L2 cache before each timed call."""
+    timing_lead_us: float = 500.0
+    """Microseconds of GPU spin queued before each timed call's start event. The host then launches the call's
+    first kernel while the GPU is still busy, so the event time is GPU time: it leaves out that launch's host
+    latency, and the host's jitter with it (on an H200 five evaluations of one pair spread 0.04% with the default
+    lead, 4.9% without). 0 is KernelBench's launch-inclusive protocol (the CudaForge paper's); docs/evaluation.md."""
+    baseline: BaselineMode = BaselineMode.eager
+    """Time the reference eagerly or under torch.compile."""
+    compile_mode: str = "default"
+    """torch.compile mode for the ``compile`` baseline."""
+    seed: int = 42
+    """Base seed for inputs and weights."""
+    device: DevicePreference = DevicePreference.auto
+    """Where candidates run."""
+    devices: list[int] = field(default_factory=list)
+    """GPU indices to use (empty: all visible)."""
+    static_timeout_s: float = 30.0
+    """Timeout for the static check."""
+    compile_timeout_s: float = 600.0
+    """Timeout for building the candidate."""
+    correctness_timeout_s: float = 300.0
+    """Timeout for the correctness trials."""
+    timing_timeout_s: float = 300.0
+    """Timeout for the timed trials."""
+    gpu_wait_timeout_s: float = 3600.0
+    """How long a worker may wait for its GPU's lock (held by another candidate's timing or a profile)
+    before the timed trials; the wait is not charged to ``timing_timeout_s``."""
+    build_cache_dir: str | None = None
+    """Where compiled candidates are cached (null: ~/.cache/cudaforge/build)."""
+    build_cache_max_gb: float = 20.0
+    """Size limit of the build cache's builds and kept Triton kernels, in GB (0: none): after each new build the
+    least recently used entries are removed until the rest fits; entries in use are kept, precompiled headers
+    are not counted (docs/evaluation.md, "Caches"; ``cudaforge cache info``)."""
+    target_arch: str | None = None
+    """CUDA arch to build for, e.g. ``9.0`` (null: the visible GPU's, or 9.0 without a GPU)."""
+    guards_enforce: bool = True
+    """Guards act on their policies; false turns every guard's rejection into a report (fault-path tests,
+    ablations of the guards)."""
+    torch_ops: TorchOpsPolicy = TorchOpsPolicy.lenient
+    """PyTorch compute in ModelNew.forward (torch.matmul, F.conv2d, nn layers, ...): ``strict`` rejects it, and
+    on a GPU a candidate whose GPU time is mostly library kernels; ``lenient`` reports it with the share."""
+    guard_no_custom_kernel: GuardPolicy = GuardPolicy.reject
+    """A candidate that defines or launches no kernel of its own (a PyTorch passthrough)."""
+    guard_reference: GuardPolicy = GuardPolicy.reject
+    """``ModelNew = Model``, ModelNew inheriting from, wrapping or copying the reference."""
+    guard_fallback: GuardPolicy = GuardPolicy.reject
+    """try/except around a kernel that falls back to PyTorch or swallows the kernel's failure."""
+    guard_empty_body: GuardPolicy = GuardPolicy.reject
+    """A ``forward`` whose body is only ``pass``, ``...`` or a docstring."""
+    guard_concurrency: GuardPolicy = GuardPolicy.reject
+    """Threads, processes, new CUDA streams or CUDA graphs (in Python or in the CUDA sources)."""
+    guard_monkey_patch: GuardPolicy = GuardPolicy.reject
+    """Assigning to attributes of imported modules (torch, time, torch.cuda.Event ...) or torch's global flags."""
+    guard_io: GuardPolicy = GuardPolicy.reject
+    """Reading files, the environment or the network (writing environment variables is always only reported)."""
+    guard_introspection: GuardPolicy = GuardPolicy.reject
+    """eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules: ways to reach the evaluator."""
+    guard_input_mutation: GuardPolicy = GuardPolicy.reject
+    """The candidate's inputs differ, bit for bit, after its call."""
+    guard_output_type: GuardPolicy = GuardPolicy.reject
+    """An output that is not exactly a dense ``torch.Tensor`` on the evaluation device (lazy subclasses)."""
+    guard_output_sensitivity: GuardPolicy = GuardPolicy.reject
+    """An output that never changes while the inputs (and the reference's output) do."""
+    guard_precision: GuardPolicy = GuardPolicy.report
+    """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
+    guard_hidden_work: GuardPolicy = GuardPolicy.reject
+    """GPU: host time far above CUDA-event time, beyond the reference's gap: work on other streams or threads."""
+    guard_speed_of_light: GuardPolicy = GuardPolicy.reject
+    """GPU: a median time below the physical floor of the task's bytes and FLOPs on this GPU."""
+    hidden_work_ms: float = 0.05
+    """hidden_work fires when the candidate's median host-minus-event gap exceeds the reference's by more than
+    this many ms and by more than half the candidate's event time."""
+    speed_of_light_margin: float = 0.5
+    """speed_of_light fires below this fraction of the floor (the floor uses the fastest peak of any dtype)."""
+    library_share_max: float = 0.5
+    """Under ``torch_ops=strict``, the largest share of GPU time library kernels (aten, cuBLAS, cuDNN) may take."""
+    guard_timing_crosscheck: GuardPolicy = GuardPolicy.reject
+    """GPU: the candidate's reported time far below what the verifier's own clock saw over a batch of calls."""
+    guard_reference_slowdown: GuardPolicy = GuardPolicy.reject
+    """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
+    crosscheck_calls: int = 8
+    """Calls in the timing cross-check's batch (fewer when their inputs and outputs exceed ``crosscheck_max_gb``,
+    never fewer than 2)."""
+    crosscheck_max_gb: float = 8.0
+    """GPU memory the cross-check's batch may hold (inputs and outputs of all its calls) beyond its first two calls,
+    which always run unless the GPU's free memory cannot hold them (then a guard note says it did not run)."""
+    crosscheck_ratio: float = 1.5
+    """timing_crosscheck fires when the verifier's time per call exceeds this multiple of the reported median ..."""
+    crosscheck_slack_ms: float = 0.25
+    """... and the part of it no reported time or reference overhead explains exceeds this many ms per call, or the
+    timing lead when longer (host launch costs of honest kernels stay under both; docs/evaluation.md says what a lie
+    below them can gain)."""
+    reference_slowdown_tolerance: float = 0.2
+    """reference_slowdown fires when the reference's median beside the candidate exceeds its median alone by this
+    fraction (and by 5 us)."""
+    sandbox: SandboxMode = SandboxMode.auto
+    """Candidates run sandboxed (cudaforge.sandbox): ``auto`` applies what this machine offers and records what is
+    missing in each result's fingerprint; ``required`` refuses to evaluate (status ``unsupported``) when a protection
+    is missing; ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""
+    sandbox_namespaces: bool = True
+    """Give each sandbox new pid, network, mount and IPC namespaces. Off only where they break a tool; the results
+    then say so, and ``sandbox=required`` refuses to run without them."""
+    weights: WeightsMode = WeightsMode.seed
+    """How ModelNew gets its weights: the reference's seed, as KernelBench does (init-time transforms stay), or
+    ``copy_matching`` (the reference's matching tensors copied in; the result says how many)."""
+    standby_workers: bool = True
+    """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
+    while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process.
+    Only with a timing lead: under ``timing_lead_us=0`` every candidate starts cold (docs/evaluation.md)."""
+    compare_outputs: OutputsCompared = OutputsCompared.all
+    """``all`` outputs in the reference's structure, or only the ``first`` tensor of each, cast to the reference's
+    dtype and compared by ``torch.allclose`` (shapes that broadcast pass as allclose broadcasts them): the CudaForge
+    authors' check (``eval=cudaforge_paper``)."""
+    equal_nan: bool = True
+    """A NaN where the reference has NaN matches. False: every NaN fails, as ``torch.allclose`` by default does."""
+    fresh_inputs: bool = True
+    """Every timed call gets inputs never seen before (from a secret seed). False: the same inputs for every call,
+    warm-up included, as the CudaForge code times (the result_caching guard can then not tell a cached result)."""
+    interleave: bool = True
+    """Reference and candidate timed in alternating trials. False: all of the reference's calls, then all of the
+    candidate's, as the CudaForge code times (needs ``fresh_inputs=false``)."""
+    speedup_statistic: SpeedupStatistic = SpeedupStatistic.median
+    """``median`` or ``mean`` of each side's timed calls, the ratio of the two being the speedup."""
+    deterministic: bool = False
+    """Deterministic cuDNN and cuBLAS in the verifier and the worker (``cudnn.deterministic``, no cuDNN benchmark,
+    ``use_deterministic_algorithms(warn_only)``, ``CUBLAS_WORKSPACE_CONFIG``), as the CudaForge code sets them."""
+    no_grad: bool = True
+    """Reference and candidate run under ``torch.no_grad()``. False: with autograd recording where parameters need
+    gradients, as the CudaForge code runs both (it slows references with trainable parameters)."""
+    tf32: Tf32Mode = Tf32Mode.off
+    """TF32 off for fp32 matmuls and convolutions, or PyTorch's defaults (cuDNN convolutions may use TF32)."""
