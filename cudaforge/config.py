@@ -10,8 +10,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+# enums their layers define (one definition each), under the names the schemas have always used
+from cudaforge.agents.records import Backend as KernelBackend
+from cudaforge.llm.cache import CacheMode
+from cudaforge.profile.settings import ProfileConfig
+from cudaforge.report.stats import FailedAs
 from cudaforge.eval.settings import BaselineMode, DevicePreference, EvalConfig  # the eval layer defines them
-from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.audit import EXCLUDED_SEVERITIES, AuditSeverity
 
 
@@ -34,24 +38,6 @@ class StrategyName(str, enum.Enum):
     correction_only = "correction_only"
     optimization_only = "optimization_only"
     full_metrics = "full_metrics"
-
-
-class KernelBackend(str, enum.Enum):
-    """Which kernel technology the Coder is asked to use."""
-
-    cuda = "cuda"
-    triton = "triton"
-    any = "any"
-
-
-class MetricSet(str, enum.Enum):
-    """Nsight Compute metric sets the Judge can read."""
-
-    cudaforge24 = "cudaforge24"
-    basic = "basic"
-    detailed = "detailed"
-    full = "full"
-    custom = "custom"
 
 
 class WandbMode(str, enum.Enum):
@@ -126,14 +112,6 @@ class LLMConfig:
     """Custom $ price per output token."""
 
 
-class CacheMode(str, enum.Enum):
-    """How the LLM response cache is used."""
-
-    off = "off"
-    read_write = "read_write"
-    replay_only = "replay_only"
-
-
 @dataclass
 class LLMCacheConfig:
     """Record/replay of LLM replies (SQLite)."""
@@ -164,48 +142,6 @@ class StrategyConfig:
     """Follow-up prompts after an unusable reply before the round counts as failed."""
     templates: dict[str, str] = field(default_factory=dict)
     """Template overrides: name (``coder/repair``) -> file path or another template's name."""
-
-
-@dataclass
-class ProfileConfig:
-    """Nsight Compute profiling of correct candidates."""
-
-    enabled: bool = True
-    """Profile correct candidates for the Judge."""
-    metric_set: MetricSet = MetricSet.cudaforge24
-    """Which metrics to collect."""
-    metrics: list[str] = field(default_factory=list)
-    """The metric names when ``metric_set`` is ``custom``; with another set, extra metrics."""
-    clock_control: str = "none"
-    """ncu ``--clock-control`` (``none`` leaves the GPU clocks alone; ``base`` locks them)."""
-    timeout_s: float = 300.0
-    """Timeout of each phase of the profiled worker (start, setup, warm-up, the profiled forward)."""
-    compile_timeout_s: float = 600.0
-    """Timeout of the profiled worker's import of the candidate (a build-cache miss compiles there)."""
-    ncu_path: str = "ncu"
-    """The ncu executable."""
-    warmup: int = 3
-    """Forwards run before the profiled one (ncu does not see them)."""
-    include_library_kernels: bool = False
-    """Also report the kernels the candidate did not write (torch's copies, cuBLAS ...)."""
-    max_kernels: int = 200
-    """ncu ``--launch-count``: at most this many launches of the forward are profiled."""
-    output: str = "csv"
-    """``csv`` (ncu prints CSV, one run) or ``report`` (a ``.ncu-rep`` kept with the run's artifacts)."""
-    extra_args: list[str] = field(default_factory=list)
-    """More ncu arguments, verbatim."""
-    fallback: bool = True
-    """When ncu cannot profile (missing, no counter permission, timeout), time kernels with torch.profiler."""
-    lock_timeout_s: float | None = 1800.0
-    """How long to wait for the GPU's lock, which profiling shares with timing (null: for ever)."""
-    cache_dir: str | None = None
-    """Where profiles are cached (null: ~/.cache/cudaforge/profile)."""
-    lock_dir: str | None = None
-    """Where the per-GPU lock files live (null: $CUDAFORGE_LOCK_DIR or ~/.cache/cudaforge/locks)."""
-    sandbox: SandboxMode = SandboxMode.auto
-    """The profiled candidate runs in the candidate's sandbox, ncu beside it (``auto``, ``required``: refused where a
-    protection is missing), or, with ``off``, in a plain child with your user's rights: only for a machine whose
-    hardware counters are for administrators, where a sandboxed profile falls back to torch.profiler (docs/profiling.md)."""
 
 
 @dataclass
@@ -246,14 +182,6 @@ class AuditConfig:
     """Children at a time when the audit runs on the CPU."""
     fail_on: list[AuditSeverity] = field(default_factory=lambda: list(EXCLUDED_SEVERITIES))
     """Finding severities that make the command exit 1: ``hack_enabling``, ``broken``, ``note``."""
-
-
-class FailedAs(str, enum.Enum):
-    """How a task without a correct kernel enters a report's speedup statistics (docs/reports.md)."""
-
-    zero = "zero"  # speedup 0: failed tasks in Perf's denominator (the CudaForge paper's reading)
-    one = "one"  # speedup 1: as if PyTorch's own code were kept
-    exclude = "exclude"  # left out: statistics over correct kernels only
 
 
 @dataclass

@@ -127,3 +127,38 @@ def test_the_layers_that_only_need_a_path_or_their_settings_do_not_load_hydra():
             "print('hydra' in sys.modules)")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr[-2000:]
+
+
+def test_no_enum_is_defined_twice():
+    """An enum of settings lives in its layer; ``config.py`` imports it. Two classes with the same members are a
+    copy that will drift."""
+    import ast
+    from collections import defaultdict
+
+    package = CONFIG_DIR.parents[1]
+    seen = defaultdict(list)
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any("Enum" in ast.unparse(b) for b in node.bases):
+                values = frozenset(ast.unparse(s.value) for s in node.body
+                                   if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant))  # fmt: skip
+                if values:
+                    seen[values].append(f"{path.relative_to(package)}:{node.name}")
+    assert not {tuple(sorted(v)): places for v, places in seen.items() if len(places) > 1}
+
+
+def test_the_profile_defaults_are_defined_once():
+    """Hydra's default ``profile`` group is ``ProfileConfig``'s defaults, and the profiler's settings are built on the
+    same class (with the run's seed: the evaluator's)."""
+    import dataclasses
+
+    from cudaforge.eval.settings import EvalConfig
+    from cudaforge.profile.profiler import ProfileSettings
+    from cudaforge.profile.settings import ProfileConfig
+
+    assert OmegaConf.to_object(compose_with([])).profile == ProfileConfig()
+    settings, config = ProfileSettings(), ProfileConfig()
+    for f in dataclasses.fields(ProfileConfig):
+        mine, theirs = getattr(settings, f.name), getattr(config, f.name)
+        assert mine == (theirs.value if hasattr(theirs, "value") else theirs), f.name
+    assert settings.seed == EvalConfig().seed

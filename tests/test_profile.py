@@ -135,7 +135,7 @@ def test_ncu_command_defaults_to_no_clock_control_and_profiling_off(tmp_path):
 
 
 def test_settings_from_a_config_object_ignore_unknown_keys():
-    from cudaforge.config import MetricSet, ProfileConfig
+    from cudaforge.profile.settings import MetricSet, ProfileConfig
 
     settings = ProfileSettings.from_config(ProfileConfig(metric_set=MetricSet.basic, clock_control="base"))
     assert settings.metric_set == "basic" and settings.clock_control == "base" and settings.warmup == 3

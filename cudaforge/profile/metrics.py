@@ -60,7 +60,7 @@ ALWAYS_COLLECTED: tuple[str, ...] = (DURATION_METRIC,)
 
 
 class MetricSetName(str, enum.Enum):
-    """Named metric sets (mirrors ``cudaforge.config.MetricSet``)."""
+    """Named metric sets (the profile group's ``metric_set``: ``cudaforge.config`` registers this enum)."""
 
     cudaforge24 = "cudaforge24"
     basic = "basic"

@@ -31,7 +31,9 @@ from typing import Any, Callable
 
 from cudaforge.isolation import IsolatedOutcome, run_isolated
 from cudaforge.sandbox import Sandbox, SandboxMode, describe
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
+from cudaforge.profile.settings import ProfileConfig
 from cudaforge import languages
 from cudaforge.languages import is_own_kernel, kernel_base_name
 from cudaforge.languages import kernel_names as candidate_kernel_names
@@ -47,48 +49,23 @@ _PERMISSION = "ERR_NVGPUCTRPERM"
 
 
 @dataclass
-class ProfileSettings:
-    """How candidates are profiled. Built from ``cudaforge.config.ProfileConfig`` (or a dict):
-    fields it lacks keep these defaults."""
+class ProfileSettings(ProfileConfig):
+    """How candidates are profiled: the profile group's settings (``ProfileConfig``, defined once, in
+    ``cudaforge/profile/settings.py``) and what the run supplies besides. Built from a ``ProfileConfig`` (or a dict):
+    fields it lacks keep these defaults. Enum fields hold their plain values here."""
 
-    metric_set: str = "cudaforge24"
-    """``cudaforge24`` (the paper's 24 metrics), ncu's ``basic``/``detailed``/``full`` sets, or ``custom``."""
-    metrics: list[str] = field(default_factory=list)
-    """The metric names for ``custom``; with another set, extra metrics collected besides it."""
-    clock_control: str = "none"
-    """ncu ``--clock-control``: ``none`` leaves the clocks as the evaluator's timing sees them; ``base`` locks them."""
-    timeout_s: float = 300.0
-    """Timeout of each phase of the profiled worker (start, setup, warm-up, the profiled forward)."""
-    compile_timeout_s: float = 600.0
-    """Timeout of the worker's import of the candidate (a build cache miss compiles here)."""
-    ncu_path: str = "ncu"
-    """The ncu executable (a name on PATH or a path)."""
-    warmup: int = 3
-    """Forwards run before the profiled one (ncu does not see them)."""
-    seed: int = 42
-    """Seed for weights and inputs (the evaluator's default)."""
-    include_library_kernels: bool = False
-    """Also report the kernels the candidate did not write (torch's copies, cuBLAS ...)."""
-    max_kernels: int = 200
-    """ncu ``--launch-count``: at most this many launches of the forward are profiled."""
+    seed: int = EvalConfig.seed
+    """Seed for weights and inputs (the evaluator's)."""
     target_processes: str = "all"
     """ncu ``--target-processes``."""
-    output: str = "csv"
-    """``csv``: ncu prints its CSV (one ncu run); ``report``: ncu exports a ``.ncu-rep``, read with
-    ``ncu_report`` (or ``ncu --import``) and kept with the artifacts."""
-    extra_args: list[str] = field(default_factory=list)
-    """More ncu arguments, verbatim (e.g. ``--cache-control none``)."""
-    fallback: bool = True
-    """When ncu cannot profile, time the kernels with torch.profiler instead."""
-    lock_timeout_s: float | None = 1800.0
-    """How long to wait for the GPU's lock (None: for ever)."""
     allow_tf32: bool = False
     """Bound fp32 tasks by the TF32 tensor rate instead of the fp32 CUDA-core rate."""
-    sandbox: str = "auto"
-    """Where the profiled candidate runs: ``auto`` (default) and ``required`` in the candidate's sandbox, ncu with it
-    (``cudaforge.sandbox``: another uid, Landlock, namespaces; ``required`` refuses where a protection is missing),
-    ``off`` in a plain child with your user's rights (a machine whose counters are for administrators only needs it
-    for hardware metrics; sandboxed there, the profile falls back to torch.profiler and says so)."""
+
+    def __post_init__(self) -> None:
+        for name in ("metric_set", "sandbox"):
+            value = getattr(self, name)
+            if isinstance(value, enum.Enum):
+                setattr(self, name, value.value)
 
     @classmethod
     def from_config(cls, cfg: Any = None) -> "ProfileSettings":
