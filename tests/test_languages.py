@@ -101,3 +101,27 @@ def test_eval_does_not_import_profile_and_the_registry_imports_nothing_heavy():
                              "print(sorted(m for m in ('torch', 'hydra', 'litellm', 'triton') if m in sys.modules))"],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
+
+
+def _module_graph(root: Path) -> dict[str, set[str]]:
+    """cudaforge module -> the cudaforge modules it imports anywhere in its text (lazy and type-only imports too)."""
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        graph[name] = {m for m in _imports(path) if m.startswith("cudaforge.")}
+    return graph
+
+
+def test_the_report_writers_and_the_report_builder_do_not_import_each_other():
+    graph = _module_graph(PACKAGE)
+    report = {m: {d for d in deps if d.startswith("cudaforge.report.")} for m, deps in graph.items()
+              if m.startswith("cudaforge.report.")}  # fmt: skip
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in report.get(start, ()):
+            if nxt == goal or (nxt not in seen and (seen.add(nxt) or reaches(nxt, goal, seen))):
+                return True
+        return False
+
+    cycles = sorted(m for m in report if reaches(m, m, set()))
+    assert not cycles, cycles

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cudaforge.report.build import Report, TableRow, build_report, make_report, write_report
+from cudaforge.report.build import build_report, make_report, write_report
+from cudaforge.report.model import Report, TableRow
 from cudaforge.report.load import RunData, load_run, load_runs, task_level
 from cudaforge.report.published import PublishedRow, PublishedTable, load_published, select_published
 from cudaforge.report.stats import Estimate, FailedAs, GroupStats, group_stats, metrics, run_stats

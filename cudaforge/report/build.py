@@ -6,60 +6,16 @@
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from cudaforge.report.load import RunData, load_runs, run_concurrency
+from cudaforge.report.model import Report
 from cudaforge.report.protocols import protocol_lines
-from cudaforge.report.published import PublishedTable, select_published
-from cudaforge.report.stats import Estimate, FailedAs, GroupStats, Metric, group_results, metrics, run_stats
+from cudaforge.report.published import select_published
+from cudaforge.report.stats import FailedAs, group_results, metrics, run_stats
 from cudaforge.report import tables
 from cudaforge.tasks.identity import difference_text, version_line
-
-
-@dataclass
-class TableRow:
-    """One row of a group's table: a run, or a published row."""
-
-    label: str
-    source: str
-    """``run``, or the published table's name."""
-    values: dict[str, Estimate]
-
-
-@dataclass
-class Report:
-    """Everything the writers print: runs, their statistics, the published rows, the notes."""
-
-    runs: list[RunData]
-    stats: list[dict[str, GroupStats]]
-    """Per run (in ``runs`` order): group -> statistics."""
-    published: list[PublishedTable]
-    metrics: list[Metric]
-    groups: list[str]
-    """Groups with a table: every level some run has, then ``overall``."""
-    failed_as: FailedAs
-    notes: list[str] = field(default_factory=list)
-    problem_sets: list[str] = field(default_factory=list)
-    """Lines naming each run's problem-set version, and which compared runs ran different problem sets."""
-    protocols: list[str] = field(default_factory=list)
-    """Markdown: each rescored run beside its source under both protocols, and the verdicts that changed."""
-    caption: str = ""
-    """One line for LaTeX captions: the definitions in brief."""
-
-    def rows(self, group: str) -> list[TableRow]:
-        """The table of one group: each run with tasks in it, then each published row for it."""
-        out = [TableRow(run.label, "run", stats[group].values)
-               for run, stats in zip(self.runs, self.stats) if group in stats]  # fmt: skip
-        for table in self.published:
-            for row in table.rows:
-                if row.group == group:
-                    values = {k: Estimate(v) for k, v in row.values.items()}
-                    if "correct_pct" in values:  # fast_0 is the correct rate, by definition
-                        values.setdefault("fast_0_pct", values["correct_pct"])
-                    out.append(TableRow(row.label, table.name, values))
-        return out
 
 
 _FAILED_TEXT = {

@@ -8,16 +8,13 @@ one note naming the figures it skipped and why; the tables are written all the s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cudaforge.report.scaling import Curve
+from cudaforge.report.model import Report
 from cudaforge.report.stats import group_results
 from cudaforge.report.tables import group_title
-
-if TYPE_CHECKING:
-    from cudaforge.report.build import Report
 
 _AXIS_LABELS = {"round": "round", "dollars": "dollars spent per kernel ($)", "minutes": "minutes per kernel"}
 

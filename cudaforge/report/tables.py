@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import TYPE_CHECKING
 
+from cudaforge.report.model import Report
 from cudaforge.report.stats import Estimate, Metric
-
-if TYPE_CHECKING:
-    from cudaforge.report.build import Report
 
 MISSING = "–"
 
