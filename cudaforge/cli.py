@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.config import register_configs
 from cudaforge.paths import CONFIG_DIR
+from cudaforge.track.store import LEDGER_FILE, RESCORED_FILE, RESULTS_FILE
 
 USAGE = """usage: cudaforge SUBCOMMAND [ACTION] [key=value ...]
 
@@ -277,7 +278,7 @@ def _run_on_ray(cfg: DictConfig, config: Any, tasks: list, run_dir: Path, starte
         _Exit.refused = True
         return 2
 
-    ledger_path = run_dir / "ledger.jsonl"
+    ledger_path = run_dir / LEDGER_FILE
     spent = lambda: sum_rows(Ledger.read(ledger_path) if ledger_path.is_file() else []).summary()  # noqa: E731
     tracker = make_tracker(config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name,
                            group=None)  # fmt: skip
@@ -372,7 +373,7 @@ def _rescore(cfg: DictConfig) -> int:
 
     if not cfg.rescore.run:
         raise ValueError("say which run: cudaforge rescore RUN_DIR eval=PROTOCOL")
-    if not (Path(cfg.rescore.run) / "results.jsonl").is_file():
+    if not (Path(cfg.rescore.run) / RESULTS_FILE).is_file():
         raise FileNotFoundError(f"{cfg.rescore.run}: not a run directory (no results.jsonl)")
     hydra_cfg = HydraConfig.get()
     protocol, out_dir = hydra_cfg.runtime.choices.get("eval", "default"), hydra_cfg.runtime.output_dir
@@ -388,8 +389,8 @@ def _rescore(cfg: DictConfig) -> int:
         print(f"NOTE: {note}")
     print(f"{summary['kernels']} kernels rescored, {summary['changed']} changed verdict; "
           f"`cudaforge report {cfg.rescore.run} {out_dir}` sets the two side by side")
-    crashed = [line for line in (Path(out_dir) / "rescored.jsonl").read_text().splitlines() if '"crashed"' in line] \
-        if (Path(out_dir) / "rescored.jsonl").is_file() else []  # fmt: skip
+    rows = Path(out_dir) / RESCORED_FILE
+    crashed = [line for line in rows.read_text().splitlines() if '"crashed"' in line] if rows.is_file() else []
     return 1 if crashed else 0
 
 
@@ -412,7 +413,7 @@ def _plan(cfg: DictConfig) -> int:
     gpus = config.plan.gpus or max(1, count)
     if config.plan.run:
         run_dir = Path(config.plan.run)
-        if not (run_dir / "results.jsonl").is_file():
+        if not (run_dir / RESULTS_FILE).is_file():
             raise FileNotFoundError(f"{run_dir}: not a run directory (no results.jsonl)")
         plan = planning.load(run_dir)
         if plan is None:  # a run made before runs wrote their plan, or a merged campaign: plan it now

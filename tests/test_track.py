@@ -166,3 +166,28 @@ def test_a_corrupt_database_of_the_run_is_one_line_naming_it(tmp_path):
         check_sqlite(bad, "the run's recorded LLM replies")
     text = str(info.value)
     assert str(bad) in text and "recorded LLM replies" in text and f"cudaforge repair {tmp_path}" in text and "\n" not in text
+
+
+def test_the_run_directory_file_names_are_spelled_only_by_the_store():
+    """The runner writes the run directory and the report, teach, rescore, merge and plan readers read it: every
+    file name comes from ``cudaforge/track/store.py``, so a renamed file cannot leave a reader behind."""
+    import ast
+
+    from pathlib import Path
+
+    import cudaforge
+    from cudaforge.track import store
+
+    names = {store.RESULTS_FILE, store.LEDGER_FILE, store.TASK_FILE, store.CANDIDATE_FILE, store.EVAL_FILE,
+             store.PROFILE_FILE, store.RESCORE_FILE, store.RESCORED_FILE, "problem_set.json"}  # fmt: skip
+    package = Path(cudaforge.__file__).parent
+    allowed = {package / "track" / "store.py", package / "tasks" / "identity.py",  # where they are defined
+               package / "eval" / "build.py"}  # its candidate.py is a scratch file of a build, not a run's  # fmt: skip
+    spelled = []
+    for path in package.rglob("*.py"):
+        if path in allowed or "resources" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names:
+                spelled.append(f"{path.relative_to(package)}:{node.lineno} {node.value}")
+    assert not spelled, spelled

@@ -25,6 +25,7 @@ from cudaforge.types import Feedback, JudgeMode
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError
 from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
+from cudaforge.track.store import CANDIDATE_FILE, EVAL_FILE, PROFILE_FILE
 
 
 class LoopState(TypedDict, total=False):
@@ -235,7 +236,7 @@ class _Nodes:
             if result.ok and result.source:
                 digest = source_hash(result.source)
                 s.store.save_candidate(digest, result.source)
-                s.store.write_text(number, "candidate.py", result.source)
+                s.store.write_text(number, CANDIDATE_FILE, result.source)
                 record.candidate_hash, update["pending"] = digest, digest
             else:
                 record.status, record.message = "no_code", result.failure
@@ -257,7 +258,7 @@ class _Nodes:
             s.on_event({"event": "evaluate", "task_id": s.task.id, "round": number})
             result = s.evaluator.evaluate(s.task, s.store.candidate(digest))
             s.store.write_json(None, f"eval_{digest}.json", result.to_dict())
-        s.store.write_json(number, "eval.json", result.to_dict())
+        s.store.write_json(number, EVAL_FILE, result.to_dict())
         phases = {p.phase.value: p.seconds for p in result.phases} if not reused else {}
         lock_wait = 0.0 if reused else float(result.fingerprint.get("gpu_lock_wait_s") or 0.0)
         speedup = result.speedup.median if result.speedup else None
@@ -300,7 +301,7 @@ class _Nodes:
             result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
             record = {**result.to_dict(), "judge_metrics": result.judge_metrics()}
             s.store.write_json(None, f"profile_{digest}.json", record)
-        s.store.write_json(state["round"], "profile.json", record)
+        s.store.write_json(state["round"], PROFILE_FILE, record)
         elapsed = time.monotonic() - started
         # the profiler's wait for the GPU's lock, where it records one (a cached profile waited in another round)
         waits = {} if record.get("cached") else record.get("phase_seconds") or {}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.llm.ledger import Usage
+from cudaforge.track.store import LEDGER_FILE
 
 REQUEST_SCHEMA = 1
 """Version of the request layout hashed into keys; bump it when the layout changes."""
@@ -179,7 +180,7 @@ def recorded_tasks(path: str | Path, model: str | None = None) -> set[str]:
     in our templates; templates that do not (the CudaForge paper's set) are found through the
     recording run's ``ledger.jsonl`` beside the cache, whose rows carry their task ids.
     """
-    found = _ledger_tasks(Path(path).with_name("ledger.jsonl"), model)
+    found = _ledger_tasks(Path(path).with_name(LEDGER_FILE), model)
     db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
     try:
         for (text,) in db.execute("SELECT request FROM replies"):

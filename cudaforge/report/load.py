@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from cudaforge.tasks.identity import read_problem_set
-from cudaforge.track.store import RESCORE_FILE, RunStore, task_slug
+from cudaforge.track.store import LEDGER_FILE, RESCORE_FILE, RESULTS_FILE, RunStore, TASKS_DIR, task_slug
 from cudaforge.types import TaskResult
 
 _LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
@@ -121,7 +121,7 @@ def _read_config(run_dir: Path) -> dict[str, Any]:
 
 
 def _read_ledger(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "ledger.jsonl"
+    path = run_dir / LEDGER_FILE
     if not path.is_file():
         return []
     rows = []
@@ -208,7 +208,7 @@ def _spend(
 def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     """Read one run directory (FileNotFoundError when it has no ``results.jsonl``)."""
     path = Path(run_dir).expanduser()
-    if not (path / "results.jsonl").is_file():
+    if not (path / RESULTS_FILE).is_file():
         raise FileNotFoundError(f"{path}: no results.jsonl here (is it a `cudaforge run` directory?)")
     latest: dict[str, TaskResult] = {}
     for result in RunStore(path).results():
@@ -224,7 +224,7 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
         label_text = f"{head}, rescored{protocol_suffix(choices)}"
         config = {**source_config, "eval": config.get("eval", {})} if source_config else config
     done = {task_slug(t) for t in latest}
-    tasks_dir = path / "tasks"
+    tasks_dir = path / TASKS_DIR
     started = [p.name for p in tasks_dir.iterdir() if p.is_dir()] if tasks_dir.is_dir() else []
     unfinished = sorted(name for name in started if name not in done)
     spend, source = _spend(results, _read_ledger(path))

@@ -15,7 +15,7 @@ from typing import Any
 
 from cudaforge.report.load import RunData, hydra_choices, load_runs
 from cudaforge.report.stats import FailedAs, group_stats
-from cudaforge.track.store import RESCORE_FILE, RESCORED_FILE
+from cudaforge.track.store import RESCORED_FILE, RESCORE_FILE, RESULTS_FILE
 
 
 
@@ -98,7 +98,7 @@ def protocol_lines(runs: list[RunData]) -> list[str]:
         source = next((r for r in runs if Path(r.path).resolve() == source_path), None)
         if source is None:  # the source was moved or copied (results brought back from another machine)
             source = next((r for r in runs if r is not run and _holds(r, Path(run.path))), None)
-        if source is None and (source_path / "results.jsonl").is_file():
+        if source is None and (source_path / RESULTS_FILE).is_file():
             source = load_runs([source_path])[0]
         out += ["", f"## Protocols: {run.label} rescores {source.label if source else source_path}", "",
                 "| protocol | run | tasks | Correct % | fast_1 % | Perf | Geo. mean |",

@@ -31,7 +31,7 @@ from cudaforge.run.merge import (
     ledger_lines,
     task_pack,
 )
-from cudaforge.track.store import RunStore, task_slug
+from cudaforge.track.store import LEDGER_FILE, RunStore, task_slug
 from cudaforge.types import Task, TaskResult
 
 FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WANDB_MODE", "TRITON_INTERPRET", "CUDAFORGE_BUILD_CACHE")
@@ -77,14 +77,14 @@ def run_task_remote(config: Any, task: Task, root: str) -> dict[str, Any]:
     result = next(r for r in RunStore(run_dir).results() if r.task_id == task.id)
     cache = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / "llm_cache.sqlite"
     pack = task_pack(RunStore(run_dir), result)
-    pack["ledger"] = ledger_lines(run_dir / "ledger.jsonl")
+    pack["ledger"] = ledger_lines(run_dir / LEDGER_FILE)
     pack["cache"] = cache_rows(cache) if not config.llm_cache.path else []  # a shared cache needs no copy
     return pack
 
 
 def add_task_pack(store: RunStore, pack: dict[str, Any], done: set[str], cache_path: Path) -> TaskResult | None:
     """Driver side: a worker's pack into the run directory (its calls and replies first, its result last)."""
-    add_ledger_lines(store.root / "ledger.jsonl", pack.get("ledger", []))
+    add_ledger_lines(store.root / LEDGER_FILE, pack.get("ledger", []))
     add_cache_rows(cache_path, [tuple(row) for row in pack.get("cache", [])])
     return add_pack(store, pack, done)
 

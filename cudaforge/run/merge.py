@@ -29,7 +29,7 @@ from typing import Any, Callable
 import yaml
 
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
-from cudaforge.track.store import RunStore
+from cudaforge.track.store import LEDGER_FILE, RESULTS_FILE, RunStore
 from cudaforge.types import TaskResult
 
 MERGE_FILE = "merge.json"
@@ -206,7 +206,7 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
     if not shards:
         raise MergeError("name the shards' run directories: cudaforge merge SHARD_DIR [SHARD_DIR ...] out=DIR")
     for shard in shards:
-        if not (shard / "results.jsonl").is_file() and not (shard / PROBLEM_SET_FILE).is_file():
+        if not (shard / RESULTS_FILE).is_file() and not (shard / PROBLEM_SET_FILE).is_file():
             raise MergeError(f"{shard}: not a run directory (no results.jsonl, no {PROBLEM_SET_FILE})")
         if shard.resolve() == out.resolve():
             raise MergeError(f"{shard}: the output directory cannot be one of the shards")
@@ -220,7 +220,7 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
     store = RunStore(out)
     store.claim()  # a merge into a directory that a run (or another merge) is using is refused
     record = _read_merge(out)
-    if (out / "results.jsonl").is_file() and not record:
+    if (out / RESULTS_FILE).is_file() and not record:
         raise MergeError(f"{out} holds a run that is not a merge: merge into a new directory")
     done = {r.task_id for r in store.results()}
     previous = {r.task_id: r.to_json() for r in store.results()}
@@ -251,7 +251,7 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
         entry["shard"] = f"{_flat(config).get('suite.shard_index', 0)}/{_flat(config).get('suite.shard_count', 1)}"
         say(f"{shard}: {len(added)} tasks added, {len(finished) - len(added)} already merged"
             + (f", {len(entry['unfinished'])} not finished yet" if entry["unfinished"] else ""))
-    calls = merge_ledgers(out / "ledger.jsonl", [s / "ledger.jsonl" for s in shards])
+    calls = merge_ledgers(out / LEDGER_FILE, [s / LEDGER_FILE for s in shards])
     replies = merge_caches(out / "llm_cache.sqlite", [s / "llm_cache.sqlite" for s in shards])
     if records:
         old = read_problem_set(out)

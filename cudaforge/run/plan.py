@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from cudaforge.track.store import LEDGER_FILE
+
 PLAN_FILE = "plan.json"
 """The plan a run wrote into its directory when it started."""
 ROUND_SECONDS_FILE = Path(__file__).resolve().parents[1] / "resources" / "published" / "round_seconds.yaml"
@@ -77,7 +79,7 @@ def measured_figures(run_dir: str | Path) -> Figures:
     results = RunStore(run).results()
     if not results:
         raise ValueError(f"{run}: no finished task to measure (results.jsonl is empty or missing)")
-    ledger = Ledger.read(run / "ledger.jsonl") if (run / "ledger.jsonl").is_file() else []
+    ledger = Ledger.read(run / LEDGER_FILE) if (run / LEDGER_FILE).is_file() else []
     rounds = sum(r.rounds for r in results) or 1
     wall_s = sum(60 * (r.wall_minutes if r.wall_minutes is not None else r.minutes) for r in results)
     llm_s = sum(r.time_split.get("llm", 0.0) for r in results)
@@ -179,7 +181,7 @@ def measured(run_dir: str | Path) -> dict[str, Any]:
 
     run = Path(run_dir)
     results = RunStore(run).results()
-    ledger = Ledger.read(run / "ledger.jsonl") if (run / "ledger.jsonl").is_file() else []
+    ledger = Ledger.read(run / LEDGER_FILE) if (run / LEDGER_FILE).is_file() else []
     costs = [row.cost_usd for row in ledger if not row.cache_hit]
     walls = [r.wall_minutes if r.wall_minutes is not None else r.minutes for r in results]
     stamps = sorted(row.timestamp for row in ledger if row.timestamp)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.run.merge import add_cache_rows, cache_rows, ledger_lines
-from cudaforge.track.store import RunStore, task_slug
+from cudaforge.track.store import LEDGER_FILE, RESULTS_FILE, RunStore, TASKS_DIR, round_folder, task_slug
 
 CACHE_FILE = "llm_cache.sqlite"
 CHECKPOINT_FILE = "checkpoints.sqlite"
@@ -58,7 +58,7 @@ def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list] | None:
     task_id, round_, role = meta.get("task_id"), meta.get("round"), row.get("role")
     if not isinstance(task_id, str) or not isinstance(round_, int) or role not in ("coder", "judge"):
         return None
-    path = run_dir / "tasks" / task_slug(task_id) / f"round_{round_:02d}" / f"{role}.json"
+    path = run_dir / TASKS_DIR / task_slug(task_id) / round_folder(round_) / f"{role}.json"
     try:
         conversation = json.loads(path.read_text())["conversation"]
         return conversation["replies"][int(meta.get("follow_up") or 0)], conversation.get("messages", [])
@@ -69,7 +69,7 @@ def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list] | None:
 def rebuild_rows(run_dir: Path) -> tuple[list[tuple], int]:
     """Cache rows for the ledger's paid calls whose replies the round folders hold, and how many calls had none."""
     rows, missing, seen = [], 0, set()
-    for line in ledger_lines(run_dir / "ledger.jsonl"):
+    for line in ledger_lines(run_dir / LEDGER_FILE):
         row = json.loads(line)
         key = row.get("request_key")
         if row.get("error") or row.get("cache_hit") or not key or key in seen:
@@ -94,7 +94,7 @@ def repair(run_dir: str | Path, say: Callable[[str], None] = print) -> dict[str,
     """Repair ``run_dir`` (see the module's docstring); returns what was done. ``RunDirBusy`` while a run holds it,
     ``ValueError`` for a folder that is not a run directory."""
     run = Path(run_dir)
-    if not (run / "results.jsonl").is_file() and not (run / "ledger.jsonl").is_file():
+    if not (run / RESULTS_FILE).is_file() and not (run / LEDGER_FILE).is_file():
         raise ValueError(f"{run}: not a run directory (no results.jsonl, no ledger.jsonl)")
     store = RunStore(run)
     store.claim()

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cudaforge.track.store import RESCORE_FILE, RESCORED_FILE, RunStore, TaskStore
+from cudaforge.track.store import CANDIDATE_FILE, RESCORED_FILE, RESCORE_FILE, RESULTS_FILE, RunStore, TASK_FILE, TaskStore
 from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
+from cudaforge.tasks.identity import PROBLEM_SET_FILE
 
 
 
@@ -59,7 +60,7 @@ def _source_of(store: TaskStore, digest: str, rounds: list[int]) -> str | None:
         pass
     for number in rounds:
         try:
-            text = store.read_text(number, "candidate.py")
+            text = store.read_text(number, CANDIDATE_FILE)
         except OSError:
             continue
         if source_hash(text) == digest:
@@ -74,7 +75,7 @@ def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Ke
     for result in _latest_results(run_dir):
         store = TaskStore(run_dir, result.task_id)
         try:
-            task = Task.from_dict(store.read_json(None, "task.json"))
+            task = Task.from_dict(store.read_json(None, TASK_FILE))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             notes.append(f"{result.task_id}: no readable task.json ({type(exc).__name__}); not rescored")
             continue
@@ -185,11 +186,11 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
     """Evaluate ``run_dir``'s kept kernels with ``evaluator`` (its config is the protocol, named ``protocol``) into
     ``out_dir``; the summary written to ``rescore.json``. ``say`` gets a line per kernel as it finishes."""
     run_dir, out_dir = Path(run_dir).resolve(), Path(out_dir)
-    if not (run_dir / "results.jsonl").is_file():
+    if not (run_dir / RESULTS_FILE).is_file():
         raise FileNotFoundError(f"{run_dir}: not a run directory (no results.jsonl)")
     kernels, notes = kept_kernels(run_dir, all_rounds)
     out = RunStore(out_dir)
-    for name in ("problem_set.json",):
+    for name in (PROBLEM_SET_FILE,):
         if (run_dir / name).is_file():
             (out_dir / name).write_text((run_dir / name).read_text())
     summary: dict[str, Any] = {
@@ -230,7 +231,7 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
     earlier_rows = {index: row for index, (row, _) in earlier.items()}
     for kernel in kernels:
         store = out.task(kernel.task.id)
-        store.write_json(None, "task.json", {**kernel.task.to_dict(), "source_hash": kernel.task.source_hash})
+        store.write_json(None, TASK_FILE, {**kernel.task.to_dict(), "source_hash": kernel.task.source_hash})
         store.save_candidate(kernel.digest, kernel.source)
     todo = [index for index in range(len(kernels)) if index not in earlier]
     fresh = evaluator.evaluate_batch([(kernels[i].task, kernels[i].source) for i in todo],

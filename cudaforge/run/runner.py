@@ -39,7 +39,7 @@ from cudaforge.llm.errors import LLMAuthError
 from cudaforge.llm.ledger import Ledger
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
 from cudaforge.teach.skills import read_skills
-from cudaforge.track.store import RunStore
+from cudaforge.track.store import LEDGER_FILE, RunStore, TASK_FILE
 from cudaforge.types import Task, TaskResult
 
 
@@ -99,7 +99,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     """Build the run's services from a ``CudaforgeConfig`` (object form)."""
     store = RunStore(run_dir)
     store.claim()  # RunDirBusy when another run is in this directory
-    ledger = Ledger(run_dir / "ledger.jsonl")
+    ledger = Ledger(run_dir / LEDGER_FILE)
     cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / "llm_cache.sqlite"
     check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
                  "paid for) again")  # fmt: skip
@@ -139,7 +139,7 @@ def run_one(
     cfg = ctx.cfg
     strategy = get_strategy(_value(cfg.strategy.name))
     task_store = ctx.store.task(task.id)
-    task_store.write_json(None, "task.json", {**task.to_dict(), "source_hash": task.source_hash})
+    task_store.write_json(None, TASK_FILE, {**task.to_dict(), "source_hash": task.source_hash})
     services = LoopServices(
         task=task, coder=ctx.coder, judge=ctx.judge, evaluator=ctx.evaluator, store=task_store,
         ledger=LedgerSpend(ctx.ledger), strategy=strategy,

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from cudaforge import pyast
-from cudaforge.track.store import RunStore
+from cudaforge.track.store import CANDIDATE_FILE, EVAL_FILE, LEDGER_FILE, RESULTS_FILE, RunStore, TASKS_DIR, TASK_FILE
 from cudaforge.types import EvalResult, EvalStatus, Task, source_hash
 
 _ROUND_DIR = re.compile(r"^round_(\d+)$")
@@ -183,7 +183,7 @@ class RunView:
 
 def is_run_dir(path: Path) -> bool:
     """A ``cudaforge run`` directory: it has ``tasks/`` or ``results.jsonl``."""
-    return (path / "tasks").is_dir() or (path / "results.jsonl").is_file()
+    return (path / TASKS_DIR).is_dir() or (path / RESULTS_FILE).is_file()
 
 
 def expand_runs(paths: list[str | Path]) -> list[Path]:
@@ -213,7 +213,7 @@ def _read_json(path: Path) -> Any:
 
 def _ledger_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a run's ``ledger.jsonl`` (none without one; torn lines skipped)."""
-    ledger = path / "ledger.jsonl"
+    ledger = path / LEDGER_FILE
     rows = []
     for line in ledger.read_text().splitlines() if ledger.is_file() else []:
         try:
@@ -252,14 +252,14 @@ def run_info(path: Path) -> RunInfo:
 def _history_status(path: Path) -> dict[tuple[str, int], str]:
     """``(task id, round) -> status`` from ``results.jsonl`` (the last row of a task wins)."""
     out: dict[tuple[str, int], str] = {}
-    for result in RunStore(path).results() if (path / "results.jsonl").is_file() else []:
+    for result in RunStore(path).results() if (path / RESULTS_FILE).is_file() else []:
         for record in result.history:
             out[(result.task_id, record.round)] = record.status
     return out
 
 
 def _task(folder: Path) -> Task | None:
-    data = _read_json(folder / "task.json")
+    data = _read_json(folder / TASK_FILE)
     if not isinstance(data, dict) or "id" not in data:
         return None
     task = Task.from_dict(data)
@@ -272,12 +272,12 @@ def _task(folder: Path) -> Task | None:
 def _round(folder: Path, number: int, status_from_history: str | None, seen: set[str]) -> RoundView:
     coder = _read_json(folder / "coder.json")
     source = None
-    if (folder / "candidate.py").is_file():
-        source = (folder / "candidate.py").read_text()
+    if (folder / CANDIDATE_FILE).is_file():
+        source = (folder / CANDIDATE_FILE).read_text()
     elif isinstance(coder, dict) and coder.get("ok") and coder.get("source"):
         source = str(coder["source"])
     digest = source_hash(source) if source is not None else None
-    data = _read_json(folder / "eval.json")
+    data = _read_json(folder / EVAL_FILE)
     result = EvalResult.from_dict(data) if isinstance(data, dict) else None
     judge = _read_json(folder / "judge.json")
     status = result.status.value if result else (status_from_history or ("no_code" if coder else "not_run"))

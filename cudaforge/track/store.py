@@ -35,6 +35,20 @@ from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set
 from cudaforge.types import TaskResult
 
 
+RESULTS_FILE = "results.jsonl"
+"""One TaskResult per finished task: what makes a folder a run directory."""
+LEDGER_FILE = "ledger.jsonl"
+"""One row per LLM call."""
+TASKS_DIR = "tasks"
+"""The folder of the tasks' folders (``TaskStore``)."""
+TASK_FILE = "task.json"
+"""A task's folder: the task, with its reference's source hash."""
+CANDIDATE_FILE = "candidate.py"
+"""A round's folder: the Coder's candidate."""
+EVAL_FILE = "eval.json"
+"""A round's folder: its EvalResult."""
+PROFILE_FILE = "profile.json"
+"""A round's folder: its profile record."""
 RESCORE_FILE = "rescore.json"
 """A rescored run's record of its source run and protocol."""
 RESCORED_FILE = "rescored.jsonl"
@@ -44,6 +58,11 @@ RESCORED_FILE = "rescored.jsonl"
 def task_slug(task_id: str) -> str:
     """A task id as one folder name: ``tiny/level1/1_ReLU`` -> ``tiny__level1__1_ReLU``."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", task_id.replace("/", "__"))
+
+
+def round_folder(number: int) -> str:
+    """A round's folder name in its task's folder: ``round_01``."""
+    return f"round_{number:02d}"
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -57,10 +76,10 @@ class TaskStore:
     """One task's folder in the run directory."""
 
     def __init__(self, run_dir: str | Path, task_id: str):
-        self.root = Path(run_dir) / "tasks" / task_slug(task_id)
+        self.root = Path(run_dir) / TASKS_DIR / task_slug(task_id)
 
     def _path(self, round: int | None, name: str) -> Path:
-        return self.root / name if round is None else self.root / f"round_{round:02d}" / name
+        return self.root / name if round is None else self.root / round_folder(round) / name
 
     def write_text(self, round: int | None, name: str, text: str) -> str:
         """Write a text artifact (``round`` None: at the task level); returns its path."""
@@ -144,7 +163,7 @@ class RunStore:
     @property
     def results_path(self) -> Path:
         """``results.jsonl``."""
-        return self.root / "results.jsonl"
+        return self.root / RESULTS_FILE
 
     def problem_set(self) -> dict[str, Any] | None:
         """The recorded ``problem_set.json`` (None when the run has none yet, or was made before it existed)."""
