@@ -125,3 +125,12 @@ def test_the_report_writers_and_the_report_builder_do_not_import_each_other():
 
     cycles = sorted(m for m in report if reaches(m, m, set()))
     assert not cycles, cycles
+
+
+def test_a_run_needs_nothing_of_teach():
+    """``cudaforge run`` (runner, graph, agents) reads skill documents through the agents layer; ``teach/`` distils
+    them and exports datasets, after runs."""
+    graph = _module_graph(PACKAGE)
+    users = sorted(m for m, deps in graph.items() if m.startswith(("cudaforge.run.", "cudaforge.graph.", "cudaforge.agents."))
+                   and any(d.startswith("cudaforge.teach") for d in deps))  # fmt: skip
+    assert not users, users

@@ -41,7 +41,8 @@ from cudaforge.teach import (  # noqa: E402
     skill_effect,
 )
 from cudaforge.teach.args import group_overrides  # noqa: E402
-from cudaforge.teach.skills import cap_words, categorize, strip_front_matter  # noqa: E402
+from cudaforge.agents.skills import strip_front_matter  # noqa: E402
+from cudaforge.teach.skills import cap_words, categorize  # noqa: E402
 from cudaforge.track.store import RunStore  # noqa: E402
 from cudaforge.types import (  # noqa: E402
     EvalResult,

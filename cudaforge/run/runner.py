@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from cudaforge.agents.skills import read_skills
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge, judge_metric_names
 from cudaforge.agents.prompts import PromptLibrary
@@ -38,7 +39,6 @@ from cudaforge.llm.client import Backoff, LLMClient
 from cudaforge.llm.errors import LLMAuthError
 from cudaforge.llm.ledger import Ledger
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
-from cudaforge.teach.skills import read_skills
 from cudaforge.track.store import LEDGER_FILE, RunStore, TASK_FILE
 from cudaforge.types import Task, TaskResult
 

@@ -40,8 +40,8 @@ from cudaforge.teach.skills import (
     collect_evidence,
     distill,
     distill_from_config,
-    read_skills,
 )
+from cudaforge.agents.skills import read_skills  # read by the Coder; re-exported beside distill
 from cudaforge.teach.experiment import Effect, effect_table, skill_effect
 
 __all__ = [

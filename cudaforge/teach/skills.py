@@ -24,7 +24,6 @@ from typing import Any
 import yaml
 
 from cudaforge.config import LLMConfig, SkillConfig
-from cudaforge.paths import PROJECT_ROOT
 from cudaforge.teach.runs import Filters, TaskView, load_tasks
 from cudaforge.track.store import LEDGER_FILE
 
@@ -210,28 +209,6 @@ class SkillDocument:
         """The whole file: YAML front matter, then the body."""
         front = yaml.safe_dump(self.meta, sort_keys=False, width=120).strip()
         return f"---\n{front}\n---\n\n{self.body()}"
-
-
-def strip_front_matter(text: str) -> str:
-    """A Markdown text without its leading ``---`` YAML block."""
-    match = re.match(r"\A---\s*\n.*?\n---\s*\n", text, re.S)
-    return text[match.end():].strip() if match else text.strip()
-
-
-def skill_path(path: str | Path) -> Path:
-    """A skill file: absolute, or relative to the working directory, else to the project root."""
-    given = Path(path).expanduser()
-    candidates = [given] if given.is_absolute() else [Path.cwd() / given, PROJECT_ROOT / given]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.resolve()
-    raise FileNotFoundError(f"coder.skills: no skill file {path} (looked in {', '.join(map(str, candidates))}); "
-                            "write one with `cudaforge skill distill RUN_DIR skill.out=PATH`")  # fmt: skip
-
-
-def read_skills(paths: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """The texts of skill files for the Coder (front matter stripped)."""
-    return tuple(strip_front_matter(skill_path(p).read_text(encoding="utf-8")) for p in paths)
 
 
 # --------------------------------------------------------------------------- distillation
