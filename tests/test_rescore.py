@@ -149,6 +149,7 @@ def test_a_rescore_of_something_that_is_not_a_run_is_refused_and_leaves_nothing(
     assert main(["rescore", "a", "b"]) == 2  # one run at a time
 
 
+@pytest.mark.slow  # three rescores through the CLI, about 30 s
 def test_an_interrupted_rescore_carries_on_where_it_stopped_and_refuses_another_protocols_directory(tmp_path):
     """The same command resumes a rescore cut off after its first kernel: that kernel is not evaluated again, the
     rows and results come out whole; a directory holding another protocol's rescore is refused."""
