@@ -201,7 +201,8 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
     if earlier:
         say(f"resuming: {len(earlier)} of {len(kernels)} kernels already rescored in {out_dir}")
     (out_dir / RESCORE_FILE).write_text(json.dumps({**summary, "finished": False}, indent=1))
-    rows, by_task, lock = [], {}, threading.Lock()
+    rows = [row for row, _ in earlier.values()]  # the interrupted rescore's rows count as if made now
+    by_task, lock = {}, threading.Lock()
 
     def done(index: int, result: EvalResult) -> None:
         with lock:
@@ -209,9 +210,6 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
 
     def _done(index: int, result: EvalResult) -> None:
         kernel = kernels[index]
-        if index in earlier:  # its row and result are on disk from the interrupted rescore
-            rows.append(earlier_rows[index])
-            return
         store = out.task(kernel.task.id)
         store.write_json(None, f"eval_{kernel.digest}.json", result.to_dict())
         after = result.speedup.median if result.speedup is not None else None
@@ -228,7 +226,6 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
         say(f"{kernel.task.id}  {kernel.digest}  {kernel.before_status} -> {result.status.value} {shown}  "
             f"{row['reason']}".rstrip())
 
-    earlier_rows = {index: row for index, (row, _) in earlier.items()}
     for kernel in kernels:
         store = out.task(kernel.task.id)
         store.write_json(None, TASK_FILE, {**kernel.task.to_dict(), "source_hash": kernel.task.source_hash})
@@ -237,11 +234,8 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
     fresh = evaluator.evaluate_batch([(kernels[i].task, kernels[i].source) for i in todo],
                                      on_result=lambda n, result: done(todo[n], result)) if todo else []
     by_index = {**{i: result for i, (_, result) in earlier.items()}, **dict(zip(todo, fresh))}
-    for i in earlier:
-        done(i, by_index[i])
-    results = [by_index[i] for i in range(len(kernels))]
-    for kernel, result in zip(kernels, results):
-        by_task.setdefault(kernel.task.id, []).append((kernel, result))
+    for i, kernel in enumerate(kernels):
+        by_task.setdefault(kernel.task.id, []).append((kernel, by_index[i]))
     out.results_path.unlink(missing_ok=True)  # written whole here: a resumed rescore must not append twice
     for source in _latest_results(run_dir):  # every task of the source, with or without a kernel to rescore
         out.append_result(_task_result(source.task_id, by_task.get(source.task_id, []), source))
