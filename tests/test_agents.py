@@ -9,6 +9,7 @@ import re
 import shutil
 import textwrap
 import uuid
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -30,6 +31,7 @@ from cudaforge.agents import (  # noqa: E402
     extract_code,
     extract_json,
 )
+from cudaforge import languages  # noqa: E402
 from cudaforge.agents import prompts as P  # noqa: E402
 from cudaforge.types import (  # noqa: E402
     CorrectnessDiff,
@@ -187,7 +189,7 @@ def contexts(lib: PromptLibrary) -> dict[str, dict]:
         "coder/repair": repair,
         "coder/optimize": optimize,
         "coder/follow_up": P.coder_follow_up_context("the reply is empty", backend=Backend.triton),
-        "coder/_output_format": {"backend": "cuda"},
+        "coder/_output_format": {"kernel_rule": P.backend_context(Backend.cuda)["kernel_rule"]},
         "judge/system": correction,
         "judge/correction": correction,
         "judge/optimization": optimization,
@@ -294,8 +296,8 @@ def test_a_missing_variable_is_an_error_naming_the_template(lib):
     with pytest.raises(PromptTemplateError, match=r"judge/correction' \(agents/judge/correction\.j2 line \d+.*source"):
         lib.render("judge/correction", **context)
     context = contexts(lib)["coder/repair"]
-    del context["backend"]  # read only by the partial that coder/repair includes
-    with pytest.raises(PromptTemplateError, match=r"coder/repair' \(agents/coder/_output_format\.j2 line \d+\): 'backend'"):
+    del context["kernel_rule"]  # read only by the partial that coder/repair includes
+    with pytest.raises(PromptTemplateError, match=r"coder/repair' \(agents/coder/_output_format\.j2 line \d+\): 'kernel_rule'"):
         lib.render("coder/repair", **context)
     with pytest.raises(PromptTemplateError, match="not found"):
         lib.render("coder/nonexistent")
@@ -678,7 +680,6 @@ def test_coder_and_judge_through_the_llm_client(lib, script_name):
 
 # --------------------------------------------------------------------------- the cudaforge_paper template set
 
-from pathlib import Path  # noqa: E402
 
 from cudaforge.agents import PAPER_OPTIMIZATION_KEYS, TEMPLATE_SETS  # noqa: E402
 from cudaforge.agents.judge import judge_metric_names  # noqa: E402
@@ -971,3 +972,27 @@ def test_the_json_scan_of_nested_noise_is_bounded_and_still_finds_the_answer_aft
     found = parsing.extract_json(noise + ' and so: {"bottleneck": "dram", "optimisation method": "tile"}', ["bottleneck"])
     assert found.ok and found.data["bottleneck"] == "dram"
     assert len(calls) <= parsing._MAX_FAILED_SPANS + 8
+
+
+@pytest.mark.parametrize("language", languages.coder_languages(), ids=lambda lang: lang.name)
+def test_each_coder_language_brings_its_prompt_rule_example_and_follow_up(lib, language):
+    """The Coder's prompts say what the registry's language module says (cudaforge/languages/<name>.py)."""
+    coder = Coder(FakeLLM(), lib, backend=language.name)
+    example = coder.example_context()
+    assert example["name"] == language.example and languages.detect(example["solution"]) == language.name
+    context = P.first_attempt_context(TASK, example=example, gpu=None, backend=language.name)
+    first = lib.render("coder/first_attempt", **context)
+    assert f"custom {language.title} kernels" in first and language.prompt_rule in first
+    assert f"hand-written {language.title} kernels" in lib.render("coder/system", **context)
+    follow = lib.render("coder/follow_up", **P.coder_follow_up_context("no code block", backend=language.name))
+    assert f"at top level, {language.follow_up}." in follow
+
+
+def test_any_offers_the_choice_languages_and_the_judge_reads_a_languages_notes(lib):
+    text = lib.render("coder/first_attempt", **P.first_attempt_context(TASK, example=None, gpu=None, backend="any"))
+    assert "custom CUDA or Triton kernels" in text
+    assert all(lang.prompt_choice in text for lang in languages.choice_languages())
+    cute = (Path(languages.__file__).parents[1] / "resources" / "candidates" / "cute_dsl_relu.py").read_text()
+    notes = languages.get("cute_dsl").judge_notes
+    assert notes in lib.render("judge/optimization", **P.optimization_context(TASK, cute, CORRECT, gpu=GPU, metrics={}))
+    assert "CuTe" not in lib.render("judge/optimization", **P.optimization_context(TASK, KERNEL, CORRECT, gpu=GPU, metrics={}))

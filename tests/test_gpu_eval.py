@@ -47,6 +47,27 @@ def test_realistic_candidates_are_correct_and_timed(evaluator, tiny, task, file)
     assert result.fingerprint["gpu"]["name"] and result.fingerprint["gpu_state_before"]
 
 
+@pytest.mark.parametrize("task, file", [("ReLU", "cute_dsl_relu.py"), ("Softmax", "cute_dsl_softmax.py"),
+                                        ("ReLU", "tilelang_relu.py"), ("Softmax", "tilelang_softmax.py")])
+def test_cute_dsl_and_tilelang_candidates_are_correct_timed_and_profiled_as_their_own(tiny, task, file):
+    """Each language's candidates through the guarded evaluator and ncu; skipped where its package is not installed
+    (benchmarks/languages_gpu.py runs the same on the H200: benchmarks/results/2026-12-03_h200_call7 and _call9)."""
+    from cudaforge import languages
+    from cudaforge.profile import Profiler
+
+    source = (CANDIDATES / file).read_text()
+    missing = languages.missing_modules(languages.detect(source))
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    result = Evaluator({"timing_trials": 30, "warmup": 5}).evaluate(tiny[task], source)
+    assert result.status is EvalStatus.CORRECT and not any(f["verdict"] == "reject" for f in result.guard_findings)
+    assert result.speedup is not None and result.candidate_timing.median > 0
+    profile = Profiler({"clock_control": "none"}, use_cache=False).profile(tiny[task], source)
+    own = [k for k in profile.kernels if k.own]
+    assert profile.status.value == "ok" and own and not profile.library_kernel_names, profile.message
+    assert all(any(languages.is_own_kernel(k.name, {n}) for n in languages.kernel_names(source)) for k in own)
+
+
 def test_a_repeated_cuda_candidate_hits_the_build_cache(evaluator, tiny):
     source = (CANDIDATES / "cuda_relu.py").read_text()
     evaluator.evaluate(tiny["ReLU"], source)

@@ -4,6 +4,7 @@ backend and the profiler."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,12 @@ import pytest
 
 from cudaforge import languages
 from cudaforge.eval.guards import source as guard_source
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.static import check_candidate
 
 PACKAGE = Path(languages.__file__).resolve().parents[1]
 CANDIDATES = PACKAGE / "resources" / "candidates"
+REPO_HACKS = PACKAGE.parent / "benchmarks" / "hacks"
 
 CUPY = '''
 import cupy as cp
@@ -44,7 +47,7 @@ TORCH_ONLY = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\
 @pytest.mark.parametrize("path", sorted(CANDIDATES.glob("*.py")), ids=lambda p: p.name)
 def test_each_bundled_candidate_is_detected_as_its_language_and_its_kernels_are_named(path):
     source = path.read_text()
-    expected = path.name.split("_")[0]  # cuda_relu.py, triton_softmax.py ...
+    expected = max((n for n in languages.names() if path.stem.startswith(n + "_")), key=len)  # cute_dsl_relu.py ...
     assert languages.detect(source) == expected
     assert check_candidate(source).backend == expected  # the evaluator's backend is the registry's answer
     names = languages.kernel_names(source)
@@ -64,8 +67,59 @@ def test_cupy_and_plain_torch_and_the_names_of_each():
 
 
 def test_an_unknown_language_is_refused_with_the_known_ones():
-    with pytest.raises(ValueError, match="unknown kernel language 'cute_dsl'; known: cuda, triton, cupy"):
-        languages.get("cute_dsl")
+    with pytest.raises(ValueError, match="unknown kernel language 'hip'; known: cuda, triton, cupy, cute_dsl, tilelang"):
+        languages.get("hip")
+
+
+def test_every_language_has_a_candidate_and_every_coder_language_a_worked_example():
+    stems = [p.stem for p in CANDIDATES.glob("*.py")]
+    examples = PACKAGE / "resources" / "agents" / "examples"
+    for language in languages.languages():
+        if language.name != "cupy":  # CuPy is evaluated, not asked of the Coder (tests/test_gpu_eval.py has one)
+            assert any(s.startswith(language.name + "_") for s in stems), language.name
+        if language.prompt_rule:
+            folder = examples / language.example
+            solution = (folder / "solution.py").read_text()
+            assert (folder / "reference.py").is_file()
+            assert languages.detect(solution) == language.name, language.example
+            assert language.kernel_names(solution) and check_candidate(solution, dataclasses.asdict(EvalConfig())).ok
+            assert language.title and language.follow_up
+
+
+@pytest.mark.parametrize("name, profiled, defined, own", [
+    ("cute_dsl", "kernel_cutlass_relu_kernel_tensorptrf32generico10001_tensorptrf32generico10001__0", "relu_kernel", True),
+    ("cute_dsl", "kernel_relu_kernel_0", "relu_kernel", True),  # CuTe DSL before it added the cutlass_ prefix
+    ("cute_dsl", "kernel_cutlass_relu_kernel2_tensor_0", "relu_kernel", False),
+    ("tilelang", "relu_main_kernel", "relu_main", True),
+    ("tilelang", "relu_main_kernel_1", "relu_main", True),
+    ("tilelang", "relu_main_kernel_x", "relu_main", False),
+    ("tilelang", "other_main_kernel", "relu_main", False),
+    ("cuda", "relu_kernel", "relu_kernel", True),
+])  # fmt: skip
+def test_each_language_says_how_its_kernels_are_named_once_compiled(name, profiled, defined, own):
+    assert languages.get(name).profiled_match(profiled, defined) is own
+    assert languages.is_own_kernel(f"{profiled}(float *, int)" if name == "cuda" else profiled, {defined}) is own
+
+
+def test_cute_dsl_and_tilelang_sources_are_told_apart_and_their_kernels_named():
+    cute = (CANDIDATES / "cute_dsl_softmax.py").read_text()
+    tile = (CANDIDATES / "tilelang_softmax.py").read_text()
+    assert languages.detect(cute) == "cute_dsl" and languages.kernel_names(cute) == {"softmax_kernel"}
+    assert languages.detect(tile) == "tilelang" and languages.kernel_names(tile) == {"softmax_main"}
+    assert languages.get("triton").kernel_names(tile) == set()  # @tilelang.jit is not a Triton kernel
+    assert languages.get("cute_dsl").modules == ("cutlass",) and languages.get("tilelang").modules == ("tilelang",)
+    assert languages.missing_modules("cuda") == []
+    assert languages.missing_modules("tilelang") in ([], ["tilelang"])  # installed or not, it is said which
+
+
+def test_a_kernel_named_like_the_torch_op_it_stands_beside_is_not_a_use_of_it():
+    """A kernel factory called ``relu`` does not make ``torch.relu(x)`` in forward a launch of it."""
+    source = (REPO_HACKS / "hack_tilelang_passthrough.py").read_text()
+    cfg = dataclasses.asdict(EvalConfig())
+    report = check_candidate(source, cfg)
+    assert report.status == "rejected" and any(f["guard"] == "no_custom_kernel" for f in report.findings)
+    fixed = source.replace("return torch.relu(x)", "return relu(x.numel())(x.view(-1)).view(x.shape)")
+    assert check_candidate(fixed, cfg).ok
 
 
 def test_every_language_module_is_registered_and_the_guards_vocabulary_is_the_registrys():

@@ -43,6 +43,8 @@ def main() -> int:
         row = {"file": entry.name, "task": entry.task, "expected": entry.expected()}
         if entry.needs_cuda and not cuda:
             row.update(got="skipped (needs CUDA)", ok=None, seconds=0.0, problems=[])
+        elif entry.missing_modules():
+            row.update(got=f"skipped (needs {', '.join(entry.missing_modules())})", ok=None, seconds=0.0, problems=[])
         else:
             cfg = {"device": "cuda" if cuda else "cpu", "timing_trials": args.timing_trials, "warmup": 5, **entry.config}
             started = time.monotonic()
@@ -57,7 +59,7 @@ def main() -> int:
             print(f"|   | | | {problem} | | |")
         rows.append(row)
     ran = [r for r in rows if r["ok"] is not None]
-    print(f"\n{len(ran) - failed}/{len(ran)} verdicts as declared; {len(rows) - len(ran)} skipped (need CUDA)")
+    print(f"\n{len(ran) - failed}/{len(ran)} verdicts as declared; {len(rows) - len(ran)} skipped (need CUDA or a module)")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"cuda": cuda, "rows": rows}, indent=1, default=str))

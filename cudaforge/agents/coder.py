@@ -18,6 +18,7 @@ from cudaforge.agents.prompts import (
     PromptLibrary,
     chat,
     coder_follow_up_context,
+    example_name,
     first_attempt_context,
     optimize_context,
     repair_context,
@@ -26,13 +27,7 @@ from cudaforge.agents.records import Backend, CoderMode, CoderResult, Feedback
 from cudaforge.types import EvalResult, Task
 
 AUTO_EXAMPLE = "auto"
-"""``Coder.example`` value that picks the bundled example matching the backend."""
-EXAMPLES_BY_BACKEND = {
-    Backend.cuda: "elementwise_add",
-    Backend.triton: "elementwise_add_triton",
-    Backend.any: "elementwise_add",
-}
-"""The bundled one-shot example per backend."""
+"""``Coder.example`` value that picks the bundled example of the backend's language (``KernelLanguage.example``)."""
 
 
 def _parse_code(text: str) -> tuple[str | None, str]:
@@ -76,7 +71,7 @@ class Coder:
         """The one-shot example the first attempt shows, or None."""
         if self.example is None:
             return None
-        name = EXAMPLES_BY_BACKEND[self.backend] if self.example == AUTO_EXAMPLE else self.example
+        name = example_name(self.backend) if self.example == AUTO_EXAMPLE else self.example
         return self.prompts.example(name)
 
     def first_attempt(self, task: Task, *, gpu: Mapping[str, Any] | None = None, **meta: Any) -> CoderResult:

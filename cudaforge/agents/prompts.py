@@ -28,7 +28,9 @@ from typing import Any, Callable
 import jinja2
 from jinja2 import meta
 
+from cudaforge import languages
 from cudaforge.agents.records import (
+    ANY_BACKEND,
     CORRECTION_KEYS,
     OPTIMIZATION_KEYS,
     PAPER_OPTIMIZATION_KEYS,
@@ -511,6 +513,28 @@ def metrics_context(metrics: Mapping[str, Any] | None) -> dict[str, str]:
 # --------------------------------------------------------------------------- mode contexts
 
 
+def backend_context(backend: Backend) -> dict[str, str]:
+    """What the Coder templates say about the kernel language, from the registry (``cudaforge.languages``):
+    ``backend`` (its name), ``kernel_kind`` (in prose), ``kernel_rule`` (the output-format rule on writing and
+    launching the kernels) and ``kernel_follow_up`` (what a follow-up asks the kernels to be)."""
+    value = Backend(backend).value
+    if value == ANY_BACKEND:
+        choices = languages.choice_languages()
+        return {"backend": value, "kernel_kind": " or ".join(lang.title for lang in choices),
+                "kernel_rule": "Write the kernels in " + ", or in ".join(lang.prompt_choice for lang in choices) + ".",
+                "kernel_follow_up": ""}  # fmt: skip
+    language = languages.get(value)
+    return {"backend": value, "kernel_kind": language.title, "kernel_rule": language.prompt_rule,
+            "kernel_follow_up": language.follow_up}  # fmt: skip
+
+
+def example_name(backend: Backend) -> str:
+    """The bundled worked example for ``backend`` (``any``: the first choice's, CUDA's)."""
+    value = Backend(backend).value
+    language = languages.choice_languages()[0] if value == ANY_BACKEND else languages.get(value)
+    return language.example
+
+
 def first_attempt_context(
     task: Task,
     *,
@@ -524,7 +548,7 @@ def first_attempt_context(
         "task": task_context(task),
         "example": dict(example) if example else None,
         "gpu": gpu_context(gpu),
-        "backend": Backend(backend).value,
+        **backend_context(backend),
         "skills": [s.strip() for s in skills if s.strip()],
     }
 
@@ -545,7 +569,7 @@ def repair_context(
         "error": error_context(result, max_chars=max_chars),
         "error_log": error_log(result),
         "feedback": feedback_context(feedback),
-        "backend": Backend(backend).value,
+        **backend_context(backend),
     }
 
 
@@ -567,7 +591,7 @@ def optimize_context(
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
         "gpu_card": gpu_card_context(gpu),
-        "backend": Backend(backend).value,
+        **backend_context(backend),
         "skills": [s.strip() for s in skills if s.strip()],
     }
 
@@ -615,12 +639,19 @@ def optimization_context(
         "metrics": table,
         "kernel_metrics": kernel_metrics_context(kernels, only_metrics),
         "metric_set": metric_set or ("metrics" if table else "no profile was collected"),
+        "language_notes": _language_notes(kernel),
     }
+
+
+def _language_notes(kernel: str) -> str:
+    """The kernel language's notes for the Judge (``KernelLanguage.judge_notes``; empty for CUDA and Triton)."""
+    name = languages.detect(kernel)
+    return "" if name == languages.NO_KERNEL else languages.get(name).judge_notes
 
 
 def coder_follow_up_context(reason: str, *, backend: Backend) -> dict[str, Any]:
     """The context of ``coder/follow_up``."""
-    return {"reason": reason, "backend": Backend(backend).value}
+    return {"reason": reason, **backend_context(backend)}
 
 
 def judge_follow_up_context(reason: str, *, mode: JudgeMode, required_keys: Sequence[str]) -> dict[str, Any]:

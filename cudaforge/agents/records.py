@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from cudaforge import languages
 from cudaforge.types import Feedback, JudgeMode, Record
 
 
@@ -21,12 +22,16 @@ class CoderMode(str, enum.Enum):
     optimize = "optimize"
 
 
-class Backend(str, enum.Enum):
-    """Which kernel technology the Coder is told to use."""
+ANY_BACKEND = "any"
+"""The ``Backend`` that lets the Coder choose among ``languages.choice_languages()``."""
 
-    cuda = "cuda"  # CUDA C++ through torch.utils.cpp_extension.load_inline
-    triton = "triton"  # Triton kernels
-    any = "any"  # either, the Coder's choice
+Backend = enum.Enum(  # type: ignore[misc]
+    "Backend", [(lang.name, lang.name) for lang in languages.coder_languages()] + [(ANY_BACKEND, ANY_BACKEND)],
+    type=str, module=__name__, qualname="Backend",
+)
+Backend.__doc__ = """Which kernel language the Coder is told to use: one member per language of the registry
+(``cudaforge.languages``) that has a prompt rule (``cuda``, ``triton``, ``cute_dsl``, ``tilelang``), and ``any``
+(the Coder's choice among CUDA and Triton)."""
 
 
 CORRECTION_KEYS: tuple[str, ...] = ("critical_issue", "why_it_matters", "minimal_fix_hint")

@@ -1,28 +1,29 @@
 """The registry of kernel languages: what a "kernel" is, decided in one place.
 
-Each language is one module (``cuda.py``, ``triton.py``, ``cupy.py``) defining ``LANGUAGE``, a
-:class:`~cudaforge.languages.base.KernelLanguage`. The static guards, the evaluator's ``backend``, the build
-path and the profiler ask this registry; adding a language means adding its module to ``_MODULES``
-(docs/architecture.md, "Kernel languages"). This package imports nothing heavy (no torch, no Hydra), so
+Each language is one module (``cuda.py``, ``triton.py``, ``cupy.py``, ``cute_dsl.py``, ``tilelang.py``) defining
+``LANGUAGE``, a :class:`~cudaforge.languages.base.KernelLanguage`. The static guards, the evaluator's ``backend``,
+the build path, the profiler and the Coder's prompts (``strategy.backend``) ask this registry; adding a language
+means adding its module to ``_MODULES`` and its worked example (docs/architecture.md, "Kernel languages"). This package imports nothing heavy (no torch, no Hydra), so
 ``eval`` and ``profile`` both use it without importing each other.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from cudaforge.languages.base import KernelLanguage
-from cudaforge.languages.names import is_copy_or_fill, is_own_kernel, kernel_base_name
+from cudaforge.languages.names import LIBRARY_KERNEL, is_copy_or_fill, kernel_base_name
 
-_MODULES = ("cuda", "triton", "cupy")
+_MODULES = ("cuda", "triton", "cupy", "cute_dsl", "tilelang")
 """The registered languages, in the order a source is tested against them (the first that matches names it)."""
 
 NO_KERNEL = "torch"
 """The ``backend`` of a source no language claims (PyTorch ops only)."""
 
-OTHER_DECORATORS = ("kernel",)
+OTHER_DECORATORS: tuple[str, ...] = ()
 """Kernel decorators of technologies we do not evaluate but must still recognise as kernels in the guards
-(``numba.cuda.jit`` is ``jit``, ``cute.kernel`` ``kernel``)."""
+(none beyond the languages' own: ``numba.cuda.jit`` is ``jit``)."""
 
 OTHER_BUILDERS = ("_create_jit_fn", "SourceModule", "DynamicSourceModule")
 """Calls of such technologies that build kernels from source (PyCUDA's ``SourceModule`` ...)."""
@@ -71,10 +72,41 @@ def kernel_builders() -> tuple[str, ...]:
     return tuple(dict.fromkeys(b for lang in languages() for b in lang.builders)) + OTHER_BUILDERS
 
 
+def coder_languages() -> list[KernelLanguage]:
+    """The languages the Coder can be asked for (``strategy.backend``): those with a prompt rule."""
+    return [lang for lang in languages() if lang.prompt_rule]
+
+
+def choice_languages() -> list[KernelLanguage]:
+    """The languages offered together when the Coder may choose (``strategy.backend=any``)."""
+    return [lang for lang in languages() if lang.prompt_choice and not lang.modules]
+
+
+def missing_modules(name: str) -> list[str]:
+    """The Python modules language ``name`` needs that this interpreter cannot import (empty: all there)."""
+    return [m for m in get(name).modules if importlib.util.find_spec(m) is None]
+
+
+def is_own_kernel(name: str, own_names: set[str]) -> bool:
+    """True when the reported kernel ``name`` is one the candidate defines.
+
+    Each language says how a name its source defines looks once compiled (``profiled_match``). With no known
+    own names (the source hides them, e.g. kernels built from files), every kernel but torch's and its
+    libraries' known ones counts as the candidate's own, so nothing of the candidate's is dropped silently.
+    """
+    if not own_names:
+        return not LIBRARY_KERNEL.search(name)
+    base = kernel_base_name(name)
+    if base in own_names:
+        return True
+    return any(lang.profiled_match(base, own) for lang in languages() for own in own_names)
+
+
 def describe() -> str:
     """The registered languages in words, for messages (``CUDA C++ built with ... , Triton ...``)."""
     return "; ".join(f"{lang.name}: {lang.summary}" for lang in languages())
 
 
-__all__ = ["KernelLanguage", "NO_KERNEL", "describe", "detect", "get", "is_copy_or_fill", "is_own_kernel",
-           "kernel_base_name", "kernel_builders", "kernel_decorators", "kernel_names", "languages", "names"]
+__all__ = ["KernelLanguage", "NO_KERNEL", "choice_languages", "coder_languages", "describe", "detect", "get",
+           "is_copy_or_fill", "is_own_kernel", "kernel_base_name", "kernel_builders", "kernel_decorators",
+           "kernel_names", "languages", "missing_modules", "names"]

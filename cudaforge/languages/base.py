@@ -6,12 +6,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 
+def same_name(profiled: str, defined: str) -> bool:
+    """The default match of a profiled kernel's base name with a name the source defines: equality."""
+    return profiled == defined
+
+
 @dataclass(frozen=True)
 class KernelLanguage:
     """A language candidates may write their kernels in (``cudaforge/languages/<name>.py`` defines one).
 
-    The static guards, the build path, the profiler and the evaluator's ``backend`` ask the registry
-    (``cudaforge.languages``) through these fields; none of them tests for a language itself."""
+    The static guards, the build path, the profiler, the evaluator's ``backend`` and the Coder's prompts
+    ask the registry (``cudaforge.languages``) through these fields; none of them tests for a language itself."""
 
     name: str
     """Its name in configs, results and records (``cuda``, ``triton`` ...)."""
@@ -20,7 +25,7 @@ class KernelLanguage:
     detect: Callable[[str], bool]
     """Whether a candidate's source uses it (judged from the text; the source is never imported)."""
     kernel_names: Callable[[str], set[str]]
-    """The names of the kernels a source defines in it, as the profiler reports them (base names)."""
+    """The names of the kernels a source defines in it, as the source spells them."""
     decorators: tuple[str, ...] = ()
     """Last names of decorators that make a Python function one of its kernels (``jit`` for ``@triton.jit``)."""
     builders: tuple[str, ...] = ()
@@ -28,3 +33,22 @@ class KernelLanguage:
     builds_extension: bool = False
     """Its kernels are built by ``torch.utils.cpp_extension`` (so through the evaluator's build path and cache,
     and, in a sandboxed profile, from the library the trusted side built)."""
+    profiled_match: Callable[[str, str], bool] = same_name
+    """Whether a profiled kernel's base name (``kernel_base_name``) is the kernel the source names ``defined``:
+    CuTe DSL reports ``relu_kernel`` as ``kernel_cutlass_relu_kernel_<argument types>_0``."""
+    modules: tuple[str, ...] = ()
+    """Python modules a candidate in it imports that are not cudaforge's own dependencies (``cutlass``,
+    ``tilelang``): ``cudaforge doctor`` and the hack corpus check them, and an evaluation without them says so."""
+    title: str = ""
+    """Its name in prose (``CUDA``, ``CuTe DSL``): the Coder's prompts say "custom {title} kernels"."""
+    prompt_rule: str = ""
+    """The Coder's output-format rule on how to write and launch kernels in it; empty: the Coder cannot be asked
+    for this language (``strategy.backend`` does not offer it)."""
+    prompt_choice: str = ""
+    """The same rule, short, as one choice among several (``strategy.backend=any``); empty: not offered there."""
+    follow_up: str = ""
+    """What a follow-up prompt after an unusable reply adds ("with its CUDA kernels built by `load_inline`")."""
+    example: str = ""
+    """The Coder's worked example: a folder under ``cudaforge/resources/agents/examples/``."""
+    judge_notes: str = ""
+    """What the Judge should know when reading a kernel in it (shown in its optimisation prompt; empty: nothing)."""

@@ -17,4 +17,12 @@ LANGUAGE = KernelLanguage(
     kernel_names=cuda_kernel_names,
     builders=("load_inline",),  # torch.utils.cpp_extension.load is matched by its whole name (``load`` is common)
     builds_extension=True,
+    title="CUDA",
+    prompt_rule="Write the kernels in CUDA C++ and build them with `torch.utils.cpp_extension.load_inline` "
+    "(`cpp_sources` declares the host functions, `cuda_sources` holds the kernels and their host wrappers, "
+    "`functions=[...]` names what Python calls), once at import time, not in `forward`.",
+    prompt_choice="CUDA C++ built with `torch.utils.cpp_extension.load_inline` (`cpp_sources` declares the host "
+    "functions, `cuda_sources` holds the kernels and their wrappers, `functions=[...]`; built once at import time)",
+    follow_up="with its CUDA kernels built by `load_inline`",
+    example="elementwise_add",
 )

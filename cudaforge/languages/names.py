@@ -5,7 +5,8 @@ The candidate's kernel names are read from its text (never by importing it), by 
 and ``@triton.jit`` functions. A profiled kernel is the candidate's own when its base name (no ``void``, namespace,
 template arguments or parameters) is one of those names; everything else the forward launched
 (torch's elementwise and copy kernels, cuBLAS, cuDNN, torch.compile's Triton kernels) is a
-library kernel, reported only when asked for.
+library kernel, reported only when asked for. ``cudaforge.languages.is_own_kernel`` decides, asking each
+language how its kernels are named once compiled.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from cudaforge import pyast
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 _GLOBAL_FN = re.compile(r"__global__\b[^(;{}]*?\b([A-Za-z_]\w*)\s*\(")
 RAW_KERNEL = re.compile(r"Raw(?:Kernel|Module)\s*\([^)]*?['\"]([A-Za-z_]\w*)['\"]\s*\)")
-_LIBRARY = re.compile(
+LIBRARY_KERNEL = re.compile(
     r"at::|c10::|cutlass|cublas|cudnn|xmma|gemm|gemv|nvjet|elementwise_kernel|reduce_kernel|CatArray|"
     r"Memcpy|Memset|^triton_(poi|red|per|tem)_"
 )
 """Names of kernels that torch and its libraries launch (used when the candidate's names are unknown)."""
+
 
 
 def cuda_kernel_names(source: str) -> set[str]:
@@ -31,30 +33,36 @@ def cuda_kernel_names(source: str) -> set[str]:
     return {name for name in _GLOBAL_FN.findall(text) if name not in ("void", "static", "inline")}
 
 
-def _is_jit_decorator(node: ast.expr) -> bool:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        return target.attr in ("jit", "autotune", "heuristics") and _root_name(target) in ("triton", "tl")
-    return isinstance(target, ast.Name) and target.id == "jit"
-
-
 def _root_name(node: ast.expr) -> str:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def jit_kernel_names(source: str) -> set[str]:
-    """Python functions decorated ``@triton.jit`` (or ``autotune``/``heuristics``, or a bare ``@jit``)."""
+def decorated_names(source: str, attrs: tuple[str, ...], roots: tuple[str, ...], bare: tuple[str, ...] = ()) -> set[str]:
+    """Python functions of ``source`` decorated ``@<root>...<attr>`` (``roots`` the first name, ``attrs`` the last;
+    called or not), or by a bare name in ``bare``: how the Python-embedded languages mark their kernels."""
     try:
         tree = pyast.parse(source)
     except SyntaxError:
         return set()
+
+    def marks(node: ast.expr) -> bool:
+        target = node.func if isinstance(node, ast.Call) else node
+        if isinstance(target, ast.Attribute):
+            return target.attr in attrs and _root_name(target) in roots
+        return isinstance(target, ast.Name) and target.id in bare
+
     return {
         node.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and any(_is_jit_decorator(d) for d in node.decorator_list)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(marks(d) for d in node.decorator_list)
     }
+
+
+def jit_kernel_names(source: str) -> set[str]:
+    """Python functions decorated ``@triton.jit`` (or ``autotune``/``heuristics``, or a bare ``@jit``)."""
+    return decorated_names(source, ("jit", "autotune", "heuristics"), ("triton", "tl"), bare=("jit",))
 
 
 def is_copy_or_fill(name: str) -> bool:
@@ -87,15 +95,3 @@ def kernel_base_name(name: str) -> str:
         text = stripped
     text = text.split("::")[-1].strip()
     return text.split()[-1] if text.split() else name.strip()
-
-
-def is_own_kernel(name: str, own_names: set[str]) -> bool:
-    """True when the reported kernel ``name`` is one the candidate defines.
-
-    With no known own names (the source hides them, e.g. kernels built from files), every
-    kernel but torch's and its libraries' known ones counts as the candidate's own, so nothing
-    of the candidate's is dropped silently.
-    """
-    if not own_names:
-        return not _LIBRARY.search(name)
-    return kernel_base_name(name) in own_names

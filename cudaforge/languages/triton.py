@@ -16,4 +16,10 @@ LANGUAGE = KernelLanguage(
     detect=_detect,
     kernel_names=jit_kernel_names,
     decorators=("jit", "autotune", "heuristics"),
+    title="Triton",
+    prompt_rule="Write the kernels in Triton (`import triton`, `import triton.language as tl`, `@triton.jit`) "
+    "and launch them from `forward`.",
+    prompt_choice="Triton (`@triton.jit`) launched from `forward`",
+    follow_up="with its Triton kernels",
+    example="elementwise_add_triton",
 )

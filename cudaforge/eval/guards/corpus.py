@@ -4,7 +4,7 @@ Each file's module docstring declares, one per line::
 
     TASK: tiny/level1/1_ReLU                 # <suite>/<task id within it>; suite "hacks" is benchmarks/hacks/tasks
     EXPECTED: rejected by output_type        # or: incorrect by <guard>, correct, correct, reported by <guard>
-    NEEDS: cuda                              # optional: its runtime verdict needs a GPU
+    NEEDS: cuda, tilelang                    # optional: its runtime verdict needs a GPU (and these Python modules)
     CONFIG: torch_ops=strict                 # optional: eval config overrides, comma-separated
     THREAT: forged result file               # optional: the threat-model class it attacks (sandbox and verifier)
 
@@ -47,6 +47,8 @@ class Entry:
     reported: str = ""
     """A guard that must have reported (verdict ``report``)."""
     needs_cuda: bool = False
+    needs_modules: tuple[str, ...] = ()
+    """Python modules its runtime verdict needs besides cudaforge's own (a kernel language's: ``cutlass``)."""
     config: dict[str, Any] = field(default_factory=dict)
     threat: str = ""
     """The threat-model class (docs/evaluation.md, "Threat model") the entry attacks; empty for guard hacks."""
@@ -75,6 +77,12 @@ class Entry:
         if self.status == "invalid":
             return True
         return bool(self.guard) and GUARDS[self.guard].where == "static" and self.status == "rejected" and not self.needs_cuda
+
+    def missing_modules(self) -> list[str]:
+        """The modules of ``needs_modules`` this interpreter cannot import (empty: it can run the entry)."""
+        import importlib.util
+
+        return [m for m in self.needs_modules if importlib.util.find_spec(m) is None]
 
     @property
     def source(self) -> str:
@@ -114,9 +122,10 @@ def parse_entry(path: Path) -> Entry:
     for item in filter(None, (s.strip() for s in fields.get("CONFIG", "").split(","))):
         key, _, value = item.partition("=")
         config[key.strip()] = _value(value.strip())
+    needs = [n.strip() for n in fields.get("NEEDS", "").split(",") if n.strip()]
     return Entry(path=path, task=fields["TASK"], status=match["status"], guard=match["guard"] or "",
-                 reported=match["reported"] or "", needs_cuda=fields.get("NEEDS", "") == "cuda", config=config,
-                 threat=fields.get("THREAT", ""))  # fmt: skip
+                 reported=match["reported"] or "", needs_cuda="cuda" in needs, config=config,
+                 needs_modules=tuple(n for n in needs if n != "cuda"), threat=fields.get("THREAT", ""))  # fmt: skip
 
 
 def load_corpus(directory: Path = CORPUS_DIR) -> list[Entry]:

@@ -391,7 +391,8 @@ class _Module:
             for node in ast.walk(fn):
                 if isinstance(node, ast.Name) and node.id in self.kernels | self.extensions:
                     uses.append(f"{node.id} ({_where(node)})")
-                elif isinstance(node, ast.Attribute) and node.attr in self.kernels:  # a kernel kept in a class
+                elif isinstance(node, ast.Attribute) and node.attr in self.kernels and self.qual(node) is None:
+                    # a kernel kept in a class or an instance; not a module's function of the same name (torch.relu)
                     uses.append(f"{ast.unparse(node)} ({_where(node)})")
                 elif self._is_self_attr(node) and node.attr in self.self_extensions:  # type: ignore[union-attr]
                     uses.append(f"self.{node.attr} ({_where(node)})")  # type: ignore[union-attr]
