@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cudaforge import languages
+
 _GROUPS = "suite, coder, judge, strategy, eval, profile, tracker, experiment"
 
 HELP: dict[str, str] = {
@@ -357,4 +359,7 @@ def check_values(cfg: Any) -> list[str]:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             problems.append(f"{key}={value}: must be positive, or null for no budget")
+    backend = str(getattr(OmegaConf.select(cfg, "strategy.backend"), "value", OmegaConf.select(cfg, "strategy.backend")))
+    if backend in languages.names() and languages.missing_message(backend):
+        problems.append(f"strategy.backend={backend}: {languages.missing_message(backend)}")
     return problems

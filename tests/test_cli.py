@@ -239,3 +239,19 @@ def test_a_run_directory_with_a_corrupt_database_is_one_line_and_left_as_it_is(t
     [line] = [ln for ln in out.stderr.splitlines() if ln.startswith("cudaforge run: error:")]
     assert "checkpoints.sqlite is not a readable SQLite database" in line and f"cudaforge repair {tmp_path / 'run'}" in line
     assert (run / "checkpoints.sqlite").read_bytes() == b"not a database" * 512
+
+
+def test_a_run_asking_for_a_language_this_machine_lacks_stops_before_it_starts(tmp_path, capsys, monkeypatch):
+    """strategy.backend=tilelang without the tilelang package: one line naming the package and how to install it
+    (run where tilelang is installed, the same command gets past this check)."""
+    from cudaforge import languages
+    from cudaforge.cli import main
+
+    monkeypatch.setattr(languages, "missing_modules", lambda name: list(languages.get(name).modules))
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "strategy.backend=tilelang", f"hydra.run.dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == ("cudaforge run: error: strategy.backend=tilelang: TileLang kernels need the "
+                                         "Python module tilelang, which this interpreter cannot import: pip install "
+                                         "tilelang (tested with 0.1.15)")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []

@@ -67,7 +67,7 @@ def test_cupy_and_plain_torch_and_the_names_of_each():
 
 
 def test_an_unknown_language_is_refused_with_the_known_ones():
-    with pytest.raises(ValueError, match="unknown kernel language 'hip'; known: cuda, triton, cupy, cute_dsl, tilelang"):
+    with pytest.raises(ValueError, match="unknown kernel language 'hip'; known: cuda, cupy, cute_dsl, tilelang, triton"):
         languages.get("hip")
 
 
@@ -124,7 +124,9 @@ def test_a_kernel_named_like_the_torch_op_it_stands_beside_is_not_a_use_of_it():
 
 def test_every_language_module_is_registered_and_the_guards_vocabulary_is_the_registrys():
     modules = {p.stem for p in (PACKAGE / "languages").glob("*.py")} - {"__init__", "base", "names"}
-    assert modules == set(languages.names())  # a language module left out of the registry fails here
+    assert modules == set(languages.names())  # every module of the package is a language: no list to forget
+    for name in modules:  # and each defines its LANGUAGE under its own name
+        assert languages.get(name).name == name
     for language in languages.languages():
         assert set(language.decorators) <= set(guard_source.KERNEL_DECORATORS)
         assert set(language.builders) <= set(guard_source.KERNEL_BUILDERS)
@@ -188,3 +190,16 @@ def test_a_run_needs_nothing_of_teach():
     users = sorted(m for m, deps in graph.items() if m.startswith(("cudaforge.run.", "cudaforge.graph.", "cudaforge.agents."))
                    and any(d.startswith("cudaforge.teach") for d in deps))  # fmt: skip
     assert not users, users
+
+
+def test_a_candidate_in_a_language_whose_package_is_missing_is_unsupported_before_any_worker(monkeypatch):
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalStatus
+
+    monkeypatch.setattr(languages, "missing_modules", lambda name: list(languages.get(name).modules))
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    result = Evaluator({"device": "cpu"}).evaluate(task, (CANDIDATES / "cute_dsl_relu.py").read_text())
+    assert result.status is EvalStatus.UNSUPPORTED and [p.phase.value for p in result.phases] == ["static"]
+    assert "CuTe DSL kernels need the Python module cutlass" in result.message
+    assert "pip install nvidia-cutlass-dsl" in result.message

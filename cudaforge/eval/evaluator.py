@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from cudaforge import languages
 from cudaforge.eval.settings import EvalConfig, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
 from cudaforge.eval.static import StaticReport, check_candidate
 from cudaforge.eval.triton_cache import trusted_cache
@@ -295,6 +296,11 @@ class Evaluator:
                 message=static.message, phases=[static_record], seconds=time.monotonic() - started,
                 guard_findings=static.findings,
             )  # fmt: skip
+        missing = languages.missing_message(static.backend) if static.backend != languages.NO_KERNEL else ""
+        if missing:  # the machine's fault, not the candidate's: said before any worker starts
+            return EvalResult(task_id=task.id, candidate_hash=source_hash(source), status=EvalStatus.UNSUPPORTED,
+                              message=f"this candidate is written in {static.backend}: {missing}.",
+                              phases=[static_record], seconds=time.monotonic() - started)  # fmt: skip
         if gpu is None and self.gpus:
             gpu = self._next_gpu()
         device = "cuda" if gpu is not None else "cpu"

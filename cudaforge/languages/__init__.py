@@ -3,7 +3,7 @@
 Each language is one module (``cuda.py``, ``triton.py``, ``cupy.py``, ``cute_dsl.py``, ``tilelang.py``) defining
 ``LANGUAGE``, a :class:`~cudaforge.languages.base.KernelLanguage`. The static guards, the evaluator's ``backend``,
 the build path, the profiler and the Coder's prompts (``strategy.backend``) ask this registry; adding a language
-means adding its module to ``_MODULES`` and its worked example (docs/architecture.md, "Kernel languages"). This package imports nothing heavy (no torch, no Hydra), so
+means adding its module here and its worked example (docs/architecture.md, "Kernel languages"). This package imports nothing heavy (no torch, no Hydra), so
 ``eval`` and ``profile`` both use it without importing each other.
 """
 
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import LIBRARY_KERNEL, is_copy_or_fill, kernel_base_name
 
-_MODULES = ("cuda", "triton", "cupy", "cute_dsl", "tilelang")
-"""The registered languages, in the order a source is tested against them (the first that matches names it)."""
+_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "names")))
+"""The registered languages: every module of this package but ``base`` and ``names``, in name order, which is also
+the order a source is tested against them (the first that matches names it)."""
 
 NO_KERNEL = "torch"
 """The ``backend`` of a source no language claims (PyTorch ops only)."""
@@ -87,6 +89,16 @@ def missing_modules(name: str) -> list[str]:
     return [m for m in get(name).modules if importlib.util.find_spec(m) is None]
 
 
+def missing_message(name: str) -> str:
+    """Why candidates in language ``name`` cannot run here, with how to install what is missing ("": they can)."""
+    missing = missing_modules(name)
+    if not missing:
+        return ""
+    language = get(name)
+    return (f"{language.title or name} kernels need the Python module{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)}, which this interpreter cannot import: {language.install or 'install it'}")
+
+
 def is_own_kernel(name: str, own_names: set[str]) -> bool:
     """True when the reported kernel ``name`` is one the candidate defines.
 
@@ -109,4 +121,4 @@ def describe() -> str:
 
 __all__ = ["KernelLanguage", "NO_KERNEL", "choice_languages", "coder_languages", "describe", "detect", "get",
            "is_copy_or_fill", "is_own_kernel", "kernel_base_name", "kernel_builders", "kernel_decorators",
-           "kernel_names", "languages", "missing_modules", "names"]
+           "kernel_names", "languages", "missing_message", "missing_modules", "names"]

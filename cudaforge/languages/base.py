@@ -39,6 +39,8 @@ class KernelLanguage:
     modules: tuple[str, ...] = ()
     """Python modules a candidate in it imports that are not cudaforge's own dependencies (``cutlass``,
     ``tilelang``): ``cudaforge doctor`` and the hack corpus check them, and an evaluation without them says so."""
+    install: str = ""
+    """How to install ``modules`` (``pip install tilelang``), said when they are missing."""
     title: str = ""
     """Its name in prose (``CUDA``, ``CuTe DSL``): the Coder's prompts say "custom {title} kernels"."""
     prompt_rule: str = ""

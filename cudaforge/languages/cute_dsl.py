@@ -30,6 +30,7 @@ LANGUAGE = KernelLanguage(
     decorators=("kernel", "jit"),
     profiled_match=_profiled_match,
     modules=("cutlass",),
+    install="pip install nvidia-cutlass-dsl (CUTLASS 4's Python DSL; tested with 4.2.1)",
     title="CuTe DSL",
     prompt_rule="Write the kernels in CuTe DSL (`import cutlass`, `import cutlass.cute as cute`): each kernel a "
     "`@cute.kernel` function, launched by a `@cute.jit` host function (`kernel(...).launch(grid=..., block=...)`). "

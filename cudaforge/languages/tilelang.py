@@ -30,6 +30,7 @@ LANGUAGE = KernelLanguage(
     decorators=("prim_func", "jit"),
     profiled_match=_profiled_match,
     modules=("tilelang",),
+    install="pip install tilelang (tested with 0.1.15)",
     title="TileLang",
     prompt_rule="Write the kernels in TileLang (`import tilelang`, `import tilelang.language as T`): a "
     "`@tilelang.jit(out_idx=[...])` function that takes the sizes and returns a `@T.prim_func` whose body opens "
