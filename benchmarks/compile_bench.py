@@ -151,7 +151,8 @@ def machine_info() -> dict:
     sys.path.insert(0, str(ROOT))
     import torch
 
-    from cudaforge.eval.build import detect_arch, toolchain_fingerprint
+    from cudaforge.eval.build import toolchain_fingerprint
+    from cudaforge.hardware.vendor import current
 
     gpu = "none"
     if shutil.which("nvidia-smi"):
@@ -165,7 +166,7 @@ def machine_info() -> dict:
                 break
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu, "gpu": gpu, "arch": detect_arch(),
+        "host": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu, "gpu": gpu, "arch": current().detect_arch(),
         "platform": platform.platform(), "toolchain": toolchain_fingerprint(), "torch_cuda_available":
         torch.cuda.is_available(),
     }

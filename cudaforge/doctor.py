@@ -7,7 +7,6 @@ counters only narrows what a run measures and is said as such.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -54,7 +53,9 @@ def _tool_version(path: str, args: list[str]) -> str:
 
 
 def _nvcc() -> Check:
-    nvcc = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+    from cudaforge.hardware.vendor import current
+
+    nvcc = current().compiler(None)
     if not nvcc:
         return Check("nvcc", False, "not found: CUDA (load_inline) candidates cannot build; Triton ones still run")
     return Check("nvcc", True, f"{nvcc}: {_tool_version(nvcc, ['--version'])}")

@@ -7,6 +7,7 @@ no precompiled header) built cold once per session and then hit from the cache.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cudaforge.eval import build
+from cudaforge.hardware.vendor import current
 from cudaforge.eval.build import (
     BuildSettings,
     FallbackMode,
@@ -118,7 +120,7 @@ def test_cache_key_includes_toolchain(tmp_path, monkeypatch):
     settings = settings_for(str(tmp_path))
     base, _ = _key(settings)
     fingerprint = dict(build.toolchain_fingerprint())
-    monkeypatch.setattr(build, "toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"})
+    monkeypatch.setattr("cudaforge.eval.build.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"})
     assert _key(settings)[0] != base
 
 
@@ -135,17 +137,19 @@ def test_toolchain_fingerprint_fields():
     assert fingerprint["torch"] == torch.__version__
 
 
-def test_arch_flags():
-    assert build.arch_flags("9.0") == ["-gencode=arch=compute_90,code=sm_90"]
-    assert build.arch_flags("9.0a") == ["-gencode=arch=compute_90a,code=sm_90a"]
-    assert build._names_arch(["-arch=sm_90a"]) and build._names_arch(["-gencode=arch=compute_80,code=sm_80"])
-    assert not build._names_arch(["-O3", "--use_fast_math"])
+def test_arch_flags_come_from_the_vendor():
+    nvidia = current()
+    assert nvidia.name == "nvidia" and nvidia.arch_flags("9.0") == ["-gencode=arch=compute_90,code=sm_90"]
+    assert nvidia.arch_flags("9.0a") == ["-gencode=arch=compute_90a,code=sm_90a"]
+    assert nvidia.names_arch(["-arch=sm_90a"]) and nvidia.names_arch(["-gencode=arch=compute_80,code=sm_80"])
+    assert not nvidia.names_arch(["-O3", "--use_fast_math"])
 
 
 def test_resolved_settings_fill_arch_and_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(build, "detect_arch", lambda: None)
+    monkeypatch.setattr("cudaforge.eval.build.settings.current",
+                        lambda: dataclasses.replace(current(), detect_arch=lambda: None))  # no GPU visible
     resolved = BuildSettings(cache_dir=str(tmp_path)).resolved()
-    assert resolved.arch == build.DEFAULT_ARCH and Path(resolved.cache_dir).is_absolute()
+    assert resolved.arch == current().default_arch == "9.0" and Path(resolved.cache_dir).is_absolute()
     assert BuildSettings.from_dict(resolved.to_dict()) == resolved
 
 
@@ -410,7 +414,7 @@ def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
                                 None, None, None, None, True, True, False)
     builder = build._Builder(settings)
     (tmp_path / "probe").mkdir()
-    builder._write_ninja(spec, tmp_path / "probe", "m_0123", spec.extra_cflags, build.arch_flags("9.0"))
+    builder._write_ninja(spec, tmp_path / "probe", "m_0123", spec.extra_cflags, current().arch_flags("9.0"))
     expected = builder._pch_dir(tmp_path / "probe")[0]
     seen = []
     monkeypatch.setattr(build._Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags: (seen.append(pch_dir), (True, ""))[1])

@@ -22,7 +22,6 @@ import importlib.util
 import os
 import platform
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from cudaforge.hardware.vendor import current
 
 NVCC_TIMEOUT_S = 10.0
 """How long ``nvcc --version`` may take before it is given up on."""
@@ -104,14 +105,8 @@ def _optional_version(module: str, notes: list[str]) -> str | None:
 
 
 def _find_nvcc() -> str | None:
-    """Path of nvcc: on PATH, else under CUDA_HOME / CUDA_PATH / /usr/local/cuda."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and os.access(os.path.join(root, "bin", "nvcc"), os.X_OK):
-            return os.path.join(root, "bin", "nvcc")
-    return None
+    """Path of the vendor's compiler (nvcc: ``cudaforge.hardware.vendor``)."""
+    return current().compiler(None)
 
 
 _NVCC_SEEN: dict[str, tuple[str | None, str | None]] = {}

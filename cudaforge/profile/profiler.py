@@ -15,10 +15,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
-import functools
 import itertools
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -36,6 +34,7 @@ from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.settings import ProfileConfig
 from cudaforge import languages
 from cudaforge.languages import is_own_kernel, kernel_base_name
+from cudaforge.hardware.vendor import current
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
@@ -96,61 +95,24 @@ class ProfileSettings(ProfileConfig):
         }  # fmt: skip
 
 
-@functools.lru_cache(maxsize=8)
 def ncu_version(ncu: str) -> str | None:
-    """``ncu --version``'s version (``2025.3.1.0``), or None."""
-    try:
-        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r"Version\s+([\d.]+)", out)
-    return match.group(1) if match else None
+    """``ncu --version``'s version (``2025.3.1.0``), or None (the vendor's profiler: ``cudaforge.hardware.vendor``)."""
+    return current().profiler_version(ncu)
 
 
 def resolve_ncu(ncu_path: str) -> str | None:
-    """The ncu executable's path, or None when there is none (also tries /usr/local/cuda/bin)."""
-    found = shutil.which(ncu_path)
-    if found is None and os.sep not in ncu_path:
-        cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
-        candidate = Path(cuda_home) / "bin" / ncu_path
-        found = str(candidate) if os.access(candidate, os.X_OK) else None
-    return found
+    """The ncu executable's path, or None when there is none (also tries the toolkit's bin)."""
+    return current().profiler(ncu_path)
 
 
 def gpu_model_name(gpu: str | int) -> str:
-    """The model name of physical GPU ``gpu`` (index or UUID) from NVML, for cache keys; never raises."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            text = str(gpu)
-            handle = (pynvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
-                      else pynvml.nvmlDeviceGetHandleByUUID(text))  # fmt: skip
-            name = pynvml.nvmlDeviceGetName(handle)
-            return name.decode() if isinstance(name, bytes) else str(name)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVML: a key that still separates devices
-        return f"gpu-{gpu}"
+    """The model name of physical GPU ``gpu`` (index or UUID), for cache keys; never raises."""
+    return current().model_name(gpu)
 
 
 def visible_gpu_ids() -> list[str]:
-    """Physical GPU ids this process may use, without torch: ``CUDA_VISIBLE_DEVICES`` when set,
-    else NVML's device indices; ``[]`` when neither shows a GPU."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no driver, no NVML: no GPU
-        return []
+    """Physical GPU ids this process may use, without torch (``[]``: none); the vendor says how."""
+    return current().visible_devices()
 
 
 def totals(kernels: list[KernelProfile]) -> dict[str, MetricValue]:

@@ -20,7 +20,6 @@ Stdlib only: importable where torch is not.
 from __future__ import annotations
 
 import enum
-import glob
 import json
 import os
 import shutil
@@ -34,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cudaforge.hardware.vendor import current
 
 SANDBOX_UID = 65534
 """The unprivileged uid (``nobody``) candidates run as when the trusted side is root."""
@@ -55,20 +56,6 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def _cuda_roots() -> list[str]:
-    roots = set()
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            roots.add(os.environ[var])
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        roots.add(str(Path(os.path.realpath(nvcc)).parents[1]))
-        roots.add(str(Path(nvcc).parent))
-    roots.update(glob.glob("/usr/local/cuda*"))
-    roots.update(p for p in ("/usr/local/nvidia", "/opt/nvidia") if os.path.isdir(p))
-    return sorted(roots)
-
-
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
              "/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives", "/etc/os-release", "/etc/debian_version",
              "/etc/host.conf", "/etc/hosts", "/etc/mime.types", "/etc/nvidia", "/etc/OpenCL", "/etc/vulkan",
@@ -81,8 +68,7 @@ def _toolchain_dirs() -> set[str]:
     """Every directory on PATH, and the prefix of each compiler found there (``/opt/gcc`` for
     ``/opt/gcc/bin/g++``: its headers and helpers), except a home directory as a prefix."""
     bins = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d)}
-    for tool in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja", "nvcc"):
-        found = shutil.which(tool)
+    for found in [shutil.which(t) for t in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja")] + [current().compiler(None)]:
         if found:
             bins.add(str(Path(os.path.realpath(found)).parent))
     dirs = set(bins)
@@ -99,7 +85,7 @@ def default_read_paths() -> list[str]:
     system libraries and compilers, the CUDA toolkit and driver, /proc and /sys (for device discovery)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              _package_root(), "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", *ETC_FILES,
-             *_cuda_roots(), *_toolchain_dirs()}  # fmt: skip
+             *current().toolkit_roots(), *_toolchain_dirs()}  # fmt: skip
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths().get(key, ""))
     paths.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != tempfile.gettempdir())
@@ -107,10 +93,9 @@ def default_read_paths() -> list[str]:
 
 
 def default_device_paths() -> list[str]:
-    """Device nodes a candidate may open: the null/zero/random devices and the NVIDIA GPU nodes."""
+    """Device nodes a candidate may open: the null/zero/random devices and the GPU vendor's (``/dev/nvidia*``)."""
     nodes = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
-    nodes += glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")
-    return [n for n in nodes if os.path.exists(n) and not os.path.isdir(n)]
+    return [n for n in nodes if os.path.exists(n)] + current().device_nodes()
 
 
 @dataclass

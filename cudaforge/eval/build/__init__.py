@@ -1,0 +1,98 @@
+"""Fast, cached, isolated builds of the CUDA extensions that KernelBench candidates compile.
+
+A candidate calls ``torch.utils.cpp_extension.load_inline`` at import time and must evaluate
+unchanged, so everything here happens by wrapping that call inside the evaluation worker:
+
+* :func:`build_hooks` patches ``load_inline`` (and ``load``) for the duration of a ``with`` block.
+  Each call is keyed by a hash of its sources, functions, flags, include paths, the toolchain
+  (:func:`toolchain_fingerprint`) and the target architecture; the build lands in
+  ``<cache_dir>/<key>`` under a module name suffixed with the key, so two candidates that both
+  name their module ``my_cuda`` never collide, and a repeated candidate is a cache hit that
+  imports the finished ``.so`` in milliseconds (torch's own staleness check is bypassed). An
+  ``fcntl`` lock per key makes concurrent builds of one key from several processes safe, and a
+  killed build leaves no stale lock behind (torch's ``FileBaton`` does).
+* What cuts a cold build. The time goes to parsing torch's headers: nvcc parses them three
+  times (cudafe++, cicc, then the host compiler, each ~1/3 of the time) and g++ once more for the
+  binding file ``main.cpp``. Measured with ``benchmarks/compile_bench.py`` on an H200 box (16
+  cores, torch 2.11+cu130, nvcc 13.0): torch's own load_inline takes 48-63 s for the one-kernel
+  candidates in benchmarks/candidates; with these hooks 7.9-10.3 s (cuda.cuda.o 7-10 s, main.o
+  5.5-6.6 s, in parallel), a cache hit 0.3 s. Per measure:
+
+  - light headers in the CUDA source (the big one). ``#include <torch/extension.h>`` pulls in
+    the whole C++ frontend and pybind11, which no kernel needs. Tier ``min`` replaces it (and
+    the ``<torch/types.h>`` that load_inline prepends) by ``<ATen/core/Tensor.h>``,
+    ``<ATen/Dispatch.h>``, the wrappers of the ATen operators the source calls (the
+    ``ATen/ops/<op>.h`` text without its includes: those pull in ``ATen/Context.h`` and cost
+    more than the tensor itself) and torch's dtype aliases; and ``ATen/cuda/CUDAContext.h`` by
+    ``c10/cuda/CUDAStream.h`` + ``CUDAException.h`` when the source only takes streams from it.
+    nvcc on a ReLU kernel, 2-core box: 73 s (extension.h), 27 s (types.h), 14 s (min with the
+    op headers), 7.8 s (min as built here). Tier ``types`` swaps extension.h for types.h. A
+    tier that fails falls back to the next and finally to the untouched source, so a candidate
+    never fails because of us;
+  - a precompiled header (GCC ``.gch``) of ``torch/extension.h`` for ``main.cpp``, built once
+    per host-flag set into ``<cache_dir>/pch`` (~750 MB each; not into torch's site-packages as
+    torch's ``use_pch`` does, which also deletes it whenever another build passes
+    ``use_pch=False``): main.cpp 17 s -> 7 s at -O0 and 32 s -> 11 s at -O3 (2-core box); the
+    first build of a flag set pays ~30 s for it, see :func:`warm_pch`;
+  - failures come back early: when a light build fails with errors no torch header can cause
+    (syntax, built-in type mismatches, identifiers no torch header declares), or for want of a
+    toolkit header, the untouched build is skipped (H200: a compile error is reported after
+    6.5 s instead of ~55 s);
+  - with ``fallback=race`` the untouched build runs beside the light one from the start, so a
+    candidate whose light build fails for want of a header is never slower than torch's plain
+    build; it is killed once the light one succeeds;
+  - only the target architecture is built (explicit ``-gencode``): the key names it, and a
+    CPU-only precompile needs it (torch picks architectures from the visible GPUs). On a
+    one-GPU box torch's default is that architecture plus PTX, so this saves little there.
+
+  Measured and not kept: host ``-O0`` for nvcc (nvcc compiles host code at -O0 unless the
+  candidate asks for more; forcing it moved 26.8 s to 24.9 s, within noise, and would change
+  the candidate's host code); ccache (not installed on either machine, and the per-key cache
+  already serves every exact repeat).
+* The whole compiler output is captured, also on success (warnings), and
+  :func:`trim_compiler_log` cuts it down to the first errors with their source lines for the
+  Judge. Sources are compiled with ``#line`` markers, so errors point at lines of the
+  candidate's own ``cuda_sources`` / ``cpp_sources`` strings.
+* Without CUDA in torch (a CPU wheel, as on CI), torch's load_inline cannot even start on CUDA
+  sources (``CUDA_HOME`` is never looked up; the wheel has no libtorch_cuda/libc10_cuda to link
+  and lacks the generated ``c10/cuda/impl/cuda_cmake_macros.h``). The hooks still compile every
+  source to objects with nvcc and g++, with a stand-in for that one generated header and the
+  headers of pip's CUDA library wheels (``nvidia/cu13/include``) when installed; they skip the
+  link and import and raise :class:`ModuleNotLoadable` (status ``compiled_only``). A build that
+  fails only because the toolkit lacks a library header (``cusparse.h``, which
+  ``ATen/cuda/CUDAContext.h`` includes; nvcc alone does not ship it) raises
+  :class:`ToolchainIncomplete` (status ``toolchain_error``): it says nothing about the candidate.
+* :func:`precompile` runs all of this in a separate CPU-only process (``CUDA_VISIBLE_DEVICES=""``)
+  under a hard timeout, so compiles overlap GPU work; the GPU worker later imports the same
+  source under the same settings and hits the cache.
+
+The package imports torch lazily: :func:`precompile`, :func:`scrubbed_env` and
+:func:`trim_compiler_log` work in a parent process that never imports torch or candidate code.
+
+One module per job: ``settings`` (BuildSettings), ``toolchain`` (nvcc, the host compiler, the architecture flags:
+NVIDIA's facts, from ``cudaforge.hardware.vendor``), ``headers`` (light headers), ``logs`` (log trimming and what a
+failed log says), ``records`` (BuildRecord, the errors, the recorder), ``builder`` (one build through the cache,
+its locks, the precompiled header, eviction), ``intercept`` (the ``load_inline``/``load`` hooks and the trusted
+side's build service) and ``precompile`` (builds ahead of the GPU evaluation, in a CPU-only child).
+"""
+
+
+from __future__ import annotations
+
+from cudaforge.eval.build.builder import _Builder, _sanitize, cache_key
+from cudaforge.eval.build.headers import light_cuda_source
+from cudaforge.eval.build.intercept import _Hooks, build_hooks, serve_build, spec_from_inputs, warm_pch
+from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
+from cudaforge.eval.build.precompile import BuildOutcome, precompile
+from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
+from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
+from cudaforge.eval.build.toolchain import toolchain_fingerprint
+from cudaforge.isolation import scrubbed_env
+
+__all__ = [
+    "RECIPE_VERSION", "BuildError", "BuildOutcome", "BuildRecord", "BuildRecorder", "BuildSettings",
+    "FallbackMode", "ModuleNotLoadable", "ToolchainIncomplete", "_Builder", "_Hooks", "_sanitize",
+    "build_hooks", "cache_key", "light_cuda_source", "missing_toolkit_header",
+    "precompile", "scrubbed_env", "serve_build", "spec_from_inputs", "toolchain_fingerprint", "trim_compiler_log",
+    "warm_pch",
+]  # fmt: skip

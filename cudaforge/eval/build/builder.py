@@ -1,0 +1,386 @@
+"""Building one extension through the cache: the key, the per-key file lock, the light and plain attempts (raced
+or in sequence), the precompiled header of ``main.cpp``, and eviction of the least recently used builds."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import inspect
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from cudaforge.isolation import scrubbed_env
+from cudaforge.sandbox.launch import REFUSED_EXIT
+from cudaforge.eval.build.logs import _EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets, missing_toolkit_header
+from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
+from cudaforge.eval.build.toolchain import _pip_cuda_includes, toolchain_fingerprint
+from cudaforge.hardware.vendor import current
+
+
+def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:
+    """Hash of a build's inputs, the toolchain, the architecture and the recipe (48 hex digits)."""
+    payload = {
+        "inputs": inputs,
+        "toolchain": toolchain_fingerprint(),
+        "cpu_only_includes": _pip_cuda_includes() if toolchain_fingerprint()["torch_cuda"] == "None" else [],
+        "arch": settings.arch,
+        "recipe": {
+            "version": RECIPE_VERSION,
+            "light_headers": settings.light_headers,
+            "use_pch": settings.use_pch,
+            "extra_cflags": settings.extra_cflags,
+            "extra_cuda_cflags": settings.extra_cuda_cflags,
+        },
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:48]
+
+
+# --------------------------------------------------------------------------- building
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``fcntl`` lock: released by the kernel if the holder dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _call_filtered(fn: Any, **kwargs: Any) -> Any:
+    """Call a private torch helper with the keyword arguments its version accepts."""
+    params = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in kwargs.items() if k in params})
+
+
+@dataclass
+class _Spec:
+    """One extension to build: its files (name -> text) and torch's build arguments."""
+
+    name: str
+    files: dict[str, str]
+    """File name -> text of the plain build (only ``.cpp``/``.cu``... files are compiled)."""
+    variants: list[tuple[str, dict[str, str]]]
+    """``(variant, files)`` in the order to try: ``light:<tier>`` ones, then ``plain``."""
+    extra_cflags: list[str]
+    extra_cuda_cflags: list[str]
+    extra_ldflags: list[str]
+    extra_include_paths: list[str]
+    with_cuda: bool
+    is_python_module: bool
+
+
+@dataclass
+class _Attempt:
+    variant: str
+    ok: bool
+    log: str
+    failed_targets: list[str]
+    directory: Path
+    measures: list[str]
+
+
+class _Builder:
+    """Builds one :class:`_Spec` into ``<cache>/<key>`` (under the key's lock)."""
+
+    def __init__(self, settings: BuildSettings, extra_read: tuple[str, ...] = ()) -> None:
+        import torch
+        import torch.utils.cpp_extension as ce
+
+        self.settings = settings
+        self.extra_read = tuple(extra_read)
+        self.ce = ce
+        self.torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
+        self.can_link_cuda = torch.version.cuda is not None and not getattr(torch.version, "hip", None)
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._cancel: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    # -- ninja ---------------------------------------------------------------------------
+
+    def _write_ninja(self, spec: _Spec, directory: Path, module_name: str, extra_cflags: list[str],
+                     extra_cuda_cflags: list[str]) -> None:
+        ce = self.ce
+        sources = [str(directory / f) for f in spec.files if f.endswith((".cpp", ".cu", ".cc", ".cxx", ".c"))]
+        patched_home = spec.with_cuda and ce.CUDA_HOME is None
+        if patched_home:  # CPU wheel: torch never looked for CUDA; nvcc is still here
+            ce.CUDA_HOME = current().toolkit_home()
+        try:
+            ldflags = _call_filtered(
+                ce._prepare_ldflags, extra_ldflags=list(spec.extra_ldflags), with_cuda=spec.with_cuda,
+                with_sycl=False, verbose=False, is_standalone=False,
+            )
+            _call_filtered(
+                ce._write_ninja_file_to_build_library,
+                path=str(directory / "build.ninja"), name=module_name, sources=sources,
+                extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_sycl_cflags=[],
+                extra_ldflags=ldflags, extra_include_paths=list(spec.extra_include_paths),
+                with_cuda=spec.with_cuda, with_sycl=False, is_standalone=False,
+            )
+        finally:
+            if patched_home:
+                ce.CUDA_HOME = None
+
+    def _ninja(self, attempt_id: str, directory: Path, targets: list[str]) -> tuple[int, str]:
+        cmd = [shutil.which("ninja") or "ninja", "-v"] + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs
+                                                          else []) + targets  # fmt: skip
+        with self._lock:
+            if self._cancel[attempt_id].is_set():
+                return -1, "(cancelled)\n"
+            proc = self._start_compiler(cmd, directory)
+            self._procs[attempt_id] = proc
+        out, _ = proc.communicate()
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        if proc.returncode == REFUSED_EXIT and "sandbox refused" not in out:
+            out += "\nsandbox refused to run the compiler (eval.sandbox=required): " + self._refusal + "\n"
+        with self._lock:
+            self._procs.pop(attempt_id, None)
+        return proc.returncode, out
+
+    _refusal = ""
+
+    def _start_compiler(self, cmd: list[str], directory: Path) -> subprocess.Popen:
+        """ninja (and the compilers it runs) on candidate sources: in a sandbox that reads the toolchain, the
+        torch headers, the precompiled headers and ``extra_read``, and writes only ``directory``."""
+        from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths
+
+        env = scrubbed_env({"TMPDIR": str(directory), "HOME": str(directory)})
+        mode = SandboxMode(self.settings.sandbox)
+        if mode is SandboxMode.off:
+            return subprocess.Popen(cmd, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # fmt: skip
+        read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()),
+                str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
+        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=None, cpu_seconds=3600, file_bytes=4 << 30,
+                          devices=["/dev/null", "/dev/zero", "/dev/urandom"], namespaces=self.settings.sandbox_namespaces)  # fmt: skip
+        started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        status = started.status()
+        if not status.get("ok"):
+            self._refusal = "; ".join(status.get("missing", []))
+        started.proc.sandbox = started  # its control socket lives as long as the process is watched
+        return started.proc
+
+    def _kill(self, attempt_id: str) -> None:
+        with self._lock:
+            self._cancel[attempt_id].set()
+            proc = self._procs.get(attempt_id)
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+    def _cpu_shims(self) -> str:
+        shim = self.settings.cache_root() / "cpu_shims"
+        header = shim / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+        if not header.exists():
+            header.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(header, "#pragma once\n// cudaforge: stands in for the header CUDA builds of torch generate\n"
+                                  "#define C10_CUDA_BUILD_SHARED_LIBS\n")
+        return str(shim)
+
+    @staticmethod
+    def _read_ninja_var(directory: Path, var: str) -> str:
+        for line in (directory / "build.ninja").read_text().splitlines():
+            if line.startswith(f"{var} = "):
+                return line[len(var) + 3:]
+        return ""
+
+    # -- precompiled header ---------------------------------------------------------------
+
+    def _pch_dir(self, directory: Path) -> tuple[Path, str, str]:
+        cflags = self._read_ninja_var(directory, "cflags")
+        cflags = re.sub(r"-DTORCH_EXTENSION_NAME=\S+", "", cflags)
+        cxx = self._read_ninja_var(directory, "cxx") or "c++"
+        sig = hashlib.sha256(json.dumps([toolchain_fingerprint(), cxx, cflags]).encode()).hexdigest()[:24]
+        return self.settings.pch_root() / sig, cxx, cflags
+
+    def _ensure_pch(self, pch_dir: Path, cxx: str, cflags: str) -> tuple[bool, str]:
+        gch = pch_dir / "torch" / "extension.h.gch"
+        if gch.exists():
+            return True, ""
+        failed = pch_dir / "FAILED"
+        if failed.exists():  # this flag set cannot make a header: do not pay for trying again
+            return False, ""
+        with _file_lock(pch_dir.with_suffix(".lock")):
+            if gch.exists():
+                return True, ""
+            if failed.exists():
+                return False, ""
+            gch.parent.mkdir(parents=True, exist_ok=True)
+            tmp = gch.with_name(f".extension.h.gch.{os.getpid()}.tmp")
+            header = os.path.join(self.torch_include, "torch", "extension.h")
+            cmd = f"{cxx} {cflags} -x c++-header {shlex.quote(header)} -o {shlex.quote(str(tmp))}"
+            proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, errors="replace")
+            if proc.returncode != 0:
+                tmp.unlink(missing_ok=True)
+                _write_atomic(failed, f"{cmd}\n{proc.stdout}{proc.stderr}")
+                return False, f"[pch] could not be built (see {failed}); compiling without it\n"
+            os.replace(tmp, gch)
+            return True, f"[pch] built {gch}\n"
+
+    # -- one variant ------------------------------------------------------------------------
+
+    def _objects(self, spec: _Spec) -> list[str]:
+        objs = []
+        for f in spec.files:
+            stem, ext = os.path.splitext(f)
+            if ext == ".cu" and spec.with_cuda:
+                objs.append(f"{stem}.cuda.o")
+            elif ext in (".cpp", ".cc", ".cxx", ".c"):
+                objs.append(f"{stem}.o")
+        return objs
+
+    def _run_variant(self, attempt_id: str, spec: _Spec, files: dict[str, str], directory: Path,
+                     module_name: str, use_pch: bool, fresh: bool) -> _Attempt:
+        measures: list[str] = []
+        if fresh and directory.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True, exist_ok=True)
+        for fname, text in files.items():
+            path = directory / fname
+            if not path.exists() or path.read_text() != text:  # keep mtimes: ninja rebuilds only what changed
+                path.write_text(text)
+        extra_cflags = list(spec.extra_cflags)
+        extra_cuda = list(spec.extra_cuda_cflags)
+        if spec.with_cuda and not current().names_arch(extra_cuda) and self.settings.arch:
+            extra_cuda += current().arch_flags(self.settings.arch)
+            measures.append(f"arch={self.settings.arch}")
+        if spec.with_cuda and not self.can_link_cuda:
+            # CPU torch: the header CUDA wheels generate at build time, and CUDA library headers
+            # from pip's wheels if any are installed. Only compile checks see these; nothing links.
+            for include in [self._cpu_shims()] + _pip_cuda_includes():
+                extra_cuda += ["-isystem", include]
+        self._write_ninja(spec, directory, module_name, extra_cflags, extra_cuda)
+        log = ""
+        objects = self._objects(spec)
+        link = self.can_link_cuda or not spec.with_cuda
+        cu_objects = [o for o in objects if o.endswith(".cuda.o")]
+        if use_pch and files.get("main.cpp", "").startswith("#include <torch/extension.h>"):
+            pch_dir, cxx, cflags = self._pch_dir(directory)
+            early: dict[str, tuple[int, str]] = {}
+            thread = None
+            if not (pch_dir / "torch" / "extension.h.gch").exists() and cu_objects:
+                # first use of this flag set: build the header while nvcc works on the kernels
+                thread = threading.Thread(target=lambda: early.update(r=self._ninja(attempt_id, directory, cu_objects)))
+                thread.start()
+            ok, pch_log = self._ensure_pch(pch_dir, cxx, cflags)
+            if thread is not None:
+                thread.join()
+                log += early["r"][1]
+            log += pch_log
+            if thread is not None and early["r"][0] != 0:
+                return _Attempt(attempt_id, False, log, _failed_targets(log), directory, measures)
+            if ok:
+                extra_cflags += [f"-I{pch_dir}", "-Winvalid-pch"]
+                self._write_ninja(spec, directory, module_name, extra_cflags, extra_cuda)
+                measures.append("pch")
+        rc, out = self._ninja(attempt_id, directory, [] if link else objects)
+        log += out
+        return _Attempt(attempt_id, rc == 0, log, _failed_targets(log) if rc != 0 else [], directory, measures)
+
+    # -- the whole build -------------------------------------------------------------------
+
+    def build(self, spec: _Spec, key: str, module_name: str) -> tuple[_Attempt, list[str]]:
+        """Build the light variants (in order) and the plain one; return the winner and fallbacks."""
+        root = self.settings.cache_root() / key
+        light = [(v, f) for v, f in spec.variants if v != "plain"]
+        plain_files = dict(spec.variants)["plain"]
+        fallbacks: list[str] = []
+        for attempt_id in ("light", "plain"):
+            self._cancel[attempt_id] = threading.Event()
+        plain_result: list[_Attempt] = []
+
+        def run_plain() -> None:
+            plain_result.append(self._run_variant("plain", spec, plain_files, root / "plain", module_name,
+                                                  self.settings.use_pch, fresh=True))
+
+        race = bool(light) and self.settings.fallback_mode() is FallbackMode.RACE
+        plain_thread = threading.Thread(target=run_plain)
+        if race:
+            plain_thread.start()
+        winner = None
+        for index, (variant, files) in enumerate(light):
+            attempt = self._run_variant("light", spec, files, root / "light", module_name,
+                                        self.settings.use_pch, fresh=index == 0)
+            attempt.variant = variant
+            if attempt.ok:
+                winner = attempt
+                break
+            fallbacks.append(f"{variant} failed ({', '.join(attempt.failed_targets)})")
+            if missing_toolkit_header(attempt.log) or self._errors_are_the_sources(attempt):
+                winner = attempt  # the untouched source would fail the same way: report it now
+                fallbacks.append("plain skipped: " + ("toolkit header missing" if missing_toolkit_header(attempt.log)
+                                                      else "errors do not depend on torch headers"))
+                break
+            if any(not t.endswith(".cuda.o") for t in attempt.failed_targets):
+                break  # the failure is not in the CUDA source: lighter headers would not help
+        if winner is not None:
+            if race:
+                self._kill("plain")
+                plain_thread.join()
+            shutil.rmtree(root / "plain", ignore_errors=True)
+            return winner, fallbacks
+        if not race:
+            plain_thread.start()
+        plain_thread.join()
+        shutil.rmtree(root / "light", ignore_errors=True)
+        return plain_result[0], fallbacks
+
+    def _errors_are_the_sources(self, attempt: _Attempt) -> bool:
+        """True when every error of a failed light build would also stop the untouched build.
+
+        That holds for errors in the candidate's own lines that are syntax errors, mismatches
+        between built-in types, or undefined identifiers that no torch header declares (so
+        no header we removed could have declared them). Anything else falls back.
+        """
+        if attempt.failed_targets != ["cuda.cuda.o"]:
+            return False
+        errors = [ln for ln in attempt.log.splitlines()
+                  if (m := _EDG_DIAG.match(ln)) and m.group("kind") != "warning"]
+        if not errors:
+            return False
+        undefined = set()
+        for line in errors:
+            if not line.startswith("cuda_sources("):
+                return False
+            found = _UNDEFINED.search(line)
+            if found:
+                undefined.add(found.group(1))
+            elif not _SOURCE_ONLY_ERROR.search(line):
+                return False
+        if undefined:
+            grep = ["grep", "-rqwF", "--include=*.h", "--include=*.cuh", "--include=*.hpp"]
+            for name in sorted(undefined):
+                grep += ["-e", name]
+            if subprocess.run(grep + [self.torch_include], capture_output=True).returncode != 1:
+                return False  # found in torch's headers (or grep failed): a header could matter
+        return True
+
+
+def _sanitize(name: str) -> str:
+    name = re.sub(r"\W", "_", name) or "ext"
+    return name if not name[0].isdigit() else f"m_{name}"
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

@@ -1,0 +1,90 @@
+"""Light headers: the CUDA source rewritten to include only the parts of torch a kernel needs (tiers ``min``,
+``types``), which cuts nvcc's parse of torch's headers from most of a cold build."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+
+# --------------------------------------------------------------------------- light headers
+
+_HEAVY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch/(extension|torch|all)\.h)[>"].*$', re.M)
+_TYPES_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch/types\.h|ATen/ATen\.h)[>"].*$', re.M)
+# Code that needs more than tensors: the light tiers would only waste a compile on it.
+_NEEDS_FRONTEND = re.compile(
+    r"pybind11|PYBIND11_|\bpy::|TORCH_LIBRARY|torch::(nn|optim|jit|data|serialize|autograd|fft|linalg|special"
+    r"|nested|sparse|cuda|python|Library|class_)\b"
+)
+_OP_CALL = re.compile(r"\b(?:torch|at)::(\w+)\s*\(")
+_TORCH_ALIASES = "namespace torch {\nusing namespace at;\nusing Dtype = at::ScalarType;\n" + "".join(
+    f"inline constexpr auto {alias} = at::{target};\n"
+    for alias, target in [
+        ("kUInt8", "kByte"), ("kInt8", "kChar"), ("kInt16", "kShort"), ("kInt32", "kInt"), ("kInt64", "kLong"),
+        ("kFloat16", "kHalf"), ("kFloat32", "kFloat"), ("kFloat64", "kDouble"), ("kU8", "kByte"), ("kI8", "kChar"),
+        ("kI16", "kShort"), ("kI32", "kInt"), ("kI64", "kLong"), ("kF16", "kHalf"), ("kF32", "kFloat"),
+        ("kF64", "kDouble"),
+    ]
+) + "}  // namespace torch"
+
+
+_CUDA_CONTEXT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]ATen/cuda/CUDAContext\.h[>"].*$', re.M)
+_CUDA_NAMES = re.compile(r"\b(?:at|c10)::cuda::(\w+)")
+# What LLM kernels take from ATen/cuda/CUDAContext.h; all of it is c10/cuda/CUDAStream.h and
+# CUDAException.h (``at::cuda::getCurrentCUDAStream`` *is* ``c10::cuda::getCurrentCUDAStream``).
+# The guards come from the guard headers the source includes itself.
+_STREAM_ONLY = {"getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPool", "getStreamFromExternal",
+                "setCurrentCUDAStream", "CUDAStream", "CUDAGuard", "OptionalCUDAGuard", "CUDAStreamGuard",
+                "OptionalCUDAStreamGuard"}
+
+
+def _inline_op(torch_include: str, op: str) -> str:
+    """The wrappers of ``ATen/ops/<op>.h`` without the header's heavy includes (ATen/Context.h ...).
+
+    The wrappers only forward to ``at::_ops::<op>::call``, declared in ``<op>_ops.h``; the rest
+    of what they name (TensorOptions, SymInt, Scalar ...) comes with ``ATen/core/Tensor.h``.
+    """
+    text = Path(torch_include, "ATen", "ops", f"{op}.h").read_text()
+    own = f"#include <ATen/ops/{op}_ops.h>"
+    if own not in text:
+        return f"#include <ATen/ops/{op}.h>\n"
+    text = re.sub(r"^#include <(?!ATen/ops/%s_ops\.h>)[^>]*>[ \t]*$|^#pragma once$|^//.*$" % re.escape(op), "", text,
+                  flags=re.M)
+    return re.sub(r"\n{2,}", "\n", text).strip() + "\n"
+
+
+def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
+    """The user's CUDA source with lighter torch headers, or ``None`` if the tier cannot apply.
+
+    ``source`` is the user's ``cuda_sources`` text, before load_inline's own prefix. Tier
+    ``types`` swaps ``torch/extension.h`` (and ``torch/torch.h``, ``torch/all.h``) for
+    ``torch/types.h``. Tier ``min`` swaps those and ``torch/types.h``/``ATen/ATen.h`` for
+    ``ATen/core/Tensor.h``, ``ATen/Dispatch.h``, the wrappers of every ATen operator the source
+    calls as ``torch::op(``/``at::op(`` (the ``ATen/ops/<op>.h`` header minus its includes) and
+    torch's dtype aliases; and ``ATen/cuda/CUDAContext.h`` for ``c10/cuda/CUDAStream.h`` and
+    ``CUDAException.h`` when the source takes only streams from it. Include lines are replaced
+    in place, so line numbers do not move.
+    """
+    if _NEEDS_FRONTEND.search(source):
+        return None
+    if tier == "types":
+        if not _HEAVY_INCLUDE.search(source):
+            return None
+        return _HEAVY_INCLUDE.sub("#include <torch/types.h>", source)
+    if tier != "min":
+        raise ValueError(f"unknown header tier {tier!r}")
+    ops = sorted({m for m in _OP_CALL.findall(source) if os.path.exists(os.path.join(torch_include, "ATen", "ops", f"{m}.h"))})
+    wrappers = "".join(_inline_op(torch_include, op) for op in ops)
+    extra = "#include <ATen/core/Generator.h>\n" if "Generator" in wrappers else ""
+    extra += "#include <ATen/core/Reduction.h>\n" if "Reduction" in wrappers else ""
+    if "indexing::" in source:
+        extra += "#include <ATen/TensorIndexing.h>\n"
+    header = "#include <ATen/core/Tensor.h>\n#include <ATen/Dispatch.h>\n" + extra + wrappers + _TORCH_ALIASES
+    body = _TYPES_INCLUDE.sub("", _HEAVY_INCLUDE.sub("", source))
+    if (_CUDA_CONTEXT_INCLUDE.search(body) and set(_CUDA_NAMES.findall(source)) <= _STREAM_ONLY
+            and "AT_CUDA_CHECK" not in source):
+        body = _CUDA_CONTEXT_INCLUDE.sub("", body)
+        header += "\n#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAException.h>"
+    return header + '\n#line 1 "cuda_sources"\n' + body

@@ -1,0 +1,437 @@
+"""The interception of ``torch.utils.cpp_extension.load_inline`` and ``load``: the worker's calls become build
+requests (``spec_from_inputs``) that the trusted side serves (``serve_build``) through the cache."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from cudaforge.cache_admin import GB, evict_lru, touch
+from cudaforge.eval.build.builder import _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic, cache_key
+from cudaforge.eval.build.headers import light_cuda_source
+from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
+from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
+from cudaforge.eval.build.settings import BuildSettings
+from cudaforge.eval.build.toolchain import toolchain_fingerprint
+from cudaforge.hardware.vendor import current
+
+
+class _Hooks:
+    """The state behind :func:`build_hooks`: settings, recorder, modules loaded in this process."""
+
+    def __init__(self, settings: BuildSettings, recorder: BuildRecorder,
+                 remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 extra_read: tuple[str, ...] = ()) -> None:
+        self.settings = settings
+        self.recorder = recorder
+        self.remote = remote
+        """In a sandboxed worker: asks the trusted side to build ``inputs`` (``serve_build``) and returns its reply."""
+        self.extra_read = extra_read
+        self.loaded: dict[str, Any] = {}
+
+    # -- sources, as load_inline assembles them -----------------------------------------------
+
+    def inline_spec(self, name: str, cpp_sources: Any, cuda_sources: Any, functions: Any, extra_cflags: Any,
+                    extra_cuda_cflags: Any, extra_ldflags: Any, extra_include_paths: Any, with_cuda: Any,
+                    is_python_module: bool, with_pytorch_error_handling: bool,
+                    no_implicit_headers: bool) -> tuple[_Spec, dict[str, Any]]:
+        cpp = _as_list(cpp_sources)
+        cuda = _as_list(cuda_sources)
+        if isinstance(functions, str):
+            functions = [functions]
+        if isinstance(functions, list):
+            functions = {f: f for f in functions}
+        if functions is not None and not isinstance(functions, dict):
+            raise ValueError(f"Expected 'functions' to be a list or dict, but was {type(functions)}")
+        # ``#line`` makes diagnostics name lines of the candidate's own strings; files of those
+        # names sit beside the sources so that compilers can quote the offending line.
+        bindings = []
+        if functions:
+            bindings.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+            for fn, doc in functions.items():
+                wrapped = f"torch::wrap_pybind_function({fn})" if with_pytorch_error_handling else fn
+                bindings.append(f'm.def("{fn}", {wrapped}, "{doc}");')
+            bindings.append("}")
+        main = [] if no_implicit_headers else ["#include <torch/extension.h>"]
+        main += ['#line 1 "cpp_sources"', *cpp]
+        if bindings:
+            main += ['#line 1 "load_inline_bindings"', *bindings]
+        files = {"main.cpp": "\n".join(main), "cpp_sources": "\n".join(cpp), "load_inline_bindings": "\n".join(bindings)}
+        variants: list[tuple[str, dict[str, str]]] = []
+        if cuda:
+            prefix = [] if no_implicit_headers else [
+                "#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+            user = "\n".join(cuda)
+            files["cuda_sources"] = user
+            plain = "\n".join(prefix + ['#line 1 "cuda_sources"', user])
+            if self.settings.light_headers and not no_implicit_headers:
+                torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
+                for tier in ("min", "types"):
+                    text = light_cuda_source(user, tier, torch_include)
+                    if text is None:
+                        continue
+                    if tier == "min":
+                        text = "#include <cuda.h>\n#include <cuda_runtime.h>\n" + text
+                    else:
+                        text = "\n".join(prefix + ['#line 1 "cuda_sources"', text])
+                    variants.append((f"light:{tier}", {**files, "cuda.cu": text}))
+            files["cuda.cu"] = plain
+        variants.append(("plain", dict(files)))
+        with_cuda_flag = bool(cuda) if with_cuda is None else bool(with_cuda)
+        spec = _Spec(
+            name=name, files=files, variants=variants,
+            extra_cflags=[f.strip() for f in _as_list(extra_cflags) + self.settings.extra_cflags if f.strip()],
+            extra_cuda_cflags=[f.strip() for f in _as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags
+                               if f.strip()],
+            extra_ldflags=[f.strip() for f in _as_list(extra_ldflags) if f.strip()],
+            extra_include_paths=[os.path.abspath(p) for p in _as_list(extra_include_paths)],
+            with_cuda=with_cuda_flag, is_python_module=is_python_module,
+        )
+        inputs = {
+            "kind": "inline", "name": name, "cpp_sources": cpp, "cuda_sources": cuda, "functions": functions,
+            "extra_cflags": _as_list(extra_cflags), "extra_cuda_cflags": _as_list(extra_cuda_cflags),
+            "extra_ldflags": _as_list(extra_ldflags), "extra_include_paths": spec.extra_include_paths,
+            "with_cuda": with_cuda_flag, "is_python_module": is_python_module,
+            "with_pytorch_error_handling": with_pytorch_error_handling, "no_implicit_headers": no_implicit_headers,
+        }
+        return spec, inputs
+
+    def file_spec(self, name: str, sources: Any, extra_cflags: Any, extra_cuda_cflags: Any, extra_ldflags: Any,
+                  extra_include_paths: Any, with_cuda: Any, is_python_module: bool) -> tuple[_Spec, dict[str, Any]]:
+        paths = [os.path.abspath(p) for p in _as_list(sources)]
+        files: dict[str, str] = {}
+        for i, path in enumerate(paths):
+            base = os.path.basename(path)
+            files[base if base not in files else f"{i}_{base}"] = Path(path).read_text()
+        includes = [os.path.abspath(p) for p in _as_list(extra_include_paths)]
+        includes += sorted({os.path.dirname(p) for p in paths} - set(includes))  # their own "local.h" files
+        with_cuda_flag = any(p.endswith((".cu", ".cuh")) for p in paths) if with_cuda is None else bool(with_cuda)
+        spec = _Spec(
+            name=name, files=files, variants=[("plain", files)],
+            extra_cflags=[f.strip() for f in _as_list(extra_cflags) + self.settings.extra_cflags if f.strip()],
+            extra_cuda_cflags=[f.strip() for f in _as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags
+                               if f.strip()],
+            extra_ldflags=[f.strip() for f in _as_list(extra_ldflags) if f.strip()],
+            extra_include_paths=includes, with_cuda=with_cuda_flag, is_python_module=is_python_module,
+        )
+        inputs = {"kind": "files", "name": name, "files": files, "extra_cflags": _as_list(extra_cflags),
+                  "extra_cuda_cflags": _as_list(extra_cuda_cflags), "extra_ldflags": _as_list(extra_ldflags),
+                  "extra_include_paths": includes, "with_cuda": with_cuda_flag, "is_python_module": is_python_module}
+        return spec, inputs
+
+    # -- build or hit, then import ----------------------------------------------------------
+
+    def build_and_load(self, spec: _Spec, inputs: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        key = cache_key(inputs, self.settings)
+        module_name = f"{_sanitize(spec.name)}_{key[:16]}"
+        record = BuildRecord(name=spec.name, module_name=module_name, key=key, status="failed", cached=True,
+                             seconds=0.0)
+        self.recorder.records.append(record)
+        try:
+            if self.remote is not None:
+                return self._remote_build_and_load(spec, inputs, record)
+            return self._build_and_load(spec, key, module_name, record)
+        except (BuildError, ModuleNotLoadable):
+            raise
+        except Exception as exc:  # the machinery itself broke (no ninja, a torch without the helpers ...)
+            record.status = "crashed"
+            record.error = record.error or f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            record.seconds = time.perf_counter() - started
+
+    def _remote_build_and_load(self, spec: _Spec, inputs: dict[str, Any], record: BuildRecord) -> Any:
+        """The sandboxed side: the trusted side builds (or finds) the extension and hands over a copy to load."""
+        reply = self.remote(inputs)
+        for name in ("status", "variant", "measures", "fallbacks", "log", "log_trimmed", "error", "key", "module_name"):
+            if name in reply:
+                setattr(record, name, reply[name])
+        record.cached = bool(reply.get("cached"))
+        if record.status == "toolchain_error":
+            raise ToolchainIncomplete(record.error, record)
+        if record.status == "failed":
+            raise BuildError(record.error, record)
+        if record.status == "compiled_only":
+            raise ModuleNotLoadable(record.error, record)
+        if record.status != "built" or not reply.get("path"):
+            record.status = "crashed"
+            raise RuntimeError(record.error or "the build service gave no library")
+        return self._load(spec, record.key, record.module_name, reply["path"], record)
+
+    def resolve(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> str:
+        """The trusted side: build ``spec`` into the cache (or find it there); the path of its library.
+
+        Raises ToolchainIncomplete, BuildError or ModuleNotLoadable as the build went."""
+        root = self.settings.cache_root()
+        manifest_path = root / key / "build.json"
+        with _file_lock(root / "locks" / f"{key}.lock"):
+            manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+            if manifest is not None and manifest["status"] == "failed" and not self.settings.cache_failures:
+                manifest = None
+            if manifest is None:
+                record.cached = False
+                manifest = self._build(spec, key, module_name)
+                keep = {"failed": self.settings.cache_failures, "toolchain_error": False}
+                if keep.get(manifest["status"], True):
+                    _write_atomic(manifest_path, json.dumps(manifest, indent=1))
+            touch(root / key)  # when it was last used, for the size limit's eviction
+        if not record.cached and self.settings.max_cache_gb > 0:
+            with contextlib.suppress(OSError):  # a cache we may not trim still serves this build
+                evict_lru(root, int(self.settings.max_cache_gb * GB))
+        record.status = manifest["status"]
+        record.variant = manifest["variant"]
+        record.measures = manifest["measures"]
+        record.fallbacks = manifest["fallbacks"]
+        record.log = manifest["log"]
+        record.log_trimmed = manifest["log_trimmed"]
+        record.build_dir = str(root / key / manifest["directory"])
+        if record.status == "toolchain_error":
+            record.error = (f"extension '{spec.name}' could not be checked here: the CUDA toolkit lacks "
+                            f"{missing_toolkit_header(record.log)}, which the sources need (not the candidate's fault)")
+            raise ToolchainIncomplete(record.error, record)
+        if record.status == "failed":
+            record.error = f"Error building extension '{spec.name}':\n{record.log_trimmed}"
+            raise BuildError(record.error, record)
+        if record.status == "compiled_only":
+            record.error = (f"extension '{spec.name}' compiled, but this torch ({toolchain_fingerprint()['torch']}) "
+                            "has no CUDA: it was not linked or loaded")
+            raise ModuleNotLoadable(record.error, record)
+        return os.path.join(record.build_dir, f"{module_name}.so")
+
+    def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
+        if key in self.loaded:
+            record.status = "built"
+            return self.loaded[key]
+        return self._load(spec, key, module_name, self.resolve(spec, key, module_name, record), record)
+
+    def _load(self, spec: _Spec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
+        if not spec.is_python_module:
+            import torch
+
+            torch.ops.load_library(library)
+            self.loaded[key] = library
+            return library
+        try:
+            module_spec = importlib.util.spec_from_file_location(module_name, library)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        except ImportError as exc:  # e.g. "undefined symbol": a function declared but never defined
+            record.status = "failed"
+            record.error = f"Error loading extension '{spec.name}': {exc}"
+            record.log += f"\n{record.error}\n"
+            record.log_trimmed = trim_compiler_log(record.log)
+            raise BuildError(record.error, record) from exc
+        self.loaded[key] = module
+        return module
+
+    def _build(self, spec: _Spec, key: str, module_name: str) -> dict[str, Any]:
+        builder = _Builder(self.settings, self.extra_read)
+        started = time.perf_counter()
+        attempt, fallbacks = builder.build(spec, key, module_name)
+        measures = list(attempt.measures)
+        if attempt.variant.startswith("light:"):
+            measures.append("headers=" + attempt.variant.split(":", 1)[1])
+        linked = builder.can_link_cuda or not spec.with_cuda
+        status = "built" if linked else "compiled_only"
+        if not attempt.ok:
+            status = "toolchain_error" if missing_toolkit_header(attempt.log) else "failed"
+        return {
+            "status": status, "variant": attempt.variant, "measures": measures, "fallbacks": fallbacks,
+            "log": attempt.log, "log_trimmed": trim_compiler_log(attempt.log), "directory": attempt.directory.name,
+            "module_name": module_name, "seconds": round(time.perf_counter() - started, 3),
+            "fingerprint": toolchain_fingerprint(), "arch": self.settings.arch, "created": time.time(),
+        }
+
+
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,120}$")
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    items = _as_list(value)
+    if not all(isinstance(v, str) for v in items):
+        raise ValueError(f"{what} must be strings")
+    return items
+
+
+def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
+    """The trusted side's own ``_Spec`` for a build request (``load_inline``/``load`` arguments as data), and the
+    request re-written the way a local call writes it (what the cache key hashes).
+
+    Everything is validated: strings where strings belong, plain file names (no paths); raises ValueError."""
+    kind, name = inputs.get("kind"), inputs.get("name")
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise ValueError("the extension's name must be a short string")
+    flags = {k: _strings(inputs.get(k), k) for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+                                                     "extra_include_paths")}  # fmt: skip
+    if kind == "inline":
+        functions = inputs.get("functions")
+        if functions is not None and not (isinstance(functions, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in functions.items())):  # fmt: skip
+            raise ValueError("functions must map names to docstrings")
+        return hooks.inline_spec(name, _strings(inputs.get("cpp_sources"), "cpp_sources"),
+                                    _strings(inputs.get("cuda_sources"), "cuda_sources"), functions,
+                                    flags["extra_cflags"], flags["extra_cuda_cflags"], flags["extra_ldflags"],
+                                    flags["extra_include_paths"], inputs.get("with_cuda"),
+                                    bool(inputs.get("is_python_module", True)),
+                                    bool(inputs.get("with_pytorch_error_handling", True)),
+                                    bool(inputs.get("no_implicit_headers", False)))  # fmt: skip
+    if kind == "files":
+        files = inputs.get("files")
+        if not isinstance(files, dict) or not files or not all(
+                isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items()):  # fmt: skip
+            raise ValueError("files must map plain file names to their text")
+        settings = hooks.settings
+        with_cuda, is_module = bool(inputs.get("with_cuda")), bool(inputs.get("is_python_module", True))
+        canonical = {"kind": "files", "name": name, "files": dict(files), "extra_cflags": flags["extra_cflags"],
+                     "extra_cuda_cflags": flags["extra_cuda_cflags"], "extra_ldflags": flags["extra_ldflags"],
+                     "extra_include_paths": flags["extra_include_paths"], "with_cuda": with_cuda,
+                     "is_python_module": is_module}  # fmt: skip
+        return _Spec(
+            name=name, files=dict(files), variants=[("plain", dict(files))],
+            extra_cflags=[f.strip() for f in flags["extra_cflags"] + settings.extra_cflags if f.strip()],
+            extra_cuda_cflags=[f.strip() for f in flags["extra_cuda_cflags"] + settings.extra_cuda_cflags if f.strip()],
+            extra_ldflags=[f.strip() for f in flags["extra_ldflags"] if f.strip()],
+            extra_include_paths=flags["extra_include_paths"], with_cuda=with_cuda, is_python_module=is_module,
+        ), canonical  # fmt: skip
+    raise ValueError(f"unknown build kind {kind!r}")
+
+
+def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: str | None,
+                extra_read: tuple[str, ...] = ()) -> tuple[dict[str, Any], BuildRecord]:
+    """The trusted side of a sandboxed worker's ``load_inline``/``load``: build (or find) the extension.
+
+    The key is computed here, from the request as this side re-derived it; the compiler runs sandboxed
+    (``BuildSettings.sandbox``); the cache is written only here. A built library is copied into
+    ``deliver_dir`` (the worker's scratch directory) for the worker to load. Returns the reply for the
+    worker and the build's record (for the result). Never raises for a bad request: it fails the build.
+    """
+    started = time.perf_counter()
+    hooks = _Hooks(settings, BuildRecorder(), extra_read=extra_read)
+    record = BuildRecord(name=str(inputs.get("name"))[:200], module_name="", key="", status="failed", cached=True,
+                         seconds=0.0)  # fmt: skip
+    try:
+        spec, canonical = spec_from_inputs(hooks, inputs)
+        key = cache_key(canonical, settings)
+        record.key, record.module_name = key, f"{_sanitize(spec.name)}_{key[:16]}"
+        library = hooks.resolve(spec, key, record.module_name, record)
+        record.status = "built"
+        path = library
+        if deliver_dir:
+            os.makedirs(os.path.join(deliver_dir, "ext"), exist_ok=True)
+            path = os.path.join(deliver_dir, "ext", os.path.basename(library))
+            shutil.copyfile(library, path)
+            os.chmod(path, 0o755)
+        reply = {"path": path}
+    except (BuildError, ModuleNotLoadable) as exc:
+        record.error = record.error or str(exc)
+        reply = {}
+    except ValueError as exc:
+        record.status, record.error = "failed", f"a malformed build request: {exc}"
+        record.log = record.log_trimmed = record.error
+        reply = {}
+    except Exception as exc:  # noqa: BLE001 - the machinery broke: the worker gets the reason, we stay up
+        record.status, record.error = "crashed", f"{type(exc).__name__}: {exc}"
+        reply = {}
+    record.seconds = time.perf_counter() - started
+    reply.update(status=record.status, cached=record.cached, variant=record.variant, measures=record.measures,
+                 fallbacks=record.fallbacks, log_trimmed=record.log_trimmed[:20000], error=record.error[:20000],
+                 key=record.key, module_name=record.module_name)  # fmt: skip
+    return reply, record
+
+
+@contextlib.contextmanager
+def build_hooks(settings: BuildSettings | None = None,
+                remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Iterator[BuildRecorder]:
+    """Patch ``torch.utils.cpp_extension.load_inline`` and ``load`` to build through the cache.
+
+    Use it in the process that imports candidate code, around the import::
+
+        with build_hooks(settings) as recorder:
+            module = import_candidate(source)      # load_inline runs here, cached
+        recorder.records  # cache hit?, seconds, keys, logs, measures
+
+    A failed build raises :class:`BuildError` (a ``RuntimeError``, as torch raises); on a torch
+    without CUDA, CUDA sources are compiled and :class:`ModuleNotLoadable` is raised. Calls
+    that the cache cannot serve (``is_standalone``, SYCL sources) go to torch unchanged.
+    With ``remote`` (in a sandboxed worker) nothing is built here: ``remote(inputs)`` asks the trusted
+    side (:func:`serve_build`), which builds and hands back a library to load.
+    """
+    import torch.utils.cpp_extension as ce
+
+    settings = (settings or BuildSettings()).resolved()
+    recorder = BuildRecorder()
+    hooks = _Hooks(settings, recorder, remote)
+    original_inline, original_load = ce.load_inline, ce.load
+
+    @functools.wraps(original_inline)
+    def load_inline(name, cpp_sources, cuda_sources=None, sycl_sources=None, functions=None, extra_cflags=None,
+                    extra_cuda_cflags=None, extra_sycl_cflags=None, extra_ldflags=None, extra_include_paths=None,
+                    build_directory=None, verbose=False, with_cuda=None, with_sycl=None, is_python_module=True,
+                    with_pytorch_error_handling=True, keep_intermediates=True, use_pch=False,
+                    no_implicit_headers=False):
+        if sycl_sources or with_sycl:
+            return original_inline(name, cpp_sources, cuda_sources=cuda_sources, sycl_sources=sycl_sources,
+                                   functions=functions, extra_cflags=extra_cflags,
+                                   extra_cuda_cflags=extra_cuda_cflags, extra_sycl_cflags=extra_sycl_cflags,
+                                   extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+                                   build_directory=build_directory, verbose=verbose, with_cuda=with_cuda,
+                                   with_sycl=with_sycl, is_python_module=is_python_module,
+                                   with_pytorch_error_handling=with_pytorch_error_handling,
+                                   keep_intermediates=keep_intermediates, use_pch=use_pch)
+        spec, inputs = hooks.inline_spec(name, cpp_sources, cuda_sources, functions, extra_cflags,
+                                         extra_cuda_cflags, extra_ldflags, extra_include_paths, with_cuda,
+                                         is_python_module, with_pytorch_error_handling, no_implicit_headers)
+        return hooks.build_and_load(spec, inputs)
+
+    @functools.wraps(original_load)
+    def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_sycl_cflags=None, extra_ldflags=None,
+             extra_include_paths=None, build_directory=None, verbose=False, with_cuda=None, with_sycl=None,
+             is_python_module=True, is_standalone=False, keep_intermediates=True):
+        if is_standalone or with_sycl or any(str(s).endswith(".sycl") for s in _as_list(sources)):
+            return original_load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
+                                 extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+                                 build_directory=build_directory, verbose=verbose, with_cuda=with_cuda,
+                                 is_python_module=is_python_module, is_standalone=is_standalone,
+                                 keep_intermediates=keep_intermediates)
+        spec, inputs = hooks.file_spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
+                                       extra_include_paths, with_cuda, is_python_module)
+        return hooks.build_and_load(spec, inputs)
+
+    ce.load_inline, ce.load = load_inline, load
+    try:
+        yield recorder
+    finally:
+        ce.load_inline, ce.load = original_inline, original_load
+
+
+def warm_pch(settings: BuildSettings | None = None,
+             extra_cflags_sets: tuple[tuple[str, ...], ...] = ((), ("-O3",))) -> dict[str, str]:
+    """Build the precompiled ``torch/extension.h`` for common host-flag sets ahead of any candidate.
+
+    A build whose flag set has no header yet builds it first (about twice a binding-file
+    compile, once per flag set and cache); call this once when a worker pool starts so that no
+    candidate pays for it. Returns ``{flags: "ready" | "failed"}``.
+    """
+    settings = (settings or BuildSettings()).resolved()
+    builder = _Builder(settings)
+    done = {}
+    for flags in extra_cflags_sets:
+        spec = _Spec(name="pch_probe", files={"main.cpp": "", "cuda.cu": ""}, variants=[],
+                     extra_cflags=[f for f in list(flags) + settings.extra_cflags if f.strip()], extra_cuda_cflags=[],
+                     extra_ldflags=[], extra_include_paths=[], with_cuda=True, is_python_module=True)
+        settings.cache_root().mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
+            builder._write_ninja(spec, Path(tmp), "pch_probe", spec.extra_cflags, current().arch_flags(settings.arch))
+            ok, _ = builder._ensure_pch(*builder._pch_dir(Path(tmp)))
+        done[" ".join(flags)] = "ready" if ok else "failed"
+    return done

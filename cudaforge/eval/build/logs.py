@@ -1,0 +1,127 @@
+"""Compiler logs: the first errors with their source lines for the Judge, and what a failed build's log says
+about why (a header no torch header can cure, a toolkit header this machine lacks)."""
+
+from __future__ import annotations
+
+import re
+
+
+
+# --------------------------------------------------------------------------- log trimming
+
+_GCC_DIAG = re.compile(r"^(?P<loc>[^\s:][^:\n]*:\d+(?::\d+)?): (?P<kind>fatal error|error|warning)\b")
+_EDG_DIAG = re.compile(r"^(?P<loc>\S[^\n]*?\(\d+\)): (?P<kind>catastrophic error|error|warning)\b")
+_OTHER_ERROR = re.compile(
+    r"(undefined reference to|^/usr/bin/ld:|collect2: error|^nvcc (fatal|error)|^(c\+\+|g\+\+|gcc|cc1plus): "
+    r"(fatal )?error|^ptxas (fatal|error)|undefined symbol|No such file or directory)"
+)
+_FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(?P<target>.+)$")
+_COMMAND = re.compile(r"^(\[\d+/\d+\] )|(\s-isystem\s|\s-c\s\S+\s-o\s)")
+_SUMMARY = re.compile(r"^\d+ errors? detected in the compilation of|^compilation terminated")
+_CONTEXT = re.compile(r"^(\s|\s*\d+\s*\|)")
+
+
+def _shorten_paths(line: str) -> str:
+    line = re.sub(r"(?:/[^\s:()'\"]+)+/(?:main\.cpp|cuda\.cu)\b", lambda m: m.group(0).rsplit("/", 1)[1], line)
+    return re.sub(r"(?:/[^\s:()'\"]+)*/site-packages/torch/include/", "<torch>/", line)
+
+
+def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_chars: int = 6000) -> str:
+    """The first ``max_errors`` errors of a build log with their source lines, for the Judge.
+
+    Understands nvcc/EDG (``file(12): error: ...`` then the source line and a caret), GCC
+    (``file:12:5: error: ...`` then ``12 | code`` and ``| ^~~``), linker errors and ninja's
+    ``FAILED:`` lines. Compiler command lines and template-instantiation noise are dropped,
+    build paths are shortened. With no errors, the first warnings are kept instead.
+    """
+    lines = log.splitlines()
+    failed: list[str] = []
+    blocks: dict[str, list[list[str]]] = {"error": [], "warning": []}
+    summaries: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m_failed = _FAILED.match(line)
+        if m_failed:
+            target = m_failed.group("target").strip()
+            if target not in failed:
+                failed.append(target)
+            i += 1
+            if i < len(lines) and len(lines[i]) > 200:  # the failing command line
+                i += 1
+            continue
+        if _SUMMARY.match(line.strip()):
+            summaries.append(line.strip())
+            i += 1
+            continue
+        m = _GCC_DIAG.match(line) or _EDG_DIAG.match(line)
+        kind = None
+        if m:
+            kind = "warning" if m.group("kind") == "warning" else "error"
+        elif _OTHER_ERROR.search(line) and not _COMMAND.search(line):
+            kind = "error"
+        if kind is None:
+            i += 1
+            continue
+        block = [_shorten_paths(line.rstrip())]
+        i += 1
+        taken = 0
+        while i < len(lines) and taken < max_context:
+            nxt = lines[i]
+            if not nxt.strip() or _GCC_DIAG.match(nxt) or _EDG_DIAG.match(nxt) or _FAILED.match(nxt):
+                break
+            if not _CONTEXT.match(nxt) and not nxt.lstrip().startswith("detected during"):
+                break
+            if "detected during" in nxt or "instantiation of" in nxt:
+                block.append(_shorten_paths(nxt.rstrip()[:300]))
+                taken = max_context  # one line of instantiation context is enough
+            else:
+                block.append(_shorten_paths(nxt.rstrip()[:300]))
+                taken += 1
+            i += 1
+        if block not in blocks[kind]:
+            blocks[kind].append(block)
+    chosen = blocks["error"] or blocks["warning"]
+    out: list[str] = []
+    if failed:
+        out.append("FAILED: " + ", ".join(_shorten_paths(t) for t in failed))
+    for block in chosen[:max_errors]:
+        out.extend(block)
+    hidden = len(chosen) - max_errors
+    if hidden > 0:
+        out.append(f"... {hidden} more {'errors' if blocks['error'] else 'warnings'} not shown")
+    out.extend(dict.fromkeys(summaries))
+    if not chosen and failed:  # a failure we could not parse: keep the tail
+        tail = [ln for ln in lines if ln.strip() and not _COMMAND.search(ln) and len(ln) < 400][-15:]
+        out.extend(_shorten_paths(ln) for ln in tail)
+    text = "\n".join(out)
+    return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (truncated)"
+
+
+_UNDEFINED = re.compile(r'error(?: #\d+-D)?: identifier "(\w+)" is undefined')
+# Errors that no header can cause or cure: syntax, and mismatches between built-in types.
+_BUILTIN = r'(?:const |volatile |unsigned |signed |long |short )*(?:void|bool|char|int|float|double|size_t|half|__half)\s*\**'
+_SOURCE_ONLY_ERROR = re.compile(
+    r"error(?: #\d+-D)?: (expected an? |expected a \"|unrecognized token|missing closing quote"
+    rf'|argument of type "{_BUILTIN}" is incompatible with parameter of type "{_BUILTIN}"'
+    rf'|a value of type "{_BUILTIN}" cannot be (used to initialize|assigned to) an entity of type "{_BUILTIN}")'
+)
+_TOOLKIT_HEADER = re.compile(
+    r'(?:fatal error: |cannot open source file ")((?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc|nvToolsExt'
+    r"|nvtx|cupti|nvjitlink|cufile)\w*\.h|(?:c10|ATen)/cuda/[\w/]+\.h)"
+)
+
+
+def missing_toolkit_header(log: str) -> str | None:
+    """The CUDA library header (``cusparse.h`` ...) a build could not find, if that is why it failed.
+
+    Such a build says nothing about the candidate: the machine's CUDA toolkit is incomplete
+    (typical of CPU-only machines that have nvcc but not the math libraries' headers, which
+    torch's ``ATen/cuda/CUDAContext.h`` includes).
+    """
+    found = _TOOLKIT_HEADER.search(log)
+    return found.group(1) if found else None
+
+
+def _failed_targets(log: str) -> list[str]:
+    return [m.group("target").strip() for m in map(_FAILED.match, log.splitlines()) if m] or ["?"]

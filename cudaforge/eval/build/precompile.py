@@ -1,0 +1,192 @@
+"""Builds ahead of a GPU evaluation: ``precompile`` imports a candidate in a sandboxed CPU-only worker whose
+``load_inline`` calls this package serves, under a hard timeout, so compiles overlap GPU work.
+
+``python -m cudaforge.eval.build.precompile SOURCE RESULT SETTINGS_JSON`` is the child it starts."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cudaforge.isolation import remove_noted, scrubbed_env
+from cudaforge.eval.build.builder import _write_atomic
+from cudaforge.eval.build.intercept import serve_build
+from cudaforge.eval.build.logs import trim_compiler_log
+from cudaforge.eval.build.records import BuildRecorder
+from cudaforge.eval.build.settings import BuildSettings
+
+
+# --------------------------------------------------------------------------- precompile
+
+
+@dataclass
+class BuildOutcome:
+    """What :func:`precompile` found, JSON-serialisable."""
+
+    status: str
+    """``ok`` (every build linked), ``compiled_only`` (compiled; torch here has no CUDA to link
+    and load against), ``failed`` (compile/link error), ``toolchain_error`` (this machine's CUDA
+    toolkit lacks a header the sources need: not the candidate's fault), ``timeout``, ``crashed``
+    (the child died or broke outside a build), or ``no_build`` (nothing was built, e.g. Triton)."""
+    cached: bool = False
+    """True when every build was a cache hit."""
+    seconds: float = 0.0
+    """Wall time of the whole precompile, process start included."""
+    build_seconds: float = 0.0
+    """Time spent inside build calls."""
+    keys: list[str] = field(default_factory=list)
+    log: str = ""
+    """Whole compiler output of every build (or the child's stderr when it crashed)."""
+    log_trimmed: str = ""
+    """First errors with context, for the Judge."""
+    message: str = ""
+    """One line: what happened (for ``ok``, also an exception the import raised after building)."""
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the sources compiled (``ok``, ``compiled_only`` or ``no_build``)."""
+        return self.status in ("ok", "compiled_only", "no_build")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict."""
+        return dataclasses.asdict(self)
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[3])
+
+
+def precompile(source: str, settings: BuildSettings | None = None, timeout_s: float = 600.0,
+               env: dict[str, str] | None = None) -> BuildOutcome:
+    """Build a candidate's extensions in a CPU-only child process, ahead of its GPU evaluation.
+
+    The child (trusted, ``CUDA_VISIBLE_DEVICES=""``, its own session, a scrubbed environment plus
+    ``env``) starts a sandboxed worker that imports ``source``; the worker's ``load_inline`` calls come
+    back to the child, which builds them (:func:`serve_build`: the compiler sandboxed, the cache
+    written here only). Past ``timeout_s`` the child's process group is killed, and its worker's
+    sandbox with it. Import errors that happen after the builds (a candidate that touches the GPU at
+    import, say) do not fail the outcome: they are the evaluation's business, and are reported in
+    ``message``.
+    """
+    settings = (settings or BuildSettings()).resolved()
+    started = time.perf_counter()
+    work = Path(settings.cache_dir) / "precompile"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        src = Path(tmp) / "candidate.py"
+        src.write_text(source)
+        result = Path(tmp) / "outcome.json"
+        child_env = scrubbed_env({
+            "CUDA_VISIBLE_DEVICES": "",
+            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        })
+        cmd = [sys.executable, "-m", "cudaforge.eval.build.precompile", str(src), str(result), json.dumps(settings.to_dict())]
+        proc = subprocess.Popen(cmd, env=child_env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+            remove_noted(tmp)  # the worker's scratch directory, which the killed child could not remove
+            return BuildOutcome(status="timeout", seconds=time.perf_counter() - started, log=output[-20000:],
+                                message=f"precompile killed after {timeout_s:g} s")
+        seconds = time.perf_counter() - started
+        if not result.exists():
+            remove_noted(tmp)
+            tail = output[-20000:]
+            return BuildOutcome(status="crashed", seconds=seconds, log=tail, log_trimmed=trim_compiler_log(tail),
+                                message=f"precompile child exited with code {proc.returncode} and no result")
+        outcome = BuildOutcome(**json.loads(result.read_text()))
+        outcome.seconds = seconds
+        return outcome
+
+
+def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> BuildOutcome:
+    records = recorder.records
+    if any(r.status == "failed" for r in records):
+        status = "failed"
+    elif any(r.status == "toolchain_error" for r in records):
+        status = "toolchain_error"
+    elif any(r.status == "crashed" for r in records):
+        status = "crashed"
+    elif any(r.status == "compiled_only" for r in records):
+        status = "compiled_only"
+    elif records:
+        status = "ok"
+    else:
+        status = "no_build" if error is None else "crashed"
+    if error is not None and status in ("ok", "no_build"):
+        message = f"built; importing the candidate then raised {type(error).__name__}: {error}"[:2000]
+    elif status == "compiled_only":
+        message = "compiled with nvcc; not linked or loaded: torch here has no CUDA"
+    elif status in ("failed", "toolchain_error"):
+        message = "; ".join((r.error.splitlines() or ["build failed"])[0] for r in records if r.status == status)
+    elif status == "crashed":
+        broken = [r.error for r in records if r.status == "crashed"]
+        message = ("; ".join(broken) if broken else f"{type(error).__name__}: {error}")[:2000]
+    else:
+        message = "built" if records else "no extension was built"
+    return BuildOutcome(status=status, cached=recorder.cached, build_seconds=recorder.seconds, keys=recorder.keys,
+                        log=recorder.log, log_trimmed=recorder.log_trimmed, message=message,
+                        records=recorder.to_dict()["records"])
+
+
+def _precompile_child(source_path: str, result_path: str, settings_json: str) -> int:
+    """Entry point of the precompile child (trusted): the candidate is imported in a sandboxed CPU-only worker
+    whose ``load_inline`` calls this process builds; the outcome is written to ``result_path``."""
+    from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+    from cudaforge.isolation import note_scratch
+    from cudaforge.sandbox import SandboxMode
+
+    settings = BuildSettings.from_dict(json.loads(settings_json))
+    source = Path(source_path).read_text()
+    recorder = BuildRecorder()
+    error: BaseException | None = None
+    worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
+                              namespaces=settings.sandbox_namespaces)  # fmt: skip
+    note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
+
+    def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
+        reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,))
+        recorder.records.append(record)
+        return reply
+
+    import torch.utils.cpp_extension  # noqa: F401 - while the worker starts, not inside the first build's time
+
+    try:
+        worker.wait_hello(120.0)
+        worker.request({"op": "load", "source": source, "module": "cudaforge_candidate", "build": settings.to_dict()},
+                       timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline bounds it
+    except WorkerFailure as failure:
+        built = [r for r in recorder.records if r.status == "built"]
+        if failure.status == "compile_error" and built and len(built) == len(recorder.records):
+            # built here, but the library would not load in the worker (an undefined symbol, say)
+            record = built[-1]
+            record.status, record.error = "failed", failure.message.split("\n", 1)[-1][:20000]
+            record.log += f"\n{record.error}\n"
+            record.log_trimmed = trim_compiler_log(record.log)
+        elif failure.status not in ("compile_error", "compiled", "unsupported"):
+            error = RuntimeError(failure.message)
+    finally:
+        worker.close()
+    _write_atomic(Path(result_path), json.dumps(_outcome_from(recorder, error).to_dict()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_precompile_child(*sys.argv[1:4]))

@@ -1,0 +1,59 @@
+"""The GPU vendor seam: what cudaforge needs to know of a vendor's compiler, architectures, profiler and devices.
+
+NVIDIA's implementation is ``cudaforge/hardware/nvidia.py`` (nvcc, ``sm_XX`` architectures, Nsight Compute,
+NVML, ``/dev/nvidia*``). The build path (``eval/build/toolchain.py``, ``settings.py``), the profiler and the
+sandbox's device list ask :func:`current` and never name a vendor's tool. An AMD implementation (hipcc, ``gfxXXXX``
+architectures, rocprof, amd-smi, ``/dev/kfd`` and ``/dev/dri``) would be a second module; its contract is sketched
+in docs/architecture.md, "The vendor seam". No GPU of another vendor has been run here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class GpuVendor:
+    """One vendor's facts, as functions (each never raises; ``None`` means "not here")."""
+
+    name: str
+    """``nvidia`` (``CUDAFORGE_GPU_VENDOR`` picks one when several are registered)."""
+    default_arch: str
+    """The architecture built when none is configured and no GPU is visible (NVIDIA: ``9.0``, the H100/H200)."""
+    detect_arch: Callable[[], str | None]
+    """The architecture of the GPU this process would use, asked without creating a device context."""
+    arch_flags: Callable[[str], list[str]]
+    """Compiler flags that build exactly that one architecture."""
+    names_arch: Callable[[list[str]], bool]
+    """Whether compiler flags already name an architecture (a candidate's own ``-arch=sm_90a``)."""
+    toolkit_home: Callable[[], str | None]
+    """The toolkit's root (``CUDA_HOME``)."""
+    compiler: Callable[[str | None], str | None]
+    """The device compiler's path (nvcc), looked for in the given toolkit root first."""
+    compiler_version: Callable[[str], str]
+    """One line naming the compiler's version, for cache keys and records."""
+    toolkit_roots: Callable[[], list[str]]
+    """Directories of the toolkit and driver that a sandboxed compiler or candidate must be able to read."""
+    device_nodes: Callable[[], list[str]]
+    """Device files a sandboxed candidate may open (with their ioctls)."""
+    profiler: Callable[[str], str | None]
+    """The kernel profiler's path (Nsight Compute's ``ncu``), from a configured name or path."""
+    profiler_version: Callable[[str], str | None]
+    """That profiler's version."""
+    model_name: Callable[[str | int], str]
+    """The model name of a physical GPU (index or UUID), for cache keys (``gpu-<id>`` when unknown)."""
+    visible_devices: Callable[[], list[str]]
+    """Physical ids of the GPUs this process may use, asked without torch (``CUDA_VISIBLE_DEVICES``, else NVML)."""
+
+
+def current() -> GpuVendor:
+    """The vendor of this machine's GPUs: NVIDIA, the one implemented (``CUDAFORGE_GPU_VENDOR`` names another)."""
+    name = os.environ.get("CUDAFORGE_GPU_VENDOR", "nvidia").strip().lower() or "nvidia"
+    if name != "nvidia":
+        raise ValueError(f"CUDAFORGE_GPU_VENDOR={name!r}: only nvidia is implemented (docs/architecture.md, "
+                         "'The vendor seam', sketches what another vendor's module must provide)")  # fmt: skip
+    from cudaforge.hardware.nvidia import NVIDIA
+
+    return NVIDIA
