@@ -445,3 +445,71 @@ def test_undefined_symbol_at_import_is_a_failed_build(cache_dir):
         "static PyObject* value(PyObject*, PyObject*) {", "int missing_helper(); static PyObject* value(PyObject*, PyObject*) { missing_helper();")
     outcome = precompile(source, settings_for(cache_dir), timeout_s=120)
     assert outcome.status == "failed" and "undefined symbol" in outcome.log_trimmed, outcome
+
+
+# --------------------------------------------------------------------------- builds a candidate defers
+
+
+def deferred_source(name: str, value: int, where: str = "forward") -> str:
+    """A CPU-evaluable ReLU candidate whose extension (a bare CPython module) is built in ``__init__`` or
+    ``forward``, as public releases' candidates often do, rather than at import."""
+    module = python_module_source(name, value)
+    cpp = module.split("CPP = ", 1)[1].split("\n", 1)[0]
+    build = "load_inline(name=NAME, cpp_sources=CPP, no_implicit_headers=True)"
+    init_line = f"self.ext = {build}" if where == "__init__" else "self.ext = None"
+    forward_build = "" if where == "__init__" else f"        if self.ext is None:\n            self.ext = {build}\n"
+    return (
+        "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+        f"CPP = {cpp}\nNAME = {name!r}\n\n\n"
+        "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        {init_line}\n\n    def forward(self, x):\n{forward_build}"
+        "        return torch.clamp_min(x, 0.0) * (self.ext.value() // " + str(value) + ")\n"
+    )
+
+
+def test_deferred_calls_are_found_when_their_arguments_are_plain_data():
+    from cudaforge.eval.build.deferred import deferred_calls
+
+    source = deferred_source("lazy_ext", 3)
+    namespace = exec_source(source, "cand_deferred")
+    (which, line, args, kwargs), = deferred_calls(source, namespace)
+    assert which == "load_inline" and kwargs["name"] == "lazy_ext" and kwargs["no_implicit_headers"] is True
+    assert source.splitlines()[line - 1].strip().startswith("self.ext = load_inline(")
+    shaped = source.replace("name=NAME", "name=NAME + str(x.shape[0])")  # known only at run time: left to it
+    assert deferred_calls(shaped, exec_source(shaped, "cand_shaped")) == []
+
+
+@pytest.mark.slow
+@needs_nvcc
+@pytest.mark.parametrize("where", ["forward", "__init__"])
+def test_a_load_inline_in_forward_or_init_is_built_in_the_compile_phase(cache_dir, where):
+    """Built by the CPU pool's precompile and again (a cache hit) when the worker loads the candidate, so the call
+    in forward or __init__ finds its module loaded; the correctness phase builds nothing."""
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalStatus
+
+    source = deferred_source(f"lazy_{where.strip('_')}", 5, where)
+    outcome = precompile(source, settings_for(cache_dir), timeout_s=120)
+    assert outcome.status == "ok" and len(outcome.records) == 1, outcome  # before: no_build, it was in forward
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir, "correctness_trials": 2}).evaluate(task, source)
+    assert result.status is EvalStatus.CORRECT, result.report()
+    compile_phase = result.phase(result.phases[1].phase.__class__("compile"))
+    assert "built ahead: load_inline at line" in compile_phase.message and result.compile_log
+    assert result.fingerprint["builds_ahead"] == [compile_phase.message.split("built ahead: ")[1]]
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_deferred_build_that_fails_fails_in_the_compile_phase(cache_dir):
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalStatus
+
+    source = deferred_source("lazy_broken", 1).replace("PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)")
+    assert precompile(source, settings_for(cache_dir), timeout_s=120).status == "failed"
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir}).evaluate(task, source)
+    assert result.status is EvalStatus.COMPILE_ERROR and "undeclared_value" in result.message
+    assert [p.phase.value for p in result.phases][-1] == "compile"

@@ -63,6 +63,11 @@ class Worker:
         self.stopwatch: Any = None
         self.no_grad = True
         """Calls run under ``torch.no_grad()`` (``eval.no_grad``; the verifier says so with ``load``)."""
+        self.hooks: Any = None
+        """The build hooks (``build_hooks``), entered at ``load`` and kept for the worker's life, so a ``load_inline``
+        in ``__init__`` or ``forward`` builds through the trusted side's cache too (or finds its module loaded)."""
+        self.prebuilt: list[str] = []
+        """The deferred builds made at ``load`` (``cudaforge.eval.build.deferred``)."""
 
     # -- tensors in and out ----------------------------------------------------------------
 
@@ -155,6 +160,7 @@ class Worker:
     def op_load(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         from cudaforge.eval.build import (BuildError, BuildSettings, ModuleNotLoadable, ToolchainIncomplete,
                                           build_hooks)  # fmt: skip
+        from cudaforge.eval.build.deferred import prebuild
 
         self.module_name = str(msg["module"])
         apply_numerics(str(msg.get("tf32", "off")), bool(msg.get("deterministic", False)))  # as the verifier's
@@ -165,20 +171,24 @@ class Worker:
             reply, _ = self.channel.recv()
             return reply
 
-        with build_hooks(BuildSettings.from_dict(msg["build"]), remote=remote) as recorder:
-            try:
-                self.module = load_module(msg["source"], self.module_name)
-            except ToolchainIncomplete as exc:
-                raise _Fail("unsupported", f"this machine cannot build the candidate: {exc}") from None
-            except ModuleNotLoadable as exc:
-                raise _Fail("compiled", f"the CUDA sources compiled; {exc}") from None
-            except Exception as exc:  # noqa: BLE001
-                if isinstance(exc, BuildError) or recorder.failed:
-                    raise _Fail("compile_error", "the CUDA source did not compile:\n" + recorder.log_trimmed) from None
-                raise _Fail("runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)) from None
+        if self.hooks is not None:
+            raise _Fail("crashed", "the candidate is loaded once per worker")
+        self.hooks = build_hooks(BuildSettings.from_dict(msg["build"]), remote=remote)
+        recorder = self.hooks.__enter__()  # never left: the worker ends with its candidate
+        try:
+            self.module = load_module(msg["source"], self.module_name)
+            self.prebuilt = prebuild(msg["source"], self.module.__dict__)  # load_inline in __init__/forward, now
+        except ToolchainIncomplete as exc:
+            raise _Fail("unsupported", f"this machine cannot build the candidate: {exc}") from None
+        except ModuleNotLoadable as exc:
+            raise _Fail("compiled", f"the CUDA sources compiled; {exc}") from None
+        except Exception as exc:  # noqa: BLE001
+            if isinstance(exc, BuildError) or recorder.failed:
+                raise _Fail("compile_error", "the CUDA source did not compile:\n" + recorder.log_trimmed) from None
+            raise _Fail("runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)) from None
         if not hasattr(self.module, "ModelNew"):
             raise _Fail("invalid", "after import the candidate has no ModelNew")
-        return {"ok": True}
+        return {"ok": True, "prebuilt": self.prebuilt}
 
     def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         init, _ = self.inputs(msg["init"])

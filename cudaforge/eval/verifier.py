@@ -219,6 +219,8 @@ class Candidate:
         self._input_descs: Any = None
         self.spent: dict[str, float] = {}
         """Seconds spent per part of the exchange (arena, put, worker, read_back), for the phase breakdowns."""
+        self.on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        """Serves the worker's build requests during any request (a ``load_inline`` left to ``forward``)."""
 
     def _add(self, part: str, since: float) -> float:
         now = time.perf_counter()
@@ -301,7 +303,8 @@ class Candidate:
 
     def _request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         try:
-            return self.process.request(message, timeout_s=self.deadline() if timeout_s is None else timeout_s)
+            return self.process.request(message, timeout_s=self.deadline() if timeout_s is None else timeout_s,
+                                        on_build=self.on_build)
         except WorkerFailure as failure:
             raise _Failure(EvalStatus(failure.status), failure.message) from None
 
@@ -1014,12 +1017,14 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             process.builds.append(record)
             return reply
 
+        cand.on_build = on_build
         seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
         if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
             own_cache = settings.cache_root() / "triton-own" / digest  # when they are read (keep_own_triton_cache)
             seed_own_triton_cache(own_cache, Path(process.scratch) / "triton")
+        loaded: dict[str, Any] = {}
         try:
-            process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
+            loaded = process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
                              "build": settings.to_dict(), "tf32": cfg["tf32"], "deterministic": cfg["deterministic"],
                              "no_grad": cfg["no_grad"]}, timeout_s=remaining(), on_build=on_build)  # fmt: skip
         except WorkerFailure as failure:
@@ -1033,7 +1038,12 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             failed = [r for r in process.builds if r.status == "failed"]
             if failed:
                 result.compile_log_trimmed = failed[0].log_trimmed
-        rec.end(phase, t, message="cache hit" if result.compile_cached else "")
+        ahead = [str(line)[:80] for line in loaded.get("prebuilt") or []][:8]  # the worker's words: shown, not trusted
+        result.fingerprint["builds_ahead"] = ahead
+        compile_note = "cache hit" if result.compile_cached else ""
+        if ahead:
+            compile_note = "; ".join(filter(None, [compile_note, "built ahead: " + ", ".join(ahead)]))
+        rec.end(phase, t, message=compile_note)
         phase = Phase.CORRECTNESS
         t = enter(phase)
         clock = time.perf_counter()

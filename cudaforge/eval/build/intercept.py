@@ -137,6 +137,9 @@ class _Hooks:
         record = BuildRecord(name=spec.name, module_name=module_name, key=key, status="failed", cached=True,
                              seconds=0.0)
         self.recorder.records.append(record)
+        if key in self.loaded:  # the same call again (a load_inline in forward, built before): no round trip
+            record.status = "built"
+            return self.loaded[key]
         try:
             if self.remote is not None:
                 return self._remote_build_and_load(spec, inputs, record)
@@ -209,9 +212,6 @@ class _Hooks:
         return os.path.join(record.build_dir, f"{module_name}.so")
 
     def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
-        if key in self.loaded:
-            record.status = "built"
-            return self.loaded[key]
         return self._load(spec, key, module_name, self.resolve(spec, key, module_name, record), record)
 
     def _load(self, spec: _Spec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
