@@ -152,7 +152,7 @@ def machine_info() -> dict:
     import torch
 
     from cudaforge.eval.build import toolchain_fingerprint
-    from cudaforge.hardware.vendor import current
+    from cudaforge.vendor import current
 
     gpu = "none"
     if shutil.which("nvidia-smi"):

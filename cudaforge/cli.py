@@ -160,7 +160,7 @@ def _run(cfg: DictConfig) -> int:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from cudaforge.llm.preflight import check_config, estimate_cost
+    from cudaforge.run.preflight import check_config, estimate_cost
     from cudaforge.tasks import load_suite
 
     started = time.monotonic()

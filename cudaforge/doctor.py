@@ -53,7 +53,7 @@ def _tool_version(path: str, args: list[str]) -> str:
 
 
 def _nvcc() -> Check:
-    from cudaforge.hardware.vendor import current
+    from cudaforge.vendor import current
 
     nvcc = current().compiler(None)
     if not nvcc:
@@ -111,7 +111,7 @@ def _sandbox() -> Check:
 
 
 def _models(config: Any, task_ids: list[str]) -> list[Check]:
-    from cudaforge.llm.preflight import check_config, estimate_cost
+    from cudaforge.run.preflight import check_config, estimate_cost
 
     problems = check_config(config, task_ids)
     checks = [Check("models", False, p.line(), blocking=True) for p in problems]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from cudaforge.eval import build
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 from cudaforge.eval.build import (
     BuildSettings,
     FallbackMode,
@@ -468,7 +468,7 @@ def deferred_source(name: str, value: int, where: str = "forward") -> str:
 
 
 def test_deferred_calls_are_found_when_their_arguments_are_plain_data():
-    from cudaforge.eval.build.deferred import deferred_calls
+    from cudaforge.eval.build.deferred import build_sites, deferred_calls
 
     source = deferred_source("lazy_ext", 3)
     namespace = exec_source(source, "cand_deferred")
@@ -477,6 +477,8 @@ def test_deferred_calls_are_found_when_their_arguments_are_plain_data():
     assert source.splitlines()[line - 1].strip().startswith("self.ext = load_inline(")
     shaped = source.replace("name=NAME", "name=NAME + str(x.shape[0])")  # known only at run time: left to it
     assert deferred_calls(shaped, exec_source(shaped, "cand_shaped")) == []
+    assert build_sites(source) == {"import": 0, "deferred": 1}
+    assert build_sites(python_module_source("eager", 1)) == {"import": 1, "deferred": 0}
 
 
 @pytest.mark.slow

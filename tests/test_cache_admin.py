@@ -11,18 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.cache_admin import (
-    GB,
-    IN_USE_S,
-    KIND_NAMES,
-    CachePaths,
-    UnknownCacheKind,
-    cache_clear,
-    cache_info,
-    cache_kinds,
-    evict_lru,
-    main_cache,
-)
+from cudaforge.cache_admin import cache_clear, cache_info, cache_kinds, main_cache
+from cudaforge.caches import GB, IN_USE_S, KIND_NAMES, CachePaths, UnknownCacheKind, evict_lru
 
 
 def key(i: int, digits: int = 48) -> str:

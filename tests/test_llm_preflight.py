@@ -30,7 +30,7 @@ from cudaforge.llm import (  # noqa: E402
     remove_script,
 )
 from cudaforge.llm.pricing import max_call_cost  # noqa: E402
-from cudaforge.llm.preflight import check_config, check_models, connect_failure, estimate_cost  # noqa: E402
+from cudaforge.run.preflight import check_config, check_models, connect_failure, estimate_cost  # noqa: E402
 from cudaforge.run.demo import uncovered_tasks  # noqa: E402
 from cudaforge.tasks import load_suite, selection  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The GPU vendor seam (cudaforge/hardware/vendor.py): NVIDIA's facts in one module, asked by the build path, the
+"""The GPU vendor seam (cudaforge/vendor/__init__.py): NVIDIA's facts in one module, asked by the build path, the
 profiler, the fingerprint and the sandbox; another vendor is refused by name until it has a module."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.hardware import vendor
-from cudaforge.hardware.vendor import GpuVendor, current
+from cudaforge import vendor
+from cudaforge.vendor import GpuVendor, current
 
 PACKAGE = Path(vendor.__file__).resolve().parents[1]
 
@@ -45,10 +45,10 @@ def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_
 
 
 def test_no_module_but_the_nvidia_one_looks_for_nvidias_tools_or_devices():
-    """Finding nvcc, ncu or nvidia-smi, NVIDIA's device files and architecture flags is hardware/nvidia.py's job
+    """Finding nvcc, ncu or nvidia-smi, NVIDIA's device files and architecture flags is vendor/nvidia.py's job
     (``nvcc`` as a record's key elsewhere is a name, not a lookup). NVML is still read directly by the fingerprint's
     telemetry and the spec sheet (docs/architecture.md, "The vendor seam", lists them)."""
-    allowed = {"hardware/nvidia.py", "eval/fingerprint.py", "hardware/specs.py"}
+    allowed = {"vendor/nvidia.py", "eval/fingerprint.py", "hardware/specs.py"}
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         rel = str(path.relative_to(PACKAGE))

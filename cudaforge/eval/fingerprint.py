@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 
 NVCC_TIMEOUT_S = 10.0
 """How long ``nvcc --version`` may take before it is given up on."""
@@ -105,7 +105,7 @@ def _optional_version(module: str, notes: list[str]) -> str | None:
 
 
 def _find_nvcc() -> str | None:
-    """Path of the vendor's compiler (nvcc: ``cudaforge.hardware.vendor``)."""
+    """Path of the vendor's compiler (nvcc: ``cudaforge.vendor``)."""
     return current().compiler(None)
 
 

@@ -14,10 +14,8 @@ run (``replay_only``) works where litellm is missing and never touches the netwo
 
 from __future__ import annotations
 
-import logging
 
 import random
-import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -38,25 +36,7 @@ from cudaforge.llm.ledger import Ledger, LedgerRow, Usage
 from cudaforge.llm.pricing import cost_for, price_source
 
 if TYPE_CHECKING:
-    from cudaforge.config import LLMConfig
-
-_SETUP_LOCK = threading.Lock()
-
-
-def _litellm() -> Any:
-    """Import litellm, quiet its console hints, and register the scripted provider."""
-    import litellm
-
-    from cudaforge.llm.provider import register_scripted_provider
-
-    with _SETUP_LOCK:
-        litellm.suppress_debug_info = True
-        # Every call is in our ledger; litellm's per-call INFO lines would drown a run's progress.
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        register_scripted_provider()
-    return litellm
-
+    from cudaforge.llm.settings import LLMConfig
 
 @dataclass(frozen=True)
 class Backoff:
@@ -242,7 +222,9 @@ class LLMClient:
 
     def _call(self, request: dict[str, Any]) -> tuple[Any, int]:
         """``litellm.completion`` with retries; returns the response and the attempts made."""
-        litellm = _litellm()
+        from cudaforge.llm.provider import litellm_module  # litellm is imported at the first call, not before
+
+        litellm = litellm_module()
         c = self.config
         kwargs: dict[str, Any] = {
             "model": request["model"],

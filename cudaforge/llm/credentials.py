@@ -7,7 +7,7 @@ version it raises ``AuthenticationError``, ``InternalServerError`` ("Missing cre
 fails at once instead of retrying a call that cannot succeed; ``missing_keys`` asks litellm
 (``validate_environment``: no network) which environment variables a model still needs.
 
-litellm is imported only by ``missing_keys`` (through the client's ``_litellm``).
+litellm is imported only by ``missing_keys`` (through ``provider.litellm_module``).
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def missing_keys(model: str, api_base: str | None = None) -> list[str]:
                                                              else "")  # fmt: skip
     if provider in KNOWN_KEYS and not api_base:  # the common providers without importing litellm (seconds)
         return [name for name in KNOWN_KEYS[provider] if not os.environ.get(name)]
-    from cudaforge.llm.client import _litellm
+    from cudaforge.llm.provider import litellm_module
 
     try:
-        found = _litellm().validate_environment(model=model, api_base=api_base)
+        found = litellm_module().validate_environment(model=model, api_base=api_base)
     except Exception:  # noqa: BLE001 - an unplaceable model: litellm says so at call time
         return []
     return list(found.get("missing_keys") or [])

@@ -7,6 +7,8 @@ take the same path through litellm as real ones: parameters, exception mapping, 
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import litellm
@@ -66,3 +68,17 @@ def register_scripted_provider() -> None:
     """Add the ``scripted`` provider to litellm (once per process)."""
     if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
         litellm.custom_provider_map.append({"provider": PROVIDER, "custom_handler": ScriptedLLM()})
+
+
+_SETUP_LOCK = threading.Lock()
+
+
+def litellm_module() -> Any:
+    """Import litellm, quiet its console hints, and register the scripted provider."""
+    with _SETUP_LOCK:
+        litellm.suppress_debug_info = True
+        # Every call is in our ledger; litellm's per-call INFO lines would drown a run's progress.
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        register_scripted_provider()
+    return litellm

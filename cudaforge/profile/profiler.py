@@ -34,7 +34,7 @@ from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.settings import ProfileConfig
 from cudaforge import languages
 from cudaforge.languages import is_own_kernel, kernel_base_name
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
@@ -96,7 +96,7 @@ class ProfileSettings(ProfileConfig):
 
 
 def ncu_version(ncu: str) -> str | None:
-    """``ncu --version``'s version (``2025.3.1.0``), or None (the vendor's profiler: ``cudaforge.hardware.vendor``)."""
+    """``ncu --version``'s version (``2025.3.1.0``), or None (the vendor's profiler: ``cudaforge.vendor``)."""
     return current().profiler_version(ncu)
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 
 SANDBOX_UID = 65534
 """The unprivileged uid (``nobody``) candidates run as when the trusted side is root."""

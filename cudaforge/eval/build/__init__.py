@@ -70,7 +70,7 @@ The package imports torch lazily: :func:`precompile`, :func:`scrubbed_env` and
 :func:`trim_compiler_log` work in a parent process that never imports torch or candidate code.
 
 One module per job: ``settings`` (BuildSettings), ``toolchain`` (nvcc, the host compiler, the architecture flags:
-NVIDIA's facts, from ``cudaforge.hardware.vendor``), ``headers`` (light headers), ``logs`` (log trimming and what a
+NVIDIA's facts, from ``cudaforge.vendor``), ``headers`` (light headers), ``logs`` (log trimming and what a
 failed log says), ``records`` (BuildRecord, the errors, the recorder), ``builder`` (one build through the cache,
 its locks, the precompiled header, eviction), ``intercept`` (the ``load_inline``/``load`` hooks and the trusted
 side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahead, at load) and ``precompile`` (builds ahead of the GPU evaluation, in a CPU-only child).

@@ -24,7 +24,7 @@ from cudaforge.sandbox.launch import REFUSED_EXIT
 from cudaforge.eval.build.logs import _EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets, missing_toolkit_header
 from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.build.toolchain import _pip_cuda_includes, toolchain_fingerprint
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 
 
 def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:

@@ -65,6 +65,21 @@ def _builder(func: ast.AST, namespace: dict[str, Any]) -> str | None:
     return None
 
 
+def build_sites(source: str) -> dict[str, int]:
+    """How many ``load_inline``/``load`` calls ``source`` makes at import (module level) and how many it defers
+    (inside a function or method), judged from the text alone."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return {"import": 0, "deferred": 0}
+    inside = {id(n) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              for n in ast.walk(fn)}  # fmt: skip
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Attribute) and n.func.attr in BUILDERS) or (isinstance(n.func, ast.Name) and n.func.id in BUILDERS))]
+    deferred = sum(id(n) in inside for n in calls)
+    return {"import": len(calls) - deferred, "deferred": deferred}
+
+
 def deferred_calls(source: str, namespace: dict[str, Any]) -> list[tuple[str, int, list[Any], dict[str, Any]]]:
     """The build calls inside the functions of ``source`` whose arguments are plain data in ``namespace`` (the
     imported module's globals): ``(which, line, args, kwargs)``, ``which`` being ``load_inline`` or ``load``."""

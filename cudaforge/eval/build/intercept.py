@@ -15,14 +15,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from cudaforge.cache_admin import GB, evict_lru, touch
+from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.build.builder import _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic, cache_key
 from cudaforge.eval.build.headers import light_cuda_source
 from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
 from cudaforge.eval.build.settings import BuildSettings
 from cudaforge.eval.build.toolchain import toolchain_fingerprint
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 
 
 class _Hooks:

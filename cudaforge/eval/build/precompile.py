@@ -52,6 +52,8 @@ class BuildOutcome:
     message: str = ""
     """One line: what happened (for ``ok``, also an exception the import raised after building)."""
     records: list[dict[str, Any]] = field(default_factory=list)
+    prebuilt: list[str] = field(default_factory=list)
+    """The builds the candidate defers (in ``__init__``/``forward``) that were built ahead (``build.deferred``)."""
 
     @property
     def ok(self) -> bool:
@@ -157,6 +159,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
     source = Path(source_path).read_text()
     recorder = BuildRecorder()
     error: BaseException | None = None
+    prebuilt: list[str] = []
     worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
                               namespaces=settings.sandbox_namespaces)  # fmt: skip
     note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
@@ -170,8 +173,9 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
 
     try:
         worker.wait_hello(120.0)
-        worker.request({"op": "load", "source": source, "module": "cudaforge_candidate", "build": settings.to_dict()},
-                       timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline bounds it
+        reply = worker.request({"op": "load", "source": source, "module": "cudaforge_candidate",
+                                "build": settings.to_dict()}, timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline
+        prebuilt = [str(line)[:80] for line in reply.get("prebuilt") or []][:8]
     except WorkerFailure as failure:
         built = [r for r in recorder.records if r.status == "built"]
         if failure.status == "compile_error" and built and len(built) == len(recorder.records):
@@ -184,7 +188,9 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
             error = RuntimeError(failure.message)
     finally:
         worker.close()
-    _write_atomic(Path(result_path), json.dumps(_outcome_from(recorder, error).to_dict()))
+    outcome = _outcome_from(recorder, error)
+    outcome.prebuilt = prebuilt
+    _write_atomic(Path(result_path), json.dumps(outcome.to_dict()))
     return 0
 
 

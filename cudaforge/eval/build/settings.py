@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaforge.hardware.vendor import current
+from cudaforge.vendor import current
 
 
 
@@ -67,7 +67,7 @@ class BuildSettings:
     """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""
     max_cache_gb: float = 0.0
     """Size limit of the cache's builds (``eval.build_cache_max_gb``; 0: none): after a new build is stored,
-    the least recently used entries are removed until the rest fits (``cudaforge.cache_admin.evict_lru``)."""
+    the least recently used entries are removed until the rest fits (``cudaforge.caches.evict_lru``)."""
 
     def cache_root(self) -> Path:
         """The cache directory as an absolute path."""

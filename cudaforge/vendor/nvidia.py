@@ -1,4 +1,4 @@
-"""NVIDIA's facts for the vendor seam (``cudaforge.hardware.vendor``): nvcc and ``sm_XX`` architectures, Nsight
+"""NVIDIA's facts for the vendor seam (``cudaforge.vendor``): nvcc and ``sm_XX`` architectures, Nsight
 Compute, NVML and the ``/dev/nvidia*`` device files."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cudaforge.hardware.vendor import GpuVendor
+from cudaforge.vendor.base import GpuVendor
 
 DEFAULT_ARCH = "9.0"
 """Architecture built when none is configured and no GPU is visible (H100/H200, sm_90)."""

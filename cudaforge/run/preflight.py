@@ -16,7 +16,7 @@ is imported only for a model that needs the key check.
 
 How to call (``config``: a ``CudaforgeConfig`` in object form, ``tasks`` the selected suite)::
 
-    from cudaforge.llm.preflight import check_config, estimate_cost
+    from cudaforge.run.preflight import check_config, estimate_cost
 
     problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)
     for problem in problems:

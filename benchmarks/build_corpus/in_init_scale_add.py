@@ -1,0 +1,40 @@
+"""Build corpus, style in_init: scale_add. Task tiny/level1/1_ReLU. The extension is built in ModelNew.__init__."""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = """#include <torch/extension.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+__global__ void scale_add_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i]; y[i] = fmaxf(v * 1.0f + 0.0f, 0.f); }
+}
+
+torch::Tensor scale_add_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int64_t n = x.numel();
+    const int threads = 256;
+    const int64_t blocks = (n + threads - 1) / threads;
+    scale_add_kernel<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
+cpp_src = "torch::Tensor scale_add_cuda(torch::Tensor x);"
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+        self.scale_add = load_inline(
+            name="scale_add_init",
+            cpp_sources=cpp_src,
+            cuda_sources=source,
+            functions=["scale_add_cuda"],
+            verbose=True,
+            extra_cuda_cflags=["-O3", "--use_fast_math"],
+        )
+
+    def forward(self, x):
+        return self.scale_add.scale_add_cuda(x.contiguous())

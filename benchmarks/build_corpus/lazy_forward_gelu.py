@@ -1,0 +1,36 @@
+"""Build corpus, style lazy_forward: gelu. Task main/level1/1_GELU. The extension is built on the first forward call."""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+GELU_CUDA = r'''#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+template <typename scalar_t>
+__global__ void gelu_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = (float)x[i]; y[i] = 0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))); }
+}
+
+torch::Tensor gelu_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int64_t n = x.numel();
+    const int threads = 256;
+    const int64_t blocks = (n + threads - 1) / threads;
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu", [&] { gelu_kernel<scalar_t><<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n); });
+    return y;
+}
+'''
+GELU_CPP = "torch::Tensor gelu_cuda(torch::Tensor x);"
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+        self._ext = None
+
+    def forward(self, x):
+        if self._ext is None:
+            self._ext = load_inline(name="gelu_lazy", cpp_sources=GELU_CPP, cuda_sources=GELU_CUDA,
+                                    functions=["gelu_cuda"], with_cuda=True)
+        return self._ext.gelu_cuda(x.contiguous())

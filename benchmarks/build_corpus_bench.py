@@ -1,0 +1,92 @@
+"""Cold builds of the build corpus (benchmarks/build_corpus/: CUDA candidates in the styles LLM coders and public
+releases use) through the evaluator's real path: ``precompile`` (a sandboxed CPU-only worker imports the candidate;
+the trusted side builds each ``load_inline``, and the calls it defers to ``__init__``/``forward`` are built ahead).
+
+    python benchmarks/build_corpus_bench.py [--out DIR] [--only NAME,...]
+
+Each candidate gets a fresh build cache (a cold build); the precompiled header of ``main.cpp`` is shared (the
+steady state of a run: it is built once per flag set, and the time of the first candidate that needs it is
+reported apart). Per candidate: its status, the seconds, which path built it (at import, or ahead from
+``__init__``/``forward``), the light-header tier that won and what fell back, and the most a target took.
+Writes build_corpus.json and build_corpus.md to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from cudaforge.eval.build import BuildSettings, precompile, warm_pch  # noqa: E402
+from cudaforge.eval.build.deferred import build_sites  # noqa: E402
+
+CORPUS = REPO / "benchmarks" / "build_corpus"
+TARGET_S = 15.0
+
+
+def main() -> int:
+    """Build every corpus candidate cold; print and write the table; exit 1 when a good one exceeds TARGET_S."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "build-corpus")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    chosen = {n.strip() for n in args.only.split(",") if n.strip()}
+    files = sorted(p for p in CORPUS.glob("*.py") if p.name != "make_corpus.py" and (not chosen or p.stem in chosen))
+    work = Path(tempfile.mkdtemp(prefix="build-corpus-"))
+    os.environ.setdefault("CUDAFORGE_PCH_DIR", str(work / "pch"))
+    started = time.perf_counter()
+    warm_pch(BuildSettings(cache_dir=str(work / "pch-warm")))  # the one-time header build, reported apart
+    pch_s = time.perf_counter() - started
+    print(f"precompiled header: {pch_s:.1f} s (once per flag set)", flush=True)
+    rows = []
+    for path in files:
+        settings = BuildSettings(cache_dir=str(work / path.stem))
+        outcome = precompile(path.read_text(), settings, timeout_s=args.timeout)
+        records = outcome.records
+        sites = build_sites(path.read_text())
+        row = {
+            "candidate": path.stem, "status": outcome.status, "seconds": round(outcome.seconds, 2),
+            "build_seconds": round(outcome.build_seconds, 2),
+            "path": ("ahead from __init__/forward" if sites["deferred"] else "at import") if records else "none",
+            "sites": sites,
+            "ahead": outcome.prebuilt, "variant": [r.get("variant", "") for r in records],
+            "fallbacks": [f for r in records for f in r.get("fallbacks", [])],
+            "measures": [m for r in records for m in r.get("measures", [])], "message": outcome.message[:300],
+        }  # fmt: skip
+        rows.append(row)
+        args.out.mkdir(parents=True, exist_ok=True)
+        with (args.out / "build_corpus_rows.jsonl").open("a") as f:  # kept row by row: a killed run loses nothing
+            f.write(json.dumps(row) + "\n")
+        print(f"{row['candidate']}: {row['status']} {row['seconds']} s (builds {row['build_seconds']} s), {row['path']}, {row['variant']} "
+              f"{'fallbacks ' + ', '.join(row['fallbacks']) if row['fallbacks'] else ''}", flush=True)
+    good = [r for r in rows if not r["candidate"].startswith("fail_")]
+    bad = [r for r in rows if r["candidate"].startswith("fail_")]
+    lines = [f"precompiled header (once per flag set): {pch_s:.1f} s", "",
+             "| candidate | status | seconds | path | light tier | fell back |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['candidate']} | {r['status']} | {r['seconds']} | {r['path']} | {', '.join(r['variant'])} | "
+              f"{', '.join(r['fallbacks']) or '-'} |" for r in rows]  # fmt: skip
+    if good:
+        secs = sorted(r["seconds"] for r in good)
+        lines += ["", f"{len(good)} buildable: median {secs[len(secs) // 2]} s, max {secs[-1]} s, "
+                      f"{sum(s <= TARGET_S for s in secs)}/{len(secs)} within {TARGET_S:g} s; "
+                      f"{sum(r['status'] in ('ok', 'compiled_only') for r in good)} built"]  # fmt: skip
+    if bad:
+        lines += [f"{len(bad)} that must fail: " + ", ".join(f"{r['candidate']} {r['status']} in {r['seconds']} s" for r in bad)]
+    print("\n" + "\n".join(lines))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "build_corpus.json").write_text(json.dumps({"pch_seconds": pch_s, "rows": rows}, indent=1))
+    (args.out / "build_corpus.md").write_text("\n".join(lines) + "\n")
+    slow = [r for r in good if r["seconds"] > TARGET_S or r["status"] not in ("ok", "compiled_only")]
+    return 1 if slow or any(r["status"] != "failed" for r in bad) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The import graph of the package: layers that import only layers below them, and no module importing itself back
+through others. Lazy imports inside functions and ``TYPE_CHECKING`` imports count as much as the ones at the top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import cudaforge
+
+PACKAGE = Path(cudaforge.__file__).resolve().parent
+
+LAYERS = [
+    ["cudaforge", "types", "paths", "pyast"],
+    ["languages"],
+    ["vendor"],
+    ["caches"],
+    ["sandbox"],
+    ["isolation", "_child"],
+    ["tasks"],
+    ["hardware"],
+    ["track"],
+    ["llm"],
+    ["eval"],
+    ["profile"],
+    ["agents"],
+    ["graph"],
+    ["run"],
+    ["report"],
+    ["config"],
+    ["teach"],
+    ["cli_checks", "cache_admin"],
+    ["doctor"],
+    ["cli", "__main__"],
+]
+"""Each layer (a package, or a module directly under cudaforge/) may import only the layers before it and itself."""
+
+RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
+
+
+def _modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in PACKAGE.rglob("*.py") if "resources" not in p.relative_to(PACKAGE).parts}  # fmt: skip
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The cudaforge modules ``path`` imports anywhere (``from pkg import submodule`` is the submodule alone)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "cudaforge":
+            subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
+            found.update(subs if len(subs) == len(node.names) else [*subs, node.module])
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "cudaforge")
+    return {m for m in found if m in modules}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "cudaforge"
+
+
+def test_every_package_and_top_level_module_has_a_layer():
+    names = {_layer(m) for m in _modules()}
+    assert names <= set(RANK), sorted(names - set(RANK))
+
+
+def test_no_layer_imports_a_layer_above_it():
+    modules = _modules()
+    upward = sorted(f"{m} -> {d}" for m, path in modules.items() for d in _imports(path, modules)
+                    if RANK[_layer(d)] > RANK[_layer(m)])  # fmt: skip
+    assert not upward, upward
+
+
+def test_no_module_imports_itself_back_through_others():
+    modules = _modules()
+    graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, [" -> ".join(c) for c in cycles]
