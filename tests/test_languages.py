@@ -203,3 +203,19 @@ def test_a_candidate_in_a_language_whose_package_is_missing_is_unsupported_befor
     assert result.status is EvalStatus.UNSUPPORTED and [p.phase.value for p in result.phases] == ["static"]
     assert "CuTe DSL kernels need the Python module cutlass" in result.message
     assert "pip install nvidia-cutlass-dsl" in result.message
+
+
+@pytest.mark.parametrize("profiled, defined", [
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+     "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", "vectorized_elementwise_kernel"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+     "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", "vectorized_elementwise"),  # TileLang's rule
+    ("void cub::DeviceReduceKernel<cub::DeviceReducePolicy<float>, float*>(float*, int)", "DeviceReduceKernel"),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"),
+    ("nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN", "nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN"),
+])  # fmt: skip
+def test_a_kernel_named_like_torchs_or_a_librarys_does_not_make_theirs_the_candidates(profiled, defined):
+    """An unused ``__global__`` named like torch's elementwise kernel (or cuBLAS's) would otherwise turn torch's own
+    launches into the candidate's kernels, and a passthrough would pass the GPU's no_custom_kernel check."""
+    assert not languages.is_own_kernel(profiled, {defined})
+    assert languages.is_own_kernel("void my_gemm_kernel<float>(float const*, float*, int)", {"my_gemm_kernel"})

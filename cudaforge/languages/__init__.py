@@ -14,7 +14,7 @@ import importlib.util
 import pkgutil
 
 from cudaforge.languages.base import KernelLanguage
-from cudaforge.languages.names import LIBRARY_KERNEL, is_copy_or_fill, kernel_base_name
+from cudaforge.languages.names import LIBRARY_KERNEL, NEVER_OWN, is_copy_or_fill, kernel_base_name
 
 _MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "names")))
 """The registered languages: every module of this package but ``base`` and ``names``, in name order, which is also
@@ -104,8 +104,12 @@ def is_own_kernel(name: str, own_names: set[str]) -> bool:
 
     Each language says how a name its source defines looks once compiled (``profiled_match``). With no known
     own names (the source hides them, e.g. kernels built from files), every kernel but torch's and its
-    libraries' known ones counts as the candidate's own, so nothing of the candidate's is dropped silently.
+    libraries' known ones counts as the candidate's own, so nothing of the candidate's is dropped silently. A kernel
+    in torch's or a library's namespace or family (``NEVER_OWN``) is never the candidate's, even when it defines
+    one of the same name.
     """
+    if NEVER_OWN.search(name.strip()):  # torch's or a library's, whatever the candidate calls its kernels
+        return False
     if not own_names:
         return not LIBRARY_KERNEL.search(name)
     base = kernel_base_name(name)

@@ -25,6 +25,13 @@ LIBRARY_KERNEL = re.compile(
 )
 """Names of kernels that torch and its libraries launch (used when the candidate's names are unknown)."""
 
+NEVER_OWN = re.compile(
+    r"(?:^|[\s<(,*&])(?:at|c10|cub|thrust|cutlass)::|xmma|nvjet|cublas|cudnn|^(?:void\s+)?(?:ampere|volta|turing|sm\d+)_"
+)
+"""Kernels that are torch's or a vendor library's whatever the candidate names its own: torch's and CUB's
+namespaces, cuBLAS's and cuDNN's kernel families. A candidate that names an unused kernel of its own
+``vectorized_elementwise_kernel`` does not make torch's launches of that kernel its own."""
+
 
 
 def cuda_kernel_names(source: str) -> set[str]:
