@@ -15,7 +15,10 @@ import pytest
 def start(run_dir: Path, cwd: Path) -> subprocess.Popen:
     args = [sys.executable, "-m", "cudaforge.cli", "run", "strategy.max_rounds=2", "tracker=disabled",
             f"hydra.run.dir={run_dir}"]  # fmt: skip
-    return subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT back to its default, so the child's Python turns Ctrl-C into KeyboardInterrupt even when this test runs
+    # as a background job (a shell starts those with SIGINT ignored, and a child inherits that)
+    return subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_results(run_dir: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
