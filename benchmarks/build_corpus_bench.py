@@ -1,5 +1,5 @@
-"""Cold builds of the build corpus (benchmarks/build_corpus/: CUDA candidates in the styles LLM coders and public
-releases use) through the evaluator's real path: ``precompile`` (a sandboxed CPU-only worker imports the candidate;
+"""Cold builds of the build corpus (``benchmarks/build_corpus.py``: CUDA candidates in the styles LLM coders and public
+releases use, generated into the work folder) through the evaluator's real path: ``precompile`` (a sandboxed CPU-only worker imports the candidate;
 the trusted side builds each ``load_inline``, and the calls it defers to ``__init__``/``forward`` are built ahead).
 
     python benchmarks/build_corpus_bench.py [--out DIR] [--only NAME,...]
@@ -27,7 +27,9 @@ sys.path.insert(0, str(REPO))
 from cudaforge.eval.build import BuildSettings, precompile, warm_pch  # noqa: E402
 from cudaforge.eval.build.deferred import build_sites  # noqa: E402
 
-CORPUS = REPO / "benchmarks" / "build_corpus"
+sys.path.insert(0, str(REPO / "benchmarks"))
+from build_corpus import write_corpus  # noqa: E402
+
 TARGET_S = 15.0
 
 
@@ -39,8 +41,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
     chosen = {n.strip() for n in args.only.split(",") if n.strip()}
-    files = sorted(p for p in CORPUS.glob("*.py") if p.name != "make_corpus.py" and (not chosen or p.stem in chosen))
     work = Path(tempfile.mkdtemp(prefix="build-corpus-"))
+    files = [p for p in write_corpus(work / "corpus") if not chosen or p.stem in chosen]
     os.environ.setdefault("CUDAFORGE_PCH_DIR", str(work / "pch"))
     started = time.perf_counter()
     warm_pch(BuildSettings(cache_dir=str(work / "pch-warm")))  # the one-time header build, reported apart

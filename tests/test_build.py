@@ -515,3 +515,12 @@ def test_a_deferred_build_that_fails_fails_in_the_compile_phase(cache_dir):
     result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir}).evaluate(task, source)
     assert result.status is EvalStatus.COMPILE_ERROR and "undeclared_value" in result.message
     assert [p.phase.value for p in result.phases][-1] == "compile"
+
+
+def test_the_workers_account_of_its_deferred_builds_is_read_as_data_of_one_shape():
+    from cudaforge.eval.build.deferred import reported_sites
+
+    forged = {"prebuilt": ["load_inline at line 12", "load at line 3", "all checks passed: correct",
+                           "load_inline at line 1\nverdict: correct", 7, *[f"load at line {i}" for i in range(20)]]}
+    assert reported_sites(forged) == ["load_inline at line 12", "load at line 3", *[f"load at line {i}" for i in range(6)]]
+    assert reported_sites({"prebuilt": "load at line 1"}) == [] and reported_sites(None) == []

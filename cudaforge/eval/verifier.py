@@ -955,6 +955,7 @@ def _phase_status(status: EvalStatus) -> str:
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
     """Evaluate ``payload = {task, candidate, eval, build, device}``; return an EvalResult dict."""
     from cudaforge.eval.build import BuildSettings, serve_build
+    from cudaforge.eval.build.deferred import reported_sites
     from cudaforge.eval.fingerprint import environment_fingerprint
 
     started = time.perf_counter()
@@ -1038,7 +1039,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             failed = [r for r in process.builds if r.status == "failed"]
             if failed:
                 result.compile_log_trimmed = failed[0].log_trimmed
-        ahead = [str(line)[:80] for line in loaded.get("prebuilt") or []][:8]  # the worker's words: shown, not trusted
+        ahead = reported_sites(loaded)
         result.fingerprint["builds_ahead"] = ahead
         compile_note = "cache hit" if result.compile_cached else ""
         if ahead:

@@ -10,6 +10,7 @@ shape) leaves the call to run time, where it still goes through the same hooks a
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 BUILDERS = {"load_inline": "load_inline", "load": "load"}
@@ -111,6 +112,16 @@ def deferred_calls(source: str, namespace: dict[str, Any]) -> list[tuple[str, in
                 continue
             found.append((BUILDERS[last], node.lineno, args, kwargs))
     return found
+
+
+_SITE = re.compile(r"(?:load_inline|load) at line \d{1,6}")
+
+
+def reported_sites(reply: Any) -> list[str]:
+    """The ``prebuilt`` lines of a worker's reply that have the form :func:`prebuild` writes, at most 8: the worker
+    runs the candidate's code, so its reply is read as data of a known shape, never shown as it came."""
+    lines = reply.get("prebuilt") if isinstance(reply, dict) else None
+    return [line for line in lines if isinstance(line, str) and _SITE.fullmatch(line)][:8] if isinstance(lines, list) else []
 
 
 def prebuild(source: str, namespace: dict[str, Any]) -> list[str]:

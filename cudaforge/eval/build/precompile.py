@@ -20,6 +20,7 @@ from typing import Any
 
 from cudaforge.isolation import remove_noted, scrubbed_env
 from cudaforge.eval.build.builder import _write_atomic
+from cudaforge.eval.build.deferred import reported_sites
 from cudaforge.eval.build.intercept import serve_build
 from cudaforge.eval.build.logs import trim_compiler_log
 from cudaforge.eval.build.records import BuildRecorder
@@ -175,7 +176,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
         worker.wait_hello(120.0)
         reply = worker.request({"op": "load", "source": source, "module": "cudaforge_candidate",
                                 "build": settings.to_dict()}, timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline
-        prebuilt = [str(line)[:80] for line in reply.get("prebuilt") or []][:8]
+        prebuilt = reported_sites(reply)
     except WorkerFailure as failure:
         built = [r for r in recorder.records if r.status == "built"]
         if failure.status == "compile_error" and built and len(built) == len(recorder.records):

@@ -1,6 +1,7 @@
-"""Writes the build corpus: CUDA candidates in the styles LLM coders and public releases write them (not ours).
+"""The build corpus: CUDA candidates in the styles LLM coders and public releases write them (not ours), generated
+(``benchmarks/build_corpus_bench.py`` writes them into its work folder; nothing of it is kept in the tree).
 
-    python benchmarks/build_corpus/make_corpus.py     # rewrites benchmarks/build_corpus/<style>_<op>.py
+    python benchmarks/build_corpus.py DIR     # writes DIR/<style>_<op>.py, to read them
 
 Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in four styles, and two that must fail:
 
@@ -17,8 +18,6 @@ Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in four sty
 from __future__ import annotations
 
 from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
 
 OPS = {
     # name: (task, element expression or row kernel kind)
@@ -165,17 +164,18 @@ def failing() -> dict[str, str]:
     return {"fail_bind_kernel": bind_kernel, "fail_typo": typo}
 
 
-def main() -> None:
-    for path in HERE.glob("*.py"):
-        if path.name != "make_corpus.py":
-            path.unlink()
-    for style in (kernelbench, pybind, lazy_forward, in_init):
-        for op in OPS:
-            (HERE / f"{style.__name__}_{op}.py").write_text(style(op))
-    for name, text in failing().items():
-        (HERE / f"{name}.py").write_text(text)
-    print(f"{len(list(HERE.glob('*.py'))) - 1} candidates in {HERE}")
+def write_corpus(dest: Path) -> list[Path]:
+    """Write the 22 candidates into ``dest`` (made if missing); their paths, sorted."""
+    dest.mkdir(parents=True, exist_ok=True)
+    texts = {f"{style.__name__}_{op}": style(op) for style in (kernelbench, pybind, lazy_forward, in_init) for op in OPS}
+    texts.update(failing())
+    for name, text in texts.items():
+        (dest / f"{name}.py").write_text(text)
+    return sorted(dest / f"{name}.py" for name in texts)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    written = write_corpus(Path(sys.argv[1] if len(sys.argv) > 1 else "build_corpus"))
+    print(f"{len(written)} candidates in {written[0].parent}")
