@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.config import register_configs
 from cudaforge.paths import CONFIG_DIR
-from cudaforge.track.store import LEDGER_FILE, RESCORED_FILE, RESULTS_FILE
+from cudaforge.track.store import HYDRA_DIR, LEDGER_FILE, LOCK_FILE, PLAN_FILE, RESCORED_FILE, RESULTS_FILE, RunDir
 
 USAGE = """usage: cudaforge SUBCOMMAND [ACTION] [key=value ...]
 
@@ -398,7 +398,7 @@ def _run_config(run_dir: Path) -> Any:
     """A run directory's own config (``.hydra/config.yaml``) as a ``CudaforgeConfig`` object."""
     from cudaforge.config import CudaforgeConfig
 
-    saved = run_dir / ".hydra" / "config.yaml"
+    saved = RunDir(run_dir).config_path
     if not saved.is_file():
         raise FileNotFoundError(f"{run_dir}: its config (.hydra/config.yaml) is missing, so it cannot be planned")
     merged = OmegaConf.merge(OmegaConf.structured(CudaforgeConfig), OmegaConf.load(saved))
@@ -558,7 +558,7 @@ def _remove_if_empty(run_dir: str | None) -> None:
 
     if not run_dir or not Path(run_dir).is_dir():
         return
-    left = [p for p in Path(run_dir).iterdir() if p.name not in (".hydra", ".run.lock", "plan.json")
+    left = [p for p in Path(run_dir).iterdir() if p.name not in (HYDRA_DIR, LOCK_FILE, PLAN_FILE)
             and not p.name.endswith(".log")]  # fmt: skip
     if not left:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -566,7 +566,7 @@ def _remove_if_empty(run_dir: str | None) -> None:
 
 def _merge(args: list[str]) -> int:
     from cudaforge.run.merge import MergeError, merge_runs
-    from cudaforge.track.store import RunDirBusy
+    from cudaforge.track.store import RunDirBusy, RunDirTooNew
 
     outs = [a.partition("=")[2] for a in args if a.startswith("out=")]
     other = [a for a in args if "=" in a and not a.startswith("out=")]
@@ -577,7 +577,7 @@ def _merge(args: list[str]) -> int:
         return 2
     try:
         record = merge_runs(outs[0], shards, say=lambda line: print(line, flush=True))
-    except (MergeError, RunDirBusy) as exc:
+    except (MergeError, RunDirBusy, RunDirTooNew) as exc:
         print(f"cudaforge merge: error: {exc}", file=sys.stderr)
         return 2
     return 1 if record["unfinished"] else 0
@@ -640,7 +640,7 @@ def _run_app(action: str, overrides: list[str]) -> int:
     # a named directory that already holds a run (a rescore resumed there): Hydra rewrites its .hydra/ before the
     # command can refuse, so what was there is put back when it does
     named = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra.run.dir=")]
-    kept = {p: p.read_bytes() for p in (Path(named[-1]) / ".hydra").glob("*.yaml")} if named else {}
+    kept = {p: p.read_bytes() for p in (Path(named[-1]) / HYDRA_DIR).glob("*.yaml")} if named else {}
     try:
         app()
     finally:

@@ -414,12 +414,15 @@ def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
                                 None, None, None, None, True, True, False)
     builder = build._Builder(settings)
     (tmp_path / "probe").mkdir()
-    builder._write_ninja(spec, tmp_path / "probe", "m_0123", spec.extra_cflags, current().arch_flags("9.0"))
+    cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as a build writes them
+    builder._write_ninja(spec, tmp_path / "probe", "m_0123", cflags, current().arch_flags("9.0"))
     expected = builder._pch_dir(tmp_path / "probe")[0]
     seen = []
-    monkeypatch.setattr(build._Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags: (seen.append(pch_dir), (True, ""))[1])
+    monkeypatch.setattr(build._Builder, "_ensure_pch",
+                        lambda self, pch_dir, cxx, cflags, name: (seen.append((pch_dir, name)), (True, ""))[1])
     assert build.warm_pch(settings) == {"": "ready", "-O3": "ready"}
-    assert expected in seen and len(set(seen)) == 2
+    assert {(expected, "torch/extension.h"), (expected, "cudaforge/bind.h")} <= set(seen)
+    assert len({d for d, _ in seen}) == 2 and len(seen) == 4  # two flag sets, two headers each
 
 
 def test_pch_dir_override_is_shared_across_caches(tmp_path, monkeypatch):
@@ -524,3 +527,40 @@ def test_the_workers_account_of_its_deferred_builds_is_read_as_data_of_one_shape
                            "load_inline at line 1\nverdict: correct", 7, *[f"load at line {i}" for i in range(20)]]}
     assert reported_sites(forged) == ["load_inline at line 12", "load at line 3", *[f"load at line {i}" for i in range(6)]]
     assert reported_sites({"prebuilt": "load at line 1"}) == [] and reported_sites(None) == []
+
+
+def test_light_variants_compile_the_binding_file_against_the_lighter_header(tmp_path):
+    hooks = build._Hooks(settings_for(str(tmp_path)), build.BuildRecorder())
+    kernel = "#include <torch/extension.h>\n__global__ void k(float* y) {}\ntorch::Tensor f(torch::Tensor x) { return x; }"
+    cpp = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);"
+    spec, _ = hooks.inline_spec("m", cpp, kernel, ["f"], None, None, None, None, None, True, True, False)
+    variants = dict(spec.variants)
+    assert list(variants) == ["light:min", "light:types", "plain"]
+    for name in ("light:min", "light:types"):
+        main = variants[name]["main.cpp"].splitlines()
+        assert main[0] == "#include <cudaforge/bind.h>" and "#include <torch/extension.h>" not in main
+        assert main[1:3] == ['#line 1 "cpp_sources"', ""]  # the heavy include blanked: line numbers hold
+    assert variants["plain"]["main.cpp"].startswith("#include <torch/extension.h>")
+    # host code that uses the C++ frontend keeps torch's main.cpp; only the CUDA source is lighter
+    frontend = cpp + "\ntorch::nn::Linear make() { return torch::nn::Linear(2, 2); }"
+    spec, _ = hooks.inline_spec("m", frontend, kernel, ["f"], None, None, None, None, None, True, True, False)
+    assert all(files["main.cpp"].startswith("#include <torch/extension.h>") for _, files in spec.variants)
+    # no CUDA source (or one that needs all of torch): a variant with only main.cpp lighter
+    spec, _ = hooks.inline_spec("m", cpp, None, ["f"], None, None, None, None, None, True, True, False)
+    assert [v for v, _ in spec.variants] == ["light:bind", "plain"]
+    spec, _ = hooks.inline_spec("m", cpp, None, ["f"], None, None, None, None, None, True, True, True)
+    assert [v for v, _ in spec.variants] == ["plain"]  # no_implicit_headers: the sources are taken as written
+
+
+@pytest.mark.slow
+def test_a_binding_built_against_the_lighter_header_loads_and_runs(cache_dir):
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    cpp = "#include <torch/extension.h>\ntorch::Tensor add_two(torch::Tensor x) { return x + 2; }"
+    with build_hooks(settings_for(cache_dir)) as recorder:
+        module = ce.load_inline(name="light_bind_probe", cpp_sources=[cpp], functions=["add_two"])
+    assert torch.equal(module.add_two(torch.zeros(3)), torch.full((3,), 2.0))
+    record = recorder.records[-1]
+    assert record.variant == "light:bind" and "headers=bind" in record.measures and not record.fallbacks
+    assert record.steps["main.o"] > 0 and any(name.endswith(".so") for name in record.steps)

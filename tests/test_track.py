@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudaforge.track.store import RunStore, task_slug
+from cudaforge.track.store import SCHEMA_VERSION, RunDir, RunDirTooNew, RunStore, task_slug
 from cudaforge.track.wandb_sink import NullTracker, SafeTracker, make_tracker
 from cudaforge.types import RoundRecord, TaskResult
 
@@ -119,6 +119,14 @@ def test_a_run_records_its_problem_set_and_a_resume_on_another_says_so(tmp_path,
         assert record["version"] == f"hashes:{record['digest'][:12]}"
         task_json = RunStore(tmp_path / "run").task(relu.id).read_json(None, "task.json")
         assert task_json["source_hash"] == relu.source_hash
+        run = RunDir(tmp_path / "run")  # the read API sees what the runner wrote
+        assert run.schema() == SCHEMA_VERSION == json.loads((tmp_path / "run" / "run.json").read_text())["schema"]
+        assert run.task(relu.id).task()["source_hash"] == relu.source_hash
+        assert [t.slug for t in run.tasks()] == [task_slug(relu.id)]
+        first = run.task(relu.id).rounds()[0]
+        assert first.number == 1 and first.coder["ok"] is False and first.candidate is None and first.eval is None
+        assert run.config() == {} and not run.config_path.exists()  # Hydra writes it; make_context was called bare
+        assert list(run.latest_results()) == [relu.id] and run.ledger() and run.ledger()[0]["role"] == "coder"
         capsys.readouterr()
         run_suite(make_context(cfg, tmp_path / "run"), [relu])  # the same problems: nothing said, nothing added
         assert "problem set" not in capsys.readouterr().err
@@ -179,7 +187,9 @@ def test_the_run_directory_file_names_are_spelled_only_by_the_store():
     from cudaforge.track import store
 
     names = {store.RESULTS_FILE, store.LEDGER_FILE, store.TASK_FILE, store.CANDIDATE_FILE, store.EVAL_FILE,
-             store.PROFILE_FILE, store.RESCORE_FILE, store.RESCORED_FILE, "problem_set.json"}  # fmt: skip
+             store.PROFILE_FILE, store.RESCORE_FILE, store.RESCORED_FILE, "problem_set.json", store.CODER_FILE,
+             store.JUDGE_FILE, store.RUN_FILE, store.LLM_CACHE_FILE, store.CHECKPOINTS_FILE, store.HYDRA_DIR,
+             store.CONFIG_FILE, store.HYDRA_FILE, store.PLAN_FILE, store.MERGE_FILE, store.LOCK_FILE}  # fmt: skip
     package = Path(cudaforge.__file__).parent
     allowed = {package / "track" / "store.py", package / "tasks" / "identity.py",  # where they are defined
                package / "eval" / "build" / "precompile.py"}  # its candidate.py: a build's scratch file, not a run's  # fmt: skip
@@ -191,3 +201,24 @@ def test_the_run_directory_file_names_are_spelled_only_by_the_store():
             if isinstance(node, ast.Constant) and node.value in names:
                 spelled.append(f"{path.relative_to(package)}:{node.lineno} {node.value}")
     assert not spelled, spelled
+
+
+def test_a_run_directory_of_a_newer_schema_is_refused_by_every_reader_and_writer(tmp_path):
+    """Read as if it were ours, a layout we do not know would be misread in silence: one line says upgrade."""
+    from cudaforge.report.load import load_run
+    from cudaforge.run.merge import merge_runs
+    from cudaforge.teach.runs import load_run_view
+
+    legacy = tmp_path / "legacy"  # a run made before run.json: schema 0, read as before
+    RunStore(legacy).append_result(result())
+    assert RunDir(legacy).schema() == 0 and [r.task_id for r in load_run(legacy).results] == ["tiny/level1/1_ReLU"]
+    RunStore(legacy).write_schema()
+    assert RunDir(legacy).schema() == SCHEMA_VERSION
+    newer = tmp_path / "newer"
+    RunStore(newer).append_result(result())
+    (newer / "run.json").write_text('{"schema": 99, "cudaforge": "9.0"}')
+    for read in (load_run, load_run_view, lambda p: RunDir(p).require_results(),
+                 lambda p: RunStore(p).write_schema(), lambda p: merge_runs(tmp_path / "merged", [p], say=lambda _: None)):
+        with pytest.raises(RunDirTooNew, match=r"schema 99 \(written by cudaforge 9\.0\).*reads schemas 0 to 1: upgrade"):
+            read(newer)
+    assert not (tmp_path / "merged" / "results.jsonl").exists()

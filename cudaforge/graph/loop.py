@@ -25,7 +25,7 @@ from cudaforge.types import Feedback, JudgeMode
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError
 from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
-from cudaforge.track.store import CANDIDATE_FILE, EVAL_FILE, PROFILE_FILE
+from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE
 
 
 class LoopState(TypedDict, total=False):
@@ -232,7 +232,7 @@ class _Nodes:
                     "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
         update: LoopState = {"round": number, "pending": None}
         if result is not None:
-            s.store.write_json(number, "coder.json", {**result.to_dict(), "memory": memory})
+            s.store.write_json(number, CODER_FILE, {**result.to_dict(), "memory": memory})
             if result.ok and result.source:
                 digest = source_hash(result.source)
                 s.store.save_candidate(digest, result.source)
@@ -342,7 +342,7 @@ class _Nodes:
                     "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
         feedback = None
         if verdict is not None:
-            s.store.write_json(state["round"], "judge.json", {**verdict.to_dict(), "memory": memory})
+            s.store.write_json(state["round"], JUDGE_FILE, {**verdict.to_dict(), "memory": memory})
             feedback = verdict.feedback.to_dict() if verdict.ok else None
             failure = verdict.failure
         elapsed = time.monotonic() - started

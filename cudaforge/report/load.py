@@ -8,16 +8,13 @@ Nothing here imports the LLM, evaluation or graph layers.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from cudaforge.tasks.identity import read_problem_set
-from cudaforge.track.store import LEDGER_FILE, RESCORE_FILE, RESULTS_FILE, RunStore, TASKS_DIR, task_slug
+from cudaforge.track.store import RunDir, task_slug
 from cudaforge.types import TaskResult
 
 _LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
@@ -88,12 +85,7 @@ def run_concurrency(config: dict[str, Any]) -> int | None:
 
 def hydra_choices(run_dir: str | Path) -> dict[str, str]:
     """The option of each config group the run was made with (``.hydra/hydra.yaml``; empty when absent)."""
-    try:
-        data = yaml.safe_load((Path(run_dir) / ".hydra" / "hydra.yaml").read_text()) or {}
-        choices = ((data.get("hydra") or {}).get("runtime") or {}).get("choices") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return {}
-    return {str(k): str(v) for k, v in choices.items()} if isinstance(choices, dict) else {}
+    return RunDir(run_dir).hydra_choices()
 
 
 def protocol_suffix(choices: dict[str, str]) -> str:
@@ -101,38 +93,6 @@ def protocol_suffix(choices: dict[str, str]) -> str:
     parts = [f"{group}={choices[group]}" for group in ("eval", "agents")
              if choices.get(group) not in (None, "default", "None")]  # fmt: skip
     return f" [{', '.join(parts)}]" if parts else ""
-
-
-def _rescore_record(run_dir: Path) -> dict[str, Any] | None:
-    """``rescore.json`` of a run made by ``cudaforge rescore`` (None for any other run, or when unreadable)."""
-    try:
-        record = json.loads((run_dir / RESCORE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _read_config(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / ".hydra" / "config.yaml"
-    if not path.is_file():
-        return {}
-    data = yaml.safe_load(path.read_text())
-    return data if isinstance(data, dict) else {}
-
-
-def _read_ledger(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / LEDGER_FILE
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by a crash
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
 
 
 def _round_numbers(result: TaskResult) -> list[int]:
@@ -207,27 +167,22 @@ def _spend(
 
 def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     """Read one run directory (FileNotFoundError when it has no ``results.jsonl``)."""
-    path = Path(run_dir).expanduser()
-    if not (path / RESULTS_FILE).is_file():
-        raise FileNotFoundError(f"{path}: no results.jsonl here (is it a `cudaforge run` directory?)")
-    latest: dict[str, TaskResult] = {}
-    for result in RunStore(path).results():
-        latest[result.task_id] = result
+    run = RunDir(run_dir).require_results()
+    path = run.root
+    latest = run.latest_results()
     results = list(latest.values())
-    config, label_text = _read_config(path), None
-    rescored = _rescore_record(path)
+    config, label_text = run.config(), None
+    rescored = run.rescore()
     if rescored is not None:  # the kernels were made by the source run: its agents and rounds, this run's eval
         source = Path(str(rescored.get("source_run", "")))
-        source_config = _read_config(source) if source.is_dir() else {}
-        choices = {**hydra_choices(source), "eval": hydra_choices(path).get("eval", str(rescored.get("protocol")))}
+        source_config = RunDir(source).config() if source.is_dir() else {}
+        choices = {**hydra_choices(source), "eval": run.hydra_choices().get("eval", str(rescored.get("protocol")))}
         head = config_label(source_config) if source_config else f"the kernels of {source.name or 'another run'}"
         label_text = f"{head}, rescored{protocol_suffix(choices)}"
         config = {**source_config, "eval": config.get("eval", {})} if source_config else config
     done = {task_slug(t) for t in latest}
-    tasks_dir = path / TASKS_DIR
-    started = [p.name for p in tasks_dir.iterdir() if p.is_dir()] if tasks_dir.is_dir() else []
-    unfinished = sorted(name for name in started if name not in done)
-    spend, source = _spend(results, _read_ledger(path))
+    unfinished = sorted(t.slug for t in run.tasks() if t.slug not in done)
+    spend, source = _spend(results, run.ledger())
     return RunData(
         path=path,
         label=label or label_text or ((config_label(config) or path.name) + protocol_suffix(hydra_choices(path))),
@@ -236,7 +191,7 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
         unfinished=unfinished,
         spend=spend,
         spend_source=source,
-        problem_set=read_problem_set(path),
+        problem_set=run.problem_set(),
     )
 
 

@@ -8,28 +8,14 @@ evaluation layer.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from cudaforge.report.load import RunData, hydra_choices, load_runs
 from cudaforge.report.stats import FailedAs, group_stats
-from cudaforge.track.store import RESCORED_FILE, RESCORE_FILE, RESULTS_FILE
+from cudaforge.track.store import RunDir
 
-
-
-def _json_lines(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a crash
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
 
 
 def protocol_of(run: RunData) -> str:
@@ -43,11 +29,7 @@ def protocol_of(run: RunData) -> str:
 
 def rescore_record(run_dir: str | Path) -> dict[str, Any] | None:
     """``rescore.json`` of a rescored run, or None."""
-    try:
-        data = json.loads((Path(run_dir) / RESCORE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return RunDir(run_dir).rescore()
 
 
 def _fmt(value: float | None, digits: int) -> str:
@@ -82,7 +64,7 @@ def _holds(source: RunData, rescored: Path) -> bool:
     """Whether ``source`` made every kernel of the rescore in ``rescored`` (its tasks and candidate hashes)."""
     made = {(r.task_id, h) for r in source.results
             for h in [r.best_candidate_hash, *(x.candidate_hash for x in r.history)] if h}  # fmt: skip
-    rows = _json_lines(rescored / RESCORED_FILE)
+    rows = RunDir(rescored).rescored()
     return bool(rows) and all((row.get("task_id"), row.get("candidate_hash")) in made for row in rows)
 
 
@@ -98,7 +80,7 @@ def protocol_lines(runs: list[RunData]) -> list[str]:
         source = next((r for r in runs if Path(r.path).resolve() == source_path), None)
         if source is None:  # the source was moved or copied (results brought back from another machine)
             source = next((r for r in runs if r is not run and _holds(r, Path(run.path))), None)
-        if source is None and (source_path / RESULTS_FILE).is_file():
+        if source is None and RunDir(source_path).has_results():
             source = load_runs([source_path])[0]
         out += ["", f"## Protocols: {run.label} rescores {source.label if source else source_path}", "",
                 "| protocol | run | tasks | Correct % | fast_1 % | Perf | Geo. mean |",
@@ -109,5 +91,5 @@ def protocol_lines(runs: list[RunData]) -> list[str]:
         scope = "every round's kernel" if record.get("all_rounds") else "each task's best kernel"
         out += ["", f"Rescored: {scope} ({record.get('kernels', 0)} kernels)"
                 + ("" if record.get("finished") else "; the rescore did not finish") + "."]
-        out += changes(_json_lines(Path(run.path) / RESCORED_FILE))
+        out += changes(RunDir(run.path).rescored())
     return out

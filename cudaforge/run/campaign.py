@@ -31,7 +31,7 @@ from cudaforge.run.merge import (
     ledger_lines,
     task_pack,
 )
-from cudaforge.track.store import LEDGER_FILE, RunStore, task_slug
+from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE, RunStore, task_slug
 from cudaforge.types import Task, TaskResult
 
 FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WANDB_MODE", "TRITON_INTERPRET", "CUDAFORGE_BUILD_CACHE")
@@ -75,7 +75,7 @@ def run_task_remote(config: Any, task: Task, root: str) -> dict[str, Any]:
         ctx.checkpointer.conn.close()
         ctx.store.release()
     result = next(r for r in RunStore(run_dir).results() if r.task_id == task.id)
-    cache = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / "llm_cache.sqlite"
+    cache = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / LLM_CACHE_FILE
     pack = task_pack(RunStore(run_dir), result)
     pack["ledger"] = ledger_lines(run_dir / LEDGER_FILE)
     pack["cache"] = cache_rows(cache) if not config.llm_cache.path else []  # a shared cache needs no copy
@@ -127,7 +127,7 @@ def run_on_ray(
     from cudaforge.run.runner import RunAborted, RunInterrupted, check_sqlite, record_problem_set
 
     store = RunStore(run_dir)
-    cache_path = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / "llm_cache.sqlite"
+    cache_path = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / LLM_CACHE_FILE
     c = config.campaign
     try:
         resources = ray.cluster_resources()

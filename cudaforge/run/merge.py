@@ -29,10 +29,9 @@ from typing import Any, Callable
 import yaml
 
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
-from cudaforge.track.store import LEDGER_FILE, RESULTS_FILE, RunStore
+from cudaforge.track.store import CONFIG_FILE, HYDRA_DIR, HYDRA_FILE, LEDGER_FILE, LLM_CACHE_FILE, MERGE_FILE, RunDir, RunStore
 from cudaforge.types import TaskResult
 
-MERGE_FILE = "merge.json"
 """A merged run's record of its shards."""
 
 IGNORED_KEYS = {"suite.shard_index", "concurrency", "eval.devices", "eval.build_cache_dir", "llm_cache.path",
@@ -58,10 +57,7 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
 
 def read_config(run_dir: Path) -> dict[str, Any]:
     """``.hydra/config.yaml`` as plain data ({} when absent or unreadable)."""
-    try:
-        return yaml.safe_load((run_dir / ".hydra" / "config.yaml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return {}
+    return RunDir(run_dir).config()
 
 
 def config_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -206,10 +202,11 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
     if not shards:
         raise MergeError("name the shards' run directories: cudaforge merge SHARD_DIR [SHARD_DIR ...] out=DIR")
     for shard in shards:
-        if not (shard / RESULTS_FILE).is_file() and not (shard / PROBLEM_SET_FILE).is_file():
+        if not RunDir(shard).has_results() and not (shard / PROBLEM_SET_FILE).is_file():
             raise MergeError(f"{shard}: not a run directory (no results.jsonl, no {PROBLEM_SET_FILE})")
         if shard.resolve() == out.resolve():
             raise MergeError(f"{shard}: the output directory cannot be one of the shards")
+        RunDir(shard).schema()  # RunDirTooNew: a shard made by a newer cudaforge
     configs = [read_config(s) for s in shards]
     for shard, config in zip(shards[1:], configs[1:]):
         diff = config_differences(configs[0], config)
@@ -219,8 +216,9 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
     counts = {_flat(c).get("suite.shard_count") for c in configs if c}
     store = RunStore(out)
     store.claim()  # a merge into a directory that a run (or another merge) is using is refused
+    store.write_schema()
     record = _read_merge(out)
-    if (out / RESULTS_FILE).is_file() and not record:
+    if RunDir(out).has_results() and not record:
         raise MergeError(f"{out} holds a run that is not a merge: merge into a new directory")
     done = {r.task_id for r in store.results()}
     previous = {r.task_id: r.to_json() for r in store.results()}
@@ -252,18 +250,17 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
         say(f"{shard}: {len(added)} tasks added, {len(finished) - len(added)} already merged"
             + (f", {len(entry['unfinished'])} not finished yet" if entry["unfinished"] else ""))
     calls = merge_ledgers(out / LEDGER_FILE, [s / LEDGER_FILE for s in shards])
-    replies = merge_caches(out / "llm_cache.sqlite", [s / "llm_cache.sqlite" for s in shards])
+    replies = merge_caches(out / LLM_CACHE_FILE, [s / LLM_CACHE_FILE for s in shards])
     if records:
         old = read_problem_set(out)
         store.write_problem_set(_merged_problem_set(records + ([old] if old else [])))
     if configs[0]:
         merged_config = json.loads(json.dumps(configs[0]))
         merged_config.setdefault("suite", {}).update(shard_index=0, shard_count=1)
-        (out / ".hydra").mkdir(parents=True, exist_ok=True)
-        (out / ".hydra" / "config.yaml").write_text(yaml.safe_dump(merged_config, sort_keys=False))
-        hydra_file = shards[0] / ".hydra" / "hydra.yaml"
-        if hydra_file.is_file():
-            shutil.copyfile(hydra_file, out / ".hydra" / "hydra.yaml")
+        (out / HYDRA_DIR).mkdir(parents=True, exist_ok=True)
+        (out / CONFIG_FILE).write_text(yaml.safe_dump(merged_config, sort_keys=False))
+        if (shards[0] / HYDRA_FILE).is_file():
+            shutil.copyfile(shards[0] / HYDRA_FILE, out / HYDRA_FILE)
     unfinished = sorted({t for e in entries.values() for t in e.get("unfinished", [])} - done)
     record = {"shards": sorted(entries.values(), key=lambda e: e["path"]), "tasks": len(done),
               "unfinished": unfinished, "duplicates": duplicates,

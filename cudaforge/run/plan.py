@@ -27,9 +27,8 @@ from typing import Any
 
 import yaml
 
-from cudaforge.track.store import LEDGER_FILE
+from cudaforge.track.store import LEDGER_FILE, PLAN_FILE
 
-PLAN_FILE = "plan.json"
 """The plan a run wrote into its directory when it started."""
 ROUND_SECONDS_FILE = Path(__file__).resolve().parents[1] / "resources" / "published" / "round_seconds.yaml"
 """Stored per-round non-LLM seconds by device, each with its command, machine and date."""

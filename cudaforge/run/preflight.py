@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 
 from cudaforge.llm.cache import CacheMode, recorded_tasks
 from cudaforge.llm.ledger import SCRIPTED_PREFIX  # models answered in-process: no key, no server, no cost
+from cudaforge.track.store import LLM_CACHE_FILE
 
 CONNECT_TIMEOUT_S = 0.5
 """How long a local server gets to accept a TCP connection."""
@@ -114,7 +115,7 @@ def check_config(config: Any, task_ids: Sequence[str], *, run_dir: str | Path | 
     models = [{"role": role, "model": llm.model, "api_base": llm.api_base}
               for role, llm in (("coder", config.coder), ("judge", config.judge))]  # fmt: skip
     cache = config.llm_cache
-    cache_path = cache.path or (Path(run_dir) / "llm_cache.sqlite" if run_dir is not None else None)
+    cache_path = cache.path or (Path(run_dir) / LLM_CACHE_FILE if run_dir is not None else None)
     return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path)
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.run.merge import add_cache_rows, cache_rows, ledger_lines
-from cudaforge.track.store import LEDGER_FILE, RESULTS_FILE, RunStore, TASKS_DIR, round_folder, task_slug
+from cudaforge.track.store import CHECKPOINTS_FILE, CODER_FILE, JUDGE_FILE, LEDGER_FILE, LLM_CACHE_FILE, round_folder, RunDir, RunStore, task_slug, TASKS_DIR
 
-CACHE_FILE = "llm_cache.sqlite"
-CHECKPOINT_FILE = "checkpoints.sqlite"
+CACHE_FILE = LLM_CACHE_FILE
+CHECKPOINT_FILE = CHECKPOINTS_FILE
 
 
 def sqlite_problem(path: Path) -> str | None:
@@ -58,9 +58,9 @@ def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list] | None:
     task_id, round_, role = meta.get("task_id"), meta.get("round"), row.get("role")
     if not isinstance(task_id, str) or not isinstance(round_, int) or role not in ("coder", "judge"):
         return None
-    path = run_dir / TASKS_DIR / task_slug(task_id) / round_folder(round_) / f"{role}.json"
+    files = RunDir(run_dir).task(task_id).round(round_)
     try:
-        conversation = json.loads(path.read_text())["conversation"]
+        conversation = (files.coder if role == "coder" else files.judge)["conversation"]
         return conversation["replies"][int(meta.get("follow_up") or 0)], conversation.get("messages", [])
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
@@ -82,7 +82,8 @@ def rebuild_rows(run_dir: Path) -> tuple[list[tuple], int]:
         text, messages = found
         meta = row.get("meta") or {}
         request = {"model": row.get("model"), "messages": messages,
-                   "rebuilt_from": f"tasks/{task_slug(meta['task_id'])}/round_{meta['round']:02d}/{row['role']}.json"}
+                   "rebuilt_from": f"{TASKS_DIR}/{task_slug(meta['task_id'])}/{round_folder(meta['round'])}/"
+                                   f"{CODER_FILE if row['role'] == 'coder' else JUDGE_FILE}"}
         usage = {k: row.get(k) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_prompt_tokens")}
         rows.append((key, json.dumps(request, sort_keys=True, separators=(",", ":")), text, None,
                      json.dumps(usage, sort_keys=True), row.get("cost_usd"), int(bool(row.get("priced"))),
@@ -94,8 +95,9 @@ def repair(run_dir: str | Path, say: Callable[[str], None] = print) -> dict[str,
     """Repair ``run_dir`` (see the module's docstring); returns what was done. ``RunDirBusy`` while a run holds it,
     ``ValueError`` for a folder that is not a run directory."""
     run = Path(run_dir)
-    if not (run / RESULTS_FILE).is_file() and not (run / LEDGER_FILE).is_file():
+    if not RunDir(run).has_results() and not (run / LEDGER_FILE).is_file():
         raise ValueError(f"{run}: not a run directory (no results.jsonl, no ledger.jsonl)")
+    RunDir(run).schema()  # RunDirTooNew (a ValueError): a newer cudaforge's layout is not ours to repair
     store = RunStore(run)
     store.claim()
     try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cudaforge.track.store import CANDIDATE_FILE, RESCORED_FILE, RESCORE_FILE, RESULTS_FILE, RunStore, TASK_FILE, TaskStore
+from cudaforge.track.store import CANDIDATE_FILE, RESCORE_FILE, RESCORED_FILE, RunDir, RunStore, TASK_FILE, TaskStore
 from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
 from cudaforge.tasks.identity import PROBLEM_SET_FILE
 
@@ -119,14 +119,9 @@ def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kerne
         raise ValueError(f"{out_dir} holds another rescore (its {', '.join(differs)} differ); rescore into another "
                          f"directory (hydra.run.dir=...), or remove it to start again")  # fmt: skip
     rows: dict[tuple[str, str], dict] = {}
-    path = out_dir / RESCORED_FILE
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-                rows[(row["task_id"], row["candidate_hash"])] = row
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut by the interruption: that kernel is evaluated again
+    for row in RunDir(out_dir).rescored():  # a line cut by the interruption is left out: that kernel runs again
+        if isinstance(row.get("task_id"), str) and isinstance(row.get("candidate_hash"), str):
+            rows[(row["task_id"], row["candidate_hash"])] = row
     found = {}
     for index, kernel in enumerate(kernels):
         row = rows.get((kernel.task.id, kernel.digest))
@@ -137,6 +132,7 @@ def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kerne
         except (OSError, ValueError, TypeError, KeyError):
             continue
         found[index] = (row, result)
+    path = out_dir / RESCORED_FILE
     if path.is_file():  # rewritten with the rows kept (a cut line dropped), and the new ones appended to it
         path.write_text("".join(json.dumps(row) + "\n" for row, _ in found.values()))
     return found
@@ -186,10 +182,10 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
     """Evaluate ``run_dir``'s kept kernels with ``evaluator`` (its config is the protocol, named ``protocol``) into
     ``out_dir``; the summary written to ``rescore.json``. ``say`` gets a line per kernel as it finishes."""
     run_dir, out_dir = Path(run_dir).resolve(), Path(out_dir)
-    if not (run_dir / RESULTS_FILE).is_file():
-        raise FileNotFoundError(f"{run_dir}: not a run directory (no results.jsonl)")
+    RunDir(run_dir).require_results()
     kernels, notes = kept_kernels(run_dir, all_rounds)
     out = RunStore(out_dir)
+    out.write_schema()
     for name in (PROBLEM_SET_FILE,):
         if (run_dir / name).is_file():
             (out_dir / name).write_text((run_dir / name).read_text())

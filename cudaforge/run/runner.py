@@ -39,7 +39,7 @@ from cudaforge.llm.client import Backoff, LLMClient
 from cudaforge.llm.errors import LLMAuthError
 from cudaforge.llm.ledger import Ledger
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
-from cudaforge.track.store import LEDGER_FILE, RunStore, TASK_FILE
+from cudaforge.track.store import CHECKPOINTS_FILE, INTERRUPTED_DIR, LEDGER_FILE, LLM_CACHE_FILE, RunStore, TASK_FILE
 from cudaforge.types import Task, TaskResult
 
 
@@ -99,11 +99,12 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     """Build the run's services from a ``CudaforgeConfig`` (object form)."""
     store = RunStore(run_dir)
     store.claim()  # RunDirBusy when another run is in this directory
+    store.write_schema()  # RunDirTooNew when a newer cudaforge made it
     ledger = Ledger(run_dir / LEDGER_FILE)
-    cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / "llm_cache.sqlite"
+    cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / LLM_CACHE_FILE
     check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
                  "paid for) again")  # fmt: skip
-    check_sqlite(run_dir / "checkpoints.sqlite", "the loop's checkpoints: moved aside, unfinished tasks start again "
+    check_sqlite(run_dir / CHECKPOINTS_FILE, "the loop's checkpoints: moved aside, unfinished tasks start again "
                  "from their first round (finished ones stay in results.jsonl)")  # fmt: skip
     cache = ResponseCache(cache_path, _value(cfg.llm_cache.mode))
     agents = cfg.agents  # the template set, the Judge's metrics and the spec sheet the prompts show
@@ -115,7 +116,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups,
                   metric_names=judge_metric_names(_value(agents.judge_metrics)))  # fmt: skip
     # one set of GPU locks for evaluator and profiler; a candidate whose evaluation died with the run is not re-run
-    evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / "interrupted")
+    evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / INTERRUPTED_DIR)
     gpus = getattr(evaluator, "gpus", [])
     if profiler is None and cfg.profile.enabled:
         from cudaforge.profile import Profiler
@@ -128,7 +129,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
         gpu_spec = profiler.gpu_spec(gpus[0]) if gpus and hasattr(profiler, "gpu_spec") else None
     return RunContext(
         cfg=cfg, store=store, ledger=ledger, coder=coder, judge=judge, evaluator=evaluator,
-        profiler=profiler, gpu_spec=gpu_spec, checkpointer=_checkpointer(run_dir / "checkpoints.sqlite"),
+        profiler=profiler, gpu_spec=gpu_spec, checkpointer=_checkpointer(run_dir / CHECKPOINTS_FILE),
     )  # fmt: skip
 
 

@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from cudaforge import pyast
-from cudaforge.track.store import CANDIDATE_FILE, EVAL_FILE, LEDGER_FILE, RESULTS_FILE, RunStore, TASKS_DIR, TASK_FILE
+from cudaforge.track.store import RoundFiles, RunDir, TaskDir
 from cudaforge.types import EvalResult, EvalStatus, Task, source_hash
 
-_ROUND_DIR = re.compile(r"^round_(\d+)$")
 _LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
 
 
@@ -183,7 +181,7 @@ class RunView:
 
 def is_run_dir(path: Path) -> bool:
     """A ``cudaforge run`` directory: it has ``tasks/`` or ``results.jsonl``."""
-    return (path / TASKS_DIR).is_dir() or (path / RESULTS_FILE).is_file()
+    return RunDir(path).is_run()
 
 
 def expand_runs(paths: list[str | Path]) -> list[Path]:
@@ -204,39 +202,18 @@ def expand_runs(paths: list[str | Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def _ledger_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a run's ``ledger.jsonl`` (none without one; torn lines skipped)."""
-    ledger = path / LEDGER_FILE
-    rows = []
-    for line in ledger.read_text().splitlines() if ledger.is_file() else []:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
 def _ledger_model(rows: list[dict[str, Any]], role: str) -> str | None:
     return next((str(row["model"]) for row in rows if row.get("role") == role and row.get("model")), None)
 
 
 def run_info(path: Path) -> RunInfo:
     """The identity of a run directory: config, its hash, models, strategy."""
-    config_path = path / ".hydra" / "config.yaml"
-    config = yaml.safe_load(config_path.read_text()) if config_path.is_file() else None
-    config = config if isinstance(config, dict) else {}
+    run = RunDir(path)
+    run.schema()
+    config = run.config()
     config_hash = (hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
                    if config else "unknown")  # fmt: skip
-    ledger = _ledger_rows(path)
+    ledger = run.ledger()
     models = {role: (config.get(role) or {}).get("model") or _ledger_model(ledger, role) or "unknown"
               for role in ("coder", "judge")}  # fmt: skip
     replay_only = str((config.get("llm_cache") or {}).get("mode", "")) == "replay_only"
@@ -249,18 +226,18 @@ def run_info(path: Path) -> RunInfo:
     )  # fmt: skip
 
 
-def _history_status(path: Path) -> dict[tuple[str, int], str]:
+def _history_status(run: RunDir) -> dict[tuple[str, int], str]:
     """``(task id, round) -> status`` from ``results.jsonl`` (the last row of a task wins)."""
     out: dict[tuple[str, int], str] = {}
-    for result in RunStore(path).results() if (path / RESULTS_FILE).is_file() else []:
+    for result in run.results():
         for record in result.history:
             out[(result.task_id, record.round)] = record.status
     return out
 
 
-def _task(folder: Path) -> Task | None:
-    data = _read_json(folder / TASK_FILE)
-    if not isinstance(data, dict) or "id" not in data:
+def _task(folder: TaskDir) -> Task | None:
+    data = folder.task()
+    if data is None or "id" not in data:
         return None
     task = Task.from_dict(data)
     if not task.level:
@@ -269,25 +246,20 @@ def _task(folder: Path) -> Task | None:
     return task
 
 
-def _round(folder: Path, number: int, status_from_history: str | None, seen: set[str]) -> RoundView:
-    coder = _read_json(folder / "coder.json")
-    source = None
-    if (folder / CANDIDATE_FILE).is_file():
-        source = (folder / CANDIDATE_FILE).read_text()
-    elif isinstance(coder, dict) and coder.get("ok") and coder.get("source"):
+def _round(files: RoundFiles, status_from_history: str | None, seen: set[str]) -> RoundView:
+    coder = files.coder
+    source = files.candidate
+    if source is None and coder is not None and coder.get("ok") and coder.get("source"):
         source = str(coder["source"])
     digest = source_hash(source) if source is not None else None
-    data = _read_json(folder / EVAL_FILE)
-    result = EvalResult.from_dict(data) if isinstance(data, dict) else None
-    judge = _read_json(folder / "judge.json")
+    result = EvalResult.from_dict(files.eval) if files.eval is not None else None
     status = result.status.value if result else (status_from_history or ("no_code" if coder else "not_run"))
     reused = digest is not None and digest in seen
     if digest is not None:
         seen.add(digest)
     return RoundView(
-        round=number, coder_mode=(coder or {}).get("mode"), coder=coder if isinstance(coder, dict) else None,
-        source=source, candidate_hash=digest, eval=result, judge=judge if isinstance(judge, dict) else None,
-        status=status, reused=reused,
+        round=files.number, coder_mode=(coder or {}).get("mode"), coder=coder, source=source, candidate_hash=digest,
+        eval=result, judge=files.judge, status=status, reused=reused,
     )  # fmt: skip
 
 
@@ -295,16 +267,15 @@ def load_run_view(path: str | Path) -> RunView:
     """Read one run directory: every task folder with a ``task.json``, every round folder, in order."""
     path = Path(path).expanduser().resolve()
     info = run_info(path)
-    history = _history_status(path)
+    run = RunDir(path)
+    history = _history_status(run)
     tasks = []
-    tasks_dir = path / "tasks"
-    for folder in sorted(p for p in tasks_dir.iterdir() if p.is_dir()) if tasks_dir.is_dir() else []:
+    for folder in run.tasks():
         task = _task(folder)
         if task is None:
             continue
-        numbered = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _ROUND_DIR.match(p.name)))
         seen: set[str] = set()
-        rounds = [_round(p, n, history.get((task.id, n)), seen) for n, p in numbered]
+        rounds = [_round(files, history.get((task.id, files.number)), seen) for files in folder.rounds()]
         tasks.append(TaskView(run=info, task=task, rounds=rounds))
     return RunView(info=info, tasks=tasks)
 

@@ -25,7 +25,7 @@ import yaml
 
 from cudaforge.config import LLMConfig, SkillConfig
 from cudaforge.teach.runs import Filters, TaskView, load_tasks
-from cudaforge.track.store import LEDGER_FILE
+from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE
 
 DEFAULT_CATEGORIES: dict[str, list[str]] = {
     "occupancy": ["occupancy", "register", "blocks per sm", "warps per", "active warps", "spill"],
@@ -330,7 +330,7 @@ def distill_from_config(skill: SkillConfig, judge: LLMConfig, cache_cfg: Any) ->
     tasks = load_tasks(runs, filters)
     config = distiller_config(judge, skill.model)
     mode = getattr(cache_cfg.mode, "value", cache_cfg.mode)
-    cache = ResponseCache(Path(cache_cfg.path) if cache_cfg.path else out.parent / "llm_cache.sqlite", mode)
+    cache = ResponseCache(Path(cache_cfg.path) if cache_cfg.path else out.parent / LLM_CACHE_FILE, mode)
     ledger = Ledger(out.parent / LEDGER_FILE)
     client = LLMClient(config, role="distiller", cache=cache, ledger=ledger,
                        backoff=Backoff(config.retry_base_delay_s, config.retry_max_delay_s))  # fmt: skip

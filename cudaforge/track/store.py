@@ -1,7 +1,9 @@
 """The run directory: files that are the source of truth of a run.
 
     <run dir>/
-      .hydra/config.yaml        the resolved config (Hydra writes it)
+      run.json                  the layout's schema version (``SCHEMA_VERSION``) and the cudaforge that wrote it; a run
+                                made before it existed has none (schema 0: read the same way)
+      .hydra/config.yaml        the resolved config (Hydra writes it); .hydra/hydra.yaml its config-group choices
       results.jsonl             one TaskResult per finished task
       ledger.jsonl              one row per LLM call
       llm_cache.sqlite          the response cache (record / replay)
@@ -20,6 +22,10 @@ A rescored run (``cudaforge rescore``, ``cudaforge/run/rescore.py``) is a run di
       rescored.jsonl            one row per kernel: the verdict before and after, what changed it
 
 Writes are atomic (temp file + rename), so a killed run never leaves a half-written file.
+
+Every file name is defined here and nowhere else: ``RunStore`` and ``TaskStore`` write a run, ``RunDir`` and
+``TaskDir`` read one (runner, report, teach, merge and the CLI go through them). A run directory written by a newer
+schema than ``SCHEMA_VERSION`` is refused with one line (``RunDirTooNew``) rather than misread.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ import json
 import os
 import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set
+from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set  # noqa: F401 - a run directory's file
 from cudaforge.types import TaskResult
 
 
@@ -49,6 +56,31 @@ EVAL_FILE = "eval.json"
 """A round's folder: its EvalResult."""
 PROFILE_FILE = "profile.json"
 """A round's folder: its profile record."""
+CODER_FILE = "coder.json"
+"""A round's folder: the Coder's prompt, replies and source."""
+JUDGE_FILE = "judge.json"
+"""A round's folder: the Judge's verdict and feedback."""
+CANDIDATES_DIR = "candidates"
+"""A task's folder: every source evaluated, by hash (``<hash>.py``)."""
+RUN_FILE = "run.json"
+"""The run directory's schema version and the cudaforge that wrote it."""
+HYDRA_DIR = ".hydra"
+"""Hydra's record of the run: ``config.yaml`` (the resolved config), ``hydra.yaml`` (its group choices)."""
+CONFIG_FILE = f"{HYDRA_DIR}/config.yaml"
+HYDRA_FILE = f"{HYDRA_DIR}/hydra.yaml"
+LLM_CACHE_FILE = "llm_cache.sqlite"
+"""The response cache (record / replay), unless ``llm_cache.path`` puts it elsewhere."""
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+"""LangGraph checkpoints (resume)."""
+INTERRUPTED_DIR = "interrupted"
+"""Candidates whose evaluation died with the run (not run again on resume)."""
+LOCK_FILE = ".run.lock"
+SCHEMA_VERSION = 1
+"""The layout this cudaforge writes and reads. 1: ``run.json`` added; the files of schema 0 unchanged."""
+PLAN_FILE = "plan.json"
+"""The run's plan (``cudaforge plan``)."""
+MERGE_FILE = "merge.json"
+"""A merged run's record of its shards (``cudaforge merge``)."""
 RESCORE_FILE = "rescore.json"
 """A rescored run's record of its source run and protocol."""
 RESCORED_FILE = "rescored.jsonl"
@@ -101,11 +133,11 @@ class TaskStore:
 
     def save_candidate(self, digest: str, source: str) -> str:
         """Keep a candidate source by its hash."""
-        return self.write_text(None, f"candidates/{digest}.py", source)
+        return self.write_text(None, f"{CANDIDATES_DIR}/{digest}.py", source)
 
     def candidate(self, digest: str) -> str:
         """A candidate source by its hash."""
-        return self.read_text(None, f"candidates/{digest}.py")
+        return self.read_text(None, f"{CANDIDATES_DIR}/{digest}.py")
 
 
 class RunDirBusy(RuntimeError):
@@ -132,7 +164,7 @@ class RunStore:
         process may claim a directory again (a resume in the same process)."""
         import fcntl
 
-        path = self.root / ".run.lock"
+        path = self.root / LOCK_FILE
         key = str(path.resolve())
         if key in _CLAIMS:
             return
@@ -155,7 +187,7 @@ class RunStore:
         """Give back a directory this process claimed (a long-lived worker that ran one task in it)."""
         import fcntl
 
-        handle = _CLAIMS.pop(str((self.root / ".run.lock").resolve()), None)
+        handle = _CLAIMS.pop(str((self.root / LOCK_FILE).resolve()), None)
         if handle is not None:
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
@@ -168,6 +200,18 @@ class RunStore:
     def problem_set(self) -> dict[str, Any] | None:
         """The recorded ``problem_set.json`` (None when the run has none yet, or was made before it existed)."""
         return read_problem_set(self.root)
+
+    def write_schema(self) -> None:
+        """Write ``run.json`` (schema version, cudaforge version) unless it is there; a directory of a newer schema
+        is refused (``RunDirTooNew``) before anything is written into it."""
+        RunDir(self.root).schema()
+        if not (self.root / RUN_FILE).exists():
+            _atomic_write(self.root / RUN_FILE, json.dumps({"schema": SCHEMA_VERSION, "cudaforge": _version()}, indent=1))
+
+    @property
+    def ledger_path(self) -> Path:
+        """``ledger.jsonl``."""
+        return self.root / LEDGER_FILE
 
     def write_problem_set(self, record: dict[str, Any]) -> None:
         """Write ``problem_set.json`` (atomically)."""
@@ -222,12 +266,218 @@ class RunStore:
 
     def results(self) -> list[TaskResult]:
         """The finished tasks' results: a line torn by a crash, or with bytes that are not UTF-8, is skipped."""
-        if not self.results_path.exists():
-            return []
-        out = []
-        for line in self.results_path.read_bytes().splitlines():
-            try:
-                out.append(TaskResult.from_json(line.decode("utf-8")))
-            except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError):
-                continue
-        return out
+        return _read_results(self.results_path)
+
+
+def _read_results(path: Path) -> list[TaskResult]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            out.append(TaskResult.from_json(line.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError):
+            continue
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class RunDirTooNew(ValueError):
+    """The run directory was written by a newer cudaforge, whose layout this one does not know."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cudaforge")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _json_or_none(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return None
+
+
+def json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a ``.jsonl`` file, in order; none when absent. A line torn by a crash (or not an object)
+    is skipped."""
+    rows = []
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return rows
+    for line in raw.decode(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _yaml_mapping(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class RoundFiles:
+    """One round's folder as data: each file parsed, None where it is absent or unreadable."""
+
+    number: int
+    coder: dict[str, Any] | None
+    """``coder.json``."""
+    candidate: str | None
+    """``candidate.py``."""
+    eval: dict[str, Any] | None
+    """``eval.json`` (an ``EvalResult``'s dict)."""
+    judge: dict[str, Any] | None
+    """``judge.json``."""
+    profile: dict[str, Any] | None
+    """``profile.json``."""
+
+
+class TaskDir:
+    """One task's folder, read: ``task.json``, its rounds, its candidates by hash."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    @property
+    def slug(self) -> str:
+        """The folder's name (``task_slug`` of the task id)."""
+        return self.root.name
+
+    def task(self) -> dict[str, Any] | None:
+        """``task.json`` (None when absent or unreadable)."""
+        data = _json_or_none(self.root / TASK_FILE)
+        return data if isinstance(data, dict) else None
+
+    def round_numbers(self) -> list[int]:
+        """The numbers of the round folders present, in order."""
+        found = (re.match(r"^round_(\d+)$", p.name) for p in self.root.iterdir()) if self.root.is_dir() else ()
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def round(self, number: int) -> RoundFiles:
+        """One round's files."""
+        folder = self.root / round_folder(number)
+
+        def obj(name: str) -> dict[str, Any] | None:
+            data = _json_or_none(folder / name)
+            return data if isinstance(data, dict) else None
+
+        try:
+            candidate = (folder / CANDIDATE_FILE).read_text()
+        except OSError:
+            candidate = None
+        return RoundFiles(number, obj(CODER_FILE), candidate, obj(EVAL_FILE), obj(JUDGE_FILE), obj(PROFILE_FILE))
+
+    def rounds(self) -> list[RoundFiles]:
+        """Every round, in order."""
+        return [self.round(n) for n in self.round_numbers()]
+
+    def candidate(self, digest: str) -> str | None:
+        """A candidate source by its hash (None when not kept)."""
+        try:
+            return (self.root / CANDIDATES_DIR / f"{digest}.py").read_text()
+        except OSError:
+            return None
+
+
+class RunDir:
+    """A run directory, read-only: every reader of a run (report, teach, merge, plan, the CLI) goes through this,
+    never through file names of its own. Reading never creates anything."""
+
+    def __init__(self, path: str | Path):
+        self.root = Path(path).expanduser()
+
+    def is_run(self) -> bool:
+        """A ``cudaforge run`` directory: it has ``results.jsonl`` or ``tasks/``."""
+        return (self.root / RESULTS_FILE).is_file() or (self.root / TASKS_DIR).is_dir()
+
+    def has_results(self) -> bool:
+        """``results.jsonl`` is there."""
+        return (self.root / RESULTS_FILE).is_file()
+
+    def require_results(self) -> "RunDir":
+        """This, or FileNotFoundError saying the folder is not a run directory."""
+        if not self.has_results():
+            raise FileNotFoundError(f"{self.root}: no {RESULTS_FILE} here (is it a `cudaforge run` directory?)")
+        self.schema()
+        return self
+
+    def schema(self) -> int:
+        """The layout's schema version (0: made before ``run.json``); RunDirTooNew when newer than this cudaforge's."""
+        data = _json_or_none(self.root / RUN_FILE)
+        version = data.get("schema", 0) if isinstance(data, dict) else 0
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            made_by = data.get("cudaforge", "a newer cudaforge") if isinstance(data, dict) else "a newer cudaforge"
+            raise RunDirTooNew(f"{self.root} has run-directory schema {version!r} (written by cudaforge {made_by}); "
+                               f"this cudaforge reads schemas 0 to {SCHEMA_VERSION}: upgrade cudaforge to read it")
+        return version
+
+    def config(self) -> dict[str, Any]:
+        """``.hydra/config.yaml`` as plain data (empty when absent or unreadable)."""
+        return _yaml_mapping(self.root / CONFIG_FILE)
+
+    @property
+    def config_path(self) -> Path:
+        """Where the run's config is (it may be absent)."""
+        return self.root / CONFIG_FILE
+
+    def hydra_choices(self) -> dict[str, str]:
+        """The option of each config group the run was made with (``.hydra/hydra.yaml``; empty when absent)."""
+        data = _yaml_mapping(self.root / HYDRA_FILE)
+        choices = ((data.get("hydra") or {}).get("runtime") or {}).get("choices") if isinstance(data.get("hydra"), dict) else {}
+        return {str(k): str(v) for k, v in choices.items()} if isinstance(choices, dict) else {}
+
+    def results(self) -> list[TaskResult]:
+        """Every row of ``results.jsonl`` that is a task result, in order (torn lines skipped)."""
+        return _read_results(self.results_path)
+
+    def latest_results(self) -> dict[str, TaskResult]:
+        """Task id -> its result (the last row wins: a task written twice, e.g. after a resume)."""
+        return {r.task_id: r for r in self.results()}
+
+    @property
+    def results_path(self) -> Path:
+        """``results.jsonl``."""
+        return self.root / RESULTS_FILE
+
+    def ledger(self) -> list[dict[str, Any]]:
+        """The rows of ``ledger.jsonl`` (one per LLM call)."""
+        return json_lines(self.root / LEDGER_FILE)
+
+    def problem_set(self) -> dict[str, Any] | None:
+        """``problem_set.json`` (None for a run made before it existed)."""
+        return read_problem_set(self.root)
+
+    def rescore(self) -> dict[str, Any] | None:
+        """``rescore.json`` of a run made by ``cudaforge rescore`` (None for any other run, or when unreadable)."""
+        data = _json_or_none(self.root / RESCORE_FILE)
+        return data if isinstance(data, dict) else None
+
+    def rescored(self) -> list[dict[str, Any]]:
+        """The rows of ``rescored.jsonl``."""
+        return json_lines(self.root / RESCORED_FILE)
+
+    def task(self, task_id: str) -> TaskDir:
+        """One task's folder, by task id."""
+        return TaskDir(self.root / TASKS_DIR / task_slug(task_id))
+
+    def tasks(self) -> list[TaskDir]:
+        """Every task folder, in name order (a task started but unfinished has one too)."""
+        folder = self.root / TASKS_DIR
+        return [TaskDir(p) for p in sorted(folder.iterdir()) if p.is_dir()] if folder.is_dir() else []

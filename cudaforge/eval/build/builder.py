@@ -15,12 +15,14 @@ import shutil
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
+from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
 from cudaforge.eval.build.logs import _EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets, missing_toolkit_header
 from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.build.toolchain import _pip_cuda_includes, toolchain_fingerprint
@@ -97,6 +99,23 @@ class _Attempt:
     failed_targets: list[str]
     directory: Path
     measures: list[str]
+    steps: dict[str, float] = field(default_factory=dict)
+    """Seconds of each step: ninja's targets (``main.o``, ``cuda.cuda.o``, the library) and ``pch`` when built."""
+
+
+def _ninja_steps(directory: Path) -> dict[str, float]:
+    """Seconds per target of the last ninja run in ``directory`` (its ``.ninja_log``: start and end in ms)."""
+    steps: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        for line in (directory / ".ninja_log").read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
+                steps[parts[3]] = round((int(parts[1]) - int(parts[0])) / 1000, 2)
+    return steps
+
+
+# The first line of a main.cpp that a precompiled header serves, and that header (relative to an include folder).
+_PCH_HEADERS = {"#include <torch/extension.h>": "torch/extension.h", f"#include <{BIND_HEADER}>": BIND_HEADER}
 
 
 class _Builder:
@@ -212,11 +231,20 @@ class _Builder:
         sig = hashlib.sha256(json.dumps([toolchain_fingerprint(), cxx, cflags]).encode()).hexdigest()[:24]
         return self.settings.pch_root() / sig, cxx, cflags
 
-    def _ensure_pch(self, pch_dir: Path, cxx: str, cflags: str) -> tuple[bool, str]:
-        gch = pch_dir / "torch" / "extension.h.gch"
+    def bind_include(self) -> Path:
+        """The folder of :data:`BIND_HEADER` (written on first use): on every build's include path."""
+        folder = self.settings.pch_root() / "include"
+        header = folder / BIND_HEADER
+        if not header.exists() or header.read_text() != BIND_HEADER_TEXT:
+            header.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(header, BIND_HEADER_TEXT)
+        return folder
+
+    def _ensure_pch(self, pch_dir: Path, cxx: str, cflags: str, name: str = "torch/extension.h") -> tuple[bool, str]:
+        gch = pch_dir / f"{name}.gch"
         if gch.exists():
             return True, ""
-        failed = pch_dir / "FAILED"
+        failed = pch_dir / ("FAILED" if name == "torch/extension.h" else f"FAILED-{name.replace('/', '_')}")
         if failed.exists():  # this flag set cannot make a header: do not pay for trying again
             return False, ""
         with _file_lock(pch_dir.with_suffix(".lock")):
@@ -225,8 +253,9 @@ class _Builder:
             if failed.exists():
                 return False, ""
             gch.parent.mkdir(parents=True, exist_ok=True)
-            tmp = gch.with_name(f".extension.h.gch.{os.getpid()}.tmp")
-            header = os.path.join(self.torch_include, "torch", "extension.h")
+            tmp = gch.with_name(f".{gch.name}.{os.getpid()}.tmp")
+            header = (os.path.join(self.torch_include, "torch", "extension.h") if name == "torch/extension.h"
+                      else str(self.bind_include() / name))
             cmd = f"{cxx} {cflags} -x c++-header {shlex.quote(header)} -o {shlex.quote(str(tmp))}"
             proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, errors="replace")
             if proc.returncode != 0:
@@ -258,7 +287,7 @@ class _Builder:
             path = directory / fname
             if not path.exists() or path.read_text() != text:  # keep mtimes: ninja rebuilds only what changed
                 path.write_text(text)
-        extra_cflags = list(spec.extra_cflags)
+        extra_cflags = list(spec.extra_cflags) + [f"-I{self.bind_include()}"]
         extra_cuda = list(spec.extra_cuda_cflags)
         if spec.with_cuda and not current().names_arch(extra_cuda) and self.settings.arch:
             extra_cuda += current().arch_flags(self.settings.arch)
@@ -273,28 +302,37 @@ class _Builder:
         objects = self._objects(spec)
         link = self.can_link_cuda or not spec.with_cuda
         cu_objects = [o for o in objects if o.endswith(".cuda.o")]
-        if use_pch and files.get("main.cpp", "").startswith("#include <torch/extension.h>"):
+        pch_header = _PCH_HEADERS.get(files.get("main.cpp", "").split("\n", 1)[0])
+        pch_seconds = 0.0
+        if use_pch and pch_header:
             pch_dir, cxx, cflags = self._pch_dir(directory)
             early: dict[str, tuple[int, str]] = {}
             thread = None
-            if not (pch_dir / "torch" / "extension.h.gch").exists() and cu_objects:
+            if not (pch_dir / f"{pch_header}.gch").exists() and cu_objects:
                 # first use of this flag set: build the header while nvcc works on the kernels
                 thread = threading.Thread(target=lambda: early.update(r=self._ninja(attempt_id, directory, cu_objects)))
                 thread.start()
-            ok, pch_log = self._ensure_pch(pch_dir, cxx, cflags)
+            started = time.perf_counter()
+            ok, pch_log = self._ensure_pch(pch_dir, cxx, cflags, pch_header)
+            pch_seconds = time.perf_counter() - started if pch_log else 0.0
+            early_steps = {}
             if thread is not None:
                 thread.join()
                 log += early["r"][1]
+                early_steps = _ninja_steps(directory)
             log += pch_log
             if thread is not None and early["r"][0] != 0:
-                return _Attempt(attempt_id, False, log, _failed_targets(log), directory, measures)
+                return _Attempt(attempt_id, False, log, _failed_targets(log), directory, measures, early_steps)
             if ok:
-                extra_cflags += [f"-I{pch_dir}", "-Winvalid-pch"]
+                extra_cflags = [f"-I{pch_dir}", "-Winvalid-pch", *extra_cflags]  # before the header's own folder
                 self._write_ninja(spec, directory, module_name, extra_cflags, extra_cuda)
                 measures.append("pch")
         rc, out = self._ninja(attempt_id, directory, [] if link else objects)
         log += out
-        return _Attempt(attempt_id, rc == 0, log, _failed_targets(log) if rc != 0 else [], directory, measures)
+        steps = {**(early_steps if use_pch and pch_header else {}), **_ninja_steps(directory)}
+        if pch_seconds:
+            steps["pch"] = round(pch_seconds, 2)
+        return _Attempt(attempt_id, rc == 0, log, _failed_targets(log) if rc != 0 else [], directory, measures, steps)
 
     # -- the whole build -------------------------------------------------------------------
 

@@ -12,12 +12,13 @@ import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.build.builder import _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic, cache_key
-from cudaforge.eval.build.headers import light_cuda_source
+from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_main_source
 from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
 from cudaforge.eval.build.settings import BuildSettings
@@ -67,13 +68,16 @@ class _Hooks:
             main += ['#line 1 "load_inline_bindings"', *bindings]
         files = {"main.cpp": "\n".join(main), "cpp_sources": "\n".join(cpp), "load_inline_bindings": "\n".join(bindings)}
         variants: list[tuple[str, dict[str, str]]] = []
+        light = self.settings.light_headers and not no_implicit_headers
+        main_light = light_main_source("\n".join(cpp), "\n".join(bindings)) if light else None
+        lighter = {"main.cpp": main_light} if main_light is not None else {}
         if cuda:
             prefix = [] if no_implicit_headers else [
                 "#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
             user = "\n".join(cuda)
             files["cuda_sources"] = user
             plain = "\n".join(prefix + ['#line 1 "cuda_sources"', user])
-            if self.settings.light_headers and not no_implicit_headers:
+            if light:
                 torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
                 for tier in ("min", "types"):
                     text = light_cuda_source(user, tier, torch_include)
@@ -83,8 +87,10 @@ class _Hooks:
                         text = "#include <cuda.h>\n#include <cuda_runtime.h>\n" + text
                     else:
                         text = "\n".join(prefix + ['#line 1 "cuda_sources"', text])
-                    variants.append((f"light:{tier}", {**files, "cuda.cu": text}))
+                    variants.append((f"light:{tier}", {**files, **lighter, "cuda.cu": text}))
             files["cuda.cu"] = plain
+        if not variants and lighter:  # the CUDA source needs all of torch (or there is none): only main.cpp is lighter
+            variants.append(("light:bind", {**files, **lighter}))
         variants.append(("plain", dict(files)))
         with_cuda_flag = bool(cuda) if with_cuda is None else bool(with_cuda)
         spec = _Spec(
@@ -195,6 +201,7 @@ class _Hooks:
         record.variant = manifest["variant"]
         record.measures = manifest["measures"]
         record.fallbacks = manifest["fallbacks"]
+        record.steps = manifest.get("steps", {})
         record.log = manifest["log"]
         record.log_trimmed = manifest["log_trimmed"]
         record.build_dir = str(root / key / manifest["directory"])
@@ -247,6 +254,7 @@ class _Hooks:
             status = "toolchain_error" if missing_toolkit_header(attempt.log) else "failed"
         return {
             "status": status, "variant": attempt.variant, "measures": measures, "fallbacks": fallbacks,
+            "steps": attempt.steps,
             "log": attempt.log, "log_trimmed": trim_compiler_log(attempt.log), "directory": attempt.directory.name,
             "module_name": module_name, "seconds": round(time.perf_counter() - started, 3),
             "fingerprint": toolchain_fingerprint(), "arch": self.settings.arch, "created": time.time(),
@@ -416,22 +424,31 @@ def build_hooks(settings: BuildSettings | None = None,
 
 def warm_pch(settings: BuildSettings | None = None,
              extra_cflags_sets: tuple[tuple[str, ...], ...] = ((), ("-O3",))) -> dict[str, str]:
-    """Build the precompiled ``torch/extension.h`` for common host-flag sets ahead of any candidate.
+    """Build the precompiled headers of ``main.cpp`` (``torch/extension.h`` and the lighter binding header
+    ``cudaforge/bind.h``) for common host-flag sets ahead of any candidate.
 
     A build whose flag set has no header yet builds it first (about twice a binding-file
     compile, once per flag set and cache); call this once when a worker pool starts so that no
-    candidate pays for it. Returns ``{flags: "ready" | "failed"}``.
+    candidate pays for it. Returns ``{flags: "ready" | "failed"}`` (ready: both headers).
     """
     settings = (settings or BuildSettings()).resolved()
     builder = _Builder(settings)
-    done = {}
-    for flags in extra_cflags_sets:
-        spec = _Spec(name="pch_probe", files={"main.cpp": "", "cuda.cu": ""}, variants=[],
-                     extra_cflags=[f for f in list(flags) + settings.extra_cflags if f.strip()], extra_cuda_cflags=[],
-                     extra_ldflags=[], extra_include_paths=[], with_cuda=True, is_python_module=True)
-        settings.cache_root().mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
-            builder._write_ninja(spec, Path(tmp), "pch_probe", spec.extra_cflags, current().arch_flags(settings.arch))
-            ok, _ = builder._ensure_pch(*builder._pch_dir(Path(tmp)))
-        done[" ".join(flags)] = "ready" if ok else "failed"
+    settings.cache_root().mkdir(parents=True, exist_ok=True)
+    jobs = []
+    with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
+        for index, flags in enumerate(extra_cflags_sets):
+            spec = _Spec(name="pch_probe", files={"main.cpp": "", "cuda.cu": ""}, variants=[],
+                         extra_cflags=[f for f in list(flags) + settings.extra_cflags if f.strip()], extra_cuda_cflags=[],
+                         extra_ldflags=[], extra_include_paths=[], with_cuda=True, is_python_module=True)
+            probe = Path(tmp) / str(index)
+            probe.mkdir()
+            cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as _Builder._run_variant writes them
+            builder._write_ninja(spec, probe, "pch_probe", cflags, current().arch_flags(settings.arch))
+            found = builder._pch_dir(probe)
+            jobs += [(" ".join(flags), found, name) for name in ("torch/extension.h", BIND_HEADER)]
+        with ThreadPoolExecutor(len(jobs) or 1) as pool:  # every header of every flag set side by side
+            ready = list(pool.map(lambda job: builder._ensure_pch(*job[1], job[2])[0], jobs))
+    done: dict[str, str] = {}
+    for (flags, _, _), ok in zip(jobs, ready):
+        done[flags] = "ready" if ok and done.get(flags, "ready") == "ready" else "failed"
     return done

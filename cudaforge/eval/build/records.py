@@ -34,6 +34,9 @@ class BuildRecord:
     """What was applied: ``arch=9.0``, ``headers=min``, ``pch`` ..."""
     fallbacks: list[str] = field(default_factory=list)
     """What was tried and abandoned, e.g. ``headers=min failed``."""
+    steps: dict[str, float] = field(default_factory=dict)
+    """Seconds of each step of the build that won: ninja's targets (``main.o``, ``cuda.cuda.o``, the library) and
+    ``pch`` when this build made the precompiled header."""
     log: str = ""
     """Whole output of the build (ninja, compilers), warnings included."""
     log_trimmed: str = ""

@@ -13,7 +13,7 @@ from cudaforge.vendor import current
 
 
 
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 """Bumped whenever the way sources are rewritten or built changes; part of every cache key."""
 
 
