@@ -46,9 +46,9 @@ def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_
 
 def test_no_module_but_the_nvidia_one_looks_for_nvidias_tools_or_devices():
     """Finding nvcc, ncu or nvidia-smi, NVIDIA's device files and architecture flags is vendor/nvidia.py's job
-    (``nvcc`` as a record's key elsewhere is a name, not a lookup). NVML is still read directly by the fingerprint's
-    telemetry and the spec sheet (docs/architecture.md, "The vendor seam", lists them)."""
-    allowed = {"vendor/nvidia.py", "eval/fingerprint.py", "hardware/specs.py"}
+    (``nvcc`` as a record's key elsewhere is a name, not a lookup); reading NVML is vendor/nvml.py's (the fingerprint's
+    telemetry and the spec sheet ask ``current().telemetry``)."""
+    allowed = {"vendor/nvidia.py", "vendor/nvml.py"}
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         rel = str(path.relative_to(PACKAGE))
@@ -63,4 +63,6 @@ def test_no_module_but_the_nvidia_one_looks_for_nvidias_tools_or_devices():
                 offenders.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
             elif isinstance(node, ast.Import) and any(a.name == "pynvml" for a in node.names):
                 offenders.append(f"{rel}:{node.lineno} import pynvml")
+            elif isinstance(node, ast.Constant) and node.value == "pynvml":  # importlib.import_module("pynvml")
+                offenders.append(f"{rel}:{node.lineno} 'pynvml'")
     assert not offenders, offenders

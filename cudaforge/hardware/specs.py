@@ -13,6 +13,8 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cudaforge.vendor import current
+
 
 class UnknownGPUWarning(UserWarning):
     """The GPU is not in PEAK_TABLE: its peak rates are derived (or missing)."""
@@ -166,44 +168,14 @@ def peak_for_dtype(peaks: dict[str, Any], dtype: str, allow_tf32: bool = False) 
 
 
 def _nvml_static(uuid: str | None, notes: list[str]) -> dict[str, Any]:
-    """Max SM and memory clocks (MHz), memory bus width (bits), power limit (W) and driver version
-    of the NVML device with this UUID; None (with a note) for whatever cannot be read."""
-    info: dict[str, Any] = dict.fromkeys(
-        ("max_sm_clock_mhz", "max_memory_clock_mhz", "memory_bus_width_bits", "power_limit_w", "driver_version")
-    )
+    """Max SM and memory clocks (MHz), memory bus width (bits), power limit (W) and driver version of the device
+    with this UUID, from the vendor's telemetry (NVML); None (with a note) for whatever cannot be read."""
+    keys = ("max_sm_clock_mhz", "max_memory_clock_mhz", "memory_bus_width_bits", "power_limit_w", "driver_version")
     if not uuid:
         notes.append("no device UUID: NVML readings skipped")
-        return info
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - no NVML: the spec sheet goes without
-        notes.append(f"NVML unavailable: {exc}")
-        return info
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-        reads = {
-            "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
-            "max_memory_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-            "memory_bus_width_bits": lambda: pynvml.nvmlDeviceGetMemoryBusWidth(handle),
-            "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
-            "driver_version": pynvml.nvmlSystemGetDriverVersion,
-        }
-        for key, read in reads.items():
-            try:
-                value = read()
-                info[key] = value.decode() if isinstance(value, bytes) else value
-            except Exception as exc:  # noqa: BLE001 - each reading may be unsupported on its own
-                notes.append(f"NVML {key}: {exc}")
-    except Exception as exc:  # noqa: BLE001
-        notes.append(f"NVML has no device {uuid}: {exc}")
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
-    return info
+        return dict.fromkeys(keys)
+    readings = current().telemetry({"uuid": uuid}, None, notes, ("driver", "static", "memory_bus"))
+    return {key: readings.get(key) for key in keys}
 
 
 def _uuid(props: Any) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -38,3 +38,8 @@ class GpuVendor:
     """The model name of a physical GPU (index or UUID), for cache keys (``gpu-<id>`` when unknown)."""
     visible_devices: Callable[[], list[str]]
     """Physical ids of the GPUs this process may use, asked without torch (``CUDA_VISIBLE_DEVICES``, else NVML)."""
+    telemetry: Callable[[dict[str, Any] | None, int | None, list[str], tuple[str, ...]], dict[str, Any]]
+    """``telemetry(gpu, device_index, notes, what)``: readings of one GPU from the vendor's management library
+    (NVIDIA: NVML), by group: ``driver``, ``static``, ``memory_bus``, ``state`` (``cudaforge/vendor/nvml.py`` lists
+    each group's keys; the fingerprint and the spec sheet keep those names). What cannot be read is left out, with a
+    note; it never raises."""

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from cudaforge.vendor.base import GpuVendor
+from cudaforge.vendor.nvml import telemetry
 
 DEFAULT_ARCH = "9.0"
 """Architecture built when none is configured and no GPU is visible (H100/H200, sm_90)."""
@@ -176,6 +177,6 @@ NVIDIA = GpuVendor(
     name="nvidia", default_arch=DEFAULT_ARCH, detect_arch=detect_arch, arch_flags=arch_flags, names_arch=names_arch,
     toolkit_home=cuda_home, compiler=nvcc_path, compiler_version=compiler_version, toolkit_roots=toolkit_roots,
     device_nodes=device_nodes, profiler=resolve_ncu, profiler_version=ncu_version, model_name=gpu_model_name,
-    visible_devices=visible_devices,
+    visible_devices=visible_devices, telemetry=telemetry,
 )
 """The NVIDIA implementation of the vendor seam."""
