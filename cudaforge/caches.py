@@ -105,7 +105,7 @@ def _registry(paths: CachePaths) -> list[CacheKind]:
     """Every kind of cached data, one line each: a new cache is added here."""
     return [
         _build_kind(paths.build),
-        CacheKind("pch", paths.pch, "precompiled torch/extension.h, one per host-flag set", r"[0-9a-f]{24}",
+        CacheKind("pch", paths.pch, "precompiled torch/extension.h and cudaforge/bind.h, one pair per host-flag set", r"[0-9a-f]{24}",
                   lock="{name}.lock", in_use_s=IN_USE_S),
         _triton_kind(paths.build),
         CacheKind("profiles", paths.profiles, "Nsight Compute profiles and task costs", r"[0-9a-f]{2}|task_cost"),
