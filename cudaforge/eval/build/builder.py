@@ -63,7 +63,7 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # threads of one build race too
     tmp.write_text(text)
     os.replace(tmp, path)
 
@@ -247,7 +247,7 @@ class _Builder:
         failed = pch_dir / ("FAILED" if name == "torch/extension.h" else f"FAILED-{name.replace('/', '_')}")
         if failed.exists():  # this flag set cannot make a header: do not pay for trying again
             return False, ""
-        with _file_lock(pch_dir.with_suffix(".lock")):
+        with _file_lock(pch_dir.with_suffix(".lock")):  # both headers of a flag set under the one lock cache admin respects
             if gch.exists():
                 return True, ""
             if failed.exists():

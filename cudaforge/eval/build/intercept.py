@@ -446,7 +446,7 @@ def warm_pch(settings: BuildSettings | None = None,
             builder._write_ninja(spec, probe, "pch_probe", cflags, current().arch_flags(settings.arch))
             found = builder._pch_dir(probe)
             jobs += [(" ".join(flags), found, name) for name in ("torch/extension.h", BIND_HEADER)]
-        with ThreadPoolExecutor(len(jobs) or 1) as pool:  # every header of every flag set side by side
+        with ThreadPoolExecutor(len(jobs) or 1) as pool:  # flag sets side by side (a set's two headers share a lock)
             ready = list(pool.map(lambda job: builder._ensure_pch(*job[1], job[2])[0], jobs))
     done: dict[str, str] = {}
     for (flags, _, _), ok in zip(jobs, ready):
