@@ -564,3 +564,31 @@ def test_a_binding_built_against_the_lighter_header_loads_and_runs(cache_dir):
     record = recorder.records[-1]
     assert record.variant == "light:bind" and "headers=bind" in record.measures and not record.fallbacks
     assert record.steps["main.o"] > 0 and any(name.endswith(".so") for name in record.steps)
+
+
+@pytest.mark.parametrize("mode", [FallbackMode.RACE, FallbackMode.SEQUENTIAL])
+def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_build(tmp_path, monkeypatch, mode):
+    """Racing, a cancelled plain build must not hold the winner back while it makes torch/extension.h's header;
+    in sequence (it runs because the light build failed) it makes the header as before."""
+    settings = settings_for(str(tmp_path), use_pch=True, fallback=mode).resolved()
+    hooks = build._Hooks(settings, build.BuildRecorder())
+    spec, _ = hooks.inline_spec("m", "torch::Tensor f(torch::Tensor x);", "__global__ void k() {}\n"
+                                "torch::Tensor f(torch::Tensor x) { return x; }", ["f"], None, None, None, None, None,
+                                True, True, False)  # fmt: skip
+    asked = []
+    monkeypatch.setattr(build._Builder, "_ensure_pch",
+                        lambda self, pch_dir, cxx, cflags, name: (asked.append(name), (False, ""))[1])
+    light_fails = mode is FallbackMode.SEQUENTIAL
+
+    def ninja(self, attempt_id, directory, targets):
+        if attempt_id == "light" and light_fails:
+            return 1, "FAILED: main.o\nmain.cpp:1:1: error: something only the light file lacks\n"
+        return 0, ""
+
+    monkeypatch.setattr(build._Builder, "_ninja", ninja)
+    winner, fallbacks = build._Builder(settings).build(spec, "k" * 48, "m_k")
+    assert winner.ok and winner.variant == ("plain" if light_fails else "light:min")
+    if light_fails:
+        assert asked == ["cudaforge/bind.h", "torch/extension.h"] and fallbacks
+    else:
+        assert asked == ["cudaforge/bind.h"]  # the racing plain build used a header only if one was there

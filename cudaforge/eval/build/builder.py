@@ -278,7 +278,9 @@ class _Builder:
         return objs
 
     def _run_variant(self, attempt_id: str, spec: _Spec, files: dict[str, str], directory: Path,
-                     module_name: str, use_pch: bool, fresh: bool) -> _Attempt:
+                     module_name: str, use_pch: bool, fresh: bool, make_pch: bool = True) -> _Attempt:
+        """One variant's build; ``make_pch`` False: use the precompiled header if it is there, never build it (the
+        plain build racing a light one: a cancelled race must not wait for a header the winner does not use)."""
         measures: list[str] = []
         if fresh and directory.exists():
             shutil.rmtree(directory, ignore_errors=True)
@@ -304,6 +306,8 @@ class _Builder:
         cu_objects = [o for o in objects if o.endswith(".cuda.o")]
         pch_header = _PCH_HEADERS.get(files.get("main.cpp", "").split("\n", 1)[0])
         pch_seconds = 0.0
+        if use_pch and pch_header and not make_pch:
+            use_pch = (self._pch_dir(directory)[0] / f"{pch_header}.gch").exists()
         if use_pch and pch_header:
             pch_dir, cxx, cflags = self._pch_dir(directory)
             early: dict[str, tuple[int, str]] = {}
@@ -346,11 +350,12 @@ class _Builder:
             self._cancel[attempt_id] = threading.Event()
         plain_result: list[_Attempt] = []
 
+        race = bool(light) and self.settings.fallback_mode() is FallbackMode.RACE
+
         def run_plain() -> None:
             plain_result.append(self._run_variant("plain", spec, plain_files, root / "plain", module_name,
-                                                  self.settings.use_pch, fresh=True))
+                                                  self.settings.use_pch, fresh=True, make_pch=not race))
 
-        race = bool(light) and self.settings.fallback_mode() is FallbackMode.RACE
         plain_thread = threading.Thread(target=run_plain)
         if race:
             plain_thread.start()
