@@ -592,3 +592,16 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
         assert asked == ["cudaforge/bind.h", "torch/extension.h"] and fallbacks
     else:
         assert asked == ["cudaforge/bind.h"]  # the racing plain build used a header only if one was there
+
+
+@pytest.mark.parametrize("names, sources_alone", [
+    (["j"], True),  # a forgotten loop index: no header declares a one-letter name, the untouched build fails alike
+    (["j", "k"], True),
+    (["FLT_MAX"], False),  # a macro a removed header may have brought (torch's headers use it): fall back
+    (["j", "FLT_MAX"], False),
+    (["my_kernel_helper_that_nobody_declares"], True),
+])
+def test_an_undefined_name_no_removed_header_declares_fails_fast(tmp_path, names, sources_alone):
+    log = "".join(f'cuda_sources({n + 3}): error: identifier "{name}" is undefined\n' for n, name in enumerate(names))
+    attempt = build.builder._Attempt("light", False, log, ["cuda.cuda.o"], tmp_path, [])
+    assert build._Builder(settings_for(str(tmp_path)))._errors_are_the_sources(attempt) is sources_alone

@@ -409,6 +409,10 @@ class _Builder:
                 undefined.add(found.group(1))
             elif not _SOURCE_ONLY_ERROR.search(line):
                 return False
+        # A single lowercase letter (a loop index the source forgot to declare, say) is declared by no header at a
+        # scope the source could see (no C, POSIX, CUDA or torch name is one letter): grep would find it in some
+        # inline function's body and fall back for nothing.
+        undefined = {name for name in undefined if not (len(name) == 1 and name.islower())}
         if undefined:
             grep = ["grep", "-rqwF", "--include=*.h", "--include=*.cuh", "--include=*.hpp"]
             for name in sorted(undefined):
