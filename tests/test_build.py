@@ -545,9 +545,13 @@ def test_light_variants_compile_the_binding_file_against_the_lighter_header(tmp_
     frontend = cpp + "\ntorch::nn::Linear make() { return torch::nn::Linear(2, 2); }"
     spec, _ = hooks.inline_spec("m", frontend, kernel, ["f"], None, None, None, None, None, True, True, False)
     assert all(files["main.cpp"].startswith("#include <torch/extension.h>") for _, files in spec.variants)
-    # no CUDA source (or one that needs all of torch): a variant with only main.cpp lighter
+    # no CUDA source: a variant with only main.cpp lighter; a CUDA source that needs all of torch: none (its nvcc
+    # step is the longer one, and a second variant would run it twice)
     spec, _ = hooks.inline_spec("m", cpp, None, ["f"], None, None, None, None, None, True, True, False)
     assert [v for v, _ in spec.variants] == ["light:bind", "plain"]
+    spec, _ = hooks.inline_spec("m", cpp, kernel + "\nPYBIND11_MODULE(m, mod) {}", None, None, None, None, None, None,
+                                True, True, False)  # fmt: skip
+    assert [v for v, _ in spec.variants] == ["plain"]
     spec, _ = hooks.inline_spec("m", cpp, None, ["f"], None, None, None, None, None, True, True, True)
     assert [v for v, _ in spec.variants] == ["plain"]  # no_implicit_headers: the sources are taken as written
 
@@ -605,3 +609,20 @@ def test_an_undefined_name_no_removed_header_declares_fails_fast(tmp_path, names
     log = "".join(f'cuda_sources({n + 3}): error: identifier "{name}" is undefined\n' for n, name in enumerate(names))
     attempt = build.builder._Attempt("light", False, log, ["cuda.cuda.o"], tmp_path, [])
     assert build._Builder(settings_for(str(tmp_path)))._errors_are_the_sources(attempt) is sources_alone
+
+
+def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkeypatch):
+    """GCC does not check a .gch against its header: a changed header (another cudaforge sharing the folder) must
+    land in another folder, which changes the flags that sign its precompiled header; an unwritable header folder
+    falls back to the build cache's."""
+    settings = settings_for(str(tmp_path / "cache"), use_pch=True).resolved()
+    first = build._Builder(settings).bind_include()
+    assert first.parent == settings.pch_root() and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
+    monkeypatch.setattr(build.builder, "BIND_HEADER_TEXT", build.headers.BIND_HEADER_TEXT + "// another\n")
+    second = build._Builder(settings).bind_include()
+    assert second != first and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # a precompiled-header folder nothing can be written under
+    monkeypatch.setenv("CUDAFORGE_PCH_DIR", str(blocked))
+    fallback = build._Builder(settings).bind_include()
+    assert fallback.parent == settings.cache_root() and (fallback / "cudaforge" / "bind.h").is_file()

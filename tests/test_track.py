@@ -222,3 +222,13 @@ def test_a_run_directory_of_a_newer_schema_is_refused_by_every_reader_and_writer
         with pytest.raises(RunDirTooNew, match=r"schema 99 \(written by cudaforge 9\.0\).*reads schemas 0 to 1: upgrade"):
             read(newer)
     assert not (tmp_path / "merged" / "results.jsonl").exists()
+
+
+def test_hydra_choices_of_a_malformed_hydra_yaml_are_none_not_a_crash(tmp_path):
+    hydra = tmp_path / ".hydra"
+    hydra.mkdir()
+    for text, expected in [("hydra: {runtime: oops}\n", {}), ("hydra: [1, 2]\n", {}), (": : :\n", {}),
+                           ("hydra: {runtime: {choices: {eval: cudaforge_paper, agents: default}}}\n",
+                            {"eval": "cudaforge_paper", "agents": "default"})]:
+        (hydra / "hydra.yaml").write_text(text)
+        assert RunDir(tmp_path).hydra_choices() == expected

@@ -135,6 +135,7 @@ def run_on_ray(
         per_task = c.gpus_per_task if c.gpus_per_task is not None else (1.0 if gpus else 0.0)
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         store.claim()  # RunDirBusy when another run is in this directory
+        store.write_schema()  # RunDirTooNew when a newer cudaforge made it
         check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
                      "paid for) again")  # fmt: skip
         for warning in [*store.quarantine(), record_problem_set(store, tasks, config.suite.root)]:

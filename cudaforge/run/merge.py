@@ -216,10 +216,10 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
     counts = {_flat(c).get("suite.shard_count") for c in configs if c}
     store = RunStore(out)
     store.claim()  # a merge into a directory that a run (or another merge) is using is refused
-    store.write_schema()
     record = _read_merge(out)
     if RunDir(out).has_results() and not record:
         raise MergeError(f"{out} holds a run that is not a merge: merge into a new directory")
+    store.write_schema()
     done = {r.task_id for r in store.results()}
     previous = {r.task_id: r.to_json() for r in store.results()}
     duplicates: list[dict[str, str]] = list(record.get("duplicates", []))

@@ -185,7 +185,7 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
     RunDir(run_dir).require_results()
     kernels, notes = kept_kernels(run_dir, all_rounds)
     out = RunStore(out_dir)
-    out.write_schema()
+    RunDir(out_dir).schema()  # RunDirTooNew before anything is read or written there
     for name in (PROBLEM_SET_FILE,):
         if (run_dir / name).is_file():
             (out_dir / name).write_text((run_dir / name).read_text())
@@ -194,6 +194,7 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
         "kernels": len(kernels), "notes": notes, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }  # fmt: skip
     earlier = _earlier_results(out_dir, summary, kernels)
+    out.write_schema()  # after the refusal of a directory holding another rescore
     if earlier:
         say(f"resuming: {len(earlier)} of {len(kernels)} kernels already rescored in {out_dir}")
     (out_dir / RESCORE_FILE).write_text(json.dumps({**summary, "finished": False}, indent=1))

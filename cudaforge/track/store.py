@@ -203,7 +203,7 @@ class RunStore:
 
     def write_schema(self) -> None:
         """Write ``run.json`` (schema version, cudaforge version) unless it is there; a directory of a newer schema
-        is refused (``RunDirTooNew``) before anything is written into it."""
+        is refused (``RunDirTooNew``) before ``run.json`` or anything of the run is written into it."""
         RunDir(self.root).schema()
         if not (self.root / RUN_FILE).exists():
             _atomic_write(self.root / RUN_FILE, json.dumps({"schema": SCHEMA_VERSION, "cudaforge": _version()}, indent=1))
@@ -439,8 +439,9 @@ class RunDir:
 
     def hydra_choices(self) -> dict[str, str]:
         """The option of each config group the run was made with (``.hydra/hydra.yaml``; empty when absent)."""
-        data = _yaml_mapping(self.root / HYDRA_FILE)
-        choices = ((data.get("hydra") or {}).get("runtime") or {}).get("choices") if isinstance(data.get("hydra"), dict) else {}
+        choices: Any = _yaml_mapping(self.root / HYDRA_FILE)
+        for key in ("hydra", "runtime", "choices"):  # any level that is not a mapping: no choices recorded
+            choices = choices.get(key) if isinstance(choices, dict) else None
         return {str(k): str(v) for k, v in choices.items()} if isinstance(choices, dict) else {}
 
     def results(self) -> list[TaskResult]:

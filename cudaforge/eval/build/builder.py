@@ -187,7 +187,7 @@ class _Builder:
         if mode is SandboxMode.off:
             return subprocess.Popen(cmd, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     start_new_session=True)  # fmt: skip
-        read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()),
+        read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()), str(self.bind_include()),
                 str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
         sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=None, cpu_seconds=3600, file_bytes=4 << 30,
                           devices=["/dev/null", "/dev/zero", "/dev/urandom"], namespaces=self.settings.sandbox_namespaces)  # fmt: skip
@@ -232,13 +232,22 @@ class _Builder:
         return self.settings.pch_root() / sig, cxx, cflags
 
     def bind_include(self) -> Path:
-        """The folder of :data:`BIND_HEADER` (written on first use): on every build's include path."""
-        folder = self.settings.pch_root() / "include"
-        header = folder / BIND_HEADER
-        if not header.exists() or header.read_text() != BIND_HEADER_TEXT:
-            header.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(header, BIND_HEADER_TEXT)
-        return folder
+        """The folder of :data:`BIND_HEADER` (written on first use), on every build's include path. Its name carries
+        a hash of the header's text, so it is in the flags that sign a precompiled header: another text (another
+        cudaforge sharing the folder) gets its own header and its own ``.gch``, never a stale one (GCC does not
+        check a ``.gch`` against its header). Where the precompiled headers' folder cannot be written, the build
+        cache's is used."""
+        name = "include-" + hashlib.sha256(BIND_HEADER_TEXT.encode()).hexdigest()[:12]
+        for root in (self.settings.pch_root(), self.settings.cache_root()):
+            header = root / name / BIND_HEADER
+            try:
+                if not header.exists() or header.read_text() != BIND_HEADER_TEXT:
+                    header.parent.mkdir(parents=True, exist_ok=True)
+                    _write_atomic(header, BIND_HEADER_TEXT)
+                return root / name
+            except OSError:
+                continue
+        raise OSError(f"cannot write {BIND_HEADER} under {self.settings.pch_root()} or {self.settings.cache_root()}")
 
     def _ensure_pch(self, pch_dir: Path, cxx: str, cflags: str, name: str = "torch/extension.h") -> tuple[bool, str]:
         gch = pch_dir / f"{name}.gch"
@@ -304,7 +313,8 @@ class _Builder:
         objects = self._objects(spec)
         link = self.can_link_cuda or not spec.with_cuda
         cu_objects = [o for o in objects if o.endswith(".cuda.o")]
-        pch_header = _PCH_HEADERS.get(files.get("main.cpp", "").split("\n", 1)[0])
+        first = files.get("main.cpp", "").split("\n", 1)[0].strip()
+        pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
         if use_pch and pch_header and not make_pch:
             use_pch = (self._pch_dir(directory)[0] / f"{pch_header}.gch").exists()

@@ -89,8 +89,8 @@ class _Hooks:
                         text = "\n".join(prefix + ['#line 1 "cuda_sources"', text])
                     variants.append((f"light:{tier}", {**files, **lighter, "cuda.cu": text}))
             files["cuda.cu"] = plain
-        if not variants and lighter:  # the CUDA source needs all of torch (or there is none): only main.cpp is lighter
-            variants.append(("light:bind", {**files, **lighter}))
+        if not cuda and lighter:  # C++ alone: only main.cpp to make lighter (with a CUDA source that needs all of
+            variants.append(("light:bind", {**files, **lighter}))  # torch, nvcc is the longer step: not worth two)
         variants.append(("plain", dict(files)))
         with_cuda_flag = bool(cuda) if with_cuda is None else bool(with_cuda)
         spec = _Spec(
@@ -162,7 +162,8 @@ class _Hooks:
     def _remote_build_and_load(self, spec: _Spec, inputs: dict[str, Any], record: BuildRecord) -> Any:
         """The sandboxed side: the trusted side builds (or finds) the extension and hands over a copy to load."""
         reply = self.remote(inputs)
-        for name in ("status", "variant", "measures", "fallbacks", "log", "log_trimmed", "error", "key", "module_name"):
+        for name in ("status", "variant", "measures", "fallbacks", "steps", "log", "log_trimmed", "error", "key",
+                     "module_name"):
             if name in reply:
                 setattr(record, name, reply[name])
         record.cached = bool(reply.get("cached"))
@@ -352,7 +353,8 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
         reply = {}
     record.seconds = time.perf_counter() - started
     reply.update(status=record.status, cached=record.cached, variant=record.variant, measures=record.measures,
-                 fallbacks=record.fallbacks, log_trimmed=record.log_trimmed[:20000], error=record.error[:20000],
+                 fallbacks=record.fallbacks, steps=record.steps, log_trimmed=record.log_trimmed[:20000],
+                 error=record.error[:20000],
                  key=record.key, module_name=record.module_name)  # fmt: skip
     return reply, record
 
