@@ -626,3 +626,12 @@ def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkey
     monkeypatch.setenv("CUDAFORGE_PCH_DIR", str(blocked))
     fallback = build._Builder(settings).bind_include()
     assert fallback.parent == settings.cache_root() and (fallback / "cudaforge" / "bind.h").is_file()
+
+
+def test_ninja_step_times_read_a_bounded_and_parsed_part_of_the_build_folder(tmp_path):
+    """The build folder is the sandboxed compiler's to write: a garbage or huge .ninja_log costs nothing."""
+    assert build.builder._ninja_steps(tmp_path) == {}  # none
+    log = "# ninja log v5\n0\t1500\t1\tmain.o\tab\nnot\ta\tline\n5\tx\t1\tcuda.cuda.o\tcd\n" + "9\t10\t1\tjunk\th\n" * 200_000
+    (tmp_path / ".ninja_log").write_text(log)
+    steps = build.builder._ninja_steps(tmp_path)
+    assert steps["main.o"] == 1.5 and "cuda.cuda.o" not in steps and len(steps) <= 2
