@@ -8,7 +8,7 @@ what it checks itself (outputs it copies out of the arena and compares, the wall
 request); what this side reports (event times, output types, the profiler's kernel split) feeds
 second-line guards and the Judge's feedback, never the verdict's foundation.
 
-Requests (``op``): ``arena``, ``cuda``, ``exchange`` (before ``load`` only), ``load``, ``model``, ``state``,
+Requests (``op``): ``arena``, ``cuda``, ``exchange`` (before ``load`` only), ``load``, ``prebuild``, ``model``, ``state``,
 ``set_state``, ``call``, ``timed``, ``batch``, ``share``, ``ping``, ``exit``; each gets one reply ``{"ok": true, ...}`` or
 ``{"ok": false, "status": EvalStatus value, "message": ...}``. While ``load`` runs, this side may send
 ``{"op": "build", "inputs": ...}`` requests and waits for their replies (the trusted side builds).
@@ -189,6 +189,18 @@ class Worker:
         if not hasattr(self.module, "ModelNew"):
             raise _Fail("invalid", "after import the candidate has no ModelNew")
         return {"ok": True, "prebuilt": self.prebuilt}
+
+    def op_prebuild(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Compile the candidate's JIT kernels (Triton) ahead, in a forked copy of this process, on fake tensors
+        described by ``init`` and ``inputs`` (``cudaforge.eval.jit_prebuild``)."""
+        from cudaforge.eval.jit_prebuild import compile_ahead
+
+        if self.module is None:
+            raise _Fail("crashed", "prebuild asked before load")
+        return {"ok": True, **compile_ahead(self.module, str(msg["language"]), msg["init"], msg["inputs"],
+                                            list(msg["target"]), seed=int(msg.get("seed", 0)), no_grad=self.no_grad,
+                                            timeout_s=float(msg.get("timeout_s", 300.0)),
+                                            in_child=lambda: setattr(self, "channel", None))}  # fmt: skip
 
     def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         init, _ = self.inputs(msg["init"])

@@ -354,18 +354,24 @@ class Evaluator:
 
     # ------------------------------------------------------------------ many candidates
 
-    def precompile(self, source: str):
-        """Build a CUDA candidate on the CPU pool (no GPU); returns the build outcome, or None for non-CUDA.
+    def precompile(self, source: str, task: Task | None = None):
+        """Build a candidate on the CPU pool (no GPU): its CUDA extensions, and with ``task`` also the kernels of a
+        JIT language that can be built ahead (Triton, ``KernelLanguage.prebuild``), compiled for this evaluator's
+        architecture and kept for its GPU worker. Returns the build outcome, or None when there is nothing to build.
 
         The candidate's import runs in a sandboxed worker; its builds are served by a trusted child."""
         from cudaforge.eval.build import precompile
 
         try:
-            if check_candidate(source).backend != "cuda":
-                return None
+            backend = check_candidate(source).backend
         except (RecursionError, MemoryError, ValueError, TypeError):
             return None
-        return precompile(source, self.build_settings(), timeout_s=self.cfg["compile_timeout_s"])
+        jit = (task is not None and self.cfg["jit_ahead"] and backend != languages.NO_KERNEL
+               and languages.get(backend).prebuild is not None)  # fmt: skip
+        if backend != "cuda" and not jit:
+            return None
+        return precompile(source, self.build_settings(), timeout_s=self.cfg["compile_timeout_s"],
+                          task_source=task.source if jit and task is not None else None)
 
     def evaluate_batch(
         self, jobs: list[tuple[Task, str]], on_result: Callable[[int, EvalResult], None] | None = None
@@ -385,7 +391,7 @@ class Evaluator:
             task, source = jobs[index]
             if self.gpus:
                 with compile_slots:
-                    self.precompile(source)  # failures are re-found, and reported, by the worker
+                    self.precompile(source, task)  # failures are re-found, and reported, by the worker
             gpu = slots.get()
             try:
                 results[index] = self.evaluate(task, source, gpu=gpu)

@@ -158,7 +158,8 @@ class CandidateProcess:
         """Send one request; its reply (``ok`` true), or WorkerFailure. Build requests in between go to
         ``on_build`` (refused without it). ``timeout_s`` bounds the whole request, builds included."""
         what = {"load": "importing the candidate", "model": "building ModelNew", "call": "a call of ModelNew",
-                "timed": "a timed call", "batch": "the timing cross-check"}.get(str(message.get("op")), "a request")
+                "timed": "a timed call", "batch": "the timing cross-check",
+                "prebuild": "compiling its JIT kernels ahead"}.get(str(message.get("op")), "a request")
         deadline = time.monotonic() + timeout_s
         try:
             self.channel.send(message, fds)

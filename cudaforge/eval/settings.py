@@ -111,6 +111,11 @@ class EvalConfig:
     """Timeout for the static check."""
     compile_timeout_s: float = 600.0
     """Timeout for building the candidate."""
+    jit_ahead: bool = True
+    """Compile the kernels of a JIT language that can be built ahead (Triton) before the correctness phase: in the
+    CPU pool of a batch, and in the compile phase, by running ``forward`` once on fake tensors of the task's inputs
+    with launches made compile-only (docs/evaluation.md). ``false``: they compile at their first call, in the
+    correctness phase."""
     correctness_timeout_s: float = 300.0
     """Timeout for the correctness trials."""
     timing_timeout_s: float = 300.0

@@ -147,3 +147,16 @@ def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -
     except OSError:
         return copied
     return copied
+
+
+def count_kernels(cache: Path) -> int:
+    """How many compiled kernels a Triton cache holds (folders with a ``.cubin`` or ``.hsaco``), links not followed;
+    read by the trusted side as a count for the record, never as a verdict."""
+    try:
+        if cache.is_symlink() or not cache.is_dir():
+            return 0
+        return sum(1 for folder in list(cache.iterdir())[:OWN_CACHE_MAX_FILES]
+                   if folder.is_dir() and not folder.is_symlink()
+                   and any(f.suffix in (".cubin", ".hsaco") for f in list(folder.iterdir())[:64]))  # fmt: skip
+    except OSError:
+        return 0

@@ -42,7 +42,7 @@ from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
-from cudaforge.eval.triton_cache import keep_own_triton_cache, seed_own_triton_cache, seed_trusted_stubs
+from cudaforge.eval.triton_cache import count_kernels, keep_own_triton_cache, seed_own_triton_cache, seed_trusted_stubs
 from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
@@ -948,6 +948,44 @@ def _standby_payload() -> dict[str, Any]:
 # --------------------------------------------------------------------------------- evaluate
 
 
+def _jit_ahead(source: str, task: Task, ref_module: Any, init: list[Any], process: CandidateProcess,
+               device: torch.device, cfg: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    """Compile the candidate's JIT kernels (Triton) in the compile phase, on fake tensors of the task's inputs
+    (``cudaforge.eval.jit_prebuild``); what the Triton cache held before (kernels the CPU pool built ahead) and
+    after, as counted here. None when its language has no ``prebuild``. Never fails the candidate: a worker that
+    died meanwhile is the next request's verdict."""
+    from cudaforge import languages
+    from cudaforge.eval.jit_prebuild import input_sets, reported_kernels, specs
+    from cudaforge.vendor import current
+
+    name = languages.detect(source)
+    if name == languages.NO_KERNEL or languages.get(name).prebuild is None:
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    target = current().jit_target(f"{major}.{minor}")
+    cache = Path(process.scratch) / "triton"
+    record: dict[str, Any] = {"language": name, "kernels_seeded": count_kernels(cache)}
+    try:
+        if target is None:
+            raise TypeError(f"no JIT target for compute capability {major}.{minor}")
+        request = {"op": "prebuild", "language": name, "init": specs(init), "target": target, "seed": cfg["seed"],
+                   "inputs": input_sets(ref_module, task.input_variants if cfg["check_variants"] else (),
+                                        seed=cfg["seed"] * 1000),
+                   "timeout_s": max(0.5, timeout_s - 2.0)}  # fmt: skip
+        reply = process.request(request, timeout_s=timeout_s)
+    except (TypeError, ValueError, WorkerFailure) as exc:
+        record.update(kernels=[], error=str(exc)[:300], note=f"{name} kernels not compiled ahead: {str(exc)[:200]}")
+        return record
+    kernels = reported_kernels(reply)
+    error = reply.get("error") if isinstance(reply.get("error"), str) else ""
+    record.update(kernels=kernels, error=error[:300], kernels_after=count_kernels(cache),
+                  seconds=reply.get("seconds") if isinstance(reply.get("seconds"), (int, float)) else None)
+    hit = record["kernels_seeded"] and record["kernels_after"] == record["kernels_seeded"]
+    record["note"] = (f"{name} kernels {'found built ahead' if hit else 'compiled'}: {', '.join(kernels)}" if kernels
+                      else f"no {name} kernel compiled ahead" + (f" ({error[:200]})" if error else ""))  # fmt: skip
+    return record
+
+
 def _phase_status(status: EvalStatus) -> str:
     return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
 
@@ -1044,6 +1082,11 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         compile_note = "cache hit" if result.compile_cached else ""
         if ahead:
             compile_note = "; ".join(filter(None, [compile_note, "built ahead: " + ", ".join(ahead)]))
+        if device.type == "cuda" and cfg.get("jit_ahead", True):
+            jit = _jit_ahead(source, task, ref_module, init, process, device, cfg, remaining())
+            if jit:
+                result.fingerprint["jit_ahead"] = jit
+                compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))
         rec.end(phase, t, message=compile_note)
         phase = Phase.CORRECTNESS
         t = enter(phase)
@@ -1093,6 +1136,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         if process is not None:
             if own_cache is not None:
                 process.process.kill()  # every process of the sandbox dead before its files are read
+                if isinstance(result.fingerprint.get("jit_ahead"), dict):
+                    result.fingerprint["jit_ahead"]["kernels_at_end"] = count_kernels(Path(process.scratch) / "triton")
                 keep_own_triton_cache(Path(process.scratch) / "triton", own_cache)
             process.close()
     if not notes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, ContextManager
 
 
 def same_name(profiled: str, defined: str) -> bool:
@@ -54,3 +54,13 @@ class KernelLanguage:
     """The Coder's worked example: a folder under ``cudaforge/resources/agents/examples/``."""
     judge_notes: str = ""
     """What the Judge should know when reading a kernel in it (shown in its optimisation prompt; empty: nothing)."""
+    prebuild: Callable[[list[Any]], ContextManager[list[str]]] | None = None
+    """Compile-only launches, for kernels JIT-compiled from Python at their first launch: ``prebuild(target)`` is a
+    context manager inside which the language's launches compile for ``target`` (the vendor's ``jit_target``, e.g.
+    ``["cuda", 90, 32]``) into the language's on-disk cache and run nothing; it yields the list it appends the
+    names of the kernels built to. The evaluator runs a candidate's ``forward`` once inside it, on fake tensors of
+    the task's shapes, in a forked copy of the sandboxed worker (``cudaforge.eval.jit_prebuild``): in the CPU pool
+    ahead of the GPU evaluation, and in the compile phase. ``None``: its kernels compile at their first call, which
+    the correctness phase pays (``prebuild_note`` says why)."""
+    prebuild_note: str = ""
+    """Why a language without ``prebuild`` cannot be built ahead (shown in records and docs)."""

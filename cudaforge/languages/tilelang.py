@@ -43,4 +43,6 @@ LANGUAGE = KernelLanguage(
     judge_notes="The kernel is written in TileLang: Nsight Compute names the kernel of prim_func `f` f_kernel. "
     "Suggest changes in TileLang terms (block and tile sizes, T.alloc_shared/T.alloc_fragment, T.copy, T.gemm, "
     "T.Pipelined stages, T.use_swizzle, threads per block), not as CUDA C++.",
+    prebuild_note="TileLang compiles through TVM for the GPU it finds, usually in __init__ or at the first call: "
+    "its kernels compile when the model is built or first called, in the correctness phase.",
 )

@@ -43,3 +43,7 @@ class GpuVendor:
     (NVIDIA: NVML), by group: ``driver``, ``static``, ``memory_bus``, ``state`` (``cudaforge/vendor/nvml.py`` lists
     each group's keys; the fingerprint and the spec sheet keep those names). What cannot be read is left out, with a
     note; it never raises."""
+    jit_target: Callable[[str], list[Any] | None] = lambda arch: None
+    """Triton's compile target for an architecture, ``[backend, capability, warp size]`` (NVIDIA: ``"9.0a"`` ->
+    ``["cuda", 90, 32]``; AMD would say ``["hip", "gfx942", 64]``), so kernels JIT-compiled from Python can be built
+    ahead on a machine without that GPU; ``None`` when the architecture is not one of this vendor's."""

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from cudaforge.vendor.base import GpuVendor
 from cudaforge.vendor.nvml import telemetry
@@ -90,6 +91,12 @@ def arch_flags(arch: str) -> list[str]:
     if arch.endswith("+PTX"):
         flags.append(f"-gencode=arch=compute_{num},code=compute_{num}")
     return flags
+
+
+def jit_target(arch: str) -> list[Any] | None:
+    """Triton's target for an architecture: ``"9.0a"`` -> ``["cuda", 90, 32]`` (backend, capability, warp size)."""
+    match = re.fullmatch(r"(\d+)\.(\d)[a-z]?(\+PTX)?", arch.strip())
+    return ["cuda", int(match[1]) * 10 + int(match[2]), 32] if match else None
 
 
 def names_arch(flags: list[str]) -> bool:
@@ -177,6 +184,6 @@ NVIDIA = GpuVendor(
     name="nvidia", default_arch=DEFAULT_ARCH, detect_arch=detect_arch, arch_flags=arch_flags, names_arch=names_arch,
     toolkit_home=cuda_home, compiler=nvcc_path, compiler_version=compiler_version, toolkit_roots=toolkit_roots,
     device_nodes=device_nodes, profiler=resolve_ncu, profiler_version=ncu_version, model_name=gpu_model_name,
-    visible_devices=visible_devices, telemetry=telemetry,
+    visible_devices=visible_devices, telemetry=telemetry, jit_target=jit_target,
 )
 """The NVIDIA implementation of the vendor seam."""

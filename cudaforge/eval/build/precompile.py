@@ -55,6 +55,11 @@ class BuildOutcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     prebuilt: list[str] = field(default_factory=list)
     """The builds the candidate defers (in ``__init__``/``forward``) that were built ahead (``build.deferred``)."""
+    jit: list[str] = field(default_factory=list)
+    """Kernels a JIT language (Triton) compiled ahead for the target GPU (``cudaforge.eval.jit_prebuild``), kept for
+    the GPU worker of the same source."""
+    jit_message: str = ""
+    """Why no JIT kernel was compiled ahead, or what stopped the run after some were (empty otherwise)."""
 
     @property
     def ok(self) -> bool:
@@ -71,7 +76,7 @@ def _package_root() -> str:
 
 
 def precompile(source: str, settings: BuildSettings | None = None, timeout_s: float = 600.0,
-               env: dict[str, str] | None = None) -> BuildOutcome:
+               env: dict[str, str] | None = None, task_source: str | None = None) -> BuildOutcome:
     """Build a candidate's extensions in a CPU-only child process, ahead of its GPU evaluation.
 
     The child (trusted, ``CUDA_VISIBLE_DEVICES=""``, its own session, a scrubbed environment plus
@@ -81,6 +86,10 @@ def precompile(source: str, settings: BuildSettings | None = None, timeout_s: fl
     sandbox with it. Import errors that happen after the builds (a candidate that touches the GPU at
     import, say) do not fail the outcome: they are the evaluation's business, and are reported in
     ``message``.
+
+    With ``task_source`` (the task's reference module), kernels of a JIT language (Triton) are compiled too, for
+    ``settings.arch``, by running the candidate once on fake tensors of the task's inputs in the worker
+    (``cudaforge.eval.jit_prebuild``); what they compile is kept for the GPU worker of the same source.
     """
     settings = (settings or BuildSettings()).resolved()
     started = time.perf_counter()
@@ -90,13 +99,17 @@ def precompile(source: str, settings: BuildSettings | None = None, timeout_s: fl
         src = Path(tmp) / "candidate.py"
         src.write_text(source)
         result = Path(tmp) / "outcome.json"
+        task_file = Path(tmp) / "task.py"
+        if task_source is not None:
+            task_file.write_text(task_source)
         child_env = scrubbed_env({
             "CUDA_VISIBLE_DEVICES": "",
             "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
         })
-        cmd = [sys.executable, "-m", "cudaforge.eval.build.precompile", str(src), str(result), json.dumps(settings.to_dict())]
+        cmd = [sys.executable, "-m", "cudaforge.eval.build.precompile", str(src), str(result), json.dumps(settings.to_dict()),
+               str(task_file) if task_source is not None else ""]
         proc = subprocess.Popen(cmd, env=child_env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", start_new_session=True)
         try:
@@ -149,9 +162,31 @@ def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> Build
                         records=recorder.to_dict()["records"])
 
 
-def _precompile_child(source_path: str, result_path: str, settings_json: str) -> int:
+def _jit_request(source: str, task_path: str, settings: BuildSettings) -> tuple[dict[str, Any] | None, str]:
+    """The worker's ``prebuild`` request for a JIT-language candidate (None and why not otherwise)."""
+    from cudaforge import languages
+    from cudaforge.eval.jit_prebuild import input_sets, specs
+    from cudaforge.tasks.runtime import load_module
+    from cudaforge.vendor import current
+
+    name = languages.detect(source)
+    if not task_path or name == languages.NO_KERNEL or languages.get(name).prebuild is None:
+        return None, ""
+    target = current().jit_target(settings.arch or "")
+    if target is None:
+        return None, f"no JIT target for architecture {settings.arch!r}"
+    try:
+        ref = load_module(Path(task_path).read_text(), "cudaforge_reference_precompile")
+        return {"op": "prebuild", "language": name, "init": specs(list(ref.get_init_inputs())), "target": target,
+                "inputs": input_sets(ref, tuple(getattr(ref, "INPUT_VARIANTS", ())))}, ""  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the task's inputs could not be described: left to the GPU
+        return None, f"the task's inputs could not be described: {type(exc).__name__}: {exc}"[:500]
+
+
+def _precompile_child(source_path: str, result_path: str, settings_json: str, task_path: str = "") -> int:
     """Entry point of the precompile child (trusted): the candidate is imported in a sandboxed CPU-only worker
-    whose ``load_inline`` calls this process builds; the outcome is written to ``result_path``."""
+    whose ``load_inline`` calls this process builds; then, with a task (``task_path``), its JIT kernels are compiled
+    there and kept for the GPU worker; the outcome is written to ``result_path``."""
     from cudaforge.eval.remote import CandidateProcess, WorkerFailure
     from cudaforge.isolation import note_scratch
     from cudaforge.sandbox import SandboxMode
@@ -161,8 +196,10 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
     recorder = BuildRecorder()
     error: BaseException | None = None
     prebuilt: list[str] = []
+    jit, jit_message = [], ""
     worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
-                              namespaces=settings.sandbox_namespaces)  # fmt: skip
+                              namespaces=settings.sandbox_namespaces,
+                              env={"TRITON_INTERPRET": "0"})  # compiled for the GPU, not interpreted  # fmt: skip
     note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
 
     def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +214,9 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
         reply = worker.request({"op": "load", "source": source, "module": "cudaforge_candidate",
                                 "build": settings.to_dict()}, timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline
         prebuilt = reported_sites(reply)
+        request, jit_message = _jit_request(source, task_path, settings)
+        if request is not None:
+            jit, jit_message = _compile_jit(worker, request, settings, source)
     except WorkerFailure as failure:
         built = [r for r in recorder.records if r.status == "built"]
         if failure.status == "compile_error" and built and len(built) == len(recorder.records):
@@ -190,10 +230,35 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str) ->
     finally:
         worker.close()
     outcome = _outcome_from(recorder, error)
-    outcome.prebuilt = prebuilt
+    outcome.prebuilt, outcome.jit, outcome.jit_message = prebuilt, jit, jit_message
+    if jit and outcome.status == "no_build":
+        outcome.message = f"compiled ahead for the GPU: {', '.join(jit)}"
     _write_atomic(Path(result_path), json.dumps(outcome.to_dict()))
     return 0
 
 
+def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, source: str) -> tuple[list[str], str]:
+    """Have ``worker`` compile the JIT kernels ``request`` asks for, then keep its Triton cache for the source's GPU
+    worker once every process of its sandbox is dead (only where a PID namespace makes that certain)."""
+    from cudaforge.eval.jit_prebuild import reported_kernels
+    from cudaforge.eval.remote import WorkerFailure
+    from cudaforge.eval.triton_cache import keep_own_triton_cache
+    from cudaforge.types import source_hash
+
+    try:
+        reply = worker.request(request, timeout_s=24 * 3600)  # the parent's deadline
+    except WorkerFailure as failure:
+        return [], f"compiling ahead failed: {failure.message}"[:500]
+    kernels = reported_kernels(reply)
+    error = reply.get("error") if isinstance(reply.get("error"), str) else ""
+    if not kernels:
+        return [], error[:500] or "no kernel was launched"
+    if "pid" not in (worker.sandbox_status().get("namespaces") or []):
+        return [], "compiled, but not kept: without a PID namespace no one can tell that the worker is gone"
+    worker.process.kill()
+    keep_own_triton_cache(Path(worker.scratch) / "triton", settings.cache_root() / "triton-own" / source_hash(source))
+    return kernels, error[:500]
+
+
 if __name__ == "__main__":
-    sys.exit(_precompile_child(*sys.argv[1:4]))
+    sys.exit(_precompile_child(*sys.argv[1:5]))

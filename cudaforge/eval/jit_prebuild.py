@@ -1,0 +1,217 @@
+"""Kernels that a language JIT-compiles at their first launch (Triton), compiled ahead of the correctness phase.
+
+A Triton kernel's build depends on its launch: the dtypes and alignment of its pointers, the values of its integer
+and ``constexpr`` arguments, ``num_warps``. Those are known only by running the candidate's ``forward``. So the
+evaluator runs it once, on *fake* tensors (``torch._subclasses.fake_tensor``: shapes, strides and dtypes, no
+memory, no GPU) of the task's inputs, with the language's launches made compile-only (its ``prebuild`` hook,
+``cudaforge.languages``), for the target GPU named by the vendor (``jit_target``):
+
+* in the CPU pool, ahead of the GPU evaluation (``cudaforge.eval.build.precompile``): the kernels land in the
+  sandboxed worker's private Triton cache, which the trusted side keeps for that source once the worker is dead
+  (``triton_cache.keep_own_triton_cache``) and copies into the GPU worker's cache before the candidate loads;
+* in the GPU evaluation's compile phase, so whatever the pool did not build counts there, not in the correctness
+  phase.
+
+The run happens in a forked copy of the sandboxed worker (:func:`compile_ahead`): nothing the fake ``forward``
+does (a module-level buffer cached as a fake tensor, a "first call" flag) reaches the process that is then
+evaluated. Each side has a part here: :func:`specs` (trusted: what the inputs look like, as data; the worker never
+sees the reference) and :func:`compile_ahead` (the worker). What it reports is the candidate's account, read as
+data of a known shape (:func:`reported_kernels`), never a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import time
+from typing import Any
+
+import torch
+
+from cudaforge.eval.exchange import DTYPES, _compact, decode, encode
+
+MAX_REPORT = 64 << 10
+"""Bytes of the forked child's report read back."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _spec(t: torch.Tensor) -> dict[str, Any]:
+    """A tensor as the arena would hand it to the worker: its dtype and shape, its strides when compact (else
+    contiguous ones), at an aligned offset."""
+    if t.layout == torch.strided and _compact(t):
+        stride = list(t.stride())
+    else:
+        stride, step = [], 1
+        for size in reversed(t.shape):
+            stride.insert(0, step)
+            step *= max(int(size), 1)
+    return {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "stride": stride, "offset": 0}
+
+
+def specs(values: list[Any]) -> Any:
+    """``values`` (real or fake tensors, numbers, nested lists) encoded as :func:`compile_ahead` takes them: tensors
+    become descriptions, never data. TypeError for a value the arena could not carry either."""
+    return encode(list(values), _spec)
+
+
+def _fake_mode() -> Any:
+    """A fake-tensor mode that never touches a device, even where CUDA is available: torch's own initialises CUDA
+    for some device moves when a GPU is visible, which fails in a process forked after CUDA was initialised (the
+    GPU worker: "Cannot re-initialize CUDA in forked subprocess", seen on the H200)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    class _NoDeviceFakeMode(FakeTensorMode):
+        @property
+        def avoid_device_init(self) -> bool:
+            return True
+
+    return _NoDeviceFakeMode(allow_non_fake_inputs=True)
+
+
+def fake_specs(make: Any) -> Any:
+    """:func:`specs` of what ``make()`` returns, with ``make`` run under a fake-tensor mode (the task's
+    ``get_inputs``: no memory, no GPU, milliseconds whatever the sizes)."""
+    with _fake_mode():
+        return specs(list(make()))
+
+
+MAX_INPUT_SETS = 8
+"""Distinct input shapes a candidate is compiled ahead for (the task's default inputs and its variants)."""
+
+
+def input_sets(ref_module: Any, variants: Any = (), seed: int = 0) -> list[Any]:
+    """:func:`fake_specs` of the task's inputs (``get_inputs``) and of each of ``variants``
+    (``get_inputs_variant``), the distinct ones, in order: each input shape is its own Triton specialisation
+    (a batch of 129 rows is not one of 256). Trusted side: the task's module runs here, never in the worker."""
+    from cudaforge.tasks.runtime import DEFAULT_VARIANT, make_inputs
+
+    found: dict[str, Any] = {}
+    for variant in [DEFAULT_VARIANT, *variants][:MAX_INPUT_SETS]:
+        encoded = fake_specs(lambda: make_inputs(ref_module, seed=seed, variant=variant, device="cpu"))
+        found.setdefault(json.dumps(encoded, sort_keys=True), encoded)
+    return list(found.values())
+
+
+def reported_kernels(reply: Any) -> list[str]:
+    """The names a worker's ``prebuild`` reply lists, kept only when they look like identifiers, at most 32,
+    deduplicated."""
+    names = reply.get("built") if isinstance(reply, dict) else None
+    if not isinstance(names, list):
+        return []
+    return list(dict.fromkeys(n for n in names if isinstance(n, str) and _NAME.fullmatch(n)))[:32]
+
+
+def _on_fake_gpu(model: Any) -> Any:
+    """The model's parameters and buffers replaced by fake tensors of the same shapes on the GPU (``.to("cuda")``
+    would copy their values, which fake tensors built on the CPU cannot give to a device they cannot reach)."""
+    if not isinstance(model, torch.nn.Module):
+        return model
+    model.eval()
+
+    def moved(t: torch.Tensor) -> torch.Tensor:
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cuda")
+
+    for module in model.modules():
+        for name, param in list(module._parameters.items()):
+            if param is not None:
+                module._parameters[name] = torch.nn.Parameter(moved(param), requires_grad=param.requires_grad)
+        for name, buffer in list(module._buffers.items()):
+            if buffer is not None:
+                module._buffers[name] = moved(buffer)
+    return model
+
+
+def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], seed: int,
+                  no_grad: bool) -> dict[str, Any]:
+    """In the forked child: the candidate's model built, and called once on fake tensors of each input set
+    (:func:`input_sets`), launches compile-only."""
+    from cudaforge.languages import get
+    from cudaforge.tasks.runtime import grad_mode
+
+    hook = get(language).prebuild
+    if hook is None:
+        return {"built": [], "error": f"{language} kernels cannot be built ahead"}
+    # torch initialises CUDA before any factory call naming a CUDA device, fake or not; in a copy forked after the
+    # driver started (the GPU worker; any process that asked torch.cuda.is_available()) that fails, and nothing here
+    # needs a device: this copy never runs a kernel
+    torch.cuda._lazy_init = lambda: None
+    built: list[str] = []
+    error = ""
+    with _fake_mode():
+        def fake(desc: dict[str, Any]) -> torch.Tensor:
+            return torch.empty_strided([int(s) for s in desc["shape"]], [int(s) for s in desc["stride"]],
+                                       dtype=DTYPES[desc["dtype"]], device="cuda")  # fmt: skip
+
+        try:
+            torch.manual_seed(seed)
+            model = _on_fake_gpu(module.ModelNew(*decode(init, fake)))  # as build_model, without its .to(device)
+        except Exception as exc:  # noqa: BLE001
+            return {"built": [], "error": f"ModelNew(...) raised {type(exc).__name__}: {exc}"[:500]}
+        for encoded in list(inputs)[:MAX_INPUT_SETS]:
+            try:
+                args = list(decode(encoded, fake))
+                with hook(target) as found, grad_mode(no_grad):
+                    try:
+                        model(*args)
+                    finally:
+                        built.extend(found)
+            except Exception as exc:  # noqa: BLE001 - after a fake forward anything may raise; what compiled stays
+                error = error or f"{type(exc).__name__}: {exc}"[:500]
+    return {"built": list(dict.fromkeys(built)), "error": error}
+
+
+def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], *, seed: int = 0,
+                  no_grad: bool = True, timeout_s: float = 300.0, in_child: Any = None) -> dict[str, Any]:
+    """Run :func:`_compile_here` in a forked copy of this process (the sandboxed worker), waiting at most
+    ``timeout_s``; ``{"built": [kernel names, once each], "error": "...", "seconds": s}``. ``inputs``: a list of
+    input sets, each as :func:`specs` encodes it. The copy shares nothing back but its
+    report and the files it compiled; past the deadline it is killed. ``in_child()`` runs first in the copy (the
+    worker takes its channel away there: a build the fake ``forward`` asks for fails instead of talking to the
+    verifier)."""
+    started = time.perf_counter()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, never touches the channel
+        os.close(read_end)
+        try:
+            if in_child is not None:
+                in_child()
+            report = _compile_here(module, language, init, inputs, target, seed, no_grad)
+        except BaseException as exc:  # noqa: BLE001
+            report = {"built": [], "error": f"{type(exc).__name__}: {exc}"[:500]}
+        try:
+            os.write(write_end, json.dumps(report).encode()[:MAX_REPORT])
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    data, deadline = b"", started + timeout_s
+    try:
+        while len(data) < MAX_REPORT:
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                break
+            chunk = os.read(read_end, MAX_REPORT - len(data))
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(read_end)
+        if time.perf_counter() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    try:
+        report = json.loads(data) if data else {}
+    except ValueError:
+        report = {}
+    if not isinstance(report, dict):
+        report = {}
+    report.setdefault("built", [])
+    report.setdefault("error", "")
+    if not data:
+        report["error"] = (f"stopped after {timeout_s:g} s" if time.perf_counter() >= deadline
+                           else "the compiling copy of the worker died")  # fmt: skip
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report

@@ -1,0 +1,170 @@
+"""Triton kernels compiled ahead for the target GPU, without one (cudaforge.eval.jit_prebuild, languages.triton)."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from cudaforge import languages
+from cudaforge.eval.jit_prebuild import compile_ahead, fake_specs, reported_kernels, specs
+from cudaforge.tasks import load_suite, selection
+from cudaforge.tasks.runtime import load_module
+from cudaforge.vendor import current
+
+triton = pytest.importorskip("triton")
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = REPO / "benchmarks" / "candidates"
+H200 = ["cuda", 90, 32]
+
+AUTOTUNED = textwrap.dedent('''
+    import torch, torch.nn as nn, triton, triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=4),
+                              triton.Config({"BLOCK": 2048}, num_warps=8)], key=["n"])
+    @triton.jit
+    def scale_kernel(x_ptr, s_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * tl.load(s_ptr), mask=offs < n)
+
+    _BUFFERS = {}
+    CALLS = []
+
+    class ModelNew(nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = nn.Parameter(torch.full((1,), scale))  # a parameter: on the (fake) GPU too
+
+        def forward(self, x):
+            CALLS.append(x.shape)
+            out = _BUFFERS.setdefault(tuple(x.shape), torch.empty_like(x))  # a module-level cache of outputs
+            scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, self.scale, out, x.numel())
+            return out
+''')
+
+
+def _kernels(cache: Path) -> dict[str, dict]:
+    """Compiled kernels in a Triton cache: folder -> metadata."""
+    found = {}
+    for meta in cache.rglob("*.json"):
+        if not meta.name.startswith("__grp__") and any(meta.parent.glob("*.cubin")):
+            found[meta.parent.name] = json.loads(meta.read_text())
+    return found
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    return tmp_path / "triton"
+
+
+def _inputs(*shapes):
+    """One input set: a fake tensor of each shape."""
+    return [fake_specs(lambda: [torch.randn(*s) for s in shapes])]
+
+
+def test_the_vendor_names_the_triton_target_of_an_architecture():
+    vendor = current()
+    assert vendor.jit_target("9.0") == vendor.jit_target("9.0a") == H200
+    assert vendor.jit_target("10.0") == ["cuda", 100, 32] and vendor.jit_target("12.0+PTX") == ["cuda", 120, 32]
+    assert vendor.jit_target("gfx942") is None
+    assert languages.get("triton").prebuild is not None
+    assert all(languages.get(n).prebuild is None and languages.get(n).prebuild_note for n in ("cute_dsl", "tilelang"))
+
+
+def test_specs_describe_tensors_as_the_arena_hands_them_over():
+    x = torch.randn(8, 16)
+    encoded = specs([x.t(), x[:, 1:], 3, [torch.zeros(2, dtype=torch.float16)]])
+    t, sliced, number, nested = encoded["l"]
+    assert t["t"] == {"dtype": "float32", "shape": [16, 8], "stride": [1, 16], "offset": 0}  # a transpose is kept
+    assert sliced["t"]["stride"] == [15, 1]  # not compact: crosses as a contiguous copy
+    assert number == {"v": 3} and nested["l"][0]["t"]["dtype"] == "float16"
+    started = time.perf_counter()
+    huge = fake_specs(lambda: [torch.randn(64, 8192, 8192)])  # 16 GiB described, none allocated
+    assert huge["l"][0]["t"]["shape"] == [64, 8192, 8192] and time.perf_counter() - started < 30
+    with pytest.raises(TypeError):
+        specs([object()])
+
+
+def test_the_input_sets_are_the_distinct_shapes_of_the_task_and_its_variants():
+    from cudaforge.eval.jit_prebuild import input_sets
+
+    task = {t.name: t for t in load_suite(selection("tiny"))}["MatmulBiasReLU"]
+    ref = load_module(task.source, "ref_jit_sets")
+    sets = input_sets(ref, task.input_variants)  # default and heavy_tail share a shape; shape2 and small do not
+    assert [s["l"][0]["t"]["shape"] for s in sets] == [[256, 256], [129, 256], [64, 256]]
+    assert len(input_sets(ref)) == 1
+
+
+def test_reported_kernel_names_are_read_as_data():
+    assert reported_kernels({"built": ["relu_kernel", "relu_kernel", "x; rm -rf /", 3, "a" * 500]}) == ["relu_kernel"]
+    assert reported_kernels({"built": "relu_kernel"}) == [] and reported_kernels(None) == []
+
+
+def test_a_triton_kernel_compiles_for_the_gpu_without_one_and_the_second_time_is_a_cache_hit(cache):
+    module = load_module((CANDIDATES / "triton_softmax.py").read_text(), "cand_jit_softmax")
+    report = compile_ahead(module, "triton", specs([]), _inputs((128, 1024)), H200)
+    assert report["built"] == ["softmax_kernel"] and report["error"] == "", report
+    kernels = _kernels(cache)
+    assert len(kernels) == 1
+    (meta,) = kernels.values()
+    assert meta["target"] == {"backend": "cuda", "arch": 90, "warp_size": 32} and meta["num_warps"] == 4
+    again = compile_ahead(module, "triton", specs([]), _inputs((128, 1024)), H200)
+    assert again["built"] == ["softmax_kernel"] and _kernels(cache).keys() == kernels.keys()  # nothing new
+    other = compile_ahead(module, "triton", specs([]), _inputs((128, 4096)), H200)  # BLOCK_SIZE and num_warps differ
+    assert other["built"] == ["softmax_kernel"] and len(_kernels(cache)) == 2
+    both = compile_ahead(module, "triton", specs([]), _inputs((128, 1024)) + _inputs((64, 512)), H200)
+    assert both["built"] == ["softmax_kernel"] and len(_kernels(cache)) == 3  # one more: the second set's
+
+
+def test_every_autotuned_config_compiles_and_the_evaluated_process_is_untouched(cache):
+    module = load_module(AUTOTUNED, "cand_jit_autotuned")
+    report = compile_ahead(module, "triton", specs([2.0]), _inputs((4096,)), ["cuda", 100, 32])
+    assert report["built"] == ["scale_kernel"] and not report["error"], report
+    kernels = _kernels(cache)
+    assert sorted(m["num_warps"] for m in kernels.values()) == [2, 4, 8]
+    assert {m["target"]["arch"] for m in kernels.values()} == {100}
+    # the fake forward ran in a forked copy: the module-level cache of this process holds no fake tensor
+    assert module.CALLS == [] and module._BUFFERS == {}
+
+
+def test_what_compiled_before_the_forward_failed_is_kept_and_a_stuck_forward_is_stopped(cache):
+    source = (CANDIDATES / "triton_relu.py").read_text().replace(
+        "        return triton_relu(x)", "        y = triton_relu(x)\n        return y + float(y.sum().item())")
+    module = load_module(source, "cand_jit_item")
+    report = compile_ahead(module, "triton", specs([]), _inputs((256, 1024)), H200)
+    assert report["built"] == ["relu_kernel"] and report["error"] and len(_kernels(cache)) == 1
+    stuck = load_module("import time, torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                        "        time.sleep(600)\n", "cand_jit_stuck")  # fmt: skip
+    started = time.perf_counter()
+    report = compile_ahead(stuck, "triton", specs([]), _inputs((4,)), H200, timeout_s=3)
+    assert report["built"] == [] and "stopped after 3 s" in report["error"] and time.perf_counter() - started < 10
+    assert compile_ahead(module, "cute_dsl", specs([]), _inputs((4,)), H200)["error"].startswith("cute_dsl kernels cannot")
+
+
+def test_the_cpu_pool_compiles_a_triton_candidate_for_the_gpu_and_keeps_it_for_the_source(tmp_path, monkeypatch):
+    from cudaforge.eval.build import BuildSettings, precompile
+    from cudaforge.types import source_hash
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # as in CPU evaluations: the pool compiles for the GPU anyway
+    tiny = {t.name: t for t in load_suite(selection("tiny"))}
+    source = (CANDIDATES / "triton_relu.py").read_text()
+    settings = BuildSettings(cache_dir=str(tmp_path / "build"), arch="9.0")
+    outcome = precompile(source, settings, timeout_s=180, task_source=tiny["ReLU"].source)
+    assert outcome.status == "no_build" and outcome.jit == ["relu_kernel"], outcome
+    assert "compiled ahead for the GPU: relu_kernel" in outcome.message
+    kept = _kernels(tmp_path / "build" / "triton-own" / source_hash(source))
+    assert kept and {m["target"]["arch"] for m in kept.values()} == {90}  # the task's shapes and its variants'
+    plain = precompile(source, settings, timeout_s=180)  # without the task: nothing to run it on
+    assert plain.status == "no_build" and plain.jit == [] and plain.jit_message == ""
+    broken = precompile(source, settings, timeout_s=180, task_source="def get_inputs(:\n")
+    assert broken.jit == [] and "could not be described" in broken.jit_message
+    if os.environ.get("CUDAFORGE_TEST_TMP_CHECK"):
+        assert not list(Path(settings.cache_dir).glob("precompile/*"))
