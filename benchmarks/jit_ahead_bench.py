@@ -1,13 +1,14 @@
 """Where a Triton candidate's JIT compile is paid: the correctness phase, the compile phase, or the CPU pool.
 
-    python benchmarks/jit_ahead_bench.py --out DIR [--cache DIR]
+    python benchmarks/jit_ahead_bench.py --out DIR [--cache DIR] [--modes off,compile_phase,pool]
 
 Three modes, each with a build cache of its own (so each pays the same cold costs: Triton's driver stubs, the
 worker's first imports):
 
-* ``off``: ``eval.jit_ahead=false``, the kernels compile at their first call (the correctness phase);
-* ``compile_phase``: ``eval.jit_ahead=true`` without the CPU pool, the kernels compile in the compile phase on fake
-  tensors of the task's inputs (``cudaforge.eval.jit_prebuild``);
+* ``off``: ``eval.jit_ahead=off``, the kernels compile at their first call (the correctness phase; so does a
+  single evaluation under the default, ``pool``);
+* ``compile_phase``: ``eval.jit_ahead=compile`` without the CPU pool, the kernels compile in the compile phase on
+  fake tensors of the task's inputs, in a fresh CPU-only process (``cudaforge.eval.jit_prebuild``);
 * ``pool``: ``Evaluator.precompile(source, task)`` first (what ``evaluate_batch`` does), compiled for this GPU's
   target in a CPU-only sandboxed worker; the GPU worker finds them in its cache.
 
@@ -43,6 +44,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=None, help="root of the three build caches (default: a temp dir)")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     args = parser.parse_args()
 
     from cudaforge.eval.evaluator import Evaluator
@@ -53,8 +55,12 @@ def main() -> int:
     root = args.cache or Path(tempfile.mkdtemp(prefix="jit-ahead-"))
     tiny = {t.name: t for t in load_suite(selection("tiny"))}
     rows, failed = [], False
-    for mode in MODES:
-        evaluator = Evaluator({"jit_ahead": mode != "off", "build_cache_dir": str(root / mode), "timing_trials": 10,
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--modes: expected some of {', '.join(MODES)}")
+    for mode in modes:
+        jit_ahead = {"off": "off", "compile_phase": "compile", "pool": "pool"}[mode]
+        evaluator = Evaluator({"jit_ahead": jit_ahead, "build_cache_dir": str(root / mode), "timing_trials": 10,
                                "warmup": 3, "correctness_timeout_s": 180})  # fmt: skip
         for task_name, file in CANDIDATES:
             source = (REPO / "benchmarks" / "candidates" / file).read_text()

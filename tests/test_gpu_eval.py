@@ -167,10 +167,11 @@ def test_an_l2_persistence_window_buys_nothing(tmp_path):
 
 def test_triton_kernels_compile_ahead_in_the_cpu_pool_and_otherwise_in_the_compile_phase(tiny, tmp_path):
     """Built by the CPU pool for this GPU's target, a Triton candidate's kernels are found in the GPU worker's cache
-    and nothing compiles there; without the pool, every kernel (an autotuned one's every config, for each input
-    shape) compiles in the compile phase and none in the correctness phase. Counted by the trusted side in the
-    worker's Triton cache (benchmarks/jit_ahead_bench.py times the same)."""
-    evaluator = Evaluator({"timing_trials": 10, "warmup": 3, "correctness_timeout_s": 120,
+    and nothing compiles there; without the pool (``eval.jit_ahead=compile``), every kernel (an autotuned one's
+    every config, for each input shape) compiles in the compile phase, in a fresh CPU-only process, and none in the
+    correctness phase. Counted by the trusted side in the worker's Triton cache (benchmarks/jit_ahead_bench.py
+    times the same)."""
+    evaluator = Evaluator({"timing_trials": 10, "warmup": 3, "correctness_timeout_s": 120, "jit_ahead": "compile",
                            "build_cache_dir": str(tmp_path)})  # fmt: skip
     softmax = (CANDIDATES / "triton_softmax.py").read_text()
     outcome = evaluator.precompile(softmax, tiny["Softmax"])
@@ -180,6 +181,7 @@ def test_triton_kernels_compile_ahead_in_the_cpu_pool_and_otherwise_in_the_compi
     jit = ahead.fingerprint["jit_ahead"]
     assert jit["kernels_seeded"] >= 1 and jit["kernels_after"] == jit["kernels_at_end"] == jit["kernels_seeded"], jit
     assert "found built ahead" in [p for p in ahead.phases if p.phase.value == "compile"][0].message
+    assert jit["kernels"] == [], jit  # prepared by the pool: not compiled again
 
     matmul = (CANDIDATES / "triton_matmul_bias_relu.py").read_text()
     fresh = evaluator.evaluate(tiny["MatmulBiasReLU"], matmul)

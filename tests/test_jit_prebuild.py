@@ -168,3 +168,50 @@ def test_the_cpu_pool_compiles_a_triton_candidate_for_the_gpu_and_keeps_it_for_t
     assert broken.jit == [] and "could not be described" in broken.jit_message
     if os.environ.get("CUDAFORGE_TEST_TMP_CHECK"):
         assert not list(Path(settings.cache_dir).glob("precompile/*"))
+
+
+def test_a_fresh_copy_compiles_where_forking_is_unsafe(cache):
+    """Where this process may have started the CUDA driver (the GPU worker), the copy is a new interpreter that sees
+    no GPU and imports the source again; the candidate's prints do not spoil its report."""
+    source = (CANDIDATES / "triton_softmax.py").read_text() + "\nprint('hello from the candidate')\n"
+    module = load_module(source, "cand_jit_fresh")
+    report = compile_ahead(module, "triton", specs([]), _inputs((128, 1024)), H200, fresh=True)
+    assert report["fresh"] is True and report["built"] == ["softmax_kernel"] and not report["error"], report
+    assert len(_kernels(cache)) == 1
+    broken = compile_ahead(module, "triton", specs([]), _inputs((4,)), H200, fresh=True, source="raise SystemExit(3)\n")
+    assert broken["built"] == [] and "importing the candidate again raised SystemExit" in broken["error"], broken
+
+
+def test_the_sandboxed_worker_compiles_ahead_in_a_fresh_copy_inside_its_sandbox(tmp_path):
+    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.remote import CandidateProcess
+    from cudaforge.eval.triton_cache import count_kernels
+    from cudaforge.sandbox import SandboxMode
+
+    settings = BuildSettings(cache_dir=str(tmp_path / "build"), arch="9.0")
+    worker = CandidateProcess(device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"})
+    try:
+        worker.wait_hello(120.0)
+        worker.request({"op": "load", "source": (CANDIDATES / "triton_relu.py").read_text(), "module": "cand_relu",
+                        "build": settings.to_dict()}, timeout_s=120)  # fmt: skip
+        reply = worker.request({"op": "prebuild", "language": "triton", "init": specs([]), "target": H200,
+                                "inputs": _inputs((256, 1024)), "fresh": True, "timeout_s": 120}, timeout_s=150)  # fmt: skip
+        assert reply["fresh"] is True and reported_kernels(reply) == ["relu_kernel"] and not reply["error"], reply
+        assert count_kernels(Path(worker.scratch) / "triton") == 1
+    finally:
+        worker.close()
+
+
+def test_the_evaluator_compiles_triton_ahead_in_its_pool_unless_told_not_to(tmp_path):
+    from cudaforge.eval.evaluator import Evaluator
+
+    with pytest.raises(ValueError, match="eval.jit_ahead='sometimes': expected pool or compile or off"):
+        Evaluator({"jit_ahead": "sometimes"})
+    task = {t.name: t for t in load_suite(selection("tiny"))}["Softmax"]
+    source = (CANDIDATES / "triton_softmax.py").read_text()
+    off = Evaluator({"jit_ahead": "off", "build_cache_dir": str(tmp_path / "off"), "target_arch": "9.0"})
+    assert off.precompile(source, task) is None  # nothing to build: Triton compiles at its first call
+    pool = Evaluator({"build_cache_dir": str(tmp_path / "pool"), "target_arch": "9.0"})
+    assert pool.cfg["jit_ahead"] == "pool" and pool.precompile(source) is None  # no task: nothing to run it on
+    outcome = pool.precompile(source, task)
+    assert outcome is not None and outcome.jit == ["softmax_kernel"], outcome

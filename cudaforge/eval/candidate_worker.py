@@ -66,6 +66,8 @@ class Worker:
         self.hooks: Any = None
         """The build hooks (``build_hooks``), entered at ``load`` and kept for the worker's life, so a ``load_inline``
         in ``__init__`` or ``forward`` builds through the trusted side's cache too (or finds its module loaded)."""
+        self.source = ""
+        """The candidate's source, as ``load`` got it."""
         self.prebuilt: list[str] = []
         """The deferred builds made at ``load`` (``cudaforge.eval.build.deferred``)."""
 
@@ -163,6 +165,7 @@ class Worker:
         from cudaforge.eval.build.deferred import prebuild
 
         self.module_name = str(msg["module"])
+        self.source = str(msg["source"])
         apply_numerics(str(msg.get("tf32", "off")), bool(msg.get("deterministic", False)))  # as the verifier's
         self.no_grad = bool(msg.get("no_grad", True))
 
@@ -197,9 +200,11 @@ class Worker:
 
         if self.module is None:
             raise _Fail("crashed", "prebuild asked before load")
+        fresh = msg.get("fresh")
         return {"ok": True, **compile_ahead(self.module, str(msg["language"]), msg["init"], msg["inputs"],
                                             list(msg["target"]), seed=int(msg.get("seed", 0)), no_grad=self.no_grad,
-                                            timeout_s=float(msg.get("timeout_s", 300.0)),
+                                            timeout_s=float(msg.get("timeout_s", 300.0)), source=self.source,
+                                            fresh=fresh if isinstance(fresh, bool) else None,
                                             in_child=lambda: setattr(self, "channel", None))}  # fmt: skip
 
     def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge import languages
-from cudaforge.eval.settings import EvalConfig, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
+from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
 from cudaforge.eval.static import StaticReport, check_candidate
 from cudaforge.eval.triton_cache import trusted_cache
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
@@ -105,7 +105,8 @@ class Evaluator:
         except ValueError:
             raise ValueError(f"eval.sandbox={self.cfg['sandbox']!r}: expected required, auto or off") from None
         for key, kind in (("weights", WeightsMode), ("compare_outputs", OutputsCompared),
-                          ("speedup_statistic", SpeedupStatistic), ("tf32", Tf32Mode)):  # fmt: skip
+                          ("speedup_statistic", SpeedupStatistic), ("tf32", Tf32Mode),
+                          ("jit_ahead", JitAhead)):  # fmt: skip
             allowed = [member.value for member in kind]
             if self.cfg[key] not in allowed:
                 raise ValueError(f"eval.{key}={self.cfg[key]!r}: expected {' or '.join(allowed)}")
@@ -366,7 +367,7 @@ class Evaluator:
             backend = check_candidate(source).backend
         except (RecursionError, MemoryError, ValueError, TypeError):
             return None
-        jit = (task is not None and self.cfg["jit_ahead"] and backend != languages.NO_KERNEL
+        jit = (task is not None and self.cfg["jit_ahead"] != JitAhead.off.value and backend != languages.NO_KERNEL
                and languages.get(backend).prebuild is not None)  # fmt: skip
         if backend != "cuda" and not jit:
             return None

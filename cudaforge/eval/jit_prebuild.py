@@ -9,13 +9,14 @@ memory, no GPU) of the task's inputs, with the language's launches made compile-
 * in the CPU pool, ahead of the GPU evaluation (``cudaforge.eval.build.precompile``): the kernels land in the
   sandboxed worker's private Triton cache, which the trusted side keeps for that source once the worker is dead
   (``triton_cache.keep_own_triton_cache``) and copies into the GPU worker's cache before the candidate loads;
-* in the GPU evaluation's compile phase, so whatever the pool did not build counts there, not in the correctness
-  phase.
+* with ``eval.jit_ahead=compile``, also in the compile phase of a GPU evaluation the pool did not prepare, so the
+  correctness phase compiles nothing.
 
-The run happens in a forked copy of the sandboxed worker (:func:`compile_ahead`): nothing the fake ``forward``
-does (a module-level buffer cached as a fake tensor, a "first call" flag) reaches the process that is then
-evaluated. Each side has a part here: :func:`specs` (trusted: what the inputs look like, as data; the worker never
-sees the reference) and :func:`compile_ahead` (the worker). What it reports is the candidate's account, read as
+The run happens in a copy of the sandboxed worker (:func:`compile_ahead`): forked where no GPU is visible (the
+pool), a fresh interpreter that sees none elsewhere (a copy forked after the CUDA driver started cannot make even
+fake GPU tensors). Nothing the fake ``forward`` does (a module-level buffer cached as a fake tensor, a "first
+call" flag) reaches the process that is then evaluated. Each side has a part here: :func:`specs` (trusted: what
+the inputs look like, as data; the worker never sees the reference) and :func:`compile_ahead` (the worker). What it reports is the candidate's account, read as
 data of a known shape (:func:`reported_kernels`), never a verdict.
 """
 
@@ -26,6 +27,8 @@ import os
 import re
 import select
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -126,7 +129,7 @@ def _on_fake_gpu(model: Any) -> Any:
 
 def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], seed: int,
                   no_grad: bool) -> dict[str, Any]:
-    """In the forked child: the candidate's model built, and called once on fake tensors of each input set
+    """In the copy: the candidate's model built, and called once on fake tensors of each input set
     (:func:`input_sets`), launches compile-only."""
     from cudaforge.languages import get
     from cudaforge.tasks.runtime import grad_mode
@@ -163,30 +166,74 @@ def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], targ
     return {"built": list(dict.fromkeys(built)), "error": error}
 
 
+def _fork_safe() -> bool:
+    """Whether a forked copy of this process can make fake GPU tensors: torch here has no GPU backend, or sees no
+    GPU. A process forked after the CUDA driver started can never use it again, and torch's factory functions start
+    it for a fake tensor too ("CUDA error: initialization error", seen on the H200 in the GPU worker)."""
+    no_backend = torch.version.cuda is None and getattr(torch.version, "hip", None) is None
+    return no_backend or os.environ.get("CUDA_VISIBLE_DEVICES") == ""
+
+
+def _source_of(module: Any) -> str:
+    """A module's source as ``load_module`` registered it in ``linecache``."""
+    import linecache
+
+    entry = linecache.cache.get(getattr(module, "__file__", "") or "")
+    return "".join(entry[2]) if entry else ""
+
+
 def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], *, seed: int = 0,
-                  no_grad: bool = True, timeout_s: float = 300.0, in_child: Any = None) -> dict[str, Any]:
-    """Run :func:`_compile_here` in a forked copy of this process (the sandboxed worker), waiting at most
-    ``timeout_s``; ``{"built": [kernel names, once each], "error": "...", "seconds": s}``. ``inputs``: a list of
-    input sets, each as :func:`specs` encodes it. The copy shares nothing back but its
-    report and the files it compiled; past the deadline it is killed. ``in_child()`` runs first in the copy (the
-    worker takes its channel away there: a build the fake ``forward`` asks for fails instead of talking to the
-    verifier)."""
+                  no_grad: bool = True, timeout_s: float = 300.0, in_child: Any = None, source: str | None = None,
+                  fresh: bool | None = None) -> dict[str, Any]:
+    """Run :func:`_compile_here` in a copy of this process (the sandboxed worker), waiting at most ``timeout_s``;
+    ``{"built": [kernel names, once each], "error": "...", "seconds": s}``. ``inputs``: a list of input sets, each as
+    :func:`specs` encodes it. The copy shares nothing back but its report and the files it compiled; past the
+    deadline it is killed.
+
+    The copy is forked where that is safe (:func:`_fork_safe`: the CPU pool's worker), with ``in_child()`` run first
+    in it (the worker takes its channel away there: a build the fake ``forward`` asks for fails instead of talking to
+    the verifier). Elsewhere (``fresh``; the GPU worker) it is a new interpreter that sees no GPU and imports
+    ``source`` (default: the module's own) again: seconds more, for the start and the import."""
     started = time.perf_counter()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns, never touches the channel
-        os.close(read_end)
+    fresh = (not _fork_safe()) if fresh is None else fresh
+    request = {"language": language, "init": init, "inputs": inputs, "target": target, "seed": seed,
+               "no_grad": no_grad}  # fmt: skip
+    if fresh:
+        request.update(source=source if source is not None else _source_of(module), module=module.__name__)
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
+        proc = subprocess.Popen([sys.executable, "-m", "cudaforge.eval.jit_prebuild"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, env=env)  # fmt: skip
+        read_end = proc.stdout.fileno() if proc.stdout else -1
         try:
-            if in_child is not None:
-                in_child()
-            report = _compile_here(module, language, init, inputs, target, seed, no_grad)
-        except BaseException as exc:  # noqa: BLE001
-            report = {"built": [], "error": f"{type(exc).__name__}: {exc}"[:500]}
-        try:
-            os.write(write_end, json.dumps(report).encode()[:MAX_REPORT])
-        finally:
-            os._exit(0)
-    os.close(write_end)
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(request).encode())
+            proc.stdin.close()
+        except OSError:
+            pass
+        kill, reap = proc.kill, proc.wait
+    else:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns, never touches the channel
+            os.close(read_end)
+            try:
+                if in_child is not None:
+                    in_child()
+                report = _compile_here(module, **request)
+            except BaseException as exc:  # noqa: BLE001
+                report = {"built": [], "error": f"{type(exc).__name__}: {exc}"[:500]}
+            try:
+                os.write(write_end, json.dumps(report).encode()[:MAX_REPORT])
+            finally:
+                os._exit(0)
+        os.close(write_end)
+
+        def kill() -> None:
+            os.kill(pid, signal.SIGKILL)
+
+        def reap() -> None:
+            os.waitpid(pid, 0)
+
     data, deadline = b"", started + timeout_s
     try:
         while len(data) < MAX_REPORT:
@@ -198,10 +245,13 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
                 break
             data += chunk
     finally:
-        os.close(read_end)
+        if not fresh:
+            os.close(read_end)
         if time.perf_counter() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+            kill()
+        reap()
+        if fresh and proc.stdout:
+            proc.stdout.close()
     try:
         report = json.loads(data) if data else {}
     except ValueError:
@@ -214,4 +264,26 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
         report["error"] = (f"stopped after {timeout_s:g} s" if time.perf_counter() >= deadline
                            else "the compiling copy of the worker died")  # fmt: skip
     report["seconds"] = round(time.perf_counter() - started, 3)
+    report["fresh"] = fresh
     return report
+
+
+def _main() -> int:
+    """``python -m cudaforge.eval.jit_prebuild``: a fresh copy of the worker (:func:`compile_ahead`); reads its
+    request on stdin, writes its report on stdout. What the candidate prints goes to stderr."""
+    from cudaforge.tasks.runtime import load_module
+
+    request = json.loads(sys.stdin.buffer.read(64 << 20))
+    out = os.dup(1)
+    os.dup2(2, 1)  # the candidate's prints must not mix with the report
+    try:
+        module = load_module(str(request.pop("source")), str(request.pop("module")))
+        report = _compile_here(module, **request)
+    except BaseException as exc:  # noqa: BLE001
+        report = {"built": [], "error": f"importing the candidate again raised {type(exc).__name__}: {exc}"[:500]}
+    os.write(out, json.dumps(report).encode()[:MAX_REPORT])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

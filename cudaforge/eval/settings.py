@@ -20,6 +20,20 @@ class BaselineMode(str, enum.Enum):
     compile = "compile"
 
 
+class JitAhead(str, enum.Enum):
+    """When the kernels of a JIT language that can be built ahead (Triton) are compiled before the correctness
+    phase (docs/evaluation.md, "JIT kernels compiled ahead")."""
+
+    pool = "pool"
+    """In the CPU pool of a batch (``evaluate_batch``), for the GPU's architecture; a single evaluation leaves them
+    to their first call."""
+    compile = "compile"
+    """Also in the compile phase of a GPU evaluation the pool did not prepare, in a fresh CPU-only process (its
+    start costs seconds; the correctness phase then compiles nothing)."""
+    off = "off"
+    """Never: they compile at their first call, in the correctness phase."""
+
+
 class GuardPolicy(str, enum.Enum):
     """What an integrity guard does when it fires (docs/evaluation.md, "Integrity guards")."""
 
@@ -111,11 +125,10 @@ class EvalConfig:
     """Timeout for the static check."""
     compile_timeout_s: float = 600.0
     """Timeout for building the candidate."""
-    jit_ahead: bool = True
-    """Compile the kernels of a JIT language that can be built ahead (Triton) before the correctness phase: in the
-    CPU pool of a batch, and in the compile phase, by running ``forward`` once on fake tensors of the task's inputs
-    with launches made compile-only (docs/evaluation.md). ``false``: they compile at their first call, in the
-    correctness phase."""
+    jit_ahead: JitAhead = JitAhead.pool
+    """When Triton kernels are compiled before the correctness phase, by running ``forward`` once on fake tensors of
+    the task's inputs with launches made compile-only: ``pool`` (in a batch's CPU pool), ``compile`` (also in the
+    compile phase of an evaluation the pool did not prepare) or ``off`` (docs/evaluation.md)."""
     correctness_timeout_s: float = 300.0
     """Timeout for the correctness trials."""
     timing_timeout_s: float = 300.0

@@ -949,11 +949,12 @@ def _standby_payload() -> dict[str, Any]:
 
 
 def _jit_ahead(source: str, task: Task, ref_module: Any, init: list[Any], process: CandidateProcess,
-               device: torch.device, cfg: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
-    """Compile the candidate's JIT kernels (Triton) in the compile phase, on fake tensors of the task's inputs
-    (``cudaforge.eval.jit_prebuild``); what the Triton cache held before (kernels the CPU pool built ahead) and
-    after, as counted here. None when its language has no ``prebuild``. Never fails the candidate: a worker that
-    died meanwhile is the next request's verdict."""
+               device: torch.device, cfg: dict[str, Any], timeout_s: float, build: bool) -> dict[str, Any] | None:
+    """For a candidate in a JIT language that can be built ahead (Triton; None for any other): how many compiled
+    kernels its worker's Triton cache held when seeded (what the CPU pool built ahead) and after the compile phase,
+    as counted here; with ``build`` (``eval.jit_ahead=compile``, the pool did not prepare it), its kernels are
+    compiled in the compile phase, on fake tensors of the task's inputs (``cudaforge.eval.jit_prebuild``). Never
+    fails the candidate: a worker that died meanwhile is the next request's verdict."""
     from cudaforge import languages
     from cudaforge.eval.jit_prebuild import input_sets, reported_kernels, specs
     from cudaforge.vendor import current
@@ -965,6 +966,11 @@ def _jit_ahead(source: str, task: Task, ref_module: Any, init: list[Any], proces
     target = current().jit_target(f"{major}.{minor}")
     cache = Path(process.scratch) / "triton"
     record: dict[str, Any] = {"language": name, "kernels_seeded": count_kernels(cache)}
+    if not build:
+        record.update(kernels=[], kernels_after=record["kernels_seeded"], note="")
+        if record["kernels_seeded"]:
+            record["note"] = f"{name} kernels found built ahead: {record['kernels_seeded']} in the worker's cache"
+        return record
     try:
         if target is None:
             raise TypeError(f"no JIT target for compute capability {major}.{minor}")
@@ -980,8 +986,7 @@ def _jit_ahead(source: str, task: Task, ref_module: Any, init: list[Any], proces
     error = reply.get("error") if isinstance(reply.get("error"), str) else ""
     record.update(kernels=kernels, error=error[:300], kernels_after=count_kernels(cache),
                   seconds=reply.get("seconds") if isinstance(reply.get("seconds"), (int, float)) else None)
-    hit = record["kernels_seeded"] and record["kernels_after"] == record["kernels_seeded"]
-    record["note"] = (f"{name} kernels {'found built ahead' if hit else 'compiled'}: {', '.join(kernels)}" if kernels
+    record["note"] = (f"{name} kernels compiled ahead: {', '.join(kernels)}" if kernels
                       else f"no {name} kernel compiled ahead" + (f" ({error[:200]})" if error else ""))  # fmt: skip
     return record
 
@@ -1058,8 +1063,10 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
 
         cand.on_build = on_build
         seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
+        prepared = False  # the source's Triton kernels were kept before (by the CPU pool, or an earlier evaluation)
         if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
             own_cache = settings.cache_root() / "triton-own" / digest  # when they are read (keep_own_triton_cache)
+            prepared = own_cache.is_dir()
             seed_own_triton_cache(own_cache, Path(process.scratch) / "triton")
         loaded: dict[str, Any] = {}
         try:
@@ -1082,11 +1089,12 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         compile_note = "cache hit" if result.compile_cached else ""
         if ahead:
             compile_note = "; ".join(filter(None, [compile_note, "built ahead: " + ", ".join(ahead)]))
-        if device.type == "cuda" and cfg.get("jit_ahead", True):
-            jit = _jit_ahead(source, task, ref_module, init, process, device, cfg, remaining())
+        if device.type == "cuda":
+            build = cfg.get("jit_ahead") == "compile" and not prepared
+            jit = _jit_ahead(source, task, ref_module, init, process, device, cfg, remaining(), build)
             if jit:
                 result.fingerprint["jit_ahead"] = jit
-                compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))
+                compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))  # fmt: skip
         rec.end(phase, t, message=compile_note)
         phase = Phase.CORRECTNESS
         t = enter(phase)

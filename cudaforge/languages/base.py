@@ -59,8 +59,8 @@ class KernelLanguage:
     context manager inside which the language's launches compile for ``target`` (the vendor's ``jit_target``, e.g.
     ``["cuda", 90, 32]``) into the language's on-disk cache and run nothing; it yields the list it appends the
     names of the kernels built to. The evaluator runs a candidate's ``forward`` once inside it, on fake tensors of
-    the task's shapes, in a forked copy of the sandboxed worker (``cudaforge.eval.jit_prebuild``): in the CPU pool
-    ahead of the GPU evaluation, and in the compile phase. ``None``: its kernels compile at their first call, which
-    the correctness phase pays (``prebuild_note`` says why)."""
+    the task's shapes, in a copy of the sandboxed worker (``cudaforge.eval.jit_prebuild``): in the CPU pool ahead
+    of the GPU evaluation (and in the compile phase with ``eval.jit_ahead=compile``). ``None``: its kernels compile
+    at their first call, which the correctness phase pays (``prebuild_note`` says why)."""
     prebuild_note: str = ""
     """Why a language without ``prebuild`` cannot be built ahead (shown in records and docs)."""
