@@ -553,6 +553,34 @@ def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
     assert (new / "STUB" / "cuda_utils.so").read_bytes() == b"ours"
 
 
+def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks(tmp_path):
+    """The worker's cache is the candidate's: a folder or file it made a link to a secret is never read; the GPU run
+    after the CPU pool's (same source) adds its new kernels to the kept store and changes none already there."""
+    from cudaforge.eval.triton_cache import count_kernels, keep_own_triton_cache
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "token.cubin").write_bytes(b"SECRET")
+    cache = tmp_path / "cand" / "triton"
+    (cache / "A").mkdir(parents=True)
+    (cache / "A" / "a.cubin").write_bytes(b"a1")
+    (cache / "LINKED").symlink_to(secret, target_is_directory=True)
+    (cache / "A" / "link.cubin").symlink_to(secret / "token.cubin")
+    store = tmp_path / "build" / "triton-own" / "src"
+    keep_own_triton_cache(cache, store)
+    kept = sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
+    assert kept == ["A/a.cubin"] and count_kernels(cache) == 1  # the linked folder is not counted either
+    assert not any(b"SECRET" in p.read_bytes() for p in store.rglob("*") if p.is_file())
+    later = tmp_path / "gpu" / "triton"
+    (later / "A").mkdir(parents=True)
+    (later / "A" / "a.cubin").write_bytes(b"a2")  # already kept: left as it was
+    (later / "B").mkdir()
+    (later / "B" / "b.cubin").write_bytes(b"b")
+    keep_own_triton_cache(later, store)
+    assert (store / "A" / "a.cubin").read_bytes() == b"a1" and (store / "B" / "b.cubin").read_bytes() == b"b"
+    assert not list(store.rglob("*.tmp")) and count_kernels(store) == 2
+
+
 def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
     """The verifier's own Triton cache gives each worker its host-compiled stubs (no gcc at the first launch), never
     a kernel folder, a link or a folder with anything else in it."""

@@ -188,4 +188,5 @@ def test_triton_kernels_compile_ahead_in_the_cpu_pool_and_otherwise_in_the_compi
     assert fresh.status is EvalStatus.CORRECT, fresh.report()
     jit = fresh.fingerprint["jit_ahead"]
     assert jit["kernels"] == ["linear_relu_kernel"], jit  # seeded: at most the kernel a standby worker warmed with
-    assert jit["kernels_after"] - jit["kernels_seeded"] >= 4 and jit["kernels_at_end"] == jit["kernels_after"], jit
+    # 4 configs x 2 specialisations (M = 256 and 64 divisible by 16, 129 not), measured 8 on the H200
+    assert jit["kernels_after"] - jit["kernels_seeded"] >= 8 and jit["kernels_at_end"] == jit["kernels_after"], jit

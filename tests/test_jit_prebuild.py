@@ -124,10 +124,16 @@ def test_a_triton_kernel_compiles_for_the_gpu_without_one_and_the_second_time_is
     assert both["built"] == ["softmax_kernel"] and len(_kernels(cache)) == 3  # one more: the second set's
 
 
-def test_every_autotuned_config_compiles_and_the_evaluated_process_is_untouched(cache):
-    module = load_module(AUTOTUNED, "cand_jit_autotuned")
-    report = compile_ahead(module, "triton", specs([2.0]), _inputs((4096,)), ["cuda", 100, 32])
-    assert report["built"] == ["scale_kernel"] and not report["error"], report
+@pytest.mark.parametrize("fresh", [False, True], ids=["forked", "fresh"])
+def test_every_autotuned_config_compiles_and_the_evaluated_process_is_untouched(cache, fresh):
+    from cudaforge.eval.jit_prebuild import _fork_safe
+
+    if not fresh and not _fork_safe():
+        pytest.skip("a GPU is visible to this process: a forked copy cannot make fake GPU tensors here, so the "
+                    "evaluator never forks here either (the fresh case runs)")
+    module = load_module(AUTOTUNED, f"cand_jit_autotuned_{fresh}")
+    report = compile_ahead(module, "triton", specs([2.0]), _inputs((4096,)), ["cuda", 100, 32], fresh=fresh)
+    assert report["built"] == ["scale_kernel"] and not report["error"] and report["fresh"] is fresh, report
     kernels = _kernels(cache)
     assert sorted(m["num_warps"] for m in kernels.values()) == [2, 4, 8]
     assert {m["target"]["arch"] for m in kernels.values()} == {100}
@@ -147,6 +153,22 @@ def test_what_compiled_before_the_forward_failed_is_kept_and_a_stuck_forward_is_
     report = compile_ahead(stuck, "triton", specs([]), _inputs((4,)), H200, timeout_s=3)
     assert report["built"] == [] and "stopped after 3 s" in report["error"] and time.perf_counter() - started < 10
     assert compile_ahead(module, "cute_dsl", specs([]), _inputs((4,)), H200)["error"].startswith("cute_dsl kernels cannot")
+
+
+def test_a_process_the_copy_leaves_behind_does_not_hold_up_the_report(cache, tmp_path):
+    pidfile = tmp_path / "lingering.pid"
+    source = (CANDIDATES / "triton_relu.py").read_text().replace(
+        "        return triton_relu(x)",
+        f"        import os, time\n        if os.fork() == 0:\n            open({str(pidfile)!r}, 'w').write(str(os.getpid()))"
+        "\n            time.sleep(600)\n        return triton_relu(x)")
+    module = load_module(source, "cand_jit_linger")
+    started = time.perf_counter()
+    try:
+        report = compile_ahead(module, "triton", specs([]), _inputs((256, 1024)), H200, timeout_s=120)
+        assert report["built"] == ["relu_kernel"] and time.perf_counter() - started < 60, report
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), 9)
 
 
 def test_the_cpu_pool_compiles_a_triton_candidate_for_the_gpu_and_keeps_it_for_the_source(tmp_path, monkeypatch):

@@ -201,11 +201,12 @@ class Worker:
         if self.module is None:
             raise _Fail("crashed", "prebuild asked before load")
         fresh = msg.get("fresh")
-        return {"ok": True, **compile_ahead(self.module, str(msg["language"]), msg["init"], msg["inputs"],
-                                            list(msg["target"]), seed=int(msg.get("seed", 0)), no_grad=self.no_grad,
-                                            timeout_s=float(msg.get("timeout_s", 300.0)), source=self.source,
-                                            fresh=fresh if isinstance(fresh, bool) else None,
-                                            in_child=lambda: setattr(self, "channel", None))}  # fmt: skip
+        report = compile_ahead(self.module, str(msg["language"]), msg["init"], msg["inputs"], list(msg["target"]),
+                               seed=int(msg.get("seed", 0)), no_grad=self.no_grad, source=self.source,
+                               timeout_s=float(msg.get("timeout_s", 300.0)),
+                               fresh=fresh if isinstance(fresh, bool) else None,
+                               in_child=lambda: setattr(self, "channel", None))  # fmt: skip
+        return {"ok": True, **{k: report.get(k) for k in ("built", "error", "seconds", "fresh")}}
 
     def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         init, _ = self.inputs(msg["init"])

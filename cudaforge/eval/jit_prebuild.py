@@ -15,7 +15,8 @@ memory, no GPU) of the task's inputs, with the language's launches made compile-
 The run happens in a copy of the sandboxed worker (:func:`compile_ahead`): forked where no GPU is visible (the
 pool), a fresh interpreter that sees none elsewhere (a copy forked after the CUDA driver started cannot make even
 fake GPU tensors). Nothing the fake ``forward`` does (a module-level buffer cached as a fake tensor, a "first
-call" flag) reaches the process that is then evaluated. Each side has a part here: :func:`specs` (trusted: what
+call" flag) reaches the process that is then evaluated; only the files it compiles into the worker's scratch
+directory do. Each side has a part here: :func:`specs` (trusted: what
 the inputs look like, as data; the worker never sees the reference) and :func:`compile_ahead` (the worker). What it reports is the candidate's account, read as
 data of a known shape (:func:`reported_kernels`), never a verdict.
 """
@@ -29,6 +30,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -187,8 +189,8 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
                   fresh: bool | None = None) -> dict[str, Any]:
     """Run :func:`_compile_here` in a copy of this process (the sandboxed worker), waiting at most ``timeout_s``;
     ``{"built": [kernel names, once each], "error": "...", "seconds": s}``. ``inputs``: a list of input sets, each as
-    :func:`specs` encodes it. The copy shares nothing back but its report and the files it compiled; past the
-    deadline it is killed.
+    :func:`specs` encodes it. The copy shares nothing back but its report and the files it compiled; it is killed
+    once its report is read, or at the deadline.
 
     The copy is forked where that is safe (:func:`_fork_safe`: the CPU pool's worker), with ``in_child()`` run first
     in it (the worker takes its channel away there: a build the fake ``forward`` asks for fails instead of talking to
@@ -200,20 +202,34 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
                "no_grad": no_grad}  # fmt: skip
     if fresh:
         request.update(source=source if source is not None else _source_of(module), module=module.__name__)
+        fd, request_path = tempfile.mkstemp(prefix="jit-request-", suffix=".json")  # TMPDIR: the worker's scratch
+        with os.fdopen(fd, "w") as f:
+            json.dump(request, f)
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
-        proc = subprocess.Popen([sys.executable, "-m", "cudaforge.eval.jit_prebuild"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, env=env)  # fmt: skip
-        read_end = proc.stdout.fileno() if proc.stdout else -1
         try:
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps(request).encode())
-            proc.stdin.close()
-        except OSError:
-            pass
-        kill, reap = proc.kill, proc.wait
+            proc = subprocess.Popen([sys.executable, "-m", "cudaforge.eval.jit_prebuild", request_path],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)  # fmt: skip
+        except OSError as exc:
+            os.unlink(request_path)
+            return {"built": [], "error": f"the compiling copy could not start: {exc}"[:500], "seconds": 0.0,
+                    "fresh": True}  # fmt: skip
+        assert proc.stdout is not None
+        read_end = proc.stdout.fileno()
+
+        def stop() -> None:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close() if proc.stdout else None
+            os.unlink(request_path)
     else:
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # e.g. the sandbox's task limit
+            os.close(read_end)
+            os.close(write_end)
+            return {"built": [], "error": f"the compiling copy could not start: {exc}"[:500], "seconds": 0.0,
+                    "fresh": False}  # fmt: skip
         if pid == 0:  # the child: never returns, never touches the channel
             os.close(read_end)
             try:
@@ -223,67 +239,80 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
             except BaseException as exc:  # noqa: BLE001
                 report = {"built": [], "error": f"{type(exc).__name__}: {exc}"[:500]}
             try:
-                os.write(write_end, json.dumps(report).encode()[:MAX_REPORT])
+                _write_all(write_end, json.dumps(report).encode()[:MAX_REPORT])
             finally:
                 os._exit(0)
         os.close(write_end)
 
-        def kill() -> None:
-            os.kill(pid, signal.SIGKILL)
-
-        def reap() -> None:
+        def stop() -> None:
+            os.kill(pid, signal.SIGKILL)  # also once it has answered: nothing of it outlives its report
             os.waitpid(pid, 0)
+            os.close(read_end)
 
     data, deadline = b"", started + timeout_s
+    poller = select.poll()
+    poller.register(read_end, select.POLLIN)
     try:
         while len(data) < MAX_REPORT:
             left = deadline - time.perf_counter()
-            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+            if left <= 0 or not poller.poll(left * 1000):
                 break
             chunk = os.read(read_end, MAX_REPORT - len(data))
             if not chunk:
                 break
             data += chunk
+            if data.endswith(b"}") and _parses(data):  # the whole report (a process the copy left may hold the pipe)
+                break
     finally:
-        if not fresh:
-            os.close(read_end)
-        if time.perf_counter() >= deadline:
-            kill()
-        reap()
-        if fresh and proc.stdout:
-            proc.stdout.close()
+        timed_out = time.perf_counter() >= deadline
+        stop()
     try:
         report = json.loads(data) if data else {}
     except ValueError:
         report = {}
     if not isinstance(report, dict):
         report = {}
-    report.setdefault("built", [])
-    report.setdefault("error", "")
+    report = {"built": report.get("built") if isinstance(report.get("built"), list) else [],
+              "error": report.get("error") if isinstance(report.get("error"), str) else ""}
     if not data:
-        report["error"] = (f"stopped after {timeout_s:g} s" if time.perf_counter() >= deadline
-                           else "the compiling copy of the worker died")  # fmt: skip
+        report["error"] = f"stopped after {timeout_s:g} s" if timed_out else "the compiling copy of the worker died"
     report["seconds"] = round(time.perf_counter() - started, 3)
     report["fresh"] = fresh
     return report
 
 
+def _parses(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data), dict)
+    except ValueError:
+        return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
 def _main() -> int:
-    """``python -m cudaforge.eval.jit_prebuild``: a fresh copy of the worker (:func:`compile_ahead`); reads its
-    request on stdin, writes its report on stdout. What the candidate prints goes to stderr."""
+    """``python -m cudaforge.eval.jit_prebuild REQUEST``: a fresh copy of the worker (:func:`compile_ahead`); reads
+    its request from the file REQUEST, writes its report on stdout and exits at once (no interpreter shutdown that a
+    candidate's thread or exit handler could hold up). What the candidate prints goes to stderr."""
     from cudaforge.tasks.runtime import load_module
 
-    request = json.loads(sys.stdin.buffer.read(64 << 20))
     out = os.dup(1)
     os.dup2(2, 1)  # the candidate's prints must not mix with the report
     try:
+        with open(sys.argv[1], "rb") as f:
+            request = json.loads(f.read(64 << 20))
         module = load_module(str(request.pop("source")), str(request.pop("module")))
         report = _compile_here(module, **request)
     except BaseException as exc:  # noqa: BLE001
         report = {"built": [], "error": f"importing the candidate again raised {type(exc).__name__}: {exc}"[:500]}
-    os.write(out, json.dumps(report).encode()[:MAX_REPORT])
-    return 0
+    try:
+        _write_all(out, json.dumps(report).encode()[:MAX_REPORT])
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    _main()

@@ -77,27 +77,96 @@ def _give_to_owner(scratch_cache: Path) -> None:
             os.chown(name, owner.st_uid, owner.st_gid, follow_symlinks=False)
 
 
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _read_tree(root: Path) -> list[tuple[Path, bytes]] | None:
+    """Every regular file under ``root`` with its bytes, read through directory descriptors opened without following
+    a link at any level (a folder swapped for a link while this runs is skipped, never followed), at most 16 levels
+    deep; None past the caps."""
+    found: list[tuple[Path, bytes]] = []
+    total = 0
+
+    def walk(dir_fd: int, rel: Path, depth: int) -> bool:
+        nonlocal total
+        with os.scandir(dir_fd) as entries:
+            names = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries]
+        for name, is_dir, is_file in names:
+            if is_dir and depth < 16:
+                try:
+                    fd = os.open(name, _DIR, dir_fd=dir_fd)
+                except OSError:
+                    continue
+                try:
+                    if not walk(fd, rel / name, depth + 1):
+                        return False
+                finally:
+                    os.close(fd)
+            elif is_file:
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+                except OSError:
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                        continue
+                    data = f.read(OWN_CACHE_MAX_BYTES + 1 - total)
+                total += len(data)
+                found.append((rel / name, data))
+                if total > OWN_CACHE_MAX_BYTES or len(found) > OWN_CACHE_MAX_FILES:
+                    return False
+        return True
+
+    try:
+        root_fd = os.open(root, _DIR)
+    except OSError:
+        return []
+    try:
+        return found if walk(root_fd, Path(), 0) else None
+    finally:
+        os.close(root_fd)
+
+
 def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
     """Keep what Triton compiled in a worker (its kernels, launchers, driver stubs) for the next evaluation of the
     same source. The files are the candidate's own output: they are only ever given back to a worker of the same
     source (``seed_own_triton_cache``), never to another candidate and never loaded by the trusted side. Call it once
-    every process of the sandbox is dead (nothing can swap a file for a link meanwhile); links are not followed,
-    only regular files are copied, capped in number and size, into a temporary directory renamed once per source.
-    Group files get ``PATH_TOKEN`` in place of the worker's cache path."""
-    if store.exists() or not scratch_cache.is_dir() or scratch_cache.is_symlink():
+    the sandbox was killed; the files are read through descriptors that follow no link at any level (so even a
+    process of the sandbox that outlived the kill by a moment cannot redirect a read), only regular files, capped
+    in number and size. The first keep of a source renames a temporary directory into place; a later one (the GPU
+    run after the CPU pool's, or after an earlier evaluation) adds the files the store lacks, each written aside and
+    renamed, so a worker being seeded meanwhile sees whole files. Group files get ``PATH_TOKEN`` in place of the
+    worker's cache path."""
+    if scratch_cache.is_symlink() or not scratch_cache.is_dir():
         return
     try:
-        files = _regular_files(scratch_cache)
+        files = _read_tree(scratch_cache)
         if not files:
             return
+        old = os.fsencode(scratch_cache)
+
+        def content(rel: Path, data: bytes) -> bytes:
+            return data.replace(old, PATH_TOKEN) if rel.name.startswith("__grp__") and rel.suffix == ".json" else data
+
         store.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{store.name}-", dir=store.parent))
-        for path in files:
-            _copy(path, staging / path.relative_to(scratch_cache), (os.fsencode(scratch_cache), PATH_TOKEN))
-        try:
-            staging.rename(store)
-        except OSError:  # another evaluation of the same source kept its own first
-            shutil.rmtree(staging, ignore_errors=True)
+        if not store.exists():
+            staging = Path(tempfile.mkdtemp(prefix=f".{store.name}-", dir=store.parent))
+            for rel, data in files:
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                (staging / rel).write_bytes(content(rel, data))
+            try:
+                staging.rename(store)
+                return
+            except OSError:  # another evaluation of the same source kept its own first: add to it instead
+                shutil.rmtree(staging, ignore_errors=True)
+        for rel, data in files:
+            target = store / rel
+            if os.path.lexists(target):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            aside.write_bytes(content(rel, data))
+            os.replace(aside, target)
     except OSError:
         return
 
@@ -150,13 +219,31 @@ def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -
 
 
 def count_kernels(cache: Path) -> int:
-    """How many compiled kernels a Triton cache holds (folders with a ``.cubin`` or ``.hsaco``), links not followed;
-    read by the trusted side as a count for the record, never as a verdict."""
+    """How many compiled kernels a Triton cache holds (folders with a ``.cubin`` or ``.hsaco``), read through
+    descriptors that follow no link, at most ``OWN_CACHE_MAX_FILES`` folders: a count for the record, never a
+    verdict (while the worker lives it may plant folders)."""
+    import itertools
+
     try:
-        if cache.is_symlink() or not cache.is_dir():
-            return 0
-        return sum(1 for folder in list(cache.iterdir())[:OWN_CACHE_MAX_FILES]
-                   if folder.is_dir() and not folder.is_symlink()
-                   and any(f.suffix in (".cubin", ".hsaco") for f in list(folder.iterdir())[:64]))  # fmt: skip
+        root_fd = os.open(cache, _DIR)
     except OSError:
         return 0
+    count = 0
+    try:
+        with os.scandir(root_fd) as entries:
+            folders = [e.name for e in itertools.islice(entries, OWN_CACHE_MAX_FILES) if e.is_dir(follow_symlinks=False)]
+        for name in folders:
+            try:
+                fd = os.open(name, _DIR, dir_fd=root_fd)
+            except OSError:
+                continue
+            try:
+                with os.scandir(fd) as entries:
+                    count += any(Path(e.name).suffix in (".cubin", ".hsaco") for e in itertools.islice(entries, 64))
+            finally:
+                os.close(fd)
+    except OSError:
+        return count
+    finally:
+        os.close(root_fd)
+    return count

@@ -948,13 +948,21 @@ def _standby_payload() -> dict[str, Any]:
 # --------------------------------------------------------------------------------- evaluate
 
 
-def _jit_ahead(source: str, task: Task, ref_module: Any, init: list[Any], process: CandidateProcess,
-               device: torch.device, cfg: dict[str, Any], timeout_s: float, build: bool) -> dict[str, Any] | None:
+JIT_AHEAD_MIN_S = 20.0
+"""Compile-phase seconds that must be left for ``eval.jit_ahead=compile`` to start its copy (a fresh interpreter
+took about 8 s on an H200)."""
+
+
+def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProcess, device: torch.device,
+               cfg: dict[str, Any], timeout_s: float, build: bool) -> dict[str, Any] | None:
     """For a candidate in a JIT language that can be built ahead (Triton; None for any other): how many compiled
-    kernels its worker's Triton cache held when seeded (what the CPU pool built ahead) and after the compile phase,
-    as counted here; with ``build`` (``eval.jit_ahead=compile``, the pool did not prepare it), its kernels are
-    compiled in the compile phase, on fake tensors of the task's inputs (``cudaforge.eval.jit_prebuild``). Never
-    fails the candidate: a worker that died meanwhile is the next request's verdict."""
+    kernels its worker's Triton cache held after the candidate's import (what the CPU pool or an earlier evaluation
+    built ahead, plus what the worker warmed with) and after the compile phase, as counted here; with ``build``
+    (``eval.jit_ahead=compile``, the pool did not prepare it), its kernels are compiled in the compile phase, on
+    fake tensors of the task's inputs (``cudaforge.eval.jit_prebuild``). The task's inputs are described from a
+    module of the task loaded for this alone (a fake tensor must never stay in the reference the trials use).
+    What cannot be described, or a copy that fails, is a note, not a verdict; a worker that stops answering is the
+    candidate's failure, in the compile phase."""
     from cudaforge import languages
     from cudaforge.eval.jit_prebuild import input_sets, reported_kernels, specs
     from cudaforge.vendor import current
@@ -962,26 +970,34 @@ def _jit_ahead(source: str, task: Task, ref_module: Any, init: list[Any], proces
     name = languages.detect(source)
     if name == languages.NO_KERNEL or languages.get(name).prebuild is None:
         return None
-    major, minor = torch.cuda.get_device_capability(device)
-    target = current().jit_target(f"{major}.{minor}")
     cache = Path(process.scratch) / "triton"
     record: dict[str, Any] = {"language": name, "kernels_seeded": count_kernels(cache)}
-    if not build:
+    if not build or timeout_s < JIT_AHEAD_MIN_S:
         record.update(kernels=[], kernels_after=record["kernels_seeded"], note="")
-        if record["kernels_seeded"]:
+        if build:
+            record["note"] = f"{name} kernels not compiled ahead: {timeout_s:.0f} s of the compile phase left"
+        elif record["kernels_seeded"]:
             record["note"] = f"{name} kernels found built ahead: {record['kernels_seeded']} in the worker's cache"
         return record
+    major, minor = torch.cuda.get_device_capability(device)
+    target = current().jit_target(f"{major}.{minor}")
     try:
         if target is None:
-            raise TypeError(f"no JIT target for compute capability {major}.{minor}")
+            raise ValueError(f"no JIT target for compute capability {major}.{minor}")
+        ref = load_module(task.source, f"_cudaforge_jit_inputs_{task.source_hash[:12]}")
+        sys.modules.pop(ref.__name__, None)
         request = {"op": "prebuild", "language": name, "init": specs(init), "target": target, "seed": cfg["seed"],
-                   "inputs": input_sets(ref_module, task.input_variants if cfg["check_variants"] else (),
+                   "inputs": input_sets(ref, task.input_variants if cfg["check_variants"] else (),
                                         seed=cfg["seed"] * 1000),
-                   "timeout_s": max(0.5, timeout_s - 2.0)}  # fmt: skip
-        reply = process.request(request, timeout_s=timeout_s)
-    except (TypeError, ValueError, WorkerFailure) as exc:
-        record.update(kernels=[], error=str(exc)[:300], note=f"{name} kernels not compiled ahead: {str(exc)[:200]}")
+                   "timeout_s": timeout_s - 10.0}  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the task's own code under fake tensors: anything may raise
+        record.update(kernels=[], kernels_after=record["kernels_seeded"], error=str(exc)[:300],
+                      note=f"{name} kernels not compiled ahead: {str(exc)[:200]}")  # fmt: skip
         return record
+    try:
+        reply = process.request(request, timeout_s=timeout_s - 5.0)
+    except WorkerFailure as failure:  # the copy has its own deadline 5 s sooner: this is the worker's doing
+        raise _Failure(EvalStatus(failure.status), failure.message) from None
     kernels = reported_kernels(reply)
     error = reply.get("error") if isinstance(reply.get("error"), str) else ""
     record.update(kernels=kernels, error=error[:300], kernels_after=count_kernels(cache),
@@ -1091,7 +1107,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             compile_note = "; ".join(filter(None, [compile_note, "built ahead: " + ", ".join(ahead)]))
         if device.type == "cuda":
             build = cfg.get("jit_ahead") == "compile" and not prepared
-            jit = _jit_ahead(source, task, ref_module, init, process, device, cfg, remaining(), build)
+            jit = _jit_ahead(source, task, init, process, device, cfg, remaining(), build)
             if jit:
                 result.fingerprint["jit_ahead"] = jit
                 compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))  # fmt: skip

@@ -52,6 +52,7 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
     arguments at run time on that GPU then find them in the cache (Triton's key: source, specialisation, options,
     target)."""
     import torch
+    import triton
     from triton.backends.compiler import GPUTarget
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.driver import driver
@@ -65,7 +66,8 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
 
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = run(self, *map(pointer, args), grid=grid, warmup=True, **{k: pointer(v) for k, v in kwargs.items()})
-        built.append(str(getattr(self, "__name__", "kernel")))
+        if kernel is not None:
+            built.append(str(getattr(self, "__name__", "kernel")))
         return kernel
 
     def tune_only(self: Any, *args: Any, **kwargs: Any) -> None:  # every config, none timed
@@ -77,7 +79,9 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
         finally:
             self.nargs = None
 
-    before = getattr(driver, "_active", None)  # None until a driver was asked for (none may exist here)
+    if not hasattr(driver, "_active"):  # Triton before 3.4 kept its driver differently
+        raise RuntimeError(f"Triton {getattr(triton, '__version__', '?')} cannot be compiled ahead (3.4 or later can)")
+    before = driver._active  # None until a driver was asked for (none may exist here)
     driver.set_active(_TargetDriver(GPUTarget(*target)))
     JITFunction.run, Autotuner.run = compile_only, tune_only  # type: ignore[method-assign]
     try:

@@ -162,6 +162,10 @@ def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> Build
                         records=recorder.to_dict()["records"])
 
 
+JIT_TIMEOUT_S = 300.0
+"""How long the CPU pool's worker may compile a candidate's JIT kernels (the whole precompile has its own limit)."""
+
+
 def _jit_request(source: str, task_path: str, settings: BuildSettings) -> tuple[dict[str, Any] | None, str]:
     """The worker's ``prebuild`` request for a JIT-language candidate (None and why not otherwise)."""
     from cudaforge import languages
@@ -178,7 +182,8 @@ def _jit_request(source: str, task_path: str, settings: BuildSettings) -> tuple[
     try:
         ref = load_module(Path(task_path).read_text(), "cudaforge_reference_precompile")
         return {"op": "prebuild", "language": name, "init": specs(list(ref.get_init_inputs())), "target": target,
-                "inputs": input_sets(ref, tuple(getattr(ref, "INPUT_VARIANTS", ())))}, ""  # fmt: skip
+                "inputs": input_sets(ref, tuple(getattr(ref, "INPUT_VARIANTS", ()))),
+                "timeout_s": JIT_TIMEOUT_S}, ""  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - the task's inputs could not be described: left to the GPU
         return None, f"the task's inputs could not be described: {type(exc).__name__}: {exc}"[:500]
 
@@ -246,7 +251,7 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     from cudaforge.types import source_hash
 
     try:
-        reply = worker.request(request, timeout_s=24 * 3600)  # the parent's deadline
+        reply = worker.request(request, timeout_s=JIT_TIMEOUT_S + 30)
     except WorkerFailure as failure:
         return [], f"compiling ahead failed: {failure.message}"[:500]
     kernels = reported_kernels(reply)
