@@ -237,3 +237,41 @@ def test_the_evaluator_compiles_triton_ahead_in_its_pool_unless_told_not_to(tmp_
     assert pool.cfg["jit_ahead"] == "pool" and pool.precompile(source) is None  # no task: nothing to run it on
     outcome = pool.precompile(source, task)
     assert outcome is not None and outcome.jit == ["softmax_kernel"], outcome
+
+
+def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_raises_for_the_task(tmp_path, monkeypatch):
+    """``eval.jit_ahead=compile`` as the verifier runs it in the compile phase (here with a CPU worker standing in
+    for the GPU's and the capability of an H200): compiled; skipped with a note when too little time is left; only
+    counted when not asked; a task whose inputs cannot be faked is a note, not an exception."""
+    import dataclasses
+
+    from cudaforge.eval import verifier
+    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.remote import CandidateProcess
+    from cudaforge.sandbox import SandboxMode
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    task = {t.name: t for t in load_suite(selection("tiny"))}["ReLU"]
+    source = (CANDIDATES / "triton_relu.py").read_text()
+    cfg = {"seed": 42, "check_variants": True}
+    worker = CandidateProcess(device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"})
+    try:
+        worker.wait_hello(120.0)
+        worker.request({"op": "load", "source": source, "module": "cand_relu_v",
+                        "build": BuildSettings(cache_dir=str(tmp_path / "b")).to_dict()}, timeout_s=120)  # fmt: skip
+        gpu = torch.device("cuda")
+        built = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 150.0, True)
+        assert built["kernels"] == ["relu_kernel"] and built["kernels_seeded"] == 0 < built["kernels_after"], built
+        assert built["note"] == "triton kernels compiled ahead: relu_kernel"
+        late = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 12.0, True)
+        assert late["kernels"] == [] and "12 s of the compile phase left" in late["note"]
+        counted = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 150.0, False)
+        assert counted["kernels_seeded"] == counted["kernels_after"] == built["kernels_after"]
+        assert "found built ahead" in counted["note"]
+        data_dependent = dataclasses.replace(task, source=task.source.replace(
+            "def get_inputs():", "def get_inputs():\n    int(torch.randn(1).item())\n    return _inputs()\n\n\ndef _inputs():", 1))
+        failed = verifier._jit_ahead(source, data_dependent, [], worker, gpu, cfg, 150.0, True)
+        assert failed["kernels"] == [] and failed["note"].startswith("triton kernels not compiled ahead"), failed
+        assert verifier._jit_ahead("import torch\n", task, [], worker, gpu, cfg, 150.0, True) is None
+    finally:
+        worker.close()
