@@ -581,6 +581,20 @@ def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks
     assert not list(store.rglob("*.tmp")) and count_kernels(store) == 2
 
 
+def test_repeated_keeps_of_one_source_cannot_grow_its_store_past_the_caps(tmp_path, monkeypatch):
+    from cudaforge.eval import triton_cache
+
+    monkeypatch.setattr(triton_cache, "OWN_CACHE_MAX_FILES", 5)
+    store = tmp_path / "store"
+    for run in range(4):  # each evaluation plants two new files
+        cache = tmp_path / f"run{run}" / "triton"
+        (cache / f"K{run}").mkdir(parents=True)
+        for i in range(2):
+            (cache / f"K{run}" / f"f{i}.cubin").write_bytes(b"x")
+        triton_cache.keep_own_triton_cache(cache, store)
+    assert len([p for p in store.rglob("*") if p.is_file()]) == 5
+
+
 def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
     """The verifier's own Triton cache gives each worker its host-compiled stubs (no gcc at the first launch), never
     a kernel folder, a link or a folder with anything else in it."""

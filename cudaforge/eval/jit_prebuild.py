@@ -232,16 +232,13 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
                     "fresh": False}  # fmt: skip
         if pid == 0:  # the child: never returns, never touches the channel
             os.close(read_end)
-            try:
+
+            def forked() -> dict[str, Any]:
                 if in_child is not None:
                     in_child()
-                report = _compile_here(module, **request)
-            except BaseException as exc:  # noqa: BLE001
-                report = {"built": [], "error": f"{type(exc).__name__}: {exc}"[:500]}
-            try:
-                _write_all(write_end, json.dumps(report).encode()[:MAX_REPORT])
-            finally:
-                os._exit(0)
+                return _compile_here(module, **request)
+
+            _report_and_exit(write_end, forked, "")
         os.close(write_end)
 
         def stop() -> None:
@@ -288,31 +285,38 @@ def _parses(data: bytes) -> bool:
         return False
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data):]
+def _report_and_exit(fd: int, compile_: Any, failing: str) -> None:
+    """In a copy: ``compile_()``'s report (or what it raised, after ``failing``) written whole to ``fd``, then exit
+    at once (no interpreter shutdown that a candidate's thread or exit handler could hold up)."""
+    try:
+        report = compile_()
+    except BaseException as exc:  # noqa: BLE001
+        report = {"built": [], "error": f"{failing}{type(exc).__name__}: {exc}"[:500]}
+    try:
+        data = json.dumps(report).encode()[:MAX_REPORT]
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os._exit(0)
 
 
 def _main() -> int:
     """``python -m cudaforge.eval.jit_prebuild REQUEST``: a fresh copy of the worker (:func:`compile_ahead`); reads
-    its request from the file REQUEST, writes its report on stdout and exits at once (no interpreter shutdown that a
-    candidate's thread or exit handler could hold up). What the candidate prints goes to stderr."""
+    its request from the file REQUEST, writes its report on stdout and exits at once. What the candidate prints goes
+    to stderr."""
     from cudaforge.tasks.runtime import load_module
 
     out = os.dup(1)
     os.dup2(2, 1)  # the candidate's prints must not mix with the report
-    try:
+
+    def fresh() -> dict[str, Any]:
         with open(sys.argv[1], "rb") as f:
             request = json.loads(f.read(64 << 20))
         module = load_module(str(request.pop("source")), str(request.pop("module")))
-        report = _compile_here(module, **request)
-    except BaseException as exc:  # noqa: BLE001
-        report = {"built": [], "error": f"importing the candidate again raised {type(exc).__name__}: {exc}"[:500]}
-    try:
-        _write_all(out, json.dumps(report).encode()[:MAX_REPORT])
-    finally:
-        os._exit(0)
+        return _compile_here(module, **request)
 
+    _report_and_exit(out, fresh, "importing the candidate again raised ")
+    return 0
 
 if __name__ == "__main__":
     _main()

@@ -135,7 +135,7 @@ def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
     process of the sandbox that outlived the kill by a moment cannot redirect a read), only regular files, capped
     in number and size. The first keep of a source renames a temporary directory into place; a later one (the GPU
     run after the CPU pool's, or after an earlier evaluation) adds the files the store lacks, each written aside and
-    renamed, so a worker being seeded meanwhile sees whole files. Group files get ``PATH_TOKEN`` in place of the
+    renamed, so a worker being seeded meanwhile sees whole files, up to the same caps in all. Group files get ``PATH_TOKEN`` in place of the
     worker's cache path."""
     if scratch_cache.is_symlink() or not scratch_cache.is_dir():
         return
@@ -159,10 +159,17 @@ def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
                 return
             except OSError:  # another evaluation of the same source kept its own first: add to it instead
                 shutil.rmtree(staging, ignore_errors=True)
+        kept = _regular_files(store)  # what the store holds already counts against the same caps
+        if kept is None:
+            return
+        count, total = len(kept), sum(p.stat().st_size for p in kept)
         for rel, data in files:
             target = store / rel
             if os.path.lexists(target):
                 continue
+            count, total = count + 1, total + len(data)
+            if count > OWN_CACHE_MAX_FILES or total > OWN_CACHE_MAX_BYTES:
+                return  # repeated evaluations of one source cannot grow its store past one worker's caps
             target.parent.mkdir(parents=True, exist_ok=True)
             aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             aside.write_bytes(content(rel, data))
