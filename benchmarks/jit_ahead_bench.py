@@ -1,6 +1,7 @@
-"""Where a Triton candidate's JIT compile is paid: the correctness phase, the compile phase, or the CPU pool.
+"""Where a JIT-language candidate's compile is paid: the correctness phase, the compile phase, or the CPU pool.
 
     python benchmarks/jit_ahead_bench.py --out DIR [--cache DIR] [--modes off,compile_phase,pool]
+                                         [--languages triton,tilelang]
 
 Three modes, each with a build cache of its own (so each pays the same cold costs: Triton's driver stubs, the
 worker's first imports):
@@ -12,9 +13,10 @@ worker's first imports):
 * ``pool``: ``Evaluator.precompile(source, task)`` first (what ``evaluate_batch`` does), compiled for this GPU's
   target in a CPU-only sandboxed worker; the GPU worker finds them in its cache.
 
-For the bundled Triton candidates of the tiny suite (ReLU, Softmax, and MatmulBiasReLU autotuned over four configs):
-verdict, seconds of the precompile and of each phase, and the trusted side's count of compiled kernels in the
-worker's Triton cache (seeded, after the compile phase, at the end). Writes ``jit_ahead.json`` and ``jit_ahead.md``.
+For the bundled Triton candidates of the tiny suite (ReLU, Softmax, and MatmulBiasReLU autotuned over four configs)
+and the TileLang ones (ReLU, Softmax, MatmulBiasReLU; skipped where ``tilelang`` is not installed): verdict, seconds
+of the precompile and of each phase, and the trusted side's count of compiled kernels in the worker's cache of that
+language (seeded, after the compile phase, at the end). Writes ``jit_ahead.json`` and ``jit_ahead.md``.
 Exit status 1 when a candidate is not correct or, in ``pool`` mode, anything compiled on the GPU.
 """
 
@@ -30,8 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CANDIDATES = [("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py"),
-              ("MatmulBiasReLU", "triton_matmul_bias_relu.py")]
+CANDIDATES = {"triton": [("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py"),
+                         ("MatmulBiasReLU", "triton_matmul_bias_relu.py")],
+              "tilelang": [("ReLU", "tilelang_relu.py"), ("Softmax", "tilelang_softmax.py"),
+                           ("MatmulBiasReLU", "tilelang_matmul_bias_relu.py")]}
 MODES = ("off", "compile_phase", "pool")
 
 
@@ -45,8 +49,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=None, help="root of the three build caches (default: a temp dir)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--languages", default=",".join(CANDIDATES), help="comma-separated, of triton, tilelang")
     args = parser.parse_args()
 
+    from cudaforge import languages
     from cudaforge.eval.evaluator import Evaluator
     from cudaforge.tasks import load_suite, selection
     from cudaforge.types import EvalStatus
@@ -58,11 +64,20 @@ def main() -> int:
     modes = [m for m in args.modes.split(",") if m]
     if not modes or set(modes) - set(MODES):
         parser.error(f"--modes: expected some of {', '.join(MODES)}")
+    chosen = [name for name in args.languages.split(",") if name]
+    if not chosen or set(chosen) - set(CANDIDATES):
+        parser.error(f"--languages: expected some of {', '.join(CANDIDATES)}")
+    candidates = []
+    for name in chosen:
+        if languages.missing_message(name):
+            print(f"skipping {name}: {languages.missing_message(name)}", flush=True)
+        else:
+            candidates += CANDIDATES[name]
     for mode in modes:
         jit_ahead = {"off": "off", "compile_phase": "compile", "pool": "pool"}[mode]
         evaluator = Evaluator({"jit_ahead": jit_ahead, "build_cache_dir": str(root / mode), "timing_trials": 10,
                                "warmup": 3, "correctness_timeout_s": 180})  # fmt: skip
-        for task_name, file in CANDIDATES:
+        for task_name, file in candidates:
             source = (REPO / "benchmarks" / "candidates" / file).read_text()
             row = {"mode": mode, "candidate": file, "task": task_name}
             if mode == "pool":

@@ -198,5 +198,5 @@ def _print_info(rows: list[dict[str, Any]], paths: CachePaths, out: Any) -> None
     total = sum(r["bytes"] for r in rows)
     print(f"{'total':<9} {human_bytes(total):>10}", file=out)
     limit = f"{paths.build_max_gb:g} GB" if paths.build_max_gb > 0 else "none"
-    print(f"build cache limit (eval.build_cache_max_gb): {limit}, for build + triton; least recently used "
+    print(f"build cache limit (eval.build_cache_max_gb): {limit}, for build + the kept JIT caches; least recently used "
           "entries go first", file=out)  # fmt: skip

@@ -6,8 +6,8 @@ The kinds of cached data (:func:`cache_kinds`, one line each in :func:`_registry
   ``build.json``); the build cache is ``eval.build_cache_dir`` (default ``~/.cache/cudaforge/build``);
 - ``pch``: the precompiled ``torch/extension.h`` headers, one folder per host-flag set (~0.8 GB each), in
   ``$CUDAFORGE_PCH_DIR`` or ``<build cache>/pch``;
-- ``triton``: what Triton compiled in a candidate's worker, kept for the next evaluation of the same source
-  (``<build cache>/triton-own/<source hash>/``);
+- ``triton``, ``tilelang``: what that JIT language compiled in a candidate's worker (in the CPU pool's compile ahead
+  or an evaluation), kept for the next evaluation of the same source (``<build cache>/<name>-own/<source hash>/``);
 - ``profiles``: Nsight Compute profiles and task costs (``profile.cache_dir``, ``$CUDAFORGE_PROFILE_CACHE`` or
   ``~/.cache/cudaforge/profile``);
 - ``llm``: the LLM record/replay file. It is per run by default (``<run dir>/llm_cache.sqlite``, part of the
@@ -21,7 +21,7 @@ removed: one whose lock (``build``: ``<build cache>/locks/<key>.lock``; ``pch``:
 process holds, or that was used in the last :data:`IN_USE_S` seconds.
 
 The build cache's limit (``eval.build_cache_max_gb``, :func:`evict_lru`) removes whole least-recently-used
-``build`` and ``triton`` entries after each new build is stored; a cache hit touches its entry's folder
+``build`` entries and kept JIT caches after each new build is stored; a cache hit touches its entry's folder
 (``cudaforge.eval.build``), so its mtime is when it was last used. Precompiled headers are not counted.
 
 Importing this module imports nothing of cudaforge's and no torch, litellm or Hydra: the build path (``eval/build``)
@@ -107,7 +107,7 @@ def _registry(paths: CachePaths) -> list[CacheKind]:
         _build_kind(paths.build),
         CacheKind("pch", paths.pch, "precompiled torch/extension.h and cudaforge/bind.h, one pair per host-flag set", r"[0-9a-f]{24}",
                   lock="{name}.lock", in_use_s=IN_USE_S),
-        _triton_kind(paths.build),
+        *_jit_kinds(paths.build),
         CacheKind("profiles", paths.profiles, "Nsight Compute profiles and task costs", r"[0-9a-f]{2}|task_cost"),
         _llm_kind(paths.llm),
     ]
@@ -118,9 +118,14 @@ def _build_kind(build: Path) -> CacheKind:
                      lock="locks/{name}.lock", in_use_s=IN_USE_S)
 
 
-def _triton_kind(build: Path) -> CacheKind:
-    return CacheKind("triton", build / "triton-own", "Triton kernels kept per candidate source, and the verifier's own",
-                     r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S)
+JIT_CACHES = {"triton": "Triton kernels kept per candidate source, and the verifier's own",
+              "tilelang": "TileLang kernels kept per candidate source"}
+"""The kept JIT caches: every kernel language's ``jit_cache`` (``cudaforge.languages``; a test keeps the two equal)."""
+
+
+def _jit_kinds(build: Path) -> list[CacheKind]:
+    return [CacheKind(name, build / f"{name}-own", what, r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S)
+            for name, what in JIT_CACHES.items()]  # fmt: skip
 
 
 def _llm_kind(path: Path | None) -> CacheKind:
@@ -257,13 +262,13 @@ def clear_kind(kind: CacheKind, now: float | None = None) -> Cleared:
 
 def evict_lru(build_root: str | os.PathLike, max_bytes: int, now: float | None = None) -> int:
     """Keep the build cache at ``build_root`` under ``max_bytes`` (0 or less: no limit): remove whole
-    ``build`` and ``triton`` entries, least recently used first, until the rest fits. Entries in use are
+    ``build`` entries and kept JIT caches, least recently used first, until the rest fits. Entries in use are
     skipped; one process evicts at a time (another finding it busy returns at once). The bytes freed."""
     if max_bytes <= 0:
         return 0
     root = Path(build_root)
     now = time.time() if now is None else now
-    kinds = [_build_kind(root), _triton_kind(root)]
+    kinds = [_build_kind(root), *_jit_kinds(root)]
     freed = 0
     with _unless_locked(root / "locks" / "evict.lock", create=True) as ours:
         if not ours:

@@ -293,6 +293,7 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
                    wrapper: list[str] | None, on_phase: Callable[[str], None] | None,
                    collect: Callable[[Path], None] | None) -> IsolatedOutcome:
     """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
+    from cudaforge.languages import jit_cache_env
     from cudaforge.sandbox.launch import REFUSED_EXIT
     logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     if not sandbox.scratch:
@@ -302,7 +303,7 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
     child_env = _child_env(gpu, env)
     child_env.pop("CUDAFORGE_PARENT_PID", None)  # the sandbox's init ends everything in it when this process is gone
     s = str(scratch)
-    child_env.update({"HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", "TRITON_CACHE_DIR": f"{s}/triton",
+    child_env.update({"HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
                       "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv",
                       "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
     argv = [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, s]

@@ -114,12 +114,12 @@ def test_entries_in_use_are_left(caches):
 
 
 def test_unknown_kinds_are_refused_and_nothing_is_cleared(caches, capsys):
-    with pytest.raises(UnknownCacheKind, match=r"unknown cache kind 'bogus': known kinds are build, pch, triton"):
+    with pytest.raises(UnknownCacheKind, match=r"unknown cache kind 'bogus': known kinds are build, pch, triton, tilelang"):
         cache_clear(["build", "bogus"], caches)
     assert info(caches)["build"]["entries"] == 2
     assert main_cache(["clear", "bogus"], caches) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "known kinds are build, pch, triton, profiles, llm" in err
+    assert err.count("\n") == 1 and "known kinds are build, pch, triton, tilelang, profiles, llm" in err
     assert main_cache(["frobnicate"], caches) == 2
     assert info(caches)["build"]["entries"] == 2
 

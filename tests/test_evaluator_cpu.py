@@ -516,7 +516,7 @@ def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_p
 def test_a_carried_triton_cache_belongs_to_the_sandbox_uid(tmp_path):
     """Where the worker runs as its own uid (the GPU machine's sandbox does), the seeded cache is that uid's, so
     Triton can add new kernels to it (the H200 found a root-owned copy: PermissionError on the next kernel)."""
-    from cudaforge.eval.triton_cache import seed_own_triton_cache
+    from cudaforge.eval.jit_cache import seed_own_jit_cache
 
     store = tmp_path / "store"
     (store / "KEY").mkdir(parents=True)
@@ -524,7 +524,7 @@ def test_a_carried_triton_cache_belongs_to_the_sandbox_uid(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     os.chown(scratch, 65534, 65534)
-    seed_own_triton_cache(store, scratch / "triton")
+    seed_own_jit_cache(store, scratch / "triton")
     seeded = [scratch / "triton", scratch / "triton" / "KEY", scratch / "triton" / "KEY" / "kernel.cubin"]
     assert [(p.stat().st_uid, p.stat().st_gid) for p in seeded] == [(65534, 65534)] * 3
     assert (scratch / "triton" / "KEY" / "kernel.cubin").read_bytes() == b"\0cubin"
@@ -533,7 +533,7 @@ def test_a_carried_triton_cache_belongs_to_the_sandbox_uid(tmp_path):
 def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
     """Triton's group files name their members by absolute path and a group whose paths are gone is a silent miss (a
     full recompile, 0.6-0.7 s on an H200): the kept copy holds a placeholder, the seeded one the new worker's path."""
-    from cudaforge.eval.triton_cache import PATH_TOKEN, keep_own_triton_cache, seed_own_triton_cache
+    from cudaforge.eval.jit_cache import PATH_TOKEN, keep_own_jit_cache, seed_own_jit_cache
 
     old = tmp_path / "cand-1" / "triton"
     (old / "KEY").mkdir(parents=True)
@@ -541,14 +541,14 @@ def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
     group = '{"child_paths": {"k.cubin": "%s/KEY/k.cubin"}}' % old
     (old / "KEY" / "__grp__k.json").write_text(group)
     store = tmp_path / "build" / "triton-own" / "abc123"
-    keep_own_triton_cache(old, store)
+    keep_own_jit_cache(old, store)
     kept = (store / "KEY" / "__grp__k.json").read_bytes()
     assert str(old).encode() not in kept and PATH_TOKEN in kept
     assert (store / "KEY" / "k.cubin").read_bytes() == b"\0cubin"  # other files are copied as they are
     new = tmp_path / "cand-2" / "triton"
     (new / "STUB").mkdir(parents=True)  # what the worker's own warm-up left there stays
     (new / "STUB" / "cuda_utils.so").write_bytes(b"ours")
-    seed_own_triton_cache(store, new)
+    seed_own_jit_cache(store, new)
     assert (new / "KEY" / "__grp__k.json").read_text() == group.replace(str(old), str(new))
     assert (new / "STUB" / "cuda_utils.so").read_bytes() == b"ours"
 
@@ -556,7 +556,7 @@ def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
 def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks(tmp_path):
     """The worker's cache is the candidate's: a folder or file it made a link to a secret is never read; the GPU run
     after the CPU pool's (same source) adds its new kernels to the kept store and changes none already there."""
-    from cudaforge.eval.triton_cache import count_kernels, keep_own_triton_cache
+    from cudaforge.eval.jit_cache import count_kernels, keep_own_jit_cache
 
     secret = tmp_path / "secret"
     secret.mkdir()
@@ -567,7 +567,7 @@ def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks
     (cache / "LINKED").symlink_to(secret, target_is_directory=True)
     (cache / "A" / "link.cubin").symlink_to(secret / "token.cubin")
     store = tmp_path / "build" / "triton-own" / "src"
-    keep_own_triton_cache(cache, store)
+    keep_own_jit_cache(cache, store)
     kept = sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
     assert kept == ["A/a.cubin"] and count_kernels(cache) == 1  # the linked folder is not counted either
     assert not any(b"SECRET" in p.read_bytes() for p in store.rglob("*") if p.is_file())
@@ -576,29 +576,29 @@ def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks
     (later / "A" / "a.cubin").write_bytes(b"a2")  # already kept: left as it was
     (later / "B").mkdir()
     (later / "B" / "b.cubin").write_bytes(b"b")
-    keep_own_triton_cache(later, store)
+    keep_own_jit_cache(later, store)
     assert (store / "A" / "a.cubin").read_bytes() == b"a1" and (store / "B" / "b.cubin").read_bytes() == b"b"
     assert not list(store.rglob("*.tmp")) and count_kernels(store) == 2
 
 
 def test_repeated_keeps_of_one_source_cannot_grow_its_store_past_the_caps(tmp_path, monkeypatch):
-    from cudaforge.eval import triton_cache
+    from cudaforge.eval import jit_cache
 
-    monkeypatch.setattr(triton_cache, "OWN_CACHE_MAX_FILES", 5)
+    monkeypatch.setattr(jit_cache, "OWN_CACHE_MAX_FILES", 5)
     store = tmp_path / "store"
     for run in range(4):  # each evaluation plants two new files
         cache = tmp_path / f"run{run}" / "triton"
         (cache / f"K{run}").mkdir(parents=True)
         for i in range(2):
             (cache / f"K{run}" / f"f{i}.cubin").write_bytes(b"x")
-        triton_cache.keep_own_triton_cache(cache, store)
+        jit_cache.keep_own_jit_cache(cache, store)
     assert len([p for p in store.rglob("*") if p.is_file()]) == 5
 
 
 def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
     """The verifier's own Triton cache gives each worker its host-compiled stubs (no gcc at the first launch), never
     a kernel folder, a link or a folder with anything else in it."""
-    from cudaforge.eval.triton_cache import seed_trusted_stubs
+    from cudaforge.eval.jit_cache import seed_trusted_stubs
 
     trusted = tmp_path / "trusted"
     for folder, name in (("UTILS", "cuda_utils.cpython-312-x86_64-linux-gnu.so"), ("LAUNCH", "__triton_launcher.so"),
@@ -617,7 +617,7 @@ def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
 def test_seeding_never_rewrites_a_file_the_worker_already_has(tmp_path):
     """A standby worker loads the driver stub it built while warming up; the kept cache of its source holds the same
     file name: rewriting it in place under the loaded library crashed the worker (SIGSEGV on an H200)."""
-    from cudaforge.eval.triton_cache import seed_own_triton_cache
+    from cudaforge.eval.jit_cache import seed_own_jit_cache
 
     store, scratch = tmp_path / "store", tmp_path / "scratch" / "triton"
     (store / "STUB").mkdir(parents=True)
@@ -625,7 +625,7 @@ def test_seeding_never_rewrites_a_file_the_worker_already_has(tmp_path):
     (scratch / "STUB").mkdir(parents=True)
     (scratch / "STUB" / "cuda_utils.so").write_bytes(b"loaded")
     inode = (scratch / "STUB" / "cuda_utils.so").stat().st_ino
-    seed_own_triton_cache(store, scratch)
+    seed_own_jit_cache(store, scratch)
     assert (scratch / "STUB" / "cuda_utils.so").read_bytes() == b"loaded"
     assert (scratch / "STUB" / "cuda_utils.so").stat().st_ino == inode
 

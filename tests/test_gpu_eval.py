@@ -190,3 +190,33 @@ def test_triton_kernels_compile_ahead_in_the_cpu_pool_and_otherwise_in_the_compi
     assert jit["kernels"] == ["linear_relu_kernel"], jit  # seeded: at most the kernel a standby worker warmed with
     # 4 configs x 2 specialisations (M = 256 and 64 divisible by 16, 129 not), measured 8 on the H200
     assert jit["kernels_after"] - jit["kernels_seeded"] >= 8 and jit["kernels_at_end"] == jit["kernels_after"], jit
+
+
+def test_tilelang_kernels_compile_ahead_in_the_cpu_pool_and_otherwise_in_the_compile_phase(tiny, tmp_path):
+    """As the Triton test above, for TileLang (skipped where it is not installed): built by the CPU pool for this
+    GPU's target, the GPU worker finds every size in its TileLang cache and compiles nothing; with
+    ``eval.jit_ahead=compile`` the fused matmul (a TileLang candidate of ours, checked correct here) compiles in
+    the compile phase and nothing after it."""
+    from cudaforge import languages
+
+    if languages.missing_modules("tilelang"):
+        pytest.skip("needs tilelang")
+    marks = languages.get("tilelang").jit_kernel_marks
+    evaluator = Evaluator({"timing_trials": 10, "warmup": 3, "correctness_timeout_s": 120, "jit_ahead": "compile",
+                           "build_cache_dir": str(tmp_path)})  # fmt: skip
+    relu = (CANDIDATES / "tilelang_relu.py").read_text()
+    outcome = evaluator.precompile(relu, tiny["ReLU"])
+    assert outcome is not None and outcome.jit == ["relu_main"], outcome
+    ahead = evaluator.evaluate(tiny["ReLU"], relu)
+    assert ahead.status is EvalStatus.CORRECT, ahead.report()
+    jit = ahead.fingerprint["jit_ahead"]
+    assert jit["language"] == "tilelang" and jit["kernels"] == [], jit  # prepared by the pool: not compiled again
+    assert jit["kernels_seeded"] >= 2 and jit["kernels_at_end"] == jit["kernels_seeded"], jit  # none on the GPU
+    assert marks == ("device_kernel.cu",)
+
+    matmul = (CANDIDATES / "tilelang_matmul_bias_relu.py").read_text()
+    fresh = evaluator.evaluate(tiny["MatmulBiasReLU"], matmul)
+    assert fresh.status is EvalStatus.CORRECT, fresh.report()
+    jit = fresh.fingerprint["jit_ahead"]
+    assert jit["kernels"] == ["linear_relu_main"] and jit["kernels_seeded"] == 0, jit
+    assert jit["kernels_after"] >= 3 and jit["kernels_at_end"] == jit["kernels_after"], jit  # 3 sizes, before the trials

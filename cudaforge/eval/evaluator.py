@@ -23,7 +23,7 @@ from typing import Any, Callable
 from cudaforge import languages
 from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
 from cudaforge.eval.static import StaticReport, check_candidate
-from cudaforge.eval.triton_cache import trusted_cache
+from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
@@ -236,7 +236,7 @@ class Evaluator:
 
     def _env(self, device: str) -> dict[str, str]:
         # the verifier's own Triton cache (its output screen), written by trusted processes only; the driver stubs
-        # built there are copied into each candidate worker's private cache (cudaforge.eval.triton_cache)
+        # built there are copied into each candidate worker's private cache (cudaforge.eval.jit_cache)
         env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {"TRITON_CACHE_DIR": str(trusted_cache(self.build_cache))}
         if self.lock_dir:
             env["CUDAFORGE_LOCK_DIR"] = self.lock_dir

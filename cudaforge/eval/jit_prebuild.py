@@ -8,7 +8,7 @@ memory, no GPU) of the task's inputs, with the language's launches made compile-
 
 * in the CPU pool, ahead of the GPU evaluation (``cudaforge.eval.build.precompile``): the kernels land in the
   sandboxed worker's private Triton cache, which the trusted side keeps for that source once the worker is dead
-  (``triton_cache.keep_own_triton_cache``) and copies into the GPU worker's cache before the candidate loads;
+  (``jit_cache.keep_own_jit_cache``) and copies into the GPU worker's cache before the candidate loads;
 * with ``eval.jit_ahead=compile``, also in the compile phase of a GPU evaluation the pool did not prepare, so the
   correctness phase compiles nothing.
 
@@ -143,9 +143,8 @@ def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], targ
     # driver started (the GPU worker; any process that asked torch.cuda.is_available()) that fails, and nothing here
     # needs a device: this copy never runs a kernel
     torch.cuda._lazy_init = lambda: None
-    built: list[str] = []
     error = ""
-    with _fake_mode():
+    with _fake_mode(), hook(target) as built:  # from the model's construction on (TileLang often compiles there)
         def fake(desc: dict[str, Any]) -> torch.Tensor:
             return torch.empty_strided([int(s) for s in desc["shape"]], [int(s) for s in desc["stride"]],
                                        dtype=DTYPES[desc["dtype"]], device="cuda")  # fmt: skip
@@ -154,15 +153,13 @@ def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], targ
             torch.manual_seed(seed)
             model = _on_fake_gpu(module.ModelNew(*decode(init, fake)))  # as build_model, without its .to(device)
         except Exception as exc:  # noqa: BLE001
-            return {"built": [], "error": f"ModelNew(...) raised {type(exc).__name__}: {exc}"[:500]}
+            error = f"ModelNew(...) raised {type(exc).__name__}: {exc}"[:500]
+            return {"built": list(dict.fromkeys(built)), "error": error}
         for encoded in list(inputs)[:MAX_INPUT_SETS]:
             try:
                 args = list(decode(encoded, fake))
-                with hook(target) as found, grad_mode(no_grad):
-                    try:
-                        model(*args)
-                    finally:
-                        built.extend(found)
+                with grad_mode(no_grad):
+                    model(*args)
             except Exception as exc:  # noqa: BLE001 - after a fake forward anything may raise; what compiled stays
                 error = error or f"{type(exc).__name__}: {exc}"[:500]
     return {"built": list(dict.fromkeys(built)), "error": error}

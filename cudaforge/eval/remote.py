@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from cudaforge.eval.channel import Channel, ChannelError
 from cudaforge.isolation import scrubbed_env
+from cudaforge.languages import jit_cache_env
 from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe
 
 LOG_CAP = 64 << 20
@@ -79,7 +80,7 @@ class CandidateProcess:
         ours, theirs = socket.socketpair()
         s = self.scratch
         child_env = scrubbed_env({
-            "HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", "TRITON_CACHE_DIR": f"{s}/triton",
+            "HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
             "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv", "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1", "CUDAFORGE_WORKER_DEVICE": device,
             "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),

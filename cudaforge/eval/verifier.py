@@ -36,13 +36,14 @@ from typing import Any, Callable
 
 import torch
 
+from cudaforge import languages
 from cudaforge.eval.correctness import compare, compare_first
 from cudaforge.eval.exchange import Arena, ArenaError, DeviceArena, Driver, decode, encode, host_arena, tensor_bytes
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
+from cudaforge.eval.jit_cache import count_kernels, keep_own_jit_cache, own_store, seed_own_jit_cache, seed_trusted_stubs
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
-from cudaforge.eval.triton_cache import count_kernels, keep_own_triton_cache, seed_own_triton_cache, seed_trusted_stubs
 from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
@@ -955,23 +956,23 @@ took about 8 s on an H200)."""
 
 def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProcess, device: torch.device,
                cfg: dict[str, Any], timeout_s: float, build: bool) -> dict[str, Any] | None:
-    """For a candidate in a JIT language that can be built ahead (Triton; None for any other): how many compiled
-    kernels its worker's Triton cache held after the candidate's import (what the CPU pool or an earlier evaluation
+    """For a candidate in a JIT language that can be built ahead (Triton, TileLang; None for any other): how many
+    compiled kernels its worker's cache of that language held after the candidate's import (what the CPU pool or an earlier evaluation
     built ahead, plus what the worker warmed with) and after the compile phase, as counted here; with ``build``
     (``eval.jit_ahead=compile``, the pool did not prepare it), its kernels are compiled in the compile phase, on
     fake tensors of the task's inputs (``cudaforge.eval.jit_prebuild``). The task's inputs are described from a
     module of the task loaded for this alone (a fake tensor must never stay in the reference the trials use).
     What cannot be described, or a copy that fails, is a note, not a verdict; a worker that stops answering is the
     candidate's failure, in the compile phase."""
-    from cudaforge import languages
     from cudaforge.eval.jit_prebuild import input_sets, reported_kernels, specs
     from cudaforge.vendor import current
 
     name = languages.detect(source)
-    if name == languages.NO_KERNEL or languages.get(name).prebuild is None:
+    if name == languages.NO_KERNEL or languages.get(name).prebuild is None or not languages.get(name).jit_cache:
         return None
-    cache = Path(process.scratch) / "triton"
-    record: dict[str, Any] = {"language": name, "kernels_seeded": count_kernels(cache)}
+    cache = Path(process.scratch) / languages.get(name).jit_cache
+    marks = languages.get(name).jit_kernel_marks
+    record: dict[str, Any] = {"language": name, "kernels_seeded": count_kernels(cache, marks)}
     if not build or timeout_s < JIT_AHEAD_MIN_S:
         record.update(kernels=[], kernels_after=record["kernels_seeded"], note="")
         if build:
@@ -1000,7 +1001,7 @@ def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProce
         raise _Failure(EvalStatus(failure.status), failure.message) from None
     kernels = reported_kernels(reply)
     error = reply.get("error") if isinstance(reply.get("error"), str) else ""
-    record.update(kernels=kernels, error=error[:300], kernels_after=count_kernels(cache),
+    record.update(kernels=kernels, error=error[:300], kernels_after=count_kernels(cache, marks),
                   seconds=reply.get("seconds") if isinstance(reply.get("seconds"), (int, float)) else None)
     record["note"] = (f"{name} kernels compiled ahead: {', '.join(kernels)}" if kernels
                       else f"no {name} kernel compiled ahead" + (f" ({error[:200]})" if error else ""))  # fmt: skip
@@ -1047,7 +1048,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         return rec.start(phase) if announce else time.perf_counter()
 
     phase, t = Phase.COMPILE, time.perf_counter()
-    own_cache: Path | None = None
+    own_caches: dict[str, Path] = {}  # a JIT language's folder of the worker's scratch -> the source's kept copy
     try:
         guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
         if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg["sandbox"]):
@@ -1079,11 +1080,12 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
 
         cand.on_build = on_build
         seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
-        prepared = False  # the source's Triton kernels were kept before (by the CPU pool, or an earlier evaluation)
+        prepared = False  # the source's JIT kernels were kept before (by the CPU pool, or an earlier evaluation)
         if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
-            own_cache = settings.cache_root() / "triton-own" / digest  # when they are read (keep_own_triton_cache)
-            prepared = own_cache.is_dir()
-            seed_own_triton_cache(own_cache, Path(process.scratch) / "triton")
+            for language in languages.jit_caches():  # when they are read (keep_own_jit_cache)
+                own_caches[language.jit_cache] = own_store(settings.cache_root(), language.jit_cache, digest)
+                prepared = prepared or own_caches[language.jit_cache].is_dir()
+                seed_own_jit_cache(own_caches[language.jit_cache], Path(process.scratch) / language.jit_cache)
         loaded: dict[str, Any] = {}
         try:
             loaded = process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
@@ -1158,11 +1160,15 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
     finally:
         if process is not None:
-            if own_cache is not None:
+            if own_caches:
                 process.process.kill()  # every process of the sandbox dead before its files are read
-                if isinstance(result.fingerprint.get("jit_ahead"), dict):
-                    result.fingerprint["jit_ahead"]["kernels_at_end"] = count_kernels(Path(process.scratch) / "triton")
-                keep_own_triton_cache(Path(process.scratch) / "triton", own_cache)
+                jit = result.fingerprint.get("jit_ahead")
+                if isinstance(jit, dict) and languages.get(jit["language"]).jit_cache:
+                    language = languages.get(jit["language"])
+                    jit["kernels_at_end"] = count_kernels(Path(process.scratch) / language.jit_cache,
+                                                          language.jit_kernel_marks)
+                for folder, store in own_caches.items():
+                    keep_own_jit_cache(Path(process.scratch) / folder, store)
             process.close()
     if not notes:
         result.fingerprint.pop("guard_notes", None)

@@ -118,11 +118,21 @@ def is_own_kernel(name: str, own_names: set[str]) -> bool:
     return any(lang.profiled_match(base, own) for lang in languages() for own in own_names)
 
 
+def jit_caches() -> list[KernelLanguage]:
+    """The languages with an on-disk JIT cache that a worker keeps in its scratch directory (``jit_cache``)."""
+    return [lang for lang in languages() if lang.jit_cache]
+
+
+def jit_cache_env(scratch: str) -> dict[str, str]:
+    """A worker's environment for those caches: each language's variable naming its folder of ``scratch``."""
+    return {lang.jit_cache_env: f"{scratch}/{lang.jit_cache}" for lang in jit_caches() if lang.jit_cache_env}
+
+
 def describe() -> str:
     """The registered languages in words, for messages (``CUDA C++ built with ... , Triton ...``)."""
     return "; ".join(f"{lang.name}: {lang.summary}" for lang in languages())
 
 
 __all__ = ["KernelLanguage", "NO_KERNEL", "choice_languages", "coder_languages", "describe", "detect", "get",
-           "is_copy_or_fill", "is_own_kernel", "kernel_base_name", "kernel_builders", "kernel_decorators",
+           "is_copy_or_fill", "is_own_kernel", "jit_cache_env", "jit_caches", "kernel_base_name", "kernel_builders", "kernel_decorators",
            "kernel_names", "languages", "missing_message", "missing_modules", "names"]

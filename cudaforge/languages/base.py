@@ -62,5 +62,15 @@ class KernelLanguage:
     the task's shapes, in a copy of the sandboxed worker (``cudaforge.eval.jit_prebuild``): in the CPU pool ahead
     of the GPU evaluation (and in the compile phase with ``eval.jit_ahead=compile``). ``None``: its kernels compile
     at their first call, which the correctness phase pays (``prebuild_note`` says why)."""
+    jit_cache: str = ""
+    """Where it keeps what it JIT-compiles on disk, as a folder of the worker's scratch directory (``triton``); the
+    worker's environment points ``jit_cache_env`` there. What a source compiled there is kept once its worker is
+    dead and seeded into its next worker (``<build cache>/<jit_cache>-own/<source hash>``, ``cudaforge.eval.jit_cache``).
+    Empty: nothing kept."""
+    jit_cache_env: str = ""
+    """The environment variable naming that folder (``TRITON_CACHE_DIR``)."""
+    jit_kernel_marks: tuple[str, ...] = (".cubin", ".hsaco")
+    """How a compiled kernel's folder in that cache is told apart: it holds a file whose name ends so (counted for
+    the record, ``fingerprint["jit_ahead"]``)."""
     prebuild_note: str = ""
     """Why a language without ``prebuild`` cannot be built ahead (shown in records and docs)."""

@@ -3,7 +3,9 @@ by a ``@tilelang.jit`` function (or ``tilelang.compile``) and called like Python
 
 from __future__ import annotations
 
+import contextlib
 import re
+from typing import Any, Iterator
 
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import decorated_names
@@ -20,6 +22,78 @@ def _kernel_names(source: str) -> set[str]:
 def _profiled_match(profiled: str, defined: str) -> bool:
     # TileLang's CUDA code generator names the kernel of prim_func `main` main_kernel (main_kernel_1, ... after it)
     return re.fullmatch(rf"{re.escape(defined)}_kernel(?:_\d+)?", profiled) is not None
+
+
+def _output_shape(param: Any, inputs: list[tuple[Any, Any]]) -> list[int]:
+    """An output parameter's shape: its fixed sizes, and each symbolic one read from an input that has the same
+    symbol (``T.dynamic`` sizes are bound by the tensors passed in)."""
+    shape = []
+    for size in param.shape:
+        if isinstance(size, int):
+            shape.append(size)
+            continue
+        found = [int(t.shape[d]) for p, t in inputs for d, s in enumerate(getattr(p, "shape", []))
+                 if d < t.dim() and not isinstance(s, int) and s.same_as(size)]  # fmt: skip
+        if not found:
+            raise RuntimeError(f"an output size ({size}) that no input gives: not built ahead past this call")
+        shape.append(found[0])
+    return shape
+
+
+@contextlib.contextmanager
+def _compile_only(target: list[Any]) -> Iterator[list[str]]:
+    """Inside it, TileLang finds the target GPU without asking one (its detection asks torch: availability and
+    compute capability), so every kernel that ``@tilelang.jit`` or ``tilelang.compile`` builds compiles for
+    ``target`` into TileLang's cache (``TILELANG_CACHE_DIR``), and calling a compiled kernel launches nothing: it
+    returns empty outputs of the shapes its ``out_idx`` parameters declare, so ``forward`` goes on to the next
+    kernel. Yields the names of the prim_funcs compiled. The same sizes at run time on that GPU then find them in
+    the cache (TileLang's key: the prim_func's script, ``out_idx``, target, backend, pass configs)."""
+    import torch
+    from tilelang.cache.kernel_cache import KernelCache
+    from tilelang.jit.kernel import JITKernel
+
+    if target[0] != "cuda":
+        raise RuntimeError(f"TileLang kernels are built ahead only for CUDA GPUs, not {target[0]}")
+    capability = divmod(int(target[1]), 10)
+    built: list[str] = []
+    cuda = torch.cuda
+    saved = (cuda.is_available, cuda.get_device_capability, cuda.current_device)
+    cached, call = KernelCache.cached, JITKernel.__call__
+
+    def compile_(self: Any, func: Any = None, out_idx: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # TileLang 0.1.15 turns a negative out_idx into its positive index in place when a kernel is loaded from
+        # its cache but not when one is compiled, and the index is part of the cache key: a @tilelang.jit(out_idx=
+        # [-1]) function looks up its first size under [-1] and every later one under [1] (say). Both keys are
+        # compiled, so the GPU worker finds every size whatever order it calls them in.
+        spelled = list(out_idx) if isinstance(out_idx, list) else out_idx
+        kernel = cached(self, func, out_idx, *args, **kwargs)
+        count = len(getattr(func, "params", ()) or ())
+        if isinstance(spelled, list) and count and any(i < 0 for i in spelled):
+            cached(self, func, [i % count for i in spelled], *args, **kwargs)
+        attrs = getattr(func, "attrs", None)
+        name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "kernel"
+        built.append(name)
+        return kernel
+
+    def launch_nothing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        params, outs = list(self.params), [i % len(self.params) for i in (self.out_idx or [])]
+        given = [p for i, p in enumerate(params) if i not in outs]
+        tensors = [(p, a) for p, a in zip(given, args) if isinstance(a, torch.Tensor)]
+        made = [torch.empty(_output_shape(params[i], tensors), dtype=params[i].torch_dtype(), device="cuda")
+                for i in outs]  # fmt: skip
+        if not made:
+            return None
+        return made[0] if len(made) == 1 else made
+
+    cuda.is_available = lambda: True
+    cuda.get_device_capability = lambda device=None: capability
+    cuda.current_device = lambda: 0
+    KernelCache.cached, JITKernel.__call__ = compile_, launch_nothing  # type: ignore[method-assign]
+    try:
+        yield built
+    finally:
+        KernelCache.cached, JITKernel.__call__ = cached, call  # type: ignore[method-assign]
+        cuda.is_available, cuda.get_device_capability, cuda.current_device = saved
 
 
 LANGUAGE = KernelLanguage(
@@ -43,6 +117,8 @@ LANGUAGE = KernelLanguage(
     judge_notes="The kernel is written in TileLang: Nsight Compute names the kernel of prim_func `f` f_kernel. "
     "Suggest changes in TileLang terms (block and tile sizes, T.alloc_shared/T.alloc_fragment, T.copy, T.gemm, "
     "T.Pipelined stages, T.use_swizzle, threads per block), not as CUDA C++.",
-    prebuild_note="TileLang compiles through TVM for the GPU it finds, usually in __init__ or at the first call: "
-    "its kernels compile when the model is built or first called, in the correctness phase.",
+    prebuild=_compile_only,
+    jit_cache="tilelang",
+    jit_cache_env="TILELANG_CACHE_DIR",
+    jit_kernel_marks=("device_kernel.cu",),  # one per kernel; its cubins are stored once per content
 )

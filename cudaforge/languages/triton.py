@@ -104,4 +104,6 @@ LANGUAGE = KernelLanguage(
     follow_up="with its Triton kernels",
     example="elementwise_add_triton",
     prebuild=_compile_only,
+    jit_cache="triton",
+    jit_cache_env="TRITON_CACHE_DIR",
 )

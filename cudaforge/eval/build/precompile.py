@@ -243,11 +243,12 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
 
 
 def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, source: str) -> tuple[list[str], str]:
-    """Have ``worker`` compile the JIT kernels ``request`` asks for, then keep its Triton cache for the source's GPU
+    """Have ``worker`` compile the JIT kernels ``request`` asks for, then keep its JIT caches for the source's GPU
     worker once every process of its sandbox is dead (only where a PID namespace makes that certain)."""
+    from cudaforge.eval.jit_cache import keep_own_jit_cache, own_store
     from cudaforge.eval.jit_prebuild import reported_kernels
     from cudaforge.eval.remote import WorkerFailure
-    from cudaforge.eval.triton_cache import keep_own_triton_cache
+    from cudaforge.languages import jit_caches
     from cudaforge.types import source_hash
 
     try:
@@ -261,7 +262,9 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     if "pid" not in (worker.sandbox_status().get("namespaces") or []):
         return [], "compiled, but not kept: without a PID namespace no one can tell that the worker is gone"
     worker.process.kill()
-    keep_own_triton_cache(Path(worker.scratch) / "triton", settings.cache_root() / "triton-own" / source_hash(source))
+    for language in jit_caches():
+        keep_own_jit_cache(Path(worker.scratch) / language.jit_cache,
+                           own_store(settings.cache_root(), language.jit_cache, source_hash(source)))
     return kernels, error[:500]
 
 

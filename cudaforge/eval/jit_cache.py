@@ -1,17 +1,20 @@
-"""Triton's on-disk cache for sandboxed workers: what goes into a worker's private cache, and what comes back.
+"""On-disk JIT caches of sandboxed workers (Triton's, TileLang's): what goes into a worker's private caches, and
+what comes back.
 
-Every worker has a Triton cache of its own in its scratch directory (``TRITON_CACHE_DIR``), so no candidate sees
-another's files. Two things make a worker's first Triton launch cheap without sharing anything a candidate wrote:
+Every worker has its own cache of each JIT language in its scratch directory (``<scratch>/<language.jit_cache>``,
+named by ``TRITON_CACHE_DIR``, ``TILELANG_CACHE_DIR``), so no candidate sees another's files. Two things make a
+worker's first launch cheap without sharing anything a candidate wrote:
 
-* **Driver stubs the trusted side built** (``seed_trusted_stubs``): the verifier's own Triton cache
+* **Triton driver stubs the trusted side built** (``seed_trusted_stubs``): the verifier's own Triton cache
   (``<build cache>/triton-own/trusted``, written only by trusted processes) holds the C stubs Triton compiles with
   the host compiler on first use (``cuda_utils``, and per argument-kind signature a ``__triton_launcher``: 0.2-1.3 s
   of gcc each on an H200 node); their folders are copied into each new worker's cache.
-* **A source's own kernels** (``keep_own_triton_cache`` after an evaluation, ``seed_own_triton_cache`` before the
-  next evaluation of the same source): regular files only, links not followed, capped. Triton's group files
-  (``__grp__*.json``) name their members by absolute path, and a group whose paths do not exist is a silent cache
-  miss (a full recompile): the kept copy carries a placeholder instead of the old scratch path, and the seeded copy
-  the new one.
+* **A source's own kernels** (``keep_own_jit_cache`` after an evaluation or the CPU pool's compile ahead,
+  ``seed_own_jit_cache`` before the next evaluation of the same source), per language in
+  ``<build cache>/<jit_cache>-own/<source hash>`` (:func:`own_store`): regular files only, links not followed,
+  capped. Triton's group files (``__grp__*.json``) name their members by absolute path, and a group whose paths do
+  not exist is a silent cache miss (a full recompile): the kept copy carries a placeholder instead of the old
+  scratch path, and the seeded copy the new one. TileLang's entries name no path.
 
 Stdlib only: the parent and the sandbox launcher import nothing heavy.
 """
@@ -127,10 +130,10 @@ def _read_tree(root: Path) -> list[tuple[Path, bytes]] | None:
         os.close(root_fd)
 
 
-def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
-    """Keep what Triton compiled in a worker (its kernels, launchers, driver stubs) for the next evaluation of the
-    same source. The files are the candidate's own output: they are only ever given back to a worker of the same
-    source (``seed_own_triton_cache``), never to another candidate and never loaded by the trusted side. Call it once
+def keep_own_jit_cache(scratch_cache: Path, store: Path) -> None:
+    """Keep what a JIT language compiled in a worker (Triton's kernels, launchers and driver stubs; TileLang's kernels)
+    for the next evaluation of the same source. The files are the candidate's own output: they are only ever given back to a worker of the same
+    source (``seed_own_jit_cache``), never to another candidate and never loaded by the trusted side. Call it once
     the sandbox was killed; the files are read through descriptors that follow no link at any level (so even a
     process of the sandbox that outlived the kill by a moment cannot redirect a read), only regular files, capped
     in number and size. The first keep of a source renames a temporary directory into place; a later one (the GPU
@@ -178,10 +181,10 @@ def keep_own_triton_cache(scratch_cache: Path, store: Path) -> None:
         return
 
 
-def seed_own_triton_cache(store: Path, scratch_cache: Path) -> None:
-    """Copy a source's kept Triton cache into its new worker's cache before the source is loaded (until then the
+def seed_own_jit_cache(store: Path, scratch_cache: Path) -> None:
+    """Copy a source's kept JIT cache into its new worker's cache before the source is loaded (until then the
     worker has run only our code, so what its cache holds is ours), group files pointed at the new path. See
-    ``keep_own_triton_cache``."""
+    ``keep_own_jit_cache``."""
     if not store.is_dir() or scratch_cache.is_symlink():
         return
     try:
@@ -189,7 +192,12 @@ def seed_own_triton_cache(store: Path, scratch_cache: Path) -> None:
             _copy(path, scratch_cache / path.relative_to(store), (PATH_TOKEN, os.fsencode(scratch_cache)))
         _give_to_owner(scratch_cache)
     except (OSError, shutil.Error):
-        shutil.rmtree(scratch_cache, ignore_errors=True)  # a cache the worker cannot write to breaks Triton
+        shutil.rmtree(scratch_cache, ignore_errors=True)  # a cache the worker cannot write to breaks the language
+
+
+def own_store(cache_root: str | os.PathLike, jit_cache: str, digest: str) -> Path:
+    """Where a source's kept ``jit_cache`` (a language's folder name: ``triton``, ``tilelang``) lives."""
+    return Path(cache_root) / f"{jit_cache}-own" / digest
 
 
 def trusted_cache(build_cache: str | os.PathLike) -> Path:
@@ -225,32 +233,54 @@ def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -
     return copied
 
 
-def count_kernels(cache: Path) -> int:
-    """How many compiled kernels a Triton cache holds (folders with a ``.cubin`` or ``.hsaco``), read through
-    descriptors that follow no link, at most ``OWN_CACHE_MAX_FILES`` folders: a count for the record, never a
-    verdict (while the worker lives it may plant folders)."""
+def count_kernels(cache: Path, marks: tuple[str, ...] = (".cubin", ".hsaco")) -> int:
+    """How many compiled kernels a JIT cache holds: folders with a file whose name ends with one of ``marks`` (a
+    language's ``jit_kernel_marks``: Triton's ``.cubin`` folders at the top, TileLang's ``device_kernel.cu`` ones
+    three levels down, ``<version>/<platform>/kernels/<key>``), read through descriptors that follow no link, at most
+    ``OWN_CACHE_MAX_FILES`` folders a level and four levels: a count for the record, never a verdict (while the
+    worker lives it may plant folders)."""
     import itertools
+
+    def count(dir_fd: int, depth: int) -> int:
+        with os.scandir(dir_fd) as entries:
+            listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in itertools.islice(entries, OWN_CACHE_MAX_FILES)]
+        if any(name.endswith(marks) and not is_dir for name, is_dir in listed):
+            return 1
+        found = 0
+        for name in [name for name, is_dir in listed if is_dir] if depth < 4 else []:
+            try:
+                fd = os.open(name, _DIR, dir_fd=dir_fd)
+            except OSError:
+                continue
+            try:
+                found += count(fd, depth + 1)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+        return found
 
     try:
         root_fd = os.open(cache, _DIR)
     except OSError:
         return 0
-    count = 0
     try:
         with os.scandir(root_fd) as entries:
-            folders = [e.name for e in itertools.islice(entries, OWN_CACHE_MAX_FILES) if e.is_dir(follow_symlinks=False)]
-        for name in folders:
+            top = [e.name for e in itertools.islice(entries, OWN_CACHE_MAX_FILES) if e.is_dir(follow_symlinks=False)]
+        total = 0
+        for name in top:
             try:
                 fd = os.open(name, _DIR, dir_fd=root_fd)
             except OSError:
                 continue
             try:
-                with os.scandir(fd) as entries:
-                    count += any(Path(e.name).suffix in (".cubin", ".hsaco") for e in itertools.islice(entries, 64))
+                total += count(fd, 1)
+            except OSError:
+                continue
             finally:
                 os.close(fd)
+        return total
     except OSError:
-        return count
+        return 0
     finally:
         os.close(root_fd)
-    return count
