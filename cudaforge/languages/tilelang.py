@@ -42,22 +42,29 @@ def _output_shape(param: Any, inputs: list[tuple[Any, Any]]) -> list[int]:
 
 @contextlib.contextmanager
 def _compile_only(target: list[Any]) -> Iterator[list[str]]:
-    """Inside it, TileLang finds the target GPU without asking one (its detection asks torch: availability and
-    compute capability), so every kernel that ``@tilelang.jit`` or ``tilelang.compile`` builds compiles for
+    """Inside it, TileLang finds the target GPU without asking one (its CUDA detection, which asks torch for the
+    GPU's compute capability, answers the target's; torch is left alone), so every kernel that ``@tilelang.jit`` or ``tilelang.compile`` builds compiles for
     ``target`` into TileLang's cache (``TILELANG_CACHE_DIR``), and calling a compiled kernel launches nothing: it
     returns empty outputs of the shapes its ``out_idx`` parameters declare, so ``forward`` goes on to the next
     kernel. Yields the names of the prim_funcs compiled. The same sizes at run time on that GPU then find them in
     the cache (TileLang's key: the prim_func's script, ``out_idx``, target, backend, pass configs)."""
     import torch
+    from tilelang.backend import target as targets
     from tilelang.cache.kernel_cache import KernelCache
+    from tilelang.cuda import target as cuda_target
     from tilelang.jit.kernel import JITKernel
 
     if target[0] != "cuda":
         raise RuntimeError(f"TileLang kernels are built ahead only for CUDA GPUs, not {target[0]}")
-    capability = divmod(int(target[1]), 10)
+    if not all(hasattr(cuda_target, f) for f in ("_detect_torch_cuda_arch", "_cuda_target_from_arch")):
+        import tilelang
+
+        raise RuntimeError(f"TileLang {getattr(tilelang, '__version__', '?')} cannot be built ahead (0.1.15 can)")
+    from tilelang.contrib import nvcc
+
+    arch = f"sm_{nvcc.get_target_arch(divmod(int(target[1]), 10))}"  # as TileLang names the GPU it finds
     built: list[str] = []
-    cuda = torch.cuda
-    saved = (cuda.is_available, cuda.get_device_capability, cuda.current_device)
+    detect_arch, detector = cuda_target._detect_torch_cuda_arch, targets._TARGET_DETECTORS.get("cuda")
     cached, call = KernelCache.cached, JITKernel.__call__
 
     def compile_(self: Any, func: Any = None, out_idx: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -85,15 +92,18 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
             return None
         return made[0] if len(made) == 1 else made
 
-    cuda.is_available = lambda: True
-    cuda.get_device_capability = lambda device=None: capability
-    cuda.current_device = lambda: 0
+    # TileLang asks torch for the GPU's compute capability ("auto" and "cuda" targets): it gets the target's, and
+    # torch itself is left alone (this copy sees no GPU)
+    cuda_target._detect_torch_cuda_arch = lambda: arch
+    targets.register_target_detector("cuda", lambda: cuda_target._cuda_target_from_arch(arch), override=True)
     KernelCache.cached, JITKernel.__call__ = compile_, launch_nothing  # type: ignore[method-assign]
     try:
         yield built
     finally:
         KernelCache.cached, JITKernel.__call__ = cached, call  # type: ignore[method-assign]
-        cuda.is_available, cuda.get_device_capability, cuda.current_device = saved
+        cuda_target._detect_torch_cuda_arch = detect_arch
+        if detector is not None:
+            targets._TARGET_DETECTORS["cuda"] = detector
 
 
 LANGUAGE = KernelLanguage(
