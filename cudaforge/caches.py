@@ -24,7 +24,8 @@ The build cache's limit (``eval.build_cache_max_gb``, :func:`evict_lru`) removes
 ``build`` entries and kept JIT caches after each new build is stored; a cache hit touches its entry's folder
 (``cudaforge.eval.build``), so its mtime is when it was last used. Precompiled headers are not counted.
 
-Importing this module imports nothing of cudaforge's and no torch, litellm or Hydra: the build path (``eval/build``)
+Importing this module imports nothing of cudaforge's but the language registry (``cudaforge.languages``, which
+imports nothing heavy: the JIT-cache kinds come from it) and no torch, litellm or Hydra: the build path (``eval/build``)
 keeps its cache in bounds with it, and ``cudaforge/cache_admin.py`` (the ``cudaforge cache`` command, which resolves the
 folders from a config) lists and clears through it.
 """
@@ -118,14 +119,14 @@ def _build_kind(build: Path) -> CacheKind:
                      lock="locks/{name}.lock", in_use_s=IN_USE_S)
 
 
-JIT_CACHES = {"triton": "Triton kernels kept per candidate source, and the verifier's own",
-              "tilelang": "TileLang kernels kept per candidate source"}
-"""The kept JIT caches: every kernel language's ``jit_cache`` (``cudaforge.languages``; a test keeps the two equal)."""
-
-
 def _jit_kinds(build: Path) -> list[CacheKind]:
-    return [CacheKind(name, build / f"{name}-own", what, r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S)
-            for name, what in JIT_CACHES.items()]  # fmt: skip
+    """One kind per kernel language with a kept JIT cache (``KernelLanguage.jit_cache``: ``triton``, ``tilelang``),
+    ``<build>/<jit_cache>-own/`` (Triton's also holds the verifier's own, ``trusted``)."""
+    from cudaforge.languages import jit_caches
+
+    return [CacheKind(lang.jit_cache, build / f"{lang.jit_cache}-own",
+                      f"{lang.title or lang.name} kernels kept per candidate source",
+                      r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S) for lang in jit_caches()]  # fmt: skip
 
 
 def _llm_kind(path: Path | None) -> CacheKind:

@@ -114,12 +114,12 @@ def test_entries_in_use_are_left(caches):
 
 
 def test_unknown_kinds_are_refused_and_nothing_is_cleared(caches, capsys):
-    with pytest.raises(UnknownCacheKind, match=r"unknown cache kind 'bogus': known kinds are build, pch, triton, tilelang"):
+    with pytest.raises(UnknownCacheKind, match=r"unknown cache kind 'bogus': known kinds are build, pch, tilelang, triton"):
         cache_clear(["build", "bogus"], caches)
     assert info(caches)["build"]["entries"] == 2
     assert main_cache(["clear", "bogus"], caches) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "known kinds are build, pch, triton, tilelang, profiles, llm" in err
+    assert err.count("\n") == 1 and "known kinds are build, pch, tilelang, triton, profiles, llm" in err
     assert main_cache(["frobnicate"], caches) == 2
     assert info(caches)["build"]["entries"] == 2
 
@@ -230,3 +230,11 @@ def test_the_command_takes_its_settings_as_overrides(tmp_path, capsys):
     assert main_cache(["clear", "build", f"eval.build_cache_dir={build}"]) == 0
     assert not (build / key(1)).exists() and "3.0 MB" in capsys.readouterr().out
     assert main_cache(["--help"]) == 0 and "usage: cudaforge cache" in capsys.readouterr().out
+
+
+def test_every_kept_jit_cache_is_a_kind_the_cache_command_manages():
+    from cudaforge import languages
+    from cudaforge.caches import KIND_NAMES
+
+    kept = [lang.jit_cache for lang in languages.jit_caches()]
+    assert kept == ["tilelang", "triton"] and set(kept) <= set(KIND_NAMES)

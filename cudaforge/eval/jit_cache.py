@@ -131,15 +131,15 @@ def _read_tree(root: Path) -> list[tuple[Path, bytes]] | None:
 
 
 def keep_own_jit_cache(scratch_cache: Path, store: Path) -> None:
-    """Keep what a JIT language compiled in a worker (Triton's kernels, launchers and driver stubs; TileLang's kernels)
-    for the next evaluation of the same source. The files are the candidate's own output: they are only ever given back to a worker of the same
-    source (``seed_own_jit_cache``), never to another candidate and never loaded by the trusted side. Call it once
-    the sandbox was killed; the files are read through descriptors that follow no link at any level (so even a
-    process of the sandbox that outlived the kill by a moment cannot redirect a read), only regular files, capped
-    in number and size. The first keep of a source renames a temporary directory into place; a later one (the GPU
-    run after the CPU pool's, or after an earlier evaluation) adds the files the store lacks, each written aside and
-    renamed, so a worker being seeded meanwhile sees whole files, up to the same caps in all. Group files get ``PATH_TOKEN`` in place of the
-    worker's cache path."""
+    """Keep what a JIT language compiled in a worker (Triton's kernels, launchers and driver stubs; TileLang's
+    kernels) for the next evaluation of the same source. The files are the candidate's own output: they are only
+    ever given back to a worker of the same source (``seed_own_jit_cache``), never to another candidate and never
+    loaded by the trusted side. Call it once the sandbox was killed; the files are read through descriptors that
+    follow no link at any level (so even a process of the sandbox that outlived the kill by a moment cannot redirect
+    a read), only regular files, capped in number and size. The first keep of a source renames a temporary
+    directory into place; a later one (the GPU run after the CPU pool's, or after an earlier evaluation) adds the
+    files the store lacks, each written aside and renamed, so a worker being seeded meanwhile sees whole files, up
+    to the same caps in all. Group files get ``PATH_TOKEN`` in place of the worker's cache path."""
     if scratch_cache.is_symlink() or not scratch_cache.is_dir():
         return
     try:

@@ -42,7 +42,8 @@ from cudaforge.eval.exchange import Arena, ArenaError, DeviceArena, Driver, deco
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
-from cudaforge.eval.jit_cache import count_kernels, keep_own_jit_cache, own_store, seed_own_jit_cache, seed_trusted_stubs
+from cudaforge.eval.jit_cache import (count_kernels, keep_own_jit_cache, own_store, seed_own_jit_cache,
+                                      seed_trusted_stubs)
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.runtime import (

@@ -134,5 +134,5 @@ def describe() -> str:
 
 
 __all__ = ["KernelLanguage", "NO_KERNEL", "choice_languages", "coder_languages", "describe", "detect", "get",
-           "is_copy_or_fill", "is_own_kernel", "jit_cache_env", "jit_caches", "kernel_base_name", "kernel_builders", "kernel_decorators",
-           "kernel_names", "languages", "missing_message", "missing_modules", "names"]
+           "is_copy_or_fill", "is_own_kernel", "jit_cache_env", "jit_caches", "kernel_base_name", "kernel_builders",
+           "kernel_decorators", "kernel_names", "languages", "missing_message", "missing_modules", "names"]

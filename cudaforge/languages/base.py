@@ -65,8 +65,9 @@ class KernelLanguage:
     jit_cache: str = ""
     """Where it keeps what it JIT-compiles on disk, as a folder of the worker's scratch directory (``triton``); the
     worker's environment points ``jit_cache_env`` there. What a source compiled there is kept once its worker is
-    dead and seeded into its next worker (``<build cache>/<jit_cache>-own/<source hash>``, ``cudaforge.eval.jit_cache``).
-    Empty: nothing kept."""
+    dead and seeded into its next worker (``<build cache>/<jit_cache>-own/<source hash>``,
+    ``cudaforge.eval.jit_cache``; ``cudaforge cache`` lists and clears it as a kind of that name). Empty: nothing
+    kept."""
     jit_cache_env: str = ""
     """The environment variable naming that folder (``TRITON_CACHE_DIR``)."""
     jit_kernel_marks: tuple[str, ...] = (".cubin", ".hsaco")

@@ -20,4 +20,6 @@ LANGUAGE = KernelLanguage(
     detect=_detect,
     kernel_names=_kernel_names,
     builders=("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "compile_with_cache"),
+    prebuild_note="not built ahead: a RawKernel compiles its CUDA source with NVRTC at its first launch, in the "
+    "correctness phase (into CuPy's cache under the worker's HOME, its scratch directory).",
 )
