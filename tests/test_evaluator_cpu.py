@@ -595,6 +595,41 @@ def test_repeated_keeps_of_one_source_cannot_grow_its_store_past_the_caps(tmp_pa
     assert len([p for p in store.rglob("*") if p.is_file()]) == 5
 
 
+def test_a_tree_of_planted_folders_costs_a_bounded_read_and_keeps_nothing(tmp_path, monkeypatch):
+    """A worker that fills its cache with folders (no files) cannot make the trusted side's keep or count walk
+    them all: both stop after OWN_CACHE_MAX_ENTRIES entries, the keep keeping nothing."""
+    from cudaforge.eval import jit_cache
+
+    monkeypatch.setattr(jit_cache, "OWN_CACHE_MAX_ENTRIES", 50)
+    cache = tmp_path / "cand" / "tilelang"
+    for i in range(12):
+        for j in range(12):  # 156 folders, 3 levels
+            (cache / f"d{i}" / f"e{j}" / "f").mkdir(parents=True)
+    (cache / "d0" / "e0" / "f" / "device_kernel.cu").write_text("__global__")
+    store = tmp_path / "build" / "tilelang-own" / "src"
+    jit_cache.keep_own_jit_cache(cache, store)
+    assert not store.exists()
+    walked = []
+    real_open = os.open
+    monkeypatch.setattr(jit_cache.os, "open", lambda *a, **k: walked.append(a[0]) or real_open(*a, **k))
+    assert jit_cache.count_kernels(cache, ("device_kernel.cu",)) <= 1 and len(walked) <= 51
+
+
+def test_tilelang_kernels_are_counted_three_levels_down_by_their_marks(tmp_path):
+    from cudaforge import languages
+    from cudaforge.eval.jit_cache import count_kernels
+
+    cache = tmp_path / "tilelang"
+    for key in ("a1", "b2"):
+        entry = cache / "0.1.15" / "linux-x86_64" / "kernels" / key
+        entry.mkdir(parents=True)
+        (entry / "device_kernel.cu").write_text("__global__ void k() {}")
+    (cache / "0.1.15" / "cuda-binaries" / "c3").mkdir(parents=True)
+    (cache / "0.1.15" / "cuda-binaries" / "c3" / "kernel.cubin").write_bytes(b"\x7fELF")  # shared by both
+    assert count_kernels(cache, languages.get("tilelang").jit_kernel_marks) == 2
+    assert count_kernels(cache) == 1  # Triton's marks: the one cubin folder
+
+
 def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
     """The verifier's own Triton cache gives each worker its host-compiled stubs (no gcc at the first launch), never
     a kernel folder, a link or a folder with anything else in it."""

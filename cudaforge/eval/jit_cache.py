@@ -29,6 +29,9 @@ from pathlib import Path
 
 OWN_CACHE_MAX_BYTES = 256 << 20
 OWN_CACHE_MAX_FILES = 4096
+OWN_CACHE_MAX_ENTRIES = 4 * OWN_CACHE_MAX_FILES
+"""Directory entries of any kind (folders, files, links) read from a worker's cache, in all: a tree of empty
+folders costs a read as much as files do."""
 TRUSTED_DIR = "trusted"
 """The verifier's own Triton cache, under ``<build cache>/triton-own/``."""
 PATH_TOKEN = b"@@CUDAFORGE_TRITON_CACHE@@"
@@ -86,14 +89,20 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 def _read_tree(root: Path) -> list[tuple[Path, bytes]] | None:
     """Every regular file under ``root`` with its bytes, read through directory descriptors opened without following
     a link at any level (a folder swapped for a link while this runs is skipped, never followed), at most 16 levels
-    deep; None past the caps."""
+    deep; None past the caps (``OWN_CACHE_MAX_ENTRIES`` entries seen in all, files, bytes)."""
+    import itertools
+
     found: list[tuple[Path, bytes]] = []
-    total = 0
+    total = seen = 0
 
     def walk(dir_fd: int, rel: Path, depth: int) -> bool:
-        nonlocal total
+        nonlocal total, seen
         with os.scandir(dir_fd) as entries:
-            names = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries]
+            names = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                     for e in itertools.islice(entries, OWN_CACHE_MAX_ENTRIES - seen + 1)]  # fmt: skip
+        seen += len(names)
+        if seen > OWN_CACHE_MAX_ENTRIES:
+            return False
         for name, is_dir, is_file in names:
             if is_dir and depth < 16:
                 try:
@@ -236,18 +245,21 @@ def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -
 def count_kernels(cache: Path, marks: tuple[str, ...] = (".cubin", ".hsaco")) -> int:
     """How many compiled kernels a JIT cache holds: folders with a file whose name ends with one of ``marks`` (a
     language's ``jit_kernel_marks``: Triton's ``.cubin`` folders at the top, TileLang's ``device_kernel.cu`` ones
-    three levels down, ``<version>/<platform>/kernels/<key>``), read through descriptors that follow no link, at most
-    ``OWN_CACHE_MAX_FILES`` folders a level and four levels: a count for the record, never a verdict (while the
+    three levels down, ``<version>/<platform>/kernels/<key>``), read through descriptors that follow no link, at
+    most four levels and ``OWN_CACHE_MAX_ENTRIES`` entries in all: a count for the record, never a verdict (while the
     worker lives it may plant folders)."""
     import itertools
 
+    budget = [OWN_CACHE_MAX_ENTRIES]  # entries read in all: a planted tree of folders costs no more than that
+
     def count(dir_fd: int, depth: int) -> int:
         with os.scandir(dir_fd) as entries:
-            listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in itertools.islice(entries, OWN_CACHE_MAX_FILES)]
+            listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in itertools.islice(entries, max(budget[0], 0))]
+        budget[0] -= len(listed)
         if any(name.endswith(marks) and not is_dir for name, is_dir in listed):
             return 1
         found = 0
-        for name in [name for name, is_dir in listed if is_dir] if depth < 4 else []:
+        for name in [name for name, is_dir in listed if is_dir] if depth < 4 and budget[0] > 0 else []:
             try:
                 fd = os.open(name, _DIR, dir_fd=dir_fd)
             except OSError:
@@ -267,8 +279,11 @@ def count_kernels(cache: Path, marks: tuple[str, ...] = (".cubin", ".hsaco")) ->
     try:
         with os.scandir(root_fd) as entries:
             top = [e.name for e in itertools.islice(entries, OWN_CACHE_MAX_FILES) if e.is_dir(follow_symlinks=False)]
+        budget[0] -= len(top)
         total = 0
         for name in top:
+            if budget[0] <= 0:
+                break
             try:
                 fd = os.open(name, _DIR, dir_fd=root_fd)
             except OSError:
