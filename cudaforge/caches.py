@@ -125,7 +125,8 @@ def _jit_kinds(build: Path) -> list[CacheKind]:
     from cudaforge.languages import jit_caches
 
     return [CacheKind(lang.jit_cache, build / f"{lang.jit_cache}-own",
-                      f"{lang.title or lang.name} kernels kept per candidate source",
+                      f"{lang.title or lang.name} kernels kept per candidate source"
+                      + (", and the verifier's own" if lang.jit_cache == "triton" else ""),
                       r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S) for lang in jit_caches()]  # fmt: skip
 
 

@@ -221,10 +221,11 @@ examples:
 exit status: 0 nothing stops a run, 1 something does (each such line starts with 'x').""",
     "cache": """usage: cudaforge cache info | cudaforge cache clear [KIND ...]
 
-Where cudaforge keeps its caches and how big they are: build (CUDA builds), pch (precompiled headers), triton
-(a source's own Triton kernels), profiles (profiles and task costs), llm (the file llm_cache.path names; by
-default each run keeps its own). `clear` empties the kinds named (without a name: all but llm). Settings such
-as eval.build_cache_dir=DIR point it elsewhere; eval.build_cache_max_gb (20) caps build + triton.
+Where cudaforge keeps its caches and how big they are: build (CUDA builds), pch (precompiled headers), tilelang
+and triton (a source's own TileLang and Triton kernels; triton also the verifier's own), profiles (profiles and
+task costs), llm (the file llm_cache.path names; by default each run keeps its own). `clear` empties the kinds
+named (without a name: all but llm). Settings such as eval.build_cache_dir=DIR point it elsewhere;
+eval.build_cache_max_gb (20) caps build + tilelang + triton.
 
 examples:
   cudaforge cache info

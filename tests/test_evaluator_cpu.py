@@ -468,6 +468,7 @@ import pathlib
 import torch
 import torch.nn as nn
 
+# a Triton source as the evaluator tells one (triton.jit in its text): only those keep their Triton cache
 CACHE = pathlib.Path(os.environ["TRITON_CACHE_DIR"])
 SEEN = (CACHE / "kernel.bin").exists()  # {tag}
 CACHE.mkdir(parents=True, exist_ok=True)

@@ -219,3 +219,13 @@ def test_a_kernel_named_like_torchs_or_a_librarys_does_not_make_theirs_the_candi
     launches into the candidate's kernels, and a passthrough would pass the GPU's no_custom_kernel check."""
     assert not languages.is_own_kernel(profiled, {defined})
     assert languages.is_own_kernel("void my_gemm_kernel<float>(float const*, float*, int)", {"my_gemm_kernel"})
+
+
+def test_a_sources_kept_jit_caches_are_those_of_the_languages_it_is_written_in():
+    from cudaforge import languages
+
+    candidates = Path(__file__).resolve().parents[1] / "benchmarks" / "candidates"
+    named = lambda file: [lang.name for lang in languages.jit_caches((candidates / file).read_text())]  # noqa: E731
+    assert named("triton_relu.py") == ["triton"] and named("tilelang_relu.py") == ["tilelang"]
+    assert named("cuda_relu.py") == [] and named("cute_dsl_relu.py") == []
+    assert [lang.name for lang in languages.jit_caches()] == ["tilelang", "triton"]

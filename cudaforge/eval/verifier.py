@@ -1083,10 +1083,11 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
         prepared = False  # the source's JIT kernels were kept before (by the CPU pool, or an earlier evaluation)
         if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
-            for language in languages.jit_caches():  # when they are read (keep_own_jit_cache)
-                own_caches[language.jit_cache] = own_store(settings.cache_root(), language.jit_cache, digest)
-                prepared = prepared or own_caches[language.jit_cache].is_dir()
-                seed_own_jit_cache(own_caches[language.jit_cache], Path(process.scratch) / language.jit_cache)
+            for language in languages.jit_caches(source):  # when they are read (keep_own_jit_cache); only the
+                store = own_store(settings.cache_root(), language.jit_cache, digest)  # languages it is written in
+                own_caches[language.jit_cache] = store
+                prepared = prepared or count_kernels(store, language.jit_kernel_marks) > 0
+                seed_own_jit_cache(store, Path(process.scratch) / language.jit_cache)
         loaded: dict[str, Any] = {}
         try:
             loaded = process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,

@@ -118,9 +118,10 @@ def is_own_kernel(name: str, own_names: set[str]) -> bool:
     return any(lang.profiled_match(base, own) for lang in languages() for own in own_names)
 
 
-def jit_caches() -> list[KernelLanguage]:
-    """The languages with an on-disk JIT cache that a worker keeps in its scratch directory (``jit_cache``)."""
-    return [lang for lang in languages() if lang.jit_cache]
+def jit_caches(source: str | None = None) -> list[KernelLanguage]:
+    """The languages with an on-disk JIT cache that a worker keeps in its scratch directory (``jit_cache``); with
+    ``source``, those it is written in (each language's ``detect``: a source may use two)."""
+    return [lang for lang in languages() if lang.jit_cache and (source is None or lang.detect(source))]
 
 
 def jit_cache_env(scratch: str) -> dict[str, str]:

@@ -92,18 +92,20 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
             return None
         return made[0] if len(made) == 1 else made
 
-    # TileLang asks torch for the GPU's compute capability ("auto" and "cuda" targets): it gets the target's, and
-    # torch itself is left alone (this copy sees no GPU)
-    cuda_target._detect_torch_cuda_arch = lambda: arch
-    targets.register_target_detector("cuda", lambda: cuda_target._cuda_target_from_arch(arch), override=True)
-    KernelCache.cached, JITKernel.__call__ = compile_, launch_nothing  # type: ignore[method-assign]
     try:
+        # TileLang asks torch for the GPU's compute capability ("auto" and "cuda" targets): it gets the target's,
+        # and torch itself is left alone (this copy sees no GPU)
+        cuda_target._detect_torch_cuda_arch = lambda: arch
+        targets.register_target_detector("cuda", lambda: cuda_target._cuda_target_from_arch(arch), override=True)
+        KernelCache.cached, JITKernel.__call__ = compile_, launch_nothing  # type: ignore[method-assign]
         yield built
     finally:
         KernelCache.cached, JITKernel.__call__ = cached, call  # type: ignore[method-assign]
         cuda_target._detect_torch_cuda_arch = detect_arch
         if detector is not None:
             targets._TARGET_DETECTORS["cuda"] = detector
+        else:
+            targets._TARGET_DETECTORS.pop("cuda", None)
 
 
 LANGUAGE = KernelLanguage(

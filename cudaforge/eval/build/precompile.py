@@ -262,7 +262,7 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     if "pid" not in (worker.sandbox_status().get("namespaces") or []):
         return [], "compiled, but not kept: without a PID namespace no one can tell that the worker is gone"
     worker.process.kill()
-    for language in jit_caches():
+    for language in jit_caches(source):  # only the languages it is written in
         keep_own_jit_cache(Path(worker.scratch) / language.jit_cache,
                            own_store(settings.cache_root(), language.jit_cache, source_hash(source)))
     return kernels, error[:500]
