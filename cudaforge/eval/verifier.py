@@ -958,8 +958,9 @@ took about 8 s on an H200)."""
 def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProcess, device: torch.device,
                cfg: dict[str, Any], timeout_s: float, build: bool) -> dict[str, Any] | None:
     """For a candidate in a JIT language that can be built ahead (Triton, TileLang; None for any other): how many
-    compiled kernels its worker's cache of that language held after the candidate's import (what the CPU pool or an earlier evaluation
-    built ahead, plus what the worker warmed with) and after the compile phase, as counted here; with ``build``
+    compiled kernels its worker's cache of that language held after the candidate's import (what the CPU pool or
+    an earlier evaluation built ahead, plus what the worker warmed with) and after the compile phase, as counted
+    here; with ``build``
     (``eval.jit_ahead=compile``, the pool did not prepare it), its kernels are compiled in the compile phase, on
     fake tensors of the task's inputs (``cudaforge.eval.jit_prebuild``). The task's inputs are described from a
     module of the task loaded for this alone (a fake tensor must never stay in the reference the trials use).

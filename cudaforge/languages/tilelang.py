@@ -46,8 +46,9 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
     GPU's compute capability, answers the target's; torch is left alone), so every kernel that ``@tilelang.jit``
     or ``tilelang.compile`` builds compiles for ``target`` into TileLang's cache (``TILELANG_CACHE_DIR``), and
     calling a compiled kernel launches nothing: it returns empty outputs of the shapes its ``out_idx`` parameters
-    declare, so ``forward`` goes on to the next kernel. Yields the names of the prim_funcs compiled. The same sizes at run time on that GPU then find them in
-    the cache (TileLang's key: the prim_func's script, ``out_idx``, target, backend, pass configs)."""
+    declare, so ``forward`` goes on to the next kernel. Yields the names of the prim_funcs compiled. The same sizes
+    at run time on that GPU then find them in the cache (TileLang's key: the prim_func's script, ``out_idx``,
+    target, backend, pass configs)."""
     import torch
     from tilelang.backend import target as targets
     from tilelang.cache.kernel_cache import KernelCache
