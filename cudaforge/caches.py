@@ -21,8 +21,8 @@ removed: one whose lock (``build``: ``<build cache>/locks/<key>.lock``; ``pch``:
 process holds, or that was used in the last :data:`IN_USE_S` seconds.
 
 The build cache's limit (``eval.build_cache_max_gb``, :func:`evict_lru`) removes whole least-recently-used
-``build`` entries and kept JIT caches after each new build is stored; a cache hit touches its entry's folder
-(``cudaforge.eval.build``), so its mtime is when it was last used. Precompiled headers are not counted.
+``build`` entries, precompiled header sets and kept JIT caches after each new build is stored; a cache hit touches
+its entry's folder (``cudaforge.eval.build``), so its mtime is when it was last used.
 
 Importing this module imports nothing of cudaforge's but the language registry (``cudaforge.languages``, which
 imports nothing heavy: the JIT-cache kinds come from it) and no torch, litellm or Hydra: the build path (``eval/build``)
@@ -106,12 +106,16 @@ def _registry(paths: CachePaths) -> list[CacheKind]:
     """Every kind of cached data, one line each: a new cache is added here."""
     return [
         _build_kind(paths.build),
-        CacheKind("pch", paths.pch, "precompiled torch/extension.h and cudaforge/bind.h, one pair per host-flag set", r"[0-9a-f]{24}",
-                  lock="{name}.lock", in_use_s=IN_USE_S),
+        _pch_kind(paths.pch),
         *_jit_kinds(paths.build),
         CacheKind("profiles", paths.profiles, "Nsight Compute profiles and task costs", r"[0-9a-f]{2}|task_cost"),
         _llm_kind(paths.llm),
     ]
+
+
+def _pch_kind(pch: Path | None) -> CacheKind:
+    return CacheKind("pch", pch, "precompiled torch/extension.h and cudaforge/bind.h, one pair per host-flag set",
+                     r"[0-9a-f]{24}", lock="{name}.lock", in_use_s=IN_USE_S)
 
 
 def _build_kind(build: Path) -> CacheKind:
@@ -262,15 +266,18 @@ def clear_kind(kind: CacheKind, now: float | None = None) -> Cleared:
     return done
 
 
-def evict_lru(build_root: str | os.PathLike, max_bytes: int, now: float | None = None) -> int:
-    """Keep the build cache at ``build_root`` under ``max_bytes`` (0 or less: no limit): remove whole
-    ``build`` entries and kept JIT caches, least recently used first, until the rest fits. Entries in use are
-    skipped; one process evicts at a time (another finding it busy returns at once). The bytes freed."""
+def evict_lru(build_root: str | os.PathLike, max_bytes: int, now: float | None = None,
+              pch_root: str | os.PathLike | None = None) -> int:
+    """Keep the build cache at ``build_root`` (with its precompiled headers, ``pch_root``, default
+    ``<build_root>/pch``) under ``max_bytes`` (0 or less: no limit): remove whole ``build`` entries, precompiled
+    header sets and kept JIT caches, least recently used first, until the rest fits. Entries in use are skipped;
+    one process evicts at a time (another finding it busy returns at once). The bytes freed."""
     if max_bytes <= 0:
         return 0
     root = Path(build_root)
     now = time.time() if now is None else now
-    kinds = [_build_kind(root), *_jit_kinds(root)]
+    pch = Path(pch_root) if pch_root else root / "pch"
+    kinds = [_build_kind(root), _pch_kind(pch), *_jit_kinds(root)]
     freed = 0
     with _unless_locked(root / "locks" / "evict.lock", create=True) as ours:
         if not ours:

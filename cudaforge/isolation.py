@@ -428,6 +428,9 @@ def remove_noted(workdir: str | os.PathLike) -> None:
     for line in noted:
         path = Path(line.strip())
         if path.is_absolute() and path.name.startswith("cudaforge-") and path.is_dir() and not path.is_symlink():
+            from cudaforge.sandbox import release_scratch
+
+            release_scratch(str(path))  # a sandbox's scratch may be a tmpfs of its own: unmounted first
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -117,7 +117,8 @@ class Evaluator:
         if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
         for key, low in (("crosscheck_calls", 2), ("crosscheck_max_gb", 0), ("crosscheck_ratio", 1),
-                         ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0), ("build_cache_max_gb", 0)):
+                         ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0), ("build_cache_max_gb", 0),
+                         ("sandbox_memory_gb", 0), ("sandbox_scratch_gb", 0), ("sandbox_scratch_files", 0)):
             value = self.cfg[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
                 raise ValueError(f"eval.{key}={value!r}: expected a number of at least {low}")
@@ -221,6 +222,7 @@ class Evaluator:
             self._build = BuildSettings(cache_dir=str(self.build_cache), arch=self.cfg["target_arch"],
                                         sandbox=SandboxMode(self.cfg["sandbox"]).value,
                                         sandbox_namespaces=bool(self.cfg["sandbox_namespaces"]),
+                                        allow_weak_sandbox=bool(self.cfg["allow_weak_sandbox"]),
                                         max_cache_gb=float(self.cfg["build_cache_max_gb"])).resolved()  # fmt: skip
         return self._build
 

@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -22,7 +21,7 @@ from typing import Any, Callable
 from cudaforge.eval.channel import Channel, ChannelError
 from cudaforge.isolation import scrubbed_env
 from cudaforge.languages import jit_cache_env
-from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe
+from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
 
 LOG_CAP = 64 << 20
 """The largest stdout or stderr file the worker may write (RLIMIT_FSIZE; past it the worker dies)."""
@@ -71,11 +70,13 @@ class CandidateProcess:
     """One sandboxed worker: started at construction, ended by ``close``."""
 
     def __init__(self, *, device: str, mode: SandboxMode, logs_dir: str, env: dict[str, str] | None = None,
-                 cpu_seconds: int = 3600, namespaces: bool = True) -> None:
+                 cpu_seconds: int = 3600, namespaces: bool = True, allow_weak: bool = False,
+                 memory_bytes: int = 16 << 30, scratch_bytes: int = 2 << 30, scratch_files: int = 50_000) -> None:
         """``device``: ``cuda`` (the GPU that ``CUDA_VISIBLE_DEVICES`` names) or ``cpu``; ``logs_dir``: a
-        directory of the trusted side's, for the worker's stdout and stderr."""
+        directory of the trusted side's, for the worker's stdout and stderr; the rest: the sandbox's
+        (``cudaforge.sandbox.Sandbox``)."""
         self.device, self.mode = device, SandboxMode(mode)
-        self.scratch = tempfile.mkdtemp(prefix="cudaforge-cand-")
+        self.scratch = new_scratch("cand", scratch_bytes if self.mode is not SandboxMode.off else 0, scratch_files)
         self.logs = Path(logs_dir)
         ours, theirs = socket.socketpair()
         s = self.scratch
@@ -83,6 +84,8 @@ class CandidateProcess:
             "HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
             "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv", "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1", "CUDAFORGE_WORKER_DEVICE": device,
+            "PYTHONSAFEPATH": "1",  # its working folder (the scratch it writes) is not where imports are found
+            "USER": "cudaforge", "LOGNAME": "cudaforge",  # its uid has no entry in /etc/passwd
             "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),
                                                       os.environ.get("PYTHONPATH")) if p),
             **(env or {}),
@@ -90,7 +93,8 @@ class CandidateProcess:
         if device == "cpu":
             child_env["CUDA_VISIBLE_DEVICES"] = ""
         self.sandbox = Sandbox(mode=self.mode, scratch=self.scratch, cpu_seconds=cpu_seconds, file_bytes=LOG_CAP,
-                               namespaces=namespaces)  # fmt: skip
+                               namespaces=namespaces, allow_weak=allow_weak, memory_bytes=memory_bytes,
+                               scratch_bytes=scratch_bytes, scratch_files=scratch_files)  # fmt: skip
         with (self.logs / "worker_stdout.log").open("wb") as out, (self.logs / "worker_stderr.log").open("wb") as err:
             self.process: SandboxedProcess = self.sandbox.start(
                 [sys.executable, "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())], env=child_env,
@@ -130,8 +134,10 @@ class CandidateProcess:
         """Wait for the worker's start-up; measure the channel's round trip before any candidate code exists."""
         status = self.sandbox_status(timeout_s)
         if not status.get("ok"):
-            raise WorkerFailure("unsupported", "eval.sandbox=required, and this machine cannot give the candidate "
-                                "the sandbox it requires: " + "; ".join(status.get("missing", [])))  # fmt: skip
+            how = ("eval.sandbox=required" if self.mode is SandboxMode.required
+                   else "eval.sandbox=auto without eval.allow_weak_sandbox=true")
+            raise WorkerFailure("unsupported", f"{how}, and this machine cannot give the candidate the sandbox's wall: "
+                                + "; ".join(status.get("missing", [])))  # fmt: skip
         try:
             message, _ = self.channel.recv(timeout_s)
         except ChannelError as exc:

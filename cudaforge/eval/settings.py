@@ -205,12 +205,24 @@ class EvalConfig:
     """reference_slowdown fires when the reference's median beside the candidate exceeds its median alone by this
     fraction (and by 5 us)."""
     sandbox: SandboxMode = SandboxMode.auto
-    """Candidates run sandboxed (cudaforge.sandbox): ``auto`` applies what this machine offers and records what is
-    missing in each result's fingerprint; ``required`` refuses to evaluate (status ``unsupported``) when a protection
-    is missing; ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""
+    """Candidates, and the compiler on their sources, run sandboxed (cudaforge.sandbox): ``auto`` and ``required``
+    refuse to evaluate (status ``unsupported``) where this machine cannot give the sandbox's wall (namespaces, a
+    minimal root, an unprivileged uid, a seccomp filter); under ``auto``, ``allow_weak_sandbox`` runs them anyway;
+    ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""
+    allow_weak_sandbox: bool = False
+    """With ``sandbox=auto``: evaluate even where a part of the sandbox's wall is missing, with what this machine
+    offers; every result made so says it (its fingerprint's sandbox summary starts with ``WEAK``)."""
     sandbox_namespaces: bool = True
-    """Give each sandbox new pid, network, mount and IPC namespaces. Off only where they break a tool; the results
-    then say so, and ``sandbox=required`` refuses to run without them."""
+    """Give each sandbox new pid, network, mount and IPC namespaces. Off only where they break a tool: the wall is
+    then missing (see ``allow_weak_sandbox``)."""
+    sandbox_memory_gb: float = 16.0
+    """Memory the candidate's processes may hold together (a memory cgroup, where this machine delegates one; 0: no
+    limit). Past it the kernel ends the candidate's process, which fails as ``crashed``; nothing outside is hurt."""
+    sandbox_scratch_gb: float = 2.0
+    """Size quota of the candidate's scratch folder and of its private /tmp, each (a tmpfs of its own: needs root;
+    0: none). A write past it fails with "No space left on device"."""
+    sandbox_scratch_files: int = 50_000
+    """Files and folders each of the two may hold."""
     weights: WeightsMode = WeightsMode.seed
     """How ModelNew gets its weights: the reference's seed, as KernelBench does (init-time transforms stay), or
     ``copy_matching`` (the reference's matching tensors copied in; the result says how many)."""

@@ -1073,10 +1073,12 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
             _before_candidate(ref_model, ref_module, cand, device, cfg, result)
         t = enter(phase)
         settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"],
-                                            "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True))})
+                                            "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True)),
+                                            "allow_weak_sandbox": bool(cfg.get("allow_weak_sandbox", False))})
 
         def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
-            reply, record = serve_build(inputs, settings, process.scratch, extra_read=(process.scratch,))
+            reply, record = serve_build(inputs, settings, process.scratch, extra_read=(process.scratch,),
+                                        uid=process.sandbox.uid)
             process.builds.append(record)
             return reply
 

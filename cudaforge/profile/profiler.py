@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.isolation import IsolatedOutcome, run_isolated
-from cudaforge.sandbox import Sandbox, SandboxMode, describe
+from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.settings import ProfileConfig
@@ -410,8 +410,9 @@ class Profiler:
         if s.sandbox == "off":
             return None
         budget = int(s.compile_timeout_s + 4 * s.timeout_s)
-        return Sandbox(mode=SandboxMode(s.sandbox), scratch=tempfile.mkdtemp(prefix="cudaforge-sbx-"),
-                       cpu_seconds=4 * budget + 60, file_bytes=NCU_OUTPUT_CAP)  # fmt: skip
+        return Sandbox(mode=SandboxMode(s.sandbox), scratch=new_scratch("prof", 2 * NCU_OUTPUT_CAP + (1 << 30)),
+                       cpu_seconds=4 * budget + 60, file_bytes=NCU_OUTPUT_CAP,
+                       read=[*default_read_paths(), *_ncu_folders(resolve_ncu(s.ncu_path))])  # fmt: skip
 
     def _run_ncu(self, run: "_Run", ncu: str, out_dir: Path) -> str:
         """Profile under ncu and fill ``run.result``; returns why the fallback must run instead ('' if not)."""
@@ -567,16 +568,19 @@ class _Run:
 
 
 def _deliver(libraries: dict[str, list[str]], scratch: Path) -> dict[str, list[str]]:
-    """Copy the candidate's built extensions into its sandbox's scratch (``ext/``); the payload's map from build key
-    to (the copy, its module name)."""
-    delivered = {}
-    for key, (library, module) in libraries.items():
-        target = scratch / "ext" / f"{module}.so"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(library, target)
-        target.chmod(0o755)
-        delivered[key] = [str(target), module]
-    return delivered
+    """Copy the candidate's built extensions into its sandbox's scratch (never through a link, each a checked
+    library: ``deliver``); the payload's map from build key to (the copy, its module name)."""
+    from cudaforge.eval.build.intercept import deliver
+
+    return {key: [deliver(library, scratch, module), module] for key, (library, module) in libraries.items()}
+
+
+def _ncu_folders(ncu: str | None) -> list[str]:
+    """The install folder of ncu (its front end, its target libraries and sections), for the sandbox's root."""
+    if not ncu:
+        return []
+    real = Path(os.path.realpath(ncu)).parent
+    return [str(real.parent if real.name == "bin" else real)]
 
 
 NCU_OUTPUT_CAP = 1 << 30

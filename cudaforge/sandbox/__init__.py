@@ -1,18 +1,21 @@
 """Sandboxes for untrusted code (candidates, and the compiler runs on their sources).
 
 The trusted side describes a sandbox (``Sandbox``: a private writable scratch directory, what may
-be read, which device nodes may be opened, the uid to run as, rlimits) and starts a program in it
-(``Sandbox.start``). ``cudaforge.sandbox.launch`` applies it: new pid, network, mount and IPC
-namespaces (as root, or through an unprivileged user namespace), a private /proc, an unprivileged
-uid where that uid can run the interpreter (else uid 0 with no capability at all), ``no_new_privs``,
-Landlock (read-only everything it needs, write only the scratch directory, no TCP, no signals or
-abstract sockets outside), rlimits and a process-count limit, and an init that kills every process
-of the sandbox when the program ends or the trusted side goes away.
+be read, which device nodes may be opened, rlimits, quotas) and starts a program in it
+(``Sandbox.start``). ``cudaforge.sandbox.launch`` applies it. The wall: new pid, mount, network and IPC
+namespaces (as root, or through an unprivileged user namespace); a minimal root file system holding only
+what the sandbox may read, its scratch folder, a private /tmp, /dev and /proc (``cudaforge.sandbox.rootfs``);
+an unprivileged uid, never 0 (as root, a uid of its own per sandbox); no capability, ``no_new_privs``; a
+seccomp filter (``cudaforge.sandbox.seccomp``). Further layers: Landlock (read-only everything it may read,
+write only the scratch folder, no TCP, no signals or abstract sockets outside), cgroup limits on tasks and
+memory, a size quota on the scratch folder (a tmpfs of its own, as root), rlimits; and an init that kills
+every process of the sandbox when the program ends or the trusted side goes away.
 
-Modes (``eval.sandbox``): ``required`` refuses to run anything when a protection is missing;
-``auto`` applies what this machine offers and says what it could not (``SandboxedProcess.status``,
-recorded in each result's fingerprint); ``off`` runs the program in a plain new session (tests of
-the unsandboxed behaviour only). docs/evaluation.md ("Threat model") says what holds where.
+Modes (``eval.sandbox``): ``auto`` and ``required`` refuse to run anything when a part of the wall is missing
+(the status says which); under ``auto`` the caller may allow a weak sandbox instead (``allow_weak``, from
+``eval.allow_weak_sandbox``): it then runs with what this machine offers and its status says ``weak``; ``off``
+runs the program in a plain new session (tests of the unsandboxed behaviour only). docs/evaluation.md
+("Threat model") says what holds where.
 
 Stdlib only: importable where torch is not.
 """
@@ -22,6 +25,8 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -36,8 +41,14 @@ from typing import Any
 
 from cudaforge.vendor import current
 
-SANDBOX_UID = 65534
-"""The unprivileged uid (``nobody``) candidates run as when the trusted side is root."""
+SANDBOX_UIDS = range(1_500_000_000, 1_500_000_000 + (1 << 24))
+"""When the trusted side is root, each sandbox runs as a uid of its own drawn from here (and the same gid): no
+other process on the machine has it, so no limit counted per uid (processes, keyrings) is shared."""
+
+
+def fresh_uid() -> int:
+    """An unprivileged uid for one sandbox (see :data:`SANDBOX_UIDS`)."""
+    return SANDBOX_UIDS[secrets.randbelow(len(SANDBOX_UIDS))]
 
 
 class SandboxMode(str, enum.Enum):
@@ -53,7 +64,13 @@ class SandboxRefused(RuntimeError):
 
 
 def _package_root() -> str:
+    """The folder that holds the ``cudaforge`` package (a checkout's root, or site-packages): on PYTHONPATH."""
     return str(Path(__file__).resolve().parents[2])
+
+
+def _package_dir() -> str:
+    """The ``cudaforge`` package itself: what a sandbox may read of it (not the rest of a checkout)."""
+    return str(Path(__file__).resolve().parents[1])
 
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
@@ -84,12 +101,26 @@ def default_read_paths() -> list[str]:
     """What a candidate or a compiler needs to read: the interpreter and its packages, this package,
     system libraries and compilers, the CUDA toolkit and driver, /proc and /sys (for device discovery)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             _package_root(), "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", *ETC_FILES,
+             _package_dir(), "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", *ETC_FILES,
              *current().toolkit_roots(), *_toolchain_dirs()}  # fmt: skip
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths().get(key, ""))
     paths.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != tempfile.gettempdir())
-    return sorted(p for p in paths if p and os.path.exists(p))
+    checkout = _package_root()
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return sorted(p for p in paths if p and os.path.exists(p) and not _hidden(os.path.realpath(p), checkout, prefixes))
+
+
+def _hidden(path: str, checkout: str, prefixes: set[str]) -> bool:
+    """Whether ``path`` is part of a source checkout that holds this package (its tests, run directories, caches,
+    anything else the user keeps there) and not of the interpreter's own folders: such paths stay out of a
+    sandbox. An installed package's folder (site-packages) is never hidden."""
+    if not (Path(checkout) / "pyproject.toml").exists() and not (Path(checkout) / ".git").exists():
+        return False
+    inside = lambda p, root: p == root or p.startswith(root.rstrip("/") + "/")  # noqa: E731
+    if not inside(path, checkout) or inside(path, os.path.realpath(_package_dir())):
+        return False
+    return not any(inside(path, prefix) for prefix in prefixes)
 
 
 def default_device_paths() -> list[str]:
@@ -98,21 +129,98 @@ def default_device_paths() -> list[str]:
     return [n for n in nodes if os.path.exists(n)] + current().device_nodes()
 
 
+SCRATCH_NAME = re.compile(r"^cudaforge-[a-z]+-(\d+)-")
+"""Scratch folders are named ``cudaforge-<kind>-<pid of the trusted process>-...`` (:func:`new_scratch`)."""
+
+
+def new_scratch(kind: str, quota_bytes: int = 0, quota_files: int = 0) -> str:
+    """A fresh scratch folder ``<tmp>/cudaforge-<kind>-<pid>-XXXX``. As root, with a quota, it is a tmpfs of its
+    own of at most ``quota_bytes`` and ``quota_files`` entries (a write past them fails with ENOSPC); else a plain
+    folder. Pair with :func:`release_scratch`."""
+    sweep_stale_scratch()
+    path = tempfile.mkdtemp(prefix=f"cudaforge-{kind}-{os.getpid()}-")
+    if quota_bytes and os.geteuid() == 0:
+        from cudaforge.sandbox import linux
+
+        try:
+            linux.mount("tmpfs", path, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
+                        f"mode=0700,size={int(quota_bytes)},nr_inodes={int(quota_files or 1_000_000)}")  # fmt: skip
+        except OSError:
+            pass  # no quota: the sandbox's status says so (scratch_quota)
+    return path
+
+
+def scratch_quota(path: str) -> str | None:
+    """The quota of a scratch folder made by :func:`new_scratch` ("2.0 GiB, 50000 entries"), or None if it has none."""
+    try:
+        info = os.statvfs(path)
+        if os.path.ismount(path) and info.f_blocks:
+            return f"{info.f_blocks * info.f_frsize / (1 << 30):.1f} GiB, {info.f_files} entries"
+    except OSError:
+        pass
+    return None
+
+
+def release_scratch(path: str) -> None:
+    """Remove a scratch folder (unmounting its tmpfs first); never raises, never follows a link."""
+    if not path or not SCRATCH_NAME.match(os.path.basename(path)):
+        return
+    if os.path.ismount(path):
+        from cudaforge.sandbox import linux
+
+        try:
+            linux.umount(path)
+        except OSError:
+            pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep_stale_scratch() -> int:
+    """Unmount and remove the scratch tmpfs mounts left by trusted processes that died without removing them
+    (killed: their pid is in the folder's name). Returns how many went."""
+    if os.geteuid() != 0:
+        return 0
+    gone = 0
+    tmp = tempfile.gettempdir().rstrip("/") + "/"
+    try:
+        lines = open("/proc/self/mountinfo").read().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) < 5 or not fields[4].startswith(tmp):
+            continue
+        path = fields[4].replace("\\040", " ")
+        found = SCRATCH_NAME.match(os.path.basename(path))
+        if not found or os.path.dirname(path) != tmp.rstrip("/"):
+            continue
+        try:
+            os.kill(int(found.group(1)), 0)
+            continue  # its owner lives
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        release_scratch(path)
+        gone += 1
+    return gone
+
+
 @dataclass
 class Sandbox:
     """One sandbox's description; ``start`` runs a program in it."""
 
     mode: SandboxMode = SandboxMode.auto
     scratch: str = ""
-    """The private writable directory (made and chowned by ``start`` when empty: a fresh temp dir)."""
+    """The private writable directory (made by ``start`` when empty: :func:`new_scratch`, with the quota below)."""
     read: list[str] = field(default_factory=default_read_paths)
-    """Hierarchies the program may read and execute (nothing else)."""
+    """Hierarchies the program may read and execute (nothing else is in its root)."""
     write: list[str] = field(default_factory=list)
     """Extra hierarchies it may write, beside ``scratch``."""
     devices: list[str] = field(default_factory=default_device_paths)
     """Device nodes it may open read-write (with their ioctls)."""
-    uid: int | None = SANDBOX_UID
-    """The uid to run as when started by root (None: stay uid 0, without capabilities)."""
+    uid: int | None = None
+    """The uid to run as when started by root (None: a fresh one, :func:`fresh_uid`); never 0."""
     cpu_seconds: int = 3600
     """RLIMIT_CPU of the program (all its threads)."""
     file_bytes: int = 256 << 20
@@ -121,29 +229,42 @@ class Sandbox:
     """Tasks (processes and threads) it may have at once (a pids cgroup; RLIMIT_NPROC as well for a non-root uid)."""
     open_files: int = 4096
     """RLIMIT_NOFILE."""
+    memory_bytes: int = 16 << 30
+    """Memory its processes may hold together (a memory cgroup; 0: no limit); past it the kernel's OOM killer
+    ends one of them, nothing outside."""
+    scratch_bytes: int = 2 << 30
+    """Size quota of the scratch folder made by ``start`` and of its private /tmp (each; 0: none)."""
+    scratch_files: int = 50_000
+    """Entries (files and folders) each of the two may hold."""
     namespaces: bool = True
-    """New pid, network, mount and IPC namespaces (False: without them, and said so in the status)."""
+    """New pid, network, mount and IPC namespaces (False: without them; the wall is then missing)."""
+    allow_weak: bool = False
+    """Under ``auto``: run even where a part of the wall is missing (the status says ``weak``); never under
+    ``required``."""
     landlock_skip: tuple[str, ...] = ()
     """Classes of Landlock rights left unhandled (``net``, ``scopes``, ``ioctl``); empty in every real use."""
 
     def spec(self, control_fd: int | None, status_fd: int | None) -> dict[str, Any]:
         """The launcher's spec (JSON-serialisable)."""
-        rlimits = {"cpu": self.cpu_seconds, "fsize": self.file_bytes, "nofile": self.open_files, "core": 0}
-        if os.geteuid() != 0 or self.uid is not None:
-            rlimits["nproc"] = self.processes
+        rlimits = {"cpu": self.cpu_seconds, "fsize": self.file_bytes, "nofile": self.open_files, "core": 0,
+                   "nproc": self.processes}  # fmt: skip
+        uid = self.uid if self.uid else fresh_uid()
+        self.uid = uid
         return {
             "mode": self.mode.value, "scratch": self.scratch, "read": self.read,
             "write": [self.scratch, *self.write], "devices": self.devices,
-            "uid": self.uid, "gid": self.uid, "uid_must_read": [os.path.realpath(sys.executable), _package_root(),
-                                                               sys.prefix, *self.read_needed()],
-            "rlimits": rlimits, "pids_max": self.processes, "namespaces": self.namespaces,
+            "uid": uid, "gid": uid, "uid_must_read": [os.path.realpath(sys.executable), _package_dir(), sys.prefix,
+                                                     *self.read_needed()],
+            "rlimits": rlimits, "pids_max": self.processes, "memory_bytes": self.memory_bytes,
+            "tmp_bytes": self.scratch_bytes or (1 << 30), "tmp_files": self.scratch_files or 100_000,
+            "namespaces": self.namespaces, "allow_weak": self.allow_weak,
             "control_fd": control_fd, "status_fd": status_fd, "parent_pid": os.getpid(),
             "landlock_skip": list(self.landlock_skip),
         }  # fmt: skip
 
     @staticmethod
     def read_needed() -> list[str]:
-        """Paths the sandbox uid must be able to read for a switch of uid to be worth it."""
+        """Paths the sandbox uid must be able to read for the program to start at all."""
         import importlib.util
 
         needed = []
@@ -158,7 +279,7 @@ class Sandbox:
               stdin: Any = subprocess.DEVNULL) -> "SandboxedProcess":
         """Start ``argv`` in this sandbox (``mode=off``: in a plain new session). Never blocks on the program."""
         if not self.scratch:
-            self.scratch = tempfile.mkdtemp(prefix="cudaforge-sbx-")
+            self.scratch = new_scratch("sbx", self.scratch_bytes, self.scratch_files)
         if self.mode is SandboxMode.off:
             proc = subprocess.Popen(argv, env=env, cwd=self.scratch, pass_fds=pass_fds, stdin=stdin, stdout=stdout,
                                     stderr=stderr, start_new_session=True)  # fmt: skip
@@ -219,6 +340,12 @@ class SandboxedProcess:
         except (ValueError, UnicodeDecodeError):
             self._status = {"ok": False, "missing": ["the launcher reported nothing (it died before the program ran)"],
                             "namespaces": [], "notes": []}  # fmt: skip
+        if not isinstance(self._status, dict):
+            self._status = {"ok": False, "missing": ["the launcher's report is not an object"], "namespaces": [],
+                            "notes": []}  # fmt: skip
+        self._status["scratch_quota"] = scratch_quota(self.sandbox.scratch)
+        if self._status["scratch_quota"] is None and self.sandbox.scratch_bytes:
+            self._status.setdefault("notes", []).append("no size quota on the scratch folder (a tmpfs needs root)")
         return self._status
 
     def _control(self, request: bytes, answer: bytes, timeout_s: float) -> bool:
@@ -262,25 +389,46 @@ class SandboxedProcess:
         if self._status_fd is not None:
             os.close(self._status_fd)
             self._status_fd = None
+        for cgroup in (self._status or {}).get("cgroups") or []:  # the launcher removes them unless killed with it
+            if isinstance(cgroup, str) and cgroup.startswith("/sys/fs/cgroup/") and \
+                    os.path.basename(cgroup).startswith("cudaforge-sandbox-"):  # fmt: skip
+                for _ in range(50):
+                    try:
+                        os.rmdir(cgroup)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.02)
 
     def cleanup(self) -> None:
-        """Kill the sandbox and remove its scratch directory."""
+        """Kill the sandbox and remove its scratch directory (a folder of :func:`new_scratch`'s; any other, such as a
+        build folder of the cache, is the caller's)."""
         self.kill()
-        shutil.rmtree(self.sandbox.scratch, ignore_errors=True)
+        release_scratch(self.sandbox.scratch)
 
 
 def describe(status: dict[str, Any]) -> str:
     """One line for a result's fingerprint or a log: what held, and what did not."""
     if status.get("mode") == "off":
         return "no sandbox (eval.sandbox=off)"
-    parts = [f"uid {status.get('uid')}", f"capabilities {status.get('capabilities', '?')}"]
+    uid = status.get("uid")
+    parts = ["uid 0" if uid == 0 else "an unprivileged uid", f"capabilities {status.get('capabilities', '?')}"]
     if status.get("namespaces"):
         parts.append("namespaces " + "+".join(status["namespaces"]))
+    if status.get("rootfs"):
+        parts.append(f"{status['rootfs']} root")
+    if status.get("seccomp"):
+        parts.append("seccomp")
     if status.get("landlock"):
         parts.append(f"Landlock ABI {status['landlock'].get('abi')}")
     if status.get("pids_max"):
         parts.append(f"at most {status['pids_max']} tasks")
-    text = ", ".join(parts)
+    if status.get("memory_max"):
+        parts.append(f"{status['memory_max'] / (1 << 30):.1f} GiB of memory")
+    if status.get("scratch_quota"):
+        parts.append(f"scratch {status['scratch_quota']}")
+    text = ("WEAK (eval.allow_weak_sandbox): " if status.get("weak") else "") + ", ".join(parts)
     if status.get("missing"):
         text += "; missing: " + "; ".join(status["missing"])
     return text

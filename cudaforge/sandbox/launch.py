@@ -6,16 +6,21 @@ line), and executes PROGRAM as the sandboxed worker. Three processes:
 
 * the **outer** launcher (outside any new namespace): dies with its parent (``PR_SET_PDEATHSIG``),
   waits for the init and exits with the worker's status;
-* the **init**: pid 1 of a new pid namespace when namespaces are available (then its death kills
-  every process in the namespace), else a child subreaper; it mounts a private /proc, serves the
+* the **init**: pid 1 of a new pid namespace (then its death kills every process in the namespace); it
+  makes the sandbox's minimal root file system (``cudaforge.sandbox.rootfs``: a fresh root holding only
+  what the spec lets it read, its scratch folder, a private /tmp and /dev, a private /proc), serves the
   trusted side's stop/continue requests on the control descriptor (``S``/``C``, answered ``s``/``c``:
   every process of the sandbox is stopped or continued) and, when the worker exits or the control
   descriptor closes, kills every remaining process of the sandbox and exits;
-* the **worker**: a new session; rlimits; an unprivileged uid where that uid can run the interpreter,
-  else root without any capability; ``no_new_privs``; Landlock; then ``exec``.
+* the **worker**: a new session; its cgroup (process count, memory); rlimits; an unprivileged uid (the
+  spec's, never 0: as root a uid of its own, else the caller's in a user namespace); no capability;
+  ``no_new_privs``; Landlock; a seccomp filter (``cudaforge.sandbox.seccomp``); then ``exec``.
 
-Under ``mode=required`` any protection that cannot be applied makes the worker exit with code 97
-before executing anything, its status saying which.
+The wall is: the namespaces, the minimal root, a uid other than 0 with no capability, and the seccomp filter.
+When a part of it cannot be applied, the worker exits with code 97 before executing anything, its status saying
+which, unless the spec allows a weak sandbox (``allow_weak``, from ``eval.allow_weak_sandbox``; never under
+``mode=required``): then it runs, and its status says ``weak``. Landlock, the cgroup limits and the rlimits are
+further layers: what of them is missing is a note.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from cudaforge.sandbox import linux
+from cudaforge.sandbox import linux, rootfs, seccomp
 
 REFUSED_EXIT = 97
 """The worker's exit code when ``mode=required`` and a protection is missing."""
@@ -68,24 +73,33 @@ def _uid_can_run(uid: int, gid: int, paths: list[str]) -> tuple[bool, str]:
     return False, f"cannot switch to uid {uid}"
 
 
-def _pids_cgroup(limit: int) -> tuple[str | None, str]:
-    """A pids cgroup (v2 or v1) holding at most ``limit`` tasks; (its directory, "") or (None, why not)."""
-    candidates = []
-    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
-        try:
-            if "pids" in open("/sys/fs/cgroup/cgroup.subtree_control").read().split():
-                candidates.append("/sys/fs/cgroup")
-        except OSError:
-            pass
-    candidates.append("/sys/fs/cgroup/pids")
-    for base in candidates:
+def _own_cgroup(controller: str) -> str:
+    """This process's cgroup (v1: in ``controller``'s hierarchy; v2: the unified one), as a path below its root."""
+    try:
+        for line in open("/proc/self/cgroup"):
+            _, names, path = line.rstrip("\n").split(":", 2)
+            if controller in names.split(",") or (names == "" and controller == ""):
+                return path
+    except (OSError, ValueError):
+        pass
+    return "/"
+
+
+def _make_cgroup(bases: list[str], files: dict[str, str]) -> tuple[str | None, str]:
+    """A new cgroup in the first of ``bases`` that takes it, with ``files`` written (name -> value; a name that does
+    not exist there is skipped unless it is the first); (its folder, "") or (None, why not)."""
+    why = "no cgroup folder"
+    for base in bases:
         if not os.path.isdir(base):
             continue
         path = os.path.join(base, f"cudaforge-sandbox-{os.getpid()}-{time.monotonic_ns()}")
         try:
             os.mkdir(path)
-            with open(os.path.join(path, "pids.max"), "w") as f:
-                f.write(str(limit))
+            for index, (name, value) in enumerate(files.items()):
+                if index and not os.path.exists(os.path.join(path, name)):
+                    continue
+                with open(os.path.join(path, name), "w") as f:
+                    f.write(value)
             return path, ""
         except OSError as exc:
             try:
@@ -93,8 +107,47 @@ def _pids_cgroup(limit: int) -> tuple[str | None, str]:
             except OSError:
                 pass
             why = f"{base}: {exc.strerror}"
-            continue
-    return None, locals().get("why", "no pids cgroup controller")
+    return None, why
+
+
+def _cgroups(pids_max: int, memory_bytes: int, status: dict[str, Any]) -> list[str]:
+    """The sandbox's cgroups: at most ``pids_max`` tasks and ``memory_bytes`` of memory (0: no limit asked); the
+    folders to join. What could not be made is a note (a further layer, not the wall)."""
+    made: list[str] = []
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):  # v2: one folder for both, where both are delegated
+        for base in dict.fromkeys([os.path.normpath("/sys/fs/cgroup" + _own_cgroup("")), "/sys/fs/cgroup"]):
+            try:
+                enabled = open(os.path.join(base, "cgroup.subtree_control")).read().split()
+            except OSError:
+                continue
+            files = {}
+            if pids_max and "pids" in enabled:
+                files["pids.max"] = str(pids_max)
+            if memory_bytes and "memory" in enabled:
+                files.update({"memory.max": str(memory_bytes), "memory.swap.max": "0"})
+            path = _make_cgroup([base], files)[0] if files else None
+            if path:
+                made.append(path)
+                status["pids_max"] = pids_max if "pids.max" in files else None
+                status["memory_max"] = memory_bytes if "memory.max" in files else None
+                break
+    if pids_max and status.get("pids_max") is None:
+        path, why = _make_cgroup(["/sys/fs/cgroup/pids"], {"pids.max": str(pids_max)})
+        status["pids_max"] = pids_max if path else None
+        if path:
+            made.append(path)
+        else:
+            status["notes"].append(f"no process-count limit: {why}")
+    if memory_bytes and status.get("memory_max") is None:
+        v1 = "/sys/fs/cgroup/memory"
+        path, why = _make_cgroup([v1 + _own_cgroup("memory").rstrip("/"), v1],
+                                 {"memory.limit_in_bytes": str(memory_bytes), "memory.memsw.limit_in_bytes": str(memory_bytes)})  # fmt: skip
+        status["memory_max"] = memory_bytes if path else None
+        if path:
+            made.append(path)
+        else:
+            status["notes"].append(f"no memory limit: {why}")
+    return made
 
 
 def _join_cgroup(path: str) -> None:
@@ -196,9 +249,16 @@ class _Init:
         return code
 
 
+def _refuse_now(spec: dict[str, Any], status: dict[str, Any]) -> bool:
+    """Whether what is missing of the wall stops the program: always under ``required``, under ``auto`` unless
+    the spec allows a weak sandbox."""
+    if not status["missing"]:
+        return False
+    return spec.get("mode") == "required" or not spec.get("allow_weak", False)
+
+
 def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> None:
     """Apply the worker's protections and exec ``argv`` (never returns)."""
-    required = spec.get("mode") == "required"
     missing: list[str] = status["missing"]
     status_fd, control_fd = spec.get("status_fd"), spec.get("control_fd")
     try:
@@ -211,34 +271,33 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
         try:
             status["rlimits"] = linux.set_rlimits(spec.get("rlimits", {}))
         except (OSError, ValueError) as exc:
-            missing.append(f"rlimits: {exc}")
-        uid = spec.get("uid")
+            status["notes"].append(f"rlimits: {exc}")
         if os.geteuid() == 0:
-            if uid is not None and status.get("uid_ok"):
-                gid = spec.get("gid", uid)
-                os.setgroups([])
-                os.setresgid(gid, gid, gid)
-                os.setresuid(uid, uid, uid)  # every capability goes with uid 0
-                status["uid"] = uid
-            else:
-                status["uid"] = 0
+            uid = spec.get("uid")
+            if not uid:
+                raise OSError(1, "the spec names no unprivileged uid to run as")
+            gid = spec.get("gid", uid)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)  # every capability goes with uid 0
             linux.drop_all_capabilities()
-            status["capabilities"] = "none" if linux.effective_capabilities() == 0 else "some left"
-            if status["capabilities"] != "none":
-                missing.append("capabilities: some are still effective")
-        else:
-            status["uid"] = os.geteuid()
-            status["capabilities"] = "none" if linux.effective_capabilities() == 0 else "some left"
+        status["uid"] = os.geteuid()
+        if status["uid"] == 0:
+            missing.append("uid: the program would run as uid 0")
+        status["capabilities"] = "none" if linux.effective_capabilities() == 0 else "some left"
+        if status["capabilities"] != "none":
+            missing.append("capabilities: some are still effective")
         linux.set_no_new_privs()
         abi = linux.landlock_abi()
         rules = [(p, linux.READ) for p in spec.get("read", [])]
         rules += [(p, linux.WRITE) for p in spec.get("write", [])]
         rules += [(p, linux.DEVICE) for p in spec.get("devices", [])]
+        if status.get("rootfs") == "minimal":  # a private /tmp and /dev/shm, bounded tmpfs folders of its own
+            rules += [(rootfs.BASE, linux.WRITE), ("/dev/shm", linux.WRITE)]
         # the CUDA driver writes into its process's /proc/<pid>, and cudaGetDeviceCount fails with error 304 when
         # it cannot (seen on an H200, 2026-12-01; and under ncu, whose target is a child of the sandboxed program,
         # 2026-12-02). As an unprivileged uid in its own pid namespace (a private /proc) the program may write what
-        # the file modes let that uid write there: only its own processes' entries. As uid 0 (no capabilities, but
-        # the owner of /proc/sys and /proc/sysrq-trigger) only its own /proc/<pid>, resolved here before exec.
+        # the file modes let that uid write there: only its own processes' entries.
         proc_all = status.get("uid") not in (None, 0) and status.get("proc") == "private"
         rules.append(("/proc" if proc_all else "/proc/self", linux.READ | linux.FS_WRITE_FILE | linux.FS_TRUNCATE))
         status["proc_writes"] = "the uid's own processes" if proc_all else "its own /proc/<pid>"
@@ -251,14 +310,22 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
                 if not applied["scopes"]:
                     status["notes"].append(f"Landlock ABI {abi} < 6: signals and abstract sockets are not scoped")
             except OSError as exc:
-                missing.append(f"landlock: {exc}")
+                status["notes"].append(f"landlock: {exc}")
         else:
-            missing.append("landlock: not available in this kernel")
-        status["ok"] = not (required and missing)
+            status["notes"].append("landlock: not available in this kernel")
+        try:
+            status["seccomp"] = seccomp.install()
+        except OSError as exc:
+            missing.append(f"seccomp: {exc.strerror or exc}")
+        if not os.access(argv[0], os.X_OK):
+            missing.append(f"uid {status['uid']} cannot run {argv[0]} here")
+        refused = _refuse_now(spec, status) or not os.access(argv[0], os.X_OK)
+        status["weak"] = bool(missing) and not refused
+        status["ok"] = not refused
         _write_status(status_fd, status)
         if status_fd is not None:
             os.close(status_fd)
-        if required and missing:
+        if refused:
             os._exit(REFUSED_EXIT)
         os.execv(argv[0], argv)
     except BaseException as exc:  # noqa: BLE001 - never fall through to the init's code
@@ -268,6 +335,27 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
         os._exit(REFUSED_EXIT)
 
 
+def _give_scratch(spec: dict[str, Any]) -> None:
+    """As root: the scratch folder (and what the trusted side put in it) becomes the sandbox uid's."""
+    uid, gid = spec["uid"], spec.get("gid", spec["uid"])
+    for root, dirs, files in os.walk(spec["scratch"]):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.chown(name, uid, gid, follow_symlinks=False)
+
+
+def _enter_root(spec: dict[str, Any], entries: list[rootfs.Entry], status: dict[str, Any]) -> None:
+    """In the init: the minimal root, then whether the sandbox uid can run the program there."""
+    failed = rootfs.enter(entries)
+    status["rootfs"] = "minimal"
+    status["proc"] = "private"
+    if failed:
+        status["notes"].append("not in the sandbox's root: " + "; ".join(failed[:8]))
+    if os.geteuid() == 0:
+        ok, why = _uid_can_run(spec["uid"], spec.get("gid", spec["uid"]), spec.get("uid_must_read", []))
+        if not ok:
+            status["missing"].append(f"uid: {why} in the sandbox's root")
+
+
 def main() -> None:
     """Run the launcher (see the module docstring)."""
     spec = json.loads(sys.argv[1])
@@ -275,82 +363,94 @@ def main() -> None:
     linux.set_parent_death_signal(signal.SIGKILL)
     if spec.get("parent_pid") and os.getppid() != spec["parent_pid"]:
         os._exit(1)  # the trusted side died before the death signal was set
-    status: dict[str, Any] = {"ok": False, "namespaces": [], "missing": [], "notes": [], "mode": spec.get("mode")}
+    status: dict[str, Any] = {"ok": False, "namespaces": [], "missing": [], "notes": [], "mode": spec.get("mode"),
+                              "rootfs": None, "seccomp": None}  # fmt: skip
     missing = status["missing"]
-    if os.geteuid() == 0 and spec.get("uid") is not None:  # before unshare: a child made after it is the new pid 1
-        status["uid_ok"], why = _uid_can_run(spec["uid"], spec.get("gid", spec["uid"]), spec.get("uid_must_read", []))
-        if not status["uid_ok"]:
-            status["notes"].append(f"kept uid 0 without capabilities: {why}")
-        else:  # the scratch directory becomes the sandbox uid's
-            for root, dirs, files in os.walk(spec["scratch"]):
-                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                    os.chown(name, spec["uid"], spec.get("gid", spec["uid"]), follow_symlinks=False)
-    if spec.get("namespaces", True):
-        flags = sum(linux.NAMESPACE_FLAGS.values())
+    if os.geteuid() == 0 and spec.get("uid"):
+        _give_scratch(spec)
+    entries = rootfs.plan(spec.get("read", []), spec.get("write", []), spec.get("devices", []),
+                          tmp_bytes=int(spec.get("tmp_bytes", 1 << 30)), tmp_files=int(spec.get("tmp_files", 100_000)))
+    # The outer launcher stays in the host's mount namespace (it removes the cgroups at the end); only a new pid
+    # namespace (and, for a user without root, the user namespace that owns it) is made here. The init makes the
+    # mount, network and IPC namespaces its own.
+    namespaces = spec.get("namespaces", True)
+    if namespaces:
         try:
             if os.geteuid() == 0:
-                linux.unshare(flags)
+                linux.unshare(linux.CLONE_NEWPID)
             else:
                 uid, gid = os.geteuid(), os.getegid()
-                linux.unshare(flags | linux.CLONE_NEWUSER)
+                linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWUSER)
                 linux.map_own_ids(uid, gid)
                 status["notes"].append("namespaces through an unprivileged user namespace")
-            status["namespaces"] = list(linux.NAMESPACE_FLAGS)
         except OSError as exc:
             missing.append(f"namespaces: {exc.strerror or exc}")
+            namespaces = False
     else:
-        missing.append("namespaces: turned off by the spec")
+        missing.append("namespaces: turned off (eval.sandbox_namespaces=false)")
+    cgroups = _cgroups(int(spec.get("pids_max") or 0), int(spec.get("memory_bytes") or 0), status)
+    status["cgroups"] = cgroups
     init_pid = os.fork()
     if init_pid:
         for fd in (spec.get("control_fd"), spec.get("status_fd")):
             if fd is not None:
                 os.close(fd)
         _, wait_status = os.waitpid(init_pid, 0)
+        for cgroup in cgroups:
+            for _ in range(100):
+                try:
+                    os.rmdir(cgroup)
+                    break
+                except OSError:
+                    time.sleep(0.01)
         os._exit(os.waitstatus_to_exitcode(wait_status) & 0xFF)
     # the init
     linux.set_parent_death_signal(signal.SIGKILL)
-    in_namespace = bool(status["namespaces"])
+    for cgroup in cgroups:  # its children, the worker and everything it starts, are in them from birth
+        try:
+            _join_cgroup(cgroup)
+        except OSError as exc:
+            status["notes"].append(f"cgroup {cgroup}: {exc.strerror}")
+            for key, name in (("pids_max", "pids.max"), ("memory_max", "memory.max"), ("memory_max", "memory.limit_in_bytes")):
+                if os.path.exists(os.path.join(cgroup, name)):
+                    status[key] = None
+    in_namespace = namespaces
     if in_namespace:
         try:
-            linux.private_proc()
-            status["proc"] = "private"
+            linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWNET | linux.CLONE_NEWIPC)
+            status["namespaces"] = list(linux.NAMESPACE_FLAGS)
         except OSError as exc:
-            missing.append(f"/proc: {exc.strerror or exc}")
+            missing.append(f"namespaces: {exc.strerror or exc}")
             in_namespace = False
-    status["kill_all"] = "pid namespace" if in_namespace else "subreaper"
-    if not in_namespace:
+    if in_namespace:
+        try:
+            _enter_root(spec, entries, status)
+        except OSError as exc:
+            missing.append(f"minimal root: {exc.strerror or exc}")
+            try:
+                linux.private_proc()
+                status["proc"] = "private"
+            except OSError as exc2:
+                missing.append(f"/proc: {exc2.strerror or exc2}")
+    elif namespaces:
+        missing.append("minimal root: needs a mount namespace")
+    else:
+        missing.append("minimal root: needs namespaces")
+    status["kill_all"] = "pid namespace" if namespaces else "subreaper"
+    if not namespaces:
         try:
             linux.set_child_subreaper()
         except OSError as exc:
             missing.append(f"subreaper: {exc}")
-    cgroup = None
-    if spec.get("pids_max"):
-        cgroup, why = _pids_cgroup(int(spec["pids_max"]))
-        status["pids_max"] = int(spec["pids_max"]) if cgroup else None
-        if cgroup is None:
-            status["notes"].append(f"no process-count limit: {why}")
-    init = _Init(in_namespace, spec.get("control_fd"))
+    init = _Init(namespaces, spec.get("control_fd"))
     worker = os.fork()
     if worker == 0:
-        if cgroup:
-            try:
-                _join_cgroup(cgroup)
-            except OSError as exc:
-                status["notes"].append(f"no process-count limit: {exc.strerror}")
-                status["pids_max"] = None
         _worker(spec, argv, status)
     init.worker = worker
     status_fd = spec.get("status_fd")
     if status_fd is not None:
         os.close(status_fd)
     code = init.serve()
-    if cgroup:
-        for _ in range(100):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.01)
     os._exit(code & 0xFF if code >= 0 else 128 + (-code))
 
 

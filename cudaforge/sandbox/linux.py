@@ -134,11 +134,18 @@ def map_own_ids(uid: int, gid: int) -> None:
         f.write(f"{gid} {gid} 1")
 
 
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
+MNT_DETACH = 2
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
@@ -147,6 +154,45 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     fn = _libc.mount
     fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     _check(fn(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, 155)
+"""``pivot_root``'s number (glibc has no wrapper)."""
+
+
+def umount(target: str, flags: int = MNT_DETACH) -> None:
+    """``umount2(2)`` (lazily by default: the mount goes now, its users keep what they hold)."""
+    fn = _libc.umount2
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    _check(fn(target.encode(), flags), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """``pivot_root(2)``: ``new_root`` becomes this mount namespace's root, the old root moves to ``put_old``."""
+    _check(_libc.syscall(_SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
+
+
+_STATVFS_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_RDONLY: MS_RDONLY,
+                  os.ST_NOATIME: MS_NOATIME, os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+"""The mount flags ``statvfs`` reports, as ``mount(2)`` spells them (a remount must keep the locked ones)."""
+
+
+def mount_flags(path: str) -> int:
+    """The ``MS_*`` flags of the mount ``path`` is on."""
+    flags = os.statvfs(path).f_flag
+    return sum(ms for st, ms in _STATVFS_TO_MS.items() if flags & st)
+
+
+def bind(source: str, target: str, *, read_only: bool, devices: bool = False) -> None:
+    """Bind ``source`` (and the mounts below it) onto ``target``; read-only unless asked, no set-uid bits, no device
+    nodes unless ``devices``. The flags the source's mount already has stay (a user namespace may not drop them)."""
+    mount(source, target, None, MS_BIND | MS_REC)
+    flags = mount_flags(target) | MS_REMOUNT | MS_BIND | MS_NOSUID
+    if read_only:
+        flags |= MS_RDONLY
+    if not devices:
+        flags |= MS_NODEV
+    mount(None, target, None, flags)
 
 
 def private_proc() -> None:

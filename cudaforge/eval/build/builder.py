@@ -12,16 +12,21 @@ import os
 import re
 import shlex
 import shutil
+import secrets
 import signal
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from cudaforge.caches import touch
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
+from cudaforge.eval.build.flags import pch_worthy
 from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
 from cudaforge.eval.build.logs import _EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets, missing_toolkit_header
 from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
@@ -68,6 +73,74 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+LOG_HEAD = 512 << 10
+LOG_TAIL = 512 << 10
+"""A compiler's output is kept whole up to ``LOG_HEAD + LOG_TAIL`` bytes; past that, its head and tail (errors come
+first; ninja's summary last), read as it comes (megabytes of warnings are never held)."""
+LIBRARY_MAX = 1 << 30
+"""The largest extension library the trusted side copies out of a build folder."""
+PCH_MAX = 4 << 30
+"""The largest precompiled header the trusted side keeps."""
+
+
+def read_bounded(stream: Any, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:
+    """Everything ``stream`` (a binary pipe) gives until it closes, keeping at most ``head`` bytes of its start and
+    ``tail`` of its end, with a line saying how much was left out between them."""
+    first = bytearray()
+    last = bytearray()
+    dropped = 0
+    while True:
+        chunk = stream.read(1 << 16)
+        if not chunk:
+            break
+        room = head - len(first)
+        if room > 0:
+            first += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            last += chunk
+            if len(last) > tail:
+                dropped += len(last) - tail
+                del last[: len(last) - tail]
+    text = first.decode(errors="replace")
+    if dropped:
+        text += f"\n[... {dropped} bytes of compiler output left out ...]\n"
+    return text + last.decode(errors="replace")
+
+
+def write_into(directory: Path, name: str, text: str) -> None:
+    """Write ``text`` as the file ``name`` of ``directory``, a folder a sandbox may have written: never through a
+    link, and only as a regular file of ours (anything else there is removed first). A file that already holds
+    ``text`` is left as it is (its mtime kept: ninja rebuilds only what changed)."""
+    data = text.encode()
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        with contextlib.suppress(OSError):
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+            with os.fdopen(fd, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if stat.S_ISREG(info.st_mode) and info.st_size == len(data) and handle.read(len(data) + 1) == data:
+                    return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dfd)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    finally:
+        os.close(dfd)
+
+
+def open_artefact(path: Path, limit: int) -> int:
+    """A descriptor of a file a sandbox made (an extension library, a precompiled header), opened without following
+    a link; OSError unless it is a regular file of at most ``limit`` bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        os.close(fd)
+        raise OSError(f"{path.name} is not a regular file of at most {limit >> 20} MiB")
+    return fd
+
+
 def _call_filtered(fn: Any, **kwargs: Any) -> Any:
     """Call a private torch helper with the keyword arguments its version accepts."""
     params = inspect.signature(fn).parameters
@@ -108,7 +181,7 @@ def _ninja_steps(directory: Path) -> dict[str, float]:
     folder is the sandboxed build's to write: only its first 64 KiB are read, and a line that does not parse is
     skipped (the figures only inform; no verdict reads them)."""
     steps: dict[str, float] = {}
-    with contextlib.suppress(OSError), open(directory / ".ninja_log", "rb") as handle:
+    with contextlib.suppress(OSError), os.fdopen(open_artefact(directory / ".ninja_log", 1 << 30), "rb") as handle:
         for line in handle.read(1 << 16).decode(errors="replace").splitlines()[:256]:
             parts = line.split("\t")
             if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
@@ -123,13 +196,17 @@ _PCH_HEADERS = {"#include <torch/extension.h>": "torch/extension.h", f"#include 
 class _Builder:
     """Builds one :class:`_Spec` into ``<cache>/<key>`` (under the key's lock)."""
 
-    def __init__(self, settings: BuildSettings, extra_read: tuple[str, ...] = ()) -> None:
+    def __init__(self, settings: BuildSettings, extra_read: tuple[str, ...] = (), uid: int | None = None) -> None:
         import torch
         import torch.utils.cpp_extension as ce
 
         self.settings = settings
         self.extra_read = tuple(extra_read)
+        self.uid = uid
+        """The uid the compiler's sandbox runs as (the candidate's own, so it may read the candidate's scratch folder;
+        None: a fresh one)."""
         self.ce = ce
+        self._ninja_text: dict[Path, str] = {}
         self.torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
         self.can_link_cuda = torch.version.cuda is not None and not getattr(torch.version, "hip", None)
         self._procs: dict[str, subprocess.Popen] = {}
@@ -150,16 +227,20 @@ class _Builder:
                 ce._prepare_ldflags, extra_ldflags=list(spec.extra_ldflags), with_cuda=spec.with_cuda,
                 with_sycl=False, verbose=False, is_standalone=False,
             )
-            _call_filtered(
-                ce._write_ninja_file_to_build_library,
-                path=str(directory / "build.ninja"), name=module_name, sources=sources,
-                extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_sycl_cflags=[],
-                extra_ldflags=ldflags, extra_include_paths=list(spec.extra_include_paths),
-                with_cuda=spec.with_cuda, with_sycl=False, is_standalone=False,
-            )
+            with tempfile.TemporaryDirectory(prefix="cudaforge-ninja-") as ours:  # torch writes it here, a folder no
+                _call_filtered(  # sandbox has seen; what the build folder gets is a copy of that text
+                    ce._write_ninja_file_to_build_library,
+                    path=os.path.join(ours, "build.ninja"), name=module_name, sources=sources,
+                    extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_sycl_cflags=[],
+                    extra_ldflags=ldflags, extra_include_paths=list(spec.extra_include_paths),
+                    with_cuda=spec.with_cuda, with_sycl=False, is_standalone=False,
+                )
+                text = Path(ours, "build.ninja").read_text()
         finally:
             if patched_home:
                 ce.CUDA_HOME = None
+        self._ninja_text[directory] = text
+        write_into(directory, "build.ninja", text)
 
     def _ninja(self, attempt_id: str, directory: Path, targets: list[str]) -> tuple[int, str]:
         cmd = [shutil.which("ninja") or "ninja", "-v"] + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs
@@ -169,10 +250,10 @@ class _Builder:
                 return -1, "(cancelled)\n"
             proc = self._start_compiler(cmd, directory)
             self._procs[attempt_id] = proc
-        out, _ = proc.communicate()
-        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        out = read_bounded(proc.stdout)
+        proc.wait()
         if proc.returncode == REFUSED_EXIT and "sandbox refused" not in out:
-            out += "\nsandbox refused to run the compiler (eval.sandbox=required): " + self._refusal + "\n"
+            out += "\nthe sandbox refused to run the compiler (its wall is missing here): " + self._refusal + "\n"
         with self._lock:
             self._procs.pop(attempt_id, None)
         return proc.returncode, out
@@ -191,8 +272,10 @@ class _Builder:
                                     start_new_session=True)  # fmt: skip
         read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()), str(self.bind_include()),
                 str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
-        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=None, cpu_seconds=3600, file_bytes=4 << 30,
-                          devices=["/dev/null", "/dev/zero", "/dev/urandom"], namespaces=self.settings.sandbox_namespaces)  # fmt: skip
+        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=self.uid, cpu_seconds=3600,
+                          file_bytes=4 << 30, devices=["/dev/null", "/dev/zero", "/dev/urandom"],
+                          namespaces=self.settings.sandbox_namespaces, allow_weak=self.settings.allow_weak_sandbox,
+                          scratch_bytes=0)  # fmt: skip
         started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         status = started.status()
         if not status.get("ok"):
@@ -205,8 +288,11 @@ class _Builder:
             self._cancel[attempt_id].set()
             proc = self._procs.get(attempt_id)
             if proc is not None and proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                if hasattr(proc, "sandbox"):
+                    proc.sandbox.kill()  # every process of it, and its cgroups removed
+                else:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
 
     def _cpu_shims(self) -> str:
         shim = self.settings.cache_root() / "cpu_shims"
@@ -217,9 +303,9 @@ class _Builder:
                                   "#define C10_CUDA_BUILD_SHARED_LIBS\n")
         return str(shim)
 
-    @staticmethod
-    def _read_ninja_var(directory: Path, var: str) -> str:
-        for line in (directory / "build.ninja").read_text().splitlines():
+    def _read_ninja_var(self, directory: Path, var: str) -> str:
+        """A variable of the ninja file this builder wrote for ``directory`` (its own copy, never the folder's)."""
+        for line in self._ninja_text.get(directory, "").splitlines():
             if line.startswith(f"{var} = "):
                 return line[len(var) + 3:]
         return ""
@@ -252,8 +338,13 @@ class _Builder:
         raise OSError(f"cannot write {BIND_HEADER} under {self.settings.pch_root()} or {self.settings.cache_root()}")
 
     def _ensure_pch(self, pch_dir: Path, cxx: str, cflags: str, name: str = "torch/extension.h") -> tuple[bool, str]:
+        """The precompiled header ``name`` for this flag set, made if missing: by the compiler in its sandbox (an
+        argument list, no shell), in a work folder of its own; the trusted side keeps the result only if it is a
+        regular file of at most :data:`PCH_MAX` bytes. A failure leaves a ``FAILED`` mark (without the compiler's
+        output: nothing a compile read stays where another compile can include it)."""
         gch = pch_dir / f"{name}.gch"
         if gch.exists():
+            touch(pch_dir)
             return True, ""
         failed = pch_dir / ("FAILED" if name == "torch/extension.h" else f"FAILED-{name.replace('/', '_')}")
         if failed.exists():  # this flag set cannot make a header: do not pay for trying again
@@ -264,16 +355,30 @@ class _Builder:
             if failed.exists():
                 return False, ""
             gch.parent.mkdir(parents=True, exist_ok=True)
-            tmp = gch.with_name(f".{gch.name}.{os.getpid()}.tmp")
             header = (os.path.join(self.torch_include, "torch", "extension.h") if name == "torch/extension.h"
                       else str(self.bind_include() / name))
-            cmd = f"{cxx} {cflags} -x c++-header {shlex.quote(header)} -o {shlex.quote(str(tmp))}"
-            proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, errors="replace")
-            if proc.returncode != 0:
-                tmp.unlink(missing_ok=True)
-                _write_atomic(failed, f"{cmd}\n{proc.stdout}{proc.stderr}")
-                return False, f"[pch] could not be built (see {failed}); compiling without it\n"
-            os.replace(tmp, gch)
+            compiler = shutil.which(cxx) or cxx
+            work = self.settings.pch_root() / f".work-{secrets.token_hex(8)}"
+            work.mkdir(parents=True)
+            try:
+                argv = [compiler, *shlex.split(cflags), "-x", "c++-header", header, "-o", str(work / "header.gch")]
+                proc = self._start_compiler(argv, work)
+                out = read_bounded(proc.stdout, 16 << 10, 16 << 10)
+                proc.wait()
+                fd = None
+                if proc.returncode == 0:
+                    with contextlib.suppress(OSError):
+                        fd = open_artefact(work / "header.gch", PCH_MAX)
+                if fd is None:
+                    _write_atomic(failed, "failed\n")
+                    first = next((ln for ln in out.splitlines() if "error" in ln), out.strip()[:200])
+                    return False, f"[pch] could not be built ({first[:200]}); compiling without it\n"
+                tmp = gch.with_name(f".{gch.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+                with os.fdopen(fd, "rb") as src, open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                os.replace(tmp, gch)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
             return True, f"[pch] built {gch}\n"
 
     # -- one variant ------------------------------------------------------------------------
@@ -297,9 +402,7 @@ class _Builder:
             shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True, exist_ok=True)
         for fname, text in files.items():
-            path = directory / fname
-            if not path.exists() or path.read_text() != text:  # keep mtimes: ninja rebuilds only what changed
-                path.write_text(text)
+            write_into(directory, fname, text)  # keeps mtimes: ninja rebuilds only what changed
         extra_cflags = list(spec.extra_cflags) + [f"-I{self.bind_include()}"]
         extra_cuda = list(spec.extra_cuda_cflags)
         if spec.with_cuda and not current().names_arch(extra_cuda) and self.settings.arch:
@@ -318,6 +421,7 @@ class _Builder:
         first = files.get("main.cpp", "").split("\n", 1)[0].strip()
         pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
+        use_pch = use_pch and pch_worthy(list(spec.extra_cflags))  # a header per macro set would grow without bound
         if use_pch and pch_header and not make_pch:
             use_pch = (self._pch_dir(directory)[0] / f"{pch_header}.gch").exists()
         if use_pch and pch_header:

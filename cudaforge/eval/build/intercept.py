@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from cudaforge.caches import GB, evict_lru, touch
-from cudaforge.eval.build.builder import _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic, cache_key
+from cudaforge.eval.build import flags as build_flags
+from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic,
+                                          cache_key, open_artefact)
 from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_main_source
 from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
@@ -31,12 +33,14 @@ class _Hooks:
 
     def __init__(self, settings: BuildSettings, recorder: BuildRecorder,
                  remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 extra_read: tuple[str, ...] = ()) -> None:
+                 extra_read: tuple[str, ...] = (), uid: int | None = None) -> None:
         self.settings = settings
         self.recorder = recorder
         self.remote = remote
         """In a sandboxed worker: asks the trusted side to build ``inputs`` (``serve_build``) and returns its reply."""
         self.extra_read = extra_read
+        self.uid = uid
+        """The uid of the compiler's sandbox (the candidate's; None: a fresh one)."""
         self.loaded: dict[str, Any] = {}
 
     # -- sources, as load_inline assembles them -----------------------------------------------
@@ -197,7 +201,7 @@ class _Hooks:
             touch(root / key)  # when it was last used, for the size limit's eviction
         if not record.cached and self.settings.max_cache_gb > 0:
             with contextlib.suppress(OSError):  # a cache we may not trim still serves this build
-                evict_lru(root, int(self.settings.max_cache_gb * GB))
+                evict_lru(root, int(self.settings.max_cache_gb * GB), pch_root=self.settings.pch_root())
         record.status = manifest["status"]
         record.variant = manifest["variant"]
         record.measures = manifest["measures"]
@@ -243,7 +247,7 @@ class _Hooks:
         return module
 
     def _build(self, spec: _Spec, key: str, module_name: str) -> dict[str, Any]:
-        builder = _Builder(self.settings, self.extra_read)
+        builder = _Builder(self.settings, self.extra_read, self.uid)
         started = time.perf_counter()
         attempt, fallbacks = builder.build(spec, key, module_name)
         measures = list(attempt.measures)
@@ -272,6 +276,48 @@ def _strings(value: Any, what: str) -> list[str]:
     return items
 
 
+def include_roots(hooks: _Hooks) -> tuple[str, ...]:
+    """Where a candidate's include folders may be: its own scratch folder (``extra_read``), the toolkit, the
+    interpreter's packages and torch's headers, the system's; all of it read-only to the compiler's sandbox."""
+    import sysconfig
+
+    roots = [*hooks.extra_read, *current().toolkit_roots(), "/usr/include", "/usr/local/include"]
+    roots += [p for key in ("purelib", "platlib", "include", "platinclude") if (p := sysconfig.get_paths().get(key))]
+    return tuple(os.path.realpath(r) for r in roots if r)
+
+
+def deliver(library: str | os.PathLike, folder: str | os.PathLike, label: str) -> str:
+    """Copy an extension library the compiler's sandbox made into ``folder`` (a candidate's scratch, which the
+    candidate may have filled with links): the library opened without following a link, a regular file of at most
+    :data:`LIBRARY_MAX` bytes and an ELF object; the copy created under a fresh name of ours, exclusively and
+    without following a link, through a descriptor of the folder. Returns the copy's path; OSError otherwise."""
+    import secrets
+
+    source = open_artefact(Path(library), LIBRARY_MAX)
+    try:
+        with os.fdopen(os.dup(source), "rb") as check:
+            if check.read(4) != b"\x7fELF":
+                raise OSError(f"{Path(library).name} is not a shared library")
+        name = f".ext-{re.sub(r'[^A-Za-z0-9_]', '_', label)[:80]}-{secrets.token_hex(6)}.so"
+        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            target = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755, dir_fd=folder_fd)
+        finally:
+            os.close(folder_fd)
+        with os.fdopen(target, "wb") as dst:
+            os.lseek(source, 0, os.SEEK_SET)
+            copied = 0
+            while chunk := os.read(source, 1 << 20):
+                copied += len(chunk)
+                if copied > LIBRARY_MAX:
+                    raise OSError(f"{Path(library).name} grew past {LIBRARY_MAX >> 20} MiB while copied")
+                dst.write(chunk)
+            os.fchmod(dst.fileno(), 0o755)
+    finally:
+        os.close(source)
+    return os.path.join(os.fspath(folder), name)
+
+
 def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
     """The trusted side's own ``_Spec`` for a build request (``load_inline``/``load`` arguments as data), and the
     request re-written the way a local call writes it (what the cache key hashes).
@@ -282,6 +328,14 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
         raise ValueError("the extension's name must be a short string")
     flags = {k: _strings(inputs.get(k), k) for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags",
                                                      "extra_include_paths")}  # fmt: skip
+    if sum(len(f) for v in flags.values() for f in v) > 20_000 or sum(len(v) for v in flags.values()) > 200:
+        raise build_flags.FlagRefused("the build's flags are too many or too long (at most 200 flags, 20000 "
+                                      "characters)")  # fmt: skip
+    roots = include_roots(hooks)
+    for what in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
+        build_flags.check(flags[what], what, roots)
+    for path in flags["extra_include_paths"]:
+        build_flags.check([f"-I{path}"], "extra_include_paths", roots)
     if kind == "inline":
         functions = inputs.get("functions")
         if functions is not None and not (isinstance(functions, dict) and all(
@@ -316,7 +370,7 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
 
 
 def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: str | None,
-                extra_read: tuple[str, ...] = ()) -> tuple[dict[str, Any], BuildRecord]:
+                extra_read: tuple[str, ...] = (), uid: int | None = None) -> tuple[dict[str, Any], BuildRecord]:
     """The trusted side of a sandboxed worker's ``load_inline``/``load``: build (or find) the extension.
 
     The key is computed here, from the request as this side re-derived it; the compiler runs sandboxed
@@ -325,7 +379,7 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
     worker and the build's record (for the result). Never raises for a bad request: it fails the build.
     """
     started = time.perf_counter()
-    hooks = _Hooks(settings, BuildRecorder(), extra_read=extra_read)
+    hooks = _Hooks(settings, BuildRecorder(), extra_read=extra_read, uid=uid)
     record = BuildRecord(name=str(inputs.get("name"))[:200], module_name="", key="", status="failed", cached=True,
                          seconds=0.0)  # fmt: skip
     try:
@@ -334,15 +388,14 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
         record.key, record.module_name = key, f"{_sanitize(spec.name)}_{key[:16]}"
         library = hooks.resolve(spec, key, record.module_name, record)
         record.status = "built"
-        path = library
-        if deliver_dir:
-            os.makedirs(os.path.join(deliver_dir, "ext"), exist_ok=True)
-            path = os.path.join(deliver_dir, "ext", os.path.basename(library))
-            shutil.copyfile(library, path)
-            os.chmod(path, 0o755)
+        path = deliver(library, deliver_dir, record.module_name) if deliver_dir else library
         reply = {"path": path}
     except (BuildError, ModuleNotLoadable) as exc:
         record.error = record.error or str(exc)
+        reply = {}
+    except build_flags.FlagRefused as exc:  # the candidate's own flags: a compile error it can mend
+        record.status, record.error = "failed", f"Error building extension '{record.name}': {exc}"
+        record.log = record.log_trimmed = record.error
         reply = {}
     except ValueError as exc:
         record.status, record.error = "failed", f"a malformed build request: {exc}"

@@ -203,12 +203,13 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     prebuilt: list[str] = []
     jit, jit_message = [], ""
     worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
-                              namespaces=settings.sandbox_namespaces,
+                              namespaces=settings.sandbox_namespaces, allow_weak=settings.allow_weak_sandbox,
                               env={"TRITON_INTERPRET": "0"})  # compiled for the GPU, not interpreted  # fmt: skip
     note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
 
     def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
-        reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,))
+        reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,),
+                                    uid=worker.sandbox.uid)
         recorder.records.append(record)
         return reply
 

@@ -65,6 +65,8 @@ class BuildSettings:
     candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
     sandbox_namespaces: bool = True
     """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""
+    allow_weak_sandbox: bool = False
+    """The compiler runs even where a part of the sandbox's wall is missing (``eval.allow_weak_sandbox``)."""
     max_cache_gb: float = 0.0
     """Size limit of the cache's builds (``eval.build_cache_max_gb``; 0: none): after a new build is stored,
     the least recently used entries are removed until the rest fits (``cudaforge.caches.evict_lru``)."""

@@ -1,0 +1,165 @@
+"""The compile and link flags a candidate may pass to ``load_inline``/``load``: parsed and allow-listed.
+
+A candidate's flags reach nvcc, the host compiler and the linker, which ninja runs through ``/bin/sh`` inside
+the compiler's sandbox. Whatever the sandbox holds, flags that read or write files by name, change the toolchain or
+carry shell syntax have no place in a kernel's build, and are refused here on the trusted side with one line the
+Coder can act on (:class:`FlagRefused`). What is allowed: macros (``-D``/``-U``, plain names and values),
+optimisation and debug levels, language standards, warnings (``-W...`` but not the ``-Wl,``/``-Wa,``/``-Wp,``
+pass-throughs), code-generation options (``-f...``, ``-m...``) but those that name files or load plugins, nvcc's
+own options for architectures, fast math, register limits, ptxas verbosity and relaxed constexpr, ``-Xcompiler``
+with host flags from this same list, include folders the compiler's sandbox can read anyway (relative ones, and
+the toolkit's and the interpreter's), and ``-l<library>`` for the linker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+_MACRO = re.compile(r"^-([DU])([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-]*)?$")
+"""``-DNAME``, ``-DNAME=value`` (value: letters, digits, ``_ . + -``), ``-UNAME``."""
+
+_PLAIN = {
+    "-O", "-O0", "-O1", "-O2", "-O3", "-Os", "-Ofast", "-Og", "-g", "-g0", "-g1", "-g2", "-g3", "-ggdb", "-w",
+    "-pedantic", "-pthread", "-fopenmp", "-fPIC", "-fpic", "-ffast-math", "-DNDEBUG", "-lineinfo", "-G",
+    "--use_fast_math", "-use_fast_math", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
+    "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda", "-extended-lambda", "--restrict",
+    "-restrict", "--resource-usage", "-res-usage", "--generate-line-info", "-v", "--verbose", "-shared",
+    "--disable-warnings", "-Wno-deprecated-gpu-targets", "-Xptxas=-v", "--ptxas-options=-v", "-rdc=true",
+    "-rdc=false", "--relocatable-device-code=true", "--relocatable-device-code=false", "-dc",
+}  # fmt: skip
+"""Flags allowed exactly as written."""
+
+_PATTERNS = [
+    re.compile(r"^--?std=(c|c\+\+|gnu|gnu\+\+)(\d\d|[0-9a-z]{2,3})$"),
+    re.compile(r"^-W(?![lap],)[A-Za-z0-9][A-Za-z0-9_=+\-]*$"),  # warnings, not the -Wl, -Wa, -Wp pass-throughs
+    re.compile(r"^-m[a-z0-9][a-z0-9_=.\-]*$"),  # -march=native, -mavx2, -mtune=...
+    re.compile(r"^-f(?!plugin|dump|profile|save-optimization|debug-prefix-map|file-prefix-map|macro-prefix-map|"
+               r"opt-info|callgraph-info|auto-profile|create-profile|record|stack-usage|pch|sanitize|"
+               r"instrument|coverage|test-coverage|lto|use-ld|diagnostics-|ident|working-directory)"
+               r"[a-z0-9][a-z0-9_=.,+\-]*$"),
+    re.compile(r"^-(arch|code)[= ]?(sm|compute|lto)_\d+[a-z]?$"),
+    re.compile(r"^--gpu-(architecture|code)[= ](sm|compute|lto)_\d+[a-z]?(,(sm|compute|lto)_\d+[a-z]?)*$"),
+    re.compile(r"^-arch=(native|all|all-major)$"),
+    re.compile(r"^-gencode[= ]arch=compute_\d+[a-z]?,code=\[?((sm|compute|lto)_\d+[a-z]?,?)+\]?$"),
+    re.compile(r"^--?maxrregcount[= ]?\d+$"),
+    re.compile(r"^--(ftz|prec-div|prec-sqrt|fmad|extra-device-vectorization)=(true|false)$"),
+    re.compile(r"^-(ftz|prec-div|prec-sqrt|fmad)=(true|false)$"),
+    re.compile(r"^(-Xptxas[= ]|--ptxas-options[= ])-?-?[A-Za-z0-9_=,\-]+$"),
+    re.compile(r"^-(dlcm|dscm)=(ca|cg|cs|cv|wb|wt)$"),
+    re.compile(r"^--?default-stream[= ](per-thread|legacy|null)$"),
+    re.compile(r"^(-Xcudafe[= ])?--diag[_-]suppress[= ][A-Za-z0-9_,]+$"),
+    re.compile(r"^--?(threads|split-compile)[= ]?\d+$"),
+    re.compile(r"^-t\d+$"),
+]
+"""Families of allowed flags (anything that names a file, loads a plugin or changes the toolchain excluded)."""
+
+_SPLIT = {"-arch", "-code", "--gpu-architecture", "--gpu-code", "-gencode", "--maxrregcount", "-maxrregcount",
+          "-Xptxas", "--ptxas-options", "-Xcompiler", "--compiler-options", "-Xcudafe", "--diag-suppress",
+          "--default-stream", "--threads", "-t", "-D", "-U", "-I", "-isystem", "-std", "-x"}  # fmt: skip
+"""Options whose value may come as the next item (``["-arch", "sm_90"]``): joined before checking."""
+
+_REFUSED = {
+    "-include": "reads a file of its choosing into every compile",
+    "-imacros": "reads a file of its choosing into every compile",
+    "-B": "changes where the compiler finds its own programs", "-specs": "replaces the compiler's driver specs",
+    "-fplugin": "loads a plugin into the compiler", "-wrapper": "runs the compiler under another program",
+    "@": "reads more flags from a file", "-save-temps": "writes intermediate files outside the build",
+    "-M": "writes dependency files by name", "-o": "names the output file", "-ccbin": "replaces the host compiler",
+    "--compiler-bindir": "replaces the host compiler", "-Xlinker": "passes options to the linker",
+    "--linker-options": "passes options to the linker", "-Wl,": "passes options to the linker",
+    "-Wa,": "passes options to the assembler", "-Wp,": "passes options to the preprocessor",
+    "-odir": "names the output folder", "--output-directory": "names the output folder",
+    "--keep": "keeps intermediate files by name", "-keep": "keeps intermediate files by name",
+    "--sysroot": "replaces the system root", "-isysroot": "replaces the system root", "-T": "names a linker script",
+    "-L": "adds a library folder", "-fuse-ld": "replaces the linker", "-dumpdir": "names an output folder",
+    "-dumpbase": "names output files", "-iprefix": "names include folders indirectly",
+    "--dryrun": "does not compile", "-E": "does not compile",
+}  # fmt: skip
+"""Flags refused with the reason given (matched as prefixes)."""
+
+_LIBRARY = re.compile(r"^-l[A-Za-z0-9_+.\-]+$")
+
+
+class FlagRefused(ValueError):
+    """A candidate's flag is not allowed; the message is one line the Coder can act on."""
+
+
+def _reason(flag: str) -> str:
+    for prefix, why in _REFUSED.items():
+        if flag.startswith(prefix):
+            return why
+    if any(c in flag for c in "`$;|&<>(){}\\'\"\n\r\t *?![]#~"):
+        return "holds shell syntax or spaces"
+    return "is not on the allow-list of compile flags"
+
+
+def _include_ok(path: str, roots: tuple[str, ...]) -> bool:
+    if not path or any(c in path for c in "`$;|&<>(){}\\'\"\n\r\t *?![]#~"):
+        return False
+    if not os.path.isabs(path):
+        return ".." not in path.split("/")
+    real = os.path.normpath(path)
+    return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _joined(flags: list[str]) -> list[str]:
+    out: list[str] = []
+    items = list(flags)
+    i = 0
+    while i < len(items):
+        flag = items[i]
+        if flag in _SPLIT and i + 1 < len(items):
+            sep = "" if flag in ("-D", "-U", "-I", "-t") else ("=" if flag in ("-std",) else " ")
+            out.append(f"{flag}{sep}{items[i + 1]}")
+            i += 2
+            continue
+        out.append(flag)
+        i += 1
+    return out
+
+
+def check(flags: list[str], what: str, include_roots: tuple[str, ...] = ()) -> list[str]:
+    """``flags`` as the candidate gave them for ``what`` (``extra_cflags``, ``extra_cuda_cflags``,
+    ``extra_ldflags``), checked; returns them unchanged when every one is allowed, else raises
+    :class:`FlagRefused` naming the first that is not and why. Include folders (``-I``/``-isystem``) must be
+    relative to the build or inside ``include_roots``."""
+    for flag in _joined([f.strip() for f in flags if f.strip()]):  # empty ones are dropped, as torch drops them
+        _check_one(flag, what, include_roots)
+    return list(flags)
+
+
+def _check_one(flag: str, what: str, include_roots: tuple[str, ...]) -> None:
+    refuse = lambda why: FlagRefused(  # noqa: E731
+        f"{what}: the flag {flag[:80]!r} {why}; drop it (allowed: macros, -O levels, -std=, warnings, -f/-m "
+        "code-generation options, architectures, fast math, register limits, -l<library>)")
+    if what == "extra_ldflags":
+        if _LIBRARY.match(flag) or flag in ("-shared", "-pthread", "-fopenmp", "-lineinfo"):
+            return
+        raise refuse(_reason(flag) if not flag.startswith("-L") else "adds a library folder of its choosing")
+    if flag.startswith(("-I", "-isystem", "-iquote", "-idirafter")):
+        path = flag.split(" ", 1)[1] if " " in flag else re.sub(r"^-(I|isystem|iquote|idirafter)", "", flag)
+        if _include_ok(path.strip(), include_roots):
+            return
+        raise refuse("names an include folder outside the build and the toolchain")
+    if flag.startswith(("-Xcompiler", "--compiler-options")):
+        inner = re.sub(r"^(-Xcompiler|--compiler-options)[= ]?", "", flag)
+        for part in inner.split(","):
+            if part:
+                _check_one(part, what, include_roots)
+        return
+    if flag in _PLAIN or _MACRO.match(flag) or any(p.match(flag) for p in _PATTERNS):
+        if any(c in flag for c in "`$;|&<>(){}\\'\"\n\r\t*?!#~"):  # belt and braces: nothing for /bin/sh
+            raise refuse("holds shell syntax")
+        return
+    raise refuse(_reason(flag))
+
+
+PCH_FLAGS = re.compile(r"^(-O[0-3s]?|-Ofast|-Og|-g[0-3]?|-w|-std=(c|gnu)\+\+\d\d|-fPIC|-DNDEBUG|-Wall|-Wextra)$")
+"""Host flags a precompiled header is made for: the common ones. Any other flag set compiles the binding file
+without one (a precompiled header per distinct set of macros would grow the cache without bound)."""
+
+
+def pch_worthy(extra_cflags: list[str]) -> bool:
+    """Whether a build with these host flags (the candidate's ``extra_cflags``) gets a precompiled header."""
+    return all(PCH_FLAGS.match(f) for f in extra_cflags) and len(extra_cflags) <= 6
