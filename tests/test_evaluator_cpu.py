@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from cudaforge.eval.evaluator import Evaluator
+from cudaforge.languages import get as languages_get
 from cudaforge.tasks import load_suite, selection
 from cudaforge.types import EvalStatus, Phase
 
+TRITON_KEEP = languages_get("triton").jit_keep
+TILELANG_KEEP = languages_get("tilelang").jit_keep
 REPO = Path(__file__).resolve().parent.parent
 CANDIDATES = REPO / "benchmarks" / "candidates"
 
@@ -470,11 +473,12 @@ import torch.nn as nn
 
 # a Triton source as the evaluator tells one (triton.jit in its text): only those keep their Triton cache
 CACHE = pathlib.Path(os.environ["TRITON_CACHE_DIR"])
-SEEN = (CACHE / "kernel.bin").exists()  # {tag}
-CACHE.mkdir(parents=True, exist_ok=True)
-(CACHE / "kernel.bin").write_text("compiled")
+SEEN = (CACHE / "KEY" / "kernel.cubin").exists()  # {tag}
+(CACHE / "KEY").mkdir(parents=True, exist_ok=True)
+(CACHE / "KEY" / "kernel.cubin").write_bytes(b"\\x7fELF compiled")
+(CACHE / "KEY" / "counter.txt").write_text("1")  # not a kernel: never carried over
 (CACHE / "NEWKEY").mkdir(exist_ok=True)  # Triton adds entries to a carried cache: it must stay writable
-(CACHE / "NEWKEY" / "launcher.so").write_text("compiled")
+(CACHE / "NEWKEY" / "launcher.so").write_bytes(b"\\x7fELF compiled")
 try:
     os.symlink("{secret}", CACHE / "leak")
 except FileExistsError:
@@ -505,8 +509,8 @@ def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_p
         pytest.skip("the carry-over needs the sandbox's pid namespace")
     assert first.status is EvalStatus.CORRECT, first.report()
     kept = list((cache / "triton-own").rglob("*"))
-    assert sorted(p.name for p in kept if p.is_file()) == ["kernel.bin", "launcher.so"], kept  # no link followed
-    assert "sk-not-for-candidates" not in "".join(p.read_text() for p in kept if p.is_file())
+    assert sorted(p.name for p in kept if p.is_file()) == ["kernel.cubin", "launcher.so"], kept  # no link followed
+    assert b"sk-not-for-candidates" not in b"".join(p.read_bytes() for p in kept if p.is_file())
     second = evaluator.evaluate(task, source)
     assert second.status is EvalStatus.INCORRECT, second.report()  # it found its own kernel.bin and could write
     other = evaluator.evaluate(task, OWN_CACHE_PROBE.format(tag="b", secret=secret))
@@ -538,14 +542,14 @@ def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
 
     old = tmp_path / "cand-1" / "triton"
     (old / "KEY").mkdir(parents=True)
-    (old / "KEY" / "k.cubin").write_bytes(b"\0cubin")
+    (old / "KEY" / "k.cubin").write_bytes(b"\x7fELFcubin")
     group = '{"child_paths": {"k.cubin": "%s/KEY/k.cubin"}}' % old
     (old / "KEY" / "__grp__k.json").write_text(group)
     store = tmp_path / "build" / "triton-own" / "abc123"
-    keep_own_jit_cache(old, store)
+    keep_own_jit_cache(old, store, TRITON_KEEP)
     kept = (store / "KEY" / "__grp__k.json").read_bytes()
     assert str(old).encode() not in kept and PATH_TOKEN in kept
-    assert (store / "KEY" / "k.cubin").read_bytes() == b"\0cubin"  # other files are copied as they are
+    assert (store / "KEY" / "k.cubin").read_bytes() == b"\x7fELFcubin"  # other files are copied as they are
     new = tmp_path / "cand-2" / "triton"
     (new / "STUB").mkdir(parents=True)  # what the worker's own warm-up left there stays
     (new / "STUB" / "cuda_utils.so").write_bytes(b"ours")
@@ -561,24 +565,24 @@ def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks
 
     secret = tmp_path / "secret"
     secret.mkdir()
-    (secret / "token.cubin").write_bytes(b"SECRET")
+    (secret / "token.cubin").write_bytes(b"\x7fELFSECRET")
     cache = tmp_path / "cand" / "triton"
     (cache / "A").mkdir(parents=True)
-    (cache / "A" / "a.cubin").write_bytes(b"a1")
+    (cache / "A" / "a.cubin").write_bytes(b"\x7fELFa1")
     (cache / "LINKED").symlink_to(secret, target_is_directory=True)
     (cache / "A" / "link.cubin").symlink_to(secret / "token.cubin")
     store = tmp_path / "build" / "triton-own" / "src"
-    keep_own_jit_cache(cache, store)
+    keep_own_jit_cache(cache, store, TRITON_KEEP)
     kept = sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
     assert kept == ["A/a.cubin"] and count_kernels(cache) == 1  # the linked folder is not counted either
     assert not any(b"SECRET" in p.read_bytes() for p in store.rglob("*") if p.is_file())
     later = tmp_path / "gpu" / "triton"
     (later / "A").mkdir(parents=True)
-    (later / "A" / "a.cubin").write_bytes(b"a2")  # already kept: left as it was
+    (later / "A" / "a.cubin").write_bytes(b"\x7fELFa2")  # already kept: left as it was
     (later / "B").mkdir()
-    (later / "B" / "b.cubin").write_bytes(b"b")
-    keep_own_jit_cache(later, store)
-    assert (store / "A" / "a.cubin").read_bytes() == b"a1" and (store / "B" / "b.cubin").read_bytes() == b"b"
+    (later / "B" / "b.cubin").write_bytes(b"\x7fELFb")
+    keep_own_jit_cache(later, store, TRITON_KEEP)
+    assert (store / "A" / "a.cubin").read_bytes() == b"\x7fELFa1" and (store / "B" / "b.cubin").read_bytes() == b"\x7fELFb"
     assert not list(store.rglob("*.tmp")) and count_kernels(store) == 2
 
 
@@ -591,8 +595,8 @@ def test_repeated_keeps_of_one_source_cannot_grow_its_store_past_the_caps(tmp_pa
         cache = tmp_path / f"run{run}" / "triton"
         (cache / f"K{run}").mkdir(parents=True)
         for i in range(2):
-            (cache / f"K{run}" / f"f{i}.cubin").write_bytes(b"x")
-        jit_cache.keep_own_jit_cache(cache, store)
+            (cache / f"K{run}" / f"f{i}.cubin").write_bytes(b"\x7fELFx")
+        jit_cache.keep_own_jit_cache(cache, store, TRITON_KEEP)
     assert len([p for p in store.rglob("*") if p.is_file()]) == 5
 
 
@@ -608,12 +612,34 @@ def test_a_tree_of_planted_folders_costs_a_bounded_read_and_keeps_nothing(tmp_pa
             (cache / f"d{i}" / f"e{j}" / "f").mkdir(parents=True)
     (cache / "d0" / "e0" / "f" / "device_kernel.cu").write_text("__global__")
     store = tmp_path / "build" / "tilelang-own" / "src"
-    jit_cache.keep_own_jit_cache(cache, store)
+    jit_cache.keep_own_jit_cache(cache, store, TILELANG_KEEP)
     assert not store.exists()
     walked = []
     real_open = os.open
     monkeypatch.setattr(jit_cache.os, "open", lambda *a, **k: walked.append(a[0]) or real_open(*a, **k))
     assert jit_cache.count_kernels(cache, ("device_kernel.cu",)) <= 1 and len(walked) <= 51
+
+
+def test_a_kept_cache_holds_only_the_languages_own_artefacts(tmp_path):
+    """What a candidate leaves in its JIT cache beside its kernels (a counter to read back at its next evaluation, a
+    module, a library that is not one) is not kept: only files of the language's kinds whose content is that kind."""
+    from cudaforge.eval.jit_cache import JIT_FILE_MAX, keep_own_jit_cache
+
+    cache = tmp_path / "cand" / "triton"
+    (cache / "K").mkdir(parents=True)
+    (cache / "K" / "k.cubin").write_bytes(b"\x7fELF" + bytes(64))
+    (cache / "K" / "k.json").write_text('{"name": "k"}')
+    (cache / "K" / "k.ptx").write_text(".version 8.0")
+    (cache / "K" / "counter.txt").write_text("3")  # not a Triton artefact
+    (cache / "K" / "evil.json").write_text("not json")
+    (cache / "K" / "fake.so").write_bytes(b"#!/bin/sh\n")  # not an ELF object
+    (cache / "K" / "huge.cubin").write_bytes(b"\x7fELF" + bytes(JIT_FILE_MAX))
+    (cache / "K" / "helper.py").write_text("import torch")
+    store = tmp_path / "store"
+    keep_own_jit_cache(cache, store, TRITON_KEEP)
+    assert sorted(p.name for p in store.rglob("*") if p.is_file()) == ["k.cubin", "k.json", "k.ptx"]
+    keep_own_jit_cache(cache, tmp_path / "none", ())
+    assert not (tmp_path / "none").exists()  # a language that names nothing to keep keeps nothing
 
 
 def test_tilelang_kernels_are_counted_three_levels_down_by_their_marks(tmp_path):

@@ -38,6 +38,36 @@ PATH_TOKEN = b"@@CUDAFORGE_TRITON_CACHE@@"
 """Stands for the worker's cache directory in a kept group file."""
 STUB_PREFIXES = ("cuda_utils.", "__triton_launcher.")
 """The files of Triton's host-compiled stubs (one stub per cache folder)."""
+JIT_FILE_MAX = 64 << 20
+"""The largest single file kept from a worker's JIT cache."""
+KINDS = {".so": "elf", ".cubin": "elf", ".hsaco": "elf", ".json": "json", ".pkl": "pickle"}
+"""What a kept file's content must be, by its name's ending (any other kept ending: UTF-8 text)."""
+
+
+def is_kernel_file(name: str, data: bytes, keep: tuple[str, ...]) -> bool:
+    """Whether a file of a worker's JIT cache is one of the language's own artefacts (``KernelLanguage.jit_keep``):
+    its name ends with one of ``keep``, it is at most :data:`JIT_FILE_MAX` bytes, and its content is of the kind
+    that ending promises. A counter, a note or a module a candidate left there is not."""
+    suffix = next((s for s in keep if name.endswith(s)), None)
+    if suffix is None or len(data) > JIT_FILE_MAX:
+        return False
+    kind = KINDS.get(suffix, "text")
+    if kind == "elf":
+        return data[:4] == b"\x7fELF"
+    if kind == "pickle":
+        return data[:1] == b"\x80"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if kind == "json":
+        import json
+
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+    return True
 
 
 def _regular_files(root: Path) -> list[Path] | None:
@@ -139,7 +169,7 @@ def _read_tree(root: Path) -> list[tuple[Path, bytes]] | None:
         os.close(root_fd)
 
 
-def keep_own_jit_cache(scratch_cache: Path, store: Path) -> None:
+def keep_own_jit_cache(scratch_cache: Path, store: Path, keep: tuple[str, ...] = ()) -> None:
     """Keep what a JIT language compiled in a worker (Triton's kernels, launchers and driver stubs; TileLang's
     kernels) for the next evaluation of the same source. The files are the candidate's own output: they are only
     ever given back to a worker of the same source (``seed_own_jit_cache``), never to another candidate and never
@@ -148,11 +178,12 @@ def keep_own_jit_cache(scratch_cache: Path, store: Path) -> None:
     a read), only regular files, capped in number and size. The first keep of a source renames a temporary
     directory into place; a later one (the GPU run after the CPU pool's, or after an earlier evaluation) adds the
     files the store lacks, each written aside and renamed, so a worker being seeded meanwhile sees whole files, up
-    to the same caps in all. Group files get ``PATH_TOKEN`` in place of the worker's cache path."""
+    to the same caps in all. Group files get ``PATH_TOKEN`` in place of the worker's cache path. Only the language's
+    own artefacts are kept (``keep``: its ``jit_keep``; :func:`is_kernel_file`); empty ``keep`` keeps nothing."""
     if scratch_cache.is_symlink() or not scratch_cache.is_dir():
         return
     try:
-        files = _read_tree(scratch_cache)
+        files = [(rel, data) for rel, data in _read_tree(scratch_cache) or [] if is_kernel_file(rel.name, data, keep)]
         if not files:
             return
         old = os.fsencode(scratch_cache)

@@ -1173,7 +1173,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                     jit["kernels_at_end"] = count_kernels(Path(process.scratch) / language.jit_cache,
                                                           language.jit_kernel_marks)
                 for folder, store in own_caches.items():
-                    keep_own_jit_cache(Path(process.scratch) / folder, store)
+                    keep_own_jit_cache(Path(process.scratch) / folder, store,
+                                       next(lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder))
             process.close()
     if not notes:
         result.fingerprint.pop("guard_notes", None)

@@ -73,5 +73,9 @@ class KernelLanguage:
     jit_kernel_marks: tuple[str, ...] = (".cubin", ".hsaco")
     """How a compiled kernel's folder in that cache is told apart: it holds a file whose name ends so (counted for
     the record, ``fingerprint["jit_ahead"]``)."""
+    jit_keep: tuple[str, ...] = ()
+    """What of that cache is kept for the next evaluation of the same source: files whose names end so, each of a
+    kind its content is checked against (``cudaforge.eval.jit_cache.KINDS``: an ELF object, JSON, text, a pickle)
+    and at most ``JIT_FILE_MAX`` bytes; anything else a candidate leaves there is dropped."""
     prebuild_note: str = ""
     """Why a language without ``prebuild`` cannot be built ahead (shown in records and docs)."""

@@ -133,5 +133,6 @@ LANGUAGE = KernelLanguage(
     prebuild=_compile_only,
     jit_cache="tilelang",
     jit_cache_env="TILELANG_CACHE_DIR",
+    jit_keep=(".cu", ".so", ".cubin", ".ptx", ".py", ".pkl", ".json"),
     jit_kernel_marks=("device_kernel.cu",),  # one per kernel; its cubins are stored once per content
 )

@@ -106,4 +106,5 @@ LANGUAGE = KernelLanguage(
     prebuild=_compile_only,
     jit_cache="triton",
     jit_cache_env="TRITON_CACHE_DIR",
+    jit_keep=(".cubin", ".ptx", ".ttir", ".ttgir", ".llir", ".json", ".so", ".hsaco", ".amdgcn", ".source"),
 )

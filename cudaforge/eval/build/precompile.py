@@ -265,7 +265,7 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     worker.process.kill()
     for language in jit_caches(source):  # only the languages it is written in
         keep_own_jit_cache(Path(worker.scratch) / language.jit_cache,
-                           own_store(settings.cache_root(), language.jit_cache, source_hash(source)))
+                           own_store(settings.cache_root(), language.jit_cache, source_hash(source)), language.jit_keep)
     return kernels, error[:500]
 
 

@@ -1,0 +1,193 @@
+"""The build path as a candidate would attack it (issue 32): nothing it supplies reaches a shell, an unsandboxed
+compiler, a copy or a read on the trusted side.
+
+Each test plants what an adversarial candidate controls (flags, file names, links in its scratch, build folders)
+and checks the trusted side's answer: a refusal the Coder can act on, or an operation that follows no link and
+keeps only a checked artefact. The compiler runs here for real (g++ on tiny sources; no torch headers).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from cudaforge.eval.build import BuildSettings, FallbackMode, serve_build
+from cudaforge.eval.build import flags as build_flags
+from cudaforge.eval.build.builder import _Builder, read_bounded, write_into
+from cudaforge.eval.build.intercept import deliver
+from cudaforge.sandbox import linux
+
+pytest.importorskip("torch")
+
+LINUX_SANDBOX = linux.landlock_abi() > 0 and os.geteuid() == 0
+HONEST = [
+    ["-O3"], ["-O3", "--use_fast_math"], ["-O2", "-std=c++17"], ["--expt-relaxed-constexpr", "-lineinfo"],
+    ["-arch=sm_90a"], ["-arch", "sm_80"], ["-gencode=arch=compute_90a,code=sm_90a"], ["-Xptxas", "-v"],
+    ["-Xcompiler", "-fopenmp"], ["-DBLOCK=256", "-UNDEBUG", "-DUSE_FP16"], ["-maxrregcount=64"],
+    ["-Wno-deprecated-declarations", "-w"], ["-march=native", "-funroll-loops"], ["--ptxas-options=-v"],
+    ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__"], [" ", ""], ["-I./include"],
+]  # fmt: skip
+"""Flag lists seen in released KernelBench-style kernels and in what models write: all allowed."""
+ATTACKS = {
+    "-DX=`python3 stage2.py`": "shell", "-DX=$(id)": "shell", "-include /etc/shadow": "reads a file",
+    "-imacros=/root/.netrc": "reads a file", "-B/tmp/evil": "changes where", "-specs=/tmp/x": "specs",
+    "-fplugin=/tmp/p.so": "plugin", "-wrapper=/bin/sh": "another program", "@/tmp/flags": "from a file",
+    "-save-temps=cwd": "intermediate", "-MF/etc/cron.d/x": "dependency", "-o/tmp/out": "output",
+    "-ccbin=/tmp/cc": "host compiler", "-Wl,--wrap=malloc": "linker", "-Xlinker -rpath": "linker",
+    "-I/root": "include folder", "-isystem/etc": "include folder", "-fprofile-generate=/tmp": "allow-list",
+    "-DX=1;id": "shell", "-O3 -DX": "spaces",
+}  # fmt: skip
+"""A flag that must be refused, and a word of why."""
+
+
+@pytest.mark.parametrize("flags", HONEST, ids=[" ".join(f) or "empty" for f in HONEST])
+def test_the_flags_released_kernels_pass_are_allowed(flags):
+    assert build_flags.check(flags, "extra_cuda_cflags", ("/usr/local/cuda",)) == flags
+
+
+@pytest.mark.parametrize("flag, why", list(ATTACKS.items()), ids=list(ATTACKS))
+def test_flags_that_reach_files_the_toolchain_or_a_shell_are_refused_in_one_line(flag, why):
+    items = flag.split(" ") if flag.startswith(("-include", "-Xlinker")) else [flag]
+    with pytest.raises(build_flags.FlagRefused) as caught:
+        build_flags.check(items, "extra_cflags", ("/usr/local/cuda",))
+    message = str(caught.value)
+    assert "\n" not in message and "drop it" in message and why in message
+
+
+def test_linker_flags_name_libraries_only():
+    assert build_flags.check(["-lcublas", "-lcuda"], "extra_ldflags") == ["-lcublas", "-lcuda"]
+    for flag in ("-L/tmp", "-Wl,-rpath,/tmp", "-T/tmp/script.ld", "/tmp/libx.so", "-fuse-ld=/tmp/ld"):
+        with pytest.raises(build_flags.FlagRefused):
+            build_flags.check([flag], "extra_ldflags")
+
+
+def test_a_precompiled_header_is_made_only_for_common_host_flags():
+    assert build_flags.pch_worthy([]) and build_flags.pch_worthy(["-O3"]) and build_flags.pch_worthy(["-O2", "-g"])
+    assert not build_flags.pch_worthy(["-DSEED=1"]) and not build_flags.pch_worthy(["-O3", "-march=native"])
+
+
+@pytest.mark.skipif(not LINUX_SANDBOX, reason="needs root and Landlock for the compiler's sandbox")
+def test_shell_syntax_in_a_candidates_flags_never_runs(tmp_path):
+    """The first attack of the round: a flag with a command substitution. Refused before anything is written."""
+    marker = tmp_path / f"pwned-{secrets.token_hex(4)}"
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=True,
+                             fallback=FallbackMode.SEQUENTIAL).resolved()
+    inputs = {"kind": "inline", "name": "x", "cpp_sources": ["int f() { return 1; }"], "cuda_sources": [],
+              "functions": None, "extra_cflags": [f"-DX=`touch {marker}`"], "extra_cuda_cflags": [],
+              "extra_ldflags": [], "extra_include_paths": [], "with_cuda": False, "is_python_module": True}
+    reply, record = serve_build(inputs, settings, None)
+    assert reply["status"] == "failed" and "shell" in reply["error"] and "extra_cflags" in reply["error"]
+    assert not marker.exists() and not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.skipif(not LINUX_SANDBOX, reason="needs root and Landlock for the compiler's sandbox")
+def test_the_header_build_takes_an_argument_list_and_keeps_no_log(tmp_path):
+    """Even flags that reached the header build as text would not be run by a shell: the precompiled header is
+    built from an argument list inside the compiler's sandbox; a failure leaves a mark without the compiler's output
+    (which would quote what the compile read)."""
+    marker = tmp_path / f"pwned-{secrets.token_hex(4)}"
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0").resolved()
+    builder = _Builder(settings)
+    pch_dir = settings.pch_root() / "0123456789abcdef01234567"
+    ok, log = builder._ensure_pch(pch_dir, "c++", f"-O0 -DX=$(touch {marker}) -DY=`touch {marker}`", "cudaforge/bind.h")
+    assert not marker.exists()
+    failed = list(pch_dir.glob("FAILED*"))
+    if ok:  # the macro's text is harmless to g++: the header was built, as a regular file of ours
+        assert (pch_dir / "cudaforge" / "bind.h.gch").is_file() and not failed
+    else:
+        assert [f.read_text() for f in failed] == ["failed\n"]
+    assert not list(settings.pch_root().glob(".work-*"))  # the sandbox's work folder is gone
+
+
+def test_a_build_file_is_never_written_through_a_link(tmp_path):
+    folder = tmp_path / "build"
+    folder.mkdir()
+    target = tmp_path / "victim.py"
+    target.write_text("ORIGINAL")
+    (folder / "main.cpp").symlink_to(target)
+    write_into(folder, "main.cpp", "int main() {}")
+    assert target.read_text() == "ORIGINAL" and not (folder / "main.cpp").is_symlink()
+    assert (folder / "main.cpp").read_text() == "int main() {}"
+    (folder / "sub").mkdir()
+    with pytest.raises(OSError):
+        write_into(folder, "sub", "x")  # a folder where a file belongs is not ours to remove: the build fails
+
+
+def test_a_library_is_delivered_under_a_fresh_name_without_following_links(tmp_path):
+    """The third attack: links planted in the candidate's scratch (``ext`` to the virtualenv) made root overwrite a
+    C extension there. The copy now goes to a fresh name through a descriptor of the folder."""
+    venv_ext = tmp_path / "venv" / "site-packages" / "_c.so"
+    venv_ext.parent.mkdir(parents=True)
+    venv_ext.write_bytes(b"\x7fELF real extension")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "ext").symlink_to(venv_ext.parent, target_is_directory=True)
+    for guess in ("mod.so", "ext/mod.so", ".ext-mod.so"):
+        try:
+            (scratch / guess).symlink_to(venv_ext)
+        except OSError:
+            pass
+    library = tmp_path / "cache" / "mod.so"
+    library.parent.mkdir()
+    library.write_bytes(b"\x7fELF built")
+    path = deliver(library, scratch, "mod")
+    assert venv_ext.read_bytes() == b"\x7fELF real extension"
+    assert Path(path).parent == scratch and Path(path).read_bytes() == b"\x7fELF built"
+    assert not Path(path).is_symlink() and stat.S_IMODE(os.stat(path).st_mode) == 0o755
+
+
+def test_only_a_regular_elf_library_of_bounded_size_leaves_a_build_folder(tmp_path, monkeypatch):
+    from cudaforge.eval.build import builder
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("sk-secret")
+    linked = tmp_path / "linked.so"
+    linked.symlink_to(secret)
+    with pytest.raises(OSError):
+        deliver(linked, scratch, "m")  # a link the compiler's sandbox left: never read through
+    script = tmp_path / "script.so"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(OSError):
+        deliver(script, scratch, "m")
+    monkeypatch.setattr(builder, "LIBRARY_MAX", 16)
+    import cudaforge.eval.build.intercept as intercept
+
+    monkeypatch.setattr(intercept, "LIBRARY_MAX", 16)
+    big = tmp_path / "big.so"
+    big.write_bytes(b"\x7fELF" + bytes(64))
+    with pytest.raises(OSError):
+        deliver(big, scratch, "m")
+    assert os.listdir(scratch) == []
+
+
+def test_a_compilers_output_is_read_bounded_head_and_tail(tmp_path):
+    import io
+
+    data = b"error: first\n" + b"w" * (5 << 20) + b"\nFAILED: last\n"
+    text = read_bounded(io.BytesIO(data), head=1024, tail=1024)
+    assert text.startswith("error: first") and text.rstrip().endswith("FAILED: last")
+    assert len(text) < 4096 and "bytes of compiler output left out" in text
+
+
+@pytest.mark.skipif(not LINUX_SANDBOX or not shutil.which("g++"), reason="needs root, Landlock and g++")
+def test_the_compiler_runs_as_an_unprivileged_uid_and_sees_no_secret(tmp_path):
+    """The second attack: the compiler ran unsandboxed with the candidate's flags. Now a source that includes a
+    root-only file, or a file of the trusted side's, fails to compile: the compiler's root does not hold them."""
+    secret = tmp_path / "secret.h"
+    secret.write_text('#error "sk-secret-read"\n')
+    os.chmod(secret, 0o600)
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=False, light_headers=False,
+                             fallback=FallbackMode.SEQUENTIAL).resolved()  # fmt: skip
+    inputs = {"kind": "inline", "name": "peek", "cpp_sources": [f'#include "{secret}"\nint f() {{ return 1; }}'],
+              "cuda_sources": [], "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
+              "extra_include_paths": [], "with_cuda": False, "is_python_module": True, "no_implicit_headers": True}
+    reply, record = serve_build(inputs, settings, None)
+    assert reply["status"] == "failed"
+    assert "sk-secret-read" not in record.log and "No such file" in record.log
