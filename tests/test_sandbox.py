@@ -171,10 +171,13 @@ def _survivors(mark: str) -> list[int]:
 
 
 def _checksums(root: Path) -> dict[str, str]:
+    """Content, mode and modification time of every file under ``root`` (a chmod or utime is a change too)."""
     sums = {}
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
-            sums[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+            info = path.lstat()
+            sums[str(path.relative_to(root))] = (f"{hashlib.sha256(path.read_bytes()).hexdigest()} "
+                                                 f"{info.st_mode:o} {info.st_mtime_ns}")  # fmt: skip
     return sums
 
 

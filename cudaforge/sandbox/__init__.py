@@ -105,22 +105,27 @@ def default_read_paths() -> list[str]:
              *current().toolkit_roots(), *_toolchain_dirs()}  # fmt: skip
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths().get(key, ""))
-    paths.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != tempfile.gettempdir())
-    checkout = _package_root()
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return sorted(p for p in paths if p and os.path.exists(p) and not _hidden(os.path.realpath(p), checkout, prefixes))
+    cwd = os.path.realpath(os.getcwd())  # on sys.path under ``python -m``: a verifier's holds its payload.json
+    paths.update(p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != cwd)
+    return sorted(p for p in paths if p and os.path.exists(p) and not _hidden(os.path.realpath(p)))
 
 
-def _hidden(path: str, checkout: str, prefixes: set[str]) -> bool:
-    """Whether ``path`` is part of a source checkout that holds this package (its tests, run directories, caches,
-    anything else the user keeps there) and not of the interpreter's own folders: such paths stay out of a
-    sandbox. An installed package's folder (site-packages) is never hidden."""
-    if not (Path(checkout) / "pyproject.toml").exists() and not (Path(checkout) / ".git").exists():
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _hidden(path: str) -> bool:
+    """Whether ``path`` stays out of a sandbox although the interpreter would look there: anything in the temporary
+    folder (the verifiers' working folders, other evaluations' scratch), or a part of a source checkout that holds
+    this package (its tests, run directories, caches). The interpreter's own folders (a virtualenv may sit in a
+    checkout or in /tmp) and the package itself are never hidden."""
+    keep = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, _package_dir())]
+    if any(_inside(path, k) for k in keep):
         return False
-    inside = lambda p, root: p == root or p.startswith(root.rstrip("/") + "/")  # noqa: E731
-    if not inside(path, checkout) or inside(path, os.path.realpath(_package_dir())):
-        return False
-    return not any(inside(path, prefix) for prefix in prefixes)
+    checkout = os.path.realpath(_package_root())
+    is_checkout = (Path(checkout) / "pyproject.toml").exists() or (Path(checkout) / ".git").exists()
+    around = [os.path.realpath(tempfile.gettempdir())] + ([checkout] if is_checkout else [])
+    return any(_inside(path, a) for a in around)
 
 
 def default_device_paths() -> list[str]:
