@@ -36,6 +36,7 @@ LINUX_SANDBOX = sys.platform == "linux" and landlock_abi() > 0
 
 def run_in_sandbox(code: str, tmp_path: Path, **kwargs) -> tuple[subprocess.CompletedProcess, dict]:
     sandbox = Sandbox(mode=kwargs.pop("mode", SandboxMode.auto), scratch=str(tmp_path / "scratch"), **kwargs)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     os.makedirs(sandbox.scratch, exist_ok=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": sandbox.scratch}
     started = sandbox.start([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -87,6 +88,48 @@ print(json.dumps(out))
     if "pid" in status["namespaces"]:
         assert len(seen["pids"]) == 2 and seen["pids"][0] == 1  # its init and itself: no other process is visible
     assert "Landlock" in describe(status)
+
+
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0, reason="the checks of uids and quotas below are root's view")
+def test_the_sandbox_sees_a_minimal_root_as_an_unprivileged_uid_of_its_own(tmp_path):
+    """What the fourth and fifth attacks of the build-path round used is not there: the checkout (tests, run
+    directories), the user's home, the host's /tmp (a verifier's payload.json), a unix socket of the host; the uid
+    is never 0 and never another sandbox's; the seccomp filter and the limits are in place."""
+    host_socket = tmp_path / "service.sock"
+    server = __import__("socket").socket(__import__("socket").AF_UNIX)
+    server.bind(str(host_socket))
+    server.listen(1)
+    (tmp_path / "payload.json").write_text("{}")
+    code = f"""
+import ctypes, json, os, socket
+out = {{"uid": os.getuid()}}
+out["checkout"] = os.path.exists({str(REPO / "tests")!r}) or os.path.exists({str(REPO / "README.md")!r})
+out["package"] = os.path.exists({str(REPO / "cudaforge" / "eval" / "verifier.py")!r})
+out["home"] = os.path.exists(os.path.expanduser("~root") + "/.bashrc")
+out["host_tmp"] = os.path.exists({str(tmp_path / "payload.json")!r})
+s = socket.socket(socket.AF_UNIX)
+try: s.connect({str(host_socket)!r}); out["socket"] = True
+except OSError: out["socket"] = False
+open("/tmp/mine", "w").write("x"); out["private_tmp"] = open("/tmp/mine").read() == "x"
+libc = ctypes.CDLL(None, use_errno=True)
+out["io_uring"] = libc.syscall(425, 1, ctypes.create_string_buffer(120)) >= 0
+out["chmod"] = True
+try: os.chmod({str(REPO / "cudaforge" / "eval" / "candidate_worker.py")!r}, 0)
+except OSError: out["chmod"] = False
+print(json.dumps(out))
+"""
+    runs = [run_in_sandbox(code, tmp_path / str(i)) for i in range(2)]
+    server.close()
+    seen = [json.loads(proc.stdout.strip().splitlines()[-1]) for proc, _ in runs]
+    for view, (_, status) in zip(seen, runs):
+        assert view["uid"] != 0 and view["uid"] == status["uid"], view
+        assert view["package"] and view["private_tmp"]  # what it needs is there
+        assert not any(view[k] for k in ("checkout", "home", "host_tmp", "socket", "io_uring", "chmod")), view
+        assert status["rootfs"] == "minimal" and status["seccomp"] and not status["missing"] and not status["weak"]
+        assert status.get("pids_max") and status.get("memory_max")  # this machine delegates both controllers
+    assert seen[0]["uid"] != seen[1]["uid"]  # each sandbox its own uid
+    assert (REPO / "cudaforge" / "eval" / "candidate_worker.py").stat().st_mode & 0o444
 
 
 @needs_landlock
