@@ -10,6 +10,7 @@ by one.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -44,7 +45,7 @@ def test_the_corpus_covers_every_known_hack_and_has_legitimate_kernels():
     hacks = {e.guard for e in CORPUS if e.status != "correct"}
     assert {"no_custom_kernel", "reference", "fallback", "concurrency", "monkey_patch", "output_type",
             "output_sensitivity", "input_mutation", "result_caching", "shape_specialisation",
-            "uninitialised_memory", "hidden_work", "torch_compute"} <= hacks  # fmt: skip
+            "uninitialised_memory", "hidden_work", "torch_compute", "dynamic_code"} <= hacks  # fmt: skip
     assert any(e.reported == "precision" for e in CORPUS)
     legit = [e for e in CORPUS if e.name.startswith("legit_")]
     assert len(legit) >= 5 and all(e.status == "correct" for e in legit)
@@ -204,7 +205,7 @@ def test_torch_compute_is_found_through_aliases(body, extra, guard):
         ("return launch(x)", "import socket", "io"),
         ("return launch(x)", "import sys\nREF = sys.modules.get('cudaforge_reference')", "introspection"),
         ("return launch(x)", "import cudaforge_reference", "introspection"),
-        ("return eval('launch')(x)", "", "introspection"),
+        ("return eval('launch')(x)", "", "dynamic_code"),
         ("f = sys._getframe(1)\nreturn launch(x)", "import sys", "introspection"),
     ],
 )
@@ -265,15 +266,186 @@ def test_check_candidate_runs_the_guards_only_with_a_config():
     assert check_candidate("class Other: pass\n", {}).status == "invalid"
 
 
+@pytest.mark.parametrize("torch_ops", ["lenient", "strict"])
 @pytest.mark.parametrize(
     "path",
     sorted(str(p.relative_to(REPO)) for pattern in ("benchmarks/candidates/*.py", "tests/fixtures/ncu/*.py",
                                                     "agents/examples/*/solution.py", "tests/gpu_candidates/cupy_*.py")
            for p in REPO.glob(pattern) if "compile_error" not in p.name),  # fmt: skip
 )
-def test_bundled_kernels_pass_every_static_guard(path):
-    found = static_findings((REPO / path).read_text(), Policies({"torch_ops": "strict"}))
+def test_bundled_kernels_pass_every_static_guard(path, torch_ops):
+    found = static_findings((REPO / path).read_text(), Policies({"torch_ops": torch_ops}))
     assert not [f for f in found if f["verdict"] == "reject"], found
+
+
+def test_recorded_coder_candidates_get_no_dynamic_code_finding():
+    """Every candidate a Coder model wrote in the recorded runs under benchmarks/results: real model output."""
+    paths = [p for p in sorted(REPO.glob("benchmarks/results/**/tasks/**/*.py")) if "class ModelNew" in p.read_text()]
+    assert len(paths) > 100
+    for path in paths:
+        for torch_ops in ("lenient", "strict"):
+            found = static_findings(path.read_text(), Policies({"torch_ops": torch_ops}))
+            assert not [f for f in found if f["guard"] == "dynamic_code"], (path, found)
+
+
+# --------------------------------------------------------------------------- the candidate is one closed unit
+
+
+def dynamic_code(source: str, **cfg) -> list[dict[str, str]]:
+    """The dynamic_code findings of a candidate."""
+    return [f for f in static_findings(textwrap.dedent(source), Policies(cfg)) if f["guard"] == "dynamic_code"]
+
+
+@pytest.mark.parametrize(
+    "body, extra, seen",
+    [
+        ("return launch(x)", "exec('import os')", "exec(...) runs code the guards cannot see"),
+        ("return launch(x)", "run = exec\nrun('y = 1')", "exec, taken as a value,"),
+        ("return launch(x)", "CODE = compile('1', 'k', 'eval')", "compile(...) runs code"),
+        ("return __import__('helper').relu(launch(x))", "", "__import__(...) runs code"),
+        ("return launch(x)", "import importlib\nM = importlib.import_module('helper')", "import importlib loads"),
+        ("return launch(x)", "from importlib.util import spec_from_file_location", "import importlib.util loads"),
+        ("return launch(x)", "import runpy", "import runpy"),
+        ("return launch(x)", "import zipimport", "import zipimport"),
+        ("return launch(x)", "import marshal", "import marshal"),
+        ("return launch(x)", "import cloudpickle", "import cloudpickle"),
+        ("return launch(x)", "import copyreg", "import copyreg"),
+        ("return ACT(launch(x))", "import pickle\nACT = pickle.loads(b'ctorch\\nrelu\\n.')", "import pickle"),
+        ("return ACT(launch(x))", "ACT = torch.serialization.pickle.loads(b'')", "torch.serialization.pickle.loads"),
+        ("return launch(x)", "import os, sys\nsys.path.insert(0, os.getcwd())", "can change sys.path"),
+        ("return launch(x)", "import sys\nsys.path += ['.']", "sys.path = ... changes where imports come from"),
+        ("return launch(x)", "import sys\nsys.modules['helper'] = sys", "sys.modules['helper'] = ..."),
+        ("return launch(x)", "import sys\nsys.meta_path.append(None)", "sys.meta_path"),
+        ("return launch(x)", "import types\nM = types.ModuleType('helper')", "types.ModuleType"),
+        ("return launch(x)", "import ctypes\nLIB = ctypes.cdll.LoadLibrary('./k.so')", "ctypes.cdll.LoadLibrary"),
+        ("return launch(x)", "torch.ops.load_library('./ops.so')", "torch.ops.load_library"),
+        ("return launch(x)", "L = __loader__", "__loader__ hands the import machinery"),
+        ("return helper.relu(launch(x))", "import helper", "import helper: helper is neither"),
+        ("return launch(x)", "import einops", "import einops: einops is neither"),
+        ("return launch(x)", "from . import helper", "the candidate is a single file"),
+        ("return launch(x)", "open('helper.py', 'w').write('X = 1')", "writes 'helper.py'"),
+        ("return launch(x)", "import pathlib\npathlib.Path('k.so').write_bytes(b'')", "writes 'k.so'"),
+        ("return launch(x)", "import os\nos.replace('k.txt', os.path.join('.', 'helper.py'))", "writes 'helper.py'"),
+        ("return launch(x)", "import tempfile\nT = tempfile.NamedTemporaryFile('w', suffix='.pth')", "in '.pth'"),
+        ("return launch(x)", "NAME = str(id(x))\nopen(NAME + '.txt' if x else NAME, 'w')", "cannot work out"),
+        ("return launch(x)", "def save(path):\n    open(path, 'w').write('')\nsave(input())", "cannot work out"),
+        ("return getattr(launch(x), NAME)()", "NAME = 're' + 'lu'", "getattr(launch(x), NAME) looks an attribute up"),
+        ("setattr(self, 'a' + 'ct', torch.relu)\nreturn self.act(launch(x))", "", "setattr(self, 'a' + 'ct')"),
+        ("return functools.reduce(getattr, ['relu'], launch(x))()", "import functools", "getattr, taken as a value,"),
+        ("return F.__dict__[NAME](launch(x))", "import torch.nn.functional as F\nNAME = 'relu'", "F.__dict__ looks"),
+        ("return object.__getattribute__(launch(x), 'relu')()", "", "object.__getattribute__ looks"),
+        ("return ACT(launch(x))", "import operator\nACT = operator.methodcaller('relu')", "kept or passed"),
+        # a name bound somewhere else is still the builtin where that binding does not reach
+        ("return launch(x)", "def unused():\n    eval = None\nR = eval('1')", "eval(...) runs code"),
+        ("return launch(x)", "def run(code, exec=exec):\n    exec(code)", "exec, taken as a value,"),
+        ("return getattr(launch(x), 'relu')()", "getattr = getattr", "binds getattr, a builtin"),
+    ],
+)
+def test_dynamic_code_is_found(body, extra, seen):
+    found = dynamic_code(model(body, extra))
+    assert found and {f["verdict"] for f in found} == {"reject"}, found
+    assert any(seen in f["evidence"] for f in found), found
+    assert all(re.match(r"line \d+: ", f["evidence"]) and "\n" not in f["evidence"] for f in found), found
+
+
+def test_dynamic_code_follows_the_introspection_policy_and_always_rejects_under_strict():
+    source = model("return launch(x)", "exec('pass')")
+    assert GUARDS["dynamic_code"].field == "guard_introspection" and GUARDS["dynamic_code"].where == "static"
+    assert guards_of(source)["dynamic_code"] == "reject"
+    assert guards_of(source, guard_introspection="report")["dynamic_code"] == "report"
+    assert guards_of(source, guard_introspection="report", torch_ops="strict")["dynamic_code"] == "reject"
+    assert guards_of(source, torch_ops="strict", guards_enforce=False)["dynamic_code"] == "report"  # the paper's preset
+
+
+def test_dynamic_code_findings_are_one_per_place_and_capped():
+    found = dynamic_code(model("return launch(x)", "\n".join(f"exec('y = {i}')" for i in range(9))))
+    assert len(found) == 6 and found[0]["evidence"].startswith("line 16: exec(...)")
+    assert found[-1]["evidence"].endswith("(and 3 more such places).")
+
+
+@pytest.mark.parametrize(
+    "body, extra, what",
+    [
+        ("return getattr(launch(x), 'relu')()", "", ".relu()"),
+        ("return getattr(torch, 'relu')(launch(x))", "", "torch.relu"),
+        ("return getattr(getattr(torch, 'nn'), 'functional').gelu(launch(x))", "", "F.gelu"),
+        ("return operator.methodcaller('clamp', min=0)(launch(x))", "import operator", ".clamp()"),
+        ("return mc('relu')(launch(x))", "from operator import methodcaller as mc", ".relu()"),
+        ("return operator.attrgetter('nn.functional.relu')(torch)(launch(x))", "import operator", "F.relu"),
+        ("return F.__dict__['relu'](launch(x))", "import torch.nn.functional as F", "F.relu"),
+        ("return F.__dict__.get('relu')(launch(x))", "import torch.nn.functional as F", "F.relu"),
+        ("setattr(self, 'act', torch.relu)\nreturn self.act(launch(x))", "", "torch.relu"),
+        ("return list(map(torch.relu, [launch(x)]))[0]", "", "torch.relu (taken as a value)"),
+        ("return ACTS['relu'](launch(x))", "ACTS = {'relu': torch.relu}", "torch.relu (taken as a value)"),
+        ("return f(launch(x))", "@torch.compile\ndef f(y):\n    return y", "torch.compile"),
+        ("return getattr(launch(x), 'relu')(x)", "def getattr(obj, name):\n    return torch.relu", "torch.relu"),
+    ],
+)
+def test_literal_names_are_read_as_the_attributes_they_name(body, extra, what):
+    source = model(body, extra)
+    strict = static_findings(textwrap.dedent(source), Policies({"torch_ops": "strict"}))
+    compute = [f for f in strict if f["guard"] == "torch_compute"]
+    assert compute and compute[0]["verdict"] == "reject" and what in compute[0]["evidence"], strict
+    assert not [f for f in strict if f["guard"] == "dynamic_code"], strict
+    assert guards_of(source)["torch_compute"] == "report"
+
+
+WRITE_CU = """
+import os
+import tempfile
+from pathlib import Path
+
+BUILD = tempfile.mkdtemp()
+os.makedirs(BUILD, exist_ok=True)
+SRC = os.path.join(BUILD, "relu.cu")
+with open(SRC, "w") as f:
+    f.write("// kernel")
+(Path(BUILD) / "relu.cpp").write_text("// binding")
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+write(f"{BUILD}/relu.h", "// header")
+with tempfile.NamedTemporaryFile("w", suffix=".cuh", delete=False) as header:
+    header.write("// header")
+fd, OTHER = tempfile.mkstemp(suffix=".cu")
+with open(OTHER, "w") as f:
+    f.write("// kernel")
+"""
+
+
+@pytest.mark.parametrize(
+    "body, extra",
+    [
+        ("return launch(getattr(self, 'weight'))", ""),
+        ("from torch.utils.cpp_extension import load_inline\nreturn launch(x)", ""),
+        ("return launch(x)", "from torch.utils.cpp_extension import load_inline\nimport math\nimport numpy as np"),
+        ("return launch(x)", "import hashlib\nimport functools\nKEY = hashlib.sha256(b'k').hexdigest()\n"
+                             "@functools.lru_cache(None)\ndef config(n):\n    return n"),
+        ("return launch(x)", WRITE_CU),
+        ("return launch(x)", "import cutlass\nimport cutlass.cute as cute\nimport cuda.bindings.driver as cuda\n"
+                             "import tilelang.language as T\nimport cupy as cp"),
+        ("return launch(x)", "from torch.utils.cpp_extension import load_inline\n"
+                             "EXT = load_inline(name='relu_ext', cpp_sources='', functions=['relu'])\nimport relu_ext"),
+        ("return launch(x) * torch.pi", "def compile(src):\n    return src\nS = compile('x')"),
+    ],
+)
+def test_legitimate_patterns_get_no_new_finding(body, extra):
+    source = textwrap.dedent(model(body, extra))
+    for torch_ops in ("lenient", "strict"):
+        found = static_findings(source, Policies({"torch_ops": torch_ops}))
+        assert not [f for f in found if f["verdict"] == "reject" or f["guard"] == "dynamic_code"], found
+
+
+def test_reading_the_environment_stays_the_io_guards_alone():
+    found = static_findings(model("return launch(x)", "import os\nDEBUG = os.environ.get('DEBUG')"), Policies())
+    assert [f["guard"] for f in found] == ["io"]
+
+
+def test_a_deep_expression_is_analysed_without_recursion():
+    source = model("return " + " + ".join(["getattr(launch(x), 'contiguous')()"] * 1500))
+    assert not [f for f in static_findings(source, Policies({"torch_ops": "strict"})) if f["verdict"] == "reject"]
 
 
 def test_every_guard_with_a_policy_has_a_config_field_and_a_default():

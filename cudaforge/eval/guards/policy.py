@@ -30,6 +30,10 @@ class Guard:
     """``static`` (AST, before anything runs), ``runtime`` (CPU and GPU) or ``gpu`` (needs a GPU)."""
     what: str
     """What it catches, for docs and tables."""
+    strict_rejects: bool = False
+    """Under ``torch_ops=strict`` it rejects whatever its field says (``guards_enforce=false`` still makes it a
+    report): strict promises that forward runs no PyTorch compute, a promise the static guards keep only for code
+    they can see."""
 
 
 GUARDS: dict[str, Guard] = {
@@ -43,7 +47,10 @@ GUARDS: dict[str, Guard] = {
         Guard("concurrency", "guard_concurrency", "static", "threads, processes, new CUDA streams or graphs"),
         Guard("monkey_patch", "guard_monkey_patch", "static", "assignments to torch, time, builtins ...; torch's global flags"),
         Guard("io", "guard_io", "static", "reading files, environment variables or the network"),
-        Guard("introspection", "guard_introspection", "static", "eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules"),
+        Guard("introspection", "guard_introspection", "static",
+              "gc, inspect, frames, sys.modules reads, ctypes, dynamic getattr on modules"),
+        Guard("dynamic_code", "guard_introspection", "static", "exec/eval, hidden imports, modules written and loaded, "
+              "pickles, lookups by computed names: code the guards cannot see", strict_rejects=True),
         Guard("input_mutation", "guard_input_mutation", "runtime", "inputs changed by the candidate's call"),
         Guard("output_type", "guard_output_type", "runtime", "outputs that are not plain dense tensors on the device (lazy subclasses)"),
         Guard("output_sensitivity", "guard_output_sensitivity", "runtime", "an output that never changes while the reference's does"),
@@ -112,6 +119,8 @@ class Policies:
             policy = str(self._get(field))
             if policy not in (REJECT, REPORT):
                 raise ValueError(f"eval.{field} must be reject or report, got {policy!r}")
+            if GUARDS[guard].strict_rejects and self.strict:
+                policy = REJECT
         return policy if self.enforce else REPORT
 
     def found(self, guard: str, evidence: str, *, verdict: str | None = None) -> dict[str, str]:

@@ -10,12 +10,22 @@ transitively: its class's (and candidate-defined bases') methods called through 
 module's functions and classes it names (an ``autograd.Function``'s methods included), and what
 ``__init__`` stored on ``self``. ``__init__`` itself is not compute: weights may be made there with
 torch.
+
+Attribute names given as literal strings are read as attributes before anything else looks at the AST:
+``getattr(x, "relu")`` is ``x.relu``, ``operator.attrgetter("relu")(F)`` and ``F.__dict__["relu"]`` are
+``F.relu``, ``operator.methodcaller("relu")(x)`` is ``x.relu()``, and ``setattr(self, "act", F.relu)`` binds
+``self.act``.
+What the guards cannot read (code made from strings, modules loaded from files, pickles, imports of anything
+but the packages the evaluator provides, names computed at run time) is the ``dynamic_code`` guard's: the
+candidate is one closed unit, and only what it says in its own text can be judged.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
+from collections import Counter
 from dataclasses import dataclass, field
 
 from cudaforge import languages, pyast
@@ -110,13 +120,63 @@ NETWORK_MODULES = ("socket", "ssl", "urllib", "http", "requests", "httpx", "aioh
 FILE_READS = {"os.listdir", "os.scandir", "os.walk", "os.read", "pickle.load", "torch.load", "numpy.load",
               "numpy.fromfile", "json.load", "io.FileIO", "os.getenv", "os.environ.get"}  # fmt: skip
 FILE_READ_MODULES = ("glob.", "shutil.")
-INTROSPECTION_MODULES = ("gc", "inspect", "ctypes", "importlib", "builtins", "code", "codeop", "marshal", "dis",
-                         "cudaforge", "__main__", "cudaforge_reference")  # fmt: skip
+INTROSPECTION_MODULES = ("gc", "inspect", "ctypes", "builtins", "dis", "cudaforge", "__main__", "cudaforge_reference")
 INTROSPECTION_NAMES = ("sys.modules", "sys._getframe", "sys.settrace", "sys.setprofile", "sys._current_frames",
-                       "sys.meta_path", "sys.path_hooks", "sys.addaudithook")  # fmt: skip
-INTROSPECTION_BUILTINS = {"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"}
+                       "sys.addaudithook")  # fmt: skip
+INTROSPECTION_BUILTINS = {"globals", "locals", "vars", "breakpoint"}
 INTROSPECTION_ATTRS = {"__globals__", "__code__", "__closure__", "__subclasses__", "__builtins__", "f_back",
                        "f_globals", "f_locals", "f_code", "gi_frame", "tb_frame", "cr_frame"}  # fmt: skip
+
+DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__"}
+"""Builtins that run code made from strings or import a module by a computed name."""
+LOOKUP_BUILTINS = ("getattr", "setattr", "delattr")
+"""Builtins that reach attributes by a string: the guards read literal names through them, so rebinding them (but
+by a module-level def of the candidate's own) is a finding."""
+DYNAMIC_MODULES = (
+    "importlib", "imp", "_imp", "runpy", "zipimport", "pkgutil", "site", "code", "codeop", "py_compile", "compileall",
+    "_frozen_importlib", "_frozen_importlib_external", "marshal", "pickle", "_pickle", "cPickle", "dill", "cloudpickle",
+    "shelve", "copyreg", "copy_reg", "pydoc", "timeit", "doctest", "trace", "profile", "cProfile", "pdb", "bdb",
+)  # fmt: skip
+"""Modules that import, unpickle, unmarshal or run code the candidate's text does not show (``timeit``, ``doctest``,
+``profile``, ``pdb``: they run strings)."""
+DYNAMIC_SUBMODULES = ("importlib", "marshal", "pickle", "_pickle", "cPickle", "dill", "cloudpickle", "shelve",
+                      "copyreg", "runpy", "zipimport", "pkgutil")  # fmt: skip
+"""The same, when another module hands them out as an attribute (``torch.serialization.pickle``)."""
+DYNAMIC_NAMES = (
+    "types.ModuleType", "types.FunctionType", "types.LambdaType", "types.CodeType", "logging.config",
+    "typing.get_type_hints", "typing.ForwardRef", "ctypes.CDLL", "ctypes.PyDLL", "ctypes.cdll", "ctypes.pydll",
+    "ctypes.LibraryLoader", "ctypes.util", "numpy.ctypeslib", "torch.ops.load_library", "torch.classes.load_library",
+    "torch.jit.load", "torch.jit._load", "torch.package", "torch.export.load", "torch.hub", "torch.serialization",
+)  # fmt: skip
+"""Qualified names (at any depth: ``os.sys.path`` is ``sys.path``) that build modules, functions or code objects, or
+load a library or a program from a file."""
+IMPORT_SYSTEM = ("sys.path", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.modules")
+"""Where imports come from: changing any of them (or naming ``meta_path``/``path_hooks`` at all, or handing
+``sys.path`` to a call) is dynamic code; reading ``sys.modules`` is the ``introspection`` guard's."""
+MUTATORS = {"append", "insert", "extend", "remove", "pop", "popitem", "clear", "update", "setdefault", "__setitem__",
+            "__delitem__", "__iadd__"}  # fmt: skip
+"""Methods that change a list or a dict in place."""
+DYNAMIC_DUNDERS = {"__dict__", "__getattribute__", "__getattr__", "__setattr__"}
+"""Attributes that look other attributes up by a string the guards cannot follow."""
+IMPORT_MACHINERY = {"__loader__", "__spec__"}
+"""Module globals that hand the import machinery (a loader for any path) to the candidate."""
+KNOWN_PACKAGES = ("torch", "triton", "numpy", "cupy", "cupyx", "cutlass", "cuda", "tilelang", "numba", "pycuda")
+"""Packages a candidate may import besides the standard library and the kernel languages' own modules: torch, the
+kernel languages' packages (``cuda`` is cuda-python, which CuTe DSL candidates import; ``numba`` and ``pycuda`` are
+the other technologies the guards know kernels of)."""
+KNOWN_MODULES = frozenset(sys.stdlib_module_names) | set(KNOWN_PACKAGES) | set(languages.names()) | {
+    module.split(".")[0] for language in languages.languages() for module in language.modules
+}
+"""Top-level names an ``import`` may use: anything else could only be a module the candidate wrote itself."""
+LOADABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd", ".pth")
+"""File names Python can import or load: a candidate may not write them (CUDA and C++ sources it may)."""
+PATH_CALLS = ("os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
+              "pathlib.PurePosixPath", "os.path.abspath", "os.path.realpath", "os.path.normpath",
+              "os.path.expanduser", "os.fspath")  # fmt: skip
+"""Calls whose result ends as their last argument does."""
+TEMP_FILES = ("tempfile.NamedTemporaryFile", "tempfile.mkstemp", "tempfile.mktemp", "tempfile.TemporaryFile",
+              "tempfile.SpooledTemporaryFile")  # fmt: skip
+"""Calls that make a file named by their ``suffix``."""
 
 MAX_LISTED = 6
 """At most this many places are listed in one finding's evidence."""
@@ -143,6 +203,123 @@ def _top_level(body: list[ast.stmt]):
                 yield from _top_level(getattr(node, block, []) or [])
             for handler in getattr(node, "handlers", []):
                 yield from _top_level(handler.body)
+
+
+def _binds(node: ast.AST) -> str | None:
+    """The name a node binds (a def, class, assignment target, parameter, import or ``except ... as``), or None."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return node.id
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.alias):
+        return node.asname or node.name.split(".")[0]
+    return node.name if isinstance(node, ast.ExceptHandler) and node.name else None
+
+
+def _literal_name(node: ast.AST, dotted: bool = False) -> str | None:
+    """The attribute name a string literal spells (``a.b`` too when ``dotted``), or None."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return None
+    parts = node.value.split(".") if dotted else [node.value]
+    return node.value if all(part.isidentifier() for part in parts) else None
+
+
+class _LiteralNames:
+    """Rewrites lookups of literal attribute names into plain attribute accesses, so that every guard reads
+    ``getattr(x, "relu")`` as ``x.relu``, ``operator.attrgetter("relu")(F)`` as ``F.relu``,
+    ``operator.methodcaller("relu", 1)(x)`` as ``x.relu(1)`` and ``F.__dict__["relu"]`` (or ``.get("relu")``) as
+    ``F.relu``. Only the builtins and the operator module's own functions, as the candidate imports them (a function
+    of its own called ``getattr`` is left alone). Iterative, children before parents, so that lookups nest
+    (``getattr(getattr(torch, "nn"), "functional")``) and a deep expression costs no recursion. The same pass
+    counts the names the candidate binds."""
+
+    def __init__(self) -> None:
+        self.operator: dict[str, str] = {}
+        """Local name -> ``operator``, ``operator.attrgetter`` or ``operator.methodcaller``."""
+        self.bindings: Counter[str] = Counter()
+        """How often each name is bound anywhere (def, class, assignment, parameter, import, ``as``, ``for``)."""
+        self.definitions: set[str] = set()
+        """Names bound only by one module-level def or class: there, a bare name is the candidate's, not a builtin."""
+
+    def rewrite(self, tree: ast.Module) -> ast.Module:
+        """``tree`` with every literal lookup rewritten in place (``bindings`` and ``definitions`` filled)."""
+        order, stack = [], [tree]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            bound = _binds(node)
+            if bound:
+                self.bindings[bound] += 1
+            if isinstance(node, ast.Import):
+                self.operator.update((a.asname or a.name, "operator") for a in node.names
+                                     if a.name in ("operator", "_operator"))  # fmt: skip
+            elif isinstance(node, ast.ImportFrom) and node.module in ("operator", "_operator") and not node.level:
+                self.operator.update((a.asname or a.name, f"operator.{a.name}") for a in node.names)
+            stack.extend(ast.iter_child_nodes(node))
+        self.definitions = {node.name for node in _top_level(tree.body) if isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and self.bindings[node.name] == 1}  # fmt: skip
+        for node in reversed(order):
+            for name, value in ast.iter_fields(node):
+                if isinstance(value, ast.AST):
+                    setattr(node, name, self._resolve(value))
+                elif isinstance(value, list):
+                    value[:] = [self._resolve(v) if isinstance(v, ast.AST) else v for v in value]
+        return tree
+
+    def _resolve(self, node: ast.AST) -> ast.AST:
+        for _ in range(8):  # one rewrite can make another possible: methodcaller("get", "relu")(F.__dict__)
+            new = self._rewritten(node)
+            if new is node:
+                break
+            node = new
+        return node
+
+    def _operator(self, func: ast.expr) -> str:
+        """``attrgetter``/``methodcaller`` when ``func`` is the operator module's, else ``""``."""
+        if isinstance(func, ast.Name):
+            name = self.operator.get(func.id, "")
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            name = f"operator.{func.attr}" if self.operator.get(func.value.id) == "operator" else ""
+        else:
+            name = ""
+        return name.removeprefix("operator.") if name in ("operator.attrgetter", "operator.methodcaller") else ""
+
+    @staticmethod
+    def _attribute(value: ast.expr, name: str, where: ast.AST) -> ast.Attribute:
+        return ast.copy_location(ast.Attribute(value, name, ast.Load()), where)
+
+    def _rewritten(self, node: ast.AST) -> ast.AST:
+        """The plain attribute access ``node`` stands for, or ``node`` itself."""
+        if isinstance(node, ast.Subscript):
+            value = node.value
+            if isinstance(value, ast.Attribute) and value.attr == "__dict__" and isinstance(node.ctx, ast.Load) \
+                    and _literal_name(node.slice):
+                return self._attribute(value.value, node.slice.value, node)  # type: ignore[attr-defined]
+            return node
+        if not isinstance(node, ast.Call):
+            return node
+        func, args = node.func, node.args
+        if (isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.definitions
+                and 2 <= len(args) <= 3 and not node.keywords and _literal_name(args[1])):  # fmt: skip
+            return self._attribute(args[0], args[1].value, node)  # type: ignore[attr-defined]
+        if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Attribute) \
+                and func.value.attr == "__dict__" and 1 <= len(args) <= 2 and not node.keywords \
+                and _literal_name(args[0]):
+            return self._attribute(func.value.value, args[0].value, node)  # type: ignore[attr-defined]
+        if not isinstance(func, ast.Call) or len(args) != 1 or node.keywords or not func.args:
+            return node
+        kind = self._operator(func.func)
+        if kind == "attrgetter" and len(func.args) == 1 and not func.keywords and _literal_name(func.args[0], True):
+            value = args[0]
+            for part in func.args[0].value.split("."):  # type: ignore[attr-defined]
+                value = self._attribute(value, part, node)
+            return value
+        if kind == "methodcaller" and _literal_name(func.args[0]):
+            method = self._attribute(args[0], func.args[0].value, node)  # type: ignore[attr-defined]
+            return ast.copy_location(ast.Call(method, func.args[1:], func.keywords), node)
+        return node
 
 
 def _where(node: ast.AST) -> str:
@@ -185,14 +362,18 @@ class _Module:
     """``self.<attr>`` -> local names assigned to it (functions, classes, kernels)."""
     layers: set[str] = field(default_factory=set)
     """``self.<attr>`` (and module names) bound to ``torch.nn`` layers."""
-    defined: set[str] = field(default_factory=set)
-    """Every name the module binds itself (a local ``compile`` is not the builtin)."""
+    bindings: Counter[str] = field(default_factory=Counter)
+    """How often each name is bound anywhere (def, class, assignment, parameter, import, ``as``, ``for``)."""
+    definitions: set[str] = field(default_factory=set)
+    """Names bound only by one module-level def or class: there, a bare name is the candidate's, not a builtin."""
 
     @classmethod
     def parse(cls, source: str) -> _Module:
         tree = pyast.parse(source)
         tree.body = [n for n in tree.body if not _is_main_guard(n)]
-        module = cls(tree)
+        names = _LiteralNames()
+        tree = names.rewrite(tree)
+        module = cls(tree, bindings=names.bindings, definitions=names.definitions)
         module._index()
         return module
 
@@ -207,10 +388,6 @@ class _Module:
                 return self.self_aliases.get(node.attr)
             base = self.qual(node.value)
             return f"{base}.{node.attr}" if base else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                base = self.qual(node.args[0])
-                return f"{base}.{node.args[1].value}" if base else None
         return None
 
     def _index(self) -> None:
@@ -225,10 +402,6 @@ class _Module:
                 for a in node.names:
                     if a.name != "*":
                         self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.defined.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.defined.add(node.id)
         for node in _top_level(self.tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = node  # type: ignore[assignment]
@@ -244,9 +417,24 @@ class _Module:
             for node in ast.walk(self.tree):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                     self._bind(node.targets if isinstance(node, ast.Assign) else [node.target], node.value)
+                elif self.literal_setattr(node):  # setattr(self, "act", F.relu) binds as self.act = F.relu does
+                    obj, name, value = node.args  # type: ignore[union-attr]
+                    self._bind([ast.Attribute(obj, name.value, ast.Store())], value)
             after = (len(self.aliases), len(self.self_aliases), len(self.extensions), len(self.self_extensions))
             if after == before:
                 break
+
+    def builtin(self, name: str) -> bool:
+        """Whether a bare ``name`` may be the builtin of that name: unless the candidate's one binding of it is a
+        module-level def or class, it is taken to be (a parameter or an assignment can hold the builtin itself:
+        ``def f(run=exec)``, ``eval = eval``)."""
+        return name not in self.definitions
+
+    def literal_setattr(self, node: ast.AST) -> bool:
+        """``setattr(obj, "<name>", value)`` with the builtin ``setattr`` and a literal name."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                and self.builtin("setattr") and len(node.args) == 3 and not node.keywords
+                and _literal_name(node.args[1]) is not None)  # fmt: skip
 
     def _is_kernel_decorator(self, node: ast.expr) -> bool:
         target = node.func if isinstance(node, ast.Call) else node
@@ -415,15 +603,45 @@ class _Module:
 
     # ---------------------------------------------------------------- torch compute
 
-    def torch_compute(self, nodes: list[ast.AST]) -> list[str]:
-        """PyTorch compute calls in ``nodes`` (kernels' own bodies are skipped), as ``what (line N)``."""
+    def torch_compute(self, nodes: list[ast.AST], calls: bool = True) -> list[str]:
+        """PyTorch compute in ``nodes`` (kernels' own bodies are skipped), as ``what (line N)``: calls (unless not
+        ``calls``) and compute functions taken as values (``map(torch.relu, xs)``, ``@torch.compile``)."""
         found: list[str] = []
         for top in nodes:
+            called = set()
             for node in self._walk_outside_kernels(top):
-                what = self._compute_call(node)
+                if isinstance(node, ast.Call):
+                    called.add(id(node.func))
+                elif isinstance(node, ast.Attribute):
+                    called.add(id(node.value))  # a prefix of a longer name, not a value of its own
+                what = self._compute_call(node) if calls else None
+                if what is None and id(node) not in called:
+                    what = self._compute_value(node)
                 if what:
                     found.append(f"{what} ({_where(node)})")
         return found
+
+    def kept_values(self, functions: list[ast.AST]) -> list[ast.expr]:
+        """The values the module level and ``self.<attr> = ...`` assignments give the names ``functions`` read:
+        a compute function kept there (``ACTS = {"relu": torch.relu}``) is called from ``functions``."""
+        names = {n.id for fn in functions for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        attrs = {n.attr for fn in functions for n in ast.walk(fn) if self._is_self_attr(n)}  # type: ignore[misc]
+        values = []
+        for node in _top_level(self.tree.body):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                    values.append(node.value)
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(self._is_self_attr(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
+                    values.append(node.value)
+            elif self.literal_setattr(node):
+                obj, name, value = node.args  # type: ignore[attr-defined]
+                if isinstance(obj, ast.Name) and obj.id == "self" and name.value in attrs:
+                    values.append(value)
+        return values
 
     def _walk_outside_kernels(self, top: ast.AST):
         stack = [top]
@@ -458,6 +676,26 @@ class _Module:
             if isinstance(root, ast.Name) and (root.id in self.kernels | self.extensions or root.id in self.aliases):
                 return None
             return f".{func.attr}()"
+        return None
+
+    def _compute_value(self, node: ast.AST) -> str | None:
+        """A compute function named but not called here (it is called wherever the value goes), or None."""
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            return None
+        q = self.qual(node)
+        if q and q.startswith("torch.") and not q.split(".")[-1].startswith("__"):
+            what, rest = self._torch_call(q), q[len("torch."):]
+            function = q.split(".")[-1] in TENSOR_COMPUTE_METHODS or rest.startswith(
+                ("nn.functional.", "special.", "linalg.", "fft.", "Tensor.", *TORCH_COMPILERS))
+            return f"{what} (taken as a value)" if what and function else None
+        if isinstance(node, ast.Attribute) and node.attr in TENSOR_COMPUTE_METHODS and q is None:
+            root = node.value
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name) and root.id != "self" and not (
+                root.id in self.kernels or root.id in self.extensions or root.id in self.aliases
+            ):
+                return f".{node.attr} (a bound method taken as a value)"
         return None
 
     def _torch_call(self, q: str) -> str | None:
@@ -536,7 +774,8 @@ def _structure(m: _Module, p: Policies, reference_source: str | None) -> list[di
         if forward is not None and _is_empty(forward):
             found.append(p.found("empty_body", f"ModelNew.forward ({_where(forward)}) has an empty body (pass, ... "
                                                "or a docstring): it computes nothing and returns None."))  # fmt: skip
-        compute = m.torch_compute([fn for fn in reach if fn.name != "__init__"])
+        runs = [fn for fn in reach if fn.name != "__init__"]
+        compute = m.torch_compute(runs) + m.torch_compute(m.kept_values(runs), calls=False)
         uses = m.uses_kernel(reach)
     else:  # ModelNew is made some other way: only what the whole module defines can be judged
         uses, compute = [], []
@@ -600,33 +839,27 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
     env_writes: list[str] = []
     handled: set[int] = set()
 
-    def module_rooted(node: ast.AST) -> str | None:
-        while isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        return m.aliases.get(node.id) if isinstance(node, ast.Name) else None
-
     for node in ast.walk(m.tree):
         where = _where(node)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            for name in names:
-                root = name.split(".")[0]
-                if root in CONCURRENCY_MODULES or name.startswith("torch.multiprocessing"):
-                    hits["concurrency"].append(f"import {name} ({where})")
-                elif root in NETWORK_MODULES:
+            for name in _imported(node):
+                guard = _import_guard(name)
+                if guard in ("concurrency", "introspection"):
+                    hits[guard].append(f"import {name} ({where})")
+                elif guard == "io":
                     hits["io"].append(f"import {name} ({where}, network)")
-                elif root in INTROSPECTION_MODULES:
-                    hits["introspection"].append(f"import {name} ({where})")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
                 if not isinstance(target, (ast.Attribute, ast.Subscript)):
                     continue
                 base = target.value
-                if m.qual(base) == "os.environ":
+                if _import_system(m, target):  # the dynamic_code guard's
+                    handled.update(id(n) for n in ast.walk(target))
+                elif m.qual(base) == "os.environ":
                     env_writes.append(f"os.environ[...] ({where})")
                     handled.add(id(base))
-                elif module_rooted(target):
+                elif _module_rooted(m, target):
                     text = ast.unparse(target)
                     hits["monkey_patch"].append(f"{text} = ... ({where})")
                     handled.update(id(n) for n in ast.walk(target))
@@ -635,14 +868,19 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
             func = node.func
             if q.startswith(CONCURRENCY_NAMES) and "current_stream" in ast.unparse(node):
                 handled.update(id(n) for n in ast.walk(func))  # torch's current stream, wrapped: not a new one
-            elif isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args and module_rooted(node.args[0]):
+            elif _import_system_call(m, node):  # the dynamic_code guard's
+                handled.update(id(n) for n in ast.walk(func))
+            elif isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args \
+                    and _module_rooted(m, node.args[0]):
                 hits["monkey_patch"].append(f"{func.id}({ast.unparse(node.args[0])}, ...) ({where})")
-            elif isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 and module_rooted(node.args[0]) \
-                    and not isinstance(node.args[1], ast.Constant):
+            elif isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 \
+                    and _module_rooted(m, node.args[0]) and not isinstance(node.args[1], ast.Constant):
                 hits["introspection"].append(f"getattr({ast.unparse(node.args[0])}, <computed name>) ({where})")
-            elif isinstance(func, ast.Name) and func.id in INTROSPECTION_BUILTINS and func.id not in m.defined:
+            elif isinstance(func, ast.Name) and func.id in INTROSPECTION_BUILTINS and m.builtin(func.id):
                 hits["introspection"].append(f"{func.id}() ({where})")
-            elif isinstance(func, ast.Name) and func.id == "open" and "open" not in m.defined or q in ("io.open", "codecs.open", "os.open"):
+            elif (isinstance(func, ast.Name) and func.id == "open" and m.builtin("open")) or q in (
+                "io.open", "codecs.open", "os.open"
+            ):
                 if _opens_for_reading(node):
                     hits["io"].append(f"open(...) for reading ({where})")
             elif q.startswith("torch.library.") and any(
@@ -676,7 +914,7 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
                 if q.startswith(CONCURRENCY_NAMES):
                     hits["concurrency"].append(f"{q} ({where})")
                     handled.update(id(n) for n in ast.walk(node))
-                elif q.startswith(INTROSPECTION_NAMES):
+                elif _under(q, INTROSPECTION_NAMES):
                     hits["introspection"].append(f"{q} ({where})")
                     handled.update(id(n) for n in ast.walk(node))
                 elif q == "os.environ":
@@ -714,6 +952,368 @@ def _opens_for_reading(call: ast.Call) -> bool:
     return "+" in mode.value or not any(c in mode.value for c in "wax")
 
 
+def _under(q: str, names: tuple[str, ...], exact: bool = False) -> str | None:
+    """The entry of ``names`` that ``q`` is (or, unless ``exact``, lies under), matched at any depth of ``q``
+    (``os.sys.path`` is ``sys.path``); None when none is."""
+    parts = q.split(".")
+    for i in range(len(parts)):
+        tail = ".".join(parts[i:])
+        for name in names:
+            if tail == name or (not exact and tail.startswith(name + ".")):
+                return name
+    return None
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The module names an import statement loads (a relative one keeps its dots)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return ["." * node.level + (node.module or "")]
+
+
+def _import_guard(name: str) -> str | None:
+    """The guard an import of module ``name`` is a finding of (``dynamic_code`` only for the modules it names;
+    whether an unknown module is one is decided with the candidate's own names), or None."""
+    root = name.split(".")[0]
+    if root in CONCURRENCY_MODULES or name.startswith("torch.multiprocessing"):
+        return "concurrency"
+    if root in NETWORK_MODULES:
+        return "io"
+    if root in INTROSPECTION_MODULES:
+        return "introspection"
+    if root in DYNAMIC_MODULES or _under(name, DYNAMIC_NAMES):
+        return "dynamic_code"
+    return None
+
+
+def _import_system_object(m: _Module, node: ast.AST) -> str | None:
+    """The import-system list or dict (``sys.path``, ``sys.modules`` ...) an expression is, or None."""
+    q = m.qual(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return _under(q, IMPORT_SYSTEM, exact=True) if q else None
+
+
+def _import_system(m: _Module, target: ast.AST) -> str | None:
+    """The import-system list or dict that assigning to or deleting ``target`` changes, or None (rebinding a name,
+    or an attribute of the candidate's own object, changes none)."""
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return None
+    if isinstance(target, ast.Subscript):
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        return _import_system_object(m, target)
+    return _import_system_object(m, target) if isinstance(target, ast.Attribute) else None
+
+
+def _import_system_call(m: _Module, call: ast.Call) -> str | None:
+    """The import-system list or dict a call changes in place (``sys.path.insert(...)``), or None."""
+    func = call.func
+    return _import_system_object(m, func.value) if isinstance(func, ast.Attribute) and func.attr in MUTATORS else None
+
+
+class _Paths:
+    """The files a candidate's calls write, and how their names end as far as its text says. Indexed in one pass
+    and resolved with a memo, so its cost grows with the source, not with the product of its names and writes."""
+
+    def __init__(self, m: _Module) -> None:
+        self.m = m
+        self.owner: dict[int, ast.AST | None] = {}
+        """id(node) -> the function it is in (None: the module level)."""
+        self.values: dict[tuple[int, str], list[ast.expr]] = {}
+        """(id of a scope (0: the module level), name) -> the values the scope gives the name."""
+        self.self_values: dict[str, list[ast.expr]] = {}
+        """``self.<attr>`` -> the values assigned to it."""
+        self.calls: dict[str, list[ast.Call]] = {}
+        """Called name (``f`` of ``f(...)`` and ``obj.f(...)``) -> the calls."""
+        self.methods: set[int] = set()
+        """ids of functions defined directly in a class body (called with ``self`` bound)."""
+        self.memo: dict[int, set[str | None]] = {}
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(m.tree, None)]
+        while stack:
+            node, scope = stack.pop()
+            self.owner[id(node)] = scope
+            self._index(node, scope)
+            inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scope
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+    def _index(self, node: ast.AST, scope: ast.AST | None) -> None:
+        """Record what ``node`` binds (assignment, ``with ... as``, ``for`` over a literal list), calls or defines."""
+        if isinstance(node, ast.ClassDef):
+            self.methods.update(id(n) for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            self.calls.setdefault(name, []).append(node)
+        pairs: list[tuple[ast.AST, ast.expr]] = []
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+            pairs = [(t, node.value) for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            pairs = [(node.optional_vars, node.context_expr)]
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, (ast.List, ast.Tuple)):
+            pairs = [(node.target, element) for element in node.iter.elts]
+        for target, value in pairs:
+            if isinstance(target, ast.Name):
+                self.values.setdefault((id(scope) if scope else 0, target.id), []).append(value)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                self.self_values.setdefault(target.attr, []).append(value)
+            elif isinstance(target, ast.Tuple):
+                for index, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name):  # a literal tuple's element, or a call's whole result
+                        literal = isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts)
+                        given = value.elts[index] if literal else value  # type: ignore[attr-defined]
+                        self.values.setdefault((id(scope) if scope else 0, element.id), []).append(given)
+
+    def writes(self, call: ast.Call) -> list[tuple[str, ast.expr, bool]]:
+        """``(what, expression, is_suffix)`` for each file ``call`` creates or renames into: the expression is
+        the file's path, or (``is_suffix``) the suffix a temporary file is given."""
+        m, func, args = self.m, call.func, call.args
+        q = m.qual(func) or ""
+        what = f"{ast.unparse(func)[:60]}(...)"
+        path = args[0] if args else next((k.value for k in call.keywords if k.arg == "file"), None)
+        if (isinstance(func, ast.Name) and func.id == "open" and m.builtin("open")) or q in ("io.open", "codecs.open"):
+            return [(what, path, False)] if path is not None and _opens_for_writing(call, 1) else []
+        if q in TEMP_FILES:
+            suffix = next((k.value for k in call.keywords if k.arg == "suffix"), None)
+            return [(what, suffix, True)] if suffix is not None else []
+        if q in ("os.rename", "os.replace", "os.renames", "os.link", "os.symlink", "shutil.copy", "shutil.copy2",
+                 "shutil.copyfile", "shutil.move") and len(args) >= 2:  # fmt: skip
+            return [(what, args[1], False)]
+        if q == "torch.save" and len(args) >= 2:
+            return [(what, args[1], False)]
+        if q == "numpy.savetxt" and args:
+            return [(what, args[0], False)]
+        if not isinstance(func, ast.Attribute) or q:
+            return []
+        if func.attr in ("write_text", "write_bytes", "symlink_to", "hardlink_to", "touch"):
+            return [(what, func.value, False)]
+        if func.attr == "open" and _opens_for_writing(call, 0):
+            return [(what, func.value, False)]
+        if func.attr in ("rename", "replace", "tofile") and len(args) == 1:
+            return [(what, args[0], False)]
+        return []
+
+    def tails(self, expr: ast.AST, depth: int = 0) -> set[str | None]:
+        """How the name ``expr`` stands for ends, as literal text (None: computed, the guards cannot tell)."""
+        if id(expr) not in self.memo:
+            self.memo[id(expr)] = {None}  # while it is worked out: a name defined through itself is computed
+            self.memo[id(expr)] = self._tails(expr, depth) if depth <= 8 else {None}
+        return self.memo[id(expr)]
+
+    def _union(self, values: list[ast.expr], depth: int) -> set[str | None]:
+        return set().union(*(self.tails(v, depth) for v in values)) if values else {None}
+
+    def _tails(self, expr: ast.AST, depth: int) -> set[str | None]:
+        more = depth + 1
+        if isinstance(expr, ast.Constant):
+            return {expr.value} if isinstance(expr.value, str) else {None}
+        if isinstance(expr, ast.JoinedStr):
+            last = expr.values[-1] if expr.values else ast.Constant("")
+            return {last.value} if isinstance(last, ast.Constant) else {None}
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Add, ast.Div)):
+                return self.tails(expr.right, more)
+            left = expr.left
+            if isinstance(expr.op, ast.Mod) and isinstance(left, ast.Constant) and isinstance(left.value, str):
+                return {None} if PERCENT_FORMAT_AT_END.search(left.value) else {left.value}
+            return {None}
+        if isinstance(expr, ast.Call):
+            return self._call_tails(expr, more)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Call):
+            return self._call_tails(expr.value, more)  # tempfile.mkstemp(suffix=...)[1]
+        if isinstance(expr, ast.Attribute) and expr.attr == "name":
+            return self.tails(expr.value, more)  # a temporary file's name
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return self._union(self.self_values.get(expr.attr, []), more)
+        if isinstance(expr, ast.Name):
+            return self._name_tails(expr, more)
+        return {None}
+
+    def _call_tails(self, call: ast.Call, depth: int) -> set[str | None]:
+        func, args = call.func, call.args
+        q = self.m.qual(func) or ""
+        if q in TEMP_FILES or q == "tempfile.mkdtemp":
+            suffix = next((k.value for k in call.keywords if k.arg == "suffix"), None)
+            return self.tails(suffix, depth) if suffix is not None else {""}
+        if q in PATH_CALLS or (isinstance(func, ast.Name) and func.id == "str" and not self.m.bindings["str"]):
+            return self.tails(args[-1], depth) if args else {""}
+        if isinstance(func, ast.Attribute) and not q:
+            if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+                return {None} if func.value.value.endswith("}") else {func.value.value}
+            if func.attr in ("joinpath", "with_suffix", "with_name") and args:
+                return self.tails(args[-1], depth)
+            if func.attr in ("resolve", "absolute", "expanduser") and not args:
+                return self.tails(func.value, depth)
+        return {None}
+
+    def _name_tails(self, name: ast.Name, depth: int) -> set[str | None]:
+        scope = self.owner.get(id(name))
+        values = self.values.get((id(scope) if scope else 0, name.id))
+        if values:
+            return self._union(values, depth)
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if name.id in [a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs]:
+                return self._argument_tails(scope, name.id, depth)
+            return self._union(self.values.get((0, name.id), []), depth)  # a global
+        return {None}
+
+    def _argument_tails(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, depth: int) -> set[str | None]:
+        """The tails of what every call of ``fn`` in the module passes as ``param`` (None when it is never called)."""
+        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        bound = 1 if id(fn) in self.methods and positional[:1] in (["self"], ["cls"]) else 0  # staticmethods: 0
+        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
+        defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+        index = positional.index(param) - bound if param in positional else -1
+        found: set[str | None] = set()
+        method = id(fn) in self.methods
+        for call in self.calls.get(fn.name, []):
+            if isinstance(call.func, ast.Attribute) != method:  # f.write(...) is no call of a function write
+                continue
+            value = next((k.value for k in call.keywords if k.arg == param), None)
+            if value is None and 0 <= index < len(call.args) and not isinstance(call.args[index], ast.Starred):
+                value = call.args[index]
+            value = value if value is not None else defaults.get(param)
+            found |= self.tails(value, depth) if value is not None else {None}
+        return found or {None}
+
+
+PERCENT_FORMAT_AT_END = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[diouxXeEfFgGcrsa]$")
+"""A ``%`` conversion ending a format string: the formatted name ends with a value, not a literal."""
+
+
+def _opens_for_writing(call: ast.Call, mode_index: int) -> bool:
+    """Whether an ``open`` call's mode (argument ``mode_index`` or ``mode=``) is a literal that writes."""
+    mode = call.args[mode_index] if len(call.args) > mode_index else next(
+        (k.value for k in call.keywords if k.arg == "mode"), None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
+
+
+DYNAMIC_ADVICE = "write that code in the candidate itself"
+"""What every ``dynamic_code`` finding about code kept elsewhere tells the Coder."""
+
+
+def _lookup(what: str) -> str:
+    """The evidence for an attribute lookup the guards cannot follow."""
+    return f"{what} looks an attribute up by a name the guards cannot read, so they cannot tell what it reaches; " \
+           "name the attribute in the code (index an nn.ModuleList or a list by number)"
+
+
+def _dynamic_imports(node: ast.Import | ast.ImportFrom, built: set[str]) -> list[str]:
+    """What an import loads that the guards cannot see: a module that imports, unpickles or runs code; a relative
+    import; a module neither the evaluator provides nor the candidate builds (``built``: its extensions' names)."""
+    found = []
+    for name in _imported(node):
+        root = name.split(".")[0]
+        if _import_guard(name) == "dynamic_code":
+            found.append(f"import {name} loads or rebuilds code the guards cannot see (modules, pickles, code "
+                         f"objects); {DYNAMIC_ADVICE}")  # fmt: skip
+        elif not root:
+            found.append(f"from {name} import ...: the candidate is a single file with nothing beside it to import; "
+                         f"{DYNAMIC_ADVICE}")  # fmt: skip
+        elif _import_guard(name) is None and root not in KNOWN_MODULES and root not in built:
+            found.append(f"import {name}: {root} is neither a package the evaluator provides (the standard library, "
+                         "torch, triton, numpy, cupy, cutlass, tilelang ...) nor built by the candidate, so only a "
+                         f"module the candidate wrote could answer; {DYNAMIC_ADVICE}")  # fmt: skip
+    return found
+
+
+def _dynamic_call(m: _Module, call: ast.Call, paths: _Paths) -> list[str]:
+    """What a call does that the guards cannot follow: change where imports come from, look an attribute up by a
+    computed name, keep a ``methodcaller``/``attrgetter`` for later, write a file Python could load."""
+    func, args = call.func, call.args
+    found = []
+    changed = _import_system_call(m, call) or next(
+        ("sys.path" for a in args if _import_system_object(m, a) == "sys.path"), None)
+    if changed:
+        found.append(f"{ast.unparse(func)[:60]}(...) can change {changed}, where imports come from; import only the "
+                     "standard library and the kernel languages' packages")  # fmt: skip
+    elif isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and m.builtin(func.id) and len(args) >= 2 \
+            and not _literal_name(args[1]) and not _module_rooted(m, args[0]):
+        found.append(_lookup(f"{func.id}({ast.unparse(args[0])[:40]}, {ast.unparse(args[1])[:40]})"))
+    elif _under(m.qual(func) or "", ("operator.methodcaller", "operator.attrgetter", "_operator.methodcaller",
+                                     "_operator.attrgetter"), exact=True):  # fmt: skip
+        found.append(f"{ast.unparse(call)[:60]} is kept or passed instead of applied at once (or its name is "
+                     "computed), so the guards cannot tell what it calls; call the method itself")  # fmt: skip
+    for what, expr, is_suffix in paths.writes(call):
+        tails = paths.tails(expr)
+        loadable = sorted(t for t in tails if t is not None and t.lower().endswith(LOADABLE_SUFFIXES))
+        if loadable:
+            written = f"a file ending in {loadable[0]!r}" if is_suffix else repr(loadable[0][-60:])
+            found.append(f"{what} writes {written}, which Python can import or load; the candidate is one file: "
+                         f"{DYNAMIC_ADVICE}")  # fmt: skip
+        elif None in tails:
+            found.append(f"{what} writes a file whose name the guards cannot work out (it may be a module the "
+                         "candidate then loads); write only CUDA/C++ sources, under a name that ends in a literal "
+                         ".cu, .cpp, .h or .cuh")  # fmt: skip
+    return found
+
+
+def _dynamic_name(m: _Module, node: ast.AST, called: set[int], prefixes: set[int]) -> list[str]:
+    """What a name or attribute reaches that the guards cannot see: builtins that run strings or look names up
+    (called, taken as values, or rebound), the import machinery, modules and functions that load or build code,
+    ``__dict__``-like lookups. ``called``: ids of called expressions; ``prefixes``: ids of the bases of longer
+    attribute chains (only the whole chain is judged)."""
+    bound = _binds(node)
+    if bound in LOOKUP_BUILTINS and m.builtin(bound):
+        return [f"binds {bound}, a builtin the guards read by name, to something else; choose another name"]
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and m.builtin(node.id):
+        if node.id in DYNAMIC_BUILTINS:
+            shown = f"{node.id}(...)" if id(node) in called else f"{node.id}, taken as a value,"
+            return [f"{shown} runs code the guards cannot see; {DYNAMIC_ADVICE}"]
+        if node.id in (*LOOKUP_BUILTINS, "open") and id(node) not in called:
+            return [_lookup(f"{node.id}, taken as a value,")]
+        if node.id in IMPORT_MACHINERY:
+            return [f"{node.id} hands the import machinery (a loader for any file) to the candidate; {DYNAMIC_ADVICE}"]
+    if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_DUNDERS:
+        return [_lookup(ast.unparse(node)[:60])]
+    if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in prefixes:
+        return []
+    q = m.qual(node) or ""
+    if _under(q, DYNAMIC_NAMES) or any(part in DYNAMIC_SUBMODULES for part in q.split(".")[1:]):
+        return [f"{q} builds or loads code, a module or a library the guards cannot see; build kernels from source "
+                "in the candidate (load_inline, @triton.jit)"]  # fmt: skip
+    if _under(q, ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache")):
+        return [f"{q} is the import machinery; import only the standard library and the kernel languages' packages"]
+    return []
+
+
+def _dynamic_code(m: _Module, p: Policies) -> list[dict[str, str]]:
+    """dynamic_code: code that runs without being in the candidate's text (strings run as code, modules it wrote
+    or loads, pickles, imports of anything but the packages the evaluator provides), and attribute lookups by
+    names the guards cannot read, anywhere in the candidate. One finding per line (the outermost thing found
+    there), at most ``MAX_LISTED``, each starting ``line N:``."""
+    paths = _Paths(m)
+    nodes = list(ast.walk(m.tree))
+    prefixes = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    built = {name for n in nodes if isinstance(n, ast.Call) and m.is_builder(n)
+             for name in map(_literal_name, [*n.args[:1], *(k.value for k in n.keywords if k.arg == "name")]) if name}
+    items: list[tuple[ast.AST, str]] = []
+    for node in nodes:
+        found = _dynamic_name(m, node, called, prefixes)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found += _dynamic_imports(node, built)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            found += [f"{ast.unparse(t)[:60]} = ... changes where imports come from; import only the standard "
+                      "library and the kernel languages' packages" for t in targets if _import_system(m, t)]
+        elif isinstance(node, ast.Call):
+            found += _dynamic_call(m, node, paths)
+        items += [(node, text) for text in found]
+    first: dict[str, str] = {}
+    for node, text in sorted(items, key=lambda item: getattr(item[0], "lineno", 0)):
+        first.setdefault(_where(node), f"{_where(node)}: {text}")
+    lines = list(first.values())
+    if len(lines) > MAX_LISTED:
+        lines = lines[:MAX_LISTED - 1] + [f"{lines[MAX_LISTED - 1]} (and {len(lines) - MAX_LISTED} more such places)"]
+    return [p.found("dynamic_code", line + ".") for line in lines]
+
+
+def _module_rooted(m: _Module, node: ast.AST) -> str | None:
+    """The module an expression is reached from (``torch`` for ``torch.nn.functional``), or None."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return m.aliases.get(node.id) if isinstance(node, ast.Name) else None
+
+
 def static_findings(source: str, policies: Policies | None = None, reference_source: str | None = None) -> list[dict[str, str]]:
     """Every static guard's findings for a candidate that parses and defines ``ModelNew``.
 
@@ -721,4 +1321,4 @@ def static_findings(source: str, policies: Policies | None = None, reference_sou
     """
     p = policies or Policies()
     module = _Module.parse(source)
-    return _side_effects(module, p) + _structure(module, p, reference_source)
+    return _side_effects(module, p) + _dynamic_code(module, p) + _structure(module, p, reference_source)

@@ -1,0 +1,26 @@
+"""PyTorch compute behind `getattr` with a literal name, under `torch_ops=strict`: `getattr(y, "relu")()` is
+`y.relu()`, and the guards read it so. The Triton kernel only copies the result.
+
+TASK: tiny/level1/1_ReLU
+EXPECTED: rejected by torch_compute
+CONFIG: torch_ops=strict
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = getattr(x, "relu")()
+        out = torch.empty_like(y)
+        copy_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+        return out

@@ -1,0 +1,28 @@
+"""PyTorch compute looked up in a module's `__dict__`, under `torch_ops=strict`: `F.__dict__["relu"]` is
+`F.relu`, and the guards read it so (a key they cannot read is a `dynamic_code` finding). The Triton kernel only
+copies the result.
+
+TASK: tiny/level1/1_ReLU
+EXPECTED: rejected by torch_compute
+CONFIG: torch_ops=strict
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = F.__dict__["relu"](x)
+        out = torch.empty_like(y)
+        copy_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+        return out
