@@ -294,10 +294,11 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
                    collect: Callable[[Path], None] | None) -> IsolatedOutcome:
     """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
     from cudaforge.languages import jit_cache_env
+    from cudaforge.sandbox import new_scratch, release_scratch
     from cudaforge.sandbox.launch import REFUSED_EXIT
     logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     if not sandbox.scratch:
-        sandbox.scratch = tempfile.mkdtemp(prefix="cudaforge-sbx-")
+        sandbox.scratch = new_scratch("sbx", sandbox.scratch_bytes, sandbox.scratch_files)
     scratch = Path(sandbox.scratch)
     (scratch / "payload.json").write_text(json.dumps(payload))
     child_env = _child_env(gpu, env)
@@ -305,6 +306,7 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
     s = str(scratch)
     child_env.update({"HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
                       "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv",
+                      "TORCHINDUCTOR_CACHE_DIR": f"{s}/torchinductor", "USER": "cudaforge", "LOGNAME": "cudaforge",
                       "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
     argv = [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, s]
     started = time.monotonic()
@@ -315,9 +317,15 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
         outcome = _Watch(process.proc, scratch, started, logs).supervise(
             timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase)
         process.kill()  # every process of the sandbox dead before its files are read
-        if not status.get("ok", False):
+        cannot_run = [m for m in status.get("missing", []) if "cannot run" in m]
+        if cannot_run:
+            outcome.status, outcome.result = "crashed", None
+            outcome.error = (f"the sandbox could not run {argv[0]}: it is missing, or outside what the sandbox may read "
+                             f"and execute ({cannot_run[0]})")
+        elif not status.get("ok", False):
             outcome.status, outcome.result = "error", None
-            outcome.error = "the sandbox refused to start (mode=required): " + "; ".join(status.get("missing", []))
+            outcome.error = ("the sandbox refused to start (its wall is missing here; eval.allow_weak_sandbox): "
+                             + "; ".join(status.get("missing", [])))
         elif outcome.status == "crashed" and outcome.returncode == REFUSED_EXIT:
             outcome.error = (f"the sandbox could not run {argv[0]} (it exited with {REFUSED_EXIT} before "
                              "running it: the program is missing, or outside what the sandbox may read and execute)")
@@ -330,6 +338,7 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
         return outcome
     finally:
         process.kill()
+        release_scratch(str(scratch))
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(logs, ignore_errors=True)
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge import languages
+from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
-from cudaforge.eval.static import StaticReport, check_candidate
+from cudaforge.eval.static import check_candidate
 from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
@@ -285,13 +286,9 @@ class Evaluator:
         return Path(self.interrupted_dir) / f"{name}.json"
 
     def _evaluate(self, task: Task, source: str, gpu: str | None, started: float) -> EvalResult:
-        # The static checks and guards run here too, so a rejected source never costs a worker.
-        try:
-            static = check_candidate(source, self.cfg, task.source)
-        except (RecursionError, MemoryError, ValueError, TypeError) as exc:
-            static = StaticReport(ok=False, status="invalid", message=(
-                f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an expression nested "
-                "too deeply or a source too large. Write it plainly."))  # fmt: skip
+        # The static checks and guards run here too (in a child with a deadline), so a rejected source never costs
+        # a worker.
+        static = check_candidate(source, self.cfg, task.source)
         static_record = PhaseRecord(Phase.STATIC, "ok" if static.ok else "failed", time.monotonic() - started, static.message)
         if not static.ok:
             return EvalResult(
@@ -325,8 +322,8 @@ class Evaluator:
     @staticmethod
     def _from_outcome(task: Task, source: str, outcome: IsolatedOutcome) -> EvalResult:
         if outcome.status == "ok" and outcome.result is not None:
-            try:
-                return EvalResult.from_dict(outcome.result)
+            try:  # every text in it capped (the verifier caps its own; a run keeps this result twice per round)
+                return EvalResult.from_dict(cap_strings(outcome.result))
             except Exception as exc:  # noqa: BLE001 - a malformed result is a crash, not ours to raise
                 outcome = IsolatedOutcome(status="crashed", error=f"the verifier's result was malformed ({exc})"[:500],
                                           phase=outcome.phase, phase_seconds=outcome.phase_seconds)  # fmt: skip
@@ -365,10 +362,7 @@ class Evaluator:
         The candidate's import runs in a sandboxed worker; its builds are served by a trusted child."""
         from cudaforge.eval.build import precompile
 
-        try:
-            backend = check_candidate(source).backend
-        except (RecursionError, MemoryError, ValueError, TypeError):
-            return None
+        backend = check_candidate(source, self.cfg, guards=False).backend
         jit = (task is not None and self.cfg["jit_ahead"] != JitAhead.off.value and backend != languages.NO_KERNEL
                and languages.get(backend).prebuild is not None)  # fmt: skip
         if backend != "cuda" and not jit:

@@ -10,7 +10,9 @@
   out), never anything else of the verifier's; the verifier treats its contents as untrusted and
   copies a candidate's outputs out of it (bounds-checked) before reading them.
 * ``encode``/``decode``: a forward's arguments and results (tensors, scalars, nested lists and
-  tuples) as JSON with tensor descriptors pointing into the arena.
+  tuples) as JSON with tensor descriptors pointing into the arena. ``decode`` bounds what it is given (nesting,
+  parts) and, with a :class:`Budget`, what it materialises: the verifier reads a candidate's outputs with a budget
+  derived from the reference's outputs for the same call, checked for each tensor before anything is copied.
 
 Needs torch (both sides have it); nothing else heavy.
 """
@@ -18,6 +20,7 @@ Needs torch (both sides have it); nothing else heavy.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import math
 import mmap
 import os
@@ -31,6 +34,13 @@ ALIGN = 256
 """Tensors start on this byte boundary in the arena."""
 MAX_DIMS = 16
 MAX_NESTING = 32
+MAX_NODES = 1 << 16
+"""The most parts (tensors, scalars, lists, tuples, dicts) one encoded value may have, whoever decodes it."""
+MAX_OUTPUT_TENSORS = 4096
+"""The most tensors a :class:`Budget` lets one reply hand back, whatever the reference returned (KernelBench's
+references return one tensor or a handful)."""
+_MAX_EXTENT = 1 << 62
+"""Larger sizes, strides or offsets than this are refused before any arithmetic on them reaches torch."""
 
 DTYPES = {str(d).replace("torch.", ""): d for d in (
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
@@ -75,17 +85,7 @@ class Arena:
 
     def view(self, desc: dict[str, Any]) -> torch.Tensor:
         """The tensor a descriptor names, as a view of the arena; ArenaError when it is malformed or out of bounds."""
-        try:
-            dtype = DTYPES[desc["dtype"]]
-            shape = [int(s) for s in desc["shape"]]
-            stride = [int(s) for s in desc["stride"]]
-            offset = int(desc["offset"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ArenaError(f"a malformed tensor descriptor ({type(exc).__name__}: {exc})") from None
-        if len(shape) != len(stride) or len(shape) > MAX_DIMS:
-            raise ArenaError("a tensor descriptor whose shape and stride do not match")
-        if any(s < 0 for s in shape) or any(s < 0 for s in stride) or offset < 0:
-            raise ArenaError("a tensor descriptor with negative sizes, strides or offset")
+        dtype, shape, stride, offset = layout(desc)
         item = torch.empty((), dtype=dtype).element_size()
         if offset % item:
             raise ArenaError(f"a tensor at byte {offset}, not aligned to its {item}-byte elements")
@@ -94,7 +94,10 @@ class Arena:
         if offset + span * item > self.size:
             raise ArenaError(f"a tensor reaching byte {offset + span * item} of a {self.size}-byte arena")
         flat = self.base[offset: offset + span * item].view(dtype) if span else self.base[:0].view(dtype)
-        return flat.as_strided(shape, stride)
+        try:
+            return flat.as_strided(shape, stride)
+        except RuntimeError as exc:  # sizes torch cannot hold (their product past 64 bits)
+            raise ArenaError(f"a tensor descriptor torch cannot view ({exc})"[:300]) from None
 
     def put(self, tensor: torch.Tensor) -> dict[str, Any]:
         """Copy ``tensor`` into the arena (same shape, dtype and strides when they are dense); its descriptor."""
@@ -118,6 +121,23 @@ class Arena:
             pass
 
 
+def layout(desc: Any) -> tuple[torch.dtype, list[int], list[int], int]:
+    """A tensor descriptor's dtype, shape, stride and byte offset, checked for form (ArenaError when malformed):
+    known dtype, at most ``MAX_DIMS`` dimensions, sizes, strides and offset neither negative nor huge."""
+    try:
+        dtype = DTYPES[desc["dtype"]]
+        shape, stride = desc["shape"], desc["stride"]
+        if not (isinstance(shape, list) and isinstance(stride, list)) or len(shape) != len(stride) \
+                or len(shape) > MAX_DIMS:
+            raise ArenaError("a tensor descriptor whose shape and stride do not match")
+        shape, stride, offset = [int(n) for n in shape], [int(n) for n in stride], int(desc["offset"])
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ArenaError(f"a malformed tensor descriptor ({type(exc).__name__}: {exc})"[:300]) from None
+    if not all(0 <= n < _MAX_EXTENT for n in (*shape, *stride, offset)):
+        raise ArenaError("a tensor descriptor with negative or huge sizes, strides or offset")
+    return dtype, shape, stride, offset
+
+
 def _compact(t: torch.Tensor) -> bool:
     """Strides that address exactly ``numel`` elements, each once (a permutation of a contiguous block, such
     as a transpose): ``put`` keeps such a layout; anything else crosses as a contiguous copy."""
@@ -133,10 +153,13 @@ def _compact(t: torch.Tensor) -> bool:
 
 
 def host_arena(size: int, fd: int | None = None) -> Arena:
-    """A host arena of ``size`` bytes: a new memfd, or the one inherited as ``fd``."""
+    """A host arena of ``size`` bytes: a new memfd, sealed at that size before anyone else gets it (it can neither
+    shrink nor grow, and the seals cannot be removed: a worker that truncated an unsealed one made the verifier's
+    next read of it a SIGBUS), or the one inherited as ``fd`` (mapped read-write all the same)."""
     if fd is None:
-        fd = os.memfd_create("cudaforge-arena", os.MFD_CLOEXEC)
+        fd = os.memfd_create("cudaforge-arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, size)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
     mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     base = torch.frombuffer(mapping, dtype=torch.uint8, count=size)
     return Arena(base, fd, keep=mapping)
@@ -289,32 +312,94 @@ def encode(value: Any, put: Callable[[torch.Tensor], dict[str, Any]], depth: int
     raise TypeError(f"a value of type {type(value).__module__}.{type(value).__qualname__}")
 
 
-def decode(obj: Any, get: Callable[[dict[str, Any]], torch.Tensor], depth: int = 0) -> Any:
-    """The inverse of :func:`encode`; tensors come from ``get(descriptor)``. Raises ArenaError when malformed."""
-    if depth > MAX_NESTING or not isinstance(obj, dict) or len(obj) != 1:
-        raise ArenaError("a malformed value")
-    (tag, inner), = obj.items()
-    if tag == "t" and isinstance(inner, dict):
-        return get(inner)
-    if tag == "v" and (inner is None or isinstance(inner, (bool, int, float, str))):
-        return inner
-    if tag in ("tu", "l") and isinstance(inner, list):
-        items = [decode(v, get, depth + 1) for v in inner]
-        return tuple(items) if tag == "tu" else items
-    if tag == "d" and isinstance(inner, list):
-        out = {}
-        for pair in inner:
-            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
-                raise ArenaError("a malformed dict value")
-            out[pair[0]] = decode(pair[1], get, depth + 1)
-        return out
-    raise ArenaError(f"a value tagged {tag!r}")
+class OutputsTooLarge(ArenaError):
+    """A value holds more than its :class:`Budget` allows; nothing of the tensor that overran it was copied."""
+
+
+class Budget:
+    """What one decoded reply may materialise: ``nbytes`` (tensors charged as :func:`tensor_bytes` counts them, by
+    the elements their copies hold, and strings by their length) and ``tensors`` descriptors.
+
+    Whatever strides a descriptor has (a zero stride repeats one element of the arena over a whole dimension), its
+    copy holds ``numel`` elements, and that is what is charged, before the copy is made: a 16-byte view that claims
+    12 GiB is refused as 12 GiB."""
+
+    def __init__(self, nbytes: int, tensors: int = MAX_OUTPUT_TENSORS) -> None:
+        self.nbytes, self.tensors = nbytes, tensors
+        self.spent_bytes = self.spent_tensors = 0
+
+    def _charge(self, nbytes: int, what: str) -> None:
+        self.spent_bytes += nbytes
+        if self.spent_bytes > self.nbytes:
+            raise OutputsTooLarge(f"outputs larger than the reference's: {what} brings the reply to "
+                                  f"{self.spent_bytes:,} bytes, where at most {self.nbytes:,} may come back for this "
+                                  "call")  # fmt: skip
+
+    def tensor(self, desc: Any) -> None:
+        """Charge one tensor descriptor (ArenaError when malformed, OutputsTooLarge past the budget)."""
+        dtype, shape, stride, _ = layout(desc)
+        self.spent_tensors += 1
+        if self.spent_tensors > self.tensors:
+            raise OutputsTooLarge(f"outputs larger than the reference's: more than {self.tensors:,} tensors in one "
+                                  "reply")  # fmt: skip
+        item = torch.empty((), dtype=dtype).element_size()
+        more = "..." if len(shape) > 4 else ""
+        self._charge(_arena_bytes(math.prod(shape) * item), f"a {str(dtype).replace('torch.', '')} tensor of shape "
+                     f"{shape[:4]}{more} (strides {stride[:4]}{more})")  # fmt: skip
+
+    def text(self, value: str) -> None:
+        """Charge one string of the value."""
+        self._charge(len(value), f"a string of {len(value):,} characters")
+
+
+def decode(obj: Any, get: Callable[[dict[str, Any]], torch.Tensor], budget: Budget | None = None) -> Any:
+    """The inverse of :func:`encode`; tensors come from ``get(descriptor)``. Raises ArenaError when malformed,
+    nested deeper than ``MAX_NESTING`` or made of more than ``MAX_NODES`` parts, and (with ``budget``)
+    OutputsTooLarge before ``get`` is called for a tensor that would overrun the budget."""
+    parts = 0
+
+    def walk(obj: Any, depth: int) -> Any:
+        nonlocal parts
+        parts += 1
+        if parts > MAX_NODES:
+            raise ArenaError(f"a value of more than {MAX_NODES:,} parts")
+        if depth > MAX_NESTING or not isinstance(obj, dict) or len(obj) != 1:
+            raise ArenaError("a malformed value")
+        (tag, inner), = obj.items()
+        if tag == "t" and isinstance(inner, dict):
+            if budget is not None:
+                budget.tensor(inner)
+            return get(inner)
+        if tag == "v" and (inner is None or isinstance(inner, (bool, int, float, str))):
+            if budget is not None and isinstance(inner, str):
+                budget.text(inner)
+            return inner
+        if tag in ("tu", "l") and isinstance(inner, list):
+            items = [walk(v, depth + 1) for v in inner]
+            return tuple(items) if tag == "tu" else items
+        if tag == "d" and isinstance(inner, list):
+            out = {}
+            for pair in inner:
+                if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+                    raise ArenaError("a malformed dict value")
+                if budget is not None:
+                    budget.text(pair[0])
+                out[pair[0]] = walk(pair[1], depth + 1)
+            return out
+        raise ArenaError(f"a value tagged {str(tag)[:40]!r}")
+
+    return walk(obj, 0)
+
+
+def _arena_bytes(nbytes: int) -> int:
+    """What a tensor of ``nbytes`` takes in the arena, alignment included (at least ``2 * ALIGN``)."""
+    return -(-max(nbytes, 1) // ALIGN) * ALIGN + ALIGN
 
 
 def tensor_bytes(value: Any) -> int:
     """Bytes of every tensor in a nested value, each rounded up to the arena's alignment."""
     if isinstance(value, torch.Tensor):
-        return -(-max(value.numel() * value.element_size(), 1) // ALIGN) * ALIGN + ALIGN
+        return _arena_bytes(value.numel() * value.element_size())
     if isinstance(value, (list, tuple)):
         return sum(tensor_bytes(v) for v in value)
     if isinstance(value, dict):

@@ -83,6 +83,7 @@ class CandidateProcess:
         child_env = scrubbed_env({
             "HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
             "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv", "PYTHONUNBUFFERED": "1",
+            "TORCHINDUCTOR_CACHE_DIR": f"{s}/torchinductor",  # torch sets it in the trusted process: not that one
             "PYTHONDONTWRITEBYTECODE": "1", "CUDAFORGE_WORKER_DEVICE": device,
             "PYTHONSAFEPATH": "1",  # its working folder (the scratch it writes) is not where imports are found
             "USER": "cudaforge", "LOGNAME": "cudaforge",  # its uid has no entry in /etc/passwd

@@ -122,7 +122,15 @@ class EvalConfig:
     devices: list[int] = field(default_factory=list)
     """GPU indices to use (empty: all visible)."""
     static_timeout_s: float = 30.0
-    """Timeout for the static check."""
+    """Timeout for the static check (the analysis of the source, in a child process of its own; a source it cannot
+    finish within this is ``invalid``), and for the worker's start-up."""
+    static_memory_gb: float = 2.0
+    """Address space the static analysis's child may use (RLIMIT_AS), in GiB; a source that needs more is
+    ``invalid``. A 1 MB source of plain functions took about 0.35 GB."""
+    max_source_bytes: int = 1 << 20
+    """The largest candidate source (bytes of UTF-8) that is analysed or run: a larger one is ``invalid`` before
+    anything parses it. KernelBench kernels, CUDA sources inlined, take well under 100 KB; the analysis of a 1 MB
+    source took about 30 s on a CPU core."""
     compile_timeout_s: float = 600.0
     """Timeout for building the candidate."""
     jit_ahead: JitAhead = JitAhead.pool

@@ -37,8 +37,10 @@ from typing import Any, Callable
 import torch
 
 from cudaforge import languages
+from cudaforge.eval.bounded import cap_text, source_size_problem
 from cudaforge.eval.correctness import compare, compare_first
-from cudaforge.eval.exchange import Arena, ArenaError, DeviceArena, Driver, decode, encode, host_arena, tensor_bytes
+from cudaforge.eval.exchange import (Arena, ArenaError, Budget, DeviceArena, Driver, OutputsTooLarge, decode, encode,
+                                     host_arena, tensor_bytes)
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
@@ -262,17 +264,22 @@ class Candidate:
         self._input_descs = encoded
         return encoded, -(-arena._next // 256) * 256
 
-    def read_back(self, encoded: Any) -> Any:
-        """A value from the arena, copied into this process's own memory (bounds-checked; ArenaError if malformed)."""
+    def read_back(self, encoded: Any, out_bytes: int) -> Any:
+        """A value from the arena, copied into this process's own memory: bounds-checked, and never more than
+        ``out_bytes`` (the budget of the call's outputs, ``_out_bytes`` of the reference's) nor more than
+        ``MAX_OUTPUT_TENSORS`` tensors, each checked before it is copied. ArenaError if malformed, OutputsTooLarge
+        past the budget."""
         assert self.arena is not None
         arena = self.arena
-        value = decode(encoded, lambda desc: arena.view(desc).to(self.device, copy=True))
-        return value
+        return decode(encoded, lambda desc: arena.view(desc).to(self.device, copy=True), Budget(out_bytes))
 
-    def outputs(self, reply: dict[str, Any]) -> Any:
-        """The outputs of a reply, copied out of the arena; a malformed description makes the candidate incorrect."""
+    def outputs(self, reply: dict[str, Any], out_bytes: int) -> Any:
+        """The outputs of a reply, copied out of the arena (at most ``out_bytes``: ``read_back``); a malformed or
+        oversized description makes the candidate incorrect."""
         try:
-            value = self.read_back(reply.get("outputs"))
+            value = self.read_back(reply.get("outputs"), out_bytes)
+        except OutputsTooLarge as exc:
+            raise _Failure(EvalStatus.INCORRECT, str(exc)) from None
         except ArenaError as exc:
             raise _Failure(EvalStatus.INCORRECT, f"the candidate's outputs could not be read: {exc}") from None
         self.facts = reply.get("facts")
@@ -299,7 +306,7 @@ class Candidate:
         reply = self._request({"op": "call", "inputs": encoded, "out_offset": offset, "poison": poison, "what": what})
         clock = self._add("first_call" if "calls" not in self.spent else "calls", clock)
         self.spent.setdefault("calls", 0.0)
-        value = self.outputs(reply)
+        value = self.outputs(reply, out_bytes)
         self._add("read_back", clock)
         return value
 
@@ -567,7 +574,7 @@ class _Timing:
         event_ms, host_ms = _finite(reply.get("event_ms")), _finite(reply.get("host_ms"))
         if event_ms is None or host_ms is None:
             raise _Failure(EvalStatus.CRASHED, "the worker reported a timing that is not a non-negative number")
-        return event_ms, host_ms, wall_ms, self.cand.outputs(reply)
+        return event_ms, host_ms, wall_ms, self.cand.outputs(reply, self.trials.out_bytes)
 
     def run(self, progress: Callable[[str], None], on_locked: Callable[[], None] = lambda: None) -> None:
         from cudaforge.eval.fingerprint import gpu_state
@@ -746,7 +753,7 @@ class _Timing:
             raise _Failure(EvalStatus.INCORRECT, "the cross-check batch did not return one output per call")
         for k, (enc, exp) in enumerate(zip(outs, expected)):
             try:
-                actual = self.cand.read_back(enc)
+                actual = self.cand.read_back(enc, self.trials.out_bytes)
             except ArenaError as exc:
                 raise _Failure(EvalStatus.INCORRECT, f"the cross-check's outputs could not be read: {exc}") from None
             diff = _structure(self.cfg, exp, actual)
@@ -1052,6 +1059,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     phase, t = Phase.COMPILE, time.perf_counter()
     own_caches: dict[str, Path] = {}  # a JIT language's folder of the worker's scratch -> the source's kept copy
     try:
+        too_large = source_size_problem(source, int(cfg["max_source_bytes"]))  # the parent's limit, here too
+        if too_large:
+            raise _Failure(EvalStatus.INVALID, too_large)
         guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
         if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg["sandbox"]):
             if process is not None:
@@ -1102,11 +1112,11 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                 raise _Failure(EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + failed[0].log_trimmed) from None
             raise _Failure(EvalStatus(failure.status), failure.message) from None
         finally:
-            result.compile_log = "".join(r.log for r in process.builds)
+            result.compile_log = cap_text("".join(r.log for r in process.builds))  # the result stays readable
             result.compile_cached = bool(process.builds) and all(r.cached for r in process.builds)
             failed = [r for r in process.builds if r.status == "failed"]
             if failed:
-                result.compile_log_trimmed = failed[0].log_trimmed
+                result.compile_log_trimmed = cap_text(failed[0].log_trimmed)
         ahead = reported_sites(loaded)
         result.fingerprint["builds_ahead"] = ahead
         compile_note = "cache hit" if result.compile_cached else ""

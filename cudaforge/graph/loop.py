@@ -20,12 +20,21 @@ from typing import Any, Callable, Protocol, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from cudaforge.agents.coder import Coder
+from cudaforge.eval.bounded import cap_strings, cap_text
 from cudaforge.agents.judge import Judge
 from cudaforge.types import Feedback, JudgeMode
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError
 from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
 from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE
+
+STORED_TEXT_LIMIT = 1 << 20
+"""Characters of any one text (a reply, a prompt, a log, a message) a round's files keep: above any reply the agents
+can use (``cudaforge.agents.parsing`` refuses longer ones), so a run read back or repaired finds those whole, while a
+refused 50 MB reply costs a round 1 MB. (A source is never cut: the Coder's reply limit bounds it.)"""
+STATE_TEXT_LIMIT = 16 << 10
+"""Characters of any one text the graph's state keeps (the Judge's fields, a round's message): the state is written
+to the checkpoints at every step, and the Coder reads the feedback in its next prompt."""
 
 
 class LoopState(TypedDict, total=False):
@@ -225,21 +234,22 @@ class _Nodes:
         except LLMAuthError:
             raise  # no usable credentials: every task would fail the same way, so the run stops (runner.py)
         except LLMError as exc:
-            record.status, record.message = "llm_error", str(exc)
+            record.status, record.message = "llm_error", cap_text(str(exc), STATE_TEXT_LIMIT)
             elapsed = time.monotonic() - started
             return {"round": number, "pending": None, "history": [*state["history"], record.to_dict()],
-                    "stop_reason": f"llm_error: {exc}", "active_s": state["active_s"] + elapsed,
+                    "stop_reason": f"llm_error: {record.message}", "active_s": state["active_s"] + elapsed,
                     "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
         update: LoopState = {"round": number, "pending": None}
         if result is not None:
-            s.store.write_json(number, CODER_FILE, {**result.to_dict(), "memory": memory})
+            stored = cap_strings({**result.to_dict(), "memory": memory}, STORED_TEXT_LIMIT)
+            s.store.write_json(number, CODER_FILE, stored)
             if result.ok and result.source:
                 digest = source_hash(result.source)
                 s.store.save_candidate(digest, result.source)
                 s.store.write_text(number, CANDIDATE_FILE, result.source)
                 record.candidate_hash, update["pending"] = digest, digest
             else:
-                record.status, record.message = "no_code", result.failure
+                record.status, record.message = "no_code", cap_text(result.failure, STATE_TEXT_LIMIT)
         elapsed = time.monotonic() - started
         update.update(
             history=[*state["history"], record.to_dict()],
@@ -257,8 +267,8 @@ class _Nodes:
         else:
             s.on_event({"event": "evaluate", "task_id": s.task.id, "round": number})
             result = s.evaluator.evaluate(s.task, s.store.candidate(digest))
-            s.store.write_json(None, f"eval_{digest}.json", result.to_dict())
-        s.store.write_json(number, EVAL_FILE, result.to_dict())
+            s.store.write_json(None, f"eval_{digest}.json", cap_strings(result.to_dict(), STORED_TEXT_LIMIT))
+        s.store.write_json(number, EVAL_FILE, cap_strings(result.to_dict(), STORED_TEXT_LIMIT))
         phases = {p.phase.value: p.seconds for p in result.phases} if not reused else {}
         lock_wait = 0.0 if reused else float(result.fingerprint.get("gpu_lock_wait_s") or 0.0)
         speedup = result.speedup.median if result.speedup else None
@@ -299,7 +309,7 @@ class _Nodes:
             timed = self._latest_result(state)
             measured = timed.candidate_timing.median if timed and timed.candidate_timing else None
             result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
-            record = {**result.to_dict(), "judge_metrics": result.judge_metrics()}
+            record = cap_strings({**result.to_dict(), "judge_metrics": result.judge_metrics()}, STORED_TEXT_LIMIT)
             s.store.write_json(None, f"profile_{digest}.json", record)
         s.store.write_json(state["round"], PROFILE_FILE, record)
         elapsed = time.monotonic() - started
@@ -338,13 +348,15 @@ class _Nodes:
             raise  # fatal for the run, as in the Coder's step
         except LLMError as exc:
             elapsed = time.monotonic() - started
-            return {"stop_reason": f"llm_error: {exc}", "active_s": state["active_s"] + elapsed,
+            return {"stop_reason": cap_text(f"llm_error: {exc}", STATE_TEXT_LIMIT),
+                    "active_s": state["active_s"] + elapsed,
                     "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
         feedback = None
         if verdict is not None:
-            s.store.write_json(state["round"], JUDGE_FILE, {**verdict.to_dict(), "memory": memory})
-            feedback = verdict.feedback.to_dict() if verdict.ok else None
-            failure = verdict.failure
+            s.store.write_json(state["round"], JUDGE_FILE, cap_strings({**verdict.to_dict(), "memory": memory},
+                                                                       STORED_TEXT_LIMIT))  # fmt: skip
+            feedback = cap_strings(verdict.feedback.to_dict(), STATE_TEXT_LIMIT) if verdict.ok else None
+            failure = cap_text(verdict.failure, STATE_TEXT_LIMIT)
         elapsed = time.monotonic() - started
         return {
             "feedback": feedback,

@@ -43,6 +43,10 @@ class GpuVendor:
     (NVIDIA: NVML), by group: ``driver``, ``static``, ``memory_bus``, ``state`` (``cudaforge/vendor/nvml.py`` lists
     each group's keys; the fingerprint and the spec sheet keep those names). What cannot be read is left out, with a
     note; it never raises."""
+    device_flags: Callable[[], dict[str, Any]] = lambda: {"plain": set(), "patterns": [], "split": set()}
+    """The device compiler's own flags a candidate may pass (``cudaforge.eval.build.flags`` adds the host compiler's):
+    ``plain`` flags allowed as written, ``patterns`` (regular expressions a flag must match in full) and ``split``
+    (options whose value may come as the next item). None of them may name a file or change the toolchain."""
     jit_target: Callable[[str], list[Any] | None] = lambda arch: None
     """Triton's compile target for an architecture, ``[backend, capability, warp size]`` (NVIDIA: ``"9.0a"`` ->
     ``["cuda", 90, 32]``; AMD would say ``["hip", "gfx942", 64]``), so kernels JIT-compiled from Python can be built

@@ -180,10 +180,36 @@ def visible_devices() -> list[str]:
         return []
 
 
+def device_flags() -> dict[str, Any]:
+    """nvcc's flags a candidate may pass: fast math, relaxed constexpr and lambdas, line info, register limits,
+    architectures (``-arch``, ``-gencode``, ``--gpu-architecture``), ptxas options, cache modifiers, the default
+    stream, diagnostics suppressed, compile threads; nothing that names a file (``--keep-dir``, ``-odir``) or swaps a
+    tool (``-ccbin``)."""
+    arch = r"(sm|compute|lto)_\d+[a-z]?"
+    return {
+        "plain": {"--use_fast_math", "-use_fast_math", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
+                  "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda", "-extended-lambda",
+                  "--restrict", "-restrict", "--resource-usage", "-res-usage", "--generate-line-info", "-lineinfo",
+                  "-G", "--disable-warnings", "-Wno-deprecated-gpu-targets", "-Xptxas=-v", "--ptxas-options=-v",
+                  "-rdc=true", "-rdc=false", "--relocatable-device-code=true", "--relocatable-device-code=false",
+                  "-dc"},
+        "patterns": [
+            rf"-(arch|code)[= ]?{arch}", rf"--gpu-(architecture|code)[= ]{arch}(,{arch})*",
+            r"-arch=(native|all|all-major)", rf"-gencode[= ]arch=compute_\d+[a-z]?,code=\[?({arch},?)+\]?",
+            r"--?maxrregcount[= ]?\d+", r"--(ftz|prec-div|prec-sqrt|fmad|extra-device-vectorization)=(true|false)",
+            r"-(ftz|prec-div|prec-sqrt|fmad)=(true|false)", r"(-Xptxas[= ]|--ptxas-options[= ])-?-?[A-Za-z0-9_=,\-]+",
+            r"-(dlcm|dscm)=(ca|cg|cs|cv|wb|wt)", r"--?default-stream[= ](per-thread|legacy|null)",
+            r"(-Xcudafe[= ])?--diag[_-]suppress[= ][A-Za-z0-9_,]+", r"--?(threads|split-compile)[= ]?\d+", r"-t\d+",
+        ],
+        "split": {"-arch", "-code", "--gpu-architecture", "--gpu-code", "-gencode", "--maxrregcount", "-maxrregcount",
+                  "-Xptxas", "--ptxas-options", "-Xcudafe", "--diag-suppress", "--default-stream", "--threads", "-t"},
+    }  # fmt: skip
+
+
 NVIDIA = GpuVendor(
     name="nvidia", default_arch=DEFAULT_ARCH, detect_arch=detect_arch, arch_flags=arch_flags, names_arch=names_arch,
     toolkit_home=cuda_home, compiler=nvcc_path, compiler_version=compiler_version, toolkit_roots=toolkit_roots,
     device_nodes=device_nodes, profiler=resolve_ncu, profiler_version=ncu_version, model_name=gpu_model_name,
-    visible_devices=visible_devices, telemetry=telemetry, jit_target=jit_target,
+    visible_devices=visible_devices, telemetry=telemetry, jit_target=jit_target, device_flags=device_flags,
 )
 """The NVIDIA implementation of the vendor seam."""

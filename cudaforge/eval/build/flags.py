@@ -21,14 +21,9 @@ _MACRO = re.compile(r"^-([DU])([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-]*)?$")
 
 _PLAIN = {
     "-O", "-O0", "-O1", "-O2", "-O3", "-Os", "-Ofast", "-Og", "-g", "-g0", "-g1", "-g2", "-g3", "-ggdb", "-w",
-    "-pedantic", "-pthread", "-fopenmp", "-fPIC", "-fpic", "-ffast-math", "-DNDEBUG", "-lineinfo", "-G",
-    "--use_fast_math", "-use_fast_math", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
-    "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda", "-extended-lambda", "--restrict",
-    "-restrict", "--resource-usage", "-res-usage", "--generate-line-info", "-v", "--verbose", "-shared",
-    "--disable-warnings", "-Wno-deprecated-gpu-targets", "-Xptxas=-v", "--ptxas-options=-v", "-rdc=true",
-    "-rdc=false", "--relocatable-device-code=true", "--relocatable-device-code=false", "-dc",
+    "-pedantic", "-pthread", "-fopenmp", "-fPIC", "-fpic", "-ffast-math", "-DNDEBUG", "-v", "--verbose", "-shared",
 }  # fmt: skip
-"""Flags allowed exactly as written."""
+"""Host-compiler flags allowed exactly as written (the device compiler's come from the vendor: ``device_flags``)."""
 
 _PATTERNS = [
     re.compile(r"^--?std=(c|c\+\+|gnu|gnu\+\+)(\d\d|[0-9a-z]{2,3})$"),
@@ -38,26 +33,25 @@ _PATTERNS = [
                r"opt-info|callgraph-info|auto-profile|create-profile|record|stack-usage|pch|sanitize|"
                r"instrument|coverage|test-coverage|lto|use-ld|diagnostics-|ident|working-directory)"
                r"[a-z0-9][a-z0-9_=.,+\-]*$"),
-    re.compile(r"^-(arch|code)[= ]?(sm|compute|lto)_\d+[a-z]?$"),
-    re.compile(r"^--gpu-(architecture|code)[= ](sm|compute|lto)_\d+[a-z]?(,(sm|compute|lto)_\d+[a-z]?)*$"),
-    re.compile(r"^-arch=(native|all|all-major)$"),
-    re.compile(r"^-gencode[= ]arch=compute_\d+[a-z]?,code=\[?((sm|compute|lto)_\d+[a-z]?,?)+\]?$"),
-    re.compile(r"^--?maxrregcount[= ]?\d+$"),
-    re.compile(r"^--(ftz|prec-div|prec-sqrt|fmad|extra-device-vectorization)=(true|false)$"),
-    re.compile(r"^-(ftz|prec-div|prec-sqrt|fmad)=(true|false)$"),
-    re.compile(r"^(-Xptxas[= ]|--ptxas-options[= ])-?-?[A-Za-z0-9_=,\-]+$"),
-    re.compile(r"^-(dlcm|dscm)=(ca|cg|cs|cv|wb|wt)$"),
-    re.compile(r"^--?default-stream[= ](per-thread|legacy|null)$"),
-    re.compile(r"^(-Xcudafe[= ])?--diag[_-]suppress[= ][A-Za-z0-9_,]+$"),
-    re.compile(r"^--?(threads|split-compile)[= ]?\d+$"),
-    re.compile(r"^-t\d+$"),
 ]
-"""Families of allowed flags (anything that names a file, loads a plugin or changes the toolchain excluded)."""
+"""Families of allowed host-compiler flags (anything that names a file or loads a plugin excluded)."""
 
-_SPLIT = {"-arch", "-code", "--gpu-architecture", "--gpu-code", "-gencode", "--maxrregcount", "-maxrregcount",
-          "-Xptxas", "--ptxas-options", "-Xcompiler", "--compiler-options", "-Xcudafe", "--diag-suppress",
-          "--default-stream", "--threads", "-t", "-D", "-U", "-I", "-isystem", "-std", "-x"}  # fmt: skip
-"""Options whose value may come as the next item (``["-arch", "sm_90"]``): joined before checking."""
+_SPLIT = {"-Xcompiler", "--compiler-options", "-D", "-U", "-I", "-isystem", "-std", "-x"}
+"""Options whose value may come as the next item (``["-D", "X=1"]``): joined before checking."""
+
+
+def _device() -> tuple[set[str], list[re.Pattern[str]], set[str]]:
+    """The vendor's device-compiler flags (``GpuVendor.device_flags``), compiled once."""
+    global _DEVICE
+    if _DEVICE is None:
+        from cudaforge.vendor import current
+
+        found = current().device_flags()
+        _DEVICE = (set(found["plain"]), [re.compile(f"^(?:{p})$") for p in found["patterns"]], set(found["split"]))
+    return _DEVICE
+
+
+_DEVICE: tuple[set[str], list[re.Pattern[str]], set[str]] | None = None
 
 _REFUSED = {
     "-include": "reads a file of its choosing into every compile",
@@ -109,7 +103,7 @@ def _joined(flags: list[str]) -> list[str]:
     i = 0
     while i < len(items):
         flag = items[i]
-        if flag in _SPLIT and i + 1 < len(items):
+        if (flag in _SPLIT or flag in _device()[2]) and i + 1 < len(items):
             sep = "" if flag in ("-D", "-U", "-I", "-t") else ("=" if flag in ("-std",) else " ")
             out.append(f"{flag}{sep}{items[i + 1]}")
             i += 2
@@ -148,7 +142,8 @@ def _check_one(flag: str, what: str, include_roots: tuple[str, ...]) -> None:
             if part:
                 _check_one(part, what, include_roots)
         return
-    if flag in _PLAIN or _MACRO.match(flag) or any(p.match(flag) for p in _PATTERNS):
+    plain, patterns, _ = _device()
+    if flag in _PLAIN or flag in plain or _MACRO.match(flag) or any(p.match(flag) for p in (*_PATTERNS, *patterns)):
         if any(c in flag for c in "`$;|&<>(){}\\'\"\n\r\t*?!#~"):  # belt and braces: nothing for /bin/sh
             raise refuse("holds shell syntax")
         return
