@@ -133,6 +133,22 @@ print(json.dumps(out))
 
 
 @needs_landlock
+def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path):
+    """Where ``cudaforge`` is found through PYTHONPATH (no installed finder: the GPU machine's layout), Python lists
+    the package's parent folder; in the sandbox's root that folder holds only what is bound below it."""
+    from cudaforge.sandbox import _package_root
+
+    code = (f"import sys, os; sys.path[:] = [{_package_root()!r}] + [p for p in sys.path if 'python3' in p]; "
+            f"import cudaforge; print('ok', sorted(os.listdir({_package_root()!r})))")
+    sandbox = Sandbox(scratch=str(tmp_path))
+    started = sandbox.start([sys.executable, "-S", "-c", code], env={"PATH": os.environ["PATH"]},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    out = started.proc.communicate(timeout=60)[0].decode()
+    listed = out.split("ok ", 1)[-1]
+    assert "ok " in out and "cudaforge" in listed and "tests" not in listed and "README.md" not in listed, out
+
+
+@needs_landlock
 def test_every_process_of_the_sandbox_dies_with_it(tmp_path):
     mark = f"{ORPHAN_MARK}-{secrets.token_hex(4)}"
     code = f"""

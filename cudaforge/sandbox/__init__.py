@@ -257,6 +257,7 @@ class Sandbox:
         self.uid = uid
         return {
             "mode": self.mode.value, "scratch": self.scratch, "read": self.read,
+            "list": [_package_root()],  # on PYTHONPATH: Python lists it to find the package bound below it
             "write": [self.scratch, *self.write], "devices": self.devices,
             "uid": uid, "gid": uid, "uid_must_read": [os.path.realpath(sys.executable), _package_dir(), sys.prefix,
                                                      *self.read_needed()],

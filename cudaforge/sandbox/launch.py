@@ -292,8 +292,9 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
         rules = [(p, linux.READ) for p in spec.get("read", [])]
         rules += [(p, linux.WRITE) for p in spec.get("write", [])]
         rules += [(p, linux.DEVICE) for p in spec.get("devices", [])]
-        if status.get("rootfs") == "minimal":  # a private /tmp and /dev/shm, bounded tmpfs folders of its own
-            rules += [(rootfs.BASE, linux.WRITE), ("/dev/shm", linux.WRITE)]
+        if status.get("rootfs") == "minimal":  # a private /tmp and /dev/shm, bounded tmpfs folders of its own; the
+            rules += [(rootfs.BASE, linux.WRITE), ("/dev/shm", linux.WRITE)]  # folders to list (in the new root they
+            rules += [(p, linux.READ) for p in spec.get("list", [])]  # hold only what is bound below them)
         # the CUDA driver writes into its process's /proc/<pid>, and cudaGetDeviceCount fails with error 304 when
         # it cannot (seen on an H200, 2026-12-01; and under ncu, whose target is a child of the sandboxed program,
         # 2026-12-02). As an unprivileged uid in its own pid namespace (a private /proc) the program may write what
