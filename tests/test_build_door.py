@@ -191,3 +191,38 @@ def test_the_compiler_runs_as_an_unprivileged_uid_and_sees_no_secret(tmp_path):
     reply, record = serve_build(inputs, settings, None)
     assert reply["status"] == "failed"
     assert "sk-secret-read" not in record.log and "No such file" in record.log
+
+
+@pytest.mark.skipif(not LINUX_SANDBOX or not shutil.which("g++"), reason="needs root, Landlock and g++")
+def test_a_build_cannot_fill_the_disk_and_such_a_failure_is_not_kept(tmp_path, monkeypatch):
+    """The red team's sixth finding: objects of gigabytes (``char a[1 << 30] = {1};``) filled the build folder in the
+    cache. The compiler now works in a tmpfs of bounded size; the build fails for want of space, and that failure is
+    not cached (the same inputs are built again next time), since it says nothing of the sources."""
+    from cudaforge.eval.build import builder
+
+    monkeypatch.setattr(builder, "BUILD_BYTES", 32 << 20)
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=False, light_headers=False,
+                             fallback=FallbackMode.SEQUENTIAL).resolved()  # fmt: skip
+    inputs = {"kind": "inline", "name": "big", "cpp_sources": ["char a[256 << 20] = {1};\nint f() { return a[0]; }"],
+              "cuda_sources": [], "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
+              "extra_include_paths": [], "with_cuda": False, "is_python_module": True, "no_implicit_headers": True}
+    reply, record = serve_build(inputs, settings, None)
+    assert reply["status"] == "failed" and "No space left on device" in record.log
+    kept = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in kept) < (1 << 20) and not list((tmp_path / "cache").rglob("build.json"))
+
+
+def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_path, monkeypatch):
+    """The red team's fifth finding: a loop of failing ``load_inline`` calls grew the verifier to 7.5 GB of kept logs.
+    Each worker's builds are counted and their logs kept head and tail."""
+    from cudaforge.eval.build import intercept
+
+    monkeypatch.setattr(intercept, "MAX_BUILD_REQUESTS", 3)
+    monkeypatch.setattr(intercept, "KEPT_LOG", 1000)
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0").resolved()
+    records: list = []
+    bad = {"kind": "inline", "name": "x", "cpp_sources": ["int f() { return 1; }"], "extra_cflags": ["-include",
+           "/etc/" + "x" * 5000]}  # fmt: skip
+    replies = [intercept.serve_build_counted(dict(bad), records, settings, str(tmp_path), None) for _ in range(5)]
+    assert len(records) == 3 and all(len(r.log) <= 1000 for r in records)
+    assert [r["status"] for r in replies] == ["failed"] * 5 and "more than 3 builds" in replies[-1]["error"]

@@ -629,7 +629,9 @@ def test_a_kept_cache_holds_only_the_languages_own_artefacts(tmp_path):
     (cache / "K").mkdir(parents=True)
     (cache / "K" / "k.cubin").write_bytes(b"\x7fELF" + bytes(64))
     (cache / "K" / "k.json").write_text('{"name": "k"}')
-    (cache / "K" / "k.ptx").write_text(".version 8.0")
+    (cache / "K" / "k.ptx").write_text(".version 8.0\n.target sm_90\n")
+    (cache / "K" / "state.ptx").write_text("counter=3")  # named like PTX, is not
+    (cache / "K" / "list.json").write_text("[3]")  # Triton's metadata is an object
     (cache / "K" / "counter.txt").write_text("3")  # not a Triton artefact
     (cache / "K" / "evil.json").write_text("not json")
     (cache / "K" / "fake.so").write_bytes(b"#!/bin/sh\n")  # not an ELF object

@@ -79,7 +79,10 @@ def tiny_task(file: str) -> Task:
 
 
 def canned_cost(monkeypatch, cost: dict | None = None, complete: bool = True) -> list:
-    """Replace the task-cost child by ``cost`` (default: the ReLU task's); returns the list of calls."""
+    """Replace the task-cost child by ``cost`` (default: the ReLU task's), and the spec-sheet child by the H200's
+    sheet (both trusted children, never the candidate's process); returns the list of cost calls."""
+    monkeypatch.setattr(Profiler, "gpu_spec", lambda self, gpu=None: {"name": "NVIDIA H200",
+                                                                      "peaks": peak_rates("NVIDIA H200")})
     calls = []
     cost = cost if cost is not None else {"flops": 0.0, "min_bytes": 2097152, "dtype": "float32", "notes": []}
 
@@ -765,3 +768,20 @@ def test_a_sandboxed_profile_child_builds_nothing_itself(tmp_path):
     with pytest.raises(BuildError, match="not built by the trusted side"):
         _import_candidate((CANDIDATES / "cuda_relu.py").read_text(), {"cache_dir": str(cache)}, delivered={})
     assert not cache.exists() or not any(cache.iterdir())
+
+
+def test_a_spec_sheet_from_the_candidates_process_is_never_used(tmp_path, monkeypatch):
+    """The red team's eleventh finding: the profiled process answered the GPU's spec sheet, and a forged one would set
+    the peaks and roofline of every later profile on that GPU. The sheet comes from a trusted child only."""
+    def forging_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
+                       libraries=None):
+        assert self._payload(task, source, mode, gpu)["want_spec"] is False
+        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
+                               result={"kernels": [{"name": "relu_kernel(float*)", "duration_ms": 0.004}], "cost": None,
+                                       "spec": {"name": "forged", "peaks": {"fp32_tflops": 1e9}}, "versions": {}})
+
+    monkeypatch.setattr(Profiler, "run_worker", forging_worker)
+    canned_cost(monkeypatch)
+    profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path)
+    result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
+    assert result.spec["name"] == "NVIDIA H200" and "forged" not in json.dumps(result.spec)

@@ -149,6 +149,65 @@ def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path
 
 
 @needs_landlock
+def test_a_sandboxed_program_sees_only_allow_listed_environment_variables(tmp_path):
+    """Credentials under names no deny-list knows (found by the red team: all six reached a candidate) stay out."""
+    planted = {"DATABASE_URL": "postgres://u:sk-pw@db/x", "HTTPS_PROXY": "http://u:sk-pw@proxy:3128",
+               "MYSQL_PWD": "sk-pw", "SENTRY_DSN": "https://sk-pw@sentry/1", "DOCKER_AUTH_CONFIG": "sk-pw",
+               "SLACK_WEBHOOK_URL": "https://hooks/sk-pw", "CUDAFORGE_API_TOKEN": "sk-pw"}  # fmt: skip
+    kept = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "LC_ALL": "C.UTF-8"}
+    sandbox = Sandbox(scratch=str(tmp_path))
+    started = sandbox.start([sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
+                            env={**os.environ, **planted, **kept}, stdout=subprocess.PIPE)  # fmt: skip
+    seen = json.loads(started.proc.communicate(timeout=60)[0].decode().strip().splitlines()[-1])
+    assert not set(planted) & set(seen) and "sk-pw" not in json.dumps(seen)
+    assert all(seen.get(k) == v for k, v in kept.items()) and seen.get("PATH")
+
+
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0, reason="as a user every sandbox has that user's uid")
+def test_a_candidates_processes_do_not_stop_its_compilers_forks(tmp_path):
+    """The red team's first finding: the compiler's sandbox runs as the candidate's uid (to read its scratch), and
+    RLIMIT_NPROC counts every process of a uid, so a candidate holding its limit of processes made the compiler's
+    forks fail and a failed build was cached under an honest candidate's key. The compiler's sandbox sets no
+    RLIMIT_NPROC (its own pids cgroup bounds it); one that did would fail."""
+    from cudaforge.sandbox import fresh_uid
+
+    uid = fresh_uid()
+    hog = Sandbox(scratch=str(tmp_path / "hog"), uid=uid, processes=24)
+    (tmp_path / "hog").mkdir()
+    holder = hog.start([sys.executable, "-c", "import os, time\nfor _ in range(40):\n    try:\n        if os.fork() == 0:"
+                        "\n            time.sleep(60); os._exit(0)\n    except OSError: break\nprint('held', flush=True)\n"
+                        "time.sleep(60)"], env={"PATH": os.environ["PATH"]}, stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        assert holder.proc.stdout.readline().strip() == b"held"
+        forks = "import os\nfor _ in range(5):\n    pid = os.fork()\n    if pid == 0: os._exit(0)\n    os.waitpid(pid, 0)\nprint('forked')"
+        results = {}
+        for nproc in (True, False):
+            folder = tmp_path / f"compiler-{nproc}"
+            folder.mkdir()
+            compiler = Sandbox(scratch=str(folder), uid=uid, processes=24, nproc_limit=nproc)
+            started = compiler.start([sys.executable, "-c", forks], env={"PATH": os.environ["PATH"]},
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+            results[nproc] = started.proc.communicate(timeout=60)[0].decode()
+        assert "forked" not in results[True] and "Resource temporarily unavailable" in results[True]
+        assert "forked" in results[False]
+    finally:
+        holder.kill()
+
+
+def test_only_a_failure_of_the_sources_is_kept():
+    from cudaforge.eval.build.logs import failed_for_the_sources
+
+    assert failed_for_the_sources("cuda_sources(3): error: identifier \"j\" is undefined\nFAILED: cuda.cuda.o\n")
+    assert failed_for_the_sources("main.cpp:4:1: error: expected ';' before '}' token\n")
+    assert not failed_for_the_sources("ninja: fatal: posix_spawn: Resource temporarily unavailable\nFAILED: main.o\n")
+    assert not failed_for_the_sources("nvcc error   : 'cicc' died due to signal 9 (Kill signal)\nKilled signal\n")
+    assert not failed_for_the_sources("c++: fatal error: vfork: Resource temporarily unavailable\n")
+    assert not failed_for_the_sources("/tmp/x.s: Fatal error: can't write: No space left on device\n")
+    assert not failed_for_the_sources("(cancelled)\n")
+
+
+@needs_landlock
 def test_every_process_of_the_sandbox_dies_with_it(tmp_path):
     mark = f"{ORPHAN_MARK}-{secrets.token_hex(4)}"
     code = f"""

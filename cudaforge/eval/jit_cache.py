@@ -27,7 +27,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-OWN_CACHE_MAX_BYTES = 256 << 20
+OWN_CACHE_MAX_BYTES = 64 << 20
 OWN_CACHE_MAX_FILES = 4096
 OWN_CACHE_MAX_ENTRIES = 4 * OWN_CACHE_MAX_FILES
 """Directory entries of any kind (folders, files, links) read from a worker's cache, in all: a tree of empty
@@ -40,8 +40,11 @@ STUB_PREFIXES = ("cuda_utils.", "__triton_launcher.")
 """The files of Triton's host-compiled stubs (one stub per cache folder)."""
 JIT_FILE_MAX = 64 << 20
 """The largest single file kept from a worker's JIT cache."""
-KINDS = {".so": "elf", ".cubin": "elf", ".hsaco": "elf", ".json": "json", ".pkl": "pickle"}
+KINDS = {".so": "elf", ".cubin": "elf", ".hsaco": "elf", ".json": "json", ".pkl": "pickle", ".ptx": "ptx",
+         ".ttir": "mlir", ".ttgir": "mlir", ".llir": "llvm"}
 """What a kept file's content must be, by its name's ending (any other kept ending: UTF-8 text)."""
+_TEXT_MARKS = {"ptx": (".version", ".target"), "mlir": ("module",), "llvm": ("define",)}
+"""Words a text artefact of that kind holds (PTX names its version and target; MLIR has a module; LLVM IR defines)."""
 
 
 def is_kernel_file(name: str, data: bytes, keep: tuple[str, ...]) -> bool:
@@ -64,10 +67,10 @@ def is_kernel_file(name: str, data: bytes, keep: tuple[str, ...]) -> bool:
         import json
 
         try:
-            json.loads(text)
+            return isinstance(json.loads(text), dict)
         except ValueError:
             return False
-    return True
+    return all(mark in text for mark in _TEXT_MARKS.get(kind, ()))
 
 
 def _regular_files(root: Path) -> list[Path] | None:

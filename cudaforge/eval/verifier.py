@@ -1017,13 +1017,28 @@ def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProce
     return record
 
 
+def _evict(build: dict[str, Any]) -> None:
+    """Keep the build cache under ``eval.build_cache_max_gb`` after a JIT cache was kept in it (a run of Triton
+    candidates builds nothing that would evict otherwise)."""
+    import contextlib
+
+    from cudaforge.caches import GB, evict_lru
+    from cudaforge.eval.build import BuildSettings
+
+    settings = BuildSettings.from_dict(build)
+    if settings.max_cache_gb > 0:
+        with contextlib.suppress(OSError):
+            evict_lru(settings.cache_root(), int(settings.max_cache_gb * GB), pch_root=settings.pch_root())
+
+
 def _phase_status(status: EvalStatus) -> str:
     return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
 
 
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
     """Evaluate ``payload = {task, candidate, eval, build, device}``; return an EvalResult dict."""
-    from cudaforge.eval.build import BuildSettings, serve_build
+    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.build.intercept import serve_build_counted
     from cudaforge.eval.build.deferred import reported_sites
     from cudaforge.eval.fingerprint import environment_fingerprint
 
@@ -1087,10 +1102,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                                             "allow_weak_sandbox": bool(cfg.get("allow_weak_sandbox", False))})
 
         def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
-            reply, record = serve_build(inputs, settings, process.scratch, extra_read=(process.scratch,),
-                                        uid=process.sandbox.uid)
-            process.builds.append(record)
-            return reply
+            return serve_build_counted(inputs, process.builds, settings, process.scratch, process.sandbox.uid)
 
         cand.on_build = on_build
         seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
@@ -1185,6 +1197,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                 for folder, store in own_caches.items():
                     keep_own_jit_cache(Path(process.scratch) / folder, store,
                                        next(lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder))
+                _evict(payload["build"])  # what was kept counts in the cache's size limit like a build
             process.close()
     if not notes:
         result.fingerprint.pop("guard_notes", None)

@@ -203,13 +203,14 @@ class Profiler:
     def _payload(self, task: Task, source: str, mode: str, gpu: str) -> dict[str, Any]:
         return {
             "task_source": task.source, "candidate": source, "build": self.build, "mode": mode,
-            "warmup": self.settings.warmup, "seed": self.settings.seed, "want_spec": gpu not in self._specs,
-            "want_cost": False,  # the task's cost comes from task_cost, never from the candidate's process
+            "warmup": self.settings.warmup, "seed": self.settings.seed,
+            "want_spec": False, "want_cost": False,  # both from trusted children (gpu_spec, task_cost), never from the
+            # candidate's process: a spec sheet it forged would set the peaks of every later profile on its GPU
         }  # fmt: skip
 
     def _read_kernels(self, ncu: str, out_dir: Path) -> list[KernelProfile]:
         if self.settings.output != "report":
-            return parse_ncu_csv((out_dir / "ncu.log").read_text(errors="replace"))
+            return parse_ncu_csv(_read_capped(out_dir / "ncu.log"))
         report = out_dir / "profile.ncu-rep"
         sections = self.settings.metric_set in {m.value for m in NCU_SECTION_SETS}
         wanted = None if sections else metric_list(self.settings.metric_set, self.settings.metrics)
@@ -470,7 +471,7 @@ class Profiler:
         if not self.settings.fallback:
             result.status = ProfileStatus.TIMEOUT if "timed out" in reason else ProfileStatus.UNAVAILABLE
             result.message = reason
-            peaks = self._specs.get(run.gpu, {}).get("peaks")
+            peaks = (self.gpu_spec(run.gpu) if run.gpu is not None else {}).get("peaks")
             cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
             result.roofline = make_roofline(cost, peaks, allow_tf32=self.settings.allow_tf32)
             return
@@ -512,8 +513,6 @@ class Profiler:
     def _assemble(self, run: "_Run", child: dict[str, Any], kernels: list[KernelProfile]) -> None:
         """Own vs library kernels, totals, rules, spec sheet, tools and roofline into ``run.result``."""
         result, own_names = run.result, run.own_names
-        if child.get("spec"):
-            self._specs[run.gpu] = child["spec"]
         for kernel in kernels:
             kernel.own = is_own_kernel(kernel.name, own_names)
         own = [k for k in kernels if k.own]
@@ -524,7 +523,7 @@ class Profiler:
         result.library_kernel_ms = _sum_ms(library)
         result.library_kernel_names = list(dict.fromkeys(k.base_name for k in library))
         result.rules = [rule for k in result.kernels for rule in k.rules if rule.message]
-        result.spec = self._specs.get(run.gpu, {})
+        result.spec = self.gpu_spec(run.gpu) if run.gpu is not None else {}
         result.tools.update(child.get("versions", {}))
         result.tools["driver"] = result.spec.get("driver_version")
         cost, _ = self._task_cost(run.task, run.gpu, run.model, result)

@@ -82,11 +82,13 @@ credentials some tools keep there) stays unreadable."""
 
 
 def _toolchain_dirs() -> set[str]:
-    """Every directory on PATH, and the prefix of each compiler found there (``/opt/gcc`` for
-    ``/opt/gcc/bin/g++``: its headers and helpers), except a home directory as a prefix."""
-    bins = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d)}
+    """Every directory on PATH but those in a home folder (``~/.cargo/bin``: a home is no toolchain), the folder of
+    each compiler found there, and the prefix of each (``/opt/gcc`` for ``/opt/gcc/bin/g++``: its headers and
+    helpers), except a home directory as a prefix."""
+    home = lambda d: _inside(os.path.realpath(d), "/root") or _inside(os.path.realpath(d), "/home")  # noqa: E731
+    bins = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d) and not home(d)}
     for found in [shutil.which(t) for t in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja")] + [current().compiler(None)]:
-        if found:
+        if found:  # a compiler a home folder holds is bound, its own folder only
             bins.add(str(Path(os.path.realpath(found)).parent))
     dirs = set(bins)
     for directory in bins:  # /opt/gcc/bin -> /opt/gcc: the compiler's own headers (seen on an H200 image)
@@ -126,6 +128,25 @@ def _hidden(path: str) -> bool:
     is_checkout = (Path(checkout) / "pyproject.toml").exists() or (Path(checkout) / ".git").exists()
     around = [os.path.realpath(tempfile.gettempdir())] + ([checkout] if is_checkout else [])
     return any(_inside(path, a) for a in around)
+
+
+ENV_NAMES = {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH",
+             "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONSAFEPATH", "PYTHONHASHSEED",
+             "PYTHONIOENCODING", "PYTHONWARNINGS", "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS"}  # fmt: skip
+"""Environment variables a sandboxed program keeps by name (everything else is dropped)."""
+ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "CUBLAS_", "CUDNN_",
+                "XDG_", "CUDAFORGE_", "TILELANG_", "CUTE_", "CUTLASS_", "CUPY_", "OMP_", "MKL_", "KMP_")  # fmt: skip
+"""... and by prefix: the toolchains', the GPU's, the kernel languages' and torch's own settings."""
+
+
+def sandbox_env(env: dict[str, str]) -> dict[str, str]:
+    """What of ``env`` a sandboxed program may see: an allow-list of names and prefixes (:data:`ENV_NAMES`,
+    :data:`ENV_PREFIXES`), minus anything that still looks like a credential. A database URL, a proxy with a
+    password or a webhook under a name no deny-list knows never reaches the candidate."""
+    from cudaforge.isolation import scrubbed_env
+
+    kept = {k: v for k, v in env.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+    return scrubbed_env(base=kept)
 
 
 def default_device_paths() -> list[str]:
@@ -180,11 +201,31 @@ def release_scratch(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _dead(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+        return False
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def sweep_stale_scratch() -> int:
     """Unmount and remove the scratch tmpfs mounts left by trusted processes that died without removing them
-    (killed: their pid is in the folder's name). Returns how many went."""
+    (killed: their pid is in the folder's name), and the empty cgroups of launchers killed with their sandbox.
+    Returns how many scratch folders went."""
     if os.geteuid() != 0:
         return 0
+    import glob
+
+    for cgroup in glob.glob("/sys/fs/cgroup/**/cudaforge-sandbox-*", recursive=True)[:1000]:
+        pid = os.path.basename(cgroup).split("-")[2]
+        if pid == "1" or _dead(pid):  # pid 1: made inside a pid namespace by an earlier launcher, never a live one
+            try:
+                os.rmdir(cgroup)
+            except OSError:
+                pass
     gone = 0
     tmp = tempfile.gettempdir().rstrip("/") + "/"
     try:
@@ -199,13 +240,8 @@ def sweep_stale_scratch() -> int:
         found = SCRATCH_NAME.match(os.path.basename(path))
         if not found or os.path.dirname(path) != tmp.rstrip("/"):
             continue
-        try:
-            os.kill(int(found.group(1)), 0)
-            continue  # its owner lives
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
+        if not _dead(found.group(1)):
+            continue  # its owner lives (or cannot be told apart from one that does)
         release_scratch(path)
         gone += 1
     return gone
@@ -231,7 +267,11 @@ class Sandbox:
     file_bytes: int = 256 << 20
     """RLIMIT_FSIZE: the largest file it may write (a write past it kills it with SIGXFSZ)."""
     processes: int = 4096
-    """Tasks (processes and threads) it may have at once (a pids cgroup; RLIMIT_NPROC as well for a non-root uid)."""
+    """Tasks (processes and threads) it may have at once (a pids cgroup; RLIMIT_NPROC as well)."""
+    nproc_limit: bool = True
+    """Set RLIMIT_NPROC too. It counts every process of the uid, so a sandbox sharing its uid with another (the
+    compiler runs as the candidate's uid, to read its scratch folder) sets none: the candidate's processes must not
+    stop the compiler's forks (a red-team attack cached a failed build under an honest candidate's key that way)."""
     open_files: int = 4096
     """RLIMIT_NOFILE."""
     memory_bytes: int = 16 << 30
@@ -252,7 +292,7 @@ class Sandbox:
     def spec(self, control_fd: int | None, status_fd: int | None) -> dict[str, Any]:
         """The launcher's spec (JSON-serialisable)."""
         rlimits = {"cpu": self.cpu_seconds, "fsize": self.file_bytes, "nofile": self.open_files, "core": 0,
-                   "nproc": self.processes}  # fmt: skip
+                   **({"nproc": self.processes} if self.nproc_limit else {})}  # fmt: skip
         uid = self.uid if self.uid else fresh_uid()
         self.uid = uid
         return {
@@ -286,6 +326,7 @@ class Sandbox:
         """Start ``argv`` in this sandbox (``mode=off``: in a plain new session). Never blocks on the program."""
         if not self.scratch:
             self.scratch = new_scratch("sbx", self.scratch_bytes, self.scratch_files)
+        env = sandbox_env(env)
         if self.mode is SandboxMode.off:
             proc = subprocess.Popen(argv, env=env, cwd=self.scratch, pass_fds=pass_fds, stdin=stdin, stdout=stdout,
                                     stderr=stderr, start_new_session=True)  # fmt: skip

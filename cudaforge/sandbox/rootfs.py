@@ -11,7 +11,8 @@ mounted); :func:`enter` builds a new root on a tmpfs from that plan and makes it
   itself is there, below folders of the tmpfs that anyone may search;
 * read-write binds of its scratch folder (and any extra writable folder the spec names);
 * a /dev with only the device nodes the spec names, a small private /dev/shm, and /dev/fd and friends;
-* a fresh /proc of its own pid namespace, /sys read-only, and a private /tmp on a tmpfs of bounded size.
+* a fresh /proc of its own pid namespace, /sys read-only (its cgroups hidden), and a private /tmp on a tmpfs of
+  bounded size.
 
 Nothing else of the host is there: not the verifier's working folder, not the run directories, not the
 checkout, not the user's home, not the host's /tmp.
@@ -66,6 +67,8 @@ def plan(read: list[str], write: list[str], devices: list[str], *, tmp_bytes: in
             continue
         real = os.path.realpath(path)
         entries[path] = Entry(path, kind, real, os.path.isdir(real))
+    if "/sys" in entries:  # the host's cgroups (other evaluations' usage among them) stay out of sight
+        entries["/sys/fs/cgroup"] = Entry("/sys/fs/cgroup", "tmpfs", "mode=0555,size=4k,nr_inodes=16")
     entries["/proc"] = Entry("/proc", "proc")
     entries[BASE] = Entry(BASE, "tmpfs", f"mode=1777,size={tmp_bytes},nr_inodes={tmp_files}")
     entries["/dev"] = Entry("/dev", "tmpfs", "mode=0755,size=64k,nr_inodes=256")

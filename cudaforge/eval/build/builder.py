@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import shutil
-import secrets
 import signal
 import stat
 import subprocess
@@ -28,7 +27,8 @@ from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
 from cudaforge.eval.build.flags import pch_worthy
 from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
-from cudaforge.eval.build.logs import _EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets, missing_toolkit_header
+from cudaforge.eval.build.logs import (_EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets,
+                                      failed_for_the_sources, missing_toolkit_header)
 from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.build.toolchain import _pip_cuda_includes, toolchain_fingerprint
 from cudaforge.vendor import current
@@ -81,6 +81,9 @@ LIBRARY_MAX = 1 << 30
 """The largest extension library the trusted side copies out of a build folder."""
 PCH_MAX = 4 << 30
 """The largest precompiled header the trusted side keeps."""
+BUILD_BYTES = 4 << 30
+BUILD_FILES = 20_000
+"""The quota of one build's work folder (its variants' objects and libraries; a precompiled header's build)."""
 
 
 def read_bounded(stream: Any, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:
@@ -275,7 +278,8 @@ class _Builder:
         sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=self.uid, cpu_seconds=3600,
                           file_bytes=4 << 30, devices=["/dev/null", "/dev/zero", "/dev/urandom"],
                           namespaces=self.settings.sandbox_namespaces, allow_weak=self.settings.allow_weak_sandbox,
-                          scratch_bytes=0)  # fmt: skip
+                          scratch_bytes=0, nproc_limit=False,  # the candidate's uid: its processes must not count
+                          memory_bytes=int(self.settings.memory_gb * (1 << 30)))  # fmt: skip
         started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         status = started.status()
         if not status.get("ok"):
@@ -357,9 +361,10 @@ class _Builder:
             gch.parent.mkdir(parents=True, exist_ok=True)
             header = (os.path.join(self.torch_include, "torch", "extension.h") if name == "torch/extension.h"
                       else str(self.bind_include() / name))
+            from cudaforge.sandbox import new_scratch, release_scratch
+
             compiler = shutil.which(cxx) or cxx
-            work = self.settings.pch_root() / f".work-{secrets.token_hex(8)}"
-            work.mkdir(parents=True)
+            work = Path(new_scratch("pch", BUILD_BYTES, BUILD_FILES))
             try:
                 argv = [compiler, *shlex.split(cflags), "-x", "c++-header", header, "-o", str(work / "header.gch")]
                 proc = self._start_compiler(argv, work)
@@ -370,7 +375,8 @@ class _Builder:
                     with contextlib.suppress(OSError):
                         fd = open_artefact(work / "header.gch", PCH_MAX)
                 if fd is None:
-                    _write_atomic(failed, "failed\n")
+                    if proc.returncode not in (0, REFUSED_EXIT) and failed_for_the_sources(out):
+                        _write_atomic(failed, "failed\n")  # only the compiler's own verdict, never a resource's
                     first = next((ln for ln in out.splitlines() if "error" in ln), out.strip()[:200])
                     return False, f"[pch] could not be built ({first[:200]}); compiling without it\n"
                 tmp = gch.with_name(f".{gch.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -378,7 +384,7 @@ class _Builder:
                     shutil.copyfileobj(src, dst, 1 << 20)
                 os.replace(tmp, gch)
             finally:
-                shutil.rmtree(work, ignore_errors=True)
+                release_scratch(str(work))
             return True, f"[pch] built {gch}\n"
 
     # -- one variant ------------------------------------------------------------------------
@@ -421,7 +427,8 @@ class _Builder:
         first = files.get("main.cpp", "").split("\n", 1)[0].strip()
         pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
-        use_pch = use_pch and pch_worthy(list(spec.extra_cflags))  # a header per macro set would grow without bound
+        # a header per macro set or include folder (a scratch path is new every evaluation) would grow without bound
+        use_pch = use_pch and pch_worthy(list(spec.extra_cflags)) and not spec.extra_include_paths
         if use_pch and pch_header and not make_pch:
             use_pch = (self._pch_dir(directory)[0] / f"{pch_header}.gch").exists()
         if use_pch and pch_header:
@@ -457,8 +464,30 @@ class _Builder:
     # -- the whole build -------------------------------------------------------------------
 
     def build(self, spec: _Spec, key: str, module_name: str) -> tuple[_Attempt, list[str]]:
-        """Build the light variants (in order) and the plain one; return the winner and fallbacks."""
+        """Build the light variants (in order) and the plain one; return the winner and fallbacks. The compiler works
+        in a folder of its own (a tmpfs of at most :data:`BUILD_BYTES`, as root: a build cannot fill the disk);
+        the cache keeps only the winner's checked library, in ``<cache>/<key>/<light|plain>/``."""
+        from cudaforge.sandbox import new_scratch, release_scratch
+
         root = self.settings.cache_root() / key
+        work = Path(new_scratch("build", BUILD_BYTES, BUILD_FILES))
+        try:
+            attempt, fallbacks = self._build_in(spec, work, module_name)
+            kept = root / attempt.directory.name
+            shutil.rmtree(kept, ignore_errors=True)
+            kept.mkdir(parents=True)
+            library = attempt.directory / f"{module_name}.so"
+            if attempt.ok and os.path.lexists(library):
+                with os.fdopen(open_artefact(library, LIBRARY_MAX), "rb") as src, \
+                        open(kept / f".{module_name}.so.tmp", "wb") as dst:  # fmt: skip
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                os.replace(kept / f".{module_name}.so.tmp", kept / f"{module_name}.so")
+            attempt.directory = kept
+            return attempt, fallbacks
+        finally:
+            release_scratch(str(work))
+
+    def _build_in(self, spec: _Spec, work: Path, module_name: str) -> tuple[_Attempt, list[str]]:
         light = [(v, f) for v, f in spec.variants if v != "plain"]
         plain_files = dict(spec.variants)["plain"]
         fallbacks: list[str] = []
@@ -469,7 +498,7 @@ class _Builder:
         race = bool(light) and self.settings.fallback_mode() is FallbackMode.RACE
 
         def run_plain() -> None:
-            plain_result.append(self._run_variant("plain", spec, plain_files, root / "plain", module_name,
+            plain_result.append(self._run_variant("plain", spec, plain_files, work / "plain", module_name,
                                                   self.settings.use_pch, fresh=True, make_pch=not race))
 
         plain_thread = threading.Thread(target=run_plain)
@@ -477,7 +506,7 @@ class _Builder:
             plain_thread.start()
         winner = None
         for index, (variant, files) in enumerate(light):
-            attempt = self._run_variant("light", spec, files, root / "light", module_name,
+            attempt = self._run_variant("light", spec, files, work / "light", module_name,
                                         self.settings.use_pch, fresh=index == 0)
             attempt.variant = variant
             if attempt.ok:
@@ -495,12 +524,10 @@ class _Builder:
             if race:
                 self._kill("plain")
                 plain_thread.join()
-            shutil.rmtree(root / "plain", ignore_errors=True)
             return winner, fallbacks
         if not race:
             plain_thread.start()
         plain_thread.join()
-        shutil.rmtree(root / "light", ignore_errors=True)
         return plain_result[0], fallbacks
 
     def _errors_are_the_sources(self, attempt: _Attempt) -> bool:

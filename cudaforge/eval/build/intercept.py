@@ -21,7 +21,7 @@ from cudaforge.eval.build import flags as build_flags
 from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic,
                                           cache_key, open_artefact)
 from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_main_source
-from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
+from cudaforge.eval.build.logs import failed_for_the_sources, missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
 from cudaforge.eval.build.settings import BuildSettings
 from cudaforge.eval.build.toolchain import toolchain_fingerprint
@@ -195,7 +195,8 @@ class _Hooks:
             if manifest is None:
                 record.cached = False
                 manifest = self._build(spec, key, module_name)
-                keep = {"failed": self.settings.cache_failures, "toolchain_error": False}
+                keep = {"failed": self.settings.cache_failures and failed_for_the_sources(manifest["log"]),
+                        "toolchain_error": False}
                 if keep.get(manifest["status"], True):
                     _write_atomic(manifest_path, json.dumps(manifest, indent=1))
             touch(root / key)  # when it was last used, for the size limit's eviction
@@ -367,6 +368,30 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
             extra_include_paths=flags["extra_include_paths"], with_cuda=with_cuda, is_python_module=is_module,
         ), canonical  # fmt: skip
     raise ValueError(f"unknown build kind {kind!r}")
+
+
+MAX_BUILD_REQUESTS = 64
+"""Build requests one worker may make (a loop of failing ``load_inline`` calls once held 7.5 GB of logs in the
+verifier); past it each gets a failed build without a compile."""
+KEPT_LOG = 64 << 10
+"""Characters of a served build's log the caller keeps (head and tail); the Judge's trimmed log comes from it."""
+
+
+def serve_build_counted(inputs: Any, records: list[BuildRecord], settings: BuildSettings, deliver_dir: str,
+                        uid: int | None) -> dict[str, Any]:
+    """:func:`serve_build` for one worker whose earlier builds are ``records``: at most :data:`MAX_BUILD_REQUESTS`
+    of them, each record kept with a bounded log. The worker's scratch folder is where its library goes and what its
+    compiler may read. Returns the reply for the worker."""
+    from cudaforge.eval.bounded import cap_text
+
+    if len(records) >= MAX_BUILD_REQUESTS:
+        return {"status": "failed", "error": f"more than {MAX_BUILD_REQUESTS} builds requested in one evaluation: "
+                "build each extension once", "log_trimmed": ""}  # fmt: skip
+    reply, record = serve_build(inputs if isinstance(inputs, dict) else {}, settings, deliver_dir,
+                                extra_read=(deliver_dir,), uid=uid)
+    record.log = cap_text(record.log, KEPT_LOG)
+    records.append(record)
+    return reply
 
 
 def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: str | None,

@@ -21,6 +21,24 @@ _SUMMARY = re.compile(r"^\d+ errors? detected in the compilation of|^compilation
 _CONTEXT = re.compile(r"^(\s|\s*\d+\s*\|)")
 
 
+_NOT_THE_SOURCES = re.compile(
+    r"Resource temporarily unavailable|Cannot allocate memory|No space left on device|out of memory|Killed signal|"
+    r"internal compiler error|terminated by signal|vfork|fork: |Segmentation fault|the sandbox refused|"
+    r"\(cancelled\)|Too many open files|Disk quota exceeded", re.IGNORECASE)
+"""What a build's log says when it failed for want of a resource, or was stopped, rather than for its sources."""
+
+
+def failed_for_the_sources(log: str) -> bool:
+    """Whether a failed build's log shows the compiler's own verdict on the sources (an error diagnostic, an
+    undefined reference) and no sign of a resource that ran out or a process that was stopped: only such a failure
+    is kept in the cache (``eval.build_cache_failures``) or marks a precompiled header as impossible. A failure
+    another process could have caused (too many processes of one uid, memory, disk) is built again next time."""
+    if _NOT_THE_SOURCES.search(log):
+        return False
+    return any(_GCC_DIAG.match(ln) or _EDG_DIAG.match(ln) or _OTHER_ERROR.search(ln) for ln in log.splitlines()
+               if "warning" not in ln[:200])
+
+
 def _shorten_paths(line: str) -> str:
     line = re.sub(r"(?:/[^\s:()'\"]+)+/(?:main\.cpp|cuda\.cu)\b", lambda m: m.group(0).rsplit("/", 1)[1], line)
     return re.sub(r"(?:/[^\s:()'\"]+)*/site-packages/torch/include/", "<torch>/", line)

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge.caches import GB, evict_lru
 from cudaforge.isolation import remove_noted, scrubbed_env
 from cudaforge.eval.build.builder import _write_atomic
 from cudaforge.eval.build.deferred import reported_sites
-from cudaforge.eval.build.intercept import serve_build
+from cudaforge.eval.build.intercept import serve_build_counted
 from cudaforge.eval.build.logs import trim_compiler_log
 from cudaforge.eval.build.records import BuildRecorder
 from cudaforge.eval.build.settings import BuildSettings
@@ -208,10 +209,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
 
     def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
-        reply, record = serve_build(inputs, settings, worker.scratch, extra_read=(worker.scratch,),
-                                    uid=worker.sandbox.uid)
-        recorder.records.append(record)
-        return reply
+        return serve_build_counted(inputs, recorder.records, settings, worker.scratch, worker.sandbox.uid)
 
     import torch.utils.cpp_extension  # noqa: F401 - while the worker starts, not inside the first build's time
 
@@ -266,6 +264,9 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     for language in jit_caches(source):  # only the languages it is written in
         keep_own_jit_cache(Path(worker.scratch) / language.jit_cache,
                            own_store(settings.cache_root(), language.jit_cache, source_hash(source)), language.jit_keep)
+    if settings.max_cache_gb > 0:  # what was kept counts in the cache's size limit like a build
+        with contextlib.suppress(OSError):
+            evict_lru(settings.cache_root(), int(settings.max_cache_gb * GB), pch_root=settings.pch_root())
     return kernels, error[:500]
 
 

@@ -65,6 +65,8 @@ class BuildSettings:
     candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
     sandbox_namespaces: bool = True
     """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""
+    memory_gb: float = 16.0
+    """Memory each compiler sandbox may hold (``eval.sandbox_memory_gb``; 0: no limit)."""
     allow_weak_sandbox: bool = False
     """The compiler runs even where a part of the sandbox's wall is missing (``eval.allow_weak_sandbox``)."""
     max_cache_gb: float = 0.0
