@@ -620,11 +620,13 @@ def test_a_tree_of_planted_folders_costs_a_bounded_read_and_keeps_nothing(tmp_pa
     assert jit_cache.count_kernels(cache, ("device_kernel.cu",)) <= 1 and len(walked) <= 51
 
 
-def test_a_kept_cache_holds_only_the_languages_own_artefacts(tmp_path):
+def test_a_kept_cache_holds_only_the_languages_own_artefacts(tmp_path, monkeypatch):
     """What a candidate leaves in its JIT cache beside its kernels (a counter to read back at its next evaluation, a
     module, a library that is not one) is not kept: only files of the language's kinds whose content is that kind."""
-    from cudaforge.eval.jit_cache import JIT_FILE_MAX, keep_own_jit_cache
+    from cudaforge.eval import jit_cache
+    from cudaforge.eval.jit_cache import keep_own_jit_cache
 
+    monkeypatch.setattr(jit_cache, "JIT_FILE_MAX", 1 << 20)
     cache = tmp_path / "cand" / "triton"
     (cache / "K").mkdir(parents=True)
     (cache / "K" / "k.cubin").write_bytes(b"\x7fELF" + bytes(64))
@@ -635,7 +637,7 @@ def test_a_kept_cache_holds_only_the_languages_own_artefacts(tmp_path):
     (cache / "K" / "counter.txt").write_text("3")  # not a Triton artefact
     (cache / "K" / "evil.json").write_text("not json")
     (cache / "K" / "fake.so").write_bytes(b"#!/bin/sh\n")  # not an ELF object
-    (cache / "K" / "huge.cubin").write_bytes(b"\x7fELF" + bytes(JIT_FILE_MAX))
+    (cache / "K" / "huge.cubin").write_bytes(b"\x7fELF" + bytes(1 << 20))
     (cache / "K" / "helper.py").write_text("import torch")
     store = tmp_path / "store"
     keep_own_jit_cache(cache, store, TRITON_KEEP)
