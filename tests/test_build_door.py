@@ -226,3 +226,16 @@ def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_pa
     replies = [intercept.serve_build_counted(dict(bad), records, settings, str(tmp_path), None) for _ in range(5)]
     assert len(records) == 3 and all(len(r.log) <= 1000 for r in records)
     assert [r["status"] for r in replies] == ["failed"] * 5 and "more than 3 builds" in replies[-1]["error"]
+
+
+def test_no_precompiled_header_is_made_per_macro_set_or_include_folder():
+    """The red team's ninth finding: an include folder in the candidate's scratch (new every evaluation) made a new
+    half-gigabyte header every evaluation of one source."""
+    from cudaforge.eval.build.builder import _Spec, wants_pch
+
+    def spec(cflags, includes):
+        return _Spec(name="x", files={}, variants=[], extra_cflags=cflags, extra_cuda_cflags=[], extra_ldflags=[],
+                     extra_include_paths=includes, with_cuda=True, is_python_module=True)
+
+    assert wants_pch(spec(["-O3"], [])) and wants_pch(spec([], []))
+    assert not wants_pch(spec(["-O3"], ["/tmp/cudaforge-cand-1-x"])) and not wants_pch(spec(["-DSEED=7"], []))

@@ -81,6 +81,9 @@ LIBRARY_MAX = 1 << 30
 """The largest extension library the trusted side copies out of a build folder."""
 PCH_MAX = 4 << 30
 """The largest precompiled header the trusted side keeps."""
+COMPILER_GB = 8.0
+"""At most this much memory for one compiler sandbox (less with ``eval.sandbox_memory_gb``): a build, its race and a
+header build may run at once beside the worker."""
 BUILD_BYTES = 4 << 30
 BUILD_FILES = 20_000
 """The quota of one build's work folder (its variants' objects and libraries; a precompiled header's build)."""
@@ -192,6 +195,13 @@ def _ninja_steps(directory: Path) -> dict[str, float]:
     return steps
 
 
+def wants_pch(spec: _Spec) -> bool:
+    """Whether a build may use (and make) a precompiled header: only for the common host-flag sets and without
+    include folders of the candidate's (a scratch path is new every evaluation): a header per macro set or folder
+    would grow the cache by half a gigabyte each time."""
+    return pch_worthy(list(spec.extra_cflags)) and not spec.extra_include_paths
+
+
 # The first line of a main.cpp that a precompiled header serves, and that header (relative to an include folder).
 _PCH_HEADERS = {"#include <torch/extension.h>": "torch/extension.h", f"#include <{BIND_HEADER}>": BIND_HEADER}
 
@@ -276,10 +286,10 @@ class _Builder:
         read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()), str(self.bind_include()),
                 str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
         sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=self.uid, cpu_seconds=3600,
-                          file_bytes=4 << 30, devices=["/dev/null", "/dev/zero", "/dev/urandom"],
+                          file_bytes=4 << 30, devices=["/dev/null"],  # no endless input (#include "/dev/zero")
                           namespaces=self.settings.sandbox_namespaces, allow_weak=self.settings.allow_weak_sandbox,
                           scratch_bytes=0, nproc_limit=False,  # the candidate's uid: its processes must not count
-                          memory_bytes=int(self.settings.memory_gb * (1 << 30)))  # fmt: skip
+                          memory_bytes=int(min(self.settings.memory_gb or COMPILER_GB, COMPILER_GB) * (1 << 30)))  # fmt: skip
         started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         status = started.status()
         if not status.get("ok"):
@@ -427,8 +437,7 @@ class _Builder:
         first = files.get("main.cpp", "").split("\n", 1)[0].strip()
         pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
-        # a header per macro set or include folder (a scratch path is new every evaluation) would grow without bound
-        use_pch = use_pch and pch_worthy(list(spec.extra_cflags)) and not spec.extra_include_paths
+        use_pch = use_pch and wants_pch(spec)
         if use_pch and pch_header and not make_pch:
             use_pch = (self._pch_dir(directory)[0] / f"{pch_header}.gch").exists()
         if use_pch and pch_header:
