@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -26,19 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-_SECRET_RE = re.compile(
-    r"(API_?KEY|_TOKEN$|^TOKEN$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION_KEY|PRIVATE_KEY|_KEY$|^AWS_|^AZURE_|"
-    r"^GOOGLE_|^WANDB_|^GH_|^GITHUB_|^SSH_AUTH_SOCK$|^NETRC$|^HF_TOKEN|^HUGGING_FACE_HUB_TOKEN|^OPENAI_|"
-    r"^ANTHROPIC_|^GEMINI_|^MISTRAL_|^GROQ_|^TOGETHER_|^DEEPSEEK_|^OPENROUTER_|^LITELLM_)",
-    re.IGNORECASE,
-)
-
+from cudaforge.sandbox import SECRET_NAMES
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """A copy of ``base`` (default: this process's environment) without anything that looks like a
     credential (API keys, tokens, passwords, cloud, W&B, GitHub and provider settings), plus ``extra``.
     Every process that runs candidate or task code gets its environment from here."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not _SECRET_RE.search(k)}
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not SECRET_NAMES.search(k)}
     env.update(extra or {})
     return env
 

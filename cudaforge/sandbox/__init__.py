@@ -139,14 +139,22 @@ ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_"
 """... and by prefix: the toolchains', the GPU's, the kernel languages' and torch's own settings."""
 
 
+SECRET_NAMES = re.compile(
+    r"(API_?KEY|_TOKEN$|^TOKEN$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION_KEY|PRIVATE_KEY|_KEY$|^AWS_|^AZURE_|"
+    r"^GOOGLE_|^WANDB_|^GH_|^GITHUB_|^SSH_AUTH_SOCK$|^NETRC$|^HF_TOKEN|^HUGGING_FACE_HUB_TOKEN|^OPENAI_|"
+    r"^ANTHROPIC_|^GEMINI_|^MISTRAL_|^GROQ_|^TOGETHER_|^DEEPSEEK_|^OPENROUTER_|^LITELLM_)",
+    re.IGNORECASE,
+)
+"""Names of environment variables that look like credentials (``cudaforge.isolation.scrubbed_env`` drops them for
+every child that runs candidate or task code; the sandbox drops them from what its allow-list keeps)."""
+
+
 def sandbox_env(env: dict[str, str]) -> dict[str, str]:
     """What of ``env`` a sandboxed program may see: an allow-list of names and prefixes (:data:`ENV_NAMES`,
-    :data:`ENV_PREFIXES`), minus anything that still looks like a credential. A database URL, a proxy with a
-    password or a webhook under a name no deny-list knows never reaches the candidate."""
-    from cudaforge.isolation import scrubbed_env
-
-    kept = {k: v for k, v in env.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
-    return scrubbed_env(base=kept)
+    :data:`ENV_PREFIXES`), minus anything that still looks like a credential (:data:`SECRET_NAMES`). A database
+    URL, a proxy with a password or a webhook under a name no deny-list knows never reaches the candidate."""
+    return {k: v for k, v in env.items()
+            if (k in ENV_NAMES or k.startswith(ENV_PREFIXES)) and not SECRET_NAMES.search(k)}
 
 
 def default_device_paths() -> list[str]:
@@ -219,7 +227,14 @@ def sweep_stale_scratch() -> int:
         return 0
     import glob
 
-    for cgroup in glob.glob("/sys/fs/cgroup/**/cudaforge-sandbox-*", recursive=True)[:1000]:
+    places = ["/sys/fs/cgroup", "/sys/fs/cgroup/*"]  # v2's root, v1's controllers; and this process's own cgroups
+    try:
+        places += ["/sys/fs/cgroup" + line.rstrip("\n").split(":", 2)[2] for line in open("/proc/self/cgroup")]
+        places += ["/sys/fs/cgroup/memory" + line.rstrip("\n").split(":", 2)[2] for line in open("/proc/self/cgroup")
+                   if ":memory:" in line]  # fmt: skip
+    except (OSError, IndexError):
+        pass
+    for cgroup in sorted({c for place in places for c in glob.glob(f"{place}/cudaforge-sandbox-*")})[:1000]:
         pid = os.path.basename(cgroup).split("-")[2]
         if pid == "1" or _dead(pid):  # pid 1: made inside a pid namespace by an earlier launcher, never a live one
             try:
