@@ -14,8 +14,10 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -205,6 +207,43 @@ def test_only_a_failure_of_the_sources_is_kept():
     assert not failed_for_the_sources("c++: fatal error: vfork: Resource temporarily unavailable\n")
     assert not failed_for_the_sources("/tmp/x.s: Fatal error: can't write: No space left on device\n")
     assert not failed_for_the_sources("(cancelled)\n")
+
+
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
+                    reason="runs the launcher as another user: needs root, setpriv and a system Python")
+def test_an_unprivileged_user_gets_the_wall_through_a_user_namespace():
+    """As a user without root (here uid 1000, with the system's Python and a copy of the package anyone may read):
+    the wall holds through an unprivileged user namespace, capabilities that namespace gave are dropped, and the
+    layers root alone can give (cgroups, the scratch's tmpfs) are notes, not refusals."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="cudaforge-user-test-", dir="/tmp"))  # a folder the user can reach
+    copy = tmp_path / "pkg"
+    shutil.copytree(REPO / "cudaforge", copy / "cudaforge", ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    probe = copy / "probe.py"
+    probe.write_text(f"""
+import json, os, subprocess, sys
+sys.path.insert(0, {str(copy)!r})
+from cudaforge.sandbox import Sandbox
+started = Sandbox().start([sys.executable, "-c", "import os; print(os.getuid(), os.path.exists({str(probe)!r}))"],
+                          env={{"PATH": "/usr/bin:/bin"}}, stdout=subprocess.PIPE)
+status = started.status()
+print(json.dumps({{"out": started.proc.communicate(timeout=60)[0].decode(), "status": status}}))
+started.cleanup()
+""")
+    for path in [tmp_path, *tmp_path.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o055)
+    try:
+        run = subprocess.run(["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups", "/usr/bin/python3",
+                              str(probe)], capture_output=True, text=True, timeout=120, cwd="/",
+                             env={"PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"})  # fmt: skip
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    status = seen["status"]
+    assert seen["out"].split() == ["1000", "False"], (seen, run.stderr)  # its own uid; the host's /tmp not there
+    assert status["ok"] and not status["missing"] and status["capabilities"] == "none", status
+    assert status["rootfs"] == "minimal" and status["seccomp"] and "user namespace" in " ".join(status["notes"])
 
 
 @needs_landlock

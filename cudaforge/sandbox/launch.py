@@ -280,7 +280,7 @@ def _worker(spec: dict[str, Any], argv: list[str], status: dict[str, Any]) -> No
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)  # every capability goes with uid 0
-            linux.drop_all_capabilities()
+        linux.drop_all_capabilities()  # also those a user namespace gave its maker
         status["uid"] = os.geteuid()
         if status["uid"] == 0:
             missing.append("uid: the program would run as uid 0")
