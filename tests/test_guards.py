@@ -428,7 +428,7 @@ with open(OTHER, "w") as f:
                              "import tilelang.language as T\nimport cupy as cp"),
         ("return launch(x)", "from torch.utils.cpp_extension import load_inline\n"
                              "EXT = load_inline(name='relu_ext', cpp_sources='', functions=['relu'])\nimport relu_ext"),
-        ("return launch(x) * torch.pi", "def compile(src):\n    return src\nS = compile('x')"),
+        ("return launch(x).view(-1)[: int(x.numel() * torch.pi) // 4]", "def compile(src):\n    return src\nS = compile('x')"),
     ],
 )
 def test_legitimate_patterns_get_no_new_finding(body, extra):
@@ -444,8 +444,269 @@ def test_reading_the_environment_stays_the_io_guards_alone():
 
 
 def test_a_deep_expression_is_analysed_without_recursion():
-    source = model("return " + " + ".join(["getattr(launch(x), 'contiguous')()"] * 1500))
+    size = " + ".join(["getattr(x, 'numel')()"] * 1500)  # plain integer arithmetic, 1500 deep
+    source = model(f"return launch(x).view(-1)[: ({size}) // 1500].view_as(x)")
     assert not [f for f in static_findings(source, Policies({"torch_ops": "strict"})) if f["verdict"] == "reject"]
+    tensors = model("return " + " + ".join(["getattr(launch(x), 'contiguous')()"] * 1500))  # tensor additions
+    strict = static_findings(tensors, Policies({"torch_ops": "strict"}))
+    assert [f["guard"] for f in strict if f["verdict"] == "reject"] == ["torch_compute"], strict
+    assert "computes with PyTorch's + operator" in strict[0]["evidence"]
+
+
+# --------------------------------------------------------------------------- torch_ops=strict: an allow-list
+
+
+def model_with_init(init: str, body: str, extra: str = "") -> str:
+    """A candidate whose ModelNew has an ``__init__`` (``init``) and a forward (``body``)."""
+    return (KERNEL + textwrap.dedent(extra) + "\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n" + textwrap.indent(textwrap.dedent(init), "        ") +
+            "\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        "))  # fmt: skip
+
+
+def strict_compute(source: str) -> str:
+    """The evidence of the torch_compute rejection under strict ('' when there is none)."""
+    found = static_findings(textwrap.dedent(source), Policies({"torch_ops": "strict"}))
+    return " ".join(f["evidence"] for f in found if f["guard"] == "torch_compute" and f["verdict"] == "reject")
+
+
+REFERENCE_BASE = "class Ref(nn.Module):\n    def forward(self, y):\n        return torch.tanh(y)\n"
+PROPERTY = "@property\n    def act(self):\n        return torch.sigmoid\n    def forward"
+GETATTR = "def __getattr__(self, name):\n        return torch.sigmoid\n    def forward"
+CALL_IMPL = "def _call_impl(self, x):\n        return torch.sigmoid(launch(x))\n    def forward"
+
+
+@pytest.mark.parametrize(
+    "source, seen",
+    [
+        # star imports: bare names the guards cannot tell from the candidate's
+        (model("return relu(launch(x))", "from torch.nn.functional import *"), "import * puts PyTorch's functions"),
+        # Python's operators on tensors
+        (model("y = launch(x)\nreturn y * (y > 0)"), "line 20: y * (y > 0) computes with PyTorch's * operator"),
+        (model("return -launch(x)"), "-launch(x) applies PyTorch's unary -"),
+        (model("y = launch(x)\ny += 1\nreturn y"), "y += 1 computes with PyTorch's += operator"),
+        (model("return launch(x) > 0"), "compares with PyTorch's > operator"),
+        (model("return sum([launch(x), x])"), "sum(...) applies Python's operators"),
+        (model("return operator.mul(launch(x), 2)", "import operator"), "operator.mul(...) applies"),
+        (model("return functools.reduce(operator.add, [launch(x), x])", "import functools, operator"), "operator.add"),
+        (model("return list(itertools.accumulate([launch(x), x]))[-1]", "import itertools"), "itertools.accumulate(...)"),
+        (model("return launch(x)[x > 0]"), "launch(x)[x > 0] indexes a tensor with a tensor"),
+        # tensor methods, whatever the list of compute methods once said, and through the class
+        (model("return launch(x).__mul__(2)"), "launch(x).__mul__() is a PyTorch tensor op"),
+        (model("return launch(x).fmax(x)"), "launch(x).fmax() is a PyTorch tensor op"),
+        (model("return torch.Tensor.tan(launch(x))"), "torch.Tensor.tan is a PyTorch tensor op"),
+        (model("return type(x).tan(launch(x))"), "torch.Tensor.tan is a PyTorch tensor op"),
+        (model("return x.__class__.tan(launch(x))"), "torch.Tensor.tan is a PyTorch tensor op"),
+        # a decorator of the candidate's own, whatever it is called, makes no kernel: the body is read
+        (model("return k2(launch(x))", "def jit(fn):\n    return fn\n@jit\ndef k2(y):\n    return torch.relu(y)"),
+         "torch.relu"),
+        (model("return k2(launch(x))", "from triton import jit\njit = lambda f: f\n@jit\ndef k2(y):\n    return y.tan()"),
+         "y.tan() is a PyTorch tensor op"),
+        # lambdas and nested defs kept on self, containers, module-level layers, functools.partial
+        (model_with_init("self.act = lambda t: torch.relu(t)", "return self.act(launch(x))"), "torch.relu"),
+        (model_with_init("def act(t):\n    return t.clamp_min(0)\nself.act = act", "return self.act(launch(x))"),
+         "t.clamp_min() is a PyTorch tensor op"),
+        (model_with_init("self.ops = []\nself.ops.append(nn.ReLU())", "return self.ops[0](launch(x))"),
+         "the nn layer self.ops[0] (nn.ReLU)"),
+        (model_with_init("self.register_module('act', nn.ReLU())", "return self.act(launch(x))"), "the nn layer"),
+        (model_with_init("self.act = nn.ReLU()", "return self.act.forward(launch(x))"), "the nn layer"),
+        (model("return OPS['c'](launch(x), x)", "OPS = {'c': torch.fmax}"), "torch.fmax (taken as a value)"),
+        (model("return ACT[0](launch(x))", "ACT = [nn.ReLU()]"), "the nn layer ACT[0] (nn.ReLU)"),
+        (model("return NS.act(launch(x))", "import types\nNS = types.SimpleNamespace(act=nn.GELU())"), "the nn layer"),
+        (model("return act(launch(x))", "import functools\nact = functools.partial(torch.fmax, other=torch.zeros(()))"),
+         "torch.fmax"),
+        (model("return act(launch(x))", "import functools\ndef mine(y, s):\n    return y * s\nact = functools.partial(mine, s=2)"),
+         "y * s computes with PyTorch's * operator"),
+        # private and unknown torch paths, torch's own op namespaces
+        (model("return torch._C._VariableFunctions.relu(launch(x))"), "torch._C._VariableFunctions.relu"),
+        (model("return torch.nn.modules.activation.F.relu(launch(x))"), "torch.nn.modules.activation.F.relu"),
+        (model("return torch.ops.aten.relu(launch(x))"), "torch.ops.aten.relu"),
+        (model("return torch.ops.quantized_decomposed.relu(launch(x))"), "torch.ops.quantized_decomposed.relu"),
+        # array libraries on tensors, callees that cannot be resolved, forward reached some other way
+        (model("return launch(torch.as_tensor(np.maximum(x.numpy(), 0)))", "import numpy as np"), "numpy.maximum(...)"),
+        (model("return CALLBACK(launch(x))"), "CALLBACK(...) calls what the guards cannot resolve"),
+        (model("return super().forward(launch(x))", REFERENCE_BASE).replace("ModelNew(nn.Module)", "ModelNew(Ref)"),
+         "torch.tanh"),
+        (model("return launch(x)") + "\nModelNew.forward = lambda self, x: torch.relu(launch(x))\n", "torch.relu"),
+        (KERNEL + "\nclass ModelNew(nn.Linear):\n    pass\n", "ModelNew's forward is nn.Linear's"),
+        (KERNEL + "\nModelNew = type('ModelNew', (nn.Module,), {'forward': lambda self, x: torch.relu(x)})\n",
+         "ModelNew is not a class the candidate's text defines"),
+        (model("return self.act(launch(x))").replace("def forward", PROPERTY), "torch.sigmoid"),
+        (model("return self.act(launch(x))").replace("def forward", GETATTR), "torch.sigmoid"),
+        (model("return launch(x)").replace("def forward", CALL_IMPL), "torch.sigmoid"),
+    ],
+)
+def test_strict_is_an_allow_list(source, seen):
+    evidence = strict_compute(source)
+    assert seen in evidence, evidence
+    assert "eval.torch_ops=strict allows only your own kernels" in evidence
+
+
+AUTOGRAD_AND_CUSTOM_OP = """
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, y):
+        ctx.save_for_backward(y)
+        return launch(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (y > 0)
+
+@torch.library.custom_op("mylib::relu", mutates_args=())
+def relu_op(y: torch.Tensor) -> torch.Tensor:
+    return launch(y)
+"""
+
+SIZES = """
+x = x.contiguous()
+M, K = x.shape
+n = x.numel()
+blocks = (n + 1023) // 1024 * max(1, x.size(0) // M) + x.stride(0) * 0
+assert x.dim() == 2 and x.is_contiguous() and x.dtype in (torch.float32, torch.float16)
+if x.dtype != torch.float32 or x.shape[-1] % 16:
+    x = x.float()
+BLOCK = min(1024, triton.next_power_of_2(x.shape[-1]))
+out = torch.empty(x.shape[0], K, device=x.device, dtype=x.dtype)
+k[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, BLOCK=BLOCK)
+for i in range(x.shape[0] // 64):
+    pass
+with torch.no_grad():
+    y = launch(out.view(-1)).view_as(x).to(x.dtype)
+outs = [launch(t) for t in y.unbind(0)]
+return torch.stack(outs) if len(outs) > blocks * 0 else y.new_empty(0)
+"""
+
+LEGIT_STRICT = [
+    # sizes, grids and shapes are plain Python; views, casts and copies are layout
+    model(SIZES),
+    # launchers kept on self (a lambda, functools.partial of its own function), a kernel table, a lazy extension
+    model_with_init("self.run = lambda t: launch(t)\nself.run2 = functools.partial(launch)\nself.table = {}\n"
+                    "self._ext = None",
+                    "if x.dtype not in self.table:\n    self.table[x.dtype] = k\n"
+                    "grid = (triton.cdiv(x.numel(), 1024),)\nout = torch.empty_like(x)\n"
+                    "self.table[x.dtype][grid](x, out, x.numel(), BLOCK=1024)\n"
+                    "if self._ext is None:\n    self._ext = load_inline(name='e', cpp_sources='')\n"
+                    "return self.run2(self.run(out))",
+                    "import functools\nfrom torch.utils.cpp_extension import load_inline"),
+    # an autograd.Function (its backward, in torch, never runs under no_grad) and a custom op of its own
+    model("return Fn.apply(x) if x.requires_grad else torch.ops.mylib.relu(x)", AUTOGRAD_AND_CUSTOM_OP),
+    # a kernel factory (tilelang's jit returns the kernel), a CuTe-style cache of compiled kernels
+    model("kernel = make(x.shape[0])\nout = kernel(x)\nif x.shape not in CACHE:\n    CACHE[x.shape] = cute_compile(k)\n"
+          "CACHE[x.shape](x, out)\nreturn out",
+          "import tilelang\nCACHE = {}\n@tilelang.jit(out_idx=[-1])\ndef make(n):\n    return n\n"
+          "from cutlass.cute import compile as cute_compile"),
+]
+
+
+@pytest.mark.parametrize("source", LEGIT_STRICT, ids=["sizes", "launchers", "autograd_custom_op", "factories"])
+def test_strict_lets_kernels_layout_and_plain_python_through(source):
+    for torch_ops in ("lenient", "strict"):
+        found = static_findings(textwrap.dedent(source), Policies({"torch_ops": torch_ops}))
+        assert not [f for f in found if f["verdict"] == "reject"], (torch_ops, found)
+
+
+FAKE_JIT = "def jit(fn):\n    return fn\n@jit"
+
+
+def test_a_decorator_makes_a_kernel_only_when_it_is_a_kernel_languages():
+    fake = ("import torch\nimport torch.nn as nn\n" + FAKE_JIT + "\ndef relu_kernel(x):\n    return torch.relu(x)\n"
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        return relu_kernel(x)\n")
+    assert guards_of(fake)["no_custom_kernel"] == "reject"  # no kernel at all, whatever the decorator is called
+    for real in ("import triton\n@triton.jit", "from triton import jit\n@jit", "import triton\njit = triton.jit\n@jit",
+                 "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit"):
+        assert guards_of(fake.replace(FAKE_JIT, real)).get("no_custom_kernel") is None, real
+    shadowed = fake.replace(FAKE_JIT, "from triton import jit\ndef make(jit=lambda f: f):\n    @jit\n"
+                            "    def relu_kernel(x):\n        return torch.relu(x)\n    return relu_kernel\n@jit")
+    assert "torch.relu" in strict_compute(shadowed.replace("return relu_kernel(x)", "return make()(x)"))
+
+
+def test_the_tensor_attribute_list_is_torchs():
+    """The strict allow-list knows every attribute of torch.Tensor: a method it did not know would pass as some
+    other object's. A new torch adds names: regenerate TENSOR_ATTRIBUTES in cudaforge/eval/guards/source.py."""
+    from cudaforge.eval.guards import source
+
+    skipped = ("__doc__", "__module__", "__annotations__", "__weakref__", "__dict__")
+    missing = {n for n in dir(torch.Tensor) if n not in skipped} - source.TENSOR_ATTRIBUTES
+    assert not missing, sorted(missing)
+    assert source.TENSOR_LAYOUT_METHODS | source.TENSOR_SCALAR_METHODS <= source.TENSOR_ATTRIBUTES
+
+
+def test_lenient_still_reports_only_what_it_names():
+    found = static_findings(model("y = launch(x)\nreturn y * (y > 0)"), Policies())
+    assert not [f for f in found if f["guard"] == "torch_compute"], found  # operators: strict's business
+    assert guards_of(model("return torch.relu(launch(x))"))["torch_compute"] == "report"
+
+
+@pytest.mark.parametrize(
+    "extra, seen",
+    [
+        ("import torch.fx\nG = torch.fx.Graph()", "torch.fx"),
+        ("from torch.fx import symbolic_trace", "import torch.fx"),
+        ("CU = torch.jit.CompilationUnit('def f(x):\\n    return x')", "torch.jit.CompilationUnit"),
+        ("M = torch.jit.load('m.pt')", "torch.jit.load"),
+        ("N = ('__getattribute__', '__globals__')", "the string '__getattribute__' names an interpreter internal"),
+        ("def f():\n    pass\nB = f.__globals__['__builtins__']", "f.__globals__ reaches the interpreter's internals"),
+        ("S = ().__class__.__mro__", "().__class__.__mro__ reaches"),
+        ("F = launch.__code__", "launch.__code__ reaches"),
+    ],
+)
+def test_dynamic_code_covers_code_from_strings_in_torch_and_interpreter_internals(extra, seen):
+    found = dynamic_code(model("return launch(x)", extra))
+    assert any(seen in f["evidence"] for f in found), found
+
+
+LIBRARY = """
+LIB = torch.library.Library("mylib", "DEF")
+LIB.define("relu(Tensor x) -> Tensor")
+LIB.impl("relu", launch, "CPU")
+torch.library.define("mylib::twice(Tensor x) -> Tensor")
+"""
+
+
+def test_torch_library_schemas_are_declarations_not_code():
+    source = model("return torch.ops.mylib.relu(x)", LIBRARY)
+    for torch_ops in ("lenient", "strict"):
+        found = static_findings(textwrap.dedent(source), Policies({"torch_ops": torch_ops}))
+        assert not [f for f in found if f["verdict"] == "reject"], found
+    impl_in_torch = source.replace('LIB.impl("relu", launch, "CPU")', 'LIB.impl("relu", lambda y: y.relu(), "CPU")')
+    assert "y.relu() is a PyTorch tensor op" in strict_compute(impl_in_torch)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "import linecache\nA = linecache.getline('/etc/passwd', 1)",
+        "import io\nB = io.open_code('/etc/passwd').read()",
+        "import tokenize\nC = tokenize.open('/etc/passwd').read()",
+        "D = torch.from_file('/etc/passwd', size=10, dtype=torch.uint8)",
+        "E = torch.UntypedStorage.from_file('/etc/passwd', False, 10)",
+        "import netrc\nF = netrc.netrc()",
+        "import codecs\nG = codecs.open('/etc/passwd').read()",
+        "import fileinput\nH = list(fileinput.input('/etc/passwd'))",
+        "import pathlib\nI = pathlib.Path('/etc/passwd').open().read()",
+        "import pathlib\nJ = pathlib.Path('/etc/passwd').read_text()",
+    ],
+)
+def test_io_covers_every_way_to_read_a_file(extra):
+    assert guards_of(model("return launch(x)", extra)).get("io") == "reject"
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    ['int fd = open("/etc/passwd", 0);', 'std::ifstream f("/etc/passwd");', "auto p = std::filesystem::current_path();",
+     "pid_t p = fork();", 'execve("/bin/sh", 0, 0);', 'system("ls");', 'FILE* f = popen("ls", "r");',
+     'std::string s = std::getenv("HOME");'],
+)
+def test_io_reads_the_c_sources_the_candidate_builds(snippet):
+    marked = model("return launch(x)", f"SRC = r'''#include <torch/extension.h>\nvoid f() {{ {snippet} }}'''")
+    assert guards_of(marked).get("io") == "reject", snippet
+    # a source with none of the usual markers is still read when it goes to a build
+    unmarked = model("return launch(x)", f"from torch.utils.cpp_extension import load_inline\n"
+                     f"BODY = r'''void f() {{ {snippet} }}'''\nCPP = 'int g();' + BODY\n"
+                     "EXT = load_inline(name='e', cpp_sources=CPP)")
+    assert guards_of(unmarked).get("io") == "reject", snippet
+    assert guards_of(model("return launch(x)", "MSG = 'could not open (file) or fork'")).get("io") is None
 
 
 def test_every_guard_with_a_policy_has_a_config_field_and_a_default():

@@ -43,14 +43,16 @@ GUARDS: dict[str, Guard] = {
         Guard("no_custom_kernel", "guard_no_custom_kernel", "static", "no kernel of its own defined or launched (static); none ran (GPU profiler)"),
         Guard("fallback", "guard_fallback", "static", "try/except that falls back to PyTorch or swallows a kernel's failure"),
         Guard("empty_body", "guard_empty_body", "static", "forward is only pass, ... or a docstring"),
-        Guard("torch_compute", "torch_ops", "static", "PyTorch compute ops in forward (static); library kernels' share of GPU time (GPU)"),
+        Guard("torch_compute", "torch_ops", "static", "PyTorch compute ops in forward (static; under strict an allow-list: "
+              "kernels, layout ops and plain Python only); library kernels' share of GPU time (GPU)"),
         Guard("concurrency", "guard_concurrency", "static", "threads, processes, new CUDA streams or graphs"),
         Guard("monkey_patch", "guard_monkey_patch", "static", "assignments to torch, time, builtins ...; torch's global flags"),
         Guard("io", "guard_io", "static", "reading files, environment variables or the network"),
         Guard("introspection", "guard_introspection", "static",
               "gc, inspect, frames, sys.modules reads, ctypes, dynamic getattr on modules"),
         Guard("dynamic_code", "guard_introspection", "static", "exec/eval, hidden imports, modules written and loaded, "
-              "pickles, lookups by computed names: code the guards cannot see", strict_rejects=True),
+              "pickles, torch.fx and TorchScript from strings, interpreter internals, lookups by computed names: code the "
+              "guards cannot see", strict_rejects=True),
         Guard("input_mutation", "guard_input_mutation", "runtime", "inputs changed by the candidate's call"),
         Guard("output_type", "guard_output_type", "runtime", "outputs that are not plain dense tensors on the device (lazy subclasses)"),
         Guard("output_sensitivity", "guard_output_sensitivity", "runtime", "an output that never changes while the reference's does"),
