@@ -73,6 +73,8 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_TORCH_NINJA = threading.Lock()
+"""Held while torch writes a ninja file (its module-level ``CUDA_HOME`` may be patched meanwhile)."""
 LOG_HEAD = 512 << 10
 LOG_TAIL = 512 << 10
 """A compiler's output is kept whole up to ``LOG_HEAD + LOG_TAIL`` bytes; past that, its head and tail (errors come
@@ -232,6 +234,15 @@ class _Builder:
                      extra_cuda_cflags: list[str]) -> None:
         ce = self.ce
         sources = [str(directory / f) for f in spec.files if f.endswith((".cpp", ".cu", ".cc", ".cxx", ".c"))]
+        with _TORCH_NINJA:  # torch's module-level CUDA_HOME, patched below: one writer at a time (a race's two
+            text = self._torch_ninja(spec, sources, module_name, extra_cflags, extra_cuda_cflags)  # variants)
+        self._ninja_text[directory] = text
+        write_into(directory, "build.ninja", text)
+
+    def _torch_ninja(self, spec: _Spec, sources: list[str], module_name: str, extra_cflags: list[str],
+                     extra_cuda_cflags: list[str]) -> str:
+        """The text torch writes for a ninja build of ``sources``, written in a folder of ours."""
+        ce = self.ce
         patched_home = spec.with_cuda and ce.CUDA_HOME is None
         if patched_home:  # CPU wheel: torch never looked for CUDA; nvcc is still here
             ce.CUDA_HOME = current().toolkit_home()
@@ -248,12 +259,10 @@ class _Builder:
                     extra_ldflags=ldflags, extra_include_paths=list(spec.extra_include_paths),
                     with_cuda=spec.with_cuda, with_sycl=False, is_standalone=False,
                 )
-                text = Path(ours, "build.ninja").read_text()
+                return Path(ours, "build.ninja").read_text()
         finally:
             if patched_home:
                 ce.CUDA_HOME = None
-        self._ninja_text[directory] = text
-        write_into(directory, "build.ninja", text)
 
     def _ninja(self, attempt_id: str, directory: Path, targets: list[str]) -> tuple[int, str]:
         cmd = [shutil.which("ninja") or "ninja", "-v"] + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs
