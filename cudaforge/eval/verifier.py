@@ -1194,10 +1194,14 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                     language = languages.get(jit["language"])
                     jit["kernels_at_end"] = count_kernels(Path(process.scratch) / language.jit_cache,
                                                           language.jit_kernel_marks)
+                new_store = False
                 for folder, store in own_caches.items():
+                    existed = store.exists()
                     keep_own_jit_cache(Path(process.scratch) / folder, store,
                                        next(lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder))
-                _evict(payload["build"])  # what was kept counts in the cache's size limit like a build
+                    new_store = new_store or (not existed and store.exists())
+                if new_store:  # what was kept counts in the cache's size limit like a build (a later keep of the
+                    _evict(payload["build"])  # same source adds at most to its own capped store)
             process.close()
     if not notes:
         result.fingerprint.pop("guard_notes", None)

@@ -261,10 +261,13 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     if "pid" not in (worker.sandbox_status().get("namespaces") or []):
         return [], "compiled, but not kept: without a PID namespace no one can tell that the worker is gone"
     worker.process.kill()
+    new_store = False
     for language in jit_caches(source):  # only the languages it is written in
-        keep_own_jit_cache(Path(worker.scratch) / language.jit_cache,
-                           own_store(settings.cache_root(), language.jit_cache, source_hash(source)), language.jit_keep)
-    if settings.max_cache_gb > 0:  # what was kept counts in the cache's size limit like a build
+        store = own_store(settings.cache_root(), language.jit_cache, source_hash(source))
+        existed = store.exists()
+        keep_own_jit_cache(Path(worker.scratch) / language.jit_cache, store, language.jit_keep)
+        new_store = new_store or (not existed and store.exists())
+    if new_store and settings.max_cache_gb > 0:  # what was kept counts in the cache's size limit like a build
         with contextlib.suppress(OSError):
             evict_lru(settings.cache_root(), int(settings.max_cache_gb * GB), pch_root=settings.pch_root())
     return kernels, error[:500]
