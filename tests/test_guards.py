@@ -825,3 +825,43 @@ def test_hidden_work_and_speed_of_light_numbers():
     assert "No kernel can be that fast" in evidence and numbers["floor_ms"] == pytest.approx(2 * (1 << 30) / 4.8e12 * 1e3)
     assert rt.speed_of_light(cost, peaks, 0.5, 0.5, 50 << 20)[0] is None
     assert rt.speed_of_light({"flops": 1.0}, None, 0.01, 0.5, None)[0] is None
+
+
+REEXPORT_HEAD = "import torch, torch.nn as nn\nimport torch.utils.cpp_extension as ce\n"
+REEXPORT_TAIL = "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
+
+
+@pytest.mark.parametrize("line, guard", [
+    ("A = ce.subprocess.check_output(['id'])", "concurrency"),
+    ("A = ce.glob.glob('/*')", "io"),
+    ("A = ce.os.environ.get('DB_URL')", "io"),
+    ("A = ce.importlib.import_module('ctypes')", "dynamic_code"),
+    ("A = ce.sys.modules['torch']", "introspection"),
+])
+def test_a_module_reached_through_another_is_judged_as_imported(line, guard):
+    """The second red-team round: ``ce.subprocess`` (a module that ``torch.utils.cpp_extension`` holds) passed every
+    guard an ``import subprocess`` would have met."""
+    found = static_findings(REEXPORT_HEAD + line + REEXPORT_TAIL, Policies({}))
+    assert guard in {f["guard"] for f in found if f["verdict"] == "reject"}, found
+
+
+@pytest.mark.parametrize("call", ["torch.library.torch.relu(y)", "torch.types.torch.relu(y)",
+                                  "torch.autograd.function._C._VariableFunctions.relu(y)"])
+def test_strict_sees_torch_through_modules_that_hold_it(call):
+    source = textwrap.dedent(f"""
+        import torch, torch.nn as nn
+        import triton, triton.language as tl
+
+        @triton.jit
+        def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                copy[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+                return {call}
+    """)
+    found = static_findings(source, Policies({"torch_ops": "strict"}))
+    assert "torch_compute" in {f["guard"] for f in found if f["verdict"] == "reject"}, found

@@ -403,6 +403,26 @@ LAYER_DATA = re.compile(r"(weight|bias)(_\w+)?|\w+_(weight|bias)|running_\w+|num
 # --------------------------------------------------------------------------- the candidate's module
 
 
+REROOTS = {"torch", "os", "sys", "subprocess", "glob", "shutil", "io", "builtins", "importlib", "pickle", "ctypes",
+           "socket", "threading", "multiprocessing", "pathlib", "tempfile", "signal", "marshal", "runpy", "inspect",
+           "gc", "types", "_thread", "concurrent", "asyncio", "numpy", "triton"}  # fmt: skip
+"""Modules that other modules hold as attributes (``torch.library.torch``, ``torch.utils.cpp_extension.os``): a path
+through one of them is the path from it."""
+
+
+def _reroot(qual: str) -> str:
+    """``qual`` named from the last module of :data:`REROOTS` it passes through after its first part (and torch's
+    ``_C`` from torch): ``torch.library.torch.relu`` is ``torch.relu``, ``torch.autograd.function._C.x`` is
+    ``torch._C.x``."""
+    parts = qual.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in REROOTS:
+            return ".".join(parts[i:])
+        if parts[i] == "_C" and parts[0] == "torch" and i > 1:
+            return ".".join(["torch", *parts[i:]])
+    return qual
+
+
 def _is_main_guard(node: ast.stmt) -> bool:
     if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
         return False
@@ -626,14 +646,17 @@ class _Module:
     # ---------------------------------------------------------------- names
 
     def qual(self, node: ast.AST | None) -> str | None:
-        """The qualified name an expression stands for (``torch.nn.functional.relu``), or None."""
+        """The qualified name an expression stands for (``torch.nn.functional.relu``), or None; a path through a
+        module that re-exports another (``torch.library.torch.relu``, ``cpp_extension.os.environ``) is named by the
+        module it reaches (``torch.relu``, ``os.environ``)."""
         if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
+            found = self.aliases.get(node.id)
+            return _reroot(found) if found else None
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return self.self_aliases.get(node.attr)
             base = self.qual(node.value)
-            return f"{base}.{node.attr}" if base else None
+            return _reroot(f"{base}.{node.attr}") if base else None
         return None
 
     def _index(self) -> None:
@@ -1395,6 +1418,8 @@ class _Strict:
                     q = alias.name if alias.asname else alias.name.split(".")[0]
                 else:
                     q = f"{'.' * node.level}{node.module or ''}.{alias.name}"
+                if not getattr(node, "level", 0):
+                    q = _reroot(q)
                 root = q.split(".")[0]
                 self._store(_binds(alias), {("torch" if root == "torch" else "mod", q)}, job)  # type: ignore[arg-type]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1696,7 +1721,8 @@ class _Strict:
                     out.add(("umeth", attr))
                     out |= self._read(("attr", attr))
             elif kind in ("torch", "mod"):
-                out.add((kind, f"{b[1]}.{attr}"))
+                q = _reroot(f"{b[1]}.{attr}")  # torch.library.torch.relu is torch.relu
+                out.add(("torch" if q.split(".")[0] == "torch" else "mod", q))
             elif kind == "inst":
                 out |= self._inst_attr(b[1], attr)
             elif kind == "super":
@@ -2418,8 +2444,14 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
     handled: set[int] = set()
     build_sources = _build_sources(m)
 
+    prefixes = {id(n.value) for n in ast.walk(m.tree) if isinstance(n, ast.Attribute)}
     for node in ast.walk(m.tree):
         where = _where(node)
+        reached = _reexported_module(m, node, prefixes)  # ``ce.subprocess``: as good as importing subprocess
+        if reached and _import_guard(reached) in ("concurrency", "introspection", "io") or \
+                reached in ("os", "glob", "shutil", "pathlib", "io", "tempfile"):  # fmt: skip
+            guard = _import_guard(reached) or "io"
+            hits[guard].append(f"{_text(node, 60)} reaches {reached} through another module ({where})")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in _imported(node):
                 guard = _import_guard(name)
@@ -2545,6 +2577,24 @@ def _under(q: str, names: tuple[str, ...], exact: bool = False) -> str | None:
             if tail == name or (not exact and tail.startswith(name + ".")):
                 return name
     return None
+
+
+def _reexported_module(m: _Module, node: ast.AST, prefixes: set[int]) -> str | None:
+    """The module an attribute chain reaches through another module that holds it (``ce.subprocess``,
+    ``torch.library.torch``), as an import of it would name it; None for a chain that stays in the module it starts
+    from, or a part of a longer chain (``prefixes``: the ids of such parts)."""
+    if not isinstance(node, ast.Attribute) or id(node) in prefixes:
+        return None
+    q = m.qual(node)
+    first = node
+    while isinstance(first, ast.Attribute):
+        first = first.value
+    start = m.qual(first) if isinstance(first, ast.Name) else None
+    if not q or not start:
+        return None
+    reached = next((i for i, part in enumerate(q.split(".")) if part), 0)
+    module = q.split(".")[reached]
+    return module if module != start.split(".")[0] else None
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -2880,6 +2930,10 @@ def _dynamic_code(m: _Module, p: Policies) -> list[dict[str, str]]:
     items: list[tuple[ast.AST, str]] = []
     for node in nodes:
         found = _dynamic_name(m, node, called, prefixes)
+        reached = _reexported_module(m, node, prefixes)
+        if reached and _import_guard(reached) == "dynamic_code":
+            found.append(f"{_text(node, 60)} reaches {reached} through another module; import only the standard "
+                         "library and the kernel languages' packages, and load nothing at run time")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found += _dynamic_imports(node, built)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
