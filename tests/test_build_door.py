@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,9 @@ def test_linker_flags_name_libraries_only():
 def test_a_precompiled_header_is_made_only_for_common_host_flags():
     assert build_flags.pch_worthy([]) and build_flags.pch_worthy(["-O3"]) and build_flags.pch_worthy(["-O2", "-g"])
     assert not build_flags.pch_worthy(["-DSEED=1"]) and not build_flags.pch_worthy(["-O3", "-march=native"])
+    assert not build_flags.pch_worthy(["-O2", "-O3"]) and not build_flags.pch_worthy(["-w", "-w"])  # order would count
+    orders = [["-O2", "-w", "-DNDEBUG", "-fPIC"], ["-fPIC", "-DNDEBUG", "-w", "-O2"], ["-w", "-O2", "-fPIC", "-DNDEBUG"]]
+    assert all(build_flags.pch_worthy(o) for o in orders) and len({tuple(build_flags.pch_order(o)) for o in orders}) == 1
 
 
 @pytest.mark.skipif(not LINUX_SANDBOX, reason="needs root and Landlock for the compiler's sandbox")
@@ -239,3 +243,23 @@ def test_no_precompiled_header_is_made_per_macro_set_or_include_folder():
 
     assert wants_pch(spec(["-O3"], [])) and wants_pch(spec([], []))
     assert not wants_pch(spec(["-O3"], ["/tmp/cudaforge-cand-1-x"])) and not wants_pch(spec(["-DSEED=7"], []))
+
+
+@pytest.mark.skipif(not LINUX_SANDBOX or not shutil.which("g++"), reason="needs root, Landlock and g++")
+def test_a_compiler_made_to_wait_is_killed_at_the_builds_deadline_and_nothing_is_cached(tmp_path):
+    """The second round: ``#include`` of a pipe in the candidate's scratch that nothing writes to held the compile
+    until the evaluation's own deadline. Each compiler run now has the build's deadline."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    os.mkfifo(scratch / "feed.h")
+    os.chmod(scratch, 0o755)
+    os.chmod(scratch / "feed.h", 0o666)
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=False, light_headers=False,
+                             fallback=FallbackMode.SEQUENTIAL, timeout_s=3.0).resolved()  # fmt: skip
+    inputs = {"kind": "inline", "name": "wait", "cpp_sources": [f'#include "{scratch}/feed.h"\nint f() {{ return 1; }}'],
+              "cuda_sources": [], "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
+              "extra_include_paths": [], "with_cuda": False, "is_python_module": True, "no_implicit_headers": True}
+    started = time.monotonic()
+    reply, record = serve_build(inputs, settings, None, extra_read=(str(scratch),))
+    assert time.monotonic() - started < 30 and reply["status"] == "failed" and "timed out" in record.log
+    assert not list((tmp_path / "cache").rglob("build.json"))  # not the sources' fault: built again next time

@@ -155,7 +155,11 @@ def test_a_sandboxed_program_sees_only_allow_listed_environment_variables(tmp_pa
     """Credentials under names no deny-list knows (found by the red team: all six reached a candidate) stay out."""
     planted = {"DATABASE_URL": "postgres://u:sk-pw@db/x", "HTTPS_PROXY": "http://u:sk-pw@proxy:3128",
                "MYSQL_PWD": "sk-pw", "SENTRY_DSN": "https://sk-pw@sentry/1", "DOCKER_AUTH_CONFIG": "sk-pw",
-               "SLACK_WEBHOOK_URL": "https://hooks/sk-pw", "CUDAFORGE_API_TOKEN": "sk-pw"}  # fmt: skip
+               "SLACK_WEBHOOK_URL": "https://hooks/sk-pw", "CUDAFORGE_API_TOKEN": "sk-pw",
+               # the second round's: allowed prefixes with a credential in the name or the value
+               "TORCHINDUCTOR_REMOTE_CACHE_PASS": "sk-pw", "TRITON_REMOTE_CACHE_URL": "redis://:sk-pw@cache:6379",
+               "NVIDIA_NIM_API_BASE": "https://u:sk-pw@nim", "LC_AUTH": "sk-pw", "TORCH_HUB_AUTH": "sk-pw",
+               "CUDAFORGE_STANDBY_EVAL": '{"guards_enforce": true, "sk-pw": 1}'}  # fmt: skip
     kept = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "LC_ALL": "C.UTF-8"}
     sandbox = Sandbox(scratch=str(tmp_path))
     started = sandbox.start([sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],

@@ -225,6 +225,7 @@ class Evaluator:
                                         sandbox_namespaces=bool(self.cfg["sandbox_namespaces"]),
                                         allow_weak_sandbox=bool(self.cfg["allow_weak_sandbox"]),
                                         memory_gb=float(self.cfg["sandbox_memory_gb"]),
+                                        timeout_s=float(self.cfg["compile_timeout_s"]),
                                         max_cache_gb=float(self.cfg["build_cache_max_gb"])).resolved()  # fmt: skip
         return self._build
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudaforge.isolation import IsolatedOutcome, run_isolated
-from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch
+from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.settings import ProfileConfig
@@ -417,8 +417,15 @@ class Profiler:
 
     def _run_ncu(self, run: "_Run", ncu: str, out_dir: Path) -> str:
         """Profile under ncu and fill ``run.result``; returns why the fallback must run instead ('' if not)."""
-        result = run.result
         sandbox = self.sandbox()
+        try:
+            return self._run_ncu_in(run, ncu, out_dir, sandbox)
+        finally:
+            if sandbox is not None:  # its scratch may be a tmpfs of its own: never left mounted
+                release_scratch(sandbox.scratch)
+
+    def _run_ncu_in(self, run: "_Run", ncu: str, out_dir: Path, sandbox: Sandbox | None) -> str:
+        result = run.result
         if sandbox is None:
             outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, out_dir))
         else:  # ncu runs in the sandbox beside its target and writes into its scratch; its files are copied out after
@@ -475,8 +482,13 @@ class Profiler:
             cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
             result.roofline = make_roofline(cost, peaks, allow_tf32=self.settings.allow_tf32)
             return
-        outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler", sandbox=self.sandbox(),
-                                  libraries=run.libraries)  # fmt: skip
+        sandbox = self.sandbox()
+        try:
+            outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler", sandbox=sandbox,
+                                      libraries=run.libraries)  # fmt: skip
+        finally:
+            if sandbox is not None:
+                release_scratch(sandbox.scratch)
         result.phase_seconds.update({f"torch_profiler:{k}": v for k, v in outcome.phase_seconds.items()})
         if outcome.status == "timeout":
             result.status, result.message = ProfileStatus.TIMEOUT, f"{reason}; the torch.profiler fallback timed out too"

@@ -132,11 +132,18 @@ def _hidden(path: str) -> bool:
 
 ENV_NAMES = {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH",
              "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONSAFEPATH", "PYTHONHASHSEED",
-             "PYTHONIOENCODING", "PYTHONWARNINGS", "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS"}  # fmt: skip
-"""Environment variables a sandboxed program keeps by name (everything else is dropped)."""
+             "PYTHONIOENCODING", "PYTHONWARNINGS", "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS", "CUDAFORGE_WORKER_DEVICE",
+             "CUDAFORGE_GPU_VENDOR"}  # fmt: skip
+"""Environment variables a sandboxed program keeps by name (everything else is dropped: the evaluator's own settings,
+``CUDAFORGE_STANDBY_EVAL`` with every guard's policy and threshold, among them)."""
 ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "CUBLAS_", "CUDNN_",
-                "XDG_", "CUDAFORGE_", "TILELANG_", "CUTE_", "CUTLASS_", "CUPY_", "OMP_", "MKL_", "KMP_")  # fmt: skip
+                "XDG_", "TILELANG_", "CUTE_", "CUTLASS_", "CUPY_", "OMP_", "MKL_", "KMP_")  # fmt: skip
 """... and by prefix: the toolchains', the GPU's, the kernel languages' and torch's own settings."""
+_SANDBOX_SECRET_NAMES = re.compile(r"PASS|PWD|AUTH|DSN|COOKIE|WEBHOOK|KEY|SECRET|TOKEN|CREDENTIAL|PRIVATE",
+                                   re.IGNORECASE)
+"""Words that make a name a credential's in the sandbox's eyes, wherever they stand in it."""
+_CREDENTIAL_VALUE = re.compile(r"://[^/\s@]*@|://[^/\s:]+:[^/\s@]+@")
+"""A URL that carries a user or a password (``redis://:pw@host``, ``https://u:p@proxy``)."""
 
 
 SECRET_NAMES = re.compile(
@@ -151,10 +158,12 @@ every child that runs candidate or task code; the sandbox drops them from what i
 
 def sandbox_env(env: dict[str, str]) -> dict[str, str]:
     """What of ``env`` a sandboxed program may see: an allow-list of names and prefixes (:data:`ENV_NAMES`,
-    :data:`ENV_PREFIXES`), minus anything that still looks like a credential (:data:`SECRET_NAMES`). A database
-    URL, a proxy with a password or a webhook under a name no deny-list knows never reaches the candidate."""
+    :data:`ENV_PREFIXES`), minus anything that still looks like a credential (a name with a word of one in it, a
+    URL with a user or password in its value). A database URL, a proxy with a password or a webhook under a name no
+    deny-list knows never reaches the candidate."""
     return {k: v for k, v in env.items()
-            if (k in ENV_NAMES or k.startswith(ENV_PREFIXES)) and not SECRET_NAMES.search(k)}
+            if (k in ENV_NAMES or k.startswith(ENV_PREFIXES)) and not SECRET_NAMES.search(k)
+            and not _SANDBOX_SECRET_NAMES.search(k) and not _CREDENTIAL_VALUE.search(v)}
 
 
 def default_device_paths() -> list[str]:
@@ -249,11 +258,11 @@ def sweep_stale_scratch() -> int:
         return 0
     for line in lines:
         fields = line.split(" ")
-        if len(fields) < 5 or not fields[4].startswith(tmp):
+        if len(fields) < 5 or not fields[4].startswith(("/tmp/", tmp)):
             continue
         path = fields[4].replace("\\040", " ")
         found = SCRATCH_NAME.match(os.path.basename(path))
-        if not found or os.path.dirname(path) != tmp.rstrip("/"):
+        if not found:  # any temporary folder: a test's or a run's TMPDIR may be one below /tmp
             continue
         if not _dead(found.group(1)):
             continue  # its owner lives (or cannot be told apart from one that does)

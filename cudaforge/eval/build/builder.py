@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from cudaforge.caches import touch
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
-from cudaforge.eval.build.flags import pch_worthy
+from cudaforge.eval.build.flags import pch_order, pch_worthy
 from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
 from cudaforge.eval.build.logs import (_EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets,
                                       failed_for_the_sources, missing_toolkit_header)
@@ -79,8 +79,8 @@ LOG_HEAD = 512 << 10
 LOG_TAIL = 512 << 10
 """A compiler's output is kept whole up to ``LOG_HEAD + LOG_TAIL`` bytes; past that, its head and tail (errors come
 first; ninja's summary last), read as it comes (megabytes of warnings are never held)."""
-LIBRARY_MAX = 1 << 30
-"""The largest extension library the trusted side copies out of a build folder."""
+LIBRARY_MAX = 256 << 20
+"""The largest extension library the trusted side copies out of a build folder (and keeps in the cache)."""
 PCH_MAX = 4 << 30
 """The largest precompiled header the trusted side keeps."""
 COMPILER_GB = 8.0
@@ -272,8 +272,7 @@ class _Builder:
                 return -1, "(cancelled)\n"
             proc = self._start_compiler(cmd, directory)
             self._procs[attempt_id] = proc
-        out = read_bounded(proc.stdout)
-        proc.wait()
+        out = self._read_until_deadline(proc)
         if proc.returncode == REFUSED_EXIT and "sandbox refused" not in out:
             out += "\nthe sandbox refused to run the compiler (its wall is missing here): " + self._refusal + "\n"
         with self._lock:
@@ -281,6 +280,29 @@ class _Builder:
         return proc.returncode, out
 
     _refusal = ""
+
+    def _read_until_deadline(self, proc: subprocess.Popen, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:
+        """A compiler run's output (bounded) once it ends, or once ``settings.timeout_s`` passed and it was killed."""
+        fired: list[bool] = []
+
+        def stop() -> None:
+            fired.append(True)
+            if hasattr(proc, "sandbox"):
+                proc.sandbox.kill()
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(self.settings.timeout_s, stop)
+        timer.start()
+        try:
+            out = read_bounded(proc.stdout, head, tail)
+            proc.wait()
+        finally:
+            timer.cancel()
+        if fired:
+            out += f"\n(the compiler timed out after {self.settings.timeout_s:.0f} s and was killed)\n"
+        return out
 
     def _start_compiler(self, cmd: list[str], directory: Path) -> subprocess.Popen:
         """ninja (and the compilers it runs) on candidate sources: in a sandbox that reads the toolchain, the
@@ -387,8 +409,7 @@ class _Builder:
             try:
                 argv = [compiler, *shlex.split(cflags), "-x", "c++-header", header, "-o", str(work / "header.gch")]
                 proc = self._start_compiler(argv, work)
-                out = read_bounded(proc.stdout, 16 << 10, 16 << 10)
-                proc.wait()
+                out = self._read_until_deadline(proc, 16 << 10, 16 << 10)
                 fd = None
                 if proc.returncode == 0:
                     with contextlib.suppress(OSError):
@@ -428,7 +449,8 @@ class _Builder:
         directory.mkdir(parents=True, exist_ok=True)
         for fname, text in files.items():
             write_into(directory, fname, text)  # keeps mtimes: ninja rebuilds only what changed
-        extra_cflags = list(spec.extra_cflags) + [f"-I{self.bind_include()}"]
+        host = pch_order(list(spec.extra_cflags)) if use_pch and wants_pch(spec) else list(spec.extra_cflags)
+        extra_cflags = host + [f"-I{self.bind_include()}"]
         extra_cuda = list(spec.extra_cuda_cflags)
         if spec.with_cuda and not current().names_arch(extra_cuda) and self.settings.arch:
             extra_cuda += current().arch_flags(self.settings.arch)

@@ -155,6 +155,20 @@ PCH_FLAGS = re.compile(r"^(-O[0-3s]?|-Ofast|-Og|-g[0-3]?|-w|-std=(c|gnu)\+\+\d\d
 without one (a precompiled header per distinct set of macros would grow the cache without bound)."""
 
 
+def _family(flag: str) -> str:
+    """What a flag sets (``-O2`` and ``-O3`` both set the optimisation level: the last one wins)."""
+    return "-O" if flag.startswith("-O") else "-g" if flag.startswith("-g") else "-std" if flag.startswith("-std") \
+        else flag  # fmt: skip
+
+
 def pch_worthy(extra_cflags: list[str]) -> bool:
-    """Whether a build with these host flags (the candidate's ``extra_cflags``) gets a precompiled header."""
-    return all(PCH_FLAGS.match(f) for f in extra_cflags) and len(extra_cflags) <= 6
+    """Whether a build with these host flags (the candidate's ``extra_cflags``) gets a precompiled header: common
+    flags only, and at most one of each kind (so their order changes nothing, and :func:`pch_order` may sort them)."""
+    families = [_family(f) for f in extra_cflags]
+    return all(PCH_FLAGS.match(f) for f in extra_cflags) and len(set(families)) == len(families)
+
+
+def pch_order(extra_cflags: list[str]) -> list[str]:
+    """The flags of a :func:`pch_worthy` build in one order: every ordering of one set makes one header, not one each
+    (two orderings of ``-O2 -w -DNDEBUG -fPIC`` once made two headers of half a gigabyte)."""
+    return sorted(extra_cflags)

@@ -24,7 +24,8 @@ _CONTEXT = re.compile(r"^(\s|\s*\d+\s*\|)")
 _NOT_THE_SOURCES = re.compile(
     r"Resource temporarily unavailable|Cannot allocate memory|No space left on device|out of memory|Killed signal|"
     r"internal compiler error|terminated by signal|vfork|fork: |Segmentation fault|the sandbox refused|"
-    r"\(cancelled\)|Too many open files|Disk quota exceeded", re.IGNORECASE)
+    r"\(cancelled\)|Too many open files|Disk quota exceeded|timed out|File size limit exceeded|"
+    r"CPU time limit exceeded|memory exhausted|died due to signal", re.IGNORECASE)
 """What a build's log says when it failed for want of a resource, or was stopped, rather than for its sources."""
 
 

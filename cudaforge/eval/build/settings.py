@@ -65,6 +65,9 @@ class BuildSettings:
     candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
     sandbox_namespaces: bool = True
     """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""
+    timeout_s: float = 600.0
+    """Each compiler run (a variant's ninja, a header build) is killed past this many seconds (``eval.compile_timeout_s``):
+    a source that makes the compiler wait (an ``#include`` of a pipe nothing writes to) cannot hold a build's lock."""
     memory_gb: float = 16.0
     """Memory each compiler sandbox may hold (``eval.sandbox_memory_gb``; 0: no limit)."""
     allow_weak_sandbox: bool = False

@@ -48,7 +48,8 @@ ATEN_NAMESPACES = {"aten", "prims", "quantized", "_quantized", "rngprims", "high
 TORCH_LAYOUT = {
     "empty", "empty_like", "empty_strided", "empty_permuted", "zeros", "zeros_like", "ones", "ones_like", "full",
     "full_like", "arange", "tensor", "as_tensor", "asarray", "from_numpy", "as_strided", "is_tensor",
-    "is_floating_point", "is_complex", "numel", "broadcast_shapes", "get_default_dtype", "no_grad",
+    "is_floating_point", "is_complex", "numel", "broadcast_shapes", "broadcast_tensors", "get_default_dtype",
+    "no_grad", "nn.functional.pad",
     "inference_mode", "enable_grad", "set_grad_enabled", "is_grad_enabled", "manual_seed", "Size", "device",
     "dtype", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "cat", "concat", "concatenate", "stack",
     "chunk", "split", "tensor_split", "narrow", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze",
@@ -2848,6 +2849,15 @@ def _dynamic_imports(node: ast.Import | ast.ImportFrom, built: set[str]) -> list
     return found
 
 
+def _own_prefixed(obj: ast.expr, name: ast.expr) -> bool:
+    """``getattr(self, f"scale_{i}")``: the model's own attribute under a name with a literal start (buffers and
+    layers registered in a loop), common in honest code. It is not dynamic code: under ``torch_ops=strict`` what it
+    returns is unknown to the analysis, and a call of an unknown is judged as compute there."""
+    return (isinstance(obj, ast.Name) and obj.id == "self" and isinstance(name, ast.JoinedStr) and bool(name.values)
+            and isinstance(name.values[0], ast.Constant) and str(name.values[0].value).isidentifier()
+            and not str(name.values[0].value).startswith("_"))
+
+
 def _dynamic_call(m: _Module, call: ast.Call, paths: _Paths) -> list[str]:
     """What a call does that the guards cannot follow: change where imports come from, look an attribute up by a
     computed name, keep a ``methodcaller``/``attrgetter`` for later, write a file Python could load."""
@@ -2859,7 +2869,7 @@ def _dynamic_call(m: _Module, call: ast.Call, paths: _Paths) -> list[str]:
         found.append(f"{_text(func, 60)}(...) can change {changed}, where imports come from; import only the "
                      "standard library and the kernel languages' packages")  # fmt: skip
     elif isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and m.builtin(func.id) and len(args) >= 2 \
-            and not _literal_name(args[1]) and not _module_rooted(m, args[0]):
+            and not _literal_name(args[1]) and not _module_rooted(m, args[0]) and not _own_prefixed(args[0], args[1]):
         found.append(_lookup(f"{func.id}({_text(args[0], 40)}, {_text(args[1], 40)})"))
     elif _under(m.qual(func) or "", ("operator.methodcaller", "operator.attrgetter", "_operator.methodcaller",
                                      "_operator.attrgetter"), exact=True):  # fmt: skip
