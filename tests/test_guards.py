@@ -865,3 +865,37 @@ def test_strict_sees_torch_through_modules_that_hold_it(call):
     """)
     found = static_findings(source, Policies({"torch_ops": "strict"}))
     assert "torch_compute" in {f["guard"] for f in found if f["verdict"] == "reject"}, found
+
+
+def test_the_models_own_attributes_by_a_prefixed_name_are_no_dynamic_code():
+    """Buffers and layers registered in a loop and read back by ``getattr(self, f"scale_{i}")`` are honest code (the
+    second red-team round's false positive); under strict, calling what such a lookup returns is still compute."""
+    source = textwrap.dedent("""
+        import torch, torch.nn as nn
+        import triton, triton.language as tl
+
+        @triton.jit
+        def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                for i in range(2):
+                    self.register_buffer(f"scale_{i}", torch.ones(1))
+                    setattr(self, f"act_{i}", nn.ReLU())
+
+            def forward(self, x):
+                s = getattr(self, f"scale_{0}")
+                y = torch.empty_like(x)
+                copy[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+                return RESULT
+    """)
+    def rejected(result, policy):
+        found = static_findings(source.replace("RESULT", result), Policies(policy))
+        return {f["guard"] for f in found if f["verdict"] == "reject"}
+
+    assert rejected("y", {}) == set() and rejected("y", {"torch_ops": "strict"}) == set()
+    assert "torch_compute" in rejected("getattr(self, f'act_{0}')(y)", {"torch_ops": "strict"})
+    assert "dynamic_code" in rejected("getattr(self, NAME)(y)".replace("NAME", "str(len(x.shape))"), {})
