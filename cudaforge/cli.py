@@ -69,6 +69,10 @@ _QUIET_HYDRA = [
 ]
 
 
+EVAL_COMPILED_ONLY = 3
+"""``cudaforge eval``'s status for a candidate that compiled and was not run (no GPU): neither correct nor wrong."""
+
+
 class _Exit:
     """The exit status the Hydra app sets for ``main`` to return."""
 
@@ -138,7 +142,9 @@ def _eval(cfg: DictConfig) -> int:
     if cfg.output:
         Path(cfg.output).write_text(result.to_json())
         print(f"result written to {cfg.output}")
-    return 0 if result.status.value in ("correct", "compiled") else 1
+    if result.status.value == "compiled":
+        return EVAL_COMPILED_ONLY  # built, but nothing ran: a script must not read it as correct
+    return 0 if result.status.value == "correct" else 1
 
 
 def _save_plan(config: Any, n_tasks: int, run_dir: Path) -> None:
@@ -176,7 +182,7 @@ def _run(cfg: DictConfig) -> int:
     from cudaforge.eval.verifier import cpu_scaled
     from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
     from cudaforge.run.progress import RunProgress
-    from cudaforge.run.runner import RunStateError, make_context, run_suite
+    from cudaforge.run.runner import RunStateError, make_context, not_run_lines, run_suite
     from cudaforge.track.store import RunDirBusy
     from cudaforge.track.wandb_sink import make_tracker
 
@@ -219,7 +225,11 @@ def _run(cfg: DictConfig) -> int:
         source = ctx.store.task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
         tracker.log_task(result, source)
 
-    return _drive(lambda: (run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result), []),
+    def work() -> tuple[list, list[str]]:
+        results = run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result)
+        return results, not_run_lines(ctx.store, tasks)
+
+    return _drive(work,
                   progress, tracker, lambda: ctx.ledger.totals().summary(), started, ctx.store.results_path)  # fmt: skip
 
 
@@ -252,13 +262,14 @@ def _drive(work: Callable[[], tuple[list, list[str]]], progress: Any, tracker: A
     progress.close()
     tracker.finish(results)
     for line in failures:
-        print(f"failed (not finished; the same command runs it again): {line}", file=sys.stderr)
+        print(f"not finished (the same command runs it again): {line}", file=sys.stderr)
     print("\nresults:")
     for r in results:
         best = f"{r.best_speedup:.3f}x" if r.best_speedup else ("correct, untimed" if r.correct else "-")
         print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
     correct = sum(r.correct for r in results)
-    print(f"{correct}/{len(results)} correct | LLM: {spent()} | wall time {time.monotonic() - started:.1f} s"
+    unfinished = f" | {len(failures)} not finished" if failures else ""
+    print(f"{correct}/{len(results)} correct{unfinished} | LLM: {spent()} | wall time {time.monotonic() - started:.1f} s"
           f"\nresults: {path}")  # fmt: skip
     return 0 if correct == len(results) and not failures else 1
 
@@ -624,13 +635,14 @@ def _run_app(action: str, overrides: list[str]) -> int:
         problems = check_values(cfg)
         if problems:
             print("\n".join(f"cudaforge {action}: error: {p}" for p in problems), file=sys.stderr)
-            _Exit.code, _Exit.refused = 2, True
+            _Exit.code, _Exit.refused = max(_Exit.code, 2), True
             return
         try:
-            _Exit.code = func(cfg)
+            code = func(cfg)
         except (TaskError, ValueError, FileNotFoundError) as exc:
             print(f"cudaforge {action}: error: {exc}", file=sys.stderr)
-            _Exit.code, _Exit.refused = 2, True
+            code, _Exit.refused = 2, True
+        _Exit.code = max(_Exit.code, code)  # a multirun: the worst of its jobs
 
     name = action.replace(" ", "_")
     # a run or a baseline keeps its directory (config, results, logs); the others write nothing

@@ -33,8 +33,9 @@ examples:
 
 config groups: {groups}
 keys: strategy.max_rounds, strategy.max_dollars, strategy.max_minutes, concurrency, suite.levels, suite.first_n
-exit status: 0 every task correct, 1 it ran and some task has no correct kernel, 2 a usage error (nothing written),
-130 interrupted (resume with the same command and hydra.run.dir=RUN_DIR).
+exit status: 0 every task correct, 1 it ran and some task has no correct kernel or was not run (the provider
+unreachable: the same command runs it again), 2 a usage error (nothing written), 130 interrupted (resume with the
+same command and hydra.run.dir=RUN_DIR). With -m, the highest status of its jobs.
 See docs/configuration.md.""",
     "eval": """usage: cudaforge eval task=TASK candidate=PATH.py [key=value ...]
 
@@ -50,7 +51,8 @@ examples:
   cudaforge eval task=problems/my_op.py candidate=my_op_kernel.py eval=quick
 
 config groups: suite, eval
-exit status: 0 correct, 1 evaluated and not correct, 2 a usage error. See docs/evaluation.md.""",
+exit status: 0 correct, 1 evaluated and not correct, 2 a usage error, 3 compiled only, not verified (a CUDA
+candidate on a machine without a GPU: nothing was run). See docs/evaluation.md.""",
     "profile": """usage: cudaforge profile task=TASK candidate=PATH.py [key=value ...]
 
 Profiles one candidate with Nsight Compute (its own kernels only; a named metric set), with the task's roofline
@@ -342,7 +344,8 @@ _MINIMUMS = [
     ("audit.batch_size", 1), ("audit.workers_per_gpu", 1), ("audit.cpu_workers", 1), ("audit.timeout_s", 1),
     ("plan.nodes", 1), ("plan.gpus", 1), ("plan.input_tokens_per_call", 0), ("plan.output_tokens_per_call", 0),
     ("plan.llm_seconds_per_call", 0), ("plan.round_seconds", 0), ("campaign.gpus_per_task", 0),
-    ("campaign.cpus_per_task", 0), ("campaign.max_retries", 0),
+    ("campaign.cpus_per_task", 0), ("campaign.max_retries", 0), ("campaign.outage_trip_after", 1),
+    ("campaign.outage_pause_s", 0), ("campaign.outage_max_pauses", 0),
 ]  # fmt: skip
 _POSITIVE_OR_NULL = ["strategy.max_dollars", "strategy.max_minutes"]
 
@@ -360,6 +363,14 @@ def check_values(cfg: Any) -> list[str]:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             problems.append(f"{key}={value}: must be positive, or null for no budget")
+    for role in ("coder", "judge"):
+        if OmegaConf.select(cfg, f"{role}.openai_compatible"):
+            for key, what in (("model", "=NAME (the name the server serves: GET /v1/models lists it)"),
+                              ("api_base", "=http://HOST:PORT/v1 (the server's address)")):  # fmt: skip
+                if not OmegaConf.select(cfg, f"{role}.{key}"):
+                    source = "coder" if role == "judge" else role  # the Judge's defaults follow the Coder's
+                    problems.append(f"{role}.{key}: not set; {role}=openai_compatible needs {source}.{key}{what} "
+                                    "(docs/own-model.md)")
     backend = str(getattr(OmegaConf.select(cfg, "strategy.backend"), "value", OmegaConf.select(cfg, "strategy.backend")))
     if backend in languages.names() and languages.missing_message(backend):
         problems.append(f"strategy.backend={backend}: {languages.missing_message(backend)}")

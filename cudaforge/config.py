@@ -373,6 +373,13 @@ class CampaignConfig:
     work_dir: str | None = None
     """Where workers keep each task's own run directory (null: the node's temporary folder). On storage every node
     shares, a task retried on another node resumes from its checkpoint and replays its paid LLM calls."""
+    outage_trip_after: int = 3
+    """Tasks in a row stopped by the model's provider (unreachable, rate-limited, failing after every retry) before
+    the run pauses: such tasks are not failures, they stay unfinished for a resume (``cudaforge/run/outage.py``)."""
+    outage_pause_s: float = 120.0
+    """How long no task starts once the breaker opened; then one task probes the provider."""
+    outage_max_pauses: int = 5
+    """Pauses in a row without a finished task before the run stops (exit 1; the same command resumes it)."""
 
 
 @dataclass

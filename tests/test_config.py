@@ -30,12 +30,17 @@ def test_every_group_has_options():
         assert options(group), f"configs/{group}/ is empty"
 
 
+NEEDS = {"openai_compatible": ["coder.model=served-name", "coder.api_base=http://127.0.0.1:8000/v1"]}
+"""Options with mandatory values (``???``): what composing them needs."""
+
+
 @pytest.mark.parametrize("group, option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_option_composes_to_a_typed_config(group, option):
-    obj = OmegaConf.to_object(compose_with([f"{group}={option}"]))
+    obj = OmegaConf.to_object(compose_with([f"{group}={option}", *NEEDS.get(option, [])]))
     assert isinstance(obj, CudaforgeConfig)
     if group != "experiment":
-        assert compose_with([f"{group}={option}"], hydra_config=True).hydra.runtime.choices[group] == option
+        chosen = compose_with([f"{group}={option}", *NEEDS.get(option, [])], hydra_config=True)
+        assert chosen.hydra.runtime.choices[group] == option
 
 
 @pytest.mark.parametrize("launcher", sorted(p.stem for p in (CONFIG_DIR / "hydra" / "launcher").glob("*.yaml")))

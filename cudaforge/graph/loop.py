@@ -9,6 +9,10 @@ Strategies switch the Judge and the profiler off per route (``strategies.py``). 
 holds only small, serialisable records; sources, results, prompts and replies live in the
 run directory through the ``store`` the runner passes in. With a checkpointer, a killed
 task resumes from the last finished step, and the LLM cache answers any call it repeats.
+
+An outage is not a round: a model call that still fails for the transport, a rate limit, a server error or a timeout
+after its retries (``LLMUnavailable``) leaves the node unfinished and propagates, so the checkpoint stays at the last
+finished step and a resume asks again. A refused request (``LLMRequestError``) ends the task as ``llm_error``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from cudaforge.eval.bounded import cap_strings, cap_text
 from cudaforge.agents.judge import Judge
 from cudaforge.types import Feedback, JudgeMode
 from cudaforge.graph.strategies import Strategy
-from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError
+from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError, LLMUnavailable
 from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
 from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE
 
@@ -233,6 +237,8 @@ class _Nodes:
             result = None
         except LLMAuthError:
             raise  # no usable credentials: every task would fail the same way, so the run stops (runner.py)
+        except LLMUnavailable:
+            raise  # the provider, not the kernel: the task stops unfinished at its last checkpoint (runner.py)
         except LLMError as exc:
             record.status, record.message = "llm_error", cap_text(str(exc), STATE_TEXT_LIMIT)
             elapsed = time.monotonic() - started
@@ -344,8 +350,8 @@ class _Nodes:
                 verdict = judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
         except EmptyReply as exc:
             verdict, failure = None, f"the Judge returned an empty reply ({exc})"
-        except LLMAuthError:
-            raise  # fatal for the run, as in the Coder's step
+        except (LLMAuthError, LLMUnavailable):
+            raise  # fatal for the run, or an outage that leaves the task unfinished, as in the Coder's step
         except LLMError as exc:
             elapsed = time.monotonic() - started
             return {"stop_reason": cap_text(f"llm_error: {exc}", STATE_TEXT_LIMIT),

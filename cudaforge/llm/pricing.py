@@ -182,8 +182,11 @@ def max_call_cost(
     max_tokens: int | None = None,
     input_cost_per_token: float | None = None,
     output_cost_per_token: float | None = None,
+    max_input_tokens: int | None = None,
 ) -> float | None:
     """An upper bound on one call's dollars, or None when nothing bounds it.
+
+    ``max_input_tokens``: the model's window where litellm's map has none (a model served by the user).
 
     The bound is a prompt filling the model's input window plus a reply at its cap
     (``max_tokens`` if set, else the model's output limit), at list price (the long-context
@@ -200,7 +203,7 @@ def max_call_cost(
         entry = _price_entry(model) or override_entry(model)
     if entry is None:
         return None
-    input_cap = entry.get("max_input_tokens") or entry.get("max_tokens")
+    input_cap = entry.get("max_input_tokens") or entry.get("max_tokens") or max_input_tokens
     output_cap = max_tokens or entry.get("max_output_tokens") or entry.get("max_tokens")
     if not input_cap or not output_cap:
         return None

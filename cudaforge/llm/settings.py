@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+OPENAI_COMPATIBLE_PREFIX = "hosted_vllm/"
+"""litellm's provider for any OpenAI-compatible server (vLLM, SGLang, Ollama's /v1, a lab's endpoint): it sends the
+served name as is, to ``api_base``, and asks for no key (``HOSTED_VLLM_API_KEY`` is sent when set)."""
+
 
 @dataclass
 class LLMConfig:
@@ -32,3 +36,12 @@ class LLMConfig:
     """Custom $ price per input token for models litellm does not price."""
     output_cost_per_token: float | None = None
     """Custom $ price per output token."""
+    openai_compatible: bool = False
+    """``model`` is the name an OpenAI-compatible server at ``api_base`` serves (``coder=openai_compatible``): it is
+    spelled ``hosted_vllm/<name>`` for litellm here, so no provider's key is asked for."""
+    max_input_tokens: int | None = None
+    """The model's context window in tokens, for the cost bound of a model litellm does not know (null: litellm's)."""
+
+    def __post_init__(self) -> None:
+        if self.openai_compatible and self.model and not self.model.startswith(OPENAI_COMPATIBLE_PREFIX):
+            self.model = OPENAI_COMPATIBLE_PREFIX + self.model

@@ -29,6 +29,9 @@ _FAILED_TEXT = {
 }
 
 
+_NOT_RUN_TEXT = {"llm_unavailable": "provider unreachable", "gpu_unavailable": "GPU lost"}
+
+
 def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list[str]:
     geo = "over timed tasks, failed ones as 1" if report.failed_as is FailedAs.one else "over correct timed tasks only"
     notes = [
@@ -53,6 +56,16 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             notes.append(f"{run.label}: {overall.unpriced_calls} LLM call(s) of unpriced models: $ / kernel "
                          "leaves them out (a lower bound; tasks with only unpriced calls have no dollar figure, "
                          "and a table without any shows `unpriced`).")
+        if run.not_run:
+            reasons: dict[str, int] = {}
+            for reason in run.not_run.values():
+                reasons[reason] = reasons.get(reason, 0) + 1
+            why = ", ".join(f"{n} {_NOT_RUN_TEXT.get(r, r)}" for r, n in sorted(reasons.items()))
+            ids = sorted(run.not_run)
+            more = " ..." if len(ids) > 5 else ""
+            notes.append(f"{run.label}: {len(ids)} task(s) not run ({why}): in no statistic, neither as failed nor "
+                         f"in any denominator; the same `cudaforge run` command runs them again: "
+                         f"{', '.join(ids[:5])}{more}")
         if run.unfinished:
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "

@@ -56,6 +56,9 @@ class RunData:
     """Task id -> per-round spending, in round order (see ``spend_source``)."""
     spend_source: dict[str, str] = field(default_factory=dict)
     """``dollars`` / ``minutes`` -> where the per-round numbers came from, in words."""
+    not_run: dict[str, str] = field(default_factory=dict)
+    """Task id -> why it stopped for the infrastructure without a result (``not_run.jsonl``: the provider unreachable,
+    a GPU lost); such tasks are in no metric."""
     problem_set: dict[str, Any] | None = None
     """``problem_set.json`` (``cudaforge.tasks.identity``); None for a run made before problem-set identity."""
 
@@ -180,7 +183,8 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
         head = config_label(source_config) if source_config else f"the kernels of {source.name or 'another run'}"
         label_text = f"{head}, rescored{protocol_suffix(choices)}"
         config = {**source_config, "eval": config.get("eval", {})} if source_config else config
-    done = {task_slug(t) for t in latest}
+    not_run = {task: str(row.get("reason", "?")) for task, row in run.not_run().items()}
+    done = {task_slug(t) for t in [*latest, *not_run]}
     unfinished = sorted(t.slug for t in run.tasks() if t.slug not in done)
     spend, source = _spend(results, run.ledger())
     return RunData(
@@ -189,6 +193,7 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
         results=results,
         config=config,
         unfinished=unfinished,
+        not_run=not_run,
         spend=spend,
         spend_source=source,
         problem_set=run.problem_set(),

@@ -76,9 +76,10 @@ def format_cell(metric: Metric, est: Estimate | None, ci: bool = True) -> str:
 
 def markdown(report: Report) -> str:
     """The whole report as Markdown: the runs, a table per group, the notes."""
-    out = ["# cudaforge report", "", "| run | directory | tasks | unfinished |", "| --- | --- | ---: | ---: |"]
+    out = ["# cudaforge report", "", "| run | directory | tasks | not run | unfinished |",
+           "| --- | --- | ---: | ---: | ---: |"]
     for run in report.runs:
-        out.append(f"| {run.label} | `{run.path}` | {len(run.results)} | {len(run.unfinished)} |")
+        out.append(f"| {run.label} | `{run.path}` | {len(run.results)} | {len(run.not_run)} | {len(run.unfinished)} |")
     sets = report.problem_sets  # one line as it is, several as a list
     out += [""] + (sets if len(sets) == 1 else [f"- {line}" for line in sets]) if sets else []
     groups = table_groups(report)

@@ -31,7 +31,7 @@ from cudaforge.run.merge import (
     ledger_lines,
     task_pack,
 )
-from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE, RunStore, task_slug
+from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE, RunDir, RunStore, task_slug
 from cudaforge.types import Task, TaskResult
 
 FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WANDB_MODE", "TRITON_INTERPRET", "CUDAFORGE_BUILD_CACHE")
@@ -41,6 +41,11 @@ FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WANDB_MODE", "TRITON_INTERPRET
 
 class CampaignError(RuntimeError):
     """The campaign cannot start (Ray missing or unreachable); one line says why."""
+
+
+class TaskNotRun(RuntimeError):
+    """A worker's task stopped for the infrastructure (the provider unreachable): no result, the driver records it in
+    ``not_run.jsonl`` and a resume runs it again."""
 
 
 class TaskAborted(RuntimeError):
@@ -74,7 +79,10 @@ def run_task_remote(config: Any, task: Task, root: str) -> dict[str, Any]:
         ctx.ledger.close()
         ctx.checkpointer.conn.close()
         ctx.store.release()
-    result = next(r for r in RunStore(run_dir).results() if r.task_id == task.id)
+    result = next((r for r in RunStore(run_dir).results() if r.task_id == task.id), None)
+    if result is None:
+        row = RunDir(run_dir).not_run().get(task.id) or {"reason": "unknown", "message": "no result"}
+        raise TaskNotRun(f"{row['reason']}: {row['message']}")
     cache = Path(config.llm_cache.path) if config.llm_cache.path else run_dir / LLM_CACHE_FILE
     pack = task_pack(RunStore(run_dir), result)
     pack["ledger"] = ledger_lines(run_dir / LEDGER_FILE)
@@ -164,6 +172,11 @@ def run_on_ray(
                             ray.cancel(ref, force=True)
                         raise RunAborted(f"run stopped: {cause} ({len(done)}/{len(tasks)} tasks finished; resume "
                                          "with the same command)", cause=cause) from None  # fmt: skip
+                    if isinstance(cause, TaskNotRun):
+                        reason, _, message = str(cause).partition(": ")
+                        store.record_not_run(task.id, reason, message)
+                        failures.append(f"{task.id}: not run ({cause})")
+                        continue
                     failures.append(f"{task.id}: {type(cause or exc).__name__}: {str(cause or exc).splitlines()[0]}")
                     continue
                 except ray.exceptions.RayError as exc:  # its node or worker was lost more often than retried

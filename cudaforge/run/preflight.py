@@ -1,10 +1,12 @@
 """Pre-flight: what would make a run fail on every task, found before the first task starts.
 
-No model is called and nothing leaves the machine except a TCP connect to a configured
-local server. The checks (each problem is one ``Problem``):
+No model is called; nothing leaves the machine except a TCP connect to a configured server and, for an
+OpenAI-compatible one, a ``GET /models``. The checks (each problem is one ``Problem``):
 
 - ``api_key``: litellm's ``validate_environment`` says the model needs a variable that is not set;
+- ``provider``: litellm cannot tell which provider serves the model name (a bare served name);
 - ``server``: a model with an ``api_base`` whose host:port does not accept a connection in time;
+- ``served``: an OpenAI-compatible server's ``GET /models`` does not list the model (a refused key: ``api_key``);
 - ``demo_coverage``: the demo model (``scripted/demo``) has no transcript for some selected tasks
   (the transcript covers the ``tiny`` suite only);
 - ``replay_cache`` / ``replay_coverage``: ``llm_cache.mode=replay_only`` with no cache file, or a
@@ -44,10 +46,13 @@ from urllib.parse import urlsplit
 
 from cudaforge.llm.cache import CacheMode, recorded_tasks
 from cudaforge.llm.ledger import SCRIPTED_PREFIX  # models answered in-process: no key, no server, no cost
+from cudaforge.llm.settings import OPENAI_COMPATIBLE_PREFIX
 from cudaforge.track.store import LLM_CACHE_FILE
 
 CONNECT_TIMEOUT_S = 0.5
 """How long a local server gets to accept a TCP connection."""
+MODELS_TIMEOUT_S = 5.0
+"""How long an OpenAI-compatible server gets to list its models."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,14 @@ def check_models(
         elif model == _demo_model():
             problems += _check_demo(who, roles, model, task_ids)
         elif not model.startswith(SCRIPTED_PREFIX):
+            provider = _check_provider(who, roles, model, api_base)
+            if provider:
+                problems += provider
+                continue
             problems += _check_keys(who, roles, model, api_base)
             if api_base:
-                problems += _check_server(who, roles, model, api_base, timeout_s)
+                server = _check_server(who, roles, model, api_base, timeout_s)
+                problems += server or _check_served(who, roles, model, api_base)
     return problems
 
 
@@ -153,6 +163,59 @@ def _check_keys(who: str, roles: str, model: str, api_base: str | None) -> list[
     names = ", ".join(missing)
     return [Problem("api_key", roles, model, f"{who} needs {names} (not set)",
                     f"export {names} before the run, or pick another model ({_setting(roles, 'model')})")]  # fmt: skip
+
+
+def _check_provider(who: str, roles: str, model: str, api_base: str | None) -> list[Problem]:
+    """A model name litellm cannot route (a bare served name such as ``my-model``): every call would fail with
+    "LLM Provider NOT provided"."""
+    from cudaforge.llm.provider import litellm_module
+
+    litellm = litellm_module()
+    try:
+        litellm.get_llm_provider(model=model, api_base=api_base)
+        return []
+    except Exception:  # noqa: BLE001 - litellm raises its BadRequestError, or a ValueError in older versions
+        pass
+    roles_list = roles.split(" and ")
+    if api_base:
+        fix = ("for a model your own OpenAI-compatible server (vLLM, SGLang, Ollama, a lab endpoint) serves, use "
+               + " ".join(f"{r}=openai_compatible {r}.model={model}" for r in roles_list)
+               + f" (or spell it {OPENAI_COMPATIBLE_PREFIX}{model}); docs/own-model.md")
+    else:
+        fix = "name it as litellm does, <provider>/<model> (openai/o3, anthropic/claude-sonnet-4-20250514, ...)"
+    return [Problem("provider", roles, model, f"{who}: litellm cannot tell which provider serves {model!r}", fix)]
+
+
+def _check_served(who: str, roles: str, model: str, api_base: str) -> list[Problem]:
+    """For an OpenAI-compatible server: its ``GET /models`` lists the model's name (nothing is said when the server
+    has no such route or does not answer it in time)."""
+    import json
+    import os
+    import urllib.error
+    import urllib.request
+
+    if not model.startswith((OPENAI_COMPATIBLE_PREFIX, "openai/")):
+        return []
+    name = model.split("/", 1)[1]
+    key = os.environ.get("HOSTED_VLLM_API_KEY") if model.startswith(OPENAI_COMPATIBLE_PREFIX) else os.environ.get(
+        "OPENAI_API_KEY")
+    request = urllib.request.Request(api_base.rstrip("/") + "/models",
+                                     headers={"Authorization": f"Bearer {key}"} if key else {})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=MODELS_TIMEOUT_S) as answer:
+            served = [str(m.get("id")) for m in json.loads(answer.read(1 << 20)).get("data", [])]
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            variable = "HOSTED_VLLM_API_KEY" if model.startswith(OPENAI_COMPATIBLE_PREFIX) else "OPENAI_API_KEY"
+            return [Problem("api_key", roles, model, f"{who}: the server {api_base} refused its key ({exc.code})",
+                            f"export {variable} with the key the server expects")]  # fmt: skip
+        return []
+    except (OSError, ValueError, AttributeError):
+        return []
+    if name in served:
+        return []
+    return [Problem("served", roles, model, f"{who}: the server {api_base} does not serve {name!r} (it serves "
+                    f"{', '.join(served[:5]) or 'nothing'})", f"set {_setting(roles, 'model')} to one of those")]
 
 
 def _check_server(who: str, roles: str, model: str, api_base: str, timeout_s: float) -> list[Problem]:
@@ -275,17 +338,27 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
         roles.append(("judge", config.judge))
     bounds: list[tuple[str, float]] = []  # (role, the most one call of it costs)
     unpriced: list[str] = []
+    unsized: list[str] = []  # priced (custom prices), but no token limits known for it
     for role, llm in roles:
         bound = 0.0 if llm.model.startswith(SCRIPTED_PREFIX) else max_call_cost(
             llm.model, max_tokens=llm.max_tokens, input_cost_per_token=llm.input_cost_per_token,
-            output_cost_per_token=llm.output_cost_per_token)  # fmt: skip
-        if bound is None:
-            unpriced.append(f"{role} model {llm.model}")
-        else:
+            output_cost_per_token=llm.output_cost_per_token,
+            max_input_tokens=getattr(llm, "max_input_tokens", None))  # fmt: skip
+        if bound is not None:
             bounds.append((role, bound))
+        elif llm.input_cost_per_token is not None or llm.output_cost_per_token is not None:
+            unsized.append(role)
+        else:
+            unpriced.append(f"{role} model {llm.model}")
     if unpriced:
         return CostEstimate(None, None, n_tasks, f"no price in litellm's map for {' or '.join(unpriced)} (set its "
                                                  "input_cost_per_token and output_cost_per_token to bound it)")
+    if unsized:
+        sets = " and ".join(f"{role}.max_input_tokens (its context window) and {role}.max_tokens" for role in unsized)
+        stop = (f"; strategy.max_dollars={s.max_dollars:g} stops each task at its first step past it"
+                if s.max_dollars is not None else "")  # fmt: skip
+        return CostEstimate(None, None, n_tasks, f"the {' and '.join(unsized)} model is priced, but litellm knows no "
+                                                 f"token limits for it to bound one call: set {sets}{stop}")
     round_usd = step_calls * sum(bound for _, bound in bounds)  # one step of each role
     if round_usd == 0:
         return CostEstimate(0.0, 0.0, n_tasks, "its models cost nothing (scripted, or priced at $0)")

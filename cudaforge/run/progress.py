@@ -19,7 +19,7 @@ class RunProgress:
     def __init__(self, total: int, spent: Callable[[], str], live: bool | None = None) -> None:
         """``spent()`` gives the ledger's dollar line; ``live`` None: a live panel only on a terminal."""
         self.total, self.spent = total, spent
-        self.done = self.failed = 0
+        self.done = self.failed = self.not_run = 0
         self.running: dict[str, str] = {}
         self.best: float | None = None
         self.lock = threading.Lock()
@@ -34,7 +34,8 @@ class RunProgress:
         from rich.table import Table
 
         table = Table(title="cudaforge run", show_header=False)
-        table.add_row("tasks", f"{self.done}/{self.total} done, {len(self.running)} running, {self.failed} without a correct kernel")
+        table.add_row("tasks", f"{self.done}/{self.total} done, {len(self.running)} running, {self.failed} without a correct kernel"
+                      + (f", {self.not_run} not run (provider unreachable)" if self.not_run else ""))
         table.add_row("best speedup", "-" if self.best is None else f"{self.best:.3f}x")
         table.add_row("LLM", self.spent())
         for task_id, state in sorted(self.running.items())[:8]:
@@ -52,7 +53,11 @@ class RunProgress:
         with self.lock:
             task, kind = event["task_id"], event["event"]
             line = None
-            if kind == "evaluated":
+            if kind == "not_run":
+                self.running.pop(task, None)
+                self.not_run += 1
+                line = f"not run {task} ({event['reason']}: the same command runs it again): {event['message'][:200]}"
+            elif kind == "evaluated":
                 speed = f" speedup {event['speedup']:.3f}x" if event.get("speedup") else ""
                 line = f"  {task} round {event['round']}: {event['status']}{speed}"
                 self.running[task] = f"round {event['round']}: {event['status']}{speed}"

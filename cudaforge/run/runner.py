@@ -13,6 +13,11 @@ with another digest says so in one warning line and records both.
 Missing or rejected credentials (``LLMAuthError``) stop the whole run with ``RunAborted``
 instead of failing every task in turn; the task that hit them records no result, so the
 same command resumes it once the key is set.
+
+An outage of the model's provider (``LLMUnavailable``: calls still failing after the client's retries) is not the
+kernel's failure: the task records no result, one line in ``not_run.jsonl`` says why, and a resume runs it again from
+its last checkpoint. A circuit breaker (``cudaforge/run/outage.py``) pauses the run when several tasks in a row stop
+so, and stops it (``RunAborted``) when the provider stays down through every pause.
 """
 
 from __future__ import annotations
@@ -36,10 +41,13 @@ from cudaforge.graph.loop import Budgets, LoopServices, run_task
 from cudaforge.graph.strategies import get_strategy
 from cudaforge.llm.cache import ResponseCache
 from cudaforge.llm.client import Backoff, LLMClient
-from cudaforge.llm.errors import LLMAuthError
+from cudaforge.llm.errors import LLMAuthError, LLMUnavailable
 from cudaforge.llm.ledger import Ledger
+from cudaforge.run.outage import OutageBreaker, ProviderDown
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
-from cudaforge.track.store import CHECKPOINTS_FILE, INTERRUPTED_DIR, LEDGER_FILE, LLM_CACHE_FILE, RunStore, TASK_FILE
+from cudaforge.track.store import (
+    CHECKPOINTS_FILE, INTERRUPTED_DIR, LEDGER_FILE, LLM_CACHE_FILE, RunDir, RunStore, TASK_FILE,
+)
 from cudaforge.types import Task, TaskResult
 
 
@@ -190,15 +198,32 @@ def run_suite(
     lock = threading.Lock()
     stopping = threading.Event()
     submitted = time.monotonic()
+    c = ctx.cfg.campaign
+    breaker = OutageBreaker(c.outage_trip_after, c.outage_pause_s, c.outage_max_pauses,
+                            say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
 
     def one(task: Task) -> None:
         if stopping.is_set():
             return  # interrupted before this task started: it stays for the resume
         try:
+            breaker.before_task()
+        except ProviderDown:
+            stopping.set()
+            raise
+        if stopping.is_set():
+            return
+        try:
             result = run_one(ctx, task, on_event, queued_s=time.monotonic() - submitted)
         except LLMAuthError:
             stopping.set()  # now, before this worker takes the next task
             raise
+        except LLMUnavailable as exc:  # the provider, not the kernel: no result, the resume runs it again
+            ctx.store.record_not_run(task.id, "llm_unavailable", str(exc))
+            if on_event:
+                on_event({"event": "not_run", "task_id": task.id, "reason": "llm_unavailable", "message": str(exc)})
+            breaker.failed(str(exc))
+            return
+        breaker.finished()
         with lock:
             done[task.id] = result
             if on_result:
@@ -214,6 +239,7 @@ def run_suite(
         where this one stopped. Returns that hint.
         """
         stopping.set()
+        breaker.stop()
         pool.shutdown(wait=False, cancel_futures=True)
         return (f"{len(done)}/{len(tasks)} tasks finished; resume with the same command and "
                 f"hydra.run.dir={ctx.store.root}")
@@ -223,10 +249,20 @@ def run_suite(
             future.result()
     except LLMAuthError as exc:
         raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
+    except ProviderDown as exc:
+        raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted: {stop()}") from None
     pool.shutdown()
     return [done[t.id] for t in tasks if t.id in done]
+
+
+def not_run_lines(store: RunStore, tasks: list[Task]) -> list[str]:
+    """One line per task of ``tasks`` that stopped for the infrastructure and has no result (the same command runs
+    it again)."""
+    rows = RunDir(store.root).not_run()
+    return [f"{t.id}: not run ({rows[t.id]['reason']}): {str(rows[t.id]['message'])[:300]}"
+            for t in tasks if t.id in rows]  # fmt: skip
 
 
 class RunStateError(RuntimeError):
@@ -255,4 +291,4 @@ class RunAborted(RuntimeError):
     def __init__(self, message: str, *, cause: Exception) -> None:
         super().__init__(message)
         self.cause = cause
-        """The error that stopped the run (an ``LLMAuthError``)."""
+        """The error that stopped the run (an ``LLMAuthError``, or ``ProviderDown``)."""

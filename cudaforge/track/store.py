@@ -8,6 +8,8 @@
       ledger.jsonl              one row per LLM call
       llm_cache.sqlite          the response cache (record / replay)
       checkpoints.sqlite        LangGraph checkpoints (resume)
+      not_run.jsonl             one row each time a task stopped for the infrastructure (the provider unreachable,
+                                a GPU lost) with no result: a resume runs it again; reports list it, never score it
       problem_set.json          which problems were run: version (a git commit or hashes), digest, each task's
                                 source hash (cudaforge/tasks/identity.py); a resume on another problem set
                                 appends it under changed_on_resume
@@ -35,6 +37,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +87,9 @@ MERGE_FILE = "merge.json"
 RESCORE_FILE = "rescore.json"
 """A rescored run's record of its source run and protocol."""
 RESCORED_FILE = "rescored.jsonl"
+NOT_RUN_FILE = "not_run.jsonl"
+"""One line per time a task stopped for the infrastructure (the model's provider unreachable, a GPU lost), not for
+its kernels: such a task has no result, a resume runs it again from its last checkpoint, and reports list it."""
 """A rescored run's rows, one per kernel."""
 
 
@@ -231,6 +237,16 @@ class RunStore:
                 if f.read(1) != b"\n":
                     f.write(b"\n")
             f.write((result.to_json() + "\n").encode())
+            f.flush()
+            os.fsync(f.fileno())
+
+    def record_not_run(self, task_id: str, reason: str, message: str) -> None:
+        """Append that ``task_id`` stopped for the infrastructure (``reason``: ``llm_unavailable``, ``gpu_unavailable``)
+        without a result; ``message`` is cut to 2000 characters."""
+        row = {"task_id": task_id, "reason": reason, "message": message[:2000],
+               "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+        with self._lock, (self.root / NOT_RUN_FILE).open("a") as f:
+            f.write(json.dumps(row) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
@@ -447,6 +463,13 @@ class RunDir:
     def results(self) -> list[TaskResult]:
         """Every row of ``results.jsonl`` that is a task result, in order (torn lines skipped)."""
         return _read_results(self.results_path)
+
+    def not_run(self) -> dict[str, dict[str, Any]]:
+        """Task id -> the last ``not_run.jsonl`` row of each task that stopped for the infrastructure and has no
+        result since (a resume that finished it leaves it out)."""
+        done = self.latest_results()
+        rows = {str(row.get("task_id")): row for row in json_lines(self.root / NOT_RUN_FILE) if row.get("task_id")}
+        return {task: row for task, row in rows.items() if task not in done}
 
     def latest_results(self) -> dict[str, TaskResult]:
         """Task id -> its result (the last row wins: a task written twice, e.g. after a resume)."""

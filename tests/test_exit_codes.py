@@ -1,0 +1,34 @@
+"""Exit statuses a script can rely on: a multirun reports its worst job, and ``eval`` tells "compiled, not run"
+from "correct"."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _cli(args: list[str], cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+
+
+def test_a_multirun_exits_with_its_worst_jobs_status(tmp_path):
+    # one round: the demo's first attempt at MatmulBiasReLU is wrong; three rounds: every task is correct
+    out = _cli(["run", "-m", "strategy.max_rounds=3,1", "tracker=disabled", "profile=off",
+                f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path)  # fmt: skip
+    assert "3/3 correct" in out.stdout and "2/3 correct" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
+    assert out.returncode == 1
+
+
+def test_eval_of_a_cuda_candidate_without_a_gpu_is_not_correct(tmp_path):
+    out = _cli(["eval", "task=level1/1_ReLU", f"candidate={REPO / 'benchmarks/candidates/cuda_relu.py'}"], tmp_path)
+    assert "COMPILED" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.returncode == 3
