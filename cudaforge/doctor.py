@@ -121,6 +121,31 @@ def _models(config: Any, task_ids: list[str]) -> list[Check]:
     return checks
 
 
+def _fit(config: Any, task_ids: list[str], checks: list[Check]) -> list[Check]:
+    """What this machine cannot give the selected run, before it pays for a model: without a GPU no kernel is
+    timed (no speedup, only correctness), without Nsight Compute the Judge gets no hardware metrics. Blocking when
+    the run would pay for its models; a note for the offline demo and replays, which cost nothing."""
+    from cudaforge.graph.strategies import get_strategy
+    from cudaforge.run.preflight import estimate_cost
+
+    estimate = estimate_cost(config, len(task_ids))
+    paid = estimate.max_usd is None or estimate.max_usd > 0
+    ok = {c.name: c.ok for c in checks}
+    strategy = get_strategy(getattr(config.strategy.name, "value", config.strategy.name))
+    found = []
+    if not ok.get("gpu", True):
+        found.append(Check("fit", False, "no GPU here: this run would get correctness-only verdicts, no timing and "
+                           "no speedup for any kernel" + ("; run it on a machine with a GPU (or pick a free model "
+                           "to try the loop on the CPU)" if paid else " (fine for the offline demo)"),
+                           blocking=paid))  # fmt: skip
+    metrics = config.profile.enabled and strategy.profile  # the Judge, or a self-refining Coder, reads them
+    if metrics and ok.get("gpu", True) and not ok.get("ncu", True):
+        found.append(Check("fit", False, "no Nsight Compute: the Judge would optimise without the hardware metrics "
+                           "this strategy gives it; install ncu or set profile.ncu_path" +
+                           ("" if paid else " (fine for the offline demo)"), blocking=paid))  # fmt: skip
+    return found or [Check("fit", True, "this machine gives the selected run what it measures")]
+
+
 def _caches(config: Any) -> list[Check]:
     try:
         from cudaforge.cache_admin import cache_info
@@ -139,6 +164,7 @@ def run_checks(config: Any, task_ids: list[str], say: Callable[[str], None] = pr
     checks: list[Check] = []
     steps: list[Callable[[], Any]] = [_gpu, _nvcc, lambda: _ncu(config.profile.ncu_path), _triton, _sandbox,
                                       lambda: _models(config, task_ids), lambda: _caches(config)]  # fmt: skip
+    steps.append(lambda: _fit(config, task_ids, checks))
     for step in steps:
         found = step()
         for check in found if isinstance(found, list) else [found]:

@@ -189,6 +189,22 @@ def test_doctor_says_what_stops_a_run(monkeypatch):
     bad = cudaforge("doctor", "judge=openai_o3")
     assert bad.returncode == 1
     assert any(line.startswith("x") and "OPENAI_API_KEY" in line for line in bad.stdout.splitlines())
+    # a paid run is judged by what this machine can measure for it, before it spends anything
+    import shutil
+
+    import torch
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-real-key")
+    paid = cudaforge("doctor", "coder=openai_o3", "judge=openai_o3", "strategy.max_dollars=1")
+    fit = [line for line in paid.stdout.splitlines() if line[3:13].strip() == "fit"]
+    if not torch.cuda.is_available():
+        assert paid.returncode == 1 and fit[0].startswith("x") and "no GPU here" in fit[0], paid.stdout
+        assert any("- " == line[:2] and "no GPU here" in line and "offline demo" in line
+                   for line in ok.stdout.splitlines())  # the free demo: said, not blocking
+    elif not shutil.which("ncu"):
+        assert paid.returncode == 1 and "no Nsight Compute" in fit[0]
+    else:
+        assert fit[0].startswith("ok") and paid.returncode == 0, paid.stdout
 
 
 def test_sweeps_are_not_refused_by_the_override_check():
