@@ -88,7 +88,7 @@ def _tasks_list(cfg: DictConfig) -> int:
     tasks = load_suite(OmegaConf.to_object(cfg.suite))
     for task in tasks:
         print(f"{task.id}\tlevel {task.level}\t{task.name}")
-    print(f"{len(tasks)} tasks")
+    print(f"{len(tasks)} task{'' if len(tasks) == 1 else 's'}")
     return 0
 
 
@@ -199,7 +199,9 @@ def _run(cfg: DictConfig) -> int:
         scaled = sum(cpu_scaled(t, torch.device("cpu")) for t in tasks)
         print(f"no GPU: kernels are checked on the CPU without timing"
               + (f"; {scaled} tasks sized for a GPU use their 'small' inputs" if scaled else ""), flush=True)
-    print(f"run directory: {run_dir}\n{len(tasks)} tasks, strategy {config.strategy.name.value}, "
+    from cudaforge.run.runner import plural
+
+    print(f"run directory: {run_dir}\n{plural(len(tasks), 'task')}, strategy {config.strategy.name.value}, "
           f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
           flush=True)  # fmt: skip
     if config.campaign.engine.value == "ray":
@@ -610,12 +612,22 @@ def _repair(args: list[str]) -> int:
     return 0
 
 
+def _expand_home(override: str) -> str:
+    """``key=~/x`` with the home folder written out: a shell leaves ``~`` after ``=`` as it is, and Hydra's grammar
+    refuses it in a value (``suite.root=~/KernelBench/KernelBench`` would fail with a lexer error)."""
+    key, eq, value = override.partition("=")
+    if eq and not key.startswith("~") and (value == "~" or value.startswith("~/")):
+        return f"{key}={Path(value).expanduser()}"
+    return override
+
+
 def _run_app(action: str, overrides: list[str]) -> int:
     from cudaforge.cli_checks import check_overrides, check_values
 
     register_configs()
     func = ACTIONS[action]
     flags, overrides = _split_flags(overrides)
+    overrides = [_expand_home(o) for o in overrides]
     checkable = not any(f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "-m", "--multirun")
                         for f in flags)  # a sweep's values are checked by Hydra, one job at a time  # fmt: skip
     if checkable:

@@ -83,7 +83,8 @@ Tables (Markdown, LaTeX, CSV) and plots of one or more runs beside the published
 Table 1): correctness, mean and median speedup, fast_p, dollars and minutes per kernel, with intervals.
 
 examples:
-  cudaforge report outputs/2026-12-02/10-00-00
+  cudaforge report outputs/runs/2026-12-02_10-00-00
+  cudaforge report outputs/multirun/2026-12-02_10-00-00          # a sweep: its jobs' runs
   cudaforge report RUN_A RUN_B report.out_dir=report/
   cudaforge report RUN report.failed_as=zero
 

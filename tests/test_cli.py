@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -50,7 +51,7 @@ def test_tasks_list_hf_export(tmp_path):
     path.write_text(json.dumps({"code": problem_source(), "level": 2, "name": "4_X", "problem_id": 4}) + "\n")
     out = cudaforge("tasks", "list", "suite=kernelbench_hf", f"suite.root={path}")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines() == ["kernelbench/level2/4_X\tlevel 2\tX", "1 tasks"]
+    assert out.stdout.strip().splitlines() == ["kernelbench/level2/4_X\tlevel 2\tX", "1 task"]
 
 
 @pytest.mark.parametrize(
@@ -271,3 +272,13 @@ def test_a_run_asking_for_a_language_this_machine_lacks_stops_before_it_starts(t
                                          "Python module tilelang, which this interpreter cannot import: pip install "
                                          "tilelang (tested with 0.1.15)")  # fmt: skip
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_home_relative_root_works_as_the_docs_write_it(kernelbench_root, tmp_path):
+    """The shell leaves `~` after `=` as it is; the CLI writes the home folder out before Hydra parses it."""
+    env = {**os.environ, "HOME": str(kernelbench_root.parent)}
+    out = subprocess.run([sys.executable, "-m", "cudaforge.cli", "tasks", "list", "suite=kernelbench",
+                          "suite.root=~/KernelBench"], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "1_Relu_a" in out.stdout and "LexerNoViableAlt" not in out.stderr

@@ -26,6 +26,20 @@ def test_a_multirun_exits_with_its_worst_jobs_status(tmp_path):
                 f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path)  # fmt: skip
     assert "3/3 correct" in out.stdout and "2/3 correct" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
     assert out.returncode == 1
+    # the docs' `cudaforge report outputs/multirun/<date>/*`: the shell's glob also catches multirun.yaml
+    sweep = tmp_path / "sweep"
+    entries = sorted(str(p) for p in sweep.glob("*"))
+    assert any(e.endswith("multirun.yaml") for e in entries)
+    for args in (entries, [str(sweep)]):
+        report = _cli(["report", *args, "report.plots=false", "report.compare=[]", f"report.out_dir={tmp_path / 'r'}"],
+                      tmp_path)  # fmt: skip
+        assert report.returncode == 0, report.stderr[-2000:]
+        text = (tmp_path / "r" / "report.md").read_text()
+        assert text.count("| cudaforge ") == 2 or text.count(str(sweep)) >= 2, text[:1500]
+        if args is entries:
+            assert "multirun.yaml: not a `cudaforge run` directory" in text
+    export = _cli(["export", *entries, f"out_dir={tmp_path / 'x'}"], tmp_path)
+    assert export.returncode == 0 and "skipped" in export.stderr, export.stderr[-2000:]
 
 
 def test_eval_of_a_cuda_candidate_without_a_gpu_is_not_correct(tmp_path):

@@ -131,7 +131,7 @@ def test_the_breaker_stops_a_run_whose_provider_stays_down(tmp_path):
         out = _cli(_run_args(server, run_dir, "campaign.outage_trip_after=1", "campaign.outage_pause_s=0.2",
                              "campaign.outage_max_pauses=1"), tmp_path)  # fmt: skip
     assert out.returncode == 1, out.stderr[-3000:]
-    assert "the provider failed 1 tasks in a row" in out.stderr and "run stopped: the model's provider failed" in out.stderr
+    assert "the provider failed 1 task in a row" in out.stderr and "run stopped: the model's provider failed" in out.stderr
     assert not (run_dir / "results.jsonl").exists() or not (run_dir / "results.jsonl").read_text().strip()
     rows = [json.loads(line) for line in (run_dir / "not_run.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in rows] == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax"]  # one, then one probe
@@ -153,7 +153,7 @@ def test_the_breaker_pauses_then_probes_then_gives_up():
     breaker.open_until -= 10  # the pause has passed
     breaker.before_task()  # the probe goes
     breaker.failed("500")  # the probe failed: a second pause, over max_pauses
-    with pytest.raises(ProviderDown, match="through 1 pauses"):
+    with pytest.raises(ProviderDown, match="through 1 pause"):
         breaker.before_task()
     breaker.finished()  # a finished task closes it
     breaker.before_task()

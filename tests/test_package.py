@@ -9,6 +9,7 @@ temporary folder outside the repository, and run from another temporary folder w
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,8 +25,12 @@ RESOURCES = REPO / "cudaforge" / "resources"
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source") / "cudaforge"  # setuptools builds in <source>/build: not in the tree
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", ".whl", ".dev", "build", "dist",
+                                                                "outputs", "benchmarks", "tests", "*.egg-info",
+                                                                "__pycache__"))  # fmt: skip
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True, timeout=300)  # fmt: skip
+                    str(source)], check=True, capture_output=True, timeout=300)  # fmt: skip
     wheel = next(out.glob("cudaforge-*.whl"))
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
@@ -79,3 +84,8 @@ def test_a_users_config_dir_adds_experiments(installed, tmp_path):
                  "--cfg", "job")  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert "max_rounds: 3" in shown.stdout
+
+
+def test_building_leaves_nothing_in_the_checkout(installed):
+    """``python -m build`` would find a ``build/`` folder in the tree and import it instead of the build tool."""
+    assert not (REPO / "build").exists() and not (REPO / "dist").exists()

@@ -77,7 +77,7 @@ def test_unpriced_costs_reach_wandb_as_null_never_zero(tmp_path, monkeypatch):
     assert run.summary["cost_usd"] is None and run.summary["unpriced_calls"] == 3
 
 
-def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, monkeypatch, caplog):
+def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, capsys):
     cfg = SimpleNamespace(wandb_mode="disabled", project="p", entity=None, tags=[])
     assert isinstance(make_tracker(cfg, tmp_path, {}, "j", None).inner, NullTracker)
 
@@ -86,12 +86,11 @@ def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, monkeypatch, c
 
     from cudaforge.track import wandb_sink
 
-    monkeypatch.setattr(wandb_sink.log, "disabled", False)  # a Hydra app run in-process may have disabled loggers
-    with caplog.at_level(logging.WARNING):
-        tracker = SafeTracker(broken)
-        tracker.log_task(result(), None)
-        tracker.finish([result()])
-    assert isinstance(tracker.inner, NullTracker) and "no wandb here" in caplog.text
+    tracker = SafeTracker(broken)
+    tracker.log_task(result(), None)
+    tracker.finish([result()])
+    said = capsys.readouterr().err  # a plain warning line among the run's, not a log record in Hydra's format
+    assert isinstance(tracker.inner, NullTracker) and "warning: W&B tracking is off for this run: no wandb here" in said
 
 
 def test_a_run_records_its_problem_set_and_a_resume_on_another_says_so(tmp_path, capsys):
@@ -129,18 +128,39 @@ def test_a_run_records_its_problem_set_and_a_resume_on_another_says_so(tmp_path,
         assert list(run.latest_results()) == [relu.id] and run.ledger() and run.ledger()[0]["role"] == "coder"
         capsys.readouterr()
         run_suite(make_context(cfg, tmp_path / "run"), [relu])  # the same problems: nothing said, nothing added
-        assert "problem set" not in capsys.readouterr().err
+        said = capsys.readouterr().err
+        assert "problem set" not in said and "resuming" in said and "1 task of 1 finished earlier, 0 tasks to run" in said
         edited = dataclasses.replace(relu, source=relu.source + "\n# edited\n")
         run_suite(make_context(cfg, tmp_path / "run"), [edited])
     finally:
         remove_script("track_no_code")
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "resuming" not in line]
     assert len(err) == 1 and "warning: this run directory's problem set changed" in err[0]
     assert "1 task(s) differ (1 changed, 0 only in one)" in err[0] and "problem_set.json" in err[0]
     both = RunStore(tmp_path / "run").problem_set()
     assert both["digest"] == record["digest"] and both["changed_on_resume"][0]["tasks"] == {relu.id: edited.source_hash}
     assert version_line(both).startswith(f"problem set {record['version']}, changed on resume to hashes:")
     assert run_version(tmp_path / "run") == record["version"] and run_version(tmp_path / "build") is None
+
+
+def test_a_released_run_directory_keeps_no_lock_file_and_can_be_claimed_again(tmp_path):
+    from cudaforge.track.store import LOCK_FILE
+
+    store = RunStore(tmp_path / "run")
+    store.claim()
+    assert (tmp_path / "run" / LOCK_FILE).exists()
+    store.release()
+    assert not (tmp_path / "run" / LOCK_FILE).exists()
+    again = RunStore(tmp_path / "run")
+    again.claim()
+    script = (f"from cudaforge.track.store import RunStore, RunDirBusy\ntry:\n RunStore({str(tmp_path / 'run')!r}).claim()"
+              "\nexcept RunDirBusy as e:\n print('busy', e)")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.startswith("busy") and f"pid {__import__('os').getpid()}" in out.stdout
+    again.release()
 
 
 def test_one_run_at_a_time_in_a_run_directory(tmp_path):

@@ -16,6 +16,7 @@ from cudaforge.report.published import select_published
 from cudaforge.report.stats import FailedAs, group_results, metrics, run_stats
 from cudaforge.report import tables
 from cudaforge.tasks.identity import difference_text, version_line
+from cudaforge.track.store import expand_run_dirs
 
 
 _FAILED_TEXT = {
@@ -136,7 +137,11 @@ def build_report(
         raise ValueError(f"report.confidence must be between 0 and 1, not {confidence}")
     failed_as = FailedAs(getattr(failed_as, "value", failed_as))
     fast_p = [float(p) for p in fast_p]
-    loaded = load_runs(list(runs), labels)
+    run_dirs, skipped = expand_run_dirs(list(runs))  # a sweep folder: its jobs; multirun.yaml from a glob: skipped
+    if labels and len(labels) == len(runs) and len(run_dirs) != len(runs):
+        raise ValueError(f"{len(labels)} labels for {len(runs)} paths that hold {len(run_dirs)} run directories: "
+                         "give one label per run directory, or none")  # fmt: skip
+    loaded = load_runs(list(run_dirs), labels)
     rebased_note = ""
     if baseline:
         from cudaforge.report.rebase import load_baseline, rebase
@@ -158,7 +163,8 @@ def build_report(
                     metrics(fast_p, active_minutes=concurrent), groups, failed_as)  # fmt: skip
     report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
                       f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over tasks.")
-    report.notes = _notes(report, bootstrap, confidence, seed) + ([rebased_note] if rebased_note else [])
+    report.notes = (_notes(report, bootstrap, confidence, seed) + ([rebased_note] if rebased_note else [])
+                    + [f"{note[0].upper()}{note[1:]}." for note in skipped])
     report.problem_sets = problem_set_lines(loaded)
     report.protocols = protocol_lines(loaded)
     return report

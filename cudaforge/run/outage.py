@@ -53,7 +53,7 @@ class OutageBreaker:
                 self.pauses += 1
                 self.open_until = time.monotonic() + self.pause_s
                 if self.pauses <= self.max_pauses:
-                    self.say(f"cudaforge run: the provider failed {self.in_a_row} tasks in a row ({error[:200]}); "
+                    self.say(f"cudaforge run: the provider failed {self.in_a_row} task{'' if self.in_a_row == 1 else 's'} in a row ({error[:200]}); "
                              f"no task starts for {self.pause_s:g} s (pause {self.pauses} of {self.max_pauses}), "
                              "then one probes it")  # fmt: skip
 
@@ -71,8 +71,8 @@ class OutageBreaker:
                 if self.open_until is None:
                     return
                 if self.pauses > self.max_pauses:
-                    raise ProviderDown(f"the model's provider failed {self.in_a_row} tasks in a row through "
-                                       f"{self.max_pauses} pauses of {self.pause_s:g} s (last: {self.last_error[:300]})")
+                    raise ProviderDown(f"the model's provider failed {self.in_a_row} task(s) in a row through "
+                                       f"{self.max_pauses} pause(s) of {self.pause_s:g} s (last: {self.last_error[:300]})")
                 wait = self.open_until - time.monotonic()
                 if wait <= 0:  # half open: this task probes; one more failure opens it again
                     self.open_until = None

@@ -309,7 +309,7 @@ class CostEstimate:
         """``at most $12.00 for 30 tasks ($0.40 a task: ...)`` or ``cost unbounded: ...``."""
         if self.max_usd is None:
             return f"cost unbounded: {self.basis}"
-        return f"at most ${self.max_usd:,.2f} for {self.tasks} tasks (${self.per_task_usd:,.2f} a task: {self.basis})"
+        return f"at most ${self.max_usd:,.2f} for {self.tasks} task{'' if self.tasks == 1 else 's'} (${self.per_task_usd:,.2f} a task: {self.basis})"
 
 
 def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:

@@ -74,7 +74,7 @@ class RunProgress:
             self.done += 1
             self.failed += not result.correct
             best = f"{result.best_speedup:.3f}x" if result.best_speedup else ("correct" if result.correct else "no correct kernel")
-            self._refresh(f"done {result.task_id}: {best} after {result.rounds} rounds ({result.stop_reason})")
+            self._refresh(f"done {result.task_id}: {best} after {result.rounds} round{'' if result.rounds == 1 else 's'} ({result.stop_reason})")
 
     def close(self) -> None:
         """Stop the live panel (its last state stays on screen)."""

@@ -195,6 +195,9 @@ def run_suite(
             print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
     done = {r.task_id: r for r in ctx.store.results()}
     todo = [t for t in tasks if t.id not in done]
+    if done:
+        print(f"cudaforge run: resuming {ctx.store.root}: {plural(len(done), 'task')} of {len(tasks)} finished "
+              f"earlier, {plural(len(todo), 'task')} to run", file=sys.stderr, flush=True)  # fmt: skip
     lock = threading.Lock()
     stopping = threading.Event()
     submitted = time.monotonic()
@@ -254,7 +257,16 @@ def run_suite(
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted: {stop()}") from None
     pool.shutdown()
+    try:
+        (ctx.store.root / INTERRUPTED_DIR).rmdir()  # kept only while it holds a marker of an evaluation that died
+    except OSError:
+        pass
     return [done[t.id] for t in tasks if t.id in done]
+
+
+def plural(n: int, word: str) -> str:
+    """``1 task``, ``3 tasks``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def not_run_lines(store: RunStore, tasks: list[Task]) -> list[str]:

@@ -15,13 +15,14 @@ import fnmatch
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 
 from cudaforge import pyast
-from cudaforge.track.store import RoundFiles, RunDir, TaskDir
+from cudaforge.track.store import RoundFiles, RunDir, TaskDir, expand_run_dirs
 from cudaforge.types import EvalResult, EvalStatus, Task, source_hash
 
 _LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
@@ -185,21 +186,12 @@ def is_run_dir(path: Path) -> bool:
 
 
 def expand_runs(paths: list[str | Path]) -> list[Path]:
-    """Run directories from paths that are runs or folders of runs (a Hydra sweep); FileNotFoundError else."""
-    out: list[Path] = []
-    for given in paths:
-        path = Path(given).expanduser().resolve()
-        if is_run_dir(path):
-            out.append(path)
-            continue
-        inner = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p)) if path.is_dir() else []
-        if not inner:
-            raise FileNotFoundError(f"{path}: not a `cudaforge run` directory (no tasks/ or results.jsonl), "
-                                    "nor a folder of them")  # fmt: skip
-        out.extend(inner)
-    if not out:
-        raise ValueError("say which run directories (e.g. cudaforge export RUN_DIR [RUN_DIR ...])")
-    return list(dict.fromkeys(out))
+    """Run directories from paths that are runs or folders of runs (a Hydra sweep); a path that is neither (a
+    sweep's ``multirun.yaml``) is skipped with a note on stderr; ValueError when none is left."""
+    runs, skipped = expand_run_dirs(paths)
+    for note in skipped:
+        print(f"note: {note}", file=sys.stderr)
+    return runs
 
 
 def _ledger_model(rows: list[dict[str, Any]], role: str) -> str | None:

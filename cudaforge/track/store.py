@@ -32,6 +32,7 @@ schema than ``SCHEMA_VERSION`` is refused with one line (``RunDirTooNew``) rathe
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -174,29 +175,34 @@ class RunStore:
         key = str(path.resolve())
         if key in _CLAIMS:
             return
-        handle = path.open("a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+        while True:
+            handle = path.open("a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                handle.close()
+                raise RunDirBusy(f"{self.root} is in use by {holder}: wait for it to finish (or stop it), or give "
+                                 "this run another hydra.run.dir") from None  # fmt: skip
+            try:  # the holder removes the file as it lets go: a lock on a file no longer there is no claim
+                if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
             handle.close()
-            raise RunDirBusy(f"{self.root} is in use by {holder}: wait for it to finish (or stop it), or give this "
-                             "run another hydra.run.dir") from None  # fmt: skip
         handle.seek(0)
         handle.truncate()
         handle.write(f"cudaforge run (pid {os.getpid()})\n")
         handle.flush()
+        if not _CLAIMS:
+            atexit.register(_release_all)
         _CLAIMS[key] = handle
 
     def release(self) -> None:
-        """Give back a directory this process claimed (a long-lived worker that ran one task in it)."""
-        import fcntl
-
-        handle = _CLAIMS.pop(str((self.root / LOCK_FILE).resolve()), None)
-        if handle is not None:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            handle.close()
+        """Give back a directory this process claimed (a long-lived worker that ran one task in it); the lock file
+        goes (a process that exits gives back what it claimed the same way)."""
+        _release(str((self.root / LOCK_FILE).resolve()))
 
     @property
     def results_path(self) -> Path:
@@ -505,3 +511,51 @@ class RunDir:
         """Every task folder, in name order (a task started but unfinished has one too)."""
         folder = self.root / TASKS_DIR
         return [TaskDir(p) for p in sorted(folder.iterdir()) if p.is_dir()] if folder.is_dir() else []
+
+
+def _release(key: str) -> None:
+    import fcntl
+
+    handle = _CLAIMS.pop(key, None)
+    if handle is not None:
+        try:
+            os.unlink(key)  # still holding the lock: a claim that opened the file before this sees it gone
+        except OSError:
+            pass
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _release_all() -> None:
+    for key in list(_CLAIMS):
+        _release(key)
+
+
+def expand_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
+    """Run directories from paths that are runs or folders of runs (a Hydra sweep folder: its jobs in numeric
+    order), and one note per path skipped for being neither (a sweep's ``multirun.yaml`` caught by a shell glob, an
+    empty folder). ``FileNotFoundError`` for a path that does not exist; ``ValueError`` when no run is left."""
+    out: list[Path] = []
+    skipped: list[str] = []
+
+    def order(path: Path) -> tuple[int, int, str]:  # Hydra's job folders: 0, 1, ..., 10 or 0_key=value, ...
+        number = re.match(r"\d+", path.name)
+        return (0, int(number.group()), path.name) if number else (1, 0, path.name)
+
+    for given in paths:
+        path = Path(given).expanduser().resolve()
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such run directory")
+        if RunDir(path).is_run():
+            out.append(path)
+            continue
+        inner = sorted((p for p in path.iterdir() if p.is_dir() and RunDir(p).is_run()), key=order) if path.is_dir() else []
+        if inner:
+            out.extend(inner)
+        else:
+            skipped.append(f"skipped {path}: not a `cudaforge run` directory (no tasks/ or results.jsonl), nor a folder "
+                           "of them")  # fmt: skip
+    if not out:
+        raise ValueError("no run directory among " + ", ".join(str(p) for p in paths) + (f" ({skipped[0]})" if skipped else ""))
+    return list(dict.fromkeys(out)), skipped
+

@@ -11,6 +11,7 @@ the run directory is the source of truth.
 from __future__ import annotations
 
 import logging
+import sys
 import os
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ class WandbTracker:
             self.run.log_artifact(artifact)
         where = Path(self.run.dir).parent  # run.dir is the run folder's files/ subfolder
         self.run.finish()
-        log.info("W&B run written to %s (offline: `wandb sync %s`)", where, where)
+        print(f"W&B run written to {where} (offline: `wandb sync {where}`)", flush=True)  # a plain line, like the run's
 
 
 class SafeTracker:
@@ -90,14 +91,15 @@ class SafeTracker:
         try:
             self.inner = factory()
         except Exception as exc:  # noqa: BLE001 - tracking must not be needed for a run
-            log.warning("W&B tracking is off for this run: %s", exc)
+            print(f"cudaforge run: warning: W&B tracking is off for this run: {exc}", file=sys.stderr, flush=True)
             self.inner = NullTracker()
 
     def _call(self, name: str, *args: Any) -> None:
         try:
             getattr(self.inner, name)(*args)
         except Exception as exc:  # noqa: BLE001
-            log.warning("W&B %s failed, tracking is off from here: %s", name, exc)
+            print(f"cudaforge run: warning: W&B {name} failed, tracking is off from here: {exc}", file=sys.stderr,
+                  flush=True)
             self.inner = NullTracker()
 
     def log_task(self, result: TaskResult, best_source: str | None) -> None:
