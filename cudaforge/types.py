@@ -121,6 +121,11 @@ class Task(Record):
 # --------------------------------------------------------------------------- evaluation
 
 
+class GpuUnavailable(RuntimeError):
+    """The GPU an evaluation ran on stopped answering (its management library says it is lost): the machine's
+    failure, never the kernel's. The evaluator raises it instead of a verdict; the run stops the task unfinished."""
+
+
 class EvalStatus(str, enum.Enum):
     """Outcome of evaluating one candidate."""
 

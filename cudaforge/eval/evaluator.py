@@ -27,7 +27,8 @@ from cudaforge.eval.static import check_candidate
 from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
-from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
+from cudaforge import vendor
+from cudaforge.types import EvalResult, EvalStatus, GpuUnavailable, Phase, PhaseRecord, Task, source_hash
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
 WORKER_ENTRY = "cudaforge.eval.verifier:evaluate"
@@ -272,10 +273,14 @@ class Evaluator:
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 marker.write_text(json.dumps({"task": task.id, "candidate": digest, "started": time.time(),
                                               "attempts": attempts + 1}))  # fmt: skip
-            result = self._evaluate(task, source, gpu, started)
-            if marker is not None:
-                marker.unlink(missing_ok=True)
+            try:
+                result = self._evaluate(task, source, gpu, started)
+            finally:
+                if marker is not None:
+                    marker.unlink(missing_ok=True)  # a lost GPU is not the candidate's doing either
             return result
+        except GpuUnavailable:
+            raise  # no verdict: the machine failed, not the kernel
         except Exception as exc:  # noqa: BLE001 - whatever went wrong becomes a result; the run goes on
             return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED,
                               message=f"the evaluator could not evaluate this candidate: {type(exc).__name__}: {exc}"[:2000],
@@ -319,6 +324,11 @@ class Evaluator:
         result.seconds = time.monotonic() - started
         if gpu is not None:
             result.device = f"cuda (physical GPU {gpu})"
+            if result.status in (EvalStatus.CRASHED, EvalStatus.RUNTIME_ERROR, EvalStatus.TIMEOUT):
+                lost = vendor.current().device_lost(gpu)
+                if lost:
+                    raise GpuUnavailable(f"GPU {gpu} stopped answering during the evaluation of {task.id} ({lost}); "
+                                         f"the {result.status.value} verdict is not the kernel's")  # fmt: skip
         return result
 
     @staticmethod

@@ -17,7 +17,8 @@ same command resumes it once the key is set.
 An outage of the model's provider (``LLMUnavailable``: calls still failing after the client's retries) is not the
 kernel's failure: the task records no result, one line in ``not_run.jsonl`` says why, and a resume runs it again from
 its last checkpoint. A circuit breaker (``cudaforge/run/outage.py``) pauses the run when several tasks in a row stop
-so, and stops it (``RunAborted``) when the provider stays down through every pause.
+so, and stops it (``RunAborted``) when the provider stays down through every pause. A GPU that stops answering during
+an evaluation (``GpuUnavailable``) leaves its task unfinished the same way and stops the run.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_
 from cudaforge.track.store import (
     CHECKPOINTS_FILE, INTERRUPTED_DIR, LEDGER_FILE, LLM_CACHE_FILE, RunDir, RunStore, TASK_FILE,
 )
-from cudaforge.types import Task, TaskResult
+from cudaforge.types import GpuUnavailable, Task, TaskResult
 
 
 def _value(x: Any) -> Any:
@@ -220,6 +221,10 @@ def run_suite(
         except LLMAuthError:
             stopping.set()  # now, before this worker takes the next task
             raise
+        except GpuUnavailable as exc:  # the machine, not the kernel: no result; every later task would fail the same way
+            ctx.store.record_not_run(task.id, "gpu_unavailable", str(exc))
+            stopping.set()
+            raise
         except LLMUnavailable as exc:  # the provider, not the kernel: no result, the resume runs it again
             ctx.store.record_not_run(task.id, "llm_unavailable", str(exc))
             if on_event:
@@ -252,7 +257,7 @@ def run_suite(
             future.result()
     except LLMAuthError as exc:
         raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
-    except ProviderDown as exc:
+    except (ProviderDown, GpuUnavailable) as exc:
         raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted: {stop()}") from None

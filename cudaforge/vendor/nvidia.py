@@ -162,6 +162,32 @@ def gpu_model_name(gpu: str | int) -> str:
         return f"gpu-{gpu}"
 
 
+def device_lost(gpu: str | int) -> str | None:
+    """Why NVML cannot reach physical GPU ``gpu`` any more (``GPU is lost``, the driver not loaded, the device
+    gone), or None when it answers a memory query or NVML itself is not installed (nothing can tell)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError (driver not loaded), OSError (libnvidia-ml gone)
+        return f"NVML does not start any more: {exc}"
+    try:
+        text = str(gpu)
+        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
+                  else pynvml.nvmlDeviceGetHandleByUUID(text))  # fmt: skip
+        pynvml.nvmlDeviceGetMemoryInfo(handle)
+        return None
+    except Exception as exc:  # noqa: BLE001 - NVMLError_GpuIsLost, NVMLError_NotFound, NVMLError_Unknown ...
+        return f"NVML: {type(exc).__name__}: {exc}"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def visible_devices() -> list[str]:
     """Physical GPU ids this process may use, without torch: ``CUDA_VISIBLE_DEVICES`` when set,
     else NVML's device indices; ``[]`` when neither shows a GPU."""
@@ -211,5 +237,6 @@ NVIDIA = GpuVendor(
     toolkit_home=cuda_home, compiler=nvcc_path, compiler_version=compiler_version, toolkit_roots=toolkit_roots,
     device_nodes=device_nodes, profiler=resolve_ncu, profiler_version=ncu_version, model_name=gpu_model_name,
     visible_devices=visible_devices, telemetry=telemetry, jit_target=jit_target, device_flags=device_flags,
+    device_lost=device_lost,
 )
 """The NVIDIA implementation of the vendor seam."""
