@@ -621,6 +621,34 @@ def _expand_home(override: str) -> str:
     return override
 
 
+DICT_KEYS = ("strategy.templates", "skill.categories")
+"""Keys whose value is a mapping of free names: ``key={a: b}`` is made ``++key={a: b}`` (Hydra would refuse the new
+names of a typed mapping: "Key 'coder/first_attempt' is not in struct")."""
+
+
+def _launcher_problem(overrides: list[str]) -> str | None:
+    """``hydra/launcher=X`` whose plugin is not installed: one line (Hydra would end in a traceback)."""
+    import importlib
+
+    import yaml
+
+    for override in overrides:
+        key, _, option = override.partition("=")
+        if key.lstrip("+~") != "hydra/launcher" or not option or option == "basic":
+            continue
+        path = CONFIG_DIR / "hydra" / "launcher" / f"{option}.yaml"
+        if not path.is_file():
+            continue  # Hydra says an unknown option in one line
+        target = str((yaml.safe_load(path.read_text()) or {}).get("_target_", ""))
+        module = target.rpartition(".")[0]
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return (f"hydra/launcher={option} needs the Hydra plugin {module.split('.')[1] if '.' in module else module}"
+                    f", which this interpreter cannot import: pip install 'cudaforge[sweeps]' (docs/reproducing.md)")
+    return None
+
+
 def _run_app(action: str, overrides: list[str]) -> int:
     from cudaforge.cli_checks import check_overrides, check_values
 
@@ -628,6 +656,11 @@ def _run_app(action: str, overrides: list[str]) -> int:
     func = ACTIONS[action]
     flags, overrides = _split_flags(overrides)
     overrides = [_expand_home(o) for o in overrides]
+    overrides = [f"++{o}" if o.split("=", 1)[0] in DICT_KEYS else o for o in overrides]
+    launcher = _launcher_problem(overrides)
+    if launcher:
+        print(f"cudaforge {action}: error: {launcher}", file=sys.stderr)
+        return 2
     checkable = not any(f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "-m", "--multirun")
                         for f in flags)  # a sweep's values are checked by Hydra, one job at a time  # fmt: skip
     if checkable:

@@ -29,7 +29,7 @@ and prints the most the run can cost. Defaults: the demo models on suite=tiny (o
 examples:
   cudaforge run                                          # offline demo: 3 tiny tasks on the CPU
   cudaforge run suite=main coder=openai_o3 judge=openai_o3 strategy.max_dollars=1
-  cudaforge run experiment=cudaforge_table1 suite.first_n=5
+  cudaforge run experiment=cudaforge_table1 suite.root=~/KernelBench/KernelBench suite.first_n=5
 
 config groups: {groups}
 keys: strategy.max_rounds, strategy.max_dollars, strategy.max_minutes, concurrency, suite.levels, suite.first_n
