@@ -79,6 +79,10 @@ PROGRESS_READ_CAP = 1 << 16
 """Bytes of ``progress.jsonl`` read per poll: a child that writes more only delays its own phases."""
 RESULT_CAP = 256 << 20
 """The largest ``result.json`` the parent reads; a bigger one is a crash."""
+SANDBOXED_RESULT_CAP = 16 << 20
+"""The largest ``result.json`` read from a sandboxed child's scratch (``run_isolated(sandbox=...)``: the profiler's
+child, where the candidate runs and can write that file itself). Parsing JSON builds about 25 times its bytes in
+objects, so this bounds what a forged file costs the trusted side (~400 MB) well below ``RESULT_CAP``."""
 
 
 def _describe_exit(code: int) -> str:
@@ -122,15 +126,15 @@ def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
     return phases, offset + end
 
 
-def _read_result(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """The child's result, or (None, why it cannot be read). Never raises."""
+def _read_result(path: Path, cap: int = RESULT_CAP) -> tuple[dict[str, Any] | None, str]:
+    """The child's result (at most ``cap`` bytes), or (None, why it cannot be read). Never raises."""
     try:
         with _open_plain(path) as f:
-            data = f.read(RESULT_CAP + 1)
-        if len(data) > RESULT_CAP:
-            return None, f"the result file exceeds {RESULT_CAP >> 20} MB"
+            data = f.read(cap + 1)
+        if len(data) > cap:
+            return None, f"the result file exceeds {cap >> 20} MB"
         result = json.loads(data.decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
         return None, f"the result file is malformed ({type(exc).__name__})"
     if not isinstance(result, dict):
         return None, "the result file is not a JSON object"
@@ -165,7 +169,9 @@ def _launch(entry: str, workdir: Path, child_env: dict[str, str], wrapper: list[
 class _Watch:
     """The parent's view of one child: its current phase, the seconds of each phase, the progress read so far."""
 
-    def __init__(self, proc: subprocess.Popen, workdir: Path, started: float, logs: Path | None = None) -> None:
+    def __init__(self, proc: subprocess.Popen, workdir: Path, started: float, logs: Path | None = None,
+                 result_cap: int = RESULT_CAP) -> None:
+        self.result_cap = result_cap
         self.proc, self.workdir, self.started = proc, workdir, started
         self.logs = logs or workdir
         """Where ``stdout.log`` and ``stderr.log`` are (a sandboxed child's are outside its reach)."""
@@ -227,7 +233,7 @@ class _Watch:
         if killed_for:
             outcome.status, outcome.error = "timeout", killed_for
         elif result_path.exists() or result_path.is_symlink():
-            result, why = _read_result(result_path)
+            result, why = _read_result(result_path, self.result_cap)
             if result is None:
                 outcome.status, outcome.error = "crashed", why
             elif "__error__" in result:
@@ -307,7 +313,7 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
         process = sandbox.start(argv, env=child_env, stdout=out, stderr=err)
     try:
         status = process.status() if process.control is not None else {"ok": True}
-        outcome = _Watch(process.proc, scratch, started, logs).supervise(
+        outcome = _Watch(process.proc, scratch, started, logs, SANDBOXED_RESULT_CAP).supervise(
             timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase)
         process.kill()  # every process of the sandbox dead before its files are read
         cannot_run = [m for m in status.get("missing", []) if "cannot run" in m]

@@ -263,3 +263,41 @@ def test_a_compiler_made_to_wait_is_killed_at_the_builds_deadline_and_nothing_is
     reply, record = serve_build(inputs, settings, None, extra_read=(str(scratch),))
     assert time.monotonic() - started < 30 and reply["status"] == "failed" and "timed out" in record.log
     assert not list((tmp_path / "cache").rglob("build.json"))  # not the sources' fault: built again next time
+
+
+def test_a_relative_include_folder_in_a_raw_request_is_refused(tmp_path):
+    """Red team, round 3: a raw build request with ``extra_include_paths=["."]`` was made absolute against the trusted
+    side's working folder (the verifier's, where its payload lies) and named it in the compile line."""
+    from cudaforge.eval.build.intercept import _Hooks, spec_from_inputs
+    from cudaforge.eval.build.records import BuildRecorder
+
+    hooks = _Hooks(BuildSettings(cache_dir=str(tmp_path / "cache")), BuildRecorder(), extra_read=(str(tmp_path),))
+    request = {"kind": "inline", "name": "relinc", "cpp_sources": ['#include "payload.json"'], "cuda_sources": [],
+               "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
+               "extra_include_paths": ["."], "with_cuda": False, "is_python_module": True}  # fmt: skip
+    with pytest.raises(build_flags.FlagRefused, match="not an absolute path"):
+        spec_from_inputs(hooks, request)
+    spec, _ = spec_from_inputs(hooks, {**request, "extra_include_paths": [str(tmp_path)]})  # the candidate's own
+    assert spec.extra_include_paths == [str(tmp_path)]
+
+
+def test_a_kept_jit_cache_never_parses_a_large_or_deep_json_file():
+    """Red team, round 3: a JSON file nested 200000 deep in the candidate's Triton cache made the verifier raise
+    RecursionError; a 60 MB one cost it 1.6 GB to parse."""
+    from cudaforge.eval.jit_cache import JSON_FILE_MAX, is_kernel_file
+
+    keep = (".json",)
+    assert is_kernel_file("k.json", b'{"name": "k"}', keep)
+    deep = b'{"a":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    assert len(deep) < JSON_FILE_MAX and not is_kernel_file("k.json", deep, keep)
+    wide = b'{"a":[' + b"[]," * (JSON_FILE_MAX // 3) + b"[]]}"
+    assert not is_kernel_file("k.json", wide, keep)
+
+
+def test_a_forged_result_in_a_sandboxed_childs_scratch_is_read_bounded(tmp_path):
+    from cudaforge.isolation import SANDBOXED_RESULT_CAP, _read_result
+
+    path = tmp_path / "result.json"
+    path.write_bytes(b'{"a":[' + b"[]," * (SANDBOXED_RESULT_CAP // 3 + 10) + b"[]]}")
+    result, why = _read_result(path, SANDBOXED_RESULT_CAP)
+    assert result is None and "exceeds 16 MB" in why

@@ -119,6 +119,8 @@ def test_an_outage_is_no_failed_kernel_and_the_resume_finishes_the_task(tmp_path
     assert sorted(r["task_id"] for r in results) == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax",
                                                      "tiny/level1/3_MatmulBiasReLU"]  # fmt: skip
     assert all(r["correct"] for r in results) and not any("llm_error" in r["stop_reason"] for r in results)
+    assert "resuming" in second.stderr and "2 tasks of 3 finished earlier, 1 task to run" in second.stderr
+    assert not (run_dir / ".run.lock").exists() and not (run_dir / "interrupted").exists()  # nothing left behind
     report = _cli(["report", str(run_dir), "report.plots=false", "report.compare=[]"], tmp_path)
     assert "not run (" not in (run_dir / "report" / "report.md").read_text()
 

@@ -56,6 +56,8 @@ def test_the_wheel_holds_every_data_file(installed):
         assert any(n.startswith(f"cudaforge/resources/{must}") for n in names), must
     licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE")]
     assert licence and b"Apache License" in zipfile.ZipFile(wheel).read(licence[0])  # the text the metadata names
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    assert b"License-Expression: Apache-2.0" in zipfile.ZipFile(wheel).read(metadata)  # SPDX, not a deprecated table
 
 
 def test_the_installed_command_runs_from_any_directory(installed, tmp_path):

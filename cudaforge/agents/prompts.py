@@ -57,7 +57,7 @@ Messages = list[dict[str, str]]
 """A chat: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``."""
 
 
-class PromptTemplateError(Exception):
+class PromptTemplateError(ValueError):
     """A template is missing, does not parse, or uses a variable its context lacks."""
 
 
@@ -139,8 +139,8 @@ class PromptLibrary:
 
     ``template_set`` picks a set of templates (``TEMPLATE_SETS``): its folder is read first, the
     root for names it does not hold. ``templates`` maps a template name to its replacement: a file
-    path (absolute, or relative to ``base_dir``, by default the project root; never the working
-    directory) or the name of another template of the set or the folder. Unknown names and missing
+    path (absolute, or relative to ``base_dir``, by default the project root, else to the working
+    directory the run started in) or the name of another template of the set or the folder. Unknown names and missing
     files fail here, not mid-run.
     """
 
@@ -205,7 +205,10 @@ class PromptLibrary:
         """The file an override names: a path, else another template of the set or the folder."""
         path = Path(value).expanduser()
         if not path.is_absolute():
+            here = Path.cwd() / path  # where the user typed the command (Hydra does not change it)
             path = self.base_dir / path
+            if not path.is_file() and here.is_file():
+                path = here
         if path.is_file():
             return path.resolve()
         for folder in self._folders():

@@ -40,6 +40,9 @@ STUB_PREFIXES = ("cuda_utils.", "__triton_launcher.")
 """The files of Triton's host-compiled stubs (one stub per cache folder)."""
 JIT_FILE_MAX = 64 << 20
 """The largest single file kept from a worker's JIT cache."""
+JSON_FILE_MAX = 1 << 20
+"""Bytes of a JIT cache's JSON file parsed to check it (Triton's metadata and group files are kilobytes): a file
+the candidate wrote is parsed on the trusted side, and a parse builds about 25 times its size in objects."""
 KINDS = {".so": "elf", ".cubin": "elf", ".hsaco": "elf", ".json": "json", ".pkl": "pickle", ".ptx": "ptx",
          ".ttir": "mlir", ".ttgir": "mlir", ".llir": "llvm"}
 """What a kept file's content must be, by its name's ending (any other kept ending: UTF-8 text)."""
@@ -66,9 +69,11 @@ def is_kernel_file(name: str, data: bytes, keep: tuple[str, ...]) -> bool:
     if kind == "json":
         import json
 
+        if len(data) > JSON_FILE_MAX:  # a JIT's metadata is kilobytes; parsing costs ~25x the bytes in memory
+            return False
         try:
             return isinstance(json.loads(text), dict)
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):  # nesting deep enough to overflow the parser is no metadata
             return False
     return all(mark in text for mark in _TEXT_MARKS.get(kind, ()))
 
@@ -220,7 +225,7 @@ def keep_own_jit_cache(scratch_cache: Path, store: Path, keep: tuple[str, ...] =
             aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             aside.write_bytes(content(rel, data))
             os.replace(aside, target)
-    except OSError:
+    except Exception:  # noqa: BLE001 - keeping is an optimisation: whatever the files are, it never raises
         return
 
 

@@ -1187,22 +1187,26 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
     finally:
         if process is not None:
-            if own_caches:
-                process.process.kill()  # every process of the sandbox dead before its files are read
-                jit = result.fingerprint.get("jit_ahead")
-                if isinstance(jit, dict) and languages.get(jit["language"]).jit_cache:
-                    language = languages.get(jit["language"])
-                    jit["kernels_at_end"] = count_kernels(Path(process.scratch) / language.jit_cache,
-                                                          language.jit_kernel_marks)
-                new_store = False
-                for folder, store in own_caches.items():
-                    existed = store.exists()
-                    keep_own_jit_cache(Path(process.scratch) / folder, store,
-                                       next(lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder))
-                    new_store = new_store or (not existed and store.exists())
-                if new_store:  # what was kept counts in the cache's size limit like a build (a later keep of the
-                    _evict(payload["build"])  # same source adds at most to its own capped store)
-            process.close()
+            try:
+                if own_caches:
+                    process.process.kill()  # every process of the sandbox dead before its files are read
+                    jit = result.fingerprint.get("jit_ahead")
+                    if isinstance(jit, dict) and languages.get(jit["language"]).jit_cache:
+                        language = languages.get(jit["language"])
+                        jit["kernels_at_end"] = count_kernels(Path(process.scratch) / language.jit_cache,
+                                                              language.jit_kernel_marks)
+                    new_store = False
+                    for folder, store in own_caches.items():
+                        existed = store.exists()
+                        keep_own_jit_cache(Path(process.scratch) / folder, store, next(
+                            lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder))
+                        new_store = new_store or (not existed and store.exists())
+                    if new_store:  # what was kept counts in the cache's size limit like a build (a later keep of
+                        _evict(payload["build"])  # the same source adds at most to its own capped store)
+            except Exception as exc:  # noqa: BLE001 - the candidate's files never decide the verdict or the cleanup
+                result.fingerprint["jit_keep_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            finally:
+                process.close()  # the scratch released and the worker ended, whatever the keep met
     if not notes:
         result.fingerprint.pop("guard_notes", None)
     result.phases = rec.phases

@@ -336,6 +336,10 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
     for what in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
         build_flags.check(flags[what], what, roots)
     for path in flags["extra_include_paths"]:
+        if not os.path.isabs(path):  # the candidate's own hook sends absolute paths; a relative one would be made
+            raise build_flags.FlagRefused(  # absolute here, against the trusted side's working folder
+                f"extra_include_paths: {path[:80]!r} is not an absolute path (the build made it absolute in the "
+                "candidate's folder; a raw request must too)")
         build_flags.check([f"-I{path}"], "extra_include_paths", roots)
     if kind == "inline":
         functions = inputs.get("functions")
