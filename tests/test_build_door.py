@@ -301,3 +301,40 @@ def test_a_forged_result_in_a_sandboxed_childs_scratch_is_read_bounded(tmp_path)
     path.write_bytes(b'{"a":[' + b"[]," * (SANDBOXED_RESULT_CAP // 3 + 10) + b"[]]}")
     result, why = _read_result(path, SANDBOXED_RESULT_CAP)
     assert result is None and "exceeds 16 MB" in why
+
+
+def test_trimming_a_log_is_linear_in_what_the_candidate_made_the_compiler_print():
+    """Red team, round 4: ``#warning ////...`` (70 slashes) in a candidate's source put a line in a successful build's
+    log on which the path-shortening pattern backtracked exponentially: the trusted side hung until the compile
+    deadline and the correct kernel came out ``timeout``."""
+    import time as clock
+
+    from cudaforge.eval.build.logs import _shorten_paths, trim_compiler_log
+
+    started = clock.monotonic()
+    for line in ("/" * 5000, "/a" * 5000, "x.cpp:1:1: warning: #warning " + "/" * 5000):
+        _shorten_paths(line)
+        trim_compiler_log(line + "\n" + line)
+    assert clock.monotonic() - started < 2.0
+    assert _shorten_paths("/tmp/b/x_1/main.cpp:12:5: error: e") == "main.cpp:12:5: error: e"
+    assert _shorten_paths("in /v/lib/site-packages/torch/include/ATen/x.h:3") == "in <torch>/ATen/x.h:3"
+    assert _shorten_paths("/a/main.cppx:1") == "/a/main.cppx:1"
+
+
+def test_a_worker_reply_with_a_status_of_another_type_is_a_worker_failure():
+    """Red team, round 4: ``{"ok": false, "status": []}`` raised TypeError in the trusted side, not WorkerFailure."""
+    import socket
+
+    from cudaforge.eval.channel import Channel
+    from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+
+    ours, theirs = socket.socketpair()
+    process = CandidateProcess.__new__(CandidateProcess)
+    process.channel = Channel(ours)
+    for status in ([], {"a": 1}, 3, None):
+        Channel(theirs).send({"ok": False, "status": status, "message": "forged"})
+        with pytest.raises(WorkerFailure) as caught:
+            process.request({"op": "call"}, timeout_s=5)
+        assert caught.value.status == "runtime_error"
+    ours.close()
+    theirs.close()

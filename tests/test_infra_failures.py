@@ -33,6 +33,19 @@ def test_device_lost_asks_nvml(monkeypatch):
     state["lost"] = True
     assert device_lost("0") == "NVML: GpuIsLost: GPU is lost"
 
+    class NVMLError_LibraryNotFound(Exception):  # noqa: N801 - pynvml's own names
+        pass
+
+    class NVMLError_DriverNotLoaded(Exception):  # noqa: N801
+        pass
+
+    for error, said in ((NVMLError_LibraryNotFound, None), (NVMLError_DriverNotLoaded, "NVML does not start any more")):
+        def init(error=error):
+            raise error("NVML")
+        monkeypatch.setattr(fake, "nvmlInit", init)
+        got = device_lost("0")  # no NVML here at all: nothing can tell; a driver gone mid-run: lost
+        assert got is None if said is None else got.startswith(said)
+
 
 def _lost_gpu_evaluator(monkeypatch, tmp_path, lost: str | None):
     """The real evaluator, told it has GPU 0, whose worker comes back crashed (as when the GPU falls off the bus)."""

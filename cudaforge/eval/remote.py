@@ -186,7 +186,7 @@ class CandidateProcess:
         if reply.get("ok") is True:
             return reply
         status = reply.get("status")
-        status = status if status in WORKER_STATUSES else "runtime_error"
+        status = status if isinstance(status, str) and status in WORKER_STATUSES else "runtime_error"
         message_text = reply.get("message")
         raise WorkerFailure(status, str(message_text)[:20000] if message_text is not None else f"{what} failed")
 

@@ -172,6 +172,8 @@ def device_lost(gpu: str | int) -> str | None:
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError (driver not loaded), OSError (libnvidia-ml gone)
+        if "LibraryNotFound" in type(exc).__name__ or isinstance(exc, OSError):
+            return None  # no NVML on this machine at all: nothing can tell (GPUs named by configuration only)
         return f"NVML does not start any more: {exc}"
     try:
         text = str(gpu)

@@ -40,9 +40,32 @@ def failed_for_the_sources(log: str) -> bool:
                if "warning" not in ln[:200])
 
 
+_PATH_DELIMITERS = re.compile(r"([\s:()'\"]+)")
+_BUILD_SOURCE = re.compile(r"/(?:main\.cpp|cuda\.cu)(?!\w)")
+_TORCH_INCLUDE = "/site-packages/torch/include/"
+SHORTENED_LINE_MAX = 2000
+"""Characters of one log line whose paths are shortened (the rest is cut): the line is the compiler's, and so can
+hold whatever the candidate's sources make it print."""
+
+
+def _shorten_token(token: str) -> str:
+    if not token.startswith("/"):
+        return token
+    at = token.find(_TORCH_INCLUDE)
+    if at >= 0:
+        return "<torch>/" + token[at + len(_TORCH_INCLUDE):]
+    found = None
+    for found in _BUILD_SOURCE.finditer(token):
+        pass
+    return token[found.start() + 1:] if found is not None and found.start() > 0 else token
+
+
 def _shorten_paths(line: str) -> str:
-    line = re.sub(r"(?:/[^\s:()'\"]+)+/(?:main\.cpp|cuda\.cu)\b", lambda m: m.group(0).rsplit("/", 1)[1], line)
-    return re.sub(r"(?:/[^\s:()'\"]+)*/site-packages/torch/include/", "<torch>/", line)
+    """Build folders before ``main.cpp``/``cuda.cu`` dropped, torch's include folder written ``<torch>/``. One pass
+    over the line's tokens, linear in its length (a nested-quantifier pattern over slashes backtracked
+    exponentially on a line the candidate's ``#warning ////...`` put in the log)."""
+    parts = _PATH_DELIMITERS.split(line[:SHORTENED_LINE_MAX])
+    return "".join(part if i % 2 else _shorten_token(part) for i, part in enumerate(parts))
 
 
 def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_chars: int = 6000) -> str:
