@@ -115,7 +115,13 @@ def is_own_kernel(name: str, own_names: set[str]) -> bool:
     base = kernel_base_name(name)
     if base in own_names:
         return True
+    if len(own_names) > OWN_NAMES_MAX:  # a source naming thousands of kernels (in a comment) only confuses itself
+        own_names = set(sorted(own_names)[:OWN_NAMES_MAX])
     return any(lang.profiled_match(base, own) for lang in languages() for own in own_names)
+
+
+OWN_NAMES_MAX = 1024
+"""Kernel names of one candidate matched against each profiled kernel (a real one defines a few)."""
 
 
 def jit_caches(source: str | None = None) -> list[KernelLanguage]:

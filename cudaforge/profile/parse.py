@@ -95,14 +95,27 @@ def _set_duration(kernel: KernelProfile) -> None:
         kernel.duration_ms = duration_ms(metric.value, metric.unit)
 
 
+MAX_LAUNCHES = 1000
+"""Kernel launches read from one ncu output (``profile.max_kernels`` asks ncu for 200): the output lies in the
+profiled candidate's scratch, which can replace it with one of millions of rows (red team, round 5)."""
+MAX_ROWS_PER_LAUNCH = 5000
+"""Metric and rule rows read per launch (the fullest section set has some hundreds)."""
+
+
 def _parse_details(header: list[str], rows: list[list[str]]) -> list[KernelProfile]:
     kernels: dict[tuple[str, str], KernelProfile] = {}
+    counts: dict[tuple[str, str], int] = {}
     for values in rows:
         row = dict(zip(header, values))
         key = _launch(row)
         kernel = kernels.get(key)
         if kernel is None:
+            if len(kernels) >= MAX_LAUNCHES:
+                continue
             kernel = kernels[key] = _kernel(row, len(kernels))
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] > MAX_ROWS_PER_LAUNCH:
+            continue
         metric_name = row.get("Metric Name", "").strip()
         section = row.get("Section Name", "")
         if metric_name:

@@ -38,7 +38,8 @@ from cudaforge.vendor import current
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
-from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report
+from cudaforge.languages.names import KERNEL_NAME_MAX
+from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
 from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
 from cudaforge.types import Task, source_hash
@@ -497,10 +498,11 @@ class Profiler:
         if child is None:
             result.message = f"{reason}; then {result.message}"
             return
-        kernels = [
-            KernelProfile(id=i, name=k["name"], base_name=kernel_base_name(k["name"]), own=False,
-                          duration_ms=k["duration_ms"])
-            for i, k in enumerate(child["kernels"])
+        entries = child.get("kernels") if isinstance(child.get("kernels"), list) else []
+        kernels = [  # the child's list lies in the candidate's scratch: only well-formed entries, at most MAX_LAUNCHES
+            KernelProfile(id=i, name=k["name"][:KERNEL_NAME_MAX], base_name=kernel_base_name(k["name"]), own=False,
+                          duration_ms=float(k["duration_ms"]) if isinstance(k.get("duration_ms"), (int, float)) else None)
+            for i, k in enumerate(entries[:MAX_LAUNCHES]) if isinstance(k, dict) and isinstance(k.get("name"), str)
         ]  # fmt: skip
         self._assemble(run, child, kernels)
         result.status = ProfileStatus.FALLBACK
@@ -613,7 +615,7 @@ def _copy_ncu_output(scratch: Path, out_dir: Path) -> None:
                     shutil.copyfileobj(src, dst, 1 << 20)
 
 
-def _read_capped(path: Path, cap: int = 64 << 20) -> str:
+def _read_capped(path: Path, cap: int = 32 << 20) -> str:
     """The first ``cap`` bytes of a file of ours as text ('' when absent)."""
     try:
         with path.open("rb") as f:

@@ -80,6 +80,7 @@ def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_c
     failed: list[str] = []
     blocks: dict[str, list[list[str]]] = {"error": [], "warning": []}
     summaries: list[str] = []
+    seen: set[tuple[str, ...]] = set()
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -121,7 +122,8 @@ def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_c
                 block.append(_shorten_paths(nxt.rstrip()[:300]))
                 taken += 1
             i += 1
-        if block not in blocks[kind]:
+        if tuple(block) not in seen:  # a set: a log of 30 000 one-line warnings took 11 s with a list's `in`
+            seen.add(tuple(block))
             blocks[kind].append(block)
     chosen = blocks["error"] or blocks["warning"]
     out: list[str] = []

@@ -340,7 +340,7 @@ TORCH_SCALAR = {
 """``torch.<name>`` calls whose result is plain data (sizes, dtypes, devices, flags)."""
 
 TORCH_CONSTANT = re.compile(
-    r"(u?int\d*|float\d*(_\w+)?|bfloat16|half|double|long|short|bool|cfloat|cdouble|chalf|complex\d*|q\w*int\d*\w*|"
+    r"(u?int\d*|float\d*(_\w+)?|bfloat16|half|double|long|short|bool|cfloat|cdouble|chalf|complex\d*|q(?=\w*$)\w*int\d*\w*|"
     r"bits\w*|contiguous_format|channels_last(_3d)?|preserve_format|strided|sparse_\w+|_mkldnn|jagged|pi|e|inf|nan|"
     r"newaxis|__version__|version|__\w+__)$"
 )
@@ -572,7 +572,7 @@ def _listed(items: list[str]) -> str:
 
 
 def _strip_c_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"/\*.*?(?:\*/|\Z)", " ", text, flags=re.S)  # an unclosed one runs to the end (linear, not n^2)
     return re.sub(r"//[^\n]*", " ", text)
 
 
@@ -2747,7 +2747,7 @@ class _Paths:
                 return self.tails(expr.right, more)
             left = expr.left
             if isinstance(expr.op, ast.Mod) and isinstance(left, ast.Constant) and isinstance(left.value, str):
-                return {None} if PERCENT_FORMAT_AT_END.search(left.value) else {left.value}
+                return {None} if PERCENT_FORMAT_AT_END.search(left.value[-256:]) else {left.value}
             return {None}
         if isinstance(expr, ast.Call):
             return self._call_tails(expr, more)
