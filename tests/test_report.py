@@ -446,4 +446,4 @@ def test_cudaforge_report_command(two_runs, tmp_path):
     assert "## Level 1" in out.stdout and "paper: CudaForge o3/o3" in out.stdout
     assert sorted(p.name for p in out_dir.iterdir()) == ["report.csv", "report.md", "report.tex", "scaling.csv"]
     bad = subprocess.run([*args[:4], str(tmp_path / "missing")], capture_output=True, text=True, timeout=120, env=env)
-    assert bad.returncode == 2 and "no results.jsonl" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "no such run directory" in bad.stderr and "Traceback" not in bad.stderr
