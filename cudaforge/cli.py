@@ -15,7 +15,7 @@ from typing import Any, Callable
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from cudaforge.config import register_configs
+from cudaforge.config import mapping_keys, register_configs
 from cudaforge.paths import CONFIG_DIR
 from cudaforge.track.store import HYDRA_DIR, LEDGER_FILE, LOCK_FILE, PLAN_FILE, RESCORED_FILE, RESULTS_FILE, RunDir
 
@@ -621,11 +621,6 @@ def _expand_home(override: str) -> str:
     return override
 
 
-DICT_KEYS = ("strategy.templates", "skill.categories")
-"""Keys whose value is a mapping of free names: ``key={a: b}`` is made ``++key={a: b}`` (Hydra would refuse the new
-names of a typed mapping: "Key 'coder/first_attempt' is not in struct")."""
-
-
 def _launcher_problem(overrides: list[str]) -> str | None:
     """``hydra/launcher=X`` whose plugin is not installed: one line (Hydra would end in a traceback)."""
     import importlib
@@ -656,7 +651,8 @@ def _run_app(action: str, overrides: list[str]) -> int:
     func = ACTIONS[action]
     flags, overrides = _split_flags(overrides)
     overrides = [_expand_home(o) for o in overrides]
-    overrides = [f"++{o}" if o.split("=", 1)[0] in DICT_KEYS else o for o in overrides]
+    mappings = mapping_keys()  # key={a: b} set as written: ++ lets Hydra take names the schema cannot list
+    overrides = [f"++{o}" if o.split("=", 1)[0] in mappings else o for o in overrides]
     launcher = _launcher_problem(overrides)
     if launcher:
         print(f"cudaforge {action}: error: {launcher}", file=sys.stderr)

@@ -466,6 +466,23 @@ GROUP_SCHEMAS: dict[str, type] = {
 }
 
 
+def mapping_keys(schema: type | None = None, prefix: str = "") -> set[str]:
+    """Dotted keys whose value is a mapping of free names (``strategy.templates``, ``skill.categories``): Hydra's
+    struct mode refuses a new name in them (``key={a: b}`` fails with "Key 'a' is not in struct"), so the CLI sets
+    them with ``++``."""
+    import dataclasses
+    import typing
+
+    keys: set[str] = set()
+    schema = schema or CudaforgeConfig
+    for name, hint in typing.get_type_hints(schema).items():
+        if typing.get_origin(hint) is dict:
+            keys.add(prefix + name)
+        elif dataclasses.is_dataclass(hint):
+            keys |= mapping_keys(hint, f"{prefix}{name}.")
+    return keys
+
+
 def register_configs() -> None:
     """Register the schemas: ``cudaforge_schema`` and one ``<group>/schema`` per group."""
     from hydra.core.config_store import ConfigStore  # here: importing this module must not load Hydra

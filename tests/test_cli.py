@@ -282,3 +282,14 @@ def test_a_home_relative_root_works_as_the_docs_write_it(kernelbench_root, tmp_p
                          timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "1_Relu_a" in out.stdout and "LexerNoViableAlt" not in out.stderr
+
+
+def test_a_mapping_key_is_set_as_written(tmp_path):
+    """`strategy.templates={coder/first_attempt: ...}` (docs/agents.md) without Hydra's '++': the schema's mapping
+    keys are found from the schemas, not listed by hand."""
+    from cudaforge.config import mapping_keys
+
+    assert {"strategy.templates", "skill.categories"} <= mapping_keys()
+    out = cudaforge("run", "strategy.templates={coder/first_attempt: coder/optimize}", "--cfg", "job", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "coder/first_attempt: coder/optimize" in out.stdout
