@@ -71,7 +71,14 @@ def test_a_crash_on_a_lost_gpu_is_no_verdict(monkeypatch, tmp_path):
     lost = _lost_gpu_evaluator(monkeypatch, tmp_path, "NVML: GpuIsLost")
     with pytest.raises(GpuUnavailable, match="GPU 0 stopped answering .* not the kernel's"):
         lost.evaluate(task, source)
-    assert not list((tmp_path / "int").glob("*.json"))  # no interrupted marker held against the candidate
+    # the attempt is counted like an evaluation that died: a candidate that keeps taking the GPU down is crashed
+    # after INTERRUPTED_ATTEMPTS resumes, never not-run for ever
+    from cudaforge.eval.evaluator import INTERRUPTED_ATTEMPTS
+
+    for _ in range(INTERRUPTED_ATTEMPTS - 1):
+        with pytest.raises(GpuUnavailable):
+            lost.evaluate(task, source)
+    assert lost.evaluate(task, source).status is EvalStatus.CRASHED
 
 
 def test_a_lost_gpu_stops_the_run_and_the_resume_finishes_the_task(monkeypatch, tmp_path):

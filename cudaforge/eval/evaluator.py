@@ -273,14 +273,14 @@ class Evaluator:
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 marker.write_text(json.dumps({"task": task.id, "candidate": digest, "started": time.time(),
                                               "attempts": attempts + 1}))  # fmt: skip
-            try:
-                result = self._evaluate(task, source, gpu, started)
-            finally:
-                if marker is not None:
-                    marker.unlink(missing_ok=True)  # a lost GPU is not the candidate's doing either
+            result = self._evaluate(task, source, gpu, started)
+            if marker is not None:
+                marker.unlink(missing_ok=True)
             return result
         except GpuUnavailable:
-            raise  # no verdict: the machine failed, not the kernel
+            # no verdict: the machine failed. The marker stays and counts the attempt, so a candidate that itself
+            # takes the GPU down is `crashed` after INTERRUPTED_ATTEMPTS resumes instead of stopping every one
+            raise
         except Exception as exc:  # noqa: BLE001 - whatever went wrong becomes a result; the run goes on
             return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED,
                               message=f"the evaluator could not evaluate this candidate: {type(exc).__name__}: {exc}"[:2000],
