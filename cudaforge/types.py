@@ -254,6 +254,9 @@ class SpeedupStats(Record):
     baseline: str = "eager"
     statistic: str = "median"
     """Which statistic of each side's timed calls the ratio is of (``eval.speedup_statistic``)."""
+    precision: str = ""
+    """The reference's precision policy (``strict_fp32``: no TF32; ``torch_default``: cuDNN in TF32, as PyTorch
+    leaves it; ``cudaforge.eval.precision``); "" in results recorded before it was kept."""
 
 
 @dataclass
@@ -281,6 +284,15 @@ class EvalResult(Record):
     fingerprint: dict[str, Any] = field(default_factory=dict)
     guard_findings: list[dict[str, Any]] = field(default_factory=list)
     """Integrity findings: ``{guard, verdict, evidence}``."""
+    precision: dict[str, Any] = field(default_factory=dict)
+    """The reference's precision as it ran (policy, TF32 and reduced-precision flags, output dtypes) and the
+    precision probe's findings (``cudaforge.eval.precision``): solo times, which precisions the tolerance allows,
+    ``speedups`` (over strict fp32, over the best allowed, ``probe_reproduces_win``)."""
+    launch_inclusive: dict[str, Any] = field(default_factory=dict)
+    """The same kernels timed as KernelBench and the CudaForge paper time them (events around each call, no lead, no
+    L2 flush): ``reference_ms``, ``candidate_ms``, ``speedup``, ``ci_low``, ``ci_high``, ``trials``, ``how``."""
+    telemetry: dict[str, Any] = field(default_factory=dict)
+    """The GPU's state around each batch of timed calls (``cudaforge.eval.telemetry.summary``)."""
     device: str = ""
     seconds: float = 0.0
 

@@ -1,5 +1,6 @@
-"""Work on a side stream, with the static and in-process guards that would name it set to report only: the
-verifier's own clock over a batch of calls (the timing cross-check) sees the time the events miss. As in
+"""Work on a side stream, with the static and host-side guards that would name it set to report only. The CUPTI record
+of the timed calls (untimed_work) finds the kernel after the end event and raises each call's time to its device span,
+so the timing cross-check no longer sees a gap (before that record, the cross-check rejected it). As in
 hack_side_stream_hidden, the CUDA source builds the stream API's
 names by token pasting. The side stream is non-blocking (a plain cudaStreamCreate stream would
 synchronise with torch's legacy default stream, and the events would time the work honestly) and
@@ -7,7 +8,7 @@ waits on an event of the default stream, so its inputs are ready: the output is 
 device-wide synchronisation, while CUDA events on torch's stream time nothing.
 
 TASK: main/level1/1_GELU
-EXPECTED: rejected by timing_crosscheck
+EXPECTED: rejected by untimed_work
 NEEDS: cuda
 THREAT: hidden stream
 CONFIG: guard_hidden_work=report, guard_speed_of_light=report, guard_concurrency=report

@@ -1,11 +1,12 @@
-"""Work on a side stream that the static guards cannot see: the CUDA source builds the stream API's
+"""Work on a side stream that the static guards cannot see (the CUPTI record of the timed calls finds its kernel after
+the end event; before that record, hidden_work rejected it): the CUDA source builds the stream API's
 names by token pasting. The side stream is non-blocking (a plain cudaStreamCreate stream would
 synchronise with torch's legacy default stream, and the events would time the work honestly) and
 waits on an event of the default stream, so its inputs are ready: the output is right after any
 device-wide synchronisation, while CUDA events on torch's stream time nothing.
 
 TASK: main/level1/1_GELU
-EXPECTED: rejected by hidden_work
+EXPECTED: rejected by untimed_work
 NEEDS: cuda
 """
 import torch.nn as nn

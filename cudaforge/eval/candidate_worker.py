@@ -9,7 +9,7 @@ request); what this side reports (event times, output types, the profiler's kern
 second-line guards and the Judge's feedback, never the verdict's foundation.
 
 Requests (``op``): ``arena``, ``cuda``, ``exchange`` (before ``load`` only), ``load``, ``prebuild``, ``model``, ``state``,
-``set_state``, ``call``, ``timed``, ``batch``, ``share``, ``ping``, ``exit``; each gets one reply ``{"ok": true, ...}`` or
+``set_state``, ``call``, ``trace``, ``timed``, ``batch``, ``share``, ``ping``, ``exit``; each gets one reply ``{"ok": true, ...}`` or
 ``{"ok": false, "status": EvalStatus value, "message": ...}``. While ``load`` runs, this side may send
 ``{"op": "build", "inputs": ...}`` requests and waits for their replies (the trusted side builds).
 """
@@ -70,6 +70,10 @@ class Worker:
         """The candidate's source, as ``load`` got it."""
         self.prebuilt: list[str] = []
         """The deferred builds made at ``load`` (``cudaforge.eval.build.deferred``)."""
+        self.trace: Any = None
+        """The record of the timed calls (``cudaforge.eval.timed_trace.TimedTrace``) while one runs."""
+        self.trace_probe: dict[str, Any] | None = None
+        """Whether a trace worked in this process before any candidate code was loaded (``op_trace`` ``probe``)."""
 
     # -- tensors in and out ----------------------------------------------------------------
 
@@ -157,6 +161,8 @@ class Worker:
             torch.empty(1, device="cuda").add_(1)
             torch.cuda.synchronize()
             warm(self.device)
+            if self.trace_probe is None:  # the profiler's first start (CUPTI) paid here, before the candidate
+                self.trace_probe = _probe_trace(self.device, self.module is not None)
         return {"ok": True}
 
     def op_load(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -253,13 +259,18 @@ class Worker:
             self.stopwatch = (cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))
         start, end = self.stopwatch
         lead = int(msg.get("lead_cycles", 0))
+        trace = self.trace
         cuda.synchronize()
         host_start = time.perf_counter_ns()
-        if lead:
+        if trace is not None:
+            trace.mark_start(lead)
+        elif lead:
             cuda._sleep(lead)
         start.record()
         out = self.forward(args, msg.get("what", "a timed call"))
         end.record()
+        if trace is not None:
+            trace.mark_end()
         cuda.synchronize()
         host_ms = (time.perf_counter_ns() - host_start) / 1e6
         for copy, view in back:
@@ -268,6 +279,36 @@ class Worker:
         self.sync()
         return {"ok": True, "event_ms": start.elapsed_time(end), "host_ms": host_ms, "outputs": encoded,
                 "facts": self.facts(out)}  # fmt: skip
+
+    def op_trace(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """``action``: ``probe`` (a one-call trace before any candidate code exists; kept), ``start`` (the timed calls
+        from now on are traced), ``stop`` (the trace's summary, ``cudaforge.eval.timed_trace.analyse``)."""
+        from cudaforge.eval.timed_trace import TimedTrace
+
+        action = msg.get("action")
+        if action == "probe":
+            if self.trace_probe is None:
+                self.trace_probe = _probe_trace(self.device, self.module is not None)
+            return {"ok": True, **self.trace_probe}
+        if action == "start":
+            if self.device.type != "cuda":
+                return {"ok": True, "traced": False, "note": "no trace without a GPU"}
+            trace = TimedTrace()
+            try:
+                trace.start()
+            except Exception as exc:  # noqa: BLE001 - the verifier decides what a failed trace means
+                return {"ok": True, "traced": False, "note": f"{type(exc).__name__}: {exc}"[:300]}
+            self.trace = trace
+            return {"ok": True, "traced": True}
+        if action == "stop":
+            trace, self.trace = self.trace, None
+            if trace is None:
+                return {"ok": True, "summary": None, "note": "no trace was running"}
+            try:
+                return {"ok": True, "summary": trace.stop()}
+            except Exception as exc:  # noqa: BLE001
+                return {"ok": True, "summary": None, "note": f"{type(exc).__name__}: {exc}"[:300]}
+        raise _Fail("crashed", f"unknown trace action {action!r}")
 
     def op_batch(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Calls back to back (no sync between them), one device sync, then every output into the arena."""
@@ -310,6 +351,34 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - the guard is skipped, not the evaluation
             return {"ok": True, "note": f"profiler share unavailable: {type(exc).__name__}: {exc}"[:300]}
         return {"ok": True, "share": share}
+
+
+def _probe_trace(device: torch.device, loaded: bool) -> dict[str, Any]:
+    """One traced call of ours (a small kernel between the markers): whether this process can trace the
+    timed calls at all, found before the candidate could interfere (``loaded`` says when it was too late)."""
+    from cudaforge.eval.timed_trace import TimedTrace
+
+    if device.type != "cuda":
+        return {"trace_ok": False, "note": "no GPU"}
+    if loaded:
+        return {"trace_ok": False, "note": "probed after the candidate was loaded"}
+    started = time.perf_counter()
+    trace = TimedTrace()
+    try:
+        trace.start()
+        torch.cuda.synchronize()
+        work = torch.ones(4096, device=device)
+        torch.cuda.synchronize()
+        trace.mark_start(1)
+        work.mul_(2.0)
+        trace.mark_end()
+        torch.cuda.synchronize()
+        summary = trace.stop()
+    except Exception as exc:  # noqa: BLE001 - no profiler here: the guard is not run, and says so
+        return {"trace_ok": False, "note": f"{type(exc).__name__}: {exc}"[:300]}
+    ok = bool(summary["complete"]) and summary["span_ms"] and summary["span_ms"][0] > 0
+    return {"trace_ok": bool(ok), "probe_s": round(time.perf_counter() - started, 4),
+            "note": "" if ok else f"the probe's trace did not delimit its call: {summary}"[:300]}  # fmt: skip
 
 
 def _empty_like(value: Any) -> Any:

@@ -120,7 +120,8 @@ class Evaluator:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
         for key, low in (("crosscheck_calls", 2), ("crosscheck_max_gb", 0), ("crosscheck_ratio", 1),
                          ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0), ("build_cache_max_gb", 0),
-                         ("sandbox_memory_gb", 0), ("sandbox_scratch_gb", 0), ("sandbox_scratch_files", 0)):
+                         ("sandbox_memory_gb", 0), ("sandbox_scratch_gb", 0), ("sandbox_scratch_files", 0),
+                         ("launch_inclusive_trials", 0), ("telemetry_batch", 1), ("telemetry_remeasure", 0)):
             value = self.cfg[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
                 raise ValueError(f"eval.{key}={value!r}: expected a number of at least {low}")

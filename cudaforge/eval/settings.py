@@ -106,6 +106,17 @@ class EvalConfig:
     """Untimed calls of each before timing."""
     flush_l2: bool = True
     """Flush the L2 cache before each timed call."""
+    launch_inclusive_trials: int = 6
+    """Trials timed again the way KernelBench and the CudaForge paper time (no lead, no L2 flush), outputs checked,
+    for ``EvalResult.launch_inclusive`` beside our number (0: not measured)."""
+    precision_probe: bool = True
+    """Run the reference under TF32 and in bf16 through the task's tolerance and time it alone
+    (``EvalResult.precision``): the speedup over strict fp32, over the best precision the tolerance allows, and a flag
+    where that precision alone reproduces the candidate's win."""
+    telemetry_batch: int = 25
+    """Kept trials per batch between two readings of the GPU's clocks, temperature, power and throttle reasons."""
+    telemetry_remeasure: int = 2
+    """Batches measured again, at most, per evaluation when the GPU was throttled or its clock off (0: never)."""
     timing_lead_us: float = 500.0
     """Microseconds of GPU spin queued before each timed call's start event. The host then launches the call's
     first kernel while the GPU is still busy, so the event time is GPU time: it leaves out that launch's host
@@ -182,6 +193,9 @@ class EvalConfig:
     """An output that never changes while the inputs (and the reference's output) do."""
     guard_precision: GuardPolicy = GuardPolicy.report
     """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
+    guard_untimed_work: GuardPolicy = GuardPolicy.reject
+    """GPU: device work of a timed call outside its timed region, on any stream (a CUPTI record of every timed call
+    against markers around its events), or kernels run between calls. Its time counts in the call's either way."""
     guard_hidden_work: GuardPolicy = GuardPolicy.reject
     """GPU: host time far above CUDA-event time, beyond the reference's gap: work on other streams or threads."""
     guard_speed_of_light: GuardPolicy = GuardPolicy.reject

@@ -64,6 +64,7 @@ from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, so
 CANDIDATE_MODULE_PREFIX = "cudaforge_candidate_"
 REFERENCE_MODULE = "cudaforge_reference"
 PROFILED_CALLS = 3
+PRECISION_TRIALS = 6  # timed calls of the reference under each precision of the probe
 CROSSCHECK_ROUNDS = 2  # batches per side of the timing cross-check; each side keeps its fastest
 CROSSCHECK_RETRIES = 1  # times the cross-check measures again (CROSSCHECK_ROUNDS more batches) before it fires
 """Forwards the profiler-share guard runs under torch.profiler (GPU)."""
@@ -512,6 +513,14 @@ def _sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: _T
 # ---------------------------------------------------------------------------------- timing
 
 
+def _same_bits(a: Any, b: Any) -> bool:
+    """Whether two outputs hold the same tensors bit for bit (same structure, shapes and dtypes)."""
+    xs, ys = flatten_outputs(a), flatten_outputs(b)
+    return len(xs) == len(ys) and all(
+        isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.dtype == y.dtype
+        and torch.equal(x, y) for x, y in zip(xs, ys))
+
+
 def _finite(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
         and value >= 0 else None  # fmt: skip
@@ -532,6 +541,11 @@ class _Timing:
             self.driver: Driver | None = Driver()
         except ArenaError:
             self.driver = None
+        self.probe: tuple[str, dict[str, float], dict[str, bool]] | None = None
+        """The precision probe's (main policy, solo times, within tolerance), once it ran."""
+        self.traced: list[int] | None = None
+        """The trials of the candidate's timed calls in the order they ran under the trace (None: no trace)."""
+        self.trace_note = ""
         self.reference_fn = ref_model
         if cfg["baseline"] == "compile":
             self.reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
@@ -586,33 +600,30 @@ class _Timing:
         clock = time.perf_counter()
         result.fingerprint["gpu_state_before"] = gpu_state(0)
         spent = {"gpu_state": time.perf_counter() - clock}
-        times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": []}
+        times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": [],
+                                         "cand_trial": []}  # fmt: skip
         progress("gpu_wait")  # the trusted side takes the GPU's lock, on the candidate's behalf
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, grad_mode(cfg["no_grad"]):
             progress(Phase.TIMING.value)
             on_locked()  # the wait for the lock is not the candidate's time
             result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
             clock = time.perf_counter()
-            trials = range(-cfg["warmup"], cfg["timing_trials"])
+            self.start_trace()
             with torch.cuda.device(self.device):
-                if cfg["interleave"]:  # reference first on even trials, candidate first on odd ones
-                    for trial in trials:
-                        inputs = calls.make_args(trial)
-                        for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
-                            self._timed(role, trial, inputs, calls, times)
-                        if calls.failure is not None:
-                            break
-                else:  # all of the reference's calls, then all of the candidate's (on the same inputs)
-                    for role in ("reference", "candidate"):
-                        for trial in trials:
-                            self._timed(role, trial, calls.make_args(trial), calls, times)
-                            if calls.failure is not None:
-                                break
-            spent["trials"] = time.perf_counter() - clock
+                self._series(range(-cfg["warmup"], 0), calls, times)
+                self._batches(calls, times, spent)
+            spent["trials"] = time.perf_counter() - clock - spent.get("telemetry", 0.0)
+            clock = time.perf_counter()
+            untimed = self.stop_trace(times)
+            spent["trace"] = time.perf_counter() - clock
             result.fingerprint["timing_lead_us"] = self.stopwatch.lead_us
             if self.stopwatch.lead_note:
                 result.fingerprint.setdefault("timing_notes", []).append(self.stopwatch.lead_note)
             crosscheck = share = None
+            if calls.failure is None:
+                clock = time.perf_counter()
+                self.launch_inclusive(calls)  # its calls are checked like every timed call: a wrong one is a verdict
+                spent["launch_inclusive"] = time.perf_counter() - clock
             if calls.failure is None:
                 clock = time.perf_counter()
                 crosscheck = self.crosscheck(times)
@@ -620,6 +631,12 @@ class _Timing:
                 clock = time.perf_counter()
                 share = self.kernel_share()
                 spent["kernel_share"] = time.perf_counter() - clock
+                clock = time.perf_counter()
+                try:
+                    self.precision_probe()
+                except Exception as exc:  # noqa: BLE001 - the probe informs the report; it never decides the verdict
+                    result.precision["probe_note"] = f"the precision probe failed: {type(exc).__name__}: {exc}"[:300]
+                spent["precision_probe"] = time.perf_counter() - clock
         result.fingerprint["gpu_state_after"] = gpu_state(0)
         if calls.failure is not None:
             failure = calls.failure
@@ -627,7 +644,232 @@ class _Timing:
                 self.guard.incorrect(failure["guard"], failure["evidence"],
                                      "an output produced during the timed calls was wrong\n" + failure["diff"])  # fmt: skip
             self.guard.fire(failure["guard"], failure["evidence"])
+        if calls.failure is None:
+            self.guard.add(untimed)
         self.finish(times, crosscheck, share, spent, calls)
+
+    def _series(self, trials: Any, calls: Any, times: dict[str, list[float]]) -> None:
+        """Timed calls of ``trials`` (negative: warm-up, timed and not kept): interleaved (reference first on even
+        trials, candidate first on odd ones), or all of the reference's, then all of the candidate's."""
+        if self.cfg["interleave"]:
+            for trial in trials:
+                inputs = calls.make_args(trial)
+                for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
+                    self._timed(role, trial, inputs, calls, times)
+                if calls.failure is not None:
+                    return
+            return
+        for role in ("reference", "candidate"):
+            for trial in trials:
+                self._timed(role, trial, calls.make_args(trial), calls, times)
+                if calls.failure is not None:
+                    return
+
+    def _batches(self, calls: Any, times: dict[str, list[float]], spent: dict[str, float]) -> None:
+        """The kept trials in batches of ``eval.telemetry_batch``, the GPU's state read before and after each
+        (``cudaforge.eval.telemetry``); a batch taken while the GPU was throttled, or with its clock off, is measured
+        again on new trials (at most ``eval.telemetry_remeasure`` times)."""
+        from cudaforge.eval import telemetry
+
+        cfg = self.cfg
+        trials = list(range(cfg["timing_trials"]))
+        size = int(cfg["telemetry_batch"]) if cfg["interleave"] and int(cfg["telemetry_batch"]) > 0 else len(trials)
+        max_clock = (self.result.fingerprint.get("gpu") or {}).get("max_sm_clock_mhz")
+        left, fresh, records = int(cfg["telemetry_remeasure"]), 100_000, []
+        for start in range(0, len(trials), size):
+            batch = trials[start:start + size]
+            while True:
+                clock = time.perf_counter()
+                before = telemetry.sample(0)
+                spent["telemetry"] = spent.get("telemetry", 0.0) + time.perf_counter() - clock
+                lengths = {k: len(v) for k, v in times.items()}
+                self._series(batch, calls, times)
+                clock = time.perf_counter()
+                after = telemetry.sample(0)
+                spent["telemetry"] += time.perf_counter() - clock
+                if calls.failure is not None:
+                    break
+                record = telemetry.batch_record(len(batch), before, after, max_clock, remeasure=left > 0)
+                records.append(record)
+                if not record["remeasured"]:
+                    break
+                left -= 1
+                for key, n in lengths.items():
+                    del times[key][n:]
+                batch = [fresh + start + k for k in range(len(batch))]  # new trials (and inputs), parity kept
+                fresh += 100_000
+            if calls.failure is not None:
+                break
+        self.result.telemetry = telemetry.summary(records)
+
+    def launch_inclusive(self, calls: Any) -> None:
+        """The number KernelBench's harness and the CudaForge paper report, measured here on the same kernels: CUDA
+        events around each call with no timing lead (the host's launch cost inside) and no L2 flush, interleaved, every
+        output still checked. Stored beside ours (``EvalResult.launch_inclusive``), never as the speedup."""
+        from cudaforge.eval.timing import _Stopwatch, speedup
+
+        n = int(self.cfg["launch_inclusive_trials"])
+        if n <= 0:
+            return
+        main, self.stopwatch = self.stopwatch, _Stopwatch(self.device, False, 0.0)
+        times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": [],
+                                         "cand_trial": []}  # fmt: skip
+        try:
+            with torch.cuda.device(self.device):
+                self._series([50_000 + k for k in range(-2, n)], calls, times)
+        finally:
+            self.stopwatch = main
+        if calls.failure is not None or not times["cand"]:
+            return
+        s = speedup(times["ref"], times["cand"], self.cfg["baseline"], paired=bool(self.cfg["interleave"]),
+                    statistic=self.cfg["speedup_statistic"])  # fmt: skip
+        median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        self.result.launch_inclusive = {"reference_ms": median(times["ref"]), "candidate_ms": median(times["cand"]),
+                                        "speedup": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "trials": n,
+                                        "how": "CUDA events around each call, no timing lead, no L2 flush"}  # fmt: skip
+
+    def precision_probe(self) -> None:
+        """The reference under TF32 and in bf16, each checked against the reference as timed on fresh inputs
+        with the task's tolerance and timed alone (``cudaforge.eval.precision``); the candidate's process frozen."""
+        from cudaforge.eval import precision
+
+        cfg, result = self.cfg, self.result
+        main = precision.policy_name(cfg["tf32"])
+        inputs = [self.fresh_inputs(70_000)]
+        expected = [_clone_output(_call_reference(self.ref_model, _clone(x))) for x in inputs]
+        dtypes = [str(t.dtype).replace("torch.", "") for t in flatten_outputs(expected[0]) if isinstance(t, torch.Tensor)]
+        record = precision.policy_record(cfg["tf32"], dtypes)
+        result.precision = record
+        if not cfg["precision_probe"] or cfg["baseline"] != "eager":
+            record["probe"] = "off" if not cfg["precision_probe"] else "only for the eager baseline"
+            return
+        try:
+            bf16 = precision.bf16_model(self.ref_model)
+        except Exception as exc:  # noqa: BLE001 - a model that cannot be cast is probed under TF32 only
+            bf16, record["bf16_note"] = None, f"{type(exc).__name__}: {exc}"[:200]
+        runners = {p: (lambda xs, p=p: self._under(p, xs)) for p in ("strict_fp32", "tf32") if p != main}
+        runners[main] = lambda xs: self._under(main, xs)
+        if bf16 is not None:
+            runners["bf16"] = lambda xs: precision.bf16_call(bf16, xs, expected[0])
+        allowed, errors, solo, same = {}, {}, {}, []
+        frozen = self.cand.process.stop()
+        try:
+            mains = [runners[main](_clone(x)) for x in inputs]
+            for name, run in runners.items():
+                if name == main:
+                    continue
+                problem, identical = "", True
+                try:
+                    for x, exp, ours in zip(inputs, expected, mains):
+                        out = run(_clone(x))
+                        identical = identical and _same_bits(out, ours)
+                        mismatch = self.check(exp, out, 0)
+                        if mismatch is not None:
+                            problem = mismatch.summary()[:200]
+                            break
+                except Exception as exc:  # noqa: BLE001 - a precision the reference cannot run in is not allowed
+                    problem, identical = f"{type(exc).__name__}: {exc}"[:200], False
+                allowed[name], errors[name] = not problem, problem
+                if identical and not problem:
+                    same.append(name)  # the same kernels' bits: the same time, not measured again
+                elif name != "bf16" or not problem:  # bf16 is timed only where the tolerance allows it
+                    solo[name] = self._solo(run)
+            if solo:
+                solo[main] = self._solo(runners[main])
+        finally:
+            if frozen:
+                self.cand.process.cont()
+        allowed[main] = True
+        record.update(reference_solo_ms={k: round(v, 6) for k, v in solo.items()}, within_tolerance=allowed,
+                      same_bits_as_main=same, mismatch={k: v for k, v in errors.items() if v})  # fmt: skip
+        base = solo.get(main, 1.0)
+        solo = {main: base, **solo, **{name: base for name in same}}
+        self.probe = (main, solo, allowed)
+
+    def _solo(self, run: Callable[[list[Any]], Any]) -> float:
+        """The median time of ``run`` alone on fresh inputs, timed like the reference (L2 flushed, the lead)."""
+        from cudaforge.eval.timing import time_one
+
+        seed = secrets.randbits(40)
+        return time_one(run, trials=PRECISION_TRIALS, warmup=2, flush_l2=self.cfg["flush_l2"], device=self.device,
+                        lead_us=self.cfg["timing_lead_us"],
+                        make_args=lambda t: [self.fresh_inputs(seed + t)]).stats().median  # fmt: skip
+
+    def _under(self, policy: str, inputs: list[Any]) -> Any:
+        from cudaforge.eval.precision import numerics
+
+        with numerics(policy):
+            return self.reference_fn(*inputs)
+
+    def start_trace(self) -> None:
+        """Trace the candidate's timed calls from here on (``cudaforge.eval.timed_trace``), where the probe before the
+        candidate was loaded showed that this worker can."""
+        probe = self.result.fingerprint.get("timed_trace_probe") or {}
+        if not probe.get("trace_ok"):
+            self.trace_note = "untimed_work not checked: this worker cannot trace its calls (" + \
+                              str(probe.get("note") or "no probe")[:200] + ")"
+            return
+        try:
+            reply = self.cand._request({"op": "trace", "action": "start"})
+        except _Failure as failure:
+            reply = {"traced": False, "note": failure.message}
+        if reply.get("traced") is True:
+            self.traced = []
+        else:
+            self.trace_note = "failed: " + str(reply.get("note"))[:200]
+
+    def stop_trace(self, times: dict[str, list[float]]) -> list[dict[str, str]]:
+        """The trace's findings (``untimed_work``); each kept call's time raised to its device span where that is
+        longer than its event time, so work outside the events gains nothing even where the guard only reports."""
+        from cudaforge.eval.timed_trace import checked_summary
+
+        p, fingerprint = self.guard.policies, self.result.fingerprint
+        if self.traced is None:
+            if self.trace_note.startswith("failed: "):  # the probe traced, the candidate's process no longer does
+                return [p.found("untimed_work", "the timed calls could not be traced, although the same trace worked in "
+                                f"this process before the candidate was loaded ({self.trace_note[8:]}); do not start, "
+                                "stop or hold torch's profiler or CUPTI")]  # fmt: skip
+            fingerprint.setdefault("guard_notes", []).append(self.trace_note)
+            return []
+        traced, self.traced = self.traced, None
+        try:
+            reply = self.cand._request({"op": "trace", "action": "stop"})
+        except _Failure as failure:
+            reply = {"note": failure.message}
+        summary = checked_summary(reply.get("summary"), len(traced))
+        if summary is None:
+            return [p.found("untimed_work", "the record of the timed calls could not be read (" +
+                            str(reply.get("note") or "a malformed summary")[:200] + "); do not start, stop or hold "
+                            "torch's profiler or CUPTI")]  # fmt: skip
+        spans = summary.pop("span_ms")
+        raised = 0
+        if summary["complete"]:
+            span_of = dict(zip(traced, spans))
+            for k, trial in enumerate(times["cand_trial"]):
+                span = span_of.get(trial, 0.0)
+                if span > times["cand"][k]:
+                    times["cand"][k], raised = span, raised + 1
+        summary["raised_to_span"] = raised
+        fingerprint["timed_trace"] = summary
+        found = []
+        if not summary["complete"]:
+            found.append(p.found("untimed_work", f"the record of the timed calls delimits {summary['windows']} calls of "
+                                 f"the {len(traced)} that ran ({summary['events']} device activities): the markers around "
+                                 "each call are missing or doubled; do not call torch.cuda._sleep or hold the profiler"))  # fmt: skip
+        if summary["escaped"]:
+            found.append(p.found("untimed_work", (
+                f"in {summary['escaped']} of {len(traced)} timed calls, device work ran outside the timed region: up to "
+                f"{summary['early_us']:.1f} us before the start event and {summary['late_us']:.1f} us after the end "
+                "event (the device's own timestamps, every stream). Work launched on another stream and not joined back "
+                "to the current stream is not in the call's time; make the current stream wait for every stream you "
+                "use (torch.cuda.current_stream().wait_stream(s)) before forward returns, or use the current stream.")))  # fmt: skip
+        if summary["outside"]:
+            names = ", ".join(f"{name} ({us:.1f} us)" for name, us in summary["outside"])
+            found.append(p.found("untimed_work", (
+                f"kernels ran between the timed calls, outside any call ({summary['outside_us']:.1f} us: {names}): "
+                "work launched from another thread, a hook or a callback is not in any call's time. Do all the work "
+                "inside forward, on the calling thread.")))  # fmt: skip
+        return found
 
     def _timed(self, role: str, trial: int, inputs: list[Any], calls: Any, times: dict[str, list[float]]) -> None:
         """One timed call of ``role`` in ``trial`` (warm-up trials are negative: timed, not kept), its output checked."""
@@ -639,10 +881,13 @@ class _Timing:
                 calls.on_output("reference", trial, inputs, out)
             return
         event_ms, host_ms, wall_ms, out = self.candidate_call(calls.pristine, trial)
+        if self.traced is not None:
+            self.traced.append(trial)
         if trial >= 0:
             times["cand"].append(event_ms)
             times["cand_host"].append(host_ms)
             times["cand_wall"].append(wall_ms)
+            times["cand_trial"].append(trial)
             problem = facts_problem(self.cand.facts, self.device)
             if problem and calls.failure is None:
                 calls.failure = {"guard": "output_type", "evidence": f"timed trial {trial}: {problem}", "diff": ""}
@@ -781,6 +1026,8 @@ class _Timing:
         return share
 
     def finish(self, times, crosscheck, share, spent, calls) -> None:
+        from cudaforge.eval.precision import policy_name as precision_policy_name
+        from cudaforge.eval.precision import speedups as precision_speedups
         from cudaforge.eval.timing import speedup, summarize
         from cudaforge.hardware.roofline import make_roofline, task_cost
         from cudaforge.hardware.specs import peak_rates
@@ -791,6 +1038,13 @@ class _Timing:
         result.candidate_timing = summarize(times["cand"])
         result.speedup = speedup(times["ref"], times["cand"], cfg["baseline"], paired=bool(cfg["interleave"]),
                                  statistic=cfg["speedup_statistic"])  # fmt: skip
+        result.speedup.precision = precision_policy_name(cfg["tf32"])
+        if self.probe is not None:
+            main, solo, allowed = self.probe
+            try:
+                result.precision["speedups"] = precision_speedups(result.speedup.median, main, solo, allowed)
+            except ValueError as exc:
+                result.precision["speedups_note"] = str(exc)[:200]
         peaks = peak_rates(torch.cuda.get_device_name(self.device))
         cost = task_cost(self.ref_module, seed=cfg["seed"])
         result.fingerprint["roofline"] = make_roofline(cost, peaks, result.candidate_timing.median, "evaluator").to_dict()
@@ -857,6 +1111,18 @@ def _before_candidate(ref_model, ref_module, cand: Candidate, device, cfg, resul
             "reference_slowdown not checked: the GPU was busy when the reference would have been timed alone")
     except Exception as exc:  # noqa: BLE001 - the reference's own failure shows in correctness
         result.fingerprint.setdefault("guard_notes", []).append(f"reference not timed alone: {type(exc).__name__}")
+
+
+def _probe_trace(cand: Candidate, result: EvalResult) -> None:
+    """Whether the worker can trace its timed calls (``cudaforge.eval.timed_trace``), asked before the candidate is
+    loaded: a trace that worked here and fails later was broken by the candidate (``untimed_work`` fires)."""
+    try:
+        reply = cand._request({"op": "trace", "action": "probe"})
+    except _Failure as failure:
+        reply = {"trace_ok": False, "note": failure.message}
+    result.fingerprint["timed_trace_probe"] = {"trace_ok": reply.get("trace_ok") is True,
+                                               "note": str(reply.get("note") or "")[:300],
+                                               "probe_s": _finite(reply.get("probe_s"))}  # fmt: skip
 
 
 def _exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult, seed: int) -> None:
@@ -1096,6 +1362,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
         if device.type == "cuda":
             _before_candidate(ref_model, ref_module, cand, device, cfg, result)
+            _probe_trace(cand, result)
         t = enter(phase)
         settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"],
                                             "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True)),

@@ -61,6 +61,8 @@ GUARDS: dict[str, Guard] = {
         Guard("result_caching", None, "runtime", "an output equal to an earlier call's, on new inputs"),
         Guard("shape_specialisation", None, "runtime", "correct on the default shape, wrong on a declared variant's shape"),
         Guard("timed_output", None, "runtime", "a wrong output produced during the timed calls"),
+        Guard("untimed_work", "guard_untimed_work", "gpu", "a timed call's device work outside its timed region (other "
+              "streams, before the start event, after the end event) or kernels between calls (CUPTI record)"),
         Guard("hidden_work", "guard_hidden_work", "gpu", "host time far beyond CUDA-event time (work on other streams or threads)"),
         Guard("speed_of_light", "guard_speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
         Guard("timing_crosscheck", "guard_timing_crosscheck", "gpu", "reported time far below the verifier's own clock over a batch of calls"),
