@@ -310,6 +310,24 @@ class EvalResult(Record):
             lines.append(f"timing: unavailable ({self.timing_unavailable_reason})")
         return "\n".join(line for line in lines if line)
 
+    def measurement(self) -> dict[str, Any]:
+        """How the speedup was measured, for the run's records and reports: ``precision`` (the reference's policy),
+        the precision probe's ``over_strict_fp32``, ``best_allowed``, ``over_best_allowed`` and
+        ``probe_reproduces_win``, the ``launch_inclusive`` speedup, and ``timing_clean`` (False when no batch of
+        timed calls was clean; None when unknown). Empty without a speedup."""
+        if self.speedup is None:
+            return {}
+        out: dict[str, Any] = {"precision": self.speedup.precision or None}
+        probe = (self.precision or {}).get("speedups") or {}
+        for key in ("over_strict_fp32", "best_allowed", "over_best_allowed", "probe_reproduces_win"):
+            if key in probe:
+                out[key] = probe[key]
+        if "speedup" in (self.launch_inclusive or {}):
+            out["launch_inclusive"] = self.launch_inclusive["speedup"]
+        if self.telemetry:
+            out["timing_clean"] = not self.telemetry.get("never_clean", False)
+        return out
+
     def phase(self, phase: Phase) -> PhaseRecord | None:
         """The record of one phase, if it ran."""
         for record in self.phases:
@@ -610,6 +628,10 @@ class TaskResult(Record):
     """Median time of the best candidate (GPU runs)."""
     best_reference_ms: float | None = None
     """Median time of the reference it was timed against, in the same session."""
+    best_measurement: dict[str, Any] = field(default_factory=dict)
+    """How the best speedup was measured (``EvalResult.measurement``): the reference's precision, the precision
+    probe's speedups and flag, the launch-inclusive speedup, whether its timing was clean. Empty for runs made before
+    it was kept."""
     rounds: int = 0
     """Rounds used."""
     stop_reason: str = ""

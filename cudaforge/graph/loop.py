@@ -283,7 +283,8 @@ class _Nodes:
         if result.correct and (best is None or (speedup or 0) > (best.get("speedup") or 0)):
             best = {"round": number, "hash": digest, "speedup": speedup, "speedup_ci": ci,
                     "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
-                    "reference_ms": result.reference_timing.median if result.reference_timing else None}
+                    "reference_ms": result.reference_timing.median if result.reference_timing else None,
+                    "measurement": result.measurement()}
         ok = result.status in (EvalStatus.CORRECT, EvalStatus.COMPILED)
         s.on_event({"event": "evaluated", "task_id": s.task.id, "round": number, "status": result.status.value,
                     "speedup": speedup, "best": best})  # fmt: skip
@@ -476,6 +477,7 @@ def task_result(services: LoopServices, state: LoopState, wall_s: float | None =
         best_candidate_hash=best.get("hash"),
         best_candidate_ms=best.get("candidate_ms"),
         best_reference_ms=best.get("reference_ms"),
+        best_measurement=best.get("measurement") or {},
         rounds=state["round"],
         stop_reason=stop,
         cost_usd=totals["cost_usd"],

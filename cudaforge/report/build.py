@@ -13,7 +13,7 @@ from cudaforge.report.load import RunData, load_runs, run_concurrency
 from cudaforge.report.model import Report
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
-from cudaforge.report.stats import FailedAs, group_results, metrics, run_stats
+from cudaforge.report.stats import FailedAs, group_results, measurement_summary, metrics, run_stats
 from cudaforge.report import tables
 from cudaforge.tasks.identity import difference_text, version_line
 from cudaforge.track.store import expand_run_dirs
@@ -71,11 +71,37 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
                          f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
-        notes += _time_notes(run)
+        notes += _time_notes(run) + _measurement_notes(run)
         notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
                      f"per-round minutes from {run.spend_source['minutes']}.")
     for table in report.published:
         notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
+    return notes
+
+
+def _measurement_notes(run: RunData) -> list[str]:
+    """What the precision column means for this run, the wins a precision probe alone reproduces, timings that never
+    got a clean batch, and the launch-inclusive number beside ours."""
+    measured = measurement_summary(run.results)
+    notes = []
+    if measured["precision"]:
+        named = ", ".join(f"{n} under {name}" for name, n in sorted(measured["precision"].items()))
+        notes.append(f"{run.label}: best speedups measured against the reference under {named} (strict_fp32: no "
+                     "TF32; torch_default: cuDNN in TF32, as PyTorch and KernelBench's harness leave it; unrecorded: "
+                     "results made before precisions were kept).")
+    if measured["probe_reproduced"]:
+        ids = measured["probe_reproduced"]
+        notes.append(f"{run.label}: {len(ids)} win(s) over strict fp32 that the reference alone reproduces at a "
+                     f"precision the task's tolerance allows (TF32 or bf16): {', '.join(ids[:5])}"
+                     f"{' ...' if len(ids) > 5 else ''}")
+    if measured["unclean"]:
+        ids = measured["unclean"]
+        notes.append(f"{run.label}: {len(ids)} best speedup(s) timed without one clean batch (the GPU throttled or "
+                     f"its clock off in every batch): {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}")
+    if measured["launch_inclusive_geomean"] is not None:
+        notes.append(f"{run.label}: launch-inclusive speedup (CUDA events around each call with the launch inside, no "
+                     f"L2 flush: how KernelBench and the CudaForge paper time), geometric mean over "
+                     f"{measured['launch_inclusive_tasks']} task(s): {measured['launch_inclusive_geomean']:.3f}x.")
     return notes
 
 

@@ -25,7 +25,7 @@ import math
 import warnings
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -249,3 +249,29 @@ def group_results(results: list[TaskResult]) -> dict[str, list[TaskResult]]:
 def run_stats(results: list[TaskResult], **options) -> dict[str, GroupStats]:
     """``group_stats`` of every group of a run's results (options as ``group_stats``'s)."""
     return {name: group_stats(name, rs, **options) for name, rs in group_results(results).items()}
+
+
+def measurement_summary(results: list[TaskResult]) -> dict[str, Any]:
+    """How a run's best speedups were measured (``TaskResult.best_measurement``): the reference precisions named
+    (``precision``: e.g. ``strict_fp32``; ``unrecorded`` for results made before precisions were kept), the tasks whose
+    win the precision probe alone reproduces (``probe_reproduced``), the tasks whose timing never got a clean batch
+    (``unclean``), and the geometric mean of the launch-inclusive speedups (``launch_inclusive_geomean``, None
+    without any)."""
+    precisions: dict[str, int] = {}
+    probe, unclean, inclusive = [], [], []
+    for result in results:
+        if not result.correct or result.best_speedup is None:
+            continue
+        measured = result.best_measurement or {}
+        name = measured.get("precision") or "unrecorded"
+        precisions[name] = precisions.get(name, 0) + 1
+        if measured.get("probe_reproduces_win"):
+            probe.append(result.task_id)
+        if measured.get("timing_clean") is False:
+            unclean.append(result.task_id)
+        value = measured.get("launch_inclusive")
+        if isinstance(value, (int, float)) and value > 0:
+            inclusive.append(float(value))
+    geomean = float(np.exp(np.mean(np.log(inclusive)))) if inclusive else None
+    return {"precision": precisions, "probe_reproduced": sorted(probe), "unclean": sorted(unclean),
+            "launch_inclusive_geomean": geomean, "launch_inclusive_tasks": len(inclusive)}

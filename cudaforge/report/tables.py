@@ -13,7 +13,7 @@ import csv
 import io
 
 from cudaforge.report.model import Report
-from cudaforge.report.stats import Estimate, Metric
+from cudaforge.report.stats import Estimate, Metric, measurement_summary
 
 MISSING = "–"
 
@@ -76,10 +76,14 @@ def format_cell(metric: Metric, est: Estimate | None, ci: bool = True) -> str:
 
 def markdown(report: Report) -> str:
     """The whole report as Markdown: the runs, a table per group, the notes."""
-    out = ["# cudaforge report", "", "| run | directory | tasks | not run | unfinished |",
-           "| --- | --- | ---: | ---: | ---: |"]
+    out = ["# cudaforge report", "", "| run | directory | tasks | not run | unfinished | precision | probe reproduces |",
+           "| --- | --- | ---: | ---: | ---: | --- | ---: |"]
     for run in report.runs:
-        out.append(f"| {run.label} | `{run.path}` | {len(run.results)} | {len(run.not_run)} | {len(run.unfinished)} |")
+        measured = measurement_summary(run.results)
+        precision = ", ".join(f"{name} ({n})" if len(measured["precision"]) > 1 else name
+                              for name, n in sorted(measured["precision"].items())) or "-"
+        out.append(f"| {run.label} | `{run.path}` | {len(run.results)} | {len(run.not_run)} | {len(run.unfinished)} | "
+                   f"{precision} | {len(measured['probe_reproduced'])} |")
     sets = report.problem_sets  # one line as it is, several as a list
     out += [""] + (sets if len(sets) == 1 else [f"- {line}" for line in sets]) if sets else []
     groups = table_groups(report)

@@ -174,6 +174,7 @@ def _task_result(task_id: str, rescored: list[tuple[Kernel, EvalResult]], source
             result.best_speedup_ci = [best.speedup.ci_low, best.speedup.ci_high]
         if best.candidate_timing is not None and best.reference_timing is not None:
             result.best_candidate_ms, result.best_reference_ms = best.candidate_timing.median, best.reference_timing.median
+        result.best_measurement = best.measurement()
     return result
 
 
