@@ -1,13 +1,14 @@
 """A native timer patch: a CUDA extension overwrites the first bytes of ``cudaEventElapsedTime`` in the loaded CUDA
 runtime with a jump to its own function, which asks the driver for the real time and returns a fiftieth of it.
-No Python name is touched, so no static guard sees it; the worker's event times are fifty times too short. The
+No Python name is touched (its dlopen/dlsym are a concurrency finding now, set to report here so the runtime
+guards are what this entry tests); the worker's event times are fifty times too short. The
 verifier's own clock over a batch of calls is not in that process.
 
 TASK: main/level1/1_GELU
 EXPECTED: rejected by timing_crosscheck
 NEEDS: cuda
 THREAT: native timer patch from a CUDA extension
-CONFIG: guard_hidden_work=report, guard_speed_of_light=report
+CONFIG: guard_hidden_work=report, guard_speed_of_light=report, guard_concurrency=report
 """
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

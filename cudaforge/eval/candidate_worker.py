@@ -293,7 +293,7 @@ class Worker:
         if action == "start":
             if self.device.type != "cuda":
                 return {"ok": True, "traced": False, "note": "no trace without a GPU"}
-            trace = TimedTrace()
+            trace = TimedTrace((self.trace_probe or {}).get("learned"))
             try:
                 trace.start()
             except Exception as exc:  # noqa: BLE001 - the verifier decides what a failed trace means
@@ -354,9 +354,12 @@ class Worker:
 
 
 def _probe_trace(device: torch.device, loaded: bool) -> dict[str, Any]:
-    """One traced call of ours (a small kernel between the markers): whether this process can trace the
-    timed calls at all, found before the candidate could interfere (``loaded`` says when it was too late)."""
-    from cudaforge.eval.timed_trace import TimedTrace
+    """Two traced calls of ours (a small kernel between the markers) with the worker's own copies and fills between
+    them: whether this process can trace the timed calls at all, and what the record of the timed calls needs to
+    know (the markers' exact name, the timed stream, the names of the worker's own kernels between calls), all found
+    before the candidate could interfere (``loaded`` says when it was too late)."""
+    from cudaforge.eval.guards.runtime import poison_free_memory
+    from cudaforge.eval.timed_trace import MARKER, TimedTrace, analyse
 
     if device.type != "cuda":
         return {"trace_ok": False, "note": "no GPU"}
@@ -365,20 +368,32 @@ def _probe_trace(device: torch.device, loaded: bool) -> dict[str, Any]:
     started = time.perf_counter()
     trace = TimedTrace()
     try:
-        trace.start()
-        torch.cuda.synchronize()
         work = torch.ones(4096, device=device)
         torch.cuda.synchronize()
-        trace.mark_start(1)
-        work.mul_(2.0)
-        trace.mark_end()
-        torch.cuda.synchronize()
-        summary = trace.stop()
+        trace.start()
+        for call in range(2):
+            if call:  # what the worker does between two timed calls
+                poison_free_memory([65536], device)
+                torch.empty(64, 48, device=device).t().contiguous()
+                torch.empty(16, device=device).copy_(torch.ones(16))
+                torch.cuda.synchronize()
+            trace.mark_start(1)
+            work.mul_(2.0)
+            trace.mark_end()
+            torch.cuda.synchronize()
+        events, _ = trace.events()
     except Exception as exc:  # noqa: BLE001 - no profiler here: the guard is not run, and says so
         return {"trace_ok": False, "note": f"{type(exc).__name__}: {exc}"[:300]}
-    ok = bool(summary["complete"]) and summary["span_ms"] and summary["span_ms"][0] > 0
-    return {"trace_ok": bool(ok), "probe_s": round(time.perf_counter() - started, 4),
-            "note": "" if ok else f"the probe's trace did not delimit its call: {summary}"[:300]}  # fmt: skip
+    summary = analyse(events, 2)
+    markers = sorted((e for e in events if e.kind == "kernel" and MARKER in e.name), key=lambda e: e.start_ns)
+    ok = bool(summary["complete"]) and len(markers) == 4 and all(span > 0 for span in summary["span_ms"])
+    if not ok:
+        return {"trace_ok": False, "note": f"the probe's record did not delimit its calls: {summary}"[:300]}
+    low, high = markers[1].end_ns, markers[2].start_ns  # the gap between the two calls
+    io_names = sorted({e.name for e in events if e.kind == "kernel" and MARKER not in e.name
+                       and e.start_ns >= low and e.end_ns <= high})  # fmt: skip
+    return {"trace_ok": True, "probe_s": round(time.perf_counter() - started, 4), "note": "",
+            "learned": {"marker_name": markers[0].name, "stream": markers[0].stream, "io_names": io_names[:32]}}
 
 
 def _empty_like(value: Any) -> Any:

@@ -522,8 +522,11 @@ def _same_bits(a: Any, b: Any) -> bool:
 
 
 def _finite(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and value >= 0 else None  # fmt: skip
+    """A finite, non-negative number of the worker's reply as a float, else None (a huge JSON integer included: it
+    never reaches ``math.isfinite``, which would raise)."""
+    from cudaforge.eval.timed_trace import _number
+
+    return float(value) if _number(value) else None
 
 
 class _Timing:
@@ -819,8 +822,10 @@ class _Timing:
             self.trace_note = "failed: " + str(reply.get("note"))[:200]
 
     def stop_trace(self, times: dict[str, list[float]]) -> list[dict[str, str]]:
-        """The trace's findings (``untimed_work``); each kept call's time raised to its device span where that is
-        longer than its event time, so work outside the events gains nothing even where the guard only reports."""
+        """The trace's findings (``untimed_work``); each kept call's time raised to its device span (its own work and
+        the kernels between it and the next call) where that is longer than its event time, so such work gains nothing
+        even where the guard only reports. An incomplete record raises nothing: the guard's finding says why, and
+        under ``report`` the speedup stands unverified."""
         from cudaforge.eval.timed_trace import checked_summary
 
         p, fingerprint = self.guard.policies, self.result.fingerprint
@@ -853,9 +858,10 @@ class _Timing:
         fingerprint["timed_trace"] = summary
         found = []
         if not summary["complete"]:
-            found.append(p.found("untimed_work", f"the record of the timed calls delimits {summary['windows']} calls of "
-                                 f"the {len(traced)} that ran ({summary['events']} device activities): the markers around "
-                                 "each call are missing or doubled; do not call torch.cuda._sleep or hold the profiler"))  # fmt: skip
+            found.append(p.found("untimed_work", f"the record of the timed calls is incomplete: {summary['why']} "
+                                 f"({summary['windows']} of the {len(traced)} calls delimited, {summary['events']} device "
+                                 "activities); do not call torch.cuda._sleep, start or stop a profiler, or launch more "
+                                 "than a few thousand kernels per call"))  # fmt: skip
         if summary["escaped"]:
             found.append(p.found("untimed_work", (
                 f"in {summary['escaped']} of {len(traced)} timed calls, device work ran outside the timed region: up to "
@@ -866,9 +872,10 @@ class _Timing:
         if summary["outside"]:
             names = ", ".join(f"{name} ({us:.1f} us)" for name, us in summary["outside"])
             found.append(p.found("untimed_work", (
-                f"kernels ran between the timed calls, outside any call ({summary['outside_us']:.1f} us: {names}): "
-                "work launched from another thread, a hook or a callback is not in any call's time. Do all the work "
-                "inside forward, on the calling thread.")))  # fmt: skip
+                f"kernels ran between the timed calls, outside any call ({summary['outside_us']:.1f} us: {names}; "
+                "their time is charged to the call before them): work launched from another thread, a hook, a signal "
+                "handler or a callback is not in any call's time. Do all the work inside forward, on the calling "
+                "thread.")))  # fmt: skip
         return found
 
     def _timed(self, role: str, trial: int, inputs: list[Any], calls: Any, times: dict[str, list[float]]) -> None:

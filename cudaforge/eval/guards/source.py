@@ -86,22 +86,29 @@ TENSOR_COMPUTE_METHODS = {
 }  # fmt: skip
 """Tensor methods that compute (views, casts, copies and fills are not here)."""
 
-CONCURRENCY_MODULES = ("threading", "_thread", "multiprocessing", "concurrent", "asyncio", "subprocess", "sched")
+CONCURRENCY_MODULES = ("threading", "_thread", "multiprocessing", "concurrent", "asyncio", "subprocess", "sched",
+                       "signal")  # a signal handler runs the candidate's code between the worker's steps
 CONCURRENCY_NAMES = (
     "os.fork", "os.forkpty", "os.system", "os.popen", "os.spawn", "os.exec", "os.posix_spawn", "pty.spawn",
     "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream", "torch.cuda.ExternalStream",
     "torch.cuda.streams", "torch.Stream", "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.make_graphed",
     "torch.cuda.graph_pool_handle", "cupy.cuda.Stream", "cupy.cuda.ExternalStream", "cupy.cuda.graph",
-    "numba.cuda.stream", "numba.cuda.external_stream",
+    "numba.cuda.stream", "numba.cuda.external_stream", "torch.autograd.profiler", "torch.profiler",
+    "torch.autograd._enable_profiler", "torch.autograd._disable_profiler", "torch.autograd._prepare_profiler",
+    "torch.autograd._profiler_enabled", "torch._C._autograd", "torch.cuda.profiler", "torch.cuda.cudart",
 )  # fmt: skip
-"""Qualified-name prefixes of threads, processes, streams and graphs."""
+"""Qualified-name prefixes of threads, processes, streams, graphs, and the profiler that records the timed calls."""
 
 CUDA_CONCURRENCY = re.compile(
     r"\b(cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|getStreamFromExternal|cudaGraph(?:Create|Launch|"
     r"Instantiate|Add)\w*|cudaStreamBeginCapture\w*|cudaStreamPerThread|cudaStreamNonBlocking|pthread_create|"
-    r"cudaLaunchHostFunc|cudaStreamAddCallback)\b|std::(?:j?thread|async)\b"
+    r"cudaLaunchHostFunc|cudaStreamAddCallback|cuLaunchHostFunc|cuStreamAddCallback|cuGraph\w+|cuStreamWaitValue\w*|"
+    r"cuStreamWriteValue\w*|cuStreamBatchMemOp\w*|cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*|dlopen|dlsym|"
+    r"dlvsym|execve|cupti\w*|CUpti\w*|\w*[Pp]rofiler(?:Start|Stop)\w*)\b|std::(?:j?thread|async)\b|"
+    r"\bthread\s+\w+\s*[({]|\bthread\s*[({]\s*\[|\basync\s*\(\s*(?:std::)?launch\b|(?<![\w.>])(?:syscall|clone3?)\s*\("
 )
-CUDA_PATCH = re.compile(r"\bTORCH_LIBRARY_IMPL\s*\(\s*aten\b|\bTORCH_LIBRARY_FRAGMENT\s*\(\s*aten\b")
+CUDA_PATCH = re.compile(r"\bTORCH_LIBRARY_IMPL\s*\(\s*aten\b|\bTORCH_LIBRARY_FRAGMENT\s*\(\s*aten\b|"
+                        r"\bnamespace\s+at\s*(?:::\s*\w+\s*)*\{")
 CUDA_IO = re.compile(
     r"\b(fopen|fopen64|freopen|open|open64|openat|creat|opendir|readlink|getenv|secure_getenv|socket|popen|system|"
     r"fork|vfork|exec[lv]p?e?|fexecve|posix_spawnp?)\s*\(|\b(?:std::)?[io]?fstream\b|"
@@ -2539,13 +2546,14 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
             for match in CUDA_CONCURRENCY.finditer(code):
                 hits["concurrency"].append(f"{match.group(0)} in the CUDA source ({where})")
             for match in CUDA_PATCH.finditer(code):
-                hits["monkey_patch"].append(f"{match.group(0)} in the CUDA source ({where}): re-registers aten ops")
+                what = "defines code in ATen's namespace" if match.group(0).startswith("namespace") else "re-registers aten ops"
+                hits["monkey_patch"].append(f"{match.group(0)} in the CUDA source ({where}): {what}")
             for match in CUDA_IO.finditer(code):
                 hits["io"].append(f"{match.group(0).rstrip('( ')} in the CUDA source ({where})")
 
     advice = {
         "concurrency": "work must run on the calling thread and torch's current stream, where the timing sees it; "
-                       "no threads, processes, new streams or CUDA graphs",
+                       "no threads, processes, signal handlers, new streams, CUDA graphs or profiler controls",
         "monkey_patch": "a candidate may not change torch, the clocks or other modules the evaluator and the "
                         "reference use",
         "io": "a kernel has no reason to read files, the environment or the network",
