@@ -25,6 +25,7 @@ subcommands:
   tasks list    print the selected tasks (e.g. suite=tiny, suite=kernelbench suite.root=PATH)
   tasks audit   flag degenerate tasks (constant or input-independent outputs, NaN/Inf, ...)
   tasks diff ROOT_A ROOT_B
+  tasks pin ROOT [LEVEL ...]
                 the problems two KernelBench-layout folders hold differently (content hashes)
   eval          evaluate one candidate: task=ID candidate=PATH.py
   run           run the Coder/Judge loop over a suite
@@ -167,12 +168,18 @@ def _run(cfg: DictConfig) -> int:
     from hydra.core.hydra_config import HydraConfig
 
     from cudaforge.run.preflight import check_config, estimate_cost
+    from cudaforge.run.runner import problem_set_refusal
     from cudaforge.tasks import load_suite
 
     started = time.monotonic()
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = OmegaConf.to_object(cfg)
     tasks = load_suite(config.suite)
+    refusal = problem_set_refusal(config.suite)
+    if refusal:
+        print(f"cudaforge run: error: {refusal}", file=sys.stderr)
+        _Exit.refused = True
+        return 2
     problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)  # before any paid or long work
     if problems:
         for problem in problems:
@@ -717,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     command, rest = args[0], args[1:]
-    if command == "tasks" and rest and rest[0] in ("list", "audit", "diff"):
+    if command == "tasks" and rest and rest[0] in ("list", "audit", "diff", "pin"):
         command, rest = f"tasks {rest[0]}", rest[1:]
     if command == "skill" and rest and rest[0] in ("distill", "compare"):
         command, rest = f"skill {rest[0]}", rest[1:]
@@ -737,11 +744,15 @@ def main(argv: list[str] | None = None) -> int:
         from cudaforge.tasks.diff import main_diff
 
         return main_diff(rest)
+    if command == "tasks pin":
+        from cudaforge.tasks.identity import main_pin
+
+        return main_pin(rest)
     if command == "doctor" and rest[:1] and not rest[0].startswith("-") and "=" not in rest[0]:
         print(f"cudaforge doctor: takes only key=value overrides, not {rest[0]!r}", file=sys.stderr)
         return 2
     if command == "tasks":
-        print("cudaforge tasks: say `list`, `audit` or `diff` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
+        print("cudaforge tasks: say `list`, `audit`, `diff` or `pin` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
         return 2
     if command == "skill":
         print("cudaforge skill: say `distill` or `compare` (e.g. cudaforge skill distill RUN_DIR)", file=sys.stderr)

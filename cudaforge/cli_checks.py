@@ -211,6 +211,18 @@ examples:
   cudaforge tasks diff cudaforge/resources/suites/main my_suite
 
 exit status: 0 the same problems, 1 some differ, 2 a usage error (a folder missing or not in that layout).""",
+    "tasks pin": """usage: cudaforge tasks pin ROOT [LEVEL ...]
+
+Prints the digest of a KernelBench-layout folder's problems (of the levels given, else all) and how many each level
+holds: the value of suite.expected_problem_set, which makes `cudaforge run` refuse any other copy of the problems
+(suite.allow_other_problem_set=true runs it anyway, and the report marks the run `other problem set`). The paper
+overlays (experiment=cudaforge_*) pin the CudaForge authors' copy, levels 1-3: b7d841ce26e051dd.
+
+examples:
+  cudaforge tasks pin ~/CudaForge/KernelBench 1 2 3
+  cudaforge tasks pin cudaforge/resources/suites/main
+
+exit status: 0 printed, 2 a usage error (a folder missing, not in that layout, or without the levels asked).""",
     "doctor": """usage: cudaforge doctor [key=value ...]
 
 Checks the whole setup and prints one line per check: the GPU, nvcc, ncu and its counters, Triton, the sandbox,

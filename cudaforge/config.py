@@ -83,6 +83,13 @@ class SuiteConfig:
     ``subset`` and before shuffling, ``first_n`` and the shard."""
     audit_report: str | None = None
     """The audit report ``exclude_flagged`` reads (``cudaforge tasks audit ... output=FILE``)."""
+    expected_problem_set: str | None = None
+    """The problem set a run must find (``cudaforge tasks pin ROOT`` prints it): the digest of the suite's tasks of
+    ``levels`` (all levels when empty), before every other filter, or its first 12 or more hex digits. A run on
+    another set stops with both digests; the paper overlays pin theirs."""
+    allow_other_problem_set: bool = False
+    """Run on another problem set than ``expected_problem_set`` all the same; the run records it, and every table of
+    ``cudaforge report`` marks the run ``other problem set``."""
 
 
 @dataclass

@@ -82,7 +82,7 @@ def test_usage_and_unknown_subcommand():
     assert "subcommands:" in cudaforge("--help").stdout
     out = cudaforge("frobnicate")
     assert out.returncode == 2 and "unknown subcommand" in out.stderr
-    assert "say `list`, `audit` or `diff`" in cudaforge("tasks").stderr
+    assert "say `list`, `audit`, `diff` or `pin`" in cudaforge("tasks").stderr
 
 
 @pytest.mark.slow

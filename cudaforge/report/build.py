@@ -15,7 +15,7 @@ from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.stats import FailedAs, group_results, measurement_summary, metrics, run_stats
 from cudaforge.report import tables
-from cudaforge.tasks.identity import difference_text, version_line
+from cudaforge.tasks.identity import difference_text, other_problem_set, version_line
 from cudaforge.track.store import expand_run_dirs
 
 
@@ -130,6 +130,11 @@ def problem_set_lines(runs: list[RunData]) -> list[str]:
         out = [f"Every run: {texts[0]}." if len(runs) > 1 else f"{texts[0][0].upper()}{texts[0][1:]}."]
     else:
         out = [f"{run.label}: {text}." for run, text in zip(runs, texts)]
+    for run, record in zip(runs, records):
+        other = other_problem_set(record)
+        if other:
+            out.append(f"{run.label}: not the problem set its configuration pins ({other}; "
+                       "suite.allow_other_problem_set=true): its numbers are not comparable with the pinned set's.")
     known = [(run, record) for run, record in zip(runs, records) if record]
     for run, record in known[1:]:
         first, base = known[0]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
+from cudaforge.tasks.identity import other_problem_set
 from cudaforge.track.store import RunDir, task_slug
 from cudaforge.types import TaskResult
 
@@ -187,16 +188,20 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     done = {task_slug(t) for t in [*latest, *not_run]}
     unfinished = sorted(t.slug for t in run.tasks() if t.slug not in done)
     spend, source = _spend(results, run.ledger())
+    record = run.problem_set()
+    name = label or label_text or ((config_label(config) or path.name) + protocol_suffix(hydra_choices(path)))
+    if other_problem_set(record):  # every table says it
+        name += " (other problem set)"
     return RunData(
         path=path,
-        label=label or label_text or ((config_label(config) or path.name) + protocol_suffix(hydra_choices(path))),
+        label=name,
         results=results,
         config=config,
         unfinished=unfinished,
         not_run=not_run,
         spend=spend,
         spend_source=source,
-        problem_set=run.problem_set(),
+        problem_set=record,
     )
 
 

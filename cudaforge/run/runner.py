@@ -165,10 +165,36 @@ def run_one(
     return result
 
 
-def record_problem_set(store: RunStore, tasks: list[Task], root: str | None) -> str | None:
-    """Write the run's ``problem_set.json`` when it has none; on a resume whose problem set has another digest
-    than the last one recorded, append the new one under ``changed_on_resume`` and return a warning line."""
+def pin_of(suite: Any) -> dict[str, Any] | None:
+    """The suite's pin status (``cudaforge.tasks.identity.pin_status``), None when it pins nothing."""
+    from cudaforge.tasks.identity import pin_status
+    from cudaforge.tasks.suite import load_all
+
+    expected = getattr(suite, "expected_problem_set", None)
+    if not expected:
+        return None
+    return pin_status(load_all(suite), list(suite.levels or []), expected, bool(suite.allow_other_problem_set))
+
+
+def problem_set_refusal(suite: Any) -> str | None:
+    """Why a run on ``suite`` may not start (another problem set than its pin, or a malformed pin), or None."""
+    from cudaforge.tasks.identity import pin_refusal
+
+    try:
+        status = pin_of(suite)
+    except ValueError as exc:
+        return str(exc)
+    return pin_refusal(status) if status else None
+
+
+def record_problem_set(store: RunStore, tasks: list[Task], root: str | None, pin: dict[str, Any] | None = None
+                       ) -> str | None:
+    """Write the run's ``problem_set.json`` when it has none (with ``pin``, the suite's pin status); on a resume
+    whose problem set has another digest than the last one recorded, append the new one under ``changed_on_resume``
+    and return a warning line."""
     current = problem_set(tasks, root)
+    if pin:
+        current["pin"] = pin
     recorded = store.problem_set()
     if recorded is None:
         store.write_problem_set(current)
@@ -191,7 +217,11 @@ def run_suite(
     Raises ``RunInterrupted`` on Ctrl-C and ``RunAborted`` when a model's credentials are
     missing or rejected; no new task starts after either.
     """
-    for warning in [*ctx.store.quarantine(), record_problem_set(ctx.store, tasks, ctx.cfg.suite.root)]:
+    try:
+        pin = pin_of(ctx.cfg.suite)
+    except ValueError:
+        pin = None  # `cudaforge run` refused it before; an API caller gets the record without it
+    for warning in [*ctx.store.quarantine(), record_problem_set(ctx.store, tasks, ctx.cfg.suite.root, pin)]:
         if warning:
             print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
     done = {r.task_id: r for r in ctx.store.results()}

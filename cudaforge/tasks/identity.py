@@ -110,6 +110,76 @@ def problem_set(tasks: Iterable[Task], root: str | None) -> dict[str, Any]:
     return record
 
 
+PIN_MIN_DIGITS = 12
+"""The shortest prefix of a digest a pin may give (48 bits)."""
+
+
+def pin_digest(tasks: Iterable[Task], levels: Iterable[int] = ()) -> str:
+    """The digest a pin compares: ``digest`` over the tasks of ``levels`` (every task when empty)."""
+    keep = set(levels)
+    return digest(t for t in tasks if not keep or t.level in keep)
+
+
+def pin_status(tasks: Iterable[Task], levels: Iterable[int], expected: str, allow_other: bool) -> dict[str, Any]:
+    """Whether a suite's tasks (before selection) are the pinned problem set: ``{"expected", "digest", "levels",
+    "matches", "allowed_other"}``. Raises ValueError for a pin that is not 12 to 16 hex digits."""
+    pin = str(expected).strip().lower()
+    if not re.fullmatch(rf"[0-9a-f]{{{PIN_MIN_DIGITS},16}}", pin):
+        raise ValueError(f"suite.expected_problem_set={expected!r}: expected {PIN_MIN_DIGITS} to 16 hex digits, as "
+                         "`cudaforge tasks pin ROOT` prints them")  # fmt: skip
+    levels = sorted(set(levels))
+    value = pin_digest(tasks, levels)
+    return {"expected": pin, "digest": value, "levels": levels, "matches": value.startswith(pin),
+            "allowed_other": bool(allow_other)}  # fmt: skip
+
+
+def pin_refusal(status: dict[str, Any]) -> str | None:
+    """The one line a run stops with on another problem set than its pin (None when it may run)."""
+    if status["matches"] or status["allowed_other"]:
+        return None
+    levels = ", ".join(map(str, status["levels"])) or "all"
+    return (f"the suite's problem set (levels {levels}) has digest {status['digest']}, not the pinned "
+            f"{status['expected']} (suite.expected_problem_set): another copy of the problems; point suite.root at the "
+            "pinned copy, or set suite.allow_other_problem_set=true to run it anyway (the report marks the run)")
+
+
+def other_problem_set(record: dict[str, Any] | None) -> str | None:
+    """``pinned X, ran Y`` for a run recorded on another problem set than its pin, else None."""
+    pin = (record or {}).get("pin") or {}
+    if pin and not pin.get("matches"):
+        return f"pinned {pin.get('expected')}, ran {pin.get('digest')}"
+    return None
+
+
+def main_pin(args: list[str]) -> int:
+    """``cudaforge tasks pin ROOT [LEVEL ...]``: the digest of a KernelBench-layout folder's problems (of the levels
+    given, else all), to set as ``suite.expected_problem_set``; exit 2 for a usage error."""
+    import sys
+
+    from cudaforge.tasks.loader import TaskError, load_directory
+
+    if not args or args[0].startswith("-") or "=" in args[0] or not all(a.isdigit() for a in args[1:]):
+        print("cudaforge tasks pin: say a problem-set folder and optionally levels: cudaforge tasks pin ROOT [1 2 3]",
+              file=sys.stderr)
+        return 2
+    try:
+        tasks = load_directory(args[0], suite="pin")
+    except TaskError as exc:
+        print(f"cudaforge tasks pin: error: {exc}", file=sys.stderr)
+        return 2
+    levels = sorted({int(a) for a in args[1:]})
+    kept = [t for t in tasks if not levels or t.level in levels]
+    if not kept:
+        print(f"cudaforge tasks pin: error: {args[0]} holds no problem of level(s) {levels}", file=sys.stderr)
+        return 2
+    counts = {}
+    for t in kept:
+        counts[t.level] = counts.get(t.level, 0) + 1
+    print(f"{args[0]}: " + ", ".join(f"level {k}: {v}" for k, v in sorted(counts.items())))
+    print(pin_digest(kept))
+    return 0
+
+
 def _problem_key(task_id: str) -> str:
     """A task id without its suite name: ``(level, problem number)`` when the id has them, else the rest."""
     match = _ID.search(task_id)
