@@ -366,3 +366,32 @@ def test_memory_policy_shows_the_last_rounds(tmp_path, relu):
     assert memory.startswith("For context, the last 1 earlier round") and "round 2 (repair): correct" in memory
     assert "round 1" not in memory and "use clamp_min" in memory
     assert ctx.store.task(relu.id).read_json(3, "coder.json")["memory"] == memory
+
+
+def test_a_stuck_task_gets_a_new_sample_every_round_and_replay_returns_them_in_order(tmp_path, relu, monkeypatch):
+    """Issue 35, item 4: the same request in another round is a new call to the model (the round is in the cache key),
+    not the cached reply replayed; a replay returns the recorded replies round by round."""
+    calls = []
+
+    def stuck(messages):
+        calls.append(messages)
+        return f"I cannot write this one (attempt {len(calls)})."
+
+    install_script("t_coder", stuck)
+    install_script("t_judge", [])
+    cfg = config(tmp_path, rounds=3)
+    ctx, recorded = run(tmp_path, relu, cfg)
+    assert [r.status for r in recorded.history] == ["no_code"] * 3
+    first = [json.dumps(m) for m in calls if not any(x["role"] == "assistant" for x in m)]  # not the follow-ups
+    assert len(first) == 3 and len(set(first)) == 1  # three identical requests ...
+    assert not any(r.cache_hit for r in ctx.ledger.rows) and len(ctx.ledger.rows) == len(calls)  # ... three calls
+    replies = [ctx.store.task(relu.id).read_json(n, "coder.json")["conversation"]["replies"] for n in (1, 2, 3)]
+    assert len({tuple(r) for r in replies}) == 3  # a new sample each round
+    remove_script("t_coder")
+    import litellm
+
+    monkeypatch.setattr(litellm, "completion", lambda *a, **k: pytest.fail("replay reached litellm"))
+    cfg.llm_cache.path = str(tmp_path / "run" / "llm_cache.sqlite")
+    cfg.llm_cache.mode = type(cfg.llm_cache.mode)("replay_only")
+    ctx2, _ = run(tmp_path, relu, cfg, run_dir="replay")
+    assert [ctx2.store.task(relu.id).read_json(n, "coder.json")["conversation"]["replies"] for n in (1, 2, 3)] == replies
