@@ -168,14 +168,14 @@ def _run(cfg: DictConfig) -> int:
     from hydra.core.hydra_config import HydraConfig
 
     from cudaforge.run.preflight import check_config, estimate_cost
-    from cudaforge.run.runner import problem_set_refusal
+    from cudaforge.run.runner import authors_refusal, problem_set_refusal
     from cudaforge.tasks import load_suite
 
     started = time.monotonic()
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     config = OmegaConf.to_object(cfg)
     tasks = load_suite(config.suite)
-    refusal = problem_set_refusal(config.suite)
+    refusal = problem_set_refusal(config.suite) or authors_refusal(config.agents)
     if refusal:
         print(f"cudaforge run: error: {refusal}", file=sys.stderr)
         _Exit.refused = True

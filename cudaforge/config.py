@@ -320,6 +320,7 @@ class TemplateSetName(str, enum.Enum):
 
     default = "default"  # our own templates: agents/coder/, agents/judge/
     cudaforge_paper = "cudaforge_paper"  # what the CudaForge paper's agents see, per mode: agents/cudaforge_paper/
+    cudaforge_authors = "cudaforge_authors"  # the authors' own prompt builders, from your checkout (authors_root)
 
 
 class JudgeMetrics(str, enum.Enum):
@@ -343,6 +344,12 @@ class AgentsConfig:
     """The GPU spec sheet in the prompts: ``local`` (the GPU the run uses, read from the device), or a GPU of the
     datasheet table named by key or product name (``quadro-rtx-6000``, ``"Quadro RTX 6000"``: the paper's), which
     holds only the name, architecture and datasheet peaks. Profiling and the roofline always use the local GPU."""
+    authors_root: str | None = None
+    """For ``template_set=cudaforge_authors``: your checkout of github.com/OptimAI-Lab/CudaForge, whose prompt
+    builders, few-shot example and GPU sheet make every prompt, as they are (``cudaforge.agents.authors``)."""
+    authors_gpu: str | None = None
+    """For ``template_set=cudaforge_authors``: the key of the authors' GPU sheet their prompts describe (``H100``,
+    ``"Quadro RTX 6000"`` ...; null: the local GPU's name, when it is a key)."""
 
 
 @dataclass

@@ -71,12 +71,33 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
                          f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
-        notes += _time_notes(run) + _measurement_notes(run)
+        notes += _time_notes(run) + _measurement_notes(run) + _prompt_notes(run)
         notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
                      f"per-round minutes from {run.spend_source['minutes']}.")
     for table in report.published:
         notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
     return notes
+
+
+def _prompt_notes(run: RunData) -> list[str]:
+    """Which prompts a run's agents were shown: ours, the paper's paraphrase, or the authors' own builders."""
+    import json
+
+    from cudaforge.track.store import PROMPTS_FILE
+
+    try:
+        record = json.loads((Path(run.path) / PROMPTS_FILE).read_text())
+    except (OSError, ValueError):
+        record = None
+    if isinstance(record, dict) and record.get("template_set") == "cudaforge_authors":
+        commit = str(record.get("commit") or "no git commit")[:12]
+        return [f"{run.label}: prompts from the CudaForge authors' own builders ({record.get('authors_root')} at "
+                f"{commit}; their GPU sheet's {record.get('gpu_name')!r})."]
+    template_set = (run.config.get("agents") or {}).get("template_set") if isinstance(run.config, dict) else None
+    if template_set == "cudaforge_paper":
+        return [f"{run.label}: prompts: cudaforge_paper, our paraphrase of the CudaForge paper's prompts (not the "
+                "authors' text: agents=cudaforge_authors reads theirs from a checkout)."]
+    return []
 
 
 def _measurement_notes(run: RunData) -> list[str]:

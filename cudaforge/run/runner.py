@@ -104,6 +104,38 @@ def _checkpointer(path: Path) -> Any:
     return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
 
 
+def local_gpu_name() -> str | None:
+    """The name of the GPU this process would use (``H200`` for ``NVIDIA H200``), None without one."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0).removeprefix("NVIDIA ").strip()
+    except Exception:  # noqa: BLE001 - no GPU, no name
+        return None
+    return None
+
+
+def authors_prompts(agents: Any) -> Any:
+    """The authors' prompts (``agents.template_set=cudaforge_authors``); ``PromptTemplateError`` says what is missing."""
+    from cudaforge.agents.authors import AuthorsPrompts
+
+    return AuthorsPrompts(agents.authors_root, agents.authors_gpu or local_gpu_name())
+
+
+def authors_refusal(agents: Any) -> str | None:
+    """Why ``agents=cudaforge_authors`` cannot run (no checkout, not one, a GPU key missing), or None."""
+    from cudaforge.agents.prompts import PromptTemplateError
+
+    if _value(agents.template_set) != "cudaforge_authors":
+        return None
+    try:
+        authors_prompts(agents)
+    except PromptTemplateError as exc:
+        return str(exc)
+    return None
+
+
 def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: Any = None) -> RunContext:
     """Build the run's services from a ``CudaforgeConfig`` (object form)."""
     store = RunStore(run_dir)
@@ -117,7 +149,10 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
                  "from their first round (finished ones stay in results.jsonl)")  # fmt: skip
     cache = ResponseCache(cache_path, _value(cfg.llm_cache.mode))
     agents = cfg.agents  # the template set, the Judge's metrics and the spec sheet the prompts show
-    prompts = PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
+    prompts = authors_prompts(agents) if _value(agents.template_set) == "cudaforge_authors" else \
+        PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
+    if hasattr(prompts, "describe"):
+        store.write_prompts(prompts.describe())
     backend = _value(cfg.strategy.backend)
     coder = Coder(_client(cfg.coder, "coder", cache, ledger), prompts, backend=backend,
                   max_follow_ups=cfg.strategy.max_follow_ups,

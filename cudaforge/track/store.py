@@ -88,10 +88,12 @@ MERGE_FILE = "merge.json"
 RESCORE_FILE = "rescore.json"
 """A rescored run's record of its source run and protocol."""
 RESCORED_FILE = "rescored.jsonl"
+"""A rescored run's rows, one per kernel."""
 NOT_RUN_FILE = "not_run.jsonl"
 """One line per time a task stopped for the infrastructure (the model's provider unreachable, a GPU lost), not for
 its kernels: such a task has no result, a resume runs it again from its last checkpoint, and reports list it."""
-"""A rescored run's rows, one per kernel."""
+PROMPTS_FILE = "prompts.json"
+"""Where the run's prompts came from, when they are not ours: the authors' checkout, its commit, the GPU key."""
 
 
 def task_slug(task_id: str) -> str:
@@ -224,6 +226,17 @@ class RunStore:
     def ledger_path(self) -> Path:
         """``ledger.jsonl``."""
         return self.root / LEDGER_FILE
+
+    def write_prompts(self, record: dict[str, Any]) -> None:
+        """Write ``prompts.json`` (atomically)."""
+        _atomic_write(self.root / PROMPTS_FILE, json.dumps(record, indent=1, sort_keys=True))
+
+    def prompts(self) -> dict[str, Any] | None:
+        """``prompts.json`` (None when the run used our own templates or the paraphrase)."""
+        try:
+            return json.loads((self.root / PROMPTS_FILE).read_text())
+        except (OSError, ValueError):
+            return None
 
     def write_problem_set(self, record: dict[str, Any]) -> None:
         """Write ``problem_set.json`` (atomically)."""

@@ -1,0 +1,169 @@
+"""The CudaForge authors' own prompts, read at run time from the user's checkout of their repository.
+
+``agents=cudaforge_authors agents.authors_root=PATH`` (PATH: a clone of github.com/OptimAI-Lab/CudaForge) makes every
+Coder and Judge prompt the string the authors' prompt builders return, called as their ``main.py`` calls them:
+
+=====================  ==========================================================================================
+step                   the authors' builder (module under ``prompts/`` of their checkout)
+=====================  ==========================================================================================
+Coder, system          ``generate_custom_cuda.default_system_prompt``
+Coder, first attempt   ``generate_custom_cuda.build_seed_prompt(arch_path=<the task's file>, gpu_name=...)``
+Coder, repair          ``error.build_error_prompt(old_code=, error_log=, problem=<the Judge's JSON>, gpu_name=)``
+Coder, optimize        ``optimization.build_optimization_prompt(arch_path=<the kernel's file>, gpu_name=,
+                       optimization_suggestion=<the Judge's JSON>)``
+Judge, correction      ``judger_repair.build_correctness_prompts(error_log=, arch_path=, cuda_code=)``
+Judge, optimization    ``judger_optimization.build_judger_optimization_prompts(arch_path=, gpu_name=,
+                       ncu_metrics_block=<the metrics as JSON keyed by kernel>, cuda_code=)``
+=====================  ==========================================================================================
+
+Their few-shot example and GPU sheet (``prompts/few_shot/``, ``prompts/hardware/gpu_specs.py``) are read by those
+builders from their own files. Nothing of theirs is copied into this repository: without a checkout the paraphrase
+``agents=cudaforge_paper`` stays. Follow-ups after an unusable reply use the paraphrase's follow-up templates (the
+authors' run has none: ``strategy.max_follow_ups=0`` matches it). The metrics block is ours, in the format of their
+``run_ncu.metrics_to_prompt`` (JSON keyed by kernel name, 3 decimals), which needs pandas.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cudaforge.agents.prompts import PromptLibrary, PromptTemplateError, TemplateSet, to_json
+from cudaforge.agents.records import Backend, JudgeMode
+
+BUILDERS = {
+    "generate_custom_cuda": ("build_seed_prompt", "default_system_prompt"),
+    "error": ("build_error_prompt",),
+    "optimization": ("build_optimization_prompt",),
+    "judger_repair": ("build_correctness_prompts",),
+    "judger_optimization": ("build_judger_optimization_prompts",),
+}
+"""The modules under ``prompts/`` of the authors' checkout, and what each must define."""
+
+FILES = ("prompts/hardware/gpu_specs.py", "prompts/few_shot/model_ex_add.py", "prompts/few_shot/model_new_ex_add.py")
+"""Files the builders read from their checkout."""
+
+
+def authors_template_set(paper: TemplateSet) -> TemplateSet:
+    """The ``cudaforge_authors`` template set: the paraphrase's JSON keys and backends (the authors' Judge prompts ask
+    for the same keys), the authors' builders for every prompt."""
+    return TemplateSet("cudaforge_authors", paper.folder, paper.correction_keys, paper.optimization_keys, (Backend.cuda,))
+
+
+class AuthorsPrompts:
+    """A prompt library whose Coder and Judge prompts come from the authors' builders (``render`` by template name,
+    as ``PromptLibrary.render``); follow-ups and anything else come from the ``cudaforge_paper`` library."""
+
+    def __init__(self, root: str | Path | None, gpu_name: str | None) -> None:
+        """``root``: the checkout; ``gpu_name``: a key of their ``GPU_SPEC_INFO``. Raises ``PromptTemplateError``
+        naming what is missing: the folder, a builder, a file the builders read, or the GPU's key."""
+        if not root:
+            raise PromptTemplateError("agents=cudaforge_authors reads the authors' prompts from your checkout of "
+                                      "github.com/OptimAI-Lab/CudaForge: set agents.authors_root=PATH (or "
+                                      "CUDAFORGE_AUTHORS_ROOT); without one, agents=cudaforge_paper is our paraphrase")
+        self.root = Path(str(root)).expanduser().resolve()
+        missing = [f"prompts/{m}.py" for m in BUILDERS if not (self.root / "prompts" / f"{m}.py").is_file()]
+        missing += [f for f in FILES if not (self.root / f).is_file()]
+        if missing:
+            raise PromptTemplateError(f"agents.authors_root={root}: not a checkout of the CudaForge authors' repository "
+                                      f"(missing {', '.join(missing)})")  # fmt: skip
+        self.modules = self._import()
+        specs = self.modules["generate_custom_cuda"]._load_gpu_spec()
+        if not gpu_name or gpu_name not in specs:
+            what = f"the GPU {gpu_name!r} is not" if gpu_name else "no GPU is named and none is"
+            raise PromptTemplateError(f"{what} a key of the authors' GPU sheet ({self.root}/prompts/hardware/gpu_specs.py"
+                                      f": {', '.join(map(str, specs))}); set agents.authors_gpu=KEY, the GPU their "
+                                      "prompts should describe")  # fmt: skip
+        self.gpu_name = gpu_name
+        self.paper = PromptLibrary(template_set="cudaforge_paper")
+        self.template_set = authors_template_set(self.paper.template_set)
+        self.scratch = Path(tempfile.mkdtemp(prefix="cudaforge_authors_"))
+        self.commit = _commit(self.root)
+
+    def _import(self) -> dict[str, Any]:
+        """Their prompt modules, imported from their checkout as their ``main.py`` imports them (``prompts.<name>``)."""
+        present = sys.modules.get("prompts")
+        where = getattr(present, "__path__", None) or [getattr(present, "__file__", "")]
+        if present is not None and str(self.root / "prompts") not in map(str, where):
+            raise PromptTemplateError(f"another module called 'prompts' is loaded ({list(where)}): the authors' "
+                                      "builders import theirs under that name")  # fmt: skip
+        sys.path.insert(0, str(self.root))
+        try:
+            modules = {name: importlib.import_module(f"prompts.{name}") for name in BUILDERS}
+        except Exception as exc:  # their code, as it is: say what failed
+            raise PromptTemplateError(f"importing the authors' prompt builders from {self.root} failed: "
+                                      f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
+        finally:
+            sys.path.remove(str(self.root))
+        for name, attributes in BUILDERS.items():
+            lacking = [a for a in attributes if not hasattr(modules[name], a)]
+            if lacking:
+                raise PromptTemplateError(f"{self.root}/prompts/{name}.py defines no {', '.join(lacking)}")
+        return modules
+
+    def _file(self, name: str, text: str) -> Path:
+        path = self.scratch / name
+        path.write_text(text)
+        return path
+
+    # -- the PromptLibrary surface the agents use ------------------------------------------------------------------
+
+    def example(self, name: str) -> dict[str, str]:
+        """The authors' seed prompt holds its own few-shot pair: no example of ours is shown."""
+        return {}
+
+    def render(self, name: str, /, **context: Any) -> str:
+        """The prompt ``name`` (``coder/system``, ``coder/first_attempt`` ...) from the authors' builders."""
+        m = self.modules
+        task = context.get("task") or {}
+        if name == "coder/system":
+            return m["generate_custom_cuda"].default_system_prompt
+        if name == "coder/first_attempt":
+            return m["generate_custom_cuda"].build_seed_prompt(arch_path=self._file("task.py", task["source"]),
+                                                               gpu_name=self.gpu_name)  # fmt: skip
+        if name == "coder/repair":
+            return m["error"].build_error_prompt(old_code=context["kernel"], error_log=context.get("error_log", ""),
+                                                 problem=context.get("feedback"), gpu_name=self.gpu_name)  # fmt: skip
+        if name == "coder/optimize":
+            return m["optimization"].build_optimization_prompt(
+                arch_path=self._file("kernel.py", context["kernel"]), gpu_name=self.gpu_name,
+                optimization_suggestion=context.get("suggestion"))  # fmt: skip
+        if name in ("judge/system", "judge/correction", "judge/optimization"):
+            system, instruction = self._judge(context)
+            return system if name == "judge/system" else instruction
+        return self.paper.render(name, **context)
+
+    def _judge(self, context: Mapping[str, Any]) -> tuple[str, str]:
+        m, task = self.modules, context.get("task") or {}
+        arch = self._file("task.py", task["source"])
+        if context.get("mode") == JudgeMode.correction.value:
+            return m["judger_repair"].build_correctness_prompts(error_log=context.get("error_log", ""), arch_path=arch,
+                                                                cuda_code=context["kernel"])  # fmt: skip
+        return m["judger_optimization"].build_judger_optimization_prompts(
+            arch_path=arch, gpu_name=self.gpu_name, ncu_metrics_block=to_json(context.get("kernel_metrics") or {}, 2),
+            cuda_code=context["kernel"])  # fmt: skip
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records about these prompts: the checkout, its commit, the GPU key."""
+        return {"template_set": "cudaforge_authors", "authors_root": str(self.root), "commit": self.commit,
+                "gpu_name": self.gpu_name}  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:  # names(), variables() ...: the paraphrase's
+        if name in ("paper", "modules"):
+            raise AttributeError(name)
+        return getattr(self.paper, name)
+
+
+def _commit(root: Path) -> str | None:
+    """The checkout's commit (None outside git)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             stdin=subprocess.DEVNULL)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

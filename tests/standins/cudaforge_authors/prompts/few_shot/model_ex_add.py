@@ -1,0 +1,1 @@
+class Model: pass  # stand-in few-shot base

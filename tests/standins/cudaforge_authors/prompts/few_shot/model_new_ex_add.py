@@ -1,0 +1,1 @@
+class ModelNew: pass  # stand-in few-shot kernel

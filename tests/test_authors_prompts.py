@@ -1,0 +1,93 @@
+"""The CudaForge authors' prompts read from a checkout (issue 35, item 3), against a stand-in with their layout
+(tests/standins/cudaforge_authors: builders of the same names and signatures, written for these tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+from cudaforge.agents.authors import AuthorsPrompts  # noqa: E402
+from cudaforge.agents.prompts import PromptTemplateError  # noqa: E402
+
+STANDIN = Path(__file__).resolve().parent / "standins" / "cudaforge_authors"
+GPU = "Stand-in GPU"
+
+
+def test_a_missing_or_partial_checkout_or_an_unknown_gpu_is_one_clear_error(tmp_path):
+    with pytest.raises(PromptTemplateError, match="agents.authors_root=PATH"):
+        AuthorsPrompts(None, GPU)
+    partial = tmp_path / "partial"
+    shutil.copytree(STANDIN, partial)
+    (partial / "prompts" / "judger_repair.py").unlink()
+    (partial / "prompts" / "hardware" / "gpu_specs.py").unlink()
+    with pytest.raises(PromptTemplateError, match=r"missing prompts/judger_repair.py, prompts/hardware/gpu_specs.py"):
+        AuthorsPrompts(partial, GPU)
+    with pytest.raises(PromptTemplateError, match="'H200' is not a key of the authors' GPU sheet .*Stand-in GPU, Other GPU"):
+        AuthorsPrompts(STANDIN, "H200")
+
+
+def test_every_prompt_is_what_the_authors_builder_returns():
+    from cudaforge.agents.prompts import correction_context, first_attempt_context, optimization_context, repair_context
+    from cudaforge.agents.records import Backend
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalResult, EvalStatus
+
+    prompts = AuthorsPrompts(STANDIN, GPU)
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    kernel = "class ModelNew: pass  # the candidate"
+    failed = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus.RUNTIME_ERROR, message="boom")
+    seed = prompts.render("coder/first_attempt", **first_attempt_context(task, example=None, gpu=None, backend=Backend.cuda))
+    assert seed.startswith("STANDIN-SEED gpu=Stand-in GPU arch=Standin few=class Model: pass") and task.source.strip() in seed
+    assert prompts.render("coder/system") == "STANDIN-SYSTEM coder"
+    from cudaforge.agents.records import Feedback, JudgeMode
+
+    feedback = Feedback(mode=JudgeMode.correction, fields={"critical_issue": "x"})
+    repair = prompts.render("coder/repair", **repair_context(task, kernel, failed, feedback=feedback, backend=Backend.cuda))
+    assert repair.startswith("STANDIN-REPAIR gpu=Stand-in GPU problem={'critical_issue': 'x'}") and kernel in repair
+    judged = correction_context(task, kernel, failed, gpu=None)
+    assert prompts.render("judge/system", **judged) == "STANDIN-JUDGE-SYSTEM repair"
+    assert prompts.render("judge/correction", **judged).startswith("STANDIN-JUDGE-REPAIR")
+    optimizing = optimization_context(task, kernel, None, gpu=None, metrics=None,
+                                      kernels=[{"name": "relu_kernel", "metrics": {"dram__throughput": 51.23456}}])
+    opt = prompts.render("judge/optimization", **{"mode": "optimization", **optimizing})
+    assert opt.startswith("STANDIN-JUDGE-OPT gpu=Stand-in GPU") and kernel in opt
+    assert prompts.render("judge/system", **{"mode": "optimization", **optimizing}) == "STANDIN-JUDGE-SYSTEM optimization"
+    assert prompts.template_set.name == "cudaforge_authors" and "critical_issue" in prompts.template_set.correction_keys
+
+
+@pytest.mark.slow
+def test_a_run_with_the_authors_prompts_sends_them_and_records_where_they_came_from(tmp_path):
+    from test_graph import BAD, CORRECTION, GOOD, config, relu, scripts  # noqa: F401
+
+    from cudaforge.config import TemplateSetName
+    from cudaforge.report import make_report
+    from cudaforge.report.tables import markdown
+    from cudaforge.run.runner import make_context, run_one
+    from cudaforge.tasks import find_task, selection
+
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    cfg = config(tmp_path, rounds=2)
+    cfg.agents.template_set = TemplateSetName.cudaforge_authors
+    cfg.agents.authors_root, cfg.agents.authors_gpu = str(STANDIN), GPU
+    cfg.strategy.backend = type(cfg.strategy.backend)("cuda")
+    scripts([BAD, GOOD], [CORRECTION])
+    ctx = make_context(cfg, tmp_path / "run")
+    result = run_one(ctx, task)
+    assert [r.status for r in result.history] == ["incorrect", "correct"]
+    first = ctx.store.task(task.id).read_json(1, "coder.json")["conversation"]["messages"]
+    assert first[0]["content"] == "STANDIN-SYSTEM coder" and first[1]["content"].startswith("STANDIN-SEED")
+    repair = ctx.store.task(task.id).read_json(2, "coder.json")["conversation"]["messages"]
+    assert repair[1]["content"].startswith("STANDIN-REPAIR gpu=Stand-in GPU problem={'critical_issue'")
+    judge = ctx.store.task(task.id).read_json(1, "judge.json")["conversation"]["messages"]
+    assert judge[1]["content"].startswith("STANDIN-JUDGE-REPAIR")
+    record = json.loads((tmp_path / "run" / "prompts.json").read_text())
+    assert record["template_set"] == "cudaforge_authors" and record["authors_root"] == str(STANDIN.resolve())
+    report, _ = make_report(runs=[str(tmp_path / "run")], out_dir=str(tmp_path / "report"), plots=False, bootstrap=0)
+    assert "prompts from the CudaForge authors' own builders" in markdown(report)
