@@ -63,7 +63,8 @@ COMMANDS = [c for c in dict.fromkeys(doc_commands() + help_commands()) if not SY
             .replace("[*Norm*]", ""))]  # fmt: skip
 
 REFUSALS = ("pip install", "offline demo", "does not cover", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "needs a GPU", "no GPU", "not answering", "Ray", "slurm",
-            "launcher", "HOSTED_VLLM_API_KEY", "nodename nor servname", "Name or service not known")
+            "launcher", "HOSTED_VLLM_API_KEY", "nodename nor servname", "Name or service not known",
+            "suite.allow_other_problem_set", "agents.authors_root")  # no copy of the authors' KernelBench or repository
 """What a clean refusal may be about on this machine."""
 
 

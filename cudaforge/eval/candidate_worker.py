@@ -225,8 +225,9 @@ class Worker:
 
     def op_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         state = self.model.state_dict() if isinstance(self.model, torch.nn.Module) else {}
+        params = [n for n, _ in self.model.named_parameters()] if isinstance(self.model, torch.nn.Module) else []
         return {"ok": True, "state": {k: [list(v.shape), str(v.dtype).replace("torch.", "")] for k, v in state.items()
-                                      if isinstance(v, torch.Tensor)}}  # fmt: skip
+                                      if isinstance(v, torch.Tensor)}, "params": params}  # fmt: skip
 
     def op_set_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         values, _ = self.inputs(msg["tensors"])

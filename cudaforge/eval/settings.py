@@ -53,6 +53,7 @@ class WeightsMode(str, enum.Enum):
 
     seed = "seed"  # built with the reference's seed, nothing copied (KernelBench's harness)
     copy_matching = "copy_matching"  # the reference's parameters copied in where names and shapes match (reported)
+    authors = "authors"  # the CudaForge authors' aligner: by name, then by a unique shape, then shape mappings
 
 
 class OutputsCompared(str, enum.Enum):
@@ -106,6 +107,13 @@ class EvalConfig:
     """Untimed calls of each before timing."""
     flush_l2: bool = True
     """Flush the L2 cache before each timed call."""
+    poison_memory: bool = True
+    """Fill the GPU's free memory with NaN bytes before each candidate call, so a kernel that reads what it never wrote
+    fails (the ``uninitialised_memory`` guard). The CudaForge authors' harness does not (``eval=cudaforge_authors``)."""
+    stricter_checks_decide: bool = True
+    """A wrong output in a timed call, the cross-check or the launch-inclusive calls makes the candidate
+    ``incorrect``; false keeps it as a reported ``timed_output`` finding and lets the correctness trials alone decide
+    (the authors' harness checks one forward per input set: ``eval=cudaforge_authors``)."""
     launch_inclusive_trials: int = 6
     """Trials timed again the way KernelBench and the CudaForge paper time (no lead, no L2 flush), outputs checked,
     for ``EvalResult.launch_inclusive`` beside our number (0: not measured)."""
@@ -247,7 +255,9 @@ class EvalConfig:
     """Files and folders each of the two may hold."""
     weights: WeightsMode = WeightsMode.seed
     """How ModelNew gets its weights: the reference's seed, as KernelBench does (init-time transforms stay), or
-    ``copy_matching`` (the reference's matching tensors copied in; the result says how many)."""
+    ``copy_matching`` (the reference's matching tensors copied in; the result says how many), or ``authors`` (the
+    CudaForge authors' aligner: a single convolution weight as it is or transposed, else by name, then by a shape
+    only one tensor on each side has, then shape mappings; ``cudaforge.eval.align``)."""
     standby_workers: bool = True
     """On a GPU, start the next candidate's worker (a fresh process: imports, CUDA context, fingerprint caches)
     while this one is evaluated, so each candidate skips that start-up. Every candidate still gets its own process.
