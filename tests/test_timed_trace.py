@@ -142,3 +142,13 @@ def test_the_static_guards_name_the_ways_around_the_record():
         "dim3 block(threads); // each thread computes (one element)\n'''\n" \
         "ext = load_inline(name='e', cpp_sources='', cuda_sources=src)\n" + model
     assert "concurrency" not in guards(honest) and "monkey_patch" not in guards(honest)
+
+
+def test_copies_and_fills_are_told_by_what_no_kernel_name_can_be():
+    from cudaforge.eval.timed_trace import activity_kind
+
+    assert activity_kind("Memcpy DtoD (Device -> Device)", 5) == "copy"  # whatever form the activity type takes
+    assert activity_kind("Memset (Device)", "") == "copy"
+    assert activity_kind("anything", "gpu_memcpy") == "copy"
+    for name in ("Memcpy", "Memcpy_relu", "MemcpyDtoD(float*)", "void Memset<float>(float*)", "relu_kernel"):
+        assert activity_kind(name, 5) == "kernel", name

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,15 +185,26 @@ def checked_summary(value: Any, calls: int) -> dict[str, Any] | None:
             "outside_us": float(value["outside_us"]), "outside": [[o[0][:120], float(o[1])] for o in outside]}  # fmt: skip
 
 
+CUPTI_COPY = re.compile(r"^Mem(?:cpy [A-Za-z]+ \(|set \()")
+"""How kineto names copy and fill activities (``Memcpy DtoD (Device -> Device)``, ``Memset (Device)``): spaces and a
+parenthesis where no kernel's name (a C++ or Triton identifier, demangled) can have them."""
+
+
+def activity_kind(name: str, activity_type: Any = "") -> str:
+    """``copy`` for a memcpy or memset activity, else ``kernel``: by the activity's type where torch gives it as text,
+    else by kineto's naming of copies and fills, which no kernel's name can take."""
+    kind = str(activity_type or "").lower()
+    if "memcpy" in kind or "memset" in kind or CUPTI_COPY.match(name):
+        return "copy"
+    return "kernel"
+
+
 def _kind(event: Any) -> str:
-    """``copy`` for a memcpy or memset activity, else ``kernel`` (by the activity's type where torch says it)."""
     try:
-        kind = str(event.activity_type()).lower()
-    except Exception:  # noqa: BLE001 - an older torch: by the name CUPTI gives copies and fills
-        kind = ""
-    if kind:
-        return "copy" if "memcpy" in kind or "memset" in kind else "kernel"
-    return "copy" if str(event.name()).startswith(("Memcpy", "Memset")) else "kernel"
+        activity_type = event.activity_type()
+    except Exception:  # noqa: BLE001 - an older torch: by the name alone
+        activity_type = ""
+    return activity_kind(str(event.name()), activity_type)
 
 
 class TimedTrace:
