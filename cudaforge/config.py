@@ -102,6 +102,13 @@ class LLMCacheConfig:
     """The cache file (null: <run dir>/llm_cache.sqlite)."""
 
 
+class ProfiledKernel(str, enum.Enum):
+    """Which kernel the profiler measures for the Judge (``strategy.profiled_kernel``)."""
+
+    latest = "latest"  # the kernel the Judge is shown
+    best = "best"  # the fastest correct kernel so far (the CudaForge authors' code)
+
+
 @dataclass
 class StrategyConfig:
     """The loop's shape and budgets."""
@@ -122,6 +129,9 @@ class StrategyConfig:
     """Follow-up prompts after an unusable reply before the round counts as failed."""
     templates: dict[str, str] = field(default_factory=dict)
     """Template overrides: name (``coder/repair``) -> file path or another template's name."""
+    profiled_kernel: ProfiledKernel = ProfiledKernel.latest
+    """Whose Nsight Compute metrics the Judge reads: ``latest`` (the kernel it is shown) or ``best`` (the fastest
+    correct kernel so far, as the CudaForge authors' main.py profiles it: the paper overlays set it)."""
 
 
 @dataclass

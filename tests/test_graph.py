@@ -395,3 +395,25 @@ def test_a_stuck_task_gets_a_new_sample_every_round_and_replay_returns_them_in_o
     cfg.llm_cache.mode = type(cfg.llm_cache.mode)("replay_only")
     ctx2, _ = run(tmp_path, relu, cfg, run_dir="replay")
     assert [ctx2.store.task(relu.id).read_json(n, "coder.json")["conversation"]["replies"] for n in (1, 2, 3)] == replies
+
+
+@pytest.mark.parametrize("profiled, expected", [("latest", ["relu", "clamp_min"]), ("best", ["relu"])])
+def test_the_judge_reads_the_latest_kernels_metrics_or_the_best_ones(tmp_path, relu, profiled, expected):
+    """strategy.profiled_kernel=best profiles the fastest correct kernel so far, as the authors' main.py does (the
+    paper overlays set it); the default profiles the kernel the Judge is shown. (On a CPU no speedup is timed, so the
+    first correct kernel stays the best.)"""
+    from cudaforge.config import ProfiledKernel
+
+    scripts([GOOD, GOOD2, GOOD2], [OPTIMIZATION, OPTIMIZATION])
+    sources = []
+
+    class Recording(StandInProfiler):
+        def profile(self, task, source, measured_ms=None):
+            sources.append("relu" if "torch.relu" in source else "clamp_min")
+            return super().profile(task, source, measured_ms)
+
+    cfg = config(tmp_path, rounds=3)
+    cfg.strategy.profiled_kernel = ProfiledKernel(profiled)
+    ctx, _ = run(tmp_path, relu, cfg, Recording())
+    assert sources[:2] == expected  # best: round 2 reads round 1's stored profile, the best kernel's, again
+    assert bool(ctx.store.task(relu.id).read_json(2, "profile.json").get("cached")) is (profiled == "best")

@@ -152,6 +152,8 @@ class LoopServices:
     gpu_spec: dict[str, Any] | None = None
     memory_rounds: int = 0
     """Earlier rounds each agent sees a summary of (0: only the latest kernel and feedback, as in CudaForge)."""
+    profile_best: bool = False
+    """Profile the fastest correct kernel so far instead of the latest (``strategy.profiled_kernel=best``)."""
     on_event: Callable[[dict[str, Any]], None] = lambda event: None
 
 
@@ -307,6 +309,9 @@ class _Nodes:
     def profile(self, state: LoopState) -> LoopState:
         started = time.monotonic()
         s, digest = self.s, state["kernel"]
+        best = state.get("best") or {}
+        if s.profile_best and best.get("hash"):  # the authors' main.py profiles the best kernel so far
+            digest = best["hash"]
         s.on_event({"event": "profile", "task_id": s.task.id, "round": state["round"]})
         stored = self._stored_profile(digest)
         if stored is not None and stored.get("status") != "timeout":
@@ -315,6 +320,8 @@ class _Nodes:
         else:
             timed = self._latest_result(state)
             measured = timed.candidate_timing.median if timed and timed.candidate_timing else None
+            if digest != state["kernel"]:
+                measured = best.get("candidate_ms")
             result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
             record = cap_strings({**result.to_dict(), "judge_metrics": result.judge_metrics()}, STORED_TEXT_LIMIT)
             s.store.write_json(None, f"profile_{digest}.json", record)

@@ -192,6 +192,7 @@ def run_one(
         profiler=ctx.profiler if cfg.profile.enabled else None,
         metric_set=strategy.metric_set or _value(cfg.profile.metric_set),
         gpu_spec=ctx.gpu_spec, memory_rounds=cfg.strategy.memory_rounds, on_event=on_event or (lambda event: None),
+        profile_best=_value(getattr(cfg.strategy, "profiled_kernel", "latest")) == "best",
     )  # fmt: skip
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
     result.cost_usd = services.ledger.task_cost(task.id)  # None, not the budget's 0, when nothing was priced
