@@ -750,7 +750,7 @@ class _Timing:
                                          "cand_trial": []}  # fmt: skip
         try:
             with torch.cuda.device(self.device):
-                self._series([50_000 + k for k in range(-2, n)], calls, times)
+                self._series([-50_002, -50_001] + [50_000 + k for k in range(n)], calls, times)  # 2 warm-ups, n kept
         finally:
             self.stopwatch = main
         if calls.failure is not None or not times["cand"]:
