@@ -81,58 +81,24 @@ def relu(x, out):
     return out
 '''
 
-FORWARDS = {
+FORWARDS = {  # the honest kernel; the side-stream patterns come from the corpus (CORPUS_FORWARDS)
     "honest": '''
 
 class ModelNew(nn.Module):
     def forward(self, x):
         return relu(x, torch.empty_like(x))
 ''',
-    "joined_side_stream": '''
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.side = type(torch.cuda.current_stream())()
-
-    def forward(self, x):
-        out = torch.empty_like(x)
-        here = torch.cuda.current_stream()
-        self.side.wait_stream(here)
-        with torch.cuda.stream(self.side):
-            relu(x, out)
-        here.wait_stream(self.side)
-        return out
-''',
-    "offstream_early": '''
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.side = type(torch.cuda.current_stream())()
-
-    def forward(self, x):
-        out = torch.empty_like(x)
-        with torch.cuda.stream(self.side):
-            relu(x, out)
-        return out
-''',
-    "offstream_late": '''
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.side = type(torch.cuda.current_stream())()
-
-    def forward(self, x):
-        out = torch.empty_like(x)
-        self.side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.side):
-            relu(x, out)
-        return out
-''',
 }
 HONEST = ("honest", "joined_side_stream")
+CORPUS_FORWARDS = {"joined_side_stream": "legit_joined_side_stream", "offstream_early": "hack_unnamed_side_stream",
+                   "offstream_late": "hack_side_stream_after_start"}
+"""The other candidates' ``ModelNew``, read from the corpus entries of the same names (one copy of each pattern)."""
+
+
+def corpus_forward(name: str) -> str:
+    """A corpus entry's ``class ModelNew`` and everything after it."""
+    text = (HACKS / f"{name}.py").read_text()
+    return "\n\n" + text[text.index("class ModelNew"):]
 
 
 def relu_kernel_source() -> str:
@@ -165,7 +131,8 @@ def main() -> int:
         path = root / "99_FusedScaleShiftReLU.py"
         path.write_text(FUSED_TASK)
         tasks.append(("fused_2^22", path, FUSED_KERNEL))
-    kinds = HONEST if args.honest_only else tuple(FORWARDS)
+    forwards = {**FORWARDS, **{kind: corpus_forward(name) for kind, name in CORPUS_FORWARDS.items()}}
+    kinds = HONEST if args.honest_only else tuple(forwards)
     evaluator = Evaluator({"device": "cuda", "timing_trials": args.trials, "warmup": 5, "guard_concurrency": "report"})
     rows, misses = [], 0
     print("| task | candidate | verdict | guards | speedup | candidate ms | reference ms | raised | s |", flush=True)
@@ -176,7 +143,7 @@ def main() -> int:
             source = kernel if kernel.startswith("import") else "import torch\nimport torch.nn as nn\nimport triton\n" \
                 "import triton.language as tl\n\n\n" + kernel  # fmt: skip
             started = time.monotonic()
-            result = evaluator.evaluate(task, source + FORWARDS[kind])
+            result = evaluator.evaluate(task, source + forwards[kind])
             seconds = time.monotonic() - started
             fired = sorted({f["guard"] for f in result.guard_findings if f.get("verdict") == "reject"})
             status = result.status.value

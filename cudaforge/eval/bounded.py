@@ -10,6 +10,8 @@ only, so any layer may use it.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 TEXT_LIMIT = 128 << 10
@@ -50,3 +52,13 @@ def source_size_problem(source: str, max_bytes: int) -> str | None:
     return (f"the candidate source has more than {max_bytes:,} bytes (eval.max_source_bytes), so it was neither "
             "analysed nor run; KernelBench kernels need well under 100 KB: keep ModelNew and its kernels, and drop "
             "generated tables, embedded data and repeated code")  # fmt: skip
+
+
+def finite_number(value: Any, top: float = 1e15) -> bool:
+    """A finite, non-negative JSON number below ``top`` in an untrusted reply (a huge integer never reaches
+    ``math.isfinite``, which would raise ``OverflowError``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):
+        return 0 <= value < top
+    return math.isfinite(value) and 0 <= value < top

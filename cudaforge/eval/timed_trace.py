@@ -18,10 +18,11 @@ the verifier treats it as a second-line guard (docs/evaluation.md, "Threat model
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from cudaforge.eval.bounded import finite_number
 
 MARKER = "spin_kernel"
 """The kernel of ``torch.cuda._sleep`` (``at::cuda::spin_kernel``): the markers around each timed call. The worker's
@@ -149,31 +150,22 @@ def analyse(events: list[DeviceEvent], calls: int, slack_ns: int = SLACK_NS, *, 
     return summary
 
 
-def _number(value: Any, top: float = 1e15) -> bool:
-    """A finite, non-negative JSON number below ``top`` (a huge integer never reaches ``math.isfinite``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if isinstance(value, int):
-        return 0 <= value < top
-    return math.isfinite(value) and 0 <= value < top
-
-
 def checked_summary(value: Any, calls: int) -> dict[str, Any] | None:
     """The worker's summary as the verifier may use it: the fields of ``analyse``, each of its type and in range, one
     span per call; None when it is not that (the worker is untrusted: a forged reply is a record that could not be
     read)."""
     if not isinstance(value, dict):
         return None
-    if not all(_number(value.get(k)) for k in ("early_us", "late_us", "outside_us")):
+    if not all(finite_number(value.get(k)) for k in ("early_us", "late_us", "outside_us")):
         return None
-    if not all(isinstance(value.get(k), int) and _number(value[k], MAX_EVENTS + 1) for k in ("windows", "escaped", "events")):
+    if not all(isinstance(value.get(k), int) and finite_number(value[k], MAX_EVENTS + 1) for k in ("windows", "escaped", "events")):
         return None
     spans = value.get("span_ms")
-    if not isinstance(spans, list) or len(spans) > MAX_CALLS or not all(_number(s) for s in spans):
+    if not isinstance(spans, list) or len(spans) > MAX_CALLS or not all(finite_number(s) for s in spans):
         return None
     outside = value.get("outside")
     if not isinstance(outside, list) or len(outside) > 5 or not all(
-            isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and _number(o[1]) for o in outside):
+            isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and finite_number(o[1]) for o in outside):
         return None
     why = str(value.get("why") or "")[:200]
     complete = value.get("complete") is True and value["windows"] == calls and len(spans) == calls

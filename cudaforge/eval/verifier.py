@@ -37,7 +37,7 @@ from typing import Any, Callable
 import torch
 
 from cudaforge import languages
-from cudaforge.eval.bounded import cap_text, source_size_problem
+from cudaforge.eval.bounded import cap_text, finite_number, source_size_problem
 from cudaforge.eval.correctness import compare, compare_first
 from cudaforge.eval.exchange import (Arena, ArenaError, Budget, DeviceArena, Driver, OutputsTooLarge, decode, encode,
                                      host_arena, tensor_bytes)
@@ -538,9 +538,7 @@ def _same_bits(a: Any, b: Any) -> bool:
 def _finite(value: Any) -> float | None:
     """A finite, non-negative number of the worker's reply as a float, else None (a huge JSON integer included: it
     never reaches ``math.isfinite``, which would raise)."""
-    from cudaforge.eval.timed_trace import _number
-
-    return float(value) if _number(value) else None
+    return float(value) if finite_number(value) else None
 
 
 class _Timing:
