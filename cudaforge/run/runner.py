@@ -105,15 +105,19 @@ def _checkpointer(path: Path) -> Any:
 
 
 def local_gpu_name() -> str | None:
-    """The name of the GPU this process would use (``H200`` for ``NVIDIA H200``), None without one."""
-    try:
-        import torch
+    """The model name of the first GPU this process may use, through the vendor seam (``H200`` for ``NVIDIA H200``;
+    no torch, no CUDA context in the parent); None without one."""
+    from cudaforge.vendor import current
 
-        if torch.cuda.is_available():
-            return torch.cuda.get_device_name(0).removeprefix("NVIDIA ").strip()
+    try:
+        vendor = current()
+        devices = vendor.visible_devices()
+        name = vendor.model_name(devices[0]) if devices else None
     except Exception:  # noqa: BLE001 - no GPU, no name
         return None
-    return None
+    if not name or name.startswith("gpu-"):  # the seam's stand-in when NVML cannot name it
+        return None
+    return name.removeprefix("NVIDIA ").strip()
 
 
 def authors_prompts(agents: Any) -> Any:
