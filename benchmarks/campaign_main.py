@@ -21,6 +21,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -87,7 +88,8 @@ def coder_reply(task_id: str) -> str:
     return f"Here is the kernel.\n```python\n{source}```"
 
 
-def reply(messages: list[dict]) -> str:
+def reply(messages: list[dict], coder: Callable[[str], str] | None = None) -> str:
+    """The scripted answer to a prompt: the Judge's fixed JSON, or ``coder(task_id)`` (default ``coder_reply``)."""
     system = next((m["content"] for m in messages if m["role"] == "system"), "")
     user = next((m["content"] for m in messages if m["role"] == "user"), "")
     found = TASK_IN_PROMPT.search(user)
@@ -96,7 +98,7 @@ def reply(messages: list[dict]) -> str:
     if "You are the Judge" in system:
         mode = "correction" if "critical_issue" in user else "optimization"
         return "Here is my analysis.\n```json\n" + json.dumps(JUDGE[mode], indent=2) + "\n```"
-    return coder_reply(found.group(1))
+    return (coder or coder_reply)(found.group(1))
 
 
 def main(argv: list[str]) -> int:

@@ -39,3 +39,17 @@ def test_every_main_task_gets_a_kernel_and_the_judge_answers_in_our_keys():
         reply = campaign_main.reply([{"role": "system", "content": "You are the Judge."},
                                      {"role": "user", "content": f"task `main/level1/1_GELU` {marker}"}])
         assert set(json.loads(reply.split("```json\n")[1].split("```")[0])) == keys
+
+
+def test_the_authors_contrast_campaign_answers_its_three_tasks_with_kernels_that_meet_one_difference_each():
+    import authors_contrast
+
+    for task_id in authors_contrast.TASKS:
+        message = [{"role": "system", "content": "You are the Coder."},
+                   {"role": "user", "content": f"Write a kernel for task `main/{task_id}`."}]
+        source = _code(authors_contrast.reply(message, coder=authors_contrast.coder_reply))
+        tree = ast.parse(source)
+        assert "ModelNew" in {n.name for n in tree.body if isinstance(n, ast.ClassDef)} and "@triton.jit" in source
+    linear = authors_contrast.KERNELS["level2/1_LinearGELUScale"]
+    assert "self.w = " in linear and "self.linear" not in linear  # renamed weights: the authors' aligner maps them
+    assert "self._kept[key]" in authors_contrast.KERNELS["level1/1_GELU"]  # the output kept per input shape

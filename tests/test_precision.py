@@ -126,3 +126,49 @@ def test_the_report_has_a_precision_column_and_names_the_probes_wins(tmp_path):
     assert "strict_fp32 (2)" in row and "unrecorded (1)" in row and row.rstrip().endswith("| 1 |")
     assert "main/level1/6_MatmulSquare" in text.split("## Notes")[1]
     assert "timed without one clean batch" in text and "launch-inclusive speedup" in text
+
+
+def test_a_measured_probe_is_kept_and_reused_only_under_the_same_policy_and_well_formed():
+    record = {"policy": "strict_fp32", "matmul_tf32": False, "reference_solo_ms": {"strict_fp32": 2.0, "bf16": 0.5},
+              "within_tolerance": {"tf32": True, "bf16": True}, "same_bits_as_main": ["tf32"], "mismatch": {}}
+    kept = precision.kept_probe(record)
+    assert kept is not None and "matmul_tf32" not in kept  # only what the probe measured
+    reused = precision.reusable_probe(json.loads(json.dumps(kept)), "strict_fp32")
+    assert reused == {k: record[k] for k in precision.PROBE_KEYS}
+    main, solo, allowed = precision.probe_tuple("strict_fp32", reused)
+    assert solo == {"strict_fp32": 2.0, "bf16": 0.5, "tf32": 2.0} and allowed["strict_fp32"] is True
+    assert precision.speedups(1.5, main, solo, allowed)["best_allowed"] == "bf16"
+    assert precision.reusable_probe(kept, "torch_default") is None  # measured under another policy
+    for bad in ({**kept, "reference_solo_ms": {"strict_fp32": float("nan")}},
+                {**kept, "reference_solo_ms": {"fp8": 1.0}}, {**kept, "within_tolerance": {"tf32": "yes"}},
+                {**kept, "same_bits_as_main": "tf32"}, None, "probe"):
+        assert precision.reusable_probe(bad, "strict_fp32") is None
+    assert precision.kept_probe({"policy": "strict_fp32", "probe": "off"}) is None  # nothing measured
+
+
+def test_the_evaluator_hands_a_correct_candidates_probe_to_the_tasks_next_candidates(monkeypatch):
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.paths import PROJECT_ROOT
+    from cudaforge.tasks.loader import load_problem_file
+
+    task = load_problem_file(PROJECT_ROOT / "benchmarks" / "suites" / "tiny" / "level1" / "1_ReLU.py", suite="tiny", level=1)
+    payloads, statuses = [], iter(["incorrect", "correct", "correct", "correct"])
+    probe = {"policy": "strict_fp32", "reference_solo_ms": {"strict_fp32": 1.0}, "within_tolerance": {},
+             "same_bits_as_main": ["tf32"], "mismatch": {}}
+
+    def worker(self, payload, gpu, env):
+        payloads.append(payload)
+        result = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus(next(statuses)),
+                            precision=dict(probe))
+        return IsolatedOutcome(status="ok", result=result.to_dict())
+
+    monkeypatch.setattr(Evaluator, "_worker", worker)
+    evaluator = Evaluator({"device": "cpu"})
+    source = (PROJECT_ROOT / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    for _ in range(3):
+        evaluator._evaluate(task, source, "0", 0.0)
+    evaluator._evaluate(task, source, "1", 0.0)  # another GPU measures its own
+    known = [p.get("known_probe") for p in payloads]
+    assert known[0] is None and known[1] is None  # the incorrect candidate's probe is not kept
+    assert known[2] == probe and known[3] is None

@@ -65,6 +65,14 @@ def test_what_changed_a_verdict_is_named():
     assert changed_by(caching) == "incorrect in the timed calls (result_caching)"  # a reported guard explains nothing
     assert changed_by(result(EvalStatus.INCORRECT, [{"guard": "torch_compute", "verdict": "report"}])) == "incorrect"
     assert changed_by(result(EvalStatus.COMPILE_ERROR)) == "compile_error"
+    # correct where the authors' aligner gave it the reference's weights, wrong on the first inputs without them
+    seeded = result(EvalStatus.INCORRECT, variant="default")
+    seeded.fingerprint["weights"] = "seed"
+    aligned = "authors (2 tensors copied, generic rule)"
+    assert changed_by(seeded, aligned) == f"incorrect with the weights set by seed (the source's: {aligned})"
+    assert changed_by(seeded, "authors (0 tensors copied, none rule)") == "incorrect"  # nothing was copied there
+    assert changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail"), aligned) == \
+        "incorrect on the input variant 'heavy_tail'"  # right on the first inputs: the weights are not why
 
 
 def test_the_report_sets_a_rescored_run_beside_its_source(tmp_path):

@@ -25,6 +25,7 @@ from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
 from cudaforge.eval.static import check_candidate
 from cudaforge.eval.jit_cache import trusted_cache
+from cudaforge.eval.precision import kept_probe
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
 from cudaforge import vendor
@@ -139,6 +140,10 @@ class Evaluator:
         self._turn_lock = threading.Lock()
         self._standbys: dict[tuple[str, str], Standby] = {}
         self._standby_lock = threading.Lock()
+        self._probes: dict[tuple[str, str], dict[str, Any]] = {}
+        """The precision probe of each (task, GPU), measured once while a correct candidate of the task was evaluated
+        and handed to the task's later candidates (it depends on the reference alone; ``EvalResult.precision`` says
+        ``probe_reused``)."""
 
     # ------------------------------------------------------------------ standby workers
 
@@ -319,8 +324,15 @@ class Evaluator:
             "build": self.build_settings().to_dict(),
             "device": device,
         }
+        probe_key = (task.id + ":" + source_hash(task.source), str(gpu))
+        if gpu is not None and probe_key in self._probes:
+            payload["known_probe"] = self._probes[probe_key]
         outcome = self._worker(payload, gpu, self._env(device))
         result = self._from_outcome(task, source, outcome)
+        if gpu is not None and result.status is EvalStatus.CORRECT and probe_key not in self._probes:
+            kept = kept_probe(result.precision)  # only a correct candidate's: its process left no work behind
+            if kept is not None:
+                self._probes[probe_key] = kept
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:

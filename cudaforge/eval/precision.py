@@ -113,3 +113,43 @@ def speedups(speedup: float, main: str, solo_ms: dict[str, float], allowed: dict
     return {"over": {p: round(v, 4) for p, v in over.items()}, "over_strict_fp32": strict, "best_allowed": best,
             "over_best_allowed": over[best],
             "probe_reproduces_win": bool(strict is not None and strict > 1.0 and over[best] <= 1.0)}  # fmt: skip
+
+
+PROBE_KEYS = ("reference_solo_ms", "within_tolerance", "same_bits_as_main", "mismatch")
+"""What a probe measured, all of it the reference's alone: kept by the evaluator for the task's later candidates."""
+
+
+def probe_tuple(main: str, record: dict[str, Any]) -> tuple[str, dict[str, float], dict[str, bool]]:
+    """(main policy, solo time of every policy, within tolerance) from a probe's record, for ``speedups``. A policy
+    with the main policy's bits has its time; with nothing timed (every policy the same bits) the main one is 1."""
+    solo = dict(record["reference_solo_ms"])
+    base = solo.get(main, 1.0)
+    return main, {main: base, **solo, **{name: base for name in record["same_bits_as_main"]}}, \
+        {**record["within_tolerance"], main: True}
+
+
+def kept_probe(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a result's precision record that a later candidate of the same task can reuse, or None where no
+    probe was measured (off, failed, or not reached)."""
+    if not isinstance(record, dict) or any(k not in record for k in PROBE_KEYS) or "policy" not in record:
+        return None
+    return {"policy": record["policy"], **{k: copy.deepcopy(record[k]) for k in PROBE_KEYS}}
+
+
+def reusable_probe(known: Any, main: str) -> dict[str, Any] | None:
+    """``known`` (from ``kept_probe``) when it was measured under ``main`` and is well formed, else None (measure)."""
+    import math
+
+    if not isinstance(known, dict) or known.get("policy") != main:
+        return None
+    solo, allowed = known.get("reference_solo_ms"), known.get("within_tolerance")
+    same, mismatch = known.get("same_bits_as_main"), known.get("mismatch")
+    if not (isinstance(solo, dict) and isinstance(allowed, dict) and isinstance(same, list)
+            and isinstance(mismatch, dict)):  # fmt: skip
+        return None
+    if not all(p in POLICIES and isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for p, v in solo.items()):
+        return None
+    if not all(p in POLICIES and isinstance(v, bool) for p, v in allowed.items()) or \
+            not all(p in POLICIES for p in same) or not all(isinstance(v, str) for v in mismatch.values()):
+        return None
+    return {k: copy.deepcopy(known[k]) for k in PROBE_KEYS}

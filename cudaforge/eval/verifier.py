@@ -558,6 +558,10 @@ class _Timing:
             self.driver = None
         self.probe: tuple[str, dict[str, float], dict[str, bool]] | None = None
         """The precision probe's (main policy, solo times, within tolerance), once it ran."""
+        self.known_probe: dict[str, Any] | None = None
+        """The probe of the same task on this GPU under the same settings, measured while an earlier candidate was
+        evaluated (``Evaluator`` keeps it; ``cudaforge.eval.precision.reusable_probe``): it depends on the reference
+        alone, so it is used as it is instead of being measured again."""
         self.traced: list[int] | None = None
         """The trials of the candidate's timed calls in the order they ran under the trace (None: no trace)."""
         self.trace_note = ""
@@ -775,6 +779,11 @@ class _Timing:
         if not cfg["precision_probe"] or cfg["baseline"] != "eager":
             record["probe"] = "off" if not cfg["precision_probe"] else "only for the eager baseline"
             return
+        known = precision.reusable_probe(self.known_probe, main)
+        if known is not None:
+            record.update(known, probe_reused=True)
+            self.probe = precision.probe_tuple(main, known)
+            return
         try:
             bf16 = precision.bf16_model(self.ref_model)
         except Exception as exc:  # noqa: BLE001 - a model that cannot be cast is probed under TF32 only
@@ -814,9 +823,7 @@ class _Timing:
         allowed[main] = True
         record.update(reference_solo_ms={k: round(v, 6) for k, v in solo.items()}, within_tolerance=allowed,
                       same_bits_as_main=same, mismatch={k: v for k, v in errors.items() if v})  # fmt: skip
-        base = solo.get(main, 1.0)
-        solo = {main: base, **solo, **{name: base for name in same}}
-        self.probe = (main, solo, allowed)
+        self.probe = precision.probe_tuple(main, record)
 
     def _solo(self, run: Callable[[list[Any]], Any]) -> float:
         """The median time of ``run`` alone on fresh inputs, timed like the reference (L2 flushed, the lead)."""
@@ -1471,8 +1478,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         else:
             phase = Phase.TIMING
             t = enter(phase)
-            _Timing(task, ref_module, ref_model, cand, device, cfg, result, guard, trials, source).run(
-                progress, on_locked=lambda: enter(Phase.TIMING, announce=False))
+            timing = _Timing(task, ref_module, ref_model, cand, device, cfg, result, guard, trials, source)
+            timing.known_probe = payload.get("known_probe")
+            timing.run(progress, on_locked=lambda: enter(Phase.TIMING, announce=False))
             rec.end(phase, t)
             s = result.speedup
             result.message = (

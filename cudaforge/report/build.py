@@ -106,8 +106,8 @@ def _measurement_notes(run: RunData) -> list[str]:
     measured = measurement_summary(run.results)
     notes = []
     if measured["precision"]:
-        named = ", ".join(f"{n} under {name}" for name, n in sorted(measured["precision"].items()))
-        notes.append(f"{run.label}: best speedups measured against the reference under {named} (strict_fp32: no "
+        named = ", ".join(f"{n} task(s) under {name}" for name, n in sorted(measured["precision"].items()))
+        notes.append(f"{run.label}: the reference's precision in the best speedups: {named} (strict_fp32: no "
                      "TF32; torch_default: cuDNN in TF32, as PyTorch and KernelBench's harness leave it; unrecorded: "
                      "results made before precisions were kept).")
     if measured["probe_reproduced"]:

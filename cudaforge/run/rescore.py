@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ class Kernel:
     source: str
     before_status: str
     before_speedup: float | None
+    before_weights: str = ""
+    """How the source run's evaluation set its weights (``EvalResult.fingerprint["weights"]``), where it says."""
 
 
 def _latest_results(run_dir: Path) -> list[TaskResult]:
@@ -66,6 +69,15 @@ def _source_of(store: TaskStore, digest: str, rounds: list[int]) -> str | None:
         if source_hash(text) == digest:
             return text
     return None
+
+
+def _weights_of(store: TaskStore, digest: str) -> str:
+    """The source evaluation's weights label (``authors (2 tensors copied, shape rule)``, ``seed``...), or ""."""
+    try:
+        label = store.read_json(None, f"eval_{digest}.json").get("fingerprint", {}).get("weights", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return label if isinstance(label, str) else ""
 
 
 def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Kernel], list[str]]:
@@ -95,7 +107,7 @@ def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Ke
             if source is None:
                 notes.append(f"{result.task_id}: the source of candidate {digest} is not in the run directory")
                 continue
-            kernels.append(Kernel(task, number, digest, source, status or "", speedup))
+            kernels.append(Kernel(task, number, digest, source, status or "", speedup, _weights_of(store, digest)))
     return kernels, notes
 
 
@@ -138,10 +150,17 @@ def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kerne
     return found
 
 
-def changed_by(result: EvalResult) -> str:
+def changed_by(result: EvalResult, before_weights: str = "") -> str:
     """What gave a rescored kernel its verdict when that is not ``correct``: the rejecting guard, the check that
-    found a wrong output (which input variant, the timed calls), or the status."""
+    found a wrong output (which input variant, the timed calls), or the status. A kernel that was correct with the
+    reference's weights copied onto it (``before_weights``, the authors' aligner) and is wrong on the first inputs
+    with weights set otherwise is said to be failed by the weights."""
     status = result.status
+    after_weights = str(result.fingerprint.get("weights") or "")
+    copied = re.match(r"authors \((\d+) tensors", before_weights)
+    if status is EvalStatus.INCORRECT and copied and int(copied.group(1)) > 0 and after_weights != before_weights and \
+            (result.diff is None or result.diff.variant == "default"):
+        return f"incorrect with the weights set by {after_weights or 'this protocol'} (the source's: {before_weights})"
     if status is EvalStatus.REJECTED:
         guards = [f["guard"] for f in result.guard_findings if f.get("verdict") == "reject"]
         return f"rejected by {guards[0]}" if guards else "rejected"
@@ -215,7 +234,7 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
                "before_status": kernel.before_status, "before_speedup": kernel.before_speedup,
                "after_status": result.status.value, "after_speedup": after,
                "changed": (result.status.value == "correct") != (kernel.before_status == "correct"),
-               "reason": "" if result.status is EvalStatus.CORRECT else changed_by(result),
+               "reason": "" if result.status is EvalStatus.CORRECT else changed_by(result, kernel.before_weights),
                "message": result.message[:500]}  # fmt: skip
         rows.append(row)
         with (out_dir / RESCORED_FILE).open("a") as f:
