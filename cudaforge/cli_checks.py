@@ -364,6 +364,10 @@ _MINIMUMS = [
 _POSITIVE_OR_NULL = ["strategy.max_dollars", "strategy.max_minutes"]
 
 
+_CHOICES = (("profile.units", ("base", "auto")), ("profile.clock_control", ("none", "base")))
+"""String settings passed to ncu as they are, and the values it takes."""
+
+
 def check_values(cfg: Any) -> list[str]:
     """Values that compose but cannot work, each as ``key=value: why``."""
     from omegaconf import OmegaConf
@@ -385,6 +389,10 @@ def check_values(cfg: Any) -> list[str]:
                     source = "coder" if role == "judge" else role  # the Judge's defaults follow the Coder's
                     problems.append(f"{role}.{key}: not set; {role}=openai_compatible needs {source}.{key}{what} "
                                     "(docs/own-model.md)")
+    for key, allowed in _CHOICES:
+        value = OmegaConf.select(cfg, key)
+        if value is not None and str(value) not in allowed:
+            problems.append(f"{key}={value}: must be one of {', '.join(allowed)}")
     backend = str(getattr(OmegaConf.select(cfg, "strategy.backend"), "value", OmegaConf.select(cfg, "strategy.backend")))
     if backend in languages.names() and languages.missing_message(backend):
         problems.append(f"strategy.backend={backend}: {languages.missing_message(backend)}")

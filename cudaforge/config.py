@@ -338,6 +338,7 @@ class JudgeMetrics(str, enum.Enum):
 
     all = "all"  # every metric the profile's metric set collected
     cudaforge24 = "cudaforge24"  # only the CudaForge paper's 24 (of any set that holds them)
+    profile_set = "profile_set"  # what the profile's metric set names, without the duration added to every set
 
 
 @dataclass

@@ -845,6 +845,11 @@ def test_the_24_metric_switch_limits_the_default_judges_table_too(lib):
     assert judge_metric_names("all") == () and judge_metric_names("cudaforge24") == CUDAFORGE24
     with pytest.raises(ValueError, match="known: all, cudaforge24"):
         judge_metric_names("top10")
+    # profile_set: what the arm's metric set names, without the duration every set also collects
+    assert judge_metric_names("profile_set", "cudaforge24") == CUDAFORGE24
+    assert judge_metric_names("profile_set", "cudaforge24", ["extra.metric"]) == (*CUDAFORGE24, "extra.metric")
+    assert judge_metric_names("profile_set", "full") == ()  # ncu's own section set: every metric it holds
+    assert judge_metric_names("profile_set", "custom", ["a.sum"]) == ("a.sum",)
 
 
 def test_the_paper_judge_accepts_the_papers_keys_and_fills_our_feedback(paper):

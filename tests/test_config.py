@@ -167,3 +167,17 @@ def test_the_profile_defaults_are_defined_once():
         mine, theirs = getattr(settings, f.name), getattr(config, f.name)
         assert mine == (theirs.value if hasattr(theirs, "value") else theirs), f.name
     assert settings.seed == EvalConfig().seed
+
+
+def test_the_paper_overlays_profile_as_the_authors_ncu_does_and_bad_ncu_values_are_refused():
+    from cudaforge.cli_checks import check_values
+
+    for name in ("cudaforge_table1", "cudaforge_metric_sets", "cudaforge_dstar"):
+        cfg = compose_with([f"experiment={name}"])
+        assert (cfg.profile.units, cfg.profile.clock_control) == ("auto", "base"), name
+    assert compose_with(["experiment=cudaforge_metric_sets"]).agents.judge_metrics.value == "profile_set"
+    plain = compose_with([])
+    assert (plain.profile.units, plain.profile.clock_control) == ("base", "none")  # ours
+    assert check_values(compose_with(["profile.units=kb"])) == ["profile.units=kb: must be one of base, auto"]
+    assert check_values(compose_with(["profile.clock_control=max"])) == \
+        ["profile.clock_control=max: must be one of none, base"]

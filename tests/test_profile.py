@@ -135,6 +135,10 @@ def test_ncu_command_defaults_to_no_clock_control_and_profiling_off(tmp_path):
     assert f"--log-file {tmp_path / 'ncu.log'}" in joined
     locked = Profiler({"clock_control": "base", "output": "report"}, use_cache=False).ncu_command("ncu", tmp_path)
     assert "--clock-control base" in " ".join(locked) and "--export" in locked and "--csv" not in locked
+    assert "--print-units base" in joined  # ours: every value in its base unit
+    authors = Profiler({"units": "auto"}, use_cache=False)
+    assert "--print-units auto" in " ".join(authors.ncu_command("ncu", tmp_path))
+    assert authors.settings.cache_fields()["units"] == "auto"  # a profile in other units is another cache entry
 
 
 def test_settings_from_a_config_object_ignore_unknown_keys():
@@ -276,6 +280,11 @@ def test_totals_sum_counters_and_weight_rates_by_duration():
     assert out["dram__throughput.avg.pct_of_peak_sustained_elapsed"].value == pytest.approx(20.0)
     assert "launch__registers_per_thread" not in out
     assert is_additive("dram__bytes.sum.per_second", "byte/second") is False
+    # under profile.units=auto ncu scales each value: a Kbyte and a Mbyte are not summed
+    scaled = [kernel(0, 0.003, 10.0, 100.0, 16.0), kernel(1, 0.001, 50.0, 3.0, 32.0)]
+    scaled[0].metrics["dram__bytes_read.sum"] = MetricValue(100.0, "Kbyte")
+    scaled[1].metrics["dram__bytes_read.sum"] = MetricValue(3.0, "Mbyte")
+    assert "dram__bytes_read.sum" not in totals(scaled) and DURATION_METRIC in totals(scaled)
 
 
 # --------------------------------------------------------------------------- specs

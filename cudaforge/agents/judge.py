@@ -23,19 +23,27 @@ from cudaforge.agents.prompts import (
     optimization_context,
 )
 from cudaforge.agents.records import Feedback, JudgeMode, JudgeResult
-from cudaforge.profile.metrics import CUDAFORGE24
+from cudaforge.profile.metrics import ALWAYS_COLLECTED, CUDAFORGE24, NCU_SECTION_SETS, MetricSetName, metric_list
 from cudaforge.types import EvalResult, Task
 
 JUDGE_METRICS: dict[str, tuple[str, ...]] = {"all": (), "cudaforge24": CUDAFORGE24}
 """``agents.judge_metrics`` -> the metrics the Judge's optimisation prompt keeps (empty: every one the profile has)."""
 
 
-def judge_metric_names(choice: str) -> tuple[str, ...]:
-    """The metric names for ``agents.judge_metrics``: ``all`` gives none (no filter), ``cudaforge24`` the paper's 24."""
+def judge_metric_names(choice: str, metric_set: str = "", extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The metric names for ``agents.judge_metrics``: ``all`` gives none (no filter), ``cudaforge24`` the paper's 24,
+    ``profile_set`` what the profile's ``metric_set`` names (with ``extra``, ``profile.metrics``) without the kernel
+    duration that every set also collects: the 24 alone under ``cudaforge24``, as the CudaForge authors' Judge reads
+    them; no filter under ncu's own section sets (``full``), which hold the duration themselves."""
+    choice = str(getattr(choice, "value", choice))
+    if choice == "profile_set":
+        if MetricSetName(metric_set) in NCU_SECTION_SETS:
+            return ()
+        return tuple(m for m in metric_list(metric_set, list(extra)) if m not in ALWAYS_COLLECTED)
     try:
-        return JUDGE_METRICS[str(getattr(choice, "value", choice))]
+        return JUDGE_METRICS[choice]
     except KeyError:
-        raise ValueError(f"unknown judge_metrics {choice!r}; known: {', '.join(JUDGE_METRICS)}") from None
+        raise ValueError(f"unknown judge_metrics {choice!r}; known: {', '.join(JUDGE_METRICS)}, profile_set") from None
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,7 @@ class ProfileSettings(ProfileConfig):
         """The settings that change what a profile reports (part of the cache key)."""
         return {
             "metric_set": self.metric_set, "metrics": sorted(self.metrics), "clock_control": self.clock_control,
+            "units": self.units,
             "warmup": self.warmup, "seed": self.seed, "include_library_kernels": self.include_library_kernels,
             "max_kernels": self.max_kernels, "extra_args": self.extra_args, "allow_tf32": self.allow_tf32,
         }  # fmt: skip
@@ -128,8 +129,8 @@ def totals(kernels: list[KernelProfile]) -> dict[str, MetricValue]:
             continue
         unit = pairs[0][0].unit
         additive = is_additive(name, unit)
-        if additive is None:
-            continue
+        if additive is None or any(m.unit != unit for m, _ in pairs):
+            continue  # per launch, or values printed in different units (``profile.units=auto``): no total
         values = [m.value for m, _ in pairs]
         if additive:
             total = sum(values)
@@ -190,11 +191,11 @@ class Profiler:
         ]  # fmt: skip
         if s.output == "report":
             return [*command, "--export", str(out_dir / "profile.ncu-rep"), "--force-overwrite"]
-        return [*command, *self._csv_args()]
+        return [*command, *self._csv_args(s.units)]
 
     @staticmethod
-    def _csv_args() -> list[str]:
-        return ["--csv", "--page", "details", "--print-units", "base", "--print-metric-name", "name"]
+    def _csv_args(units: str = "base") -> list[str]:
+        return ["--csv", "--page", "details", "--print-units", units, "--print-metric-name", "name"]
 
     def _timeouts(self) -> dict[str, float]:
         s = self.settings
@@ -218,7 +219,7 @@ class Profiler:
         try:
             return parse_ncu_report(report, wanted)
         except Exception:  # noqa: BLE001 - no ncu_report module, or one whose API differs: ncu reads its own report
-            text = subprocess.run([ncu, "--import", str(report), *self._csv_args()], capture_output=True,
+            text = subprocess.run([ncu, "--import", str(report), *self._csv_args(self.settings.units)], capture_output=True,
                                   text=True, timeout=self.settings.timeout_s, check=False).stdout  # fmt: skip
             return parse_ncu_csv(text)
 

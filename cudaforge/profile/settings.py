@@ -21,7 +21,11 @@ class ProfileConfig:
     metrics: list[str] = field(default_factory=list)
     """The metric names when ``metric_set`` is ``custom``; with another set, extra metrics."""
     clock_control: str = "none"
-    """ncu ``--clock-control`` (``none`` leaves the GPU clocks alone; ``base`` locks them)."""
+    """ncu ``--clock-control`` (``none`` leaves the GPU clocks alone; ``base`` locks them at base, ncu's own default
+    and the CudaForge authors' setting; a machine where clocks must not be changed needs ``none``)."""
+    units: str = "base"
+    """ncu ``--print-units``: ``base`` (every value in its base unit: bytes, nanoseconds; ours) or ``auto`` (ncu's
+    default, scaled per value: Kbyte, usecond; what the CudaForge authors' Judge reads, without the units)."""
     timeout_s: float = 300.0
     """Timeout of each phase of the profiled worker (start, setup, warm-up, the profiled forward)."""
     compile_timeout_s: float = 600.0

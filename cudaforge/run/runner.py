@@ -162,7 +162,9 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
                   max_follow_ups=cfg.strategy.max_follow_ups,
                   skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
     judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups,
-                  metric_names=judge_metric_names(_value(agents.judge_metrics)))  # fmt: skip
+                  metric_names=judge_metric_names(_value(agents.judge_metrics),
+                                                  get_strategy(_value(cfg.strategy.name)).metric_set or
+                                                  _value(cfg.profile.metric_set), list(cfg.profile.metrics)))  # fmt: skip
     # one set of GPU locks for evaluator and profiler; a candidate whose evaluation died with the run is not re-run
     evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / INTERRUPTED_DIR)
     gpus = getattr(evaluator, "gpus", [])
