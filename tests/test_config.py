@@ -181,3 +181,16 @@ def test_the_paper_overlays_profile_as_the_authors_ncu_does_and_bad_ncu_values_a
     assert check_values(compose_with(["profile.units=kb"])) == ["profile.units=kb: must be one of base, auto"]
     assert check_values(compose_with(["profile.clock_control=max"])) == \
         ["profile.clock_control=max: must be one of none, base"]
+
+
+def test_the_table1_overlay_with_the_authors_prompts_composes_their_protocol_whole():
+    cfg = compose_with(["experiment=cudaforge_table1", "agents=cudaforge_authors", "agents.authors_root=/their/repo"])
+    e = cfg.eval
+    # their timing and tolerances (eval=cudaforge_paper), and only their checks deciding the verdict
+    assert (e.weights.value, e.poison_memory, e.stricter_checks_decide, e.guards_enforce) == \
+        ("authors", False, False, False)
+    assert e.timing_lead_us == 0 and e.correctness_trials == 1 and not e.check_variants
+    assert cfg.agents.template_set.value == "cudaforge_authors" and cfg.agents.judge_metrics.value == "cudaforge24"
+    assert (cfg.strategy.max_follow_ups, cfg.strategy.profiled_kernel.value, cfg.strategy.max_rounds) == (0, "best", 10)
+    assert (cfg.profile.units, cfg.profile.clock_control) == ("auto", "base")
+    assert cfg.suite.expected_problem_set == "b7d841ce26e051dd" and not cfg.suite.allow_other_problem_set
