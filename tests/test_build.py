@@ -635,3 +635,46 @@ def test_ninja_step_times_read_a_bounded_and_parsed_part_of_the_build_folder(tmp
     (tmp_path / ".ninja_log").write_text(log)
     steps = build.builder._ninja_steps(tmp_path)
     assert steps["main.o"] == 1.5 and "cuda.cuda.o" not in steps and len(steps) <= 2
+
+
+def test_known_load_inline_mistakes_are_said_in_one_line_each():
+    from cudaforge.eval.build.logs import build_hints
+
+    own = {"cpp_sources": "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"relu\", &relu); }",
+           "load_inline_bindings": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def("relu", relu, "relu");\n}'}
+    hints = build_hints("main.cpp:9:1: error: redefinition of 'PyObject* PyInit_ext()'", own)
+    assert len(hints) == 1 and hints[0].startswith("Two Python bindings collide") and "drop functions=[...]" in hints[0]
+    kernel = {"cuda_sources": "__global__ void __launch_bounds__(256) relu_kernel(const float* x, float* y, int n) {}",
+              "cpp_sources": "", "load_inline_bindings": 'm.def("relu_kernel", torch::wrap_pybind_function(relu_kernel));'}
+    hints = build_hints("cpp_sources:1: error: 'relu_kernel' was not declared in this scope", kernel)
+    assert hints == [h for h in hints if "'relu_kernel', a __global__ kernel" in h] and len(hints) == 1
+    binding = {"cuda_sources": "__global__ void k() {}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"f\", &f); }",
+               "cpp_sources": "", "load_inline_bindings": ""}
+    log = 'cuda_sources(2): error: identifier "PYBIND11_MODULE" is undefined'
+    assert len(build_hints(log, binding)) == 1 and "#include <torch/extension.h>" in build_hints(log, binding)[0]
+    included = {**binding, "cuda_sources": "#include <torch/extension.h>\n" + binding["cuda_sources"]}
+    assert build_hints(log, included) == []  # it has the header: some other mistake
+    honest = {"cuda_sources": "__global__ void relu_kernel(const float* x) {}", "cpp_sources": "torch::Tensor relu(torch::Tensor x);",
+              "load_inline_bindings": 'm.def("relu", torch::wrap_pybind_function(relu));'}
+    assert build_hints("cuda_sources(3): error: expected a \";\"", honest) == []  # a plain error: nothing to add
+
+
+TWO_BINDINGS = '''
+from torch.utils.cpp_extension import load_inline
+CPP = """
+#include <Python.h>
+static PyObject* one(PyObject*, PyObject*) { return PyLong_FromLong(1); }
+int two() { return 2; }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("two", &two); }
+"""
+ext = load_inline(name="two_bindings", cpp_sources=CPP, functions=["two"])
+'''
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_two_bindings_of_one_module_fail_with_one_line_saying_which_to_drop(cache_dir):
+    outcome = precompile(TWO_BINDINGS, settings_for(cache_dir), timeout_s=300)
+    assert outcome.status == "failed", outcome.message
+    assert outcome.log_trimmed.startswith("Two Python bindings collide"), outcome.log_trimmed[:500]
+    assert "error" in outcome.log_trimmed  # the compiler's own first error follows

@@ -21,7 +21,7 @@ from cudaforge.eval.build import flags as build_flags
 from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic,
                                           cache_key, open_artefact)
 from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_main_source
-from cudaforge.eval.build.logs import failed_for_the_sources, missing_toolkit_header, trim_compiler_log
+from cudaforge.eval.build.logs import build_hints, failed_for_the_sources, missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
 from cudaforge.eval.build.settings import BuildSettings
 from cudaforge.eval.build.toolchain import toolchain_fingerprint
@@ -261,7 +261,9 @@ class _Hooks:
         return {
             "status": status, "variant": attempt.variant, "measures": measures, "fallbacks": fallbacks,
             "steps": attempt.steps,
-            "log": attempt.log, "log_trimmed": trim_compiler_log(attempt.log), "directory": attempt.directory.name,
+            "log": attempt.log, "log_trimmed": "\n".join([*(build_hints(attempt.log, spec.files) if not attempt.ok else []),
+                                                        trim_compiler_log(attempt.log)]),
+            "directory": attempt.directory.name,
             "module_name": module_name, "seconds": round(time.perf_counter() - started, 3),
             "fingerprint": toolchain_fingerprint(), "arch": self.settings.arch, "created": time.time(),
         }

@@ -169,3 +169,38 @@ def missing_toolkit_header(log: str) -> str | None:
 
 def _failed_targets(log: str) -> list[str]:
     return [m.group("target").strip() for m in map(_FAILED.match, log.splitlines()) if m] or ["?"]
+
+
+# --------------------------------------------------------------------------- known mistakes, said in one line
+
+HINT_SOURCE_CHARS = 1 << 20
+"""Characters of the candidate's sources the hints read (its sources are bounded earlier; this bounds the scan)."""
+_BOUND_NAME = re.compile(r'm\.def\("([A-Za-z_]\w{0,199})"')
+_PYBIND_UNDEFINED = re.compile(r'(identifier|name) "?(PYBIND11_MODULE|py|pybind11|torch)"? (is undefined|has not been '
+                               r'declared)|namespace "?(torch|pybind11)"? has no member|'
+                               r"'(PYBIND11_MODULE|py|pybind11|torch)' (was not declared|has not been declared)")
+
+
+def build_hints(log: str, files: dict[str, str]) -> list[str]:
+    """One line for each known mistake a failed ``load_inline`` build shows, for the Coder: two Python bindings of
+    one module, a ``__global__`` kernel named in ``functions``, a CUDA source that binds or uses torch without
+    ``torch/extension.h``. ``files`` are the build's texts (``cpp_sources``, ``cuda_sources``,
+    ``load_inline_bindings``, as ``inline_spec`` names them)."""
+    cpp = files.get("cpp_sources", "")[:HINT_SOURCE_CHARS]
+    cuda = files.get("cuda_sources", "")[:HINT_SOURCE_CHARS]
+    bindings = files.get("load_inline_bindings", "")
+    hints = []
+    if bindings and "PYBIND11_MODULE" in cpp + cuda:
+        hints.append("Two Python bindings collide: your sources define their own PYBIND11_MODULE and "
+                     "load_inline(functions=[...]) generates another. Keep one: drop functions=[...], or remove "
+                     "your PYBIND11_MODULE block.")
+    for name in list(dict.fromkeys(_BOUND_NAME.findall(bindings)))[:64]:
+        if re.search(r"__global__[^;{}]{0,300}?\b" + re.escape(name) + r"\s*\(", cuda + "\n" + cpp):
+            hints.append(f"load_inline(functions=[...]) names {name!r}, a __global__ kernel: Python can call only "
+                         f"host functions. Write a host function that launches {name}<<<grid, block>>>(...) and "
+                         "name that one in functions (declared in cpp_sources).")
+    if cuda and "torch/extension.h" not in cuda and _PYBIND_UNDEFINED.search(log[:1 << 20]):
+        hints.append("cuda_sources use torch's Python bindings (PYBIND11_MODULE, py::, torch::) without "
+                     "#include <torch/extension.h>: add it at the top of cuda_sources, or move the binding to "
+                     "cpp_sources, which load_inline compiles with it.")
+    return hints
