@@ -475,11 +475,11 @@ def test_deferred_calls_are_found_when_their_arguments_are_plain_data():
 
     source = deferred_source("lazy_ext", 3)
     namespace = exec_source(source, "cand_deferred")
-    (which, line, args, kwargs), = deferred_calls(source, namespace)
+    (which, line, args, kwargs, guarded), = deferred_calls(source, namespace)
     assert which == "load_inline" and kwargs["name"] == "lazy_ext" and kwargs["no_implicit_headers"] is True
     assert source.splitlines()[line - 1].strip().startswith("self.ext = load_inline(")
     shaped = source.replace("name=NAME", "name=NAME + str(x.shape[0])")  # known only at run time: left to it
-    assert deferred_calls(shaped, exec_source(shaped, "cand_shaped")) == []
+    assert deferred_calls(shaped, exec_source(shaped, "cand_shaped")) == [] and not guarded
     assert build_sites(source) == {"import": 0, "deferred": 1}
     assert build_sites(python_module_source("eager", 1)) == {"import": 1, "deferred": 0}
 
@@ -518,6 +518,70 @@ def test_a_deferred_build_that_fails_fails_in_the_compile_phase(cache_dir):
     result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir}).evaluate(task, source)
     assert result.status is EvalStatus.COMPILE_ERROR and "undeclared_value" in result.message
     assert [p.phase.value for p in result.phases][-1] == "compile"
+
+
+def _pattern(source: str, pattern: str) -> str:
+    """``deferred_source``'s candidate (its build in ``__init__``) rewritten the way public releases write the call."""
+    plain = "self.ext = load_inline(name=NAME, cpp_sources=CPP, no_implicit_headers=True)"
+    module_import = "from torch.utils.cpp_extension import load_inline\n"
+    if pattern == "import inside __init__":
+        return source.replace(module_import, "").replace(
+            plain, "from torch.utils.cpp_extension import load_inline\n        " + plain)
+    if pattern == "alias":
+        return source.replace(module_import, "from torch.utils.cpp_extension import load_inline as li\n").replace(
+            "= load_inline(", "= li(")
+    if pattern == "module alias":
+        return source.replace(module_import, "import torch.utils.cpp_extension as ce\n").replace(
+            "= load_inline(", "= ce.load_inline(")
+    if pattern == "torch.utils.cpp_extension.load_inline":
+        return source.replace(module_import, "import torch.utils.cpp_extension\n").replace(
+            "= load_inline(", "= torch.utils.cpp_extension.load_inline(")
+    if pattern == "try/except with options":
+        return source.replace(plain, "try:\n            self.ext = load_inline(name=NAME, cpp_sources=CPP, "
+                              "no_implicit_headers=True, verbose=False, extra_cflags=['-O3'], with_cuda=False, "
+                              "build_directory=tempfile.mkdtemp())\n        except Exception:\n"
+                              "            self.ext = None").replace("import torch\n", "import tempfile\nimport torch\n", 1)
+    if pattern == "lambda":
+        return source.replace(plain, "self.build = lambda: load_inline(name=NAME, cpp_sources=CPP, "
+                              "no_implicit_headers=True)\n        self.ext = self.build()")
+    if pattern == "helper":
+        return source.replace(plain, "self.ext = _build()").replace(
+            "\n\nclass ModelNew", "\n\ndef _build():\n    return load_inline(name=NAME, cpp_sources=CPP, "
+            "no_implicit_headers=True)\n\n\nclass ModelNew")
+    if pattern == "local constants":
+        return source.replace(plain, "src = CPP\n        ext_name = NAME + '_v2'\n        flags = ['-O2']\n        "
+                              "self.ext = load_inline(name=ext_name, cpp_sources=[src], extra_cflags=flags, "
+                              "no_implicit_headers=True)")
+    raise AssertionError(pattern)
+
+
+@pytest.mark.parametrize("pattern", ["import inside __init__", "alias", "module alias",
+                                     "torch.utils.cpp_extension.load_inline", "try/except with options", "lambda",
+                                     "helper", "local constants"])
+def test_every_way_public_releases_call_load_inline_is_found_ahead(pattern):
+    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
+
+    source = _pattern(deferred_source("lazy_pattern", 3, "__init__"), pattern)
+    namespace = exec_source(source, "cand_pattern_" + pattern.replace(" ", "_").replace("/", "_").replace(".", "_"))
+    found = deferred_calls(source, namespace)
+    assert len(found) == 1 and deferred_misses(source, namespace) == [], (pattern, found)
+    which, line, args, kwargs, guarded = found[0]
+    assert which == "load_inline" and kwargs["name"].startswith("lazy_pattern") and "(name=" in source.splitlines()[line - 1]
+    assert guarded is (pattern == "try/except with options")
+    assert "build_directory" not in kwargs  # made at run time; the build does without it
+
+
+def test_a_call_left_to_run_time_says_which_argument_and_only_in_torchs_words():
+    from cudaforge.eval.build.deferred import deferred_misses, reported_misses
+
+    source = deferred_source("lazy_named", 3, "__init__").replace("name=NAME", "name=f'ext_{id(self)}'")
+    missed = deferred_misses(source, exec_source(source, "cand_named"))
+    assert missed == [f"load_inline at line {missed[0].split()[3]} left to run time: its argument name is not known "
+                      "at import"]
+    assert reported_misses({"deferred": missed}) == missed
+    forged = ["load_inline at line 3 left to run time: its argument verdict_correct is not known at import",
+              "load at line 1 failed ahead, inside the candidate's own try: left to its handler", 5]
+    assert reported_misses({"deferred": forged}) == [forged[1]]
 
 
 def test_the_workers_account_of_its_deferred_builds_is_read_as_data_of_one_shape():
@@ -678,3 +742,22 @@ def test_two_bindings_of_one_module_fail_with_one_line_saying_which_to_drop(cach
     assert outcome.status == "failed", outcome.message
     assert outcome.log_trimmed.startswith("Two Python bindings collide"), outcome.log_trimmed[:500]
     assert "error" in outcome.log_trimmed  # the compiler's own first error follows
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_build_in_the_candidates_own_try_that_fails_ahead_is_left_to_its_handler(cache_dir):
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalStatus
+
+    source = _pattern(deferred_source("lazy_guarded", 1, "__init__"), "try/except with options").replace(
+        "PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)").replace(
+        "(self.ext.value() // 1)", "(1 if self.ext is None else self.ext.value())")  # its handler: plain torch
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir, "correctness_trials": 2,
+                        "guard_no_custom_kernel": "report", "guard_torch_compute": "report", "guard_fallback": "report"}
+                       ).evaluate(task, source)  # fmt: skip
+    assert result.status is not EvalStatus.COMPILE_ERROR, result.report()  # its own handler decided, at run time
+    left = result.fingerprint.get("builds_left_to_run_time") or []
+    assert len(left) == 1 and left[0].endswith("failed ahead, inside the candidate's own try: left to its handler")

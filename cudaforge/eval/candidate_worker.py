@@ -69,6 +69,8 @@ class Worker:
         self.source = ""
         """The candidate's source, as ``load`` got it."""
         self.prebuilt: list[str] = []
+        self.deferred: list[str] = []
+        """Build calls inside functions left to run time, and why (``cudaforge.eval.build.deferred.prebuild``)."""
         """The deferred builds made at ``load`` (``cudaforge.eval.build.deferred``)."""
         self.trace: Any = None
         """The record of the timed calls (``cudaforge.eval.timed_trace.TimedTrace``) while one runs."""
@@ -186,7 +188,7 @@ class Worker:
         recorder = self.hooks.__enter__()  # never left: the worker ends with its candidate
         try:
             self.module = load_module(msg["source"], self.module_name)
-            self.prebuilt = prebuild(msg["source"], self.module.__dict__)  # load_inline in __init__/forward, now
+            self.prebuilt, self.deferred = prebuild(msg["source"], self.module.__dict__)  # in __init__/forward: now
         except ToolchainIncomplete as exc:
             raise _Fail("unsupported", f"this machine cannot build the candidate: {exc}") from None
         except ModuleNotLoadable as exc:
@@ -197,7 +199,7 @@ class Worker:
             raise _Fail("runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)) from None
         if not hasattr(self.module, "ModelNew"):
             raise _Fail("invalid", "after import the candidate has no ModelNew")
-        return {"ok": True, "prebuilt": self.prebuilt}
+        return {"ok": True, "prebuilt": self.prebuilt, "deferred": self.deferred}
 
     def op_prebuild(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """Compile the candidate's JIT kernels (Triton) ahead, in a forked copy of this process, on fake tensors

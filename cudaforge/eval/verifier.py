@@ -1351,7 +1351,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
     """Evaluate ``payload = {task, candidate, eval, build, device}``; return an EvalResult dict."""
     from cudaforge.eval.build import BuildSettings
     from cudaforge.eval.build.intercept import serve_build_counted
-    from cudaforge.eval.build.deferred import reported_sites
+    from cudaforge.eval.build.deferred import reported_misses, reported_sites
     from cudaforge.eval.fingerprint import environment_fingerprint
 
     started = time.perf_counter()
@@ -1444,9 +1444,14 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                 result.compile_log_trimmed = cap_text(failed[0].log_trimmed)
         ahead = reported_sites(loaded)
         result.fingerprint["builds_ahead"] = ahead
+        left = reported_misses(loaded)
+        if left:
+            result.fingerprint["builds_left_to_run_time"] = left
         compile_note = "cache hit" if result.compile_cached else ""
         if ahead:
             compile_note = "; ".join(filter(None, [compile_note, "built ahead: " + ", ".join(ahead)]))
+        if left:
+            compile_note = "; ".join(filter(None, [compile_note, "; ".join(left)]))
         if device.type == "cuda":
             build = cfg.get("jit_ahead") == "compile" and not prepared
             jit = _jit_ahead(source, task, init, process, device, cfg, remaining(), build)

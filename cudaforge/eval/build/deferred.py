@@ -55,15 +55,80 @@ def _value(node: ast.AST, namespace: dict[str, Any]) -> Any:
     raise _NotPlain(type(node).__name__)
 
 
-def _builder(func: ast.AST, namespace: dict[str, Any]) -> str | None:
-    """``load_inline`` or ``load`` when ``func`` names torch's (``cpp_extension.load_inline``, or a bare name bound to
-    it in the module), else None."""
+_EXTENSION_MODULE = "torch.utils.cpp_extension"
+
+
+def _builder(func: ast.AST, namespace: dict[str, Any], local: dict[str, str] | None = None) -> str | None:
+    """``load_inline`` or ``load`` when ``func`` names torch's, else None: ``cpp_extension.load_inline``,
+    ``torch.utils.cpp_extension.load``, ``ce.load_inline`` with ``ce`` bound to the module, or a bare name bound to one
+    of the two under any name (``from torch.utils.cpp_extension import load_inline as li``), in the module or by an
+    import inside the function (``local``: name -> ``load_inline``, ``load`` or ``module``)."""
+    local = local or {}
     if isinstance(func, ast.Attribute) and func.attr in BUILDERS:
-        return func.attr if func.attr == "load_inline" or ast.unparse(func).endswith("cpp_extension.load") else None
-    if isinstance(func, ast.Name) and func.id in BUILDERS:
+        base = func.value
+        if isinstance(base, ast.Name):
+            if local.get(base.id) == "module":
+                return func.attr
+            bound = namespace.get(base.id)
+            if getattr(bound, "__name__", None) == _EXTENSION_MODULE:
+                return func.attr
+        return func.attr if ast.unparse(base).endswith("cpp_extension") else None
+    if isinstance(func, ast.Name):
+        if local.get(func.id) in BUILDERS:
+            return local[func.id]
         bound = namespace.get(func.id)
-        return func.id if str(getattr(bound, "__module__", "")).startswith("torch.utils.cpp_extension") else None
+        name = getattr(bound, "__name__", None)
+        if name in BUILDERS and str(getattr(bound, "__module__", "")).startswith(_EXTENSION_MODULE):
+            return name
     return None
+
+
+def _local_imports(fn: ast.AST) -> dict[str, str]:
+    """Names an import inside ``fn`` binds to torch's builders or to their module."""
+    local: dict[str, str] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.ImportFrom) and node.module == _EXTENSION_MODULE:
+            for alias in node.names:
+                if alias.name in BUILDERS:
+                    local[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch.utils":
+            for alias in node.names:
+                if alias.name == "cpp_extension":
+                    local[alias.asname or alias.name] = "module"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == _EXTENSION_MODULE and alias.asname:
+                    local[alias.asname] = "module"
+    return local
+
+
+def _local_values(fn: ast.AST, namespace: dict[str, Any]) -> dict[str, Any]:
+    """The function's own plain constants (``cuda_src = \"\"\"...\"\"\"`` inside ``__init__``), in the order written:
+    names assigned once to plain data, over the module's globals; a name assigned twice or otherwise is left out."""
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).extend([None, None])  # never plain: changed or typed late
+        elif isinstance(node, (ast.For, ast.comprehension, ast.With, ast.NamedExpr)):
+            for target in ast.walk(getattr(node, "target", None) or ast.Pass()):
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).extend([None, None])
+    scope = dict(namespace)
+    for name in list(assigned):
+        scope.pop(name, None)  # a local shadows the module's global of the same name
+    for _ in range(4):  # a constant built from another: a few passes, never a loop
+        for name, values in assigned.items():
+            if len(values) != 1 or values[0] is None or name in scope:
+                continue
+            try:
+                scope[name] = _value(values[0], scope)
+            except (_NotPlain, TypeError, RecursionError):
+                continue
+    return scope
 
 
 def build_sites(source: str) -> dict[str, int]:
@@ -81,40 +146,87 @@ def build_sites(source: str) -> dict[str, int]:
     return {"import": len(calls) - deferred, "deferred": deferred}
 
 
-def deferred_calls(source: str, namespace: dict[str, Any]) -> list[tuple[str, int, list[Any], dict[str, Any]]]:
+def deferred_calls(source: str, namespace: dict[str, Any]) -> list[tuple[str, int, list[Any], dict[str, Any], bool]]:
     """The build calls inside the functions of ``source`` whose arguments are plain data in ``namespace`` (the
-    imported module's globals): ``(which, line, args, kwargs)``, ``which`` being ``load_inline`` or ``load``."""
+    imported module's globals) or in the function's own constants: ``(which, line, args, kwargs, guarded)``,
+    ``which`` being ``load_inline`` or ``load``, ``guarded`` whether the call is in a ``try`` with a handler."""
+    return _scan(source, namespace)[0]
+
+
+def deferred_misses(source: str, namespace: dict[str, Any]) -> list[str]:
+    """The build calls inside functions that cannot be built ahead, each as ``load_inline at line N left to run time:
+    WHY`` (the argument not known at import), for the compile phase's record."""
+    return _scan(source, namespace)[1]
+
+
+def _why(what: str) -> str:
+    return f"its argument {what} is not known at import" if what in KNOWN_ARGUMENTS else "its arguments are not known at import"
+
+
+NOT_BUILT_FROM = ("build_directory", "verbose", "keep_intermediates")
+"""Arguments the build does not depend on (the trusted side picks the folder; the log is kept either way): one known
+only at run time does not keep a call from being built ahead."""
+
+KNOWN_ARGUMENTS = ("name", "cpp_sources", "cuda_sources", "sources", "functions", "extra_cflags", "extra_cuda_cflags",
+                   "extra_ldflags", "extra_include_paths", "build_directory", "verbose", "with_cuda",
+                   "is_python_module", "with_pytorch_error_handling", "keep_intermediates", "use_pch",
+                   "is_standalone", "no_implicit_headers")
+"""torch's own parameter names of ``load_inline``/``load``: the only argument names a miss's reason may show."""
+
+
+def _scan(source: str, namespace: dict[str, Any]) -> tuple[list[tuple[str, int, list[Any], dict[str, Any], bool]], list[str]]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
-        return []
-    found, seen = [], set()
+        return [], []
+    found, missed, seen = [], [], set()
+    guarded = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try) and t.handlers
+               for stmt in t.body for n in ast.walk(stmt)}  # fmt: skip
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
+        local = _local_imports(fn)
+        scope = None
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call) or id(node) in seen:
                 continue
-            seen.add(id(node))
-            last = _builder(node.func, namespace)
+            last = _builder(node.func, namespace, local)
             if last is None:
                 continue
+            seen.add(id(node))
+            scope = _local_values(fn, namespace) if scope is None else scope
+            which = BUILDERS[last]
             try:
-                args = [_value(a, namespace) for a in node.args if not isinstance(a, ast.Starred)]
                 if any(isinstance(a, ast.Starred) for a in node.args):
                     raise _NotPlain("*args")
+                args = []
+                for index, a in enumerate(node.args):
+                    try:
+                        args.append(_value(a, scope))
+                    except _NotPlain:
+                        raise _NotPlain(("name", "sources" if which == "load" else "cpp_sources")[min(index, 1)]) from None
                 kwargs = {}
                 for kw in node.keywords:
                     if kw.arg is None:
                         raise _NotPlain("**kwargs")
-                    kwargs[kw.arg] = _value(kw.value, namespace)
-            except (_NotPlain, TypeError, RecursionError):
+                    try:
+                        kwargs[kw.arg] = _value(kw.value, scope)
+                    except _NotPlain:
+                        if kw.arg in NOT_BUILT_FROM:
+                            continue  # a folder made at run time, say: the build ahead does without it
+                        raise _NotPlain(kw.arg) from None
+            except (_NotPlain, TypeError, RecursionError) as exc:
+                what = exc.args[0] if isinstance(exc, _NotPlain) and exc.args else ""
+                missed.append(f"{which} at line {node.lineno} left to run time: {_why(str(what))}")
                 continue
-            found.append((BUILDERS[last], node.lineno, args, kwargs))
-    return found
+            found.append((which, node.lineno, args, kwargs, id(node) in guarded))
+    return found, missed
 
 
 _SITE = re.compile(r"(?:load_inline|load) at line \d{1,6}")
+_MISS = re.compile(r"(?:load_inline|load) at line \d{1,6} (?:left to run time: (?:its argument (?:"
+                   + "|".join(KNOWN_ARGUMENTS) + r") is not known at import|its arguments are not known at import|torch "
+                   r"refused its arguments)|failed ahead, inside the candidate's own try: left to its handler)")
 
 
 def reported_sites(reply: Any) -> list[str]:
@@ -124,18 +236,33 @@ def reported_sites(reply: Any) -> list[str]:
     return [line for line in lines if isinstance(line, str) and _SITE.fullmatch(line)][:8] if isinstance(lines, list) else []
 
 
-def prebuild(source: str, namespace: dict[str, Any]) -> list[str]:
+def reported_misses(reply: Any) -> list[str]:
+    """The ``deferred`` lines of a worker's reply (calls left to run time, and why) that have the form
+    :func:`prebuild` writes, at most 8; read as data of a known shape, like :func:`reported_sites`."""
+    lines = reply.get("deferred") if isinstance(reply, dict) else None
+    return [line for line in lines if isinstance(line, str) and _MISS.fullmatch(line)][:8] if isinstance(lines, list) else []
+
+
+def prebuild(source: str, namespace: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Build and load, through whatever ``torch.utils.cpp_extension`` is now (the hooks of ``build_hooks``), every
-    deferred call of ``source`` that :func:`deferred_calls` can know; one line per call built. A build that fails
-    raises, as the call itself would (``BuildError``): the candidate fails in its compile phase. A call whose
-    arguments torch refuses is left to run time."""
+    deferred call of ``source`` that :func:`deferred_calls` can know. Returns one line per call built, and one per
+    call left to run time with the reason (:func:`deferred_misses`). A build that fails raises, as the call itself
+    would (``BuildError``): the candidate fails in its compile phase; unless the call sits in a ``try`` of the
+    candidate's, whose handler then decides at run time (the failed build is cached, so that costs no second
+    compile). A call whose arguments torch refuses is left to run time."""
     import torch.utils.cpp_extension as ce
 
-    built = []
-    for which, line, args, kwargs in deferred_calls(source, namespace):
+    built, missed = [], deferred_misses(source, namespace)
+    for which, line, args, kwargs, guarded in deferred_calls(source, namespace):
         try:
             getattr(ce, which)(*args, **kwargs)
         except TypeError:
+            missed.append(f"{which} at line {line} left to run time: torch refused its arguments")
+            continue
+        except Exception:
+            if not guarded:
+                raise
+            missed.append(f"{which} at line {line} failed ahead, inside the candidate's own try: left to its handler")
             continue
         built.append(f"{which} at line {line}")
-    return built
+    return built, missed
