@@ -761,3 +761,21 @@ def test_a_build_in_the_candidates_own_try_that_fails_ahead_is_left_to_its_handl
     assert result.status is not EvalStatus.COMPILE_ERROR, result.report()  # its own handler decided, at run time
     left = result.fingerprint.get("builds_left_to_run_time") or []
     assert len(left) == 1 and left[0].endswith("failed ahead, inside the candidate's own try: left to its handler")
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_build_only_run_time_can_make_counts_as_compile_time(cache_dir):
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalStatus, Phase
+
+    source = deferred_source("lazy_runtime", 3, "forward").replace("name=NAME", "name=NAME + str(x.dim())")
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir, "correctness_trials": 2}).evaluate(task, source)
+    assert result.status is EvalStatus.CORRECT, result.report()
+    late = result.fingerprint["builds_after_compile"]
+    assert late["count"] == 1 and late["seconds"] > 0
+    compile_phase = result.phase(Phase.COMPILE)
+    assert "left to run time: its argument name is not known at import" in compile_phase.message
+    assert "1 build(s) at run time" in compile_phase.message and compile_phase.seconds >= late["seconds"]

@@ -1197,6 +1197,27 @@ def _exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: 
     result.fingerprint["timing_crosscheck_exchange_ms"] = round(max(0.0, best - cand.process.rtt_s) * 1e3 / calls, 5)
 
 
+def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalResult) -> None:
+    """Builds a candidate made after its compile phase (a ``load_inline`` whose arguments only run time knows) are
+    compile time: their seconds move from the phase that made them to the compile phase, and the result says how
+    many and how long (``fingerprint["builds_after_compile"]``)."""
+    if not late:
+        return
+    seconds = sum(max(0.0, float(r.seconds)) for r in late)
+    result.fingerprint["builds_after_compile"] = {"count": len(late), "seconds": round(seconds, 3),
+                                                  "cached": sum(bool(r.cached) for r in late)}  # fmt: skip
+    compile_at = next((i for i, p in enumerate(phases) if p.phase is Phase.COMPILE), None)
+    if compile_at is None:
+        return
+    for record in phases[compile_at + 1:]:  # the first later phase long enough to have made them
+        if record.seconds >= seconds:
+            record.seconds -= seconds
+            phases[compile_at].seconds += seconds
+            phases[compile_at].message = "; ".join(filter(None, [
+                phases[compile_at].message, f"{len(late)} build(s) at run time, {seconds:.2f} s, counted here"]))
+            return
+
+
 # ---------------------------------------------------------------------------------- standby
 
 _PREPARED: dict[str, Any] = {}
@@ -1385,6 +1406,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
 
     phase, t = Phase.COMPILE, time.perf_counter()
     own_caches: dict[str, Path] = {}  # a JIT language's folder of the worker's scratch -> the source's kept copy
+    builds_at_compile: int | None = None  # how many builds the worker had made when its compile phase ended
     try:
         too_large = source_size_problem(source, int(cfg["max_source_bytes"]))  # the parent's limit, here too
         if too_large:
@@ -1459,6 +1481,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                 result.fingerprint["jit_ahead"] = jit
                 compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))  # fmt: skip
         rec.end(phase, t, message=compile_note)
+        builds_at_compile = len(process.builds)
         phase = Phase.CORRECTNESS
         t = enter(phase)
         clock = time.perf_counter()
@@ -1528,6 +1551,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
                 process.close()  # the scratch released and the worker ended, whatever the keep met
     if not notes:
         result.fingerprint.pop("guard_notes", None)
+    if builds_at_compile is not None and process is not None:
+        _count_late_builds(process.builds[builds_at_compile:], rec.phases, result)
     result.phases = rec.phases
     result.seconds = time.perf_counter() - started
     return result.to_dict()
