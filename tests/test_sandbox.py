@@ -484,3 +484,37 @@ def test_the_whole_threat_corpus_on_a_gpu(tmp_path_factory):
         except AssertionError as exc:
             failures.append(str(exc)[:1500])
     assert not failures, "\n\n".join(failures)
+
+
+WRITES_ITS_OWN_FILES = '''import os
+import tempfile
+
+os.makedirs("/tmp/cuda_extensions", exist_ok=True)  # as public releases keep their build folder
+open("/tmp/cuda_extensions/marker", "w").write("x")
+_made = tempfile.mkdtemp()
+open(os.path.join(_made, "f"), "w").write("y")
+os.environ["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions_of_mine"
+os.makedirs("/tmp/torch_extensions_of_mine", exist_ok=True)
+os.makedirs(os.path.expanduser("~/.cache/kernels"), exist_ok=True)  # its HOME is in its scratch
+open(os.path.join(tempfile.gettempdir(), "probe"), "w").write("z")  # TMPDIR too
+'''
+
+
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0, reason="the quota is a tmpfs of the sandbox's own (root)")
+def test_a_candidate_writes_its_own_tmp_and_caches_and_a_write_past_its_quota_is_said_plainly(tmp_path):
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalStatus
+
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    kernel = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "sandbox": "required",
+                           "sandbox_scratch_gb": 0.01, "build_cache_dir": str(tmp_path / "cache")})
+    result = evaluator.evaluate(task, WRITES_ITS_OWN_FILES + kernel)
+    assert result.status is EvalStatus.CORRECT, result.report()  # writing there is normal, and allowed
+    assert not (Path("/tmp/cuda_extensions") / "marker").exists()  # its /tmp was its own
+    flood = WRITES_ITS_OWN_FILES + "open('/tmp/big', 'wb').write(b'0' * (20 << 20))\n" + kernel
+    over = evaluator.evaluate(task, flood)
+    assert over.status is EvalStatus.RUNTIME_ERROR, over.report()
+    assert over.message.startswith("the candidate wrote more than its quota allows: 0.01 GB"), over.message[:300]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import secrets
 import sys
 import time
@@ -1197,6 +1198,19 @@ def _exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: 
     result.fingerprint["timing_crosscheck_exchange_ms"] = round(max(0.0, best - cand.process.rtt_s) * 1e3 / calls, 5)
 
 
+_OVER_QUOTA = re.compile(r"\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded")
+
+
+def _quota_said(message: str, cfg: dict[str, Any]) -> str:
+    """A failure whose text shows a write refused for space (``ENOSPC``, ``EDQUOT``) starts by saying that the
+    candidate passed its quota, and which: the sandbox's scratch folder and its private /tmp are bounded tmpfs."""
+    if not _OVER_QUOTA.search(message[-20000:]):
+        return message
+    return (f"the candidate wrote more than its quota allows: {float(cfg.get('sandbox_scratch_gb', 0)):g} GB and "
+            f"{int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp "
+            "(eval.sandbox_scratch_gb, eval.sandbox_scratch_files); write less, or keep it in memory\n" + message)
+
+
 def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalResult) -> None:
     """Builds a candidate made after its compile phase (a ``load_inline`` whose arguments only run time knows) are
     compile time: their seconds move from the phase that made them to the compile phase, and the result says how
@@ -1520,6 +1534,7 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         result.status, result.message = failure.status, failure.message
         if failure.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
             result.message = f"{phase.value} phase: {failure.message}"
+        result.message = _quota_said(result.message, cfg)
         ok = failure.status is EvalStatus.COMPILED
         rec.end(phase, t, status="ok" if ok else _phase_status(failure.status), message=failure.message[:500])
     except WorkerFailure as failure:
