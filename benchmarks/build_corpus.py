@@ -3,7 +3,7 @@
 
     python benchmarks/build_corpus.py DIR     # writes DIR/<style>_<op>.py, to read them
 
-Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in four styles, and two that must fail:
+Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in eight styles, and two that must fail:
 
   kernelbench   KernelBench's own example: ``#include <torch/extension.h>`` in the CUDA source, a declaration in
                 ``cpp_sources``, ``functions=[...]``, built at import
@@ -11,6 +11,12 @@ Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in four sty
   lazy_forward  the sources at module level, ``load_inline`` on the first ``forward`` call, stream and dtype
                 dispatch through ``ATen/cuda/CUDAContext.h`` and ``AT_DISPATCH_FLOATING_TYPES``
   in_init       ``load_inline`` in ``ModelNew.__init__``, ``verbose=True`` and ``-O3 --use_fast_math``
+  public_try    ``from torch.utils.cpp_extension import load_inline`` inside ``__init__``, the build in a ``try``
+                whose handler re-raises, ``verbose=False``, ``-O3 --use_fast_math`` (issue 33's public release)
+  aliased       ``import torch.utils.cpp_extension as ce``, ``ce.load_inline`` in ``__init__`` with the sources
+                copied into the function's own constants and an f-string name
+  per_instance  ``in_init`` with a name that changes per instance (``id(self)``): built at run time
+  load_files    the sources written to ``tempfile.mkdtemp()`` in ``__init__`` and built with ``load``: at run time
   fail_*        the binding names the ``__global__`` function (an undefined symbol when the module loads), a
                 missing semicolon in the kernel
 """
@@ -154,6 +160,70 @@ def in_init(op: str) -> str:
             f"    def forward(self, x):\n        return self.{op}.{op}_cuda(x.contiguous())\n")
 
 
+def public_try(op: str) -> str:
+    """What issue 33 found in a public release: the import inside ``__init__``, the build in a ``try`` whose
+    handler re-raises, ``verbose=False`` and ``-O3 --use_fast_math``."""
+    cuda = "#include <torch/extension.h>\n#include <cuda_runtime.h>\n" + kernel(op) + "\n" + launcher(op, False)
+    return (HEADER.format(style="public_try", op=op, task=OPS[op][0],
+                          extra=" load_inline imported and called inside __init__, in a try.").replace(
+                "from torch.utils.cpp_extension import load_inline\n", "") +
+            f"\n{op}_cuda_source = r\'\'\'{cuda}\'\'\'\n{op}_cpp_source = \"torch::Tensor {op}_cuda(torch::Tensor x);\"\n\n\n"
+            f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n"
+            f"        from torch.utils.cpp_extension import load_inline\n        try:\n"
+            f"            self.ext = load_inline(name=\"{op}_public\", cpp_sources={op}_cpp_source, cuda_sources={op}_cuda_source,\n"
+            f"                                   functions=[\"{op}_cuda\"], verbose=False,\n"
+            f"                                   extra_cuda_cflags=[\"-O3\", \"--use_fast_math\"])\n"
+            f"        except Exception as exc:\n            raise RuntimeError(f\"could not build the {op} kernel: {{exc}}\")\n\n"
+            f"    def forward(self, x):\n        return self.ext.{op}_cuda(x.contiguous())\n")
+
+
+def aliased(op: str) -> str:
+    """The module under another name (``import torch.utils.cpp_extension as ce``), the sources copied into the
+    function's own constants, the name an f-string of a module constant."""
+    cuda = "#include <torch/extension.h>\n" + kernel(op) + "\n" + launcher(op, False)
+    return (HEADER.format(style="aliased", op=op, task=OPS[op][0], extra=" cpp_extension imported as ce.").replace(
+                "from torch.utils.cpp_extension import load_inline\n", "import torch.utils.cpp_extension as ce\n") +
+            f"\nVERSION = 2\nKERNEL = r\'\'\'{cuda}\'\'\'\n\n\n"
+            f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n"
+            f"        cuda_src = KERNEL\n        decl = \"torch::Tensor {op}_cuda(torch::Tensor x);\"\n"
+            f"        self.mod = ce.load_inline(name=f\"{op}_alias_v{{VERSION}}\", cpp_sources=[decl], cuda_sources=[cuda_src],\n"
+            f"                                  functions=[\"{op}_cuda\"], extra_cuda_cflags=[\"-O3\"])\n\n"
+            f"    def forward(self, x):\n        return self.mod.{op}_cuda(x.contiguous())\n")
+
+
+def per_instance(op: str) -> str:
+    """An extension name that changes per instance (``id(self)``): only run time knows it, so the build happens
+    there and its seconds are counted as compile time."""
+    return in_init(op).replace("style in_init", "style per_instance").replace(
+        " The extension is built in ModelNew.__init__.", " Its name changes per instance (id(self)).").replace(
+        f'name="{op}_init",', f'name=f"{op}_inst_{{id(self)}}",')
+
+
+def load_files(op: str) -> str:
+    """Sources written to files at run time (``tempfile.mkdtemp()``) and built with ``load``: the paths are known
+    only then, so the build happens at run time, counted as compile time."""
+    cuda = "#include <torch/extension.h>\n" + kernel(op) + "\n" + launcher(op, False)
+    cpp = (f"#include <torch/extension.h>\ntorch::Tensor {op}_cuda(torch::Tensor x);\n"
+           f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def(\"{op}_cuda\", &{op}_cuda); }}\n")
+    return (HEADER.format(style="load_files", op=op, task=OPS[op][0], extra=" Sources written to files, then load().").replace(
+                "from torch.utils.cpp_extension import load_inline\n",
+                "import os\nimport tempfile\nfrom torch.utils.cpp_extension import load\n") +
+            f"\nCU = r\'\'\'{cuda}\'\'\'\nCPP = r\'\'\'{cpp}\'\'\'\n\n\n"
+            f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n"
+            f"        folder = tempfile.mkdtemp(prefix=\"{op}_\")\n        paths = []\n"
+            f"        for file_name, text in ((\"{op}.cu\", CU), (\"{op}.cpp\", CPP)):\n"
+            f"            path = os.path.join(folder, file_name)\n            with open(path, \"w\") as f:\n"
+            f"                f.write(text)\n            paths.append(path)\n"
+            f"        self.ext = load(name=\"{op}_files\", sources=paths, extra_cuda_cflags=[\"-O3\"], build_directory=folder)\n\n"
+            f"    def forward(self, x):\n        return self.ext.{op}_cuda(x.contiguous())\n")
+
+
+STYLES = ("kernelbench", "pybind", "lazy_forward", "in_init", "public_try", "aliased", "per_instance", "load_files")
+"""Every style, in the corpus's order."""
+AHEAD_STYLES = ("lazy_forward", "in_init", "public_try", "aliased")
+"""Styles whose deferred call is known at import (built ahead); ``per_instance`` and ``load_files`` build at run time."""
+
+
 def failing() -> dict[str, str]:
     bind_kernel = kernelbench("relu").replace('functions=["relu_cuda"]', 'functions=["relu_kernel"]').replace(
         'cpp_source = "torch::Tensor relu_cuda(torch::Tensor x);"',
@@ -165,9 +235,9 @@ def failing() -> dict[str, str]:
 
 
 def write_corpus(dest: Path) -> list[Path]:
-    """Write the 22 candidates into ``dest`` (made if missing); their paths, sorted."""
+    """Write the 42 candidates into ``dest`` (made if missing); their paths, sorted."""
     dest.mkdir(parents=True, exist_ok=True)
-    texts = {f"{style.__name__}_{op}": style(op) for style in (kernelbench, pybind, lazy_forward, in_init) for op in OPS}
+    texts = {f"{style}_{op}": globals()[style](op) for style in STYLES for op in OPS}
     texts.update(failing())
     for name, text in texts.items():
         (dest / f"{name}.py").write_text(text)

@@ -779,3 +779,42 @@ def test_a_build_only_run_time_can_make_counts_as_compile_time(cache_dir):
     compile_phase = result.phase(Phase.COMPILE)
     assert "left to run time: its argument name is not known at import" in compile_phase.message
     assert "1 build(s) at run time" in compile_phase.message and compile_phase.seconds >= late["seconds"]
+
+
+def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not(tmp_path):
+    """The corpus of public-release styles (benchmarks/build_corpus.py): each deferred style's call is found ahead,
+    or left to run time with torch's own name for the argument only run time knows."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import build_corpus
+    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
+
+    paths = build_corpus.write_corpus(tmp_path)
+    assert len(paths) >= 30
+    why = {"per_instance": "its argument name is not known at import",
+           "load_files": "its argument sources is not known at import"}
+    for style in (*build_corpus.AHEAD_STYLES, *why):
+        for op in build_corpus.OPS:
+            source = (tmp_path / f"{style}_{op}.py").read_text()
+            namespace = exec_source(source, f"corpus_{style}_{op}")  # no build at import in these styles
+            found, missed = deferred_calls(source, namespace), deferred_misses(source, namespace)
+            if style in why:
+                assert not found and len(missed) == 1 and missed[0].endswith(why[style]), (style, op, missed)
+            else:
+                assert len(found) == 1 and not missed, (style, op, missed)
+                assert found[0][4] is (style == "public_try")  # inside the candidate's own try
+
+
+def test_a_list_the_function_changes_in_place_is_not_taken_for_a_constant():
+    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
+
+    source = deferred_source("lazy_mutated", 3, "__init__")
+    grown = source.replace("self.ext = load_inline(name=NAME, cpp_sources=CPP,",
+                           "srcs = []\n        srcs.append(CPP)\n        self.ext = load_inline(name=NAME, cpp_sources=srcs,")
+    namespace = exec_source(grown, "cand_grown")
+    assert deferred_calls(grown, namespace) == []
+    assert deferred_misses(grown, namespace)[0].endswith("its argument cpp_sources is not known at import")
+    flags = source.replace("NAME = ", "FLAGS = ['-O2']\nNAME = ").replace(
+        "self.ext = load_inline(name=NAME,", "FLAGS.append('-DX')\n        self.ext = load_inline(name=NAME, extra_cflags=FLAGS,")
+    assert deferred_calls(flags, exec_source(flags, "cand_flags")) == []  # the module's list, changed first

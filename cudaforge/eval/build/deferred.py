@@ -117,18 +117,46 @@ def _local_values(fn: ast.AST, namespace: dict[str, Any]) -> dict[str, Any]:
             for target in ast.walk(getattr(node, "target", None) or ast.Pass()):
                 if isinstance(target, ast.Name):
                     assigned.setdefault(target.id, []).extend([None, None])
+    mutated = _mutated_names(fn, namespace)
     scope = dict(namespace)
     for name in list(assigned):
         scope.pop(name, None)  # a local shadows the module's global of the same name
+    for name in mutated:
+        if isinstance(scope.get(name), (list, dict)):
+            scope.pop(name)  # a module list the function changes in place: only run time knows it
     for _ in range(4):  # a constant built from another: a few passes, never a loop
         for name, values in assigned.items():
             if len(values) != 1 or values[0] is None or name in scope:
                 continue
             try:
-                scope[name] = _value(values[0], scope)
+                value = _value(values[0], scope)
             except (_NotPlain, TypeError, RecursionError):
                 continue
+            if isinstance(value, (list, dict)) and name in mutated:
+                continue  # ``paths = []`` then ``paths.append(...)``: only run time knows what it holds
+            scope[name] = value
     return scope
+
+
+def _mutated_names(fn: ast.AST, namespace: dict[str, Any]) -> set[str]:
+    """Names ``fn`` may change in place: a method called on them (``append``), an item or slice stored or
+    deleted, or the name handed to any call but a build's (a callee may change it)."""
+    mutated: set[str] = set()
+    local = _local_imports(fn)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            mutated.add(node.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            for name in ast.walk(node.value):
+                if isinstance(name, ast.Name):
+                    mutated.add(name.id)
+        elif isinstance(node, ast.Call) and _builder(node.func, namespace, local) is None:
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(arg, ast.Name):
+                    mutated.add(arg.id)
+                elif isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name):
+                    mutated.add(arg.value.id)
+    return mutated
 
 
 def build_sites(source: str) -> dict[str, int]:

@@ -21,7 +21,7 @@ from typing import Any
 from cudaforge.caches import GB, evict_lru
 from cudaforge.isolation import remove_noted, scrubbed_env
 from cudaforge.eval.build.builder import _write_atomic
-from cudaforge.eval.build.deferred import reported_sites
+from cudaforge.eval.build.deferred import reported_misses, reported_sites
 from cudaforge.eval.build.intercept import serve_build_counted
 from cudaforge.eval.build.logs import trim_compiler_log
 from cudaforge.eval.build.records import BuildRecorder
@@ -56,6 +56,8 @@ class BuildOutcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     prebuilt: list[str] = field(default_factory=list)
     """The builds the candidate defers (in ``__init__``/``forward``) that were built ahead (``build.deferred``)."""
+    deferred: list[str] = field(default_factory=list)
+    """The deferred builds left to run time, each with why (``build.deferred.prebuild``)."""
     jit: list[str] = field(default_factory=list)
     """Kernels a JIT language (Triton) compiled ahead for the target GPU (``cudaforge.eval.jit_prebuild``), kept for
     the GPU worker of the same source."""
@@ -202,6 +204,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     recorder = BuildRecorder()
     error: BaseException | None = None
     prebuilt: list[str] = []
+    deferred: list[str] = []
     jit, jit_message = [], ""
     worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
                               namespaces=settings.sandbox_namespaces, allow_weak=settings.allow_weak_sandbox,
@@ -217,7 +220,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
         worker.wait_hello(120.0)
         reply = worker.request({"op": "load", "source": source, "module": "cudaforge_candidate",
                                 "build": settings.to_dict()}, timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline
-        prebuilt = reported_sites(reply)
+        prebuilt, deferred = reported_sites(reply), reported_misses(reply)
         request, jit_message = _jit_request(source, task_path, settings)
         if request is not None:
             jit, jit_message = _compile_jit(worker, request, settings, source)
@@ -234,7 +237,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     finally:
         worker.close()
     outcome = _outcome_from(recorder, error)
-    outcome.prebuilt, outcome.jit, outcome.jit_message = prebuilt, jit, jit_message
+    outcome.prebuilt, outcome.deferred, outcome.jit, outcome.jit_message = prebuilt, deferred, jit, jit_message
     if jit and outcome.status == "no_build":
         outcome.message = f"compiled ahead for the GPU: {', '.join(jit)}"
     _write_atomic(Path(result_path), json.dumps(outcome.to_dict()))
