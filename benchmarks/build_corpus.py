@@ -3,7 +3,7 @@
 
     python benchmarks/build_corpus.py DIR     # writes DIR/<style>_<op>.py, to read them
 
-Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in eight styles, and two that must fail:
+Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in ten styles, and two that must fail:
 
   kernelbench   KernelBench's own example: ``#include <torch/extension.h>`` in the CUDA source, a declaration in
                 ``cpp_sources``, ``functions=[...]``, built at import
@@ -17,6 +17,8 @@ Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in eight st
                 copied into the function's own constants and an f-string name
   per_instance  ``in_init`` with a name that changes per instance (``id(self)``): built at run time
   load_files    the sources written to ``tempfile.mkdtemp()`` in ``__init__`` and built with ``load``: at run time
+  cupy_raw      the same kernel through ``cupy.RawKernel`` (NVRTC at its first launch), on torch's tensors
+  triton_autotune  a Triton kernel under ``@triton.autotune`` (a compile per configuration at its first launch)
   fail_*        the binding names the ``__global__`` function (an undefined symbol when the module loads), a
                 missing semicolon in the kernel
 """
@@ -218,7 +220,59 @@ def load_files(op: str) -> str:
             f"    def forward(self, x):\n        return self.ext.{op}_cuda(x.contiguous())\n")
 
 
-STYLES = ("kernelbench", "pybind", "lazy_forward", "in_init", "public_try", "aliased", "per_instance", "load_files")
+def cupy_raw(op: str) -> str:
+    """The same CUDA kernel through ``cupy.RawKernel`` (NVRTC at the first launch), on torch's tensors."""
+    rows = OPS[op][1] in ("softmax", "sum")
+    name = f"{op}_kernel"
+    launch = ("rows, cols = x.shape\n        y = torch.empty((rows, cols) if self.softmax else (rows, 1), device=x.device, dtype=x.dtype)\n"
+              "        self.kernel((rows,), (256,), (cp.asarray(x), cp.asarray(y), cp.int32(rows), cp.int32(cols)),"
+              " shared_mem=256 * 4)\n") if rows else (
+              "y = torch.empty_like(x)\n        n = x.numel()\n"
+              "        self.kernel(((n + 255) // 256,), (256,), (cp.asarray(x), cp.asarray(y), cp.int64(n)))\n")
+    return (HEADER.format(style="cupy_raw", op=op, task=OPS[op][0], extra=" cupy.RawKernel, compiled at its first launch.").replace(
+                "from torch.utils.cpp_extension import load_inline\n", "import cupy as cp\n") +
+            f"\nKERNEL = r\'\'\'\nextern \"C\" {kernel(op).replace('int64_t', 'long long').replace('-INFINITY', '-__int_as_float(0x7f800000)')}\'\'\'\n\n\n"
+            f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n"
+            f"        self.kernel = cp.RawKernel(KERNEL, \"{name}\")\n        self.softmax = {OPS[op][1] == 'softmax'}\n\n"
+            f"    def forward(self, x):\n        x = x.contiguous()\n        {launch}"
+            f"        return y\n")
+
+
+TRITON_BODY = {
+    "relu": "tl.maximum(v, 0.0)",
+    "gelu": "0.5 * v * (1.0 + tl.math.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))",
+    "scale_add": "tl.maximum(v * 1.0 + 0.0, 0.0)",
+}
+
+
+def triton_autotune(op: str) -> str:
+    """A Triton kernel under ``@triton.autotune`` over block sizes (compiled per configuration at its first
+    launch): elementwise, or one row per program for the row operations."""
+    head = HEADER.format(style="triton_autotune", op=op, task=OPS[op][0], extra=" @triton.autotune over block sizes.").replace(
+        "from torch.utils.cpp_extension import load_inline\n", "import triton\nimport triton.language as tl\n")
+    if op in TRITON_BODY:
+        return (head + "\n\n@triton.autotune(configs=[triton.Config({'BLOCK': b}, num_warps=w) for b, w in ((256, 2), (1024, 4), (4096, 8))],\n"
+                "                 key=['n'])\n@triton.jit\n"
+                f"def {op}_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+                f"    mask = offs < n\n    v = tl.load(x_ptr + offs, mask=mask, other=0.0)\n"
+                f"    tl.store(y_ptr + offs, {TRITON_BODY[op]}, mask=mask)\n\n\n"
+                f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n\n"
+                f"    def forward(self, x):\n        x = x.contiguous()\n        y = torch.empty_like(x)\n        n = x.numel()\n"
+                f"        {op}_kernel[lambda meta: (triton.cdiv(n, meta['BLOCK']),)](x, y, n)\n        return y\n")
+    reduce = ("m = tl.max(v, axis=0)\n    e = tl.exp(v - m)\n    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)"
+              if op == "softmax" else "tl.store(y_ptr + row, tl.sum(v, axis=0))")
+    other = "-float('inf')" if op == "softmax" else "0.0"
+    out = "torch.empty_like(x)" if op == "softmax" else "torch.empty((rows, 1), device=x.device, dtype=x.dtype)"
+    return (head + "\n\n@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (4, 8)], key=['cols'])\n@triton.jit\n"
+            f"def {op}_kernel(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):\n    row = tl.program_id(0)\n    offs = tl.arange(0, BLOCK)\n"
+            f"    mask = offs < cols\n    v = tl.load(x_ptr + row * cols + offs, mask=mask, other={other})\n    {reduce}\n\n\n"
+            f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n\n"
+            f"    def forward(self, x):\n        x = x.contiguous()\n        rows, cols = x.shape\n        y = {out}\n"
+            f"        {op}_kernel[(rows,)](x, y, cols, BLOCK=triton.next_power_of_2(cols))\n        return y\n")
+
+
+STYLES = ("kernelbench", "pybind", "lazy_forward", "in_init", "public_try", "aliased", "per_instance", "load_files",
+          "cupy_raw", "triton_autotune")
 """Every style, in the corpus's order."""
 AHEAD_STYLES = ("lazy_forward", "in_init", "public_try", "aliased")
 """Styles whose deferred call is known at import (built ahead); ``per_instance`` and ``load_files`` build at run time."""
@@ -235,7 +289,7 @@ def failing() -> dict[str, str]:
 
 
 def write_corpus(dest: Path) -> list[Path]:
-    """Write the 42 candidates into ``dest`` (made if missing); their paths, sorted."""
+    """Write the 52 candidates into ``dest`` (made if missing); their paths, sorted."""
     dest.mkdir(parents=True, exist_ok=True)
     texts = {f"{style}_{op}": globals()[style](op) for style in STYLES for op in OPS}
     texts.update(failing())

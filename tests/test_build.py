@@ -790,8 +790,16 @@ def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not
     import build_corpus
     from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
 
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval.static import check_candidate
+
     paths = build_corpus.write_corpus(tmp_path)
     assert len(paths) >= 30
+    cfg = Evaluator({"device": "cpu"}).cfg
+    for path in paths:  # every one passes the static checks, in the language it is written in
+        checked = check_candidate(path.read_text(), cfg)
+        expected = "triton" if "triton" in path.stem else "cupy" if "cupy" in path.stem else "cuda"
+        assert checked.ok and checked.backend == expected, (path.stem, checked.message)
     why = {"per_instance": "its argument name is not known at import",
            "load_files": "its argument sources is not known at import"}
     for style in (*build_corpus.AHEAD_STYLES, *why):
@@ -803,7 +811,7 @@ def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not
                 assert not found and len(missed) == 1 and missed[0].endswith(why[style]), (style, op, missed)
             else:
                 assert len(found) == 1 and not missed, (style, op, missed)
-                assert found[0][4] is (style == "public_try")  # inside the candidate's own try
+                assert found[0][4] is False  # public_try's handler re-raises: a failed build stays a compile error
 
 
 def test_a_list_the_function_changes_in_place_is_not_taken_for_a_constant():
@@ -818,3 +826,35 @@ def test_a_list_the_function_changes_in_place_is_not_taken_for_a_constant():
     flags = source.replace("NAME = ", "FLAGS = ['-O2']\nNAME = ").replace(
         "self.ext = load_inline(name=NAME,", "FLAGS.append('-DX')\n        self.ext = load_inline(name=NAME, extra_cflags=FLAGS,")
     assert deferred_calls(flags, exec_source(flags, "cand_flags")) == []  # the module's list, changed first
+
+
+def test_only_a_handler_of_the_calls_own_function_that_does_not_re_raise_takes_a_failed_build_ahead():
+    from cudaforge.eval.build.deferred import deferred_calls
+
+    source = _pattern(deferred_source("lazy_handlers", 3, "__init__"), "try/except with options")
+    assert deferred_calls(source, exec_source(source, "cand_handled"))[0][4] is True
+    reraised = source.replace("            self.ext = None", "            raise RuntimeError('no kernel')")
+    assert deferred_calls(reraised, exec_source(reraised, "cand_reraised"))[0][4] is False  # surfaces anyway
+    plain = deferred_source("lazy_outer", 3, "__init__")
+    outer = plain.replace("class ModelNew(nn.Module):", "try:\n  class ModelNew(nn.Module):").replace(
+        "\n    ", "\n      ") + "except ImportError:\n  pass\n"
+    assert deferred_calls(outer, exec_source(outer, "cand_outer"))[0][4] is False  # a try around the class
+
+
+def test_a_build_failure_under_what_the_candidate_raises_keeps_its_verdict():
+    from cudaforge.eval.build import BuildError, ModuleNotLoadable, ToolchainIncomplete
+    from cudaforge.eval.candidate_worker import _build_status
+
+    def wrapped(inner):
+        try:
+            try:
+                raise inner
+            except Exception as exc:
+                raise RuntimeError("could not build the kernel") from exc
+        except RuntimeError as outer:
+            return outer
+
+    assert _build_status(wrapped(BuildError("nvcc failed", None))) == "compile_error"
+    assert _build_status(wrapped(ToolchainIncomplete("no cusparse.h", None))) == "unsupported"
+    assert _build_status(wrapped(ModuleNotLoadable("no CUDA in torch", None))) == "compiled"
+    assert _build_status(ValueError("a plain bug")) is None

@@ -141,7 +141,7 @@ def test_a_measured_probe_is_kept_and_reused_only_under_the_same_policy_and_well
     assert precision.reusable_probe(kept, "torch_default") is None  # measured under another policy
     for bad in ({**kept, "reference_solo_ms": {"strict_fp32": float("nan")}},
                 {**kept, "reference_solo_ms": {"fp8": 1.0}}, {**kept, "within_tolerance": {"tf32": "yes"}},
-                {**kept, "same_bits_as_main": "tf32"}, None, "probe"):
+                {**kept, "same_bits_as_main": "tf32"}, {**kept, "reference_solo_ms": {"strict_fp32": True}}, None, "probe"):
         assert precision.reusable_probe(bad, "strict_fp32") is None
     assert precision.kept_probe({"policy": "strict_fp32", "probe": "off"}) is None  # nothing measured
 
@@ -171,4 +171,4 @@ def test_the_evaluator_hands_a_correct_candidates_probe_to_the_tasks_next_candid
     evaluator._evaluate(task, source, "1", 0.0)  # another GPU measures its own
     known = [p.get("known_probe") for p in payloads]
     assert known[0] is None and known[1] is None  # the incorrect candidate's probe is not kept
-    assert known[2] == probe and known[3] is None
+    assert known[2] == {**probe, "probe_from": "h"} and known[3] is None  # names the evaluation that measured it

@@ -36,6 +36,26 @@ class _Fail(Exception):
         self.status, self.message = status, message
 
 
+def _build_status(exc: BaseException) -> str | None:
+    """The verdict a failed build under ``exc`` (raised, or the cause of what the candidate raised instead) calls for:
+    ``unsupported`` for this machine's toolkit, ``compiled`` for a torch without CUDA, ``compile_error`` for the
+    candidate's sources; None when no build failed."""
+    from cudaforge.eval.build import BuildError, ModuleNotLoadable, ToolchainIncomplete
+
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return None
+        if isinstance(seen, ToolchainIncomplete):
+            return "unsupported"
+        if isinstance(seen, ModuleNotLoadable):
+            return "compiled"
+        if isinstance(seen, BuildError):
+            return "compile_error"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _traceback(exc: BaseException, module_name: str) -> str:
     """The exception with only the frames of the candidate's own code (plus the last one)."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -136,7 +156,7 @@ class Worker:
             with grad_mode(self.no_grad):
                 return self.model(*args)
         except Exception as exc:  # noqa: BLE001 - the candidate's exception is a verdict
-            status = "compile_error" if _is_triton_compile_error(exc) else "runtime_error"
+            status = "compile_error" if _is_triton_compile_error(exc) else _build_status(exc) or "runtime_error"
             raise _Fail(status, f"{what} raised\n{_traceback(exc, self.module_name)}") from None
 
     # -- requests ----------------------------------------------------------------------------
@@ -221,7 +241,8 @@ class Worker:
         try:
             self.model = build_model(self.module.ModelNew, init, int(msg["seed"]), self.device)
         except Exception as exc:  # noqa: BLE001
-            raise _Fail("runtime_error", "ModelNew(*get_init_inputs()) raised\n" + _traceback(exc, self.module_name)) from None
+            raise _Fail(_build_status(exc) or "runtime_error",
+                        "ModelNew(*get_init_inputs()) raised\n" + _traceback(exc, self.module_name)) from None
         self.sync()
         return {"ok": True}
 

@@ -329,10 +329,11 @@ class Evaluator:
             payload["known_probe"] = self._probes[probe_key]
         outcome = self._worker(payload, gpu, self._env(device))
         result = self._from_outcome(task, source, outcome)
-        if gpu is not None and result.status is EvalStatus.CORRECT and probe_key not in self._probes:
-            kept = kept_probe(result.precision)  # only a correct candidate's: its process left no work behind
+        if gpu is not None and result.status is EvalStatus.CORRECT and not result.guard_findings \
+                and probe_key not in self._probes:  # a correct candidate's with no finding: it left no work behind
+            kept = kept_probe(result.precision)
             if kept is not None:
-                self._probes[probe_key] = kept
+                self._probes[probe_key] = {**kept, "probe_from": result.candidate_hash}
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:

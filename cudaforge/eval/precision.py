@@ -147,9 +147,14 @@ def reusable_probe(known: Any, main: str) -> dict[str, Any] | None:
     if not (isinstance(solo, dict) and isinstance(allowed, dict) and isinstance(same, list)
             and isinstance(mismatch, dict)):  # fmt: skip
         return None
-    if not all(p in POLICIES and isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for p, v in solo.items()):
+    if not all(p in POLICIES and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+               for p, v in solo.items()):  # fmt: skip
         return None
     if not all(p in POLICIES and isinstance(v, bool) for p, v in allowed.items()) or \
             not all(p in POLICIES for p in same) or not all(isinstance(v, str) for v in mismatch.values()):
         return None
-    return {k: copy.deepcopy(known[k]) for k in PROBE_KEYS}
+    reused = {k: copy.deepcopy(known[k]) for k in PROBE_KEYS}
+    source = known.get("probe_from")
+    if isinstance(source, str) and source.isalnum() and len(source) <= 64:
+        reused["probe_from"] = source  # the candidate whose evaluation measured it
+    return reused

@@ -1202,13 +1202,14 @@ _OVER_QUOTA = re.compile(r"\[Errno (?:28|122)\]|No space left on device|Disk quo
 
 
 def _quota_said(message: str, cfg: dict[str, Any]) -> str:
-    """A failure whose text shows a write refused for space (``ENOSPC``, ``EDQUOT``) starts by saying that the
-    candidate passed its quota, and which: the sandbox's scratch folder and its private /tmp are bounded tmpfs."""
+    """A failure whose text shows a write refused for space (``ENOSPC``, ``EDQUOT``) ends by saying which quota the
+    candidate has: the sandbox's scratch folder and its private /tmp are bounded tmpfs. Only said, never a verdict
+    (the host's own disk can be full too)."""
     if not _OVER_QUOTA.search(message[-20000:]):
         return message
-    return (f"the candidate wrote more than its quota allows: {float(cfg.get('sandbox_scratch_gb', 0)):g} GB and "
-            f"{int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp "
-            "(eval.sandbox_scratch_gb, eval.sandbox_scratch_files); write less, or keep it in memory\n" + message)
+    return (message + f"\n(a write was refused for space: the candidate may write {float(cfg.get('sandbox_scratch_gb', 0)):g} "
+            f"GB and {int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp, "
+            "eval.sandbox_scratch_gb and eval.sandbox_scratch_files; write less, or keep it in memory)")
 
 
 def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalResult) -> None:
@@ -1534,7 +1535,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
         result.status, result.message = failure.status, failure.message
         if failure.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
             result.message = f"{phase.value} phase: {failure.message}"
-        result.message = _quota_said(result.message, cfg)
+        if failure.status in (EvalStatus.RUNTIME_ERROR, EvalStatus.CRASHED):
+            result.message = _quota_said(result.message, cfg)
         ok = failure.status is EvalStatus.COMPILED
         rec.end(phase, t, status="ok" if ok else _phase_status(failure.status), message=failure.message[:500])
     except WorkerFailure as failure:

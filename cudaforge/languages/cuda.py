@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import cuda_kernel_names
 
 
+_LOAD_IMPORTED = re.compile(r"from[ \t]+torch\.utils\.cpp_extension[ \t]+import[ \t(]+[^\n]*\bload\b")
+_MODULE_IMPORTED = re.compile(r"import[ \t]+torch\.utils\.cpp_extension[ \t]+as[ \t]+(\w+)|from[ \t]+torch\.utils[ \t]+"
+                              r"import[ \t]+cpp_extension(?:[ \t]+as[ \t]+(\w+))?")
+
+
 def _detect(source: str) -> bool:
-    return "load_inline" in source or "cpp_extension.load(" in source
+    """``load_inline`` anywhere, ``cpp_extension.load(``, ``load`` imported from ``torch.utils.cpp_extension``
+    (under any name), or the module imported under a name whose ``.load(`` is called."""
+    if "load_inline" in source or "cpp_extension.load(" in source or _LOAD_IMPORTED.search(source):
+        return True
+    return any(f"{m.group(1) or m.group(2) or 'cpp_extension'}.load(" in source for m in _MODULE_IMPORTED.finditer(source))
 
 
 LANGUAGE = KernelLanguage(

@@ -138,6 +138,17 @@ def _local_values(fn: ast.AST, namespace: dict[str, Any]) -> dict[str, Any]:
     return scope
 
 
+def _handled_here(fn: ast.AST) -> set[int]:
+    """The nodes inside a ``try`` of ``fn`` itself that has a handler not ending in ``raise``: a build failing there
+    is the candidate's own handler's to decide (a handler that re-raises leaves it a compile error)."""
+    handled: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Try) and any(h.body and not isinstance(h.body[-1], ast.Raise) for h in node.handlers):
+            for stmt in node.body:
+                handled.update(id(n) for n in ast.walk(stmt))
+    return handled
+
+
 def _mutated_names(fn: ast.AST, namespace: dict[str, Any]) -> set[str]:
     """Names ``fn`` may change in place: a method called on them (``append``), an item or slice stored or
     deleted, or the name handed to any call but a build's (a callee may change it)."""
@@ -208,12 +219,11 @@ def _scan(source: str, namespace: dict[str, Any]) -> tuple[list[tuple[str, int, 
     except (SyntaxError, ValueError, RecursionError):
         return [], []
     found, missed, seen = [], [], set()
-    guarded = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try) and t.handlers
-               for stmt in t.body for n in ast.walk(stmt)}  # fmt: skip
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         local = _local_imports(fn)
+        guarded = _handled_here(fn)
         scope = None
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call) or id(node) in seen:
@@ -280,6 +290,8 @@ def prebuild(source: str, namespace: dict[str, Any]) -> tuple[list[str], list[st
     compile). A call whose arguments torch refuses is left to run time."""
     import torch.utils.cpp_extension as ce
 
+    from cudaforge.eval.build.records import BuildError, ToolchainIncomplete
+
     built, missed = [], deferred_misses(source, namespace)
     for which, line, args, kwargs, guarded in deferred_calls(source, namespace):
         try:
@@ -287,8 +299,8 @@ def prebuild(source: str, namespace: dict[str, Any]) -> tuple[list[str], list[st
         except TypeError:
             missed.append(f"{which} at line {line} left to run time: torch refused its arguments")
             continue
-        except Exception:
-            if not guarded:
+        except BuildError as exc:  # the candidate's sources failed; the machine's faults are never left to it
+            if not guarded or isinstance(exc, ToolchainIncomplete):
                 raise
             missed.append(f"{which} at line {line} failed ahead, inside the candidate's own try: left to its handler")
             continue
