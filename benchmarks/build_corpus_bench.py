@@ -44,6 +44,18 @@ def _steps(row: dict) -> str:
     return ", ".join(parts) or "-"
 
 
+def _path(outcome, records: list, sites: dict) -> str:
+    """Which path built a candidate: at import, ahead from ``__init__``/``forward`` (also when a torch without CUDA
+    stopped the load after the build), at run time and why, or none."""
+    if outcome.prebuilt or (records and sites["deferred"] and not sites["import"]):
+        return "ahead from __init__/forward"
+    if records:
+        return "at import"
+    if outcome.deferred:
+        return "at run time (" + "; ".join(m.split(": ", 1)[-1] for m in outcome.deferred) + ")"
+    return "none"
+
+
 def main() -> int:
     """Build every corpus candidate cold; print and write the table; exit 1 when a good one's build exceeds TARGET_S."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -70,9 +82,7 @@ def main() -> int:
             "candidate": path.stem, "status": outcome.status, "seconds": round(outcome.seconds, 2),
             "build_seconds": round(outcome.build_seconds, 2),
             "warm_seconds": round(warm.seconds, 2), "warm_cached": warm.cached,
-            "path": "ahead from __init__/forward" if outcome.prebuilt else "at import" if records and not sites["deferred"]
-                    else "at run time (" + "; ".join(m.split(": ", 1)[-1] for m in outcome.deferred) + ")"
-                    if outcome.deferred else "at import" if records else "none",
+            "path": _path(outcome, records, sites),
             "sites": sites,
             "ahead": outcome.prebuilt, "left_to_run_time": outcome.deferred, "variant": [r.get("variant", "") for r in records],
             "fallbacks": [f for r in records for f in r.get("fallbacks", [])],
