@@ -13,6 +13,7 @@ import json
 import math
 import sys
 
+import numpy as np
 import pytest
 
 from cudaforge.report import (
@@ -447,3 +448,31 @@ def test_cudaforge_report_command(two_runs, tmp_path):
     assert sorted(p.name for p in out_dir.iterdir()) == ["report.csv", "report.md", "report.tex", "scaling.csv"]
     bad = subprocess.run([*args[:4], str(tmp_path / "missing")], capture_output=True, text=True, timeout=120, env=env)
     assert bad.returncode == 2 and "no such run directory" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_two_runs_are_compared_task_by_task_with_an_interval_a_sign_test_and_a_verdict(tmp_path):
+    from cudaforge.report.paired import compare, sign_test
+
+    assert sign_test(0, 0) == 1.0 and sign_test(5, 5) == 1.0
+    assert sign_test(10, 0) == pytest.approx(2 / 2**10) and sign_test(7, 3) == pytest.approx(0.34375)
+    tasks = [f"kb/level1/{i}_T" for i in range(1, 13)]
+    better = [result(t, 1.5 + 0.01 * i, cost_usd=0.2, minutes=5) for i, t in enumerate(tasks)]
+    worse = [result(t, 1.0 + 0.01 * i, cost_usd=0.1, minutes=5) for i, t in enumerate(tasks[:-1])] + \
+        [result(tasks[-1], correct=False, cost_usd=0.1, minutes=5)] + [result("kb/level1/99_Only", 9.0)]
+    shared, paired = compare(better, worse, bootstrap=500)
+    assert shared == sorted(tasks)  # the task only B ran is not paired
+    perf = next(p for p in paired if p.header == "Perf")
+    assert perf.n == 12 and perf.wins == 12 and perf.losses == 0 and perf.low > 0 and perf.p_value < 0.001
+    geo = next(p for p in paired if p.header.startswith("Geo. mean"))
+    assert geo.ratio and geo.n == 11 and geo.diff == pytest.approx(np.exp(np.mean(
+        [np.log((1.5 + 0.01 * i) / (1.0 + 0.01 * i)) for i in range(11)])))  # over tasks timed in both
+    dollars = next(p for p in paired if p.header == "$ / kernel")
+    assert dollars.diff == pytest.approx(0.1) and dollars.wins == 0 and dollars.losses == 12  # lower is better
+    a = write_run(tmp_path / "a", better, "strategy:\n  name: cudaforge\n")
+    b = write_run(tmp_path / "b", worse, "strategy:\n  name: one_shot\n")
+    md = markdown(build_report([a, b], bootstrap=500))
+    assert "## Paired comparison:" in md and "beats" in md.split("## Paired comparison:")[1].splitlines()[2]
+    assert "(1 only in A" not in md and "0 only in A, 1 only in B" in md
+    same = markdown(build_report([a, write_run(tmp_path / "c", better, "strategy:\n  name: self_refine\n")], bootstrap=200))
+    assert "Neither run beats the other at 95%" in same
+    assert "## Paired comparison" not in markdown(build_report([a], bootstrap=100))  # one run: nothing to pair

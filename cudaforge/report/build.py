@@ -11,6 +11,7 @@ from typing import Iterable
 
 from cudaforge.report.load import RunData, load_runs, run_concurrency
 from cudaforge.report.model import Report
+from cudaforge.report.paired import paired_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.stats import FailedAs, group_results, measurement_summary, metrics, run_stats
@@ -219,6 +220,7 @@ def build_report(
                     + [f"{note[0].upper()}{note[1:]}." for note in skipped])
     report.problem_sets = problem_set_lines(loaded)
     report.protocols = protocol_lines(loaded)
+    report.paired = paired_lines(loaded, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed)
     return report
 
 

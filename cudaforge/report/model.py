@@ -37,6 +37,8 @@ class Report:
     """Lines naming each run's problem-set version, and which compared runs ran different problem sets."""
     protocols: list[str] = field(default_factory=list)
     """Markdown: each rescored run beside its source under both protocols, and the verdicts that changed."""
+    paired: list[str] = field(default_factory=list)
+    """Markdown: with exactly two runs, the paired comparison over their shared tasks (``paired.py``)."""
     caption: str = ""
     """One line for LaTeX captions: the definitions in brief."""
 

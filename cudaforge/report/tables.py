@@ -98,6 +98,7 @@ def markdown(report: Report) -> str:
             cells = [format_cell(m, row.values.get(m.key)) for m in report.metrics]
             out.append(f"| {row.label} | " + " | ".join(cells) + " |")
     out += report.protocols
+    out += report.paired
     out += ["", "## Notes", ""] + [f"- {note}" for note in report.notes]
     return "\n".join(out) + "\n"
 

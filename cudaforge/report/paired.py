@@ -1,0 +1,129 @@
+"""Two runs compared task by task (``cudaforge report A B``): for each metric, the mean difference over the tasks
+both ran with a paired bootstrap interval and a sign test, and one line that says whether A beats B.
+
+Pairing removes what the tasks themselves contribute to the spread (some tasks are easy for every method), so a
+difference too small to show between two independent tables can show here, and one that does not show is said
+not to. Pure: reads ``TaskResult`` lists, imports nothing of the evaluation layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from cudaforge.report.load import RunData
+from cudaforge.report.stats import FailedAs, task_vectors
+
+PAIRED_METRICS = (
+    # (vector key, header, scale, digits, higher is better)
+    ("correct", "Correct %", 100.0, 1, True),
+    ("speedup", "Perf", 1.0, 3, True),
+    ("fast_1", "fast_1 %", 100.0, 1, True),
+    ("log_speedup", "Geo. mean (ratio A/B)", 1.0, 3, True),
+    ("dollars", "$ / kernel", 1.0, 3, False),
+    ("minutes", "wall min / kernel", 1.0, 1, False),
+)
+"""What is compared; the geometric mean's row is a ratio (exp of the mean difference of logs), the others
+differences A - B."""
+
+
+@dataclass
+class Paired:
+    """One metric over the shared tasks."""
+
+    header: str
+    n: int
+    """Tasks where both runs have the value."""
+    diff: float
+    low: float
+    high: float
+    wins: int
+    """Tasks where A is better (by the metric's direction)."""
+    losses: int
+    p_value: float
+    """Two-sided sign test over the tasks that differ."""
+    ratio: bool = False
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test (binomial, p = 1/2) over the tasks that differ; 1.0 when none do."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def compare(a: list, b: list, *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000, confidence: float = 0.95,
+            seed: int = 0) -> tuple[list[str], list[Paired]]:
+    """The shared task ids and one ``Paired`` per metric (those with at least one task where both have a value)."""
+    by_a, by_b = {r.task_id: r for r in a}, {r.task_id: r for r in b}
+    shared = sorted(set(by_a) & set(by_b))
+    if not shared:
+        return [], []
+    va = task_vectors([by_a[t] for t in shared], failed_as, (1,))
+    vb = task_vectors([by_b[t] for t in shared], failed_as, (1,))
+    rng = np.random.default_rng(seed)
+    out = []
+    for key, header, scale, _, higher in PAIRED_METRICS:
+        d = (va[key] - vb[key]) * scale
+        d = d[~np.isnan(d)]
+        if d.size == 0:
+            continue
+        if bootstrap > 0 and d.size > 1:
+            means = d[rng.integers(0, d.size, size=(bootstrap, d.size))].mean(axis=1)
+            low, high = np.quantile(means, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
+        else:
+            low = high = float(d.mean())
+        better = d > 0 if higher else d < 0
+        worse = d < 0 if higher else d > 0
+        wins, losses = int(better.sum()), int(worse.sum())
+        ratio = key == "log_speedup"
+        value, low, high = (math.exp(x) for x in (float(d.mean()), float(low), float(high))) if ratio else \
+            (float(d.mean()), float(low), float(high))
+        out.append(Paired(header, int(d.size), value, low, high, wins, losses, sign_test(wins, losses), ratio))
+    return shared, out
+
+
+def verdict(a: str, b: str, paired: list[Paired], confidence: float) -> str:
+    """One line on Perf: A beats B, B beats A, or neither at this confidence."""
+    perf = next((p for p in paired if p.header == "Perf"), None)
+    if perf is None:
+        return f"No task has a speedup in both {a} and {b}: no verdict."
+    shown = f"Perf {perf.diff:+.3f} [{perf.low:+.3f}, {perf.high:+.3f}], sign test p = {perf.p_value:.3g}"
+    if perf.low > 0:
+        return f"**{a} beats {b}** on the {perf.n} shared tasks: {shown}."
+    if perf.high < 0:
+        return f"**{b} beats {a}** on the {perf.n} shared tasks: {shown}."
+    return f"Neither run beats the other at {confidence:.0%} on the {perf.n} shared tasks: {shown}."
+
+
+def paired_lines(runs: list[RunData], *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000,
+                 confidence: float = 0.95, seed: int = 0) -> list[str]:
+    """Markdown of the paired comparison when the report has exactly two runs; nothing otherwise."""
+    if len(runs) != 2:
+        return []
+    a, b = runs
+    shared, paired = compare(a.results, b.results, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence,
+                             seed=seed)
+    lines = ["", f"## Paired comparison: {a.label} (A) against {b.label} (B)", ""]
+    if not shared:
+        return lines + ["The two runs share no task: nothing to pair."]
+    lines += [verdict(a.label, b.label, paired, confidence), "",
+              f"| metric | tasks | A - B | {confidence:.0%} interval | A better / worse | sign test p |",
+              "| --- | ---: | ---: | --- | ---: | ---: |"]
+    digits = {header: d for _, header, _, d, _ in PAIRED_METRICS}
+    for p in paired:
+        k = digits[p.header]
+        fmt = (lambda x: f"{x:.{k}f}x") if p.ratio else (lambda x: f"{x:+.{k}f}")
+        lines.append(f"| {p.header} | {p.n} | {fmt(p.diff)} | [{fmt(p.low)}, {fmt(p.high)}] | {p.wins} / {p.losses} | "
+                     f"{p.p_value:.3g} |")
+    only_a, only_b = len(a.results) - len(shared), len(b.results) - len(shared)
+    lines += ["", f"Paired over the {len(shared)} tasks both ran ({only_a} only in A, {only_b} only in B); intervals: "
+              f"paired bootstrap over tasks ({bootstrap} resamples, seed {seed}); Perf counts a failed task as "
+              f"{FailedAs(failed_as).value}; the geometric mean's row is the ratio of A's to B's over tasks timed in "
+              "both; $ and minutes: lower is better."]
+    return lines
