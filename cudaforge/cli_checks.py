@@ -389,6 +389,9 @@ def check_values(cfg: Any) -> list[str]:
                     source = "coder" if role == "judge" else role  # the Judge's defaults follow the Coder's
                     problems.append(f"{role}.{key}: not set; {role}=openai_compatible needs {source}.{key}{what} "
                                     "(docs/own-model.md)")
+    paired, runs = OmegaConf.select(cfg, "report.paired_with"), OmegaConf.select(cfg, "report.runs")
+    if paired is not None and runs and not 0 <= paired < len(runs):
+        problems.append(f"report.paired_with={paired}: there are {len(runs)} run(s), numbered from 0")
     for key, allowed in _CHOICES:
         value = OmegaConf.select(cfg, key)
         if value is not None and str(value) not in allowed:

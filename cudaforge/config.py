@@ -206,6 +206,9 @@ class ReportConfig:
     reference timed beside the candidate, as in the run)."""
     baseline_mode: BaselineMode = BaselineMode.eager
     """Which stored baseline: ``eager`` or ``compile`` (torch.compile)."""
+    paired_with: int | None = None
+    """Compare every other run with this one task by task (its position among the runs, from 0: an ablation
+    multirun's baseline arm); null: only a report of exactly two runs compares them (docs/reports.md)."""
 
 
 @dataclass

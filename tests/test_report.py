@@ -476,3 +476,21 @@ def test_two_runs_are_compared_task_by_task_with_an_interval_a_sign_test_and_a_v
     same = markdown(build_report([a, write_run(tmp_path / "c", better, "strategy:\n  name: self_refine\n")], bootstrap=200))
     assert "Neither run beats the other at 95%" in same
     assert "## Paired comparison" not in markdown(build_report([a], bootstrap=100))  # one run: nothing to pair
+
+
+def test_an_ablation_multirun_compares_every_arm_with_its_baseline_arm(tmp_path):
+    from cudaforge.cli_checks import check_values
+    from test_config import compose_with
+
+    tasks = [f"kb/level1/{i}_T" for i in range(1, 7)]
+    arms = [write_run(tmp_path / name, [result(t, s + 0.01 * i) for i, t in enumerate(tasks)],
+                      f"strategy:\n  name: {name}\n") for name, s in (("cudaforge", 1.5), ("one_shot", 1.0),
+                                                                      ("self_refine", 1.2))]  # fmt: skip
+    md = markdown(build_report(arms, bootstrap=200, paired_with=1))
+    sections = [line for line in md.splitlines() if line.startswith("## Paired comparison")]
+    assert len(sections) == 2 and all(line.endswith("(B)") and "one_shot" in line.split(" against ")[1] for line in sections)
+    assert "## Paired comparison" not in markdown(build_report(arms, bootstrap=100))  # three runs, no baseline named
+    with pytest.raises(ValueError, match="report.paired_with=3: the report has 3 run"):
+        build_report(arms, bootstrap=100, paired_with=3)
+    cfg = compose_with(["report.paired_with=5", f"report.runs=[{arms[0]},{arms[1]}]"])
+    assert check_values(cfg) == ["report.paired_with=5: there are 2 run(s), numbered from 0"]

@@ -178,6 +178,7 @@ def build_report(
     published_dir: str | Path | None = None,
     baseline: str | Path | None = None,
     baseline_mode: str = "eager",
+    paired_with: int | None = None,
 ) -> Report:
     """Read the runs, compute every statistic, pick the published tables (nothing is written).
 
@@ -220,7 +221,8 @@ def build_report(
                     + [f"{note[0].upper()}{note[1:]}." for note in skipped])
     report.problem_sets = problem_set_lines(loaded)
     report.protocols = protocol_lines(loaded)
-    report.paired = paired_lines(loaded, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed)
+    report.paired = paired_lines(loaded, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                                 against=paired_with)
     return report
 
 
@@ -265,6 +267,7 @@ def make_report(
     published_dir: str | None = None,
     baseline: str | None = None,
     baseline_mode: str = "eager",
+    paired_with: int | None = None,
 ) -> tuple[Report, list[Path]]:
     """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths.
 
@@ -273,6 +276,6 @@ def make_report(
     """
     report = build_report(runs, labels=labels, compare=compare, failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap,
                           confidence=confidence, seed=seed, published_dir=published_dir, baseline=baseline,
-                          baseline_mode=baseline_mode)  # fmt: skip
+                          baseline_mode=baseline_mode, paired_with=paired_with)  # fmt: skip
     target = Path(out_dir) if out_dir else report.runs[0].path / "report"
     return report, write_report(report, target, plots=plots)

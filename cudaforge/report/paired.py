@@ -102,11 +102,21 @@ def verdict(a: str, b: str, paired: list[Paired], confidence: float) -> str:
 
 
 def paired_lines(runs: list[RunData], *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000,
-                 confidence: float = 0.95, seed: int = 0) -> list[str]:
-    """Markdown of the paired comparison when the report has exactly two runs; nothing otherwise."""
-    if len(runs) != 2:
-        return []
-    a, b = runs
+                 confidence: float = 0.95, seed: int = 0, against: int | None = None) -> list[str]:
+    """Markdown of the paired comparisons: every other run against ``runs[against]`` (``report.paired_with``), or,
+    with ``against`` None, the two runs of a report that has exactly two; nothing otherwise."""
+    if against is None:
+        return _pair(runs[0], runs[1], failed_as, bootstrap, confidence, seed) if len(runs) == 2 else []
+    if not 0 <= against < len(runs):
+        raise ValueError(f"report.paired_with={against}: the report has {len(runs)} run(s), numbered from 0")
+    lines = []
+    for index, run in enumerate(runs):
+        if index != against:
+            lines += _pair(run, runs[against], failed_as, bootstrap, confidence, seed)
+    return lines
+
+
+def _pair(a: RunData, b: RunData, failed_as: FailedAs, bootstrap: int, confidence: float, seed: int) -> list[str]:
     shared, paired = compare(a.results, b.results, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence,
                              seed=seed)
     lines = ["", f"## Paired comparison: {a.label} (A) against {b.label} (B)", ""]
