@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from cudaforge.languages.names import cuda_kernel_names
+
 
 
 # --------------------------------------------------------------------------- log trimming
@@ -181,33 +183,6 @@ _PYBIND_UNDEFINED = re.compile(r'(identifier|name) "?(PYBIND11_MODULE|py|pybind1
                                r"'(PYBIND11_MODULE|py|pybind11|torch)' (was not declared|has not been declared)")
 
 
-def _kernel_names(text: str, max_kernels: int = 10_000) -> set[str]:
-    """The names of the ``__global__`` functions declared in ``text``: for each ``__global__`` (at most
-    ``max_kernels``), the identifier before the first ``(`` of the next 300 characters that is not
-    ``__launch_bounds__``'s. Plain string steps, linear in the text: the candidate's sources are read on the trusted
-    side here, so no pattern may backtrack over them."""
-    names: set[str] = set()
-    start = 0
-    for _ in range(max_kernels):
-        at = text.find("__global__", start)
-        if at < 0:
-            break
-        start = at + len("__global__")
-        head = text[start:start + 300]
-        for stop in ";{}":
-            cut = head.find(stop)
-            head = head if cut < 0 else head[:cut]
-        head = re.sub(r"__launch_bounds__\s*\([^()]{0,80}\)", " ", head)
-        before = head[:max(0, head.find("("))].rstrip()
-        end = len(before)
-        while end > 0 and (before[end - 1].isalnum() or before[end - 1] == "_"):
-            end -= 1
-        name = before[end:]
-        if name and not name[0].isdigit():
-            names.add(name)
-    return names
-
-
 def build_hints(log: str, files: dict[str, str]) -> list[str]:
     """One line for each known mistake a failed ``load_inline`` build shows, for the Coder: two Python bindings of
     one module, a ``__global__`` kernel named in ``functions``, a CUDA source that binds or uses torch without
@@ -221,7 +196,7 @@ def build_hints(log: str, files: dict[str, str]) -> list[str]:
         hints.append("Two Python bindings collide: your sources define their own PYBIND11_MODULE and "
                      "load_inline(functions=[...]) generates another. Keep one: drop functions=[...], or remove "
                      "your PYBIND11_MODULE block.")
-    kernels = _kernel_names(cuda + "\n" + cpp)
+    kernels = cuda_kernel_names(cuda + "\n" + cpp)  # one linear pass: these sources are the candidate's
     for name in [n for n in dict.fromkeys(_BOUND_NAME.findall(bindings)) if n in kernels][:8]:
         hints.append(f"load_inline(functions=[...]) names {name!r}, a __global__ kernel: Python can call only "
                      f"host functions. Write a host function that launches {name}<<<grid, block>>>(...) and "
