@@ -209,6 +209,9 @@ class ReportConfig:
     paired_with: int | None = None
     """Compare every other run with this one task by task (its position among the runs, from 0: an ablation
     multirun's baseline arm); null: only a report of exactly two runs compares them (docs/reports.md)."""
+    pool_seeds: bool = True
+    """Runs that differ only in their ``seed`` are one row: per metric the mean over seeds, with an interval over
+    seeds and tasks (false: a row per run)."""
 
 
 @dataclass
@@ -480,6 +483,11 @@ class CudaforgeConfig:
     """Free-form labels recorded with the run (experiment overlays set them)."""
     concurrency: int = 1
     """Tasks in flight at once in ``cudaforge run``."""
+    seed: int = 0
+    """The sampling seed of ``cudaforge run``: a run under another seed samples every reply afresh (its LLM requests
+    are cached apart, and providers that take a seed get it), so ``cudaforge run -m seed=0,1,2`` repeats each task
+    three times independently and ``cudaforge report`` pools the three into one row with intervals over seeds and
+    tasks (docs/reports.md). 0: no seed sent, the cache keys of runs made before seeds."""
 
 
 GROUP_SCHEMAS: dict[str, type] = {

@@ -88,6 +88,8 @@ def test_each_readme_command_works_on_the_quickstart_run(command, quickstart_run
         args.append(f"out_dir={tmp_path / 'export'}")
     if args[:1] == ["report"]:
         args.append(f"report.out_dir={tmp_path / 'report'}")
+    if args[:1] == ["run"] and "-m" in args:
+        args.append(f"hydra.sweep.dir={tmp_path / 'sweep'}")  # not into the checkout's outputs/
     if args[:1] == ["rescore"]:
         args.append(f"hydra.run.dir={tmp_path / 'rescore'}")
     if args[:1] == ["merge"]:

@@ -327,7 +327,7 @@ def test_the_report_names_each_runs_problem_set_and_says_when_they_differ(two_ru
 def test_write_report_without_plots(two_runs, tmp_path):
     report = build_report(list(two_runs), bootstrap=0)
     written = write_report(report, tmp_path / "out", plots=False)
-    assert sorted(p.name for p in written) == ["report.csv", "report.md", "report.tex", "scaling.csv"]
+    assert sorted(p.name for p in written) == ["anytime.csv", "report.csv", "report.md", "report.tex", "scaling.csv"]
     assert "No intervals" in (tmp_path / "out" / "report.md").read_text()
     assert not (tmp_path / "out" / "plots").exists()
 
@@ -346,7 +346,7 @@ def test_make_report_writes_plots_into_the_first_run(two_runs):
             assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-SKIPPED = ("plots skipped (speedup_distribution.png, best_vs_round.png, best_vs_dollars.png, best_vs_minutes.png): "
+SKIPPED = ("plots skipped (speedup_distribution.png, best_vs_round.png, best_vs_dollars.png, best_vs_minutes.png, anytime.png): "
            "matplotlib is not installed (pip install matplotlib, or report.plots=false to leave plots out).")
 
 
@@ -359,7 +359,7 @@ def test_without_matplotlib_the_tables_are_written_and_one_note_names_the_skippe
         require_matplotlib()
     report, written = make_report([str(two_runs[0])], bootstrap=0)
     out = two_runs[0] / "report"
-    assert sorted(p.name for p in written) == ["report.csv", "report.md", "report.tex", "scaling.csv"]
+    assert sorted(p.name for p in written) == ["anytime.csv", "report.csv", "report.md", "report.tex", "scaling.csv"]
     assert not (out / "plots").exists()
     assert [n for n in report.notes if "plots" in n] == [SKIPPED]
     assert (out / "report.md").read_text().count("matplotlib is not installed") == 1
@@ -367,11 +367,13 @@ def test_without_matplotlib_the_tables_are_written_and_one_note_names_the_skippe
     assert main(["report", str(two_runs[0]), "report.bootstrap=0", f"report.out_dir={out}"]) == 0
     printed = capsys.readouterr()
     assert "## Level 1" in printed.out and printed.out.count("matplotlib is not installed") == 1 and "error" not in printed.err
-    # figures without data (a CPU run: nothing timed) need no matplotlib and say so, not that matplotlib is missing
+    # a CPU run (nothing timed): the speedup figures have no data and say so; only the anytime figure (Correct % against
+    # minutes) has data, and only it is named as skipped for want of matplotlib
     untimed = write_run(two_runs[0].parent / "cpu", [result("t/level1/1_A", None), result("t/level1/2_B", correct=False)])
     report, _ = make_report([str(untimed)], bootstrap=0)
     assert [n for n in report.notes if "plots" in n] == [
-        "plots: no correct timed task, so no speedup distribution and no scaling figures."]
+        "plots skipped (anytime.png): matplotlib is not installed (pip install matplotlib, or report.plots=false to "
+        "leave plots out).", "plots: no correct timed task, so no speedup distribution and no scaling figures."]
 
 
 def test_unpriced_runs_show_unpriced_not_zero_dollars(tmp_path):
@@ -441,11 +443,10 @@ def test_cudaforge_report_command(two_runs, tmp_path):
             "report.bootstrap=0", f"report.out_dir={out_dir}"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(cudaforge.__file__).resolve().parents[1])}  # this checkout's package
     out = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
-    if "not available yet" in out.stderr:
-        pytest.skip("`cudaforge report` is not wired into cudaforge/cli.py yet")
     assert out.returncode == 0, out.stderr
     assert "## Level 1" in out.stdout and "paper: CudaForge o3/o3" in out.stdout
-    assert sorted(p.name for p in out_dir.iterdir()) == ["report.csv", "report.md", "report.tex", "scaling.csv"]
+    assert sorted(p.name for p in out_dir.iterdir()) == ["anytime.csv", "report.csv", "report.md", "report.tex",
+                                                         "scaling.csv"]
     bad = subprocess.run([*args[:4], str(tmp_path / "missing")], capture_output=True, text=True, timeout=120, env=env)
     assert bad.returncode == 2 and "no such run directory" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -144,6 +144,7 @@ class LLMClient:
         cache: ResponseCache | None = None,
         ledger: Ledger | None = None,
         backoff: Backoff = Backoff(),
+        seed: int = 0,
     ) -> None:
         self.config = config
         """The role's model configuration."""
@@ -155,6 +156,10 @@ class LLMClient:
         """Where the rows of this client's calls go."""
         self.backoff = backoff
         """Delays between retries."""
+        self.seed = int(seed)
+        """The run's sampling seed (``seed=N``): a run under another seed asks the model afresh instead of replaying
+        its cached replies, and the seed is sent to providers that take one (litellm drops it for the others).
+        0 sends none and keeps the cache keys of runs made before seeds."""
 
     def request(self, messages: list[dict], *, sample: int = 0) -> dict[str, Any]:
         """The full request a call sends, as hashed into its cache key."""
@@ -168,6 +173,7 @@ class LLMClient:
             "max_tokens": c.max_tokens,
             "api_base": c.api_base,
             "sample": sample,
+            **({"seed": self.seed} if self.seed else {}),
         }
 
     def complete(self, messages: list[dict], *, sample: int = 0, **meta: Any) -> LLMReply:
@@ -233,8 +239,8 @@ class LLMClient:
             "num_retries": 0,  # retries are ours, so they are counted and backed off here
             "drop_params": True,  # e.g. temperature on a reasoning model: ignored, not an error
         }
-        for name in ("temperature", "reasoning_effort", "max_tokens", "api_base"):
-            if request[name] is not None:
+        for name in ("temperature", "reasoning_effort", "max_tokens", "api_base", "seed"):
+            if request.get(name) is not None:
                 kwargs[name] = request[name]
         attempt = 0
         while True:

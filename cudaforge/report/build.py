@@ -14,6 +14,7 @@ from cudaforge.report.model import Report
 from cudaforge.report.paired import paired_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
+from cudaforge.report.seeds import arm_notes, arm_stats, arms
 from cudaforge.report.stats import FailedAs, group_results, measurement_summary, metrics, run_stats
 from cudaforge.report import tables
 from cudaforge.tasks.identity import difference_text, other_problem_set, version_line
@@ -179,8 +180,11 @@ def build_report(
     baseline: str | Path | None = None,
     baseline_mode: str = "eager",
     paired_with: int | None = None,
+    pool_seeds: bool = True,
 ) -> Report:
     """Read the runs, compute every statistic, pick the published tables (nothing is written).
+
+    ``pool_seeds``: runs that differ only in their seed are one row (``seeds.py``).
 
     ``baseline``: a ``baseline.jsonl`` whose ``baseline_mode`` medians replace the in-session reference
     as the speedups' denominator (see ``rebase.py``).
@@ -215,30 +219,41 @@ def build_report(
     concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
     report = Report(loaded, stats, select_published(list(compare), published_dir),
                     metrics(fast_p, active_minutes=concurrent), groups, failed_as)  # fmt: skip
+    report.fast_p, report.bootstrap, report.confidence, report.seed = fast_p, bootstrap, confidence, seed
+    report.arms = arms(loaded, pool=pool_seeds)
+    report.arm_stats = [arm_stats(arm, **options) if arm.pooled else None for arm in report.arms]
+    over = "seeds and tasks" if any(arm.pooled for arm in report.arms) else "tasks"
     report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
-                      f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over tasks.")
-    report.notes = (_notes(report, bootstrap, confidence, seed) + ([rebased_note] if rebased_note else [])
+                      f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over {over}.")
+    report.notes = (_notes(report, bootstrap, confidence, seed) + arm_notes(report.arms)
+                    + ([rebased_note] if rebased_note else [])
                     + [f"{note[0].upper()}{note[1:]}." for note in skipped])
     report.problem_sets = problem_set_lines(loaded)
     report.protocols = protocol_lines(loaded)
     report.paired = paired_lines(loaded, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed,
-                                 against=paired_with)
+                                 against=paired_with, arms=report.arms)
     return report
 
 
 def write_report(report: Report, out_dir: str | Path, plots: bool = True) -> list[Path]:
-    """Write report.md, report.tex, report.csv, scaling.csv and (``plots``) plots/*.png; returns the paths."""
+    """Write report.md, report.tex, report.csv, scaling.csv, anytime.csv and (``plots``) plots/*.png; returns the
+    paths."""
+    from cudaforge.report import anytime
     from cudaforge.report.scaling import AXES, curve
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     curves = [curve(run, [r.task_id for r in results], axis, report.failed_as, group)
               for run in report.runs for group, results in group_results(run.results).items() for axis in AXES]
+    arms_ = report.arms or arms(report.runs, pool=False)
+    anytime_curves = anytime.all_curves(arms_, failed_as=report.failed_as, fast_p=report.fast_p,
+                                        bootstrap=report.bootstrap, confidence=report.confidence, seed=report.seed)
     written = []
     if plots:  # first: a figure without data adds a note to the tables
         from cudaforge.report.plots import plot_all
 
-        written += plot_all(report, curves, out / "plots")
+        written += plot_all(report, curves, out / "plots", anytime_curves)
+    written.append(anytime.write_csv(anytime_curves, out / anytime.CSV_FILE))
     with (out / "scaling.csv").open("w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["run", "group", "axis", "budget", "perf"])
@@ -268,6 +283,7 @@ def make_report(
     baseline: str | None = None,
     baseline_mode: str = "eager",
     paired_with: int | None = None,
+    pool_seeds: bool = True,
 ) -> tuple[Report, list[Path]]:
     """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths.
 
@@ -276,6 +292,6 @@ def make_report(
     """
     report = build_report(runs, labels=labels, compare=compare, failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap,
                           confidence=confidence, seed=seed, published_dir=published_dir, baseline=baseline,
-                          baseline_mode=baseline_mode, paired_with=paired_with)  # fmt: skip
+                          baseline_mode=baseline_mode, paired_with=paired_with, pool_seeds=pool_seeds)  # fmt: skip
     target = Path(out_dir) if out_dir else report.runs[0].path / "report"
     return report, write_report(report, target, plots=plots)

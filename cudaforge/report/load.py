@@ -62,6 +62,11 @@ class RunData:
     a GPU lost); such tasks are in no metric."""
     problem_set: dict[str, Any] | None = None
     """``problem_set.json`` (``cudaforge.tasks.identity``); None for a run made before problem-set identity."""
+    base_label: str = ""
+    """``label`` before ``load_runs`` told equal labels apart by directory name: the name of a seeds arm."""
+
+    def __post_init__(self) -> None:
+        self.base_label = self.base_label or self.label
 
 
 def _short_model(name: Any) -> str:

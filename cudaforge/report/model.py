@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from cudaforge.report.load import RunData
 from cudaforge.report.published import PublishedTable
+from cudaforge.report.seeds import Arm
 from cudaforge.report.stats import Estimate, FailedAs, GroupStats, Metric
 
 
@@ -41,11 +42,27 @@ class Report:
     """Markdown: with exactly two runs, the paired comparison over their shared tasks (``paired.py``)."""
     caption: str = ""
     """One line for LaTeX captions: the definitions in brief."""
+    fast_p: list[float] = field(default_factory=lambda: [0.0, 1.0, 1.5, 2.0])
+    """The fast_p thresholds of the tables."""
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+    """The bootstrap's settings, for what is computed after the tables (the anytime curves)."""
+    arms: list[Arm] = field(default_factory=list)
+    """The runs as arms (``seeds.py``): runs that differ only in their seed are one, tabled as one row."""
+    arm_stats: list[dict[str, GroupStats] | None] = field(default_factory=list)
+    """Per arm (in ``arms`` order): the pooled statistics of an arm of several seeds; None for a single run."""
 
     def rows(self, group: str) -> list[TableRow]:
-        """The table of one group: each run with tasks in it, then each published row for it."""
-        out = [TableRow(run.label, "run", stats[group].values)
-               for run, stats in zip(self.runs, self.stats) if group in stats]  # fmt: skip
+        """The table of one group: each arm (a run, or the runs of several seeds pooled) with tasks in it, then each
+        published row for it."""
+        by_path = {run.path: stats for run, stats in zip(self.runs, self.stats)}
+        if self.arms:
+            tabled = [(arm.label, pooled if pooled is not None else by_path[arm.runs[0].path])
+                      for arm, pooled in zip(self.arms, self.arm_stats)]  # fmt: skip
+        else:
+            tabled = [(run.label, stats) for run, stats in zip(self.runs, self.stats)]
+        out = [TableRow(label, "run", stats[group].values) for label, stats in tabled if group in stats]
         for table in self.published:
             for row in table.rows:
                 if row.group == group:

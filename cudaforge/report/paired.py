@@ -3,7 +3,8 @@ both ran with a paired bootstrap interval and a sign test, and one line that say
 
 Pairing removes what the tasks themselves contribute to the spread (some tasks are easy for every method), so a
 difference too small to show between two independent tables can show here, and one that does not show is said
-not to. Pure: reads ``TaskResult`` lists, imports nothing of the evaluation layer.
+not to. Runs of several seeds (``seeds.py``) are compared as arms: a task's value is its mean over the arm's seeds.
+Pure: reads ``TaskResult`` lists, imports nothing of the evaluation layer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import warnings
+
 from cudaforge.report.load import RunData
+from cudaforge.report.seeds import Arm, arms as as_arms
 from cudaforge.report.stats import FailedAs, task_vectors
 
 PAIRED_METRICS = (
@@ -60,12 +64,28 @@ def sign_test(wins: int, losses: int) -> float:
 def compare(a: list, b: list, *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000, confidence: float = 0.95,
             seed: int = 0) -> tuple[list[str], list[Paired]]:
     """The shared task ids and one ``Paired`` per metric (those with at least one task where both have a value)."""
-    by_a, by_b = {r.task_id: r for r in a}, {r.task_id: r for r in b}
-    shared = sorted(set(by_a) & set(by_b))
+    return compare_seeds([a], [b], failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed)
+
+
+def _seed_mean(per_seed: list[list], shared: list[str], failed_as: FailedAs) -> dict[str, np.ndarray]:
+    """Each task's values, averaged over the seeds (NaN where no seed has one)."""
+    stacked = [task_vectors([{r.task_id: r for r in results}[t] for t in shared], failed_as, (1,))
+               for results in per_seed]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a task no seed has a value for: NaN, left out
+        return {key: np.nanmean(np.stack([v[key] for v in stacked]), axis=0) for key in stacked[0]}
+
+
+def compare_seeds(a: list[list], b: list[list], *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000,
+                  confidence: float = 0.95, seed: int = 0) -> tuple[list[str], list[Paired]]:
+    """``compare`` for two arms given as one result list per seed: the tasks every seed of both has, each task's
+    value its mean over its arm's seeds (the geometric mean's row: the mean of the seeds' logs)."""
+    ids = [{r.task_id for r in results} for results in [*a, *b]]
+    shared = sorted(set.intersection(*ids)) if ids else []
     if not shared:
         return [], []
-    va = task_vectors([by_a[t] for t in shared], failed_as, (1,))
-    vb = task_vectors([by_b[t] for t in shared], failed_as, (1,))
+    failed_as = FailedAs(failed_as)
+    va, vb = _seed_mean(a, shared, failed_as), _seed_mean(b, shared, failed_as)
     rng = np.random.default_rng(seed)
     out = []
     for key, header, scale, _, higher in PAIRED_METRICS:
@@ -102,23 +122,27 @@ def verdict(a: str, b: str, paired: list[Paired], confidence: float) -> str:
 
 
 def paired_lines(runs: list[RunData], *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000,
-                 confidence: float = 0.95, seed: int = 0, against: int | None = None) -> list[str]:
-    """Markdown of the paired comparisons: every other run against ``runs[against]`` (``report.paired_with``), or,
-    with ``against`` None, the two runs of a report that has exactly two; nothing otherwise."""
-    if against is None:
-        return _pair(runs[0], runs[1], failed_as, bootstrap, confidence, seed) if len(runs) == 2 else []
-    if not 0 <= against < len(runs):
+                 confidence: float = 0.95, seed: int = 0, against: int | None = None,
+                 arms: list[Arm] | None = None) -> list[str]:
+    """Markdown of the paired comparisons: every other arm against the arm of ``runs[against]``
+    (``report.paired_with``), or, with ``against`` None, the two arms of a report that has exactly two; nothing
+    otherwise. ``arms``: the runs grouped by seed (default: each run its own arm)."""
+    arms = arms if arms is not None else as_arms(runs, pool=False)
+    if against is not None and not 0 <= against < len(runs):
         raise ValueError(f"report.paired_with={against}: the report has {len(runs)} run(s), numbered from 0")
+    if against is None:
+        return _pair(arms[0], arms[1], failed_as, bootstrap, confidence, seed) if len(arms) == 2 else []
+    base = next(arm for arm in arms if any(run.path == runs[against].path for run in arm.runs))
     lines = []
-    for index, run in enumerate(runs):
-        if index != against:
-            lines += _pair(run, runs[against], failed_as, bootstrap, confidence, seed)
+    for arm in arms:
+        if arm is not base:
+            lines += _pair(arm, base, failed_as, bootstrap, confidence, seed)
     return lines
 
 
-def _pair(a: RunData, b: RunData, failed_as: FailedAs, bootstrap: int, confidence: float, seed: int) -> list[str]:
-    shared, paired = compare(a.results, b.results, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence,
-                             seed=seed)
+def _pair(a: Arm, b: Arm, failed_as: FailedAs, bootstrap: int, confidence: float, seed: int) -> list[str]:
+    shared, paired = compare_seeds([r.results for r in a.runs], [r.results for r in b.runs], failed_as=failed_as,
+                                   bootstrap=bootstrap, confidence=confidence, seed=seed)
     lines = ["", f"## Paired comparison: {a.label} (A) against {b.label} (B)", ""]
     if not shared:
         return lines + ["The two runs share no task: nothing to pair."]
@@ -131,9 +155,13 @@ def _pair(a: RunData, b: RunData, failed_as: FailedAs, bootstrap: int, confidenc
         fmt = (lambda x: f"{x:.{k}f}x") if p.ratio else (lambda x: f"{x:+.{k}f}")
         lines.append(f"| {p.header} | {p.n} | {fmt(p.diff)} | [{fmt(p.low)}, {fmt(p.high)}] | {p.wins} / {p.losses} | "
                      f"{p.p_value:.3g} |")
-    only_a, only_b = len(a.results) - len(shared), len(b.results) - len(shared)
+    tasks_a = {r.task_id for run in a.runs for r in run.results}
+    tasks_b = {r.task_id for run in b.runs for r in run.results}
+    only_a, only_b = len(tasks_a - set(shared)), len(tasks_b - set(shared))
+    seeds = (f" Each task's value is its mean over its arm's seeds ({len(a.runs)} in A, {len(b.runs)} in B)."
+             if len(a.runs) > 1 or len(b.runs) > 1 else "")
     lines += ["", f"Paired over the {len(shared)} tasks both ran ({only_a} only in A, {only_b} only in B); intervals: "
               f"paired bootstrap over tasks ({bootstrap} resamples, seed {seed}); Perf counts a failed task as "
               f"{FailedAs(failed_as).value}; the geometric mean's row is the ratio of A's to B's over tasks timed in "
-              "both; $ and minutes: lower is better."]
+              "both; $ and minutes: lower is better." + seeds]
     return lines

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cudaforge.report.anytime import AnytimeCurve, drawable, panel_metrics
 from cudaforge.report.scaling import Curve
 from cudaforge.report.model import Report
 from cudaforge.report.stats import group_results
@@ -135,24 +136,75 @@ def scaling(report: Report, curves: list[Curve], axis: str, path: Path) -> Path 
     return path
 
 
-def plot_all(report: Report, curves: list[Curve], out_dir: Path) -> list[Path]:
+_NO_TIMED = "plots: no correct timed task, so no speedup distribution and no scaling figures."
+
+_METRIC_LABELS = {"correct_pct": "Correct %", "geomean": "geo. mean speedup (correct, timed)"}
+
+
+def anytime(report: Report, curves: list[AnytimeCurve], path: Path) -> Path | None:
+    """The anytime figure: a row per statistic (Correct %, fast_1, geometric mean), a column per budget (dollars,
+    wall minutes per kernel), a line per arm with its band; panels without data say so."""
+    rows = panel_metrics([m for m in report.fast_p])
+    columns = [axis for axis in ("dollars", "minutes") if any(drawable(curves, axis, m) for m in rows)]
+    if not columns:
+        return None
+    plt = require_matplotlib()
+    fig, axes = plt.subplots(len(rows), len(columns), figsize=(4.6 * len(columns), 3.0 * len(rows)), squeeze=False)
+    for i, metric in enumerate(rows):
+        for j, axis in enumerate(columns):
+            ax = axes[i][j]
+            chosen = drawable(curves, axis, metric)
+            for c in chosen:
+                value = [np.nan if v is None else v for v in c.value]
+                line = ax.step(c.budgets, value, where="post", label=c.arm)[0]
+                low = [np.nan if v is None else v for v in c.low]
+                high = [np.nan if v is None else v for v in c.high]
+                ax.fill_between(c.budgets, low, high, step="post", alpha=0.2, color=line.get_color(), linewidth=0)
+            if not chosen:
+                ax.text(0.5, 0.5, "no data (no correct timed kernel)" if metric != "correct_pct" else "no data",
+                        ha="center", va="center", transform=ax.transAxes, fontsize=8, color="gray")
+            ax.set_xlabel(_AXIS_LABELS[axis])
+            ax.set_ylabel(_METRIC_LABELS.get(metric, metric.replace("_pct", " %")))
+            if chosen and (i, j) == (0, 0):
+                ax.legend(fontsize=7)
+    fig.suptitle("Overall, against what was spent (bands: bootstrap over seeds and tasks)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_all(report: Report, curves: list[Curve], out_dir: Path,
+             anytime_curves: list[AnytimeCurve] | None = None) -> list[Path]:
     """Every figure into ``out_dir``; each one skipped adds a note to the tables (and nothing fails).
 
     A figure without data (e.g. no timed task) is skipped with a note saying so. Without matplotlib the
     figures that have data are skipped, with one note naming them and what to install.
     """
-    if not any(r.correct and r.best_speedup for run in report.runs for r in run.results):
-        report.notes.append("plots: no correct timed task, so no speedup distribution and no scaling figures.")
-        return []
+    anytime_curves = anytime_curves or []
+    has_anytime = any(drawable(anytime_curves, axis, m) for axis in ("dollars", "minutes")
+                      for m in panel_metrics(report.fast_p))  # fmt: skip
+    timed = any(r.correct and r.best_speedup for run in report.runs for r in run.results)
     axes = ("round", "dollars", "minutes")
-    no_data = [axis for axis in axes if not _scaling_curves(curves, axis)]
+    no_data = [axis for axis in axes if not _scaling_curves(curves, axis)] if timed else list(axes)
     if matplotlib_missing():
-        with_data = ["speedup_distribution.png"] + [f"best_vs_{axis}.png" for axis in axes if axis not in no_data]
-        report.notes.append(f"plots skipped ({', '.join(with_data)}): matplotlib is not installed "
-                            "(pip install matplotlib, or report.plots=false to leave plots out).")
+        with_data = (["speedup_distribution.png"] if timed else []) + [
+            f"best_vs_{axis}.png" for axis in axes if axis not in no_data] + (["anytime.png"] if has_anytime else [])
+        if with_data:
+            report.notes.append(f"plots skipped ({', '.join(with_data)}): matplotlib is not installed "
+                                "(pip install matplotlib, or report.plots=false to leave plots out).")
+        if not timed:
+            report.notes.append(_NO_TIMED)
         return []
+    made = []
+    if has_anytime:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        made.append(anytime(report, anytime_curves, out_dir / "anytime.png"))
+    if not timed:
+        report.notes.append(_NO_TIMED)
+        return [p for p in made if p is not None]
     out_dir.mkdir(parents=True, exist_ok=True)
-    made = [speedup_distribution(report, out_dir / "speedup_distribution.png")]
+    made.append(speedup_distribution(report, out_dir / "speedup_distribution.png"))
     for axis in axes:
         made.append(scaling(report, curves, axis, out_dir / f"best_vs_{axis}.png"))
     report.notes += [f"plots: no data for best speedup against {axis}." for axis in no_data]

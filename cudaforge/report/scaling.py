@@ -32,12 +32,13 @@ class Curve:
     perf: list[float | None]
 
 
-def _task_path(run: RunData, result, axis: str, failed_as: FailedAs) -> tuple[np.ndarray, np.ndarray]:
-    """A task's cumulative budget after each round and its value (see the module text) from then on."""
+def task_states(run: RunData, result, axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A task after each of its rounds: the cumulative budget on ``axis`` (never decreasing), its best correct speedup
+    so far (NaN: none yet, or only untimed ones) and whether any kernel so far was correct."""
     records = {r.round: r for r in result.history}
-    xs, values = [], []
+    xs, best_so_far, correct_so_far = [], [], []
     dollars = seconds = 0.0
-    best, any_correct = None, False
+    best, any_correct = math.nan, False
     for s in run.spend.get(result.task_id, []):
         dollars += s.cost_usd
         seconds += s.seconds
@@ -48,10 +49,19 @@ def _task_path(run: RunData, result, axis: str, failed_as: FailedAs) -> tuple[np
             correct, speedup = result.correct, result.best_speedup
         any_correct |= correct
         if correct and speedup is not None and speedup > 0:
-            best = speedup if best is None else max(best, speedup)
+            best = speedup if math.isnan(best) else max(best, speedup)
         xs.append({"round": s.round, "dollars": dollars, "minutes": seconds / 60}[axis])
-        values.append(best if best is not None else (math.nan if any_correct else best_value(None, False, failed_as)))
-    return np.maximum.accumulate(np.array(xs, dtype=float)) if xs else np.zeros(0), np.array(values, dtype=float)
+        best_so_far.append(best)
+        correct_so_far.append(any_correct)
+    budgets = np.maximum.accumulate(np.array(xs, dtype=float)) if xs else np.zeros(0)
+    return budgets, np.array(best_so_far, dtype=float), np.array(correct_so_far, dtype=bool)
+
+
+def _task_path(run: RunData, result, axis: str, failed_as: FailedAs) -> tuple[np.ndarray, np.ndarray]:
+    """A task's cumulative budget after each round and its value (see the module text) from then on."""
+    xs, best, correct = task_states(run, result, axis)
+    failed = best_value(None, False, failed_as)
+    return xs, np.where(~np.isnan(best), best, np.where(correct, math.nan, failed))
 
 
 def curve(

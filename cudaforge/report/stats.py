@@ -127,28 +127,39 @@ def _unpriced(result: TaskResult) -> bool:
     return result.cost_usd is None or (result.unpriced_calls > 0 and not result.cost_usd)
 
 
-def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterable[float]) -> dict[str, np.ndarray]:
-    """Per-task values, one array per quantity; NaN marks a task left out of that quantity's denominator."""
-    correct = np.array([r.correct for r in results], dtype=float)
-    timed = np.array([r.correct and r.best_speedup is not None for r in results])
-    untimed = (correct == 1) & ~timed
-    raw = np.array([r.best_speedup if r.correct and r.best_speedup is not None else math.nan for r in results], float)
-    speedup = np.array([best_value(r.best_speedup, r.correct, failed_as) for r in results], dtype=float)
+def speedup_vectors(correct: np.ndarray, raw: np.ndarray, failed_as: FailedAs,
+                    fast_p: Iterable[float]) -> dict[str, np.ndarray]:
+    """The speedup quantities of tasks given as arrays of any shape: ``correct`` (bool) and ``raw``, the best correct
+    speedup (NaN where there is none: failed, or correct but untimed). NaN marks a task left out of a quantity's
+    denominator (the module text's rules); ``task_vectors`` and the anytime curves both use it."""
+    correct = np.asarray(correct, dtype=bool)
+    raw = np.asarray(raw, dtype=float)
+    timed = correct & ~np.isnan(raw)
+    untimed = correct & ~timed
+    failed = best_value(None, False, failed_as)
+    with np.errstate(invalid="ignore"):
+        speedup = np.where(correct, np.where(raw > 0, raw, math.nan), failed)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_speedup = np.where(speedup > 0, np.log(speedup), math.nan)
-    vectors = {
-        "correct": correct,
-        "speedup": speedup,
-        "log_speedup": log_speedup,
+    vectors = {"correct": correct.astype(float), "speedup": speedup, "log_speedup": log_speedup}
+    for p in fast_p:
+        fast = np.where(timed & (np.nan_to_num(raw) > p), 1.0, 0.0)
+        vectors[f"fast_{p:g}"] = correct.astype(float) if p == 0 else np.where(untimed, math.nan, fast)
+    return vectors
+
+
+def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterable[float]) -> dict[str, np.ndarray]:
+    """Per-task values, one array per quantity; NaN marks a task left out of that quantity's denominator."""
+    correct = np.array([r.correct for r in results], dtype=bool)
+    raw = np.array([r.best_speedup if r.correct and r.best_speedup is not None else math.nan for r in results], float)
+    vectors = speedup_vectors(correct, raw, FailedAs(failed_as), fast_p)
+    vectors.update({
         "dollars": np.array([math.nan if _unpriced(r) else r.cost_usd for r in results], dtype=float),
         "minutes": np.array([wall_minutes(r) for r in results], dtype=float),
         "active_minutes": np.array([math.nan if r.active_minutes is None else r.active_minutes for r in results],
                                    dtype=float),
         "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
-    }
-    for p in fast_p:
-        fast = np.where(timed & (np.nan_to_num(raw) > p), 1.0, 0.0)
-        vectors[f"fast_{p:g}"] = correct.copy() if p == 0 else np.where(untimed, math.nan, fast)
+    })
     return vectors
 
 
@@ -183,9 +194,45 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-def group_stats(
+def group_stats(group: str, results: list[TaskResult], **options: Any) -> GroupStats:
+    """Every metric of one group of tasks, with percentile-bootstrap intervals over tasks (``seeded_group_stats``'s
+    options: ``failed_as``, ``fast_p``, ``bootstrap``, ``confidence``, ``seed``).
+
+    ``bootstrap`` resamples (0: no intervals) of the group's tasks, with replacement, from a generator
+    seeded by ``seed`` and the group's name, so a report is the same every time it is made.
+    """
+    return seeded_group_stats(group, [results], **options)
+
+
+def resample_indices(rng: np.random.Generator, bootstrap: int, n_tasks: int,
+                     n_seeds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap draws: tasks ``(bootstrap, n_tasks)``, then seeds ``(bootstrap, n_seeds)`` (all 0 for one seed, so a
+    single run's draws are those of a task bootstrap alone)."""
+    tasks = rng.integers(0, n_tasks, size=(bootstrap, n_tasks))
+    seeds = rng.integers(0, n_seeds, size=(bootstrap, n_seeds)) if n_seeds > 1 else np.zeros((bootstrap, 1), int)
+    return tasks, seeds
+
+
+def seeded_reduce(how: str, values: np.ndarray) -> float:
+    """A statistic of ``values`` shaped (seeds, tasks): the mean over seeds of each seed's statistic over tasks."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(_reduce(how, values)))
+
+
+def seeded_resamples(how: str, values: np.ndarray, tasks: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """The statistic of every bootstrap draw of ``values`` (seeds, tasks), seeds and tasks resampled jointly: the
+    draw's seeds each over the draw's tasks, then the mean over its seeds. The finite ones."""
+    drawn = values[seeds[:, :, None], tasks[:, None, :]]  # (bootstrap, seeds, tasks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmean(_reduce(how, drawn), axis=-1)
+    return out[np.isfinite(out)]
+
+
+def seeded_group_stats(
     group: str,
-    results: list[TaskResult],
+    per_seed: list[list[TaskResult]],
     *,
     failed_as: FailedAs = FailedAs.zero,
     fast_p: Iterable[float] = (0, 1, 1.5, 2),
@@ -193,36 +240,38 @@ def group_stats(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> GroupStats:
-    """Every metric of one group of tasks, with percentile-bootstrap intervals over tasks.
-
-    ``bootstrap`` resamples (0: no intervals) of the group's tasks, with replacement, from a generator
-    seeded by ``seed`` and the group's name, so a report is the same every time it is made.
-    """
+    """Every metric of one group of tasks run under several seeds (``per_seed``: one list per seed, the same tasks in
+    the same order): each value is the mean over seeds of the per-seed statistic, and its interval a percentile
+    bootstrap that resamples seeds and tasks jointly. One seed: ``group_stats``, a bootstrap over tasks alone."""
     fast_p = list(fast_p)
-    vectors = task_vectors(results, FailedAs(failed_as), fast_p)
-    n = len(results)
+    failed_as = FailedAs(failed_as)
+    n = len(per_seed[0]) if per_seed else 0
+    if any(len(results) != n for results in per_seed):
+        raise ValueError("every seed needs the same tasks in the same order")
+    stacked = [task_vectors(results, failed_as, fast_p) for results in per_seed]
+    vectors = {key: np.stack([v[key] for v in stacked]) for key in stacked[0]} if per_seed else {}
+    everything = [r for results in per_seed for r in results]
     stats = GroupStats(
         group=group,
         n_tasks=n,
-        n_correct=int(vectors["correct"].sum()),
-        n_untimed=sum(1 for r in results if r.correct and r.best_speedup is None),
-        unpriced_calls=sum(r.unpriced_calls for r in results),
+        n_correct=int(round(float(vectors["correct"].sum(axis=-1).mean()))) if n else 0,
+        n_untimed=max((sum(1 for r in rs if r.correct and r.best_speedup is None) for rs in per_seed), default=0),
+        unpriced_calls=sum(r.unpriced_calls for r in everything),
     )
-    index = None
+    draws = None
     if bootstrap > 0 and n > 0:
         rng = np.random.default_rng([seed, zlib.crc32(group.encode())])
-        index = rng.integers(0, n, size=(bootstrap, n))
+        draws = resample_indices(rng, bootstrap, n, len(per_seed))
     tail = (1 - confidence) / 2 * 100
     for metric in metrics(fast_p, active_minutes=True):
         if metric.reduce == "count":
             stats.values[metric.key] = Estimate(float(n))
             continue
-        vec = vectors[metric.vector]
-        point = _finite(_reduce(metric.reduce, vec)) if n else None
+        values = vectors[metric.vector] if n else None
+        point = _finite(seeded_reduce(metric.reduce, values)) if n else None
         low = high = None
-        if index is not None and point is not None:
-            resampled = _reduce(metric.reduce, vec[index])
-            resampled = resampled[np.isfinite(resampled)]
+        if draws is not None and point is not None:
+            resampled = seeded_resamples(metric.reduce, values, *draws)
             if resampled.size:
                 low, high = (float(x) for x in np.percentile(resampled, [tail, 100 - tail]))
         missing = "unpriced" if point is None and metric.vector == "dollars" and stats.unpriced_calls else ""

@@ -13,6 +13,7 @@ import csv
 import io
 
 from cudaforge.report.model import Report
+from cudaforge.report.seeds import run_seed
 from cudaforge.report.stats import Estimate, Metric, measurement_summary
 
 MISSING = "–"
@@ -76,14 +77,17 @@ def format_cell(metric: Metric, est: Estimate | None, ci: bool = True) -> str:
 
 def markdown(report: Report) -> str:
     """The whole report as Markdown: the runs, a table per group, the notes."""
-    out = ["# cudaforge report", "", "| run | directory | tasks | not run | unfinished | precision | probe reproduces |",
-           "| --- | --- | ---: | ---: | ---: | --- | ---: |"]
+    seeds = any(arm.pooled for arm in report.arms)  # a seed column when some row pools seeds
+    out = ["# cudaforge report", "", "| run | directory | " + ("seed | " if seeds else "") +
+           "tasks | not run | unfinished | precision | probe reproduces |",
+           "| --- | --- | " + ("---: | " if seeds else "") + "---: | ---: | ---: | --- | ---: |"]
     for run in report.runs:
         measured = measurement_summary(run.results)
         precision = ", ".join(f"{name} ({n})" if len(measured["precision"]) > 1 else name
                               for name, n in sorted(measured["precision"].items())) or "-"
-        out.append(f"| {run.label} | `{run.path}` | {len(run.results)} | {len(run.not_run)} | {len(run.unfinished)} | "
-                   f"{precision} | {len(measured['probe_reproduced'])} |")
+        seed = f"{run_seed(run)} | " if seeds else ""
+        out.append(f"| {run.label} | `{run.path}` | {seed}{len(run.results)} | {len(run.not_run)} | "
+                   f"{len(run.unfinished)} | {precision} | {len(measured['probe_reproduced'])} |")
     sets = report.problem_sets  # one line as it is, several as a list
     out += [""] + (sets if len(sets) == 1 else [f"- {line}" for line in sets]) if sets else []
     groups = table_groups(report)

@@ -93,9 +93,14 @@ class RunContext:
     checkpointer: Any
 
 
-def _client(llm_cfg: Any, role: str, cache: ResponseCache, ledger: Ledger) -> LLMClient:
+def _seed(cfg: Any) -> int:
+    """The run's sampling seed (0 in a config made before seeds)."""
+    return int(getattr(cfg, "seed", 0) or 0)
+
+
+def _client(llm_cfg: Any, role: str, cache: ResponseCache, ledger: Ledger, seed: int = 0) -> LLMClient:
     backoff = Backoff(llm_cfg.retry_base_delay_s, llm_cfg.retry_max_delay_s)
-    return LLMClient(llm_cfg, role=role, cache=cache, ledger=ledger, backoff=backoff)
+    return LLMClient(llm_cfg, role=role, cache=cache, ledger=ledger, backoff=backoff, seed=seed)
 
 
 def _checkpointer(path: Path) -> Any:
@@ -158,10 +163,10 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     if hasattr(prompts, "describe"):
         store.write_prompts(prompts.describe())
     backend = _value(cfg.strategy.backend)
-    coder = Coder(_client(cfg.coder, "coder", cache, ledger), prompts, backend=backend,
+    coder = Coder(_client(cfg.coder, "coder", cache, ledger, seed=_seed(cfg)), prompts, backend=backend,
                   max_follow_ups=cfg.strategy.max_follow_ups,
                   skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
-    judge = Judge(_client(cfg.judge, "judge", cache, ledger), prompts, max_follow_ups=cfg.strategy.max_follow_ups,
+    judge = Judge(_client(cfg.judge, "judge", cache, ledger, seed=_seed(cfg)), prompts, max_follow_ups=cfg.strategy.max_follow_ups,
                   metric_names=judge_metric_names(_value(agents.judge_metrics),
                                                   get_strategy(_value(cfg.strategy.name)).metric_set or
                                                   _value(cfg.profile.metric_set), list(cfg.profile.metrics)))  # fmt: skip
