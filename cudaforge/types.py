@@ -659,3 +659,7 @@ class TaskResult(Record):
     """Seconds in ``llm``, ``compile``, ``correctness``, ``timing``, ``profiling``, ``queue`` (waiting for a worker
     before the task started) and ``gpu_lock_wait`` (waiting for a GPU's lock, inside evaluation and profiling)."""
     history: list[RoundRecord] = field(default_factory=list)
+    held_out: dict[str, Any] = field(default_factory=dict)
+    """The best kernel on shapes it never saw (``eval.held_out_shapes``, ``cudaforge/eval/held_out.py``): ``shapes``, a
+    row per shape (``shape``, ``sizes``, ``status``, ``correct``, ``speedup`` ...), ``note`` (why there are none) and
+    ``seconds``. Empty: not checked (no correct kernel, the setting off, or a run made before it existed)."""

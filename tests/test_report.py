@@ -165,7 +165,9 @@ def test_report_labels_minutes_and_says_when_tasks_ran_at_once(tmp_path):
 def test_bootstrap_intervals_contain_the_estimate_and_are_seeded():
     results = [result(f"kb/level{1 + i % 2}/{i}_T", 0.5 + (i * 37 % 23) / 10, correct=i % 7 != 0,
                       cost_usd=0.01 * i, minutes=i % 5, wall_minutes=i % 5, active_minutes=i % 3,
-                      tokens_in=i) for i in range(40)]  # fmt: skip
+                      tokens_in=i, held_out={"shapes": [{"shape": "odd", "status": "correct", "correct": i % 3 != 0,
+                                                         "speedup": 0.5 + i / 20}]})
+               for i in range(40)]  # fmt: skip
     a = run_stats(results, bootstrap=400, seed=3)
     for group in a.values():
         for key, est in group.values.items():

@@ -256,6 +256,11 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
     assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["correct_pct"].value == 100.0
     assert overall["one_shot demo/demo 1 rounds (3 seeds)"]["correct_pct"].value == pytest.approx(200 / 3)
     assert any(line.startswith("| Correct % | 3 | +33.3") for line in report.paired)
+    # the held-out-shape column: every correct kernel of the demo is checked on shapes it never saw (CPU: untimed)
+    assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["held_out_pct"].value == 100.0
+    assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["held_out_geomean"].value is None
+    results = load_runs([jobs[0]])[0].results
+    assert all({r["shape"] for r in t.held_out["shapes"]} == {"odd", "large"} for t in results)
     written = write_report(report, tmp_path / "report", plots=False)
     rows = list(csv.DictReader((tmp_path / "report" / "anytime.csv").open()))
     minutes = [r for r in rows if r["axis"] == "minutes" and r["metric"] == "correct_pct" and r["group"] == "overall"]

@@ -93,6 +93,13 @@ class EvalConfig:
     """Correctness trials, each with fresh seeded inputs."""
     check_variants: bool = True
     """Also check the input variants a task declares (distributions, second shapes)."""
+    held_out_shapes: bool = True
+    """After the loop, check each task's best kernel on shapes it never saw, derived from the task's top-level sizes
+    (a non-power-of-two one and a larger one; docs/evaluation.md, "Held-out shapes"), and time it there on a GPU. The
+    verdicts are kept in ``TaskResult.held_out`` and tabled by ``cudaforge report``; they change no verdict of the
+    loop."""
+    held_out_max_input_mb: int = 4096
+    """A held-out shape whose inputs are larger than this is skipped, said why (on a CPU at most 64 MiB)."""
     atol_fp32: float = 1e-4
     """Absolute tolerance for fp32 outputs (a task's ATOL overrides it)."""
     rtol_fp32: float = 1e-4

@@ -15,7 +15,7 @@ from cudaforge.report.paired import paired_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
-from cudaforge.report.stats import FailedAs, group_results, measurement_summary, metrics, run_stats
+from cudaforge.report.stats import FailedAs, group_results, held_out_summary, measurement_summary, metrics, run_stats
 from cudaforge.report import tables
 from cudaforge.tasks.identity import difference_text, other_problem_set, version_line
 from cudaforge.track.store import expand_run_dirs
@@ -73,11 +73,37 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
                          f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
-        notes += _time_notes(run) + _measurement_notes(run) + _prompt_notes(run)
+        notes += _time_notes(run) + _measurement_notes(run) + _prompt_notes(run) + _held_out_notes(run)
         notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
                      f"per-round minutes from {run.spend_source['minutes']}.")
     for table in report.published:
         notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
+    return notes
+
+
+def _held_out_notes(run: RunData) -> list[str]:
+    """Which of a run's kernels failed a held-out shape, and why the tasks without one have none."""
+    checked = [r for r in run.results if r.correct and r.held_out]
+    if not checked:
+        return []
+    failed, none = [], {}
+    for r in checked:
+        if held_out_summary(r)["correct"] is False:
+            bad = [f"{row['shape']} ({', '.join(f'{k}={v}' for k, v in row['sizes'].items())}): {row['status']}"
+                   for row in r.held_out["shapes"] if row.get("status") != "skipped" and not row.get("correct")]
+            failed.append(f"{r.task_id} [{'; '.join(bad)}]")
+        elif not held_out_summary(r)["checked"]:
+            why = r.held_out.get("note") or "every shape skipped: " + "; ".join(
+                str(row.get("message")) for row in r.held_out.get("shapes", []))
+            none[why] = none.get(why, 0) + 1
+    notes = [f"{run.label}: held-out shapes (sizes the Coder never saw, checked after the loop): held-out correct % is "
+             "over the tasks with a correct kernel and at least one held-out shape evaluated; its geo. mean over those "
+             "correct on every shape and timed, of each task's geometric mean over its shapes."]
+    if failed:
+        notes.append(f"{run.label}: {len(failed)} kernel(s) correct on the scored shape failed a held-out one: "
+                     + "; ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
+    for why, n in sorted(none.items()):
+        notes.append(f"{run.label}: {n} task(s) without a held-out shape: {why}")
     return notes
 
 
@@ -217,8 +243,9 @@ def build_report(
     others = ["other"] if any("other" in s for s in stats) else []
     groups = sorted(levels, key=lambda g: int(g[5:])) + others + ["overall"]
     concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
+    held_out = any(r.held_out for run in loaded for r in run.results)
     report = Report(loaded, stats, select_published(list(compare), published_dir),
-                    metrics(fast_p, active_minutes=concurrent), groups, failed_as)  # fmt: skip
+                    metrics(fast_p, active_minutes=concurrent, held_out=held_out), groups, failed_as)  # fmt: skip
     report.fast_p, report.bootstrap, report.confidence, report.seed = fast_p, bootstrap, confidence, seed
     report.arms = arms(loaded, pool=pool_seeds)
     report.arm_stats = [arm_stats(arm, **options) if arm.pooled else None for arm in report.arms]

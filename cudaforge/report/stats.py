@@ -62,9 +62,11 @@ def fast_key(p: float) -> str:
     return f"fast_{p:g}_pct"
 
 
-def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = False) -> list[Metric]:
+def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = False,
+            held_out: bool = False) -> list[Metric]:
     """The report's columns, in table order (``active_minutes``: with the column of minutes without GPU-lock
-    waits, which a report shows when some run had several tasks at once)."""
+    waits, which a report shows when some run had several tasks at once; ``held_out``: with the two columns of the
+    held-out shapes, shown when some run checked them)."""
     out = [
         Metric("tasks", "Tasks", 0, "correct", "count"),
         Metric("correct_pct", "Correct %", 1, "correct", "pct"),
@@ -74,6 +76,9 @@ def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = Fal
         Metric("geomean", "Geo. mean", 3, "log_speedup", "geomean"),
     ]
     out += [Metric(fast_key(p), f"fast_{p:g} %", 1, f"fast_{p:g}", "pct") for p in fast_p]
+    if held_out:
+        out += [Metric("held_out_pct", "held-out correct %", 1, "held_out_correct", "pct"),
+                Metric("held_out_geomean", "held-out geo. mean", 3, "held_out_log_speedup", "geomean")]
     out += [
         Metric("dollars", "$ / kernel", 3, "dollars", "mean"),
         Metric("minutes", "wall min / kernel", 1, "minutes", "mean"),
@@ -148,6 +153,20 @@ def speedup_vectors(correct: np.ndarray, raw: np.ndarray, failed_as: FailedAs,
     return vectors
 
 
+def held_out_summary(result: TaskResult) -> dict[str, Any]:
+    """A task's held-out record (``TaskResult.held_out``) as the report reads it: ``checked`` (shapes evaluated),
+    ``correct`` (True when the kernel was correct on every one; None without any) and ``speedup`` (the geometric mean
+    of their speedups when all were correct and timed, else None)."""
+    rows = [r for r in (result.held_out or {}).get("shapes", []) if r.get("status") != "skipped"]
+    if not result.correct or not rows:
+        return {"checked": 0, "correct": None, "speedup": None}
+    correct = all(bool(r.get("correct")) for r in rows)
+    speedups = [r.get("speedup") for r in rows]
+    timed = correct and all(isinstance(x, (int, float)) and x > 0 for x in speedups)
+    geo = math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if timed else None
+    return {"checked": len(rows), "correct": correct, "speedup": geo}
+
+
 def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterable[float]) -> dict[str, np.ndarray]:
     """Per-task values, one array per quantity; NaN marks a task left out of that quantity's denominator."""
     correct = np.array([r.correct for r in results], dtype=bool)
@@ -160,6 +179,11 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
                                    dtype=float),
         "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
     })
+    held = [held_out_summary(r) for r in results]
+    vectors["held_out_correct"] = np.array([math.nan if h["correct"] is None else float(h["correct"]) for h in held],
+                                           dtype=float)
+    vectors["held_out_log_speedup"] = np.array([math.log(h["speedup"]) if h["speedup"] else math.nan for h in held],
+                                               dtype=float)
     return vectors
 
 
@@ -263,7 +287,7 @@ def seeded_group_stats(
         rng = np.random.default_rng([seed, zlib.crc32(group.encode())])
         draws = resample_indices(rng, bootstrap, n, len(per_seed))
     tail = (1 - confidence) / 2 * 100
-    for metric in metrics(fast_p, active_minutes=True):
+    for metric in metrics(fast_p, active_minutes=True, held_out=True):
         if metric.reduce == "count":
             stats.values[metric.key] = Estimate(float(n))
             continue

@@ -206,10 +206,29 @@ def run_one(
         profile_best=_value(getattr(cfg.strategy, "profiled_kernel", "latest")) == "best",
     )  # fmt: skip
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
+    _held_out(ctx, task, task_store, result)
     result.cost_usd = services.ledger.task_cost(task.id)  # None, not the budget's 0, when nothing was priced
     result.time_split["queue"] = result.time_split.get("queue", 0.0) + queued_s
     ctx.store.append_result(result)
     return result
+
+
+def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) -> None:
+    """The best kernel checked on held-out shapes (``eval.held_out_shapes``), after the loop: its seconds are kept in
+    ``time_split["held_out"]``, outside the task's minutes."""
+    if not (getattr(ctx.cfg.eval, "held_out_shapes", False) and result.correct and result.best_candidate_hash):
+        return
+    source = task_store.candidate(result.best_candidate_hash)
+    if source is None:
+        return
+    from cudaforge.eval.held_out import check_held_out
+    from cudaforge.eval.verifier import CPU_INPUT_BYTES
+
+    limit = int(ctx.cfg.eval.held_out_max_input_mb) << 20
+    if not getattr(ctx.evaluator, "gpus", None):
+        limit = min(limit, CPU_INPUT_BYTES)  # inputs sized for a CPU evaluation
+    result.held_out = check_held_out(ctx.evaluator, task, source, max_input_bytes=limit)
+    result.time_split["held_out"] = result.held_out["seconds"]
 
 
 def pin_of(suite: Any) -> dict[str, Any] | None:

@@ -1,0 +1,87 @@
+"""A task's best kernel checked on held-out shapes after the loop (``eval.held_out_shapes``).
+
+The shapes come from ``cudaforge/tasks/held_out.py``: the task's own file with its top-level sizes changed (a
+non-power-of-two ``odd`` shape, a ``large`` one with the batch doubled), each checked first on torch's ``meta`` device
+so that only shapes the reference accepts are kept. Each is then an ordinary evaluation by the trusted evaluator, of
+a task whose source is the changed file and that declares no input variants: the same sandbox, guards, correctness
+trials and (on a GPU) timing as every round. The Coder and the Judge never see these shapes or their verdicts; the
+run directory keeps them in ``TaskResult.held_out`` and ``cudaforge report`` tables them beside the main figures.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cudaforge.isolation import run_isolated
+from cudaforge.tasks.held_out import HeldOutShape, choose, proposals
+from cudaforge.types import EvalResult, Task
+
+CHILD_ENTRY = "cudaforge.tasks.held_out_child:check_shapes"
+CHECK_TIMEOUT_S = 180.0
+"""The meta-device check of one task's shapes (the child's imports included)."""
+
+SCORED = "scored"
+
+
+def held_out_shapes(task: Task) -> tuple[list[HeldOutShape], str]:
+    """The held-out shapes the reference accepts, and, when there are none, why (one line)."""
+    shapes = proposals(task.source)
+    if not shapes:
+        return [], "the task sets no size at top level (a `name = <int>` that get_inputs reads), so no shape is derived"
+    items = [{"name": SCORED, "source": task.source}] + [{"name": s.name, "source": s.source} for s in shapes]
+    outcome = run_isolated(CHILD_ENTRY, {"shapes": items}, timeouts={}, default_timeout=CHECK_TIMEOUT_S)
+    if outcome.status != "ok" or not outcome.result:
+        last = (outcome.error.strip().splitlines() or [outcome.status])[-1]
+        return [], f"the shapes could not be checked on the meta device ({outcome.status}: {last[:200]})"
+    found: dict[str, Any] = outcome.result["shapes"]
+    scored = found.get(SCORED) or {}
+    if not scored.get("ok"):
+        return [], (f"the reference does not run on torch's meta device ({scored.get('error', '?')}), so no shape "
+                    "could be checked ahead")
+    for shape in shapes:
+        shape.meta = found.get(shape.name) or {}
+    chosen = choose(shapes, {name: bool(info.get("ok")) for name, info in found.items()})
+    if not chosen:
+        refused = "; ".join(f"{s.name}: {s.meta.get('error', '?')}" for s in shapes[:2])
+        return [], f"the reference refused every held-out shape ({refused})"
+    return chosen, ""
+
+
+def derived_task(task: Task, shape: HeldOutShape) -> Task:
+    """The task at one held-out shape: its changed source, its tolerances, no input variants."""
+    return Task(id=f"{task.id}#held_out/{shape.name}", suite=task.suite, level=task.level, problem_id=task.problem_id,
+                name=task.name, source=shape.source, path=task.path, atol=task.atol, rtol=task.rtol,
+                input_variants=[])  # fmt: skip
+
+
+def _row(shape: HeldOutShape, result: EvalResult | None, skipped: str = "") -> dict[str, Any]:
+    row: dict[str, Any] = {"shape": shape.name, "sizes": dict(shape.sizes), "why": shape.why,
+                           "inputs": shape.meta.get("inputs"), "input_bytes": shape.meta.get("input_bytes")}
+    if result is None:
+        return {**row, "status": "skipped", "correct": None, "message": skipped}
+    speedup = result.speedup
+    return {**row, "status": result.status.value, "correct": result.correct,
+            "speedup": speedup.median if speedup else None,
+            "speedup_ci": [speedup.ci_low, speedup.ci_high] if speedup else None,
+            "precision": speedup.precision if speedup else "",
+            "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
+            "reference_ms": result.reference_timing.median if result.reference_timing else None,
+            "message": (result.message or "").strip().splitlines()[0][:300] if result.message else "",
+            "seconds": round(result.seconds, 3)}  # fmt: skip
+
+
+def check_held_out(evaluator: Any, task: Task, source: str, *, max_input_bytes: int) -> dict[str, Any]:
+    """Evaluate ``source`` (the task's best kernel) on each held-out shape; returns ``{"shapes": [row, ...], "note":
+    why there are none (or ""), "seconds"}``. A shape whose inputs exceed ``max_input_bytes`` is listed as skipped."""
+    started = time.monotonic()
+    shapes, note = held_out_shapes(task)
+    rows = []
+    for shape in shapes:
+        size = int(shape.meta.get("input_bytes") or 0)
+        if size > max_input_bytes:
+            rows.append(_row(shape, None, f"inputs of {size / 2**20:.0f} MiB exceed the limit of "
+                                          f"{max_input_bytes / 2**20:.0f} MiB here"))
+            continue
+        rows.append(_row(shape, evaluator.evaluate(derived_task(task, shape), source)))
+    return {"shapes": rows, "note": note, "seconds": round(time.monotonic() - started, 3)}
