@@ -229,6 +229,7 @@ class ExportFormat(str, enum.Enum):
     sft = "sft"  # task prompt -> best verified kernel
     trajectories = "trajectories"  # whole multi-turn runs of a task, with a reward per round
     preferences = "preferences"  # a faster correct kernel over a slower or incorrect one, same task and prompt
+    turns = "turns"  # every Coder and Judge turn, labelled with the verdict (hacks as such), findings and metrics
 
 
 class RewardKind(str, enum.Enum):

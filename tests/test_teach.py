@@ -236,6 +236,51 @@ def test_trajectories_every_round_with_rewards(runs):
     assert "sign error" in a2["rounds"][0]["judge_feedback"]
 
 
+def test_turns_label_every_coder_and_judge_turn_negatives_and_hacks_included(runs):
+    a = runs[0]
+    # the metrics the Judge read in round 1 of L1, profiled on that round's kernel
+    store = RunStore(a)
+    store.task(L1.id).write_json(1, "profile.json", {"candidate_hash": source_hash(S1), "status": "ok", "judge_metrics": {
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": {"value": 71.5, "unit": "%"}, "launch": "grid 64 block 256"}})
+    # the best kernel of L2 failed a held-out shape
+    store.append_result(TaskResult(task_id=L2.id, correct=True, best_candidate_hash=source_hash(S3), rounds=3,
+                                   held_out={"shapes": [{"shape": "odd", "status": "incorrect", "correct": False}]}))
+    rows = [r for r in export(runs, "turns") if r["provenance"]["run"] == "run_a"]
+    coder = {(r["task_id"], r["round"]): r for r in rows if r["role"] == "coder"}
+    judge = {(r["task_id"], r["round"]): r for r in rows if r["role"] == "judge"}
+    assert [coder[L1.id, n]["label"] for n in range(1, 6)] == ["verified", "verified", "hacked", "hacked", "verified"]
+    assert [coder[L2.id, n]["label"] for n in range(1, 4)] == ["incorrect", "verified", "no_code"]
+    assert sorted(judge) == [(L1.id, 1), (L1.id, 2), (L2.id, 1)]
+    hack = coder[L1.id, 3]
+    assert hack["hacked"] and not hack["verified"] and hack["reward"] == -1.0 and hack["eval"]["speedup"] is None
+    assert hack["guard_findings"] == [{"guard": "hidden_work", "verdict": "reject", "evidence": "host time 10x event time"}]
+    assert coder[L1.id, 5]["guard_findings"][0]["verdict"] == "report" and coder[L1.id, 5]["verified"]
+    first = coder[L1.id, 1]
+    assert first["messages"][-1]["content"].startswith("first_attempt prompt") and first["completion"][0]["role"] == "assistant"
+    assert first["profile_metrics"][0] == {"name": "dram__throughput.avg.pct_of_peak_sustained_elapsed", "value": 71.5,
+                                          "unit": "%", "text": None}
+    assert first["profile_metrics"][1]["text"] == "grid 64 block 256" and coder[L1.id, 2]["profile_metrics"] == []
+    assert judge[L1.id, 1]["profile_metrics"] == first["profile_metrics"] and judge[L1.id, 1]["reward"] is None
+    assert "bottleneck: memory bandwidth" in judge[L1.id, 1]["feedback"] and judge[L1.id, 1]["mode"] == "optimization"
+    assert judge[L2.id, 1]["label"] == "incorrect" and judge[L2.id, 1]["completion"][0]["role"] == "assistant"
+    assert coder[L2.id, 2]["held_out_correct"] is False and coder[L1.id, 1]["held_out_correct"] is None
+    assert coder[L2.id, 3]["completion"] == [{"role": "assistant", "content": "I cannot."}]
+
+
+def test_turns_say_how_a_speedup_was_measured():
+    from cudaforge.teach.export import precision_info
+
+    timed = result(L1.id, S1, "correct", 1.5)
+    timed.speedup.precision = "strict_fp32"
+    timed.precision = {"speedups": {"over_strict_fp32": 1.5, "best_allowed": "tf32", "over_best_allowed": 0.9,
+                                    "probe_reproduces_win": True}}
+    assert precision_info(timed) == {"reference": "strict_fp32", "over_strict_fp32": 1.5, "best_allowed": "tf32",
+                                     "over_best_allowed": 0.9, "probe_reproduces_win": True, "launch_inclusive": None,
+                                     "timing_clean": None}
+    assert set(precision_info(result(L1.id, S1, "correct"))) == set(SCHEMAS["turns"]["precision"])
+    assert all(v is None for v in precision_info(None).values())
+
+
 def test_reward_is_configurable(runs):
     def rewards(**kw):
         rows = export(runs, "trajectories", reward=RewardConfig(**kw))

@@ -14,6 +14,9 @@ The card says first, in bold, when kernels come from the offline demo's hand-wri
   per-round reward (``RewardConfig``).
 - ``preference_rows``: for the same task and the same prompt, a verified kernel over an incorrect,
   hacked or failed one, or over a verified one it beats by ``min_margin``.
+- ``turn_rows``: every Coder and Judge turn on its own, labelled: the Coder's with the verdict on its kernel
+  (``verified``, ``hacked`` for a guard's rejection, else the status), the guard findings, the precision of its
+  speedup and its reward; the Judge's with the verdict and the profiler metrics it read. Negatives are kept.
 """
 
 from __future__ import annotations
@@ -306,9 +309,92 @@ def _pair_row(cv: TaskView, c: RoundView, lv: TaskView, loser: RoundView, reason
     }  # fmt: skip
 
 
+# --------------------------------------------------------------------------- turns
+
+
+def label(r: RoundView) -> str:
+    """A round's kernel in one word: ``verified``, ``hacked`` (an integrity guard rejected it), else the
+    evaluation's status (``incorrect``, ``compile_error`` ...) or why there was none (``no_code``, ``llm_error``)."""
+    return "verified" if r.verified else "hacked" if r.hacked else r.status
+
+
+def findings(result: EvalResult | None) -> list[dict[str, Any]]:
+    """Every integrity finding of an evaluation, as the schema's structs."""
+    return [{"guard": str(f.get("guard", "")), "verdict": str(f.get("verdict", "")),
+             "evidence": str(f.get("evidence", ""))[:2000]} for f in (result.guard_findings if result else [])]
+
+
+def precision_info(result: EvalResult | None) -> dict[str, Any]:
+    """How the candidate's speedup was measured (nulls when untimed)."""
+    measured = result.measurement() if result is not None else {}
+    best = measured.get("best_allowed")
+
+    def number(key: str) -> float | None:
+        value = measured.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return {"reference": measured.get("precision"), "over_strict_fp32": number("over_strict_fp32"),
+            "best_allowed": str(best) if best is not None else None,
+            "over_best_allowed": number("over_best_allowed"),
+            "probe_reproduces_win": measured.get("probe_reproduces_win"),
+            "launch_inclusive": number("launch_inclusive"), "timing_clean": measured.get("timing_clean")}  # fmt: skip
+
+
+def profile_metrics(profile: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The metrics the Judge read in a round (its ``profile.json``'s ``judge_metrics``), in order."""
+    out = []
+    for name, value in ((profile or {}).get("judge_metrics") or {}).items():
+        if isinstance(value, dict) and isinstance(value.get("value"), (int, float)):
+            out.append({"name": str(name), "value": float(value["value"]), "unit": str(value.get("unit") or ""),
+                        "text": None})  # fmt: skip
+        else:
+            out.append({"name": str(name), "value": None, "unit": None, "text": str(value)[:500]})
+    return out
+
+
+def _held_out_correct(view: TaskView, r: RoundView) -> bool | None:
+    """For the task's best kernel, whether it was correct on every held-out shape (None otherwise, or unchecked)."""
+    result = view.result
+    if result is None or not result.held_out or r.candidate_hash != result.best_candidate_hash:
+        return None
+    rows = [row for row in result.held_out.get("shapes", []) if row.get("status") != "skipped"]
+    return all(bool(row.get("correct")) for row in rows) if rows else None
+
+
+def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
+    """One row per agent turn: every Coder reply (the kernel's verdict and reward) and every Judge reply (the
+    verdict it read and the profiler metrics), failures and rejected hacks included."""
+    rows = []
+    for view in tasks:
+        for r in view.rounds:
+            base = {"task_id": view.task.id, "task_name": view.task.name, "level": view.level, "round": r.round,
+                    "verified": r.verified, "hacked": r.hacked, "guard_findings": findings(r.eval),
+                    "precision": precision_info(r.eval), "eval": measurement(r), "eval_summary": _eval_summary(r),
+                    "provenance": provenance(view, r)}  # fmt: skip
+            transcript = r.transcript()
+            if transcript:
+                prompt = transcript[:-1] if transcript[-1]["role"] == "assistant" else transcript
+                reply = transcript[len(prompt):]
+                own = (r.profile or {}).get("candidate_hash") == r.candidate_hash
+                rows.append({**base, "id": _row_id("turn", str(view.run.path), view.task.id, r.round, "coder"),
+                             "role": "coder", "mode": r.coder_mode, "messages": prompt, "completion": reply,
+                             "label": label(r), "profile_metrics": profile_metrics(r.profile) if own else [],
+                             "feedback": None, "reward": reward(r, cfg.reward),
+                             "held_out_correct": _held_out_correct(view, r)})  # fmt: skip
+            judge_mode, judge_messages, judge_text = _judge_part(r)
+            if judge_messages:
+                prompt = judge_messages[:-1] if judge_messages[-1]["role"] == "assistant" else judge_messages
+                rows.append({**base, "id": _row_id("turn", str(view.run.path), view.task.id, r.round, "judge"),
+                             "role": "judge", "mode": judge_mode, "messages": prompt,
+                             "completion": judge_messages[len(prompt):], "label": label(r),
+                             "profile_metrics": profile_metrics(r.profile), "feedback": judge_text, "reward": None,
+                             "held_out_correct": None})  # fmt: skip
+    return rows
+
+
 # --------------------------------------------------------------------------- writing
 
-BUILDERS = {"sft": sft_rows, "trajectories": trajectory_rows, "preferences": preference_rows}
+BUILDERS = {"sft": sft_rows, "trajectories": trajectory_rows, "preferences": preference_rows, "turns": turn_rows}
 
 _DESCRIPTIONS = {
     "sft": "Task prompt -> verified kernel (KernelBench ModelNew format), from cudaforge run directories.",
@@ -316,6 +402,10 @@ _DESCRIPTIONS = {
     "reward per round, from cudaforge run directories.",
     "preferences": "Preference pairs for the same task and prompt: a verified kernel (chosen) over an incorrect, "
     "hacked or slower one (rejected), from cudaforge run directories.",
+    "turns": "Every Coder and Judge turn, labelled with the evaluator's verdict on the kernel (`verified`, `hacked` "
+    "where an integrity guard rejected it, else the failure's status), the guard findings, the precision of the "
+    "speedup and the profiler metrics the Judge read: verified positives and labelled negatives, from cudaforge run "
+    "directories.",
 }
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from cudaforge import pyast
 from cudaforge.track.store import RoundFiles, RunDir, TaskDir, expand_run_dirs
-from cudaforge.types import EvalResult, EvalStatus, Task, source_hash
+from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
 
 _LEVEL = re.compile(r"(?:^|/)level(\d+)(?:/|$)")
 
@@ -108,6 +108,8 @@ class RoundView:
     """The evaluation's status, else the round's status in ``results.jsonl`` (``no_code`` / ``llm_error``)."""
     reused: bool = False
     """True when the same source was evaluated in an earlier round of the task."""
+    profile: dict[str, Any] | None = None
+    """``profile.json``: what the profiler found on the kernel the Judge read this round (None: not profiled)."""
 
     @property
     def verified(self) -> bool:
@@ -155,6 +157,8 @@ class TaskView:
     run: RunInfo
     task: Task
     rounds: list[RoundView] = field(default_factory=list)
+    result: TaskResult | None = None
+    """The task's row of ``results.jsonl`` (None: unfinished); read for the held-out shapes of its best kernel."""
 
     @property
     def level(self) -> int | None:
@@ -218,15 +222,6 @@ def run_info(path: Path) -> RunInfo:
     )  # fmt: skip
 
 
-def _history_status(run: RunDir) -> dict[tuple[str, int], str]:
-    """``(task id, round) -> status`` from ``results.jsonl`` (the last row of a task wins)."""
-    out: dict[tuple[str, int], str] = {}
-    for result in run.results():
-        for record in result.history:
-            out[(result.task_id, record.round)] = record.status
-    return out
-
-
 def _task(folder: TaskDir) -> Task | None:
     data = folder.task()
     if data is None or "id" not in data:
@@ -251,7 +246,7 @@ def _round(files: RoundFiles, status_from_history: str | None, seen: set[str]) -
         seen.add(digest)
     return RoundView(
         round=files.number, coder_mode=(coder or {}).get("mode"), coder=coder, source=source, candidate_hash=digest,
-        eval=result, judge=files.judge, status=status, reused=reused,
+        eval=result, judge=files.judge, status=status, reused=reused, profile=files.profile,
     )  # fmt: skip
 
 
@@ -260,7 +255,9 @@ def load_run_view(path: str | Path) -> RunView:
     path = Path(path).expanduser().resolve()
     info = run_info(path)
     run = RunDir(path)
-    history = _history_status(run)
+    latest = run.latest_results()
+    history = {(task_id, record.round): record.status for task_id, result in latest.items()
+               for record in result.history}  # fmt: skip
     tasks = []
     for folder in run.tasks():
         task = _task(folder)
@@ -268,7 +265,7 @@ def load_run_view(path: str | Path) -> RunView:
             continue
         seen: set[str] = set()
         rounds = [_round(files, history.get((task.id, files.number)), seen) for files in folder.rounds()]
-        tasks.append(TaskView(run=info, task=task, rounds=rounds))
+        tasks.append(TaskView(run=info, task=task, rounds=rounds, result=latest.get(task.id)))
     return RunView(info=info, tasks=tasks)
 
 

@@ -128,7 +128,51 @@ PREFERENCES = {
     "rejected_info": SIDE,
 }
 
-SCHEMAS: dict[str, dict[str, Any]] = {"sft": SFT, "trajectories": TRAJECTORIES, "preferences": PREFERENCES}
+FINDING = {"guard": "string", "verdict": "string", "evidence": "string"}
+"""One integrity-guard finding (``reject`` findings make a candidate a hack)."""
+
+PRECISION = {
+    "reference": "string",
+    "over_strict_fp32": "float64",
+    "best_allowed": "string",
+    "over_best_allowed": "float64",
+    "probe_reproduces_win": "bool",
+    "launch_inclusive": "float64",
+    "timing_clean": "bool",
+}
+"""How a speedup was measured (``EvalResult.measurement``): the reference's precision and the precision probe."""
+
+METRIC = {"name": "string", "value": "float64", "unit": "string", "text": "string"}
+"""One profiler metric the Judge read (``value`` and ``unit``, or ``text`` for a non-numeric one)."""
+
+TURNS = {
+    "id": "string",
+    "task_id": "string",
+    "task_name": "string",
+    "level": "int64",
+    "round": "int64",
+    "role": "string",
+    "mode": "string",
+    "messages": [MESSAGE],
+    "completion": [MESSAGE],
+    "label": "string",
+    "verified": "bool",
+    "hacked": "bool",
+    "guard_findings": [FINDING],
+    "precision": PRECISION,
+    "eval": MEASUREMENT,
+    "eval_summary": "string",
+    "profile_metrics": [METRIC],
+    "feedback": "string",
+    "reward": "float64",
+    "held_out_correct": "bool",
+    "provenance": PROVENANCE,
+}
+"""One agent turn: a Coder reply and the evaluator's verdict on its kernel, or a Judge reply and the verdict and
+profiler metrics it read."""
+
+SCHEMAS: dict[str, dict[str, Any]] = {"sft": SFT, "trajectories": TRAJECTORIES, "preferences": PREFERENCES,
+                                      "turns": TURNS}
 """Format name -> schema."""
 
 
