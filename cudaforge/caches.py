@@ -109,6 +109,8 @@ def _registry(paths: CachePaths) -> list[CacheKind]:
         _pch_kind(paths.pch),
         *_jit_kinds(paths.build),
         CacheKind("profiles", paths.profiles, "Nsight Compute profiles and task costs", r"[0-9a-f]{2}|task_cost"),
+        CacheKind("baselines", paths.build / "baselines", "references timed eagerly and under torch.compile beside a "
+                  "run (eval.compile_beside), one file per task, GPU model, torch and mode", r"[0-9a-f]{32}\.json"),
         _llm_kind(paths.llm),
     ]
 

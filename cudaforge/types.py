@@ -663,3 +663,7 @@ class TaskResult(Record):
     """The best kernel on shapes it never saw (``eval.held_out_shapes``, ``cudaforge/eval/held_out.py``): ``shapes``, a
     row per shape (``shape``, ``sizes``, ``status``, ``correct``, ``speedup`` ...), ``note`` (why there are none) and
     ``seconds``. Empty: not checked (no correct kernel, the setting off, or a run made before it existed)."""
+    compile_beside: dict[str, Any] = field(default_factory=dict)
+    """The reference timed eagerly and under torch.compile beside the loop (``eval.compile_beside``,
+    ``cudaforge/eval/compile_beside.py``): ``mode``, ``gpu``, ``eager_ms``, ``compile_ms``, ``compile_over_eager``,
+    ``cached``, ``status``. Empty: not measured (no GPU, no timed correct kernel, the setting off)."""

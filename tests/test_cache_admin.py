@@ -119,7 +119,7 @@ def test_unknown_kinds_are_refused_and_nothing_is_cleared(caches, capsys):
     assert info(caches)["build"]["entries"] == 2
     assert main_cache(["clear", "bogus"], caches) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "known kinds are build, pch, tilelang, triton, profiles, llm" in err
+    assert err.count("\n") == 1 and "known kinds are build, pch, tilelang, triton, profiles, baselines, llm" in err
     assert main_cache(["frobnicate"], caches) == 2
     assert info(caches)["build"]["entries"] == 2
 

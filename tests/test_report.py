@@ -166,7 +166,8 @@ def test_bootstrap_intervals_contain_the_estimate_and_are_seeded():
     results = [result(f"kb/level{1 + i % 2}/{i}_T", 0.5 + (i * 37 % 23) / 10, correct=i % 7 != 0,
                       cost_usd=0.01 * i, minutes=i % 5, wall_minutes=i % 5, active_minutes=i % 3,
                       tokens_in=i, held_out={"shapes": [{"shape": "odd", "status": "correct", "correct": i % 3 != 0,
-                                                         "speedup": 0.5 + i / 20}]})
+                                                         "speedup": 0.5 + i / 20}]},
+                      compile_beside={"compile_over_eager": 0.8 + (i % 4) / 5})
                for i in range(40)]  # fmt: skip
     a = run_stats(results, bootstrap=400, seed=3)
     for group in a.values():

@@ -261,6 +261,7 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
     assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["held_out_geomean"].value is None
     results = load_runs([jobs[0]])[0].results
     assert all({r["shape"] for r in t.held_out["shapes"]} == {"odd", "large"} for t in results)
+    assert all(t.compile_beside == {} for t in results)  # nothing timed on a CPU, so no torch.compile pair
     written = write_report(report, tmp_path / "report", plots=False)
     rows = list(csv.DictReader((tmp_path / "report" / "anytime.csv").open()))
     minutes = [r for r in rows if r["axis"] == "minutes" and r["metric"] == "correct_pct" and r["group"] == "overall"]

@@ -98,6 +98,12 @@ class EvalConfig:
     (a non-power-of-two one and a larger one; docs/evaluation.md, "Held-out shapes"), and time it there on a GPU. The
     verdicts are kept in ``TaskResult.held_out`` and tabled by ``cudaforge report``; they change no verdict of the
     loop."""
+    compile_beside: bool = True
+    """On a GPU, after the loop, time each task's reference under ``torch.compile`` beside eager (cached per task, GPU
+    model, torch and mode), so the report gives every speedup over torch.compile too (docs/evaluation.md, "torch.compile
+    beside eager"). Off, or with ``baseline=compile``, nothing is added."""
+    compile_beside_mode: str = "max-autotune"
+    """The torch.compile mode timed beside eager."""
     held_out_max_input_mb: int = 4096
     """A held-out shape whose inputs are larger than this is skipped, said why (on a CPU at most 64 MiB)."""
     atol_fp32: float = 1e-4

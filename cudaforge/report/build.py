@@ -15,7 +15,9 @@ from cudaforge.report.paired import paired_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
-from cudaforge.report.stats import FailedAs, group_results, held_out_summary, measurement_summary, metrics, run_stats
+from cudaforge.report.stats import (
+    FailedAs, group_results, held_out_summary, measurement_summary, metrics, run_stats, speedup_over_compile,
+)  # fmt: skip
 from cudaforge.report import tables
 from cudaforge.tasks.identity import difference_text, other_problem_set, version_line
 from cudaforge.track.store import expand_run_dirs
@@ -73,12 +75,27 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             more = " ..." if len(run.unfinished) > 5 else ""
             notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
                          f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
-        notes += _time_notes(run) + _measurement_notes(run) + _prompt_notes(run) + _held_out_notes(run)
+        notes += (_time_notes(run) + _measurement_notes(run) + _prompt_notes(run) + _held_out_notes(run)
+                  + _compile_notes(run))
         notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
                      f"per-round minutes from {run.spend_source['minutes']}.")
     for table in report.published:
         notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
     return notes
+
+
+def _compile_notes(run: RunData) -> list[str]:
+    """How the speedups over torch.compile were had, when a run timed it beside eager."""
+    pairs = [r.compile_beside for r in run.results if speedup_over_compile(r)]
+    if not pairs:
+        return []
+    modes = sorted({str(p.get("mode")) for p in pairs})
+    cached = sum(1 for p in pairs if p.get("cached"))
+    timed = sum(1 for r in run.results if r.correct and r.best_speedup)
+    return [f"{run.label}: vs compile: each timed correct kernel's speedup over eager divided by torch.compile's "
+            f"(mode {', '.join(modes)}) over eager, both timed in one child on the same GPU model "
+            f"({len(pairs)} of {timed} timed task(s); {cached} pair(s) from the cache). fast_p vs compile counts a "
+            "failed task as not fast and leaves out a correct one without the pair."]
 
 
 def _held_out_notes(run: RunData) -> list[str]:
@@ -244,8 +261,10 @@ def build_report(
     groups = sorted(levels, key=lambda g: int(g[5:])) + others + ["overall"]
     concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
     held_out = any(r.held_out for run in loaded for r in run.results)
+    compiled = any(speedup_over_compile(r) for run in loaded for r in run.results)
     report = Report(loaded, stats, select_published(list(compare), published_dir),
-                    metrics(fast_p, active_minutes=concurrent, held_out=held_out), groups, failed_as)  # fmt: skip
+                    metrics(fast_p, active_minutes=concurrent, held_out=held_out, compile_beside=compiled), groups,
+                    failed_as)  # fmt: skip
     report.fast_p, report.bootstrap, report.confidence, report.seed = fast_p, bootstrap, confidence, seed
     report.arms = arms(loaded, pool=pool_seeds)
     report.arm_stats = [arm_stats(arm, **options) if arm.pooled else None for arm in report.arms]

@@ -63,10 +63,11 @@ def fast_key(p: float) -> str:
 
 
 def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = False,
-            held_out: bool = False) -> list[Metric]:
+            held_out: bool = False, compile_beside: bool = False) -> list[Metric]:
     """The report's columns, in table order (``active_minutes``: with the column of minutes without GPU-lock
     waits, which a report shows when some run had several tasks at once; ``held_out``: with the two columns of the
-    held-out shapes, shown when some run checked them)."""
+    held-out shapes, shown when some run checked them; ``compile_beside``: with the geometric mean and fast_p over
+    torch.compile, shown when some run timed it beside eager)."""
     out = [
         Metric("tasks", "Tasks", 0, "correct", "count"),
         Metric("correct_pct", "Correct %", 1, "correct", "pct"),
@@ -76,6 +77,10 @@ def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = Fal
         Metric("geomean", "Geo. mean", 3, "log_speedup", "geomean"),
     ]
     out += [Metric(fast_key(p), f"fast_{p:g} %", 1, f"fast_{p:g}", "pct") for p in fast_p]
+    if compile_beside:
+        out.append(Metric("compile_geomean", "Geo. mean vs compile", 3, "compile_log_speedup", "geomean"))
+        out += [Metric(f"fast_{p:g}_compile_pct", f"fast_{p:g} vs compile %", 1, f"fast_{p:g}_compile", "pct")
+                for p in fast_p if p > 0]  # fmt: skip
     if held_out:
         out += [Metric("held_out_pct", "held-out correct %", 1, "held_out_correct", "pct"),
                 Metric("held_out_geomean", "held-out geo. mean", 3, "held_out_log_speedup", "geomean")]
@@ -153,6 +158,15 @@ def speedup_vectors(correct: np.ndarray, raw: np.ndarray, failed_as: FailedAs,
     return vectors
 
 
+def speedup_over_compile(result: TaskResult) -> float | None:
+    """A task's best speedup over torch.compile (``TaskResult.compile_beside``): its speedup over eager divided by
+    compile's, each a ratio measured within one session (None without both)."""
+    ratio = (result.compile_beside or {}).get("compile_over_eager")
+    if not (result.correct and result.best_speedup) or not isinstance(ratio, (int, float)) or ratio <= 0:
+        return None
+    return result.best_speedup / ratio
+
+
 def held_out_summary(result: TaskResult) -> dict[str, Any]:
     """A task's held-out record (``TaskResult.held_out``) as the report reads it: ``checked`` (shapes evaluated),
     ``correct`` (True when the kernel was correct on every one; None without any) and ``speedup`` (the geometric mean
@@ -179,6 +193,15 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
                                    dtype=float),
         "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
     })
+    over_compile = np.array([speedup_over_compile(r) or math.nan for r in results], dtype=float)
+    measured = ~np.isnan(over_compile)
+    failed = np.array([not r.correct for r in results])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vectors["compile_log_speedup"] = np.where(measured, np.log(over_compile), math.nan)
+    for p in fast_p:
+        if p > 0:  # a failed task is never fast; a correct one without the compile pair is left out
+            vectors[f"fast_{p:g}_compile"] = np.where(failed, 0.0, np.where(
+                measured, (np.nan_to_num(over_compile) > p).astype(float), math.nan))
     held = [held_out_summary(r) for r in results]
     vectors["held_out_correct"] = np.array([math.nan if h["correct"] is None else float(h["correct"]) for h in held],
                                            dtype=float)
@@ -287,7 +310,7 @@ def seeded_group_stats(
         rng = np.random.default_rng([seed, zlib.crc32(group.encode())])
         draws = resample_indices(rng, bootstrap, n, len(per_seed))
     tail = (1 - confidence) / 2 * 100
-    for metric in metrics(fast_p, active_minutes=True, held_out=True):
+    for metric in metrics(fast_p, active_minutes=True, held_out=True, compile_beside=True):
         if metric.reduce == "count":
             stats.values[metric.key] = Estimate(float(n))
             continue

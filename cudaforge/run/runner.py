@@ -207,6 +207,7 @@ def run_one(
     )  # fmt: skip
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
     _held_out(ctx, task, task_store, result)
+    _compile_beside(ctx, task, result)
     result.cost_usd = services.ledger.task_cost(task.id)  # None, not the budget's 0, when nothing was priced
     result.time_split["queue"] = result.time_split.get("queue", 0.0) + queued_s
     ctx.store.append_result(result)
@@ -229,6 +230,27 @@ def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) 
         limit = min(limit, CPU_INPUT_BYTES)  # inputs sized for a CPU evaluation
     result.held_out = check_held_out(ctx.evaluator, task, source, max_input_bytes=limit)
     result.time_split["held_out"] = result.held_out["seconds"]
+
+
+def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:
+    """The reference timed under torch.compile beside eager (``eval.compile_beside``) for a task with a timed correct
+    kernel, on the evaluator's first GPU; its seconds are kept in ``time_split["compile_beside"]``."""
+    cfg = ctx.cfg.eval
+    gpus = getattr(ctx.evaluator, "gpus", None)
+    if not (getattr(cfg, "compile_beside", False) and gpus and result.correct and result.best_speedup):
+        return
+    if str(getattr(cfg.baseline, "value", cfg.baseline)) == "compile":
+        return  # the speedups are over torch.compile already
+    from cudaforge.eval.compile_beside import compile_beside
+    from cudaforge.vendor import current
+
+    started = time.monotonic()
+    try:
+        name = current().model_name(gpus[0]).removeprefix("NVIDIA ").strip()
+    except Exception:  # noqa: BLE001 - an unnamed GPU: its id stands for it (cached per id)
+        name = f"gpu-{gpus[0]}"
+    result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache)
+    result.time_split["compile_beside"] = round(time.monotonic() - started, 3)
 
 
 def pin_of(suite: Any) -> dict[str, Any] | None:

@@ -1,0 +1,70 @@
+"""torch.compile timed beside eager: the cache of (task, GPU, torch, mode, timing) pairs, and the report's columns over
+torch.compile. The timing itself needs a GPU (scripts/gpu_check.py); here no GPU is ever used: a cached pair is
+served without one, and a measurement without a GPU is said and never cached."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from cudaforge.eval.baseline import Baseline
+from cudaforge.eval.compile_beside import CACHE_DIR, cache_key, compile_beside
+from cudaforge.eval.evaluator import _default_eval_config
+from cudaforge.report import build_report
+from cudaforge.report.stats import speedup_over_compile
+from cudaforge.types import Task, TaskResult, TimingStats
+from test_report import write_run
+
+TASK = Task(id="t/level1/1_A", suite="t", level=1, problem_id=1, name="A", source="class Model: pass\n")
+
+
+def stats(ms: float) -> TimingStats:
+    return TimingStats(n=100, median=ms, mean=ms, min=ms, max=ms, std=0.0, ci_low=ms, ci_high=ms)
+
+
+def test_a_pair_is_cached_per_task_gpu_torch_mode_and_timing(tmp_path):
+    cfg = {**_default_eval_config(), "compile_beside_mode": "max-autotune"}
+    key = cache_key(TASK, "H200", "max-autotune", cfg)
+    assert key != cache_key(TASK, "H100", "max-autotune", cfg) != cache_key(TASK, "H200", "default", cfg)
+    assert key != cache_key(TASK, "H200", "max-autotune", {**cfg, "timing_trials": cfg["timing_trials"] + 1})
+    other = Task(**{**TASK.to_dict(), "source": "class Model: other\n"})
+    assert key != cache_key(other, "H200", "max-autotune", cfg)
+    # a pair measured on an H200 before: served from the cache, no GPU needed
+    stored = Baseline(TASK.id, "ok", eager=stats(2.0), compile=stats(0.5), compile_mode="max-autotune")
+    (tmp_path / CACHE_DIR).mkdir()
+    (tmp_path / CACHE_DIR / f"{key}.json").write_text(json.dumps(stored.to_dict()))
+    record = compile_beside(TASK, "0", "H200", cfg, tmp_path)
+    assert record["cached"] and record["status"] == "ok" and record["compile_over_eager"] == 4.0
+    assert (record["eager_ms"], record["compile_ms"], record["mode"], record["gpu"]) == (2.0, 0.5, "max-autotune", "H200")
+    # on another GPU model nothing is cached: the measurement needs a GPU, and without one it says so, uncached
+    missing = compile_beside(TASK, None, "H100", cfg, tmp_path)
+    assert missing["status"] == "unavailable" and missing["compile_over_eager"] is None and not missing["cached"]
+    assert "no GPU" in missing["message"]
+    assert sorted(p.name for p in (tmp_path / CACHE_DIR).iterdir()) == [f"{key}.json"]
+    # an unreadable cache file is measured again, not trusted
+    (tmp_path / CACHE_DIR / f"{key}.json").write_text("{")
+    assert compile_beside(TASK, None, "H200", cfg, tmp_path)["status"] == "unavailable"
+
+
+def _result(task_id: str, speedup: float | None, ratio: float | None, correct: bool = True) -> TaskResult:
+    pair = {"compile_over_eager": ratio, "mode": "max-autotune", "cached": False} if ratio else {}
+    return TaskResult(task_id=task_id, correct=correct, best_speedup=speedup if correct else None, compile_beside=pair)
+
+
+def test_the_report_gives_speedups_over_torch_compile_by_hand(tmp_path):
+    results = [
+        _result("t/level1/1_A", 3.0, 1.5),  # 2.0 over compile
+        _result("t/level1/2_B", 1.2, 2.0),  # 0.6 over compile: faster than eager, slower than compile
+        _result("t/level1/3_C", 1.1, None),  # timed, no pair: left out of the compile columns
+        _result("t/level1/4_D", None, 1.3, correct=False),  # failed: never fast
+    ]
+    assert speedup_over_compile(results[0]) == 2.0 and speedup_over_compile(results[2]) is None
+    report = build_report([write_run(tmp_path / "r", results)], bootstrap=0, fast_p=[0, 1])
+    assert [m.key for m in report.metrics if "compile" in m.key] == ["compile_geomean", "fast_1_compile_pct"]
+    values = report.rows("overall")[0].values
+    assert values["compile_geomean"].value == pytest.approx(math.sqrt(2.0 * 0.6))
+    assert values["fast_1_compile_pct"].value == pytest.approx(100 / 3)  # A of A, B, D
+    assert values["fast_1_pct"].value == pytest.approx(75.0)  # over eager: A, B, C
+    assert any("vs compile" in note and "2 of 3 timed task(s)" in note for note in report.notes)
