@@ -83,6 +83,8 @@ def test_sizes_are_changed_in_place_so_derived_sizes_follow():
     exec(changed, scope)
     assert (scope["a"], scope["b"], scope["N"]) == (49, 196, 25)
     assert changed.endswith("# cudaforge held-out shape: a=49, N=25\n")
+    unicode = 'label = "\u00e9\u00e9"; size = 64\n'  # ast's columns count UTF-8 bytes, not characters
+    assert with_sizes(unicode, size_globals(unicode), {"size": 49}).startswith('label = "\u00e9\u00e9"; size = 49\n')
     names = [p.name for p in proposals(RELU_TASK)]
     assert names == ["odd", "odd_batch_size", "odd_dim", "large"]
     assert next(p for p in proposals(RELU_TASK) if p.name == "large").sizes == {"batch_size": 512}
@@ -165,3 +167,35 @@ def test_the_report_tables_held_out_correct_and_speedup_by_hand(tmp_path):
     assert "1 task(s) without a held-out shape: the task sets no size at top level" in notes
     plain = build_report([write_run(tmp_path / "p", [TaskResult(task_id="t/level1/1_A", correct=True)])], bootstrap=0)
     assert not any(m.key.startswith("held_out") for m in plain.metrics)  # runs without held-out shapes: no columns
+
+
+def test_a_failing_held_out_check_never_costs_the_task_its_result(monkeypatch, evaluator):
+    from types import SimpleNamespace
+
+    import cudaforge.eval.held_out as held_out_module
+    from cudaforge.run.runner import _held_out
+    from cudaforge.types import GpuUnavailable
+
+    relu = task(RELU_TASK)
+    ctx = SimpleNamespace(cfg=SimpleNamespace(eval=SimpleNamespace(held_out_shapes=True, held_out_max_input_mb=64)),
+                          evaluator=evaluator)
+    store = SimpleNamespace(candidate=lambda digest: HONEST)
+    result = TaskResult(task_id=relu.id, correct=True, best_candidate_hash="abc")
+
+    def broken(task):
+        raise RuntimeError("a bug in the shapes")
+
+    monkeypatch.setattr(held_out_module, "held_out_shapes", broken)
+    _held_out(ctx, relu, store, result)
+    assert result.held_out["shapes"] == [] and "RuntimeError: a bug in the shapes" in result.held_out["note"]
+    assert "held_out" in result.time_split
+
+    def lost(task):
+        raise GpuUnavailable("GPU 0 is lost")
+
+    monkeypatch.setattr(held_out_module, "held_out_shapes", lost)
+    with pytest.raises(GpuUnavailable):  # the machine's failure still stops the task, to be run again
+        _held_out(ctx, relu, store, TaskResult(task_id=relu.id, correct=True, best_candidate_hash="abc"))
+    untouched = TaskResult(task_id=relu.id, correct=False)
+    _held_out(ctx, relu, store, untouched)  # no correct kernel: nothing checked
+    assert untouched.held_out == {}

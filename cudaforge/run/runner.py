@@ -228,7 +228,14 @@ def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) 
     limit = int(ctx.cfg.eval.held_out_max_input_mb) << 20
     if not getattr(ctx.evaluator, "gpus", None):
         limit = min(limit, CPU_INPUT_BYTES)  # inputs sized for a CPU evaluation
-    result.held_out = check_held_out(ctx.evaluator, task, source, max_input_bytes=limit)
+    started = time.monotonic()
+    try:
+        result.held_out = check_held_out(ctx.evaluator, task, source, max_input_bytes=limit)
+    except GpuUnavailable:
+        raise  # the machine's failure: the task stays unfinished and runs again (docs/campaigns.md)
+    except Exception as exc:  # noqa: BLE001 - an aside of the run: its failure never costs the task its result
+        result.held_out = {"shapes": [], "note": f"the held-out check failed: {type(exc).__name__}: {exc}"[:500],
+                           "seconds": round(time.monotonic() - started, 3)}
     result.time_split["held_out"] = result.held_out["seconds"]
 
 
@@ -249,7 +256,10 @@ def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:
         name = current().model_name(gpus[0]).removeprefix("NVIDIA ").strip()
     except Exception:  # noqa: BLE001 - an unnamed GPU: its id stands for it (cached per id)
         name = f"gpu-{gpus[0]}"
-    result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache)
+    try:
+        result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache)
+    except Exception as exc:  # noqa: BLE001 - an aside of the run: its failure never costs the task its result
+        result.compile_beside = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
     result.time_split["compile_beside"] = round(time.monotonic() - started, 3)
 
 

@@ -116,8 +116,8 @@ def with_sizes(source: str, sizes: list[SizeGlobal], new: dict[str, int]) -> str
         (line, col), (end_line, end_col) = g.start, g.end
         if line != end_line:
             continue  # a literal over several lines: leave it
-        text = lines[line - 1]
-        lines[line - 1] = text[:col] + str(int(new[g.name])) + text[end_col:]
+        text = lines[line - 1].encode()  # ast's columns count UTF-8 bytes
+        lines[line - 1] = (text[:col] + str(int(new[g.name])).encode() + text[end_col:]).decode()
     changed = ", ".join(f"{k}={v}" for k, v in new.items())
     tail = "" if not lines or lines[-1].endswith("\n") else "\n"
     return "".join(lines) + f"{tail}# cudaforge held-out shape: {changed}\n"
