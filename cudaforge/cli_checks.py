@@ -118,17 +118,31 @@ examples:
 
 keys: plan.* (nodes, gpus, from_run, input_tokens_per_call, output_tokens_per_call, llm_seconds_per_call,
 round_seconds), output=FILE (the plan as JSON). exit status: 0 planned, 2 a usage error. See docs/campaigns.md.""",
-    "export": """usage: cudaforge export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences [key=value ...]
+    "export": """usage: cudaforge export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences|turns [key=value ...]
 
-Datasets (JSONL, loadable with Hugging Face datasets) of verified kernels from finished runs, with a card that
-says how they were made.
+Datasets (JSONL, loadable with Hugging Face datasets) of verified kernels from finished runs, or of every agent turn
+labelled with its verdict (format=turns: hacks and failures included), with a card that says how they were made.
 
 examples:
   cudaforge export RUN format=sft
   cudaforge export RUN_A RUN_B format=preferences min_speedup=1.2
-  cudaforge export RUN format=trajectories out_dir=data/
+  cudaforge export RUN format=turns out_dir=data/
 
 keys: export.* (given without the prefix). exit status: 0 written, 2 a usage error. See docs/teaching.md.""",
+    "integrate": """usage: cudaforge integrate RUN_DIR [RUN_DIR ...] [recipe=NAME|FILE] [key=value ...]
+
+The runs' best kernels patched into a whole model (a recipe: the model built from its config with random weights,
+and which module class each task's kernel replaces), checked against the eager model in the sandbox and, on a GPU,
+timed end to end against eager and torch.compile. Writes <recipe>.json and .md into <first run>/integrate/, which
+`cudaforge report` shows beside each kernel's standalone speedup.
+
+examples:
+  cudaforge integrate outputs/runs/A                                  # recipe tiny_mlp: the tiny suite's kernels
+  cudaforge integrate outputs/runs/MAIN recipe=transformer_block      # the main suite's LayerNorm and GELU
+  cudaforge integrate RUN_A RUN_B recipe=my_model.py out_dir=results/
+
+keys: integrate.* (given without the prefix: recipe, out_dir), eval.* (the protocol). exit status: 0 the patched model
+is correct, 1 it is not (or nothing could be patched), 2 a usage error. See docs/reports.md, "In a model".""",
     "skill distill": """usage: cudaforge skill distill RUN_DIR [RUN_DIR ...] [key=value ...]
 
 Writes a skill document from the Judge's advice that led to verified speedups in finished runs.

@@ -301,6 +301,20 @@ class ExportConfig:
 
 
 @dataclass
+class IntegrateConfig:
+    """``cudaforge integrate``: a run's best kernels patched into a whole model and timed end to end."""
+
+    runs: list[str] = field(default_factory=list)
+    """Run directories (or sweep folders); ``cudaforge integrate DIR [DIR ...]`` fills this."""
+    recipe: str = "tiny_mlp"
+    """A bundled recipe (``tiny_mlp``, ``transformer_block``) or a recipe file: the model and which kernels go where
+    (docs/reports.md, "In a model")."""
+    out_dir: str | None = None
+    """Where ``<recipe>.json`` and ``<recipe>.md`` go (null: <first run dir>/integrate, where ``cudaforge report``
+    finds them)."""
+
+
+@dataclass
 class SkillConfig:
     """``cudaforge skill distill`` (and ``skill compare``): skill documents from the Judge's advice."""
 
@@ -468,6 +482,8 @@ class CudaforgeConfig:
     """``cudaforge export`` settings."""
     skill: SkillConfig = field(default_factory=SkillConfig)
     """``cudaforge skill`` settings."""
+    integrate: IntegrateConfig = field(default_factory=IntegrateConfig)
+    """``cudaforge integrate`` settings."""
     rescore: RescoreConfig = field(default_factory=RescoreConfig)
     """``cudaforge rescore`` settings."""
     plan: PlanConfig = field(default_factory=PlanConfig)

@@ -12,6 +12,7 @@ from typing import Iterable
 from cudaforge.report.load import RunData, load_runs, run_concurrency
 from cudaforge.report.model import Report
 from cudaforge.report.paired import paired_lines
+from cudaforge.run.integrate import report_lines as integration_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
@@ -276,6 +277,7 @@ def build_report(
                     + [f"{note[0].upper()}{note[1:]}." for note in skipped])
     report.problem_sets = problem_set_lines(loaded)
     report.protocols = protocol_lines(loaded)
+    report.integrations = integration_lines([run.path for run in loaded])
     report.paired = paired_lines(loaded, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed,
                                  against=paired_with, arms=report.arms)
     return report

@@ -40,6 +40,8 @@ class Report:
     """Markdown: each rescored run beside its source under both protocols, and the verdicts that changed."""
     paired: list[str] = field(default_factory=list)
     """Markdown: with exactly two runs, the paired comparison over their shared tasks (``paired.py``)."""
+    integrations: list[str] = field(default_factory=list)
+    """Markdown: each ``cudaforge integrate`` result in the runs' ``integrate/`` folders (``run/integrate.py``)."""
     caption: str = ""
     """One line for LaTeX captions: the definitions in brief."""
     fast_p: list[float] = field(default_factory=lambda: [0.0, 1.0, 1.5, 2.0])

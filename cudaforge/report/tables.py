@@ -103,6 +103,7 @@ def markdown(report: Report) -> str:
             out.append(f"| {row.label} | " + " | ".join(cells) + " |")
     out += report.protocols
     out += report.paired
+    out += report.integrations
     out += ["", "## Notes", ""] + [f"- {note}" for note in report.notes]
     return "\n".join(out) + "\n"
 

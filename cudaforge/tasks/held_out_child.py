@@ -1,5 +1,6 @@
 """The isolated side of the held-out shapes (``held_out.py``): each candidate shape's reference built and run on
-torch's ``meta`` device, which checks every shape and allocates nothing."""
+torch's ``meta`` device, which checks every shape and allocates nothing; and the module census of a model that
+``cudaforge integrate`` patches (``cudaforge/run/integrate.py``)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,20 @@ def check_shapes(payload: dict[str, Any], progress: Callable[[str], None]) -> di
         except Exception as exc:  # noqa: BLE001 - the reference refuses this shape: it is dropped, said why
             found[item["name"]] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
     return {"shapes": found}
+
+
+def module_census(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    """``payload["source"]``: a problem file; returns ``{"modules": {class name: instances}}`` of its ``Model`` built
+    on the meta device (the model itself not counted)."""
+    progress("build")
+    module = load_module(payload["source"], _MODULE)
+    try:
+        with torch.device("meta"):
+            model = module.Model(*list(module.get_init_inputs()))
+    finally:
+        sys.modules.pop(_MODULE, None)
+    counts: dict[str, int] = {}
+    for name, child in model.named_modules():
+        if name:
+            counts[type(child).__name__] = counts.get(type(child).__name__, 0) + 1
+    return {"modules": counts}
