@@ -68,3 +68,26 @@ def test_the_report_gives_speedups_over_torch_compile_by_hand(tmp_path):
     assert values["fast_1_compile_pct"].value == pytest.approx(100 / 3)  # A of A, B, D
     assert values["fast_1_pct"].value == pytest.approx(75.0)  # over eager: A, B, C
     assert any("vs compile" in note and "2 of 3 timed task(s)" in note for note in report.notes)
+
+
+def test_a_protocol_the_pair_cannot_match_measures_nothing(tmp_path):
+    cfg = {**_default_eval_config(), "tf32": "torch_default", "speedup_statistic": "mean"}
+    record = compile_beside(TASK, "0", "H200", cfg, tmp_path)  # no GPU is touched: nothing is measured at all
+    assert record["status"] == "not_comparable" and record["compile_over_eager"] is None
+    assert "eval.tf32=torch_default, eval.speedup_statistic=mean" in record["message"]
+    assert not (tmp_path / CACHE_DIR).exists()
+
+
+def test_a_run_without_pairs_shows_no_compile_figure_beside_one_with_them(tmp_path):
+    with_pairs = write_run(tmp_path / "a", [_result("t/level1/1_A", 3.0, 1.5), _result("t/level1/2_B", None, None, False)])
+    without = write_run(tmp_path / "b", [_result("t/level1/1_A", 3.0, None), _result("t/level1/2_B", None, None, False)])
+    report = build_report([with_pairs, without], bootstrap=0, fast_p=[0, 1])
+    a, b = (row.values for row in report.rows("overall"))
+    assert a["fast_1_compile_pct"].value == 50.0 and b["fast_1_compile_pct"].value is None
+    assert b["compile_geomean"].value is None
+    # speedups rebased onto a stored baseline are no longer the ones the pair divides: the compile columns go
+    baseline = tmp_path / "baseline.jsonl"
+    stored = Baseline("t/level1/1_A", "ok", eager=stats(1.0), compile=stats(0.5))
+    baseline.write_text(stored.to_json() + "\n")
+    rebased = build_report([with_pairs], bootstrap=0, baseline=str(baseline), baseline_mode="compile")
+    assert not any("compile" in m.key for m in rebased.metrics)

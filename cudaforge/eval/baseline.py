@@ -54,10 +54,16 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
     inputs = make_inputs(module, seed=cfg["seed"] * 7919, device=device)
     out: dict[str, Any] = {"task_id": task.id, "status": "ok", "compile_mode": cfg["compile_mode"]}
     out["fingerprint"] = environment_fingerprint(0)
+    import os
+
+    from cudaforge.hardware.gpu_lock import gpu_lock
+
     for mode in MODES:
         progress(mode)
         fn = model if mode == "eager" else torch.compile(model, mode=cfg["compile_mode"])
-        with torch.no_grad():
+        # the GPU's lock, as the verifier's timing holds it: nothing else times on this GPU meanwhile, and
+        # torch.compile's autotuning benchmarks disturb no other timing
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
             try:
                 times = time_one(fn, trials=cfg["timing_trials"], warmup=cfg["warmup"], flush_l2=cfg["flush_l2"],
                                  device=device, args=inputs, lead_us=cfg["timing_lead_us"])  # fmt: skip
@@ -70,9 +76,11 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
 
 
 def time_suite(
-    tasks: list[Task], eval_cfg: dict[str, Any], gpu: str | None, on_result: Callable[[Baseline], None] | None = None
+    tasks: list[Task], eval_cfg: dict[str, Any], gpu: str | None, on_result: Callable[[Baseline], None] | None = None,
+    lock_dir: str | None = None,
 ) -> list[Baseline]:
-    """Time every task's reference on physical GPU ``gpu`` (None: nothing is timed)."""
+    """Time every task's reference on physical GPU ``gpu`` (None: nothing is timed), each call under the GPU's lock
+    (``lock_dir``: the lock files' folder, shared with the evaluator and the profiler; None: the default)."""
     results = []
     for task in tasks:
         started = time.monotonic()
@@ -82,7 +90,7 @@ def time_suite(
             outcome = run_isolated(
                 "cudaforge.eval.baseline:time_reference", {"task": task.to_dict(), "eval": eval_cfg},
                 timeouts={"start": eval_cfg["static_timeout_s"]}, default_timeout=eval_cfg["timing_timeout_s"],
-                gpu=gpu,
+                gpu=gpu, env={"CUDAFORGE_LOCK_DIR": lock_dir} if lock_dir else None,
             )  # fmt: skip
             if outcome.status == "ok" and outcome.result:
                 result = Baseline.from_dict(outcome.result)

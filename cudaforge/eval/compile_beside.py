@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,10 @@ CACHE_DIR = "baselines"
 
 TIMING_KEYS = ("timing_trials", "warmup", "flush_l2", "timing_lead_us", "seed")
 """The timing settings a cached pair was measured under (a change measures it again)."""
+
+COMPARABLE = {"tf32": "off", "speedup_statistic": "median", "no_grad": True}
+"""The protocol settings the pair is measured under (``baseline.time_reference``: strict fp32, medians, no autograd).
+Under any other value the kernel's speedup over eager is not the same kind of ratio, so nothing is measured."""
 
 
 def _torch_version() -> str:
@@ -55,10 +60,24 @@ def summary(baseline: Baseline, mode: str, gpu_name: str, cached: bool) -> dict[
             "cached": cached, "message": baseline.message[:500]}  # fmt: skip
 
 
-def compile_beside(task: Task, gpu: str, gpu_name: str, cfg: dict[str, Any], cache_root: Path) -> dict[str, Any]:
+def not_comparable(cfg: dict[str, Any]) -> str:
+    """Why the protocol's speedups cannot be set beside the pair (``COMPARABLE``), or ""."""
+    other = [f"eval.{k}={getattr(cfg.get(k), 'value', cfg.get(k))}" for k, v in COMPARABLE.items()
+             if getattr(cfg.get(k), "value", cfg.get(k)) != v]  # fmt: skip
+    return (f"{', '.join(other)}: the torch.compile pair is timed in strict fp32, by medians, without autograd, so it "
+            "is not comparable with this protocol's speedups") if other else ""
+
+
+def compile_beside(task: Task, gpu: str, gpu_name: str, cfg: dict[str, Any], cache_root: Path,
+                   lock_dir: str | None = None) -> dict[str, Any]:
     """The reference's eager and compiled times on physical GPU ``gpu`` (model ``gpu_name``), from the cache when this
-    task, GPU model, torch, mode and timing were measured before; a failed measurement is returned, never cached."""
+    task, GPU model, torch, mode and timing were measured before; a failed measurement is returned, never cached.
+    ``lock_dir``: the GPU locks' folder the evaluator uses."""
     mode = str(cfg.get("compile_beside_mode") or "max-autotune")
+    why = not_comparable(cfg)
+    if why:
+        return {"status": "not_comparable", "mode": mode, "gpu": gpu_name, "eager_ms": None, "compile_ms": None,
+                "compile_over_eager": None, "cached": False, "message": why}  # fmt: skip
     key = cache_key(task, gpu_name, mode, cfg)
     path = Path(cache_root) / CACHE_DIR / f"{key}.json"
     try:
@@ -67,10 +86,10 @@ def compile_beside(task: Task, gpu: str, gpu_name: str, cfg: dict[str, Any], cac
             return summary(stored, mode, gpu_name, cached=True)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    measured = time_suite([task], {**cfg, "compile_mode": mode}, gpu)[0]
+    measured = time_suite([task], {**cfg, "compile_mode": mode}, gpu, lock_dir=lock_dir)[0]
     if measured.ms("eager") and measured.ms("compile"):
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(measured.to_dict()))
         tmp.replace(path)
     return summary(measured, mode, gpu_name, cached=False)

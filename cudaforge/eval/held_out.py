@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from cudaforge.isolation import run_isolated
-from cudaforge.tasks.held_out import HeldOutShape, choose, proposals
+from cudaforge.tasks.held_out import HeldOutShape, choose, proposals, shape_signature
 from cudaforge.types import EvalResult, Task
 
 CHILD_ENTRY = "cudaforge.tasks.held_out_child:check_shapes"
@@ -41,10 +41,11 @@ def held_out_shapes(task: Task) -> tuple[list[HeldOutShape], str]:
                     "could be checked ahead")
     for shape in shapes:
         shape.meta = found.get(shape.name) or {}
-    chosen = choose(shapes, {name: bool(info.get("ok")) for name, info in found.items()})
+    chosen = choose(shapes, {name: bool(info.get("ok")) for name, info in found.items()}, shape_signature(scored))
     if not chosen:
-        refused = "; ".join(f"{s.name}: {s.meta.get('error', '?')}" for s in shapes[:2])
-        return [], f"the reference refused every held-out shape ({refused})"
+        refused = "; ".join(f"{s.name}: {s.meta.get('error') or 'the same input and output shapes as scored'}"
+                            for s in shapes[:2])
+        return [], f"no held-out shape changes what the reference computes on, or it refused them ({refused})"
     return chosen, ""
 
 

@@ -199,9 +199,10 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
     with np.errstate(divide="ignore", invalid="ignore"):
         vectors["compile_log_speedup"] = np.where(measured, np.log(over_compile), math.nan)
     for p in fast_p:
-        if p > 0:  # a failed task is never fast; a correct one without the compile pair is left out
+        if p > 0:  # a failed task is never fast; a correct one without the compile pair is left out; none without any
             vectors[f"fast_{p:g}_compile"] = np.where(failed, 0.0, np.where(
-                measured, (np.nan_to_num(over_compile) > p).astype(float), math.nan))
+                measured, (np.nan_to_num(over_compile) > p).astype(float), math.nan)) if measured.any() else \
+                np.full(len(results), math.nan)
     held = [held_out_summary(r) for r in results]
     vectors["held_out_correct"] = np.array([math.nan if h["correct"] is None else float(h["correct"]) for h in held],
                                            dtype=float)

@@ -277,7 +277,7 @@ def _compile(recipe: Task, evaluator: Any) -> dict[str, Any]:
         name = current().model_name(gpu).removeprefix("NVIDIA ").strip()
     except Exception:  # noqa: BLE001 - an unnamed GPU: its id stands for it
         name = f"gpu-{gpu}"
-    return compile_beside(recipe, gpu, name, evaluator.cfg, evaluator.build_cache)
+    return compile_beside(recipe, gpu, name, evaluator.cfg, evaluator.build_cache, lock_dir=evaluator.lock_dir)
 
 
 def _patch_row(p: Patch) -> dict[str, Any]:

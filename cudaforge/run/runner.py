@@ -257,7 +257,8 @@ def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:
     except Exception:  # noqa: BLE001 - an unnamed GPU: its id stands for it (cached per id)
         name = f"gpu-{gpus[0]}"
     try:
-        result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache)
+        result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache,
+                                               lock_dir=ctx.evaluator.lock_dir)
     except Exception as exc:  # noqa: BLE001 - an aside of the run: its failure never costs the task its result
         result.compile_beside = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
     result.time_split["compile_beside"] = round(time.monotonic() - started, 3)

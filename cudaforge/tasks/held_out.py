@@ -74,13 +74,20 @@ def size_globals(source: str) -> list[SizeGlobal]:
         return []
     found: dict[str, SizeGlobal] = {}
     for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:  # reassigned in any way: only a last plain literal assignment counts
+            for named in ast.walk(target):
+                if isinstance(named, ast.Name):
+                    found.pop(named.id, None)
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name, value = node.targets[0].id, node.value
-        found.pop(name, None)  # reassigned: only a last literal assignment counts
         number = int_value(value)
         if number is None or (name.upper() == name and len(name) > 2) or NOT_SIZES.search(name) or number < MIN_SIZE:
             continue
+        if (value.end_lineno or value.lineno) != value.lineno:
+            continue  # a literal over several lines: not rewritten, so not a size
         found[name] = SizeGlobal(name, number, (value.lineno, value.col_offset),
                                  (value.end_lineno or value.lineno, value.end_col_offset or value.col_offset))
     return sorted(found.values(), key=lambda g: g.start)
@@ -111,11 +118,11 @@ def odd_size(value: int) -> int:
 def with_sizes(source: str, sizes: list[SizeGlobal], new: dict[str, int]) -> str:
     """``source`` with the literals of ``sizes`` named in ``new`` replaced by their new values (in place, so every
     global computed from them follows), and a comment line saying so at the end."""
-    lines = source.splitlines(keepends=True)
+    lines = re.findall(r".*?(?:\r\n|\r|\n)|.+\Z", source, flags=re.S)  # lines as ast counts them, no others
     for g in sorted((g for g in sizes if g.name in new), key=lambda g: g.start, reverse=True):
         (line, col), (end_line, end_col) = g.start, g.end
         if line != end_line:
-            continue  # a literal over several lines: leave it
+            continue  # a literal over several lines (size_globals leaves these out)
         text = lines[line - 1].encode()  # ast's columns count UTF-8 bytes
         lines[line - 1] = (text[:col] + str(int(new[g.name])).encode() + text[end_col:]).decode()
     changed = ", ".join(f"{k}={v}" for k, v in new.items())
@@ -151,11 +158,20 @@ def proposals(source: str) -> list[HeldOutShape]:
     return out
 
 
-def choose(checked: list[HeldOutShape], valid: dict[str, bool]) -> list[HeldOutShape]:
-    """The shapes kept from ``checked`` given which ones the reference accepted: ``odd`` when valid, else up to
-    ``MAX_SINGLES`` valid ``odd_<name>``; then ``large``."""
-    chosen = [s for s in checked if s.name == "odd" and valid.get(s.name)]
+def shape_signature(shape_or_meta: Any) -> Any:
+    """What the meta-device check saw of a shape: its input and output shapes (equal to the scored shape's: the
+    changed sizes reach neither, so the shape tests nothing new)."""
+    meta = shape_or_meta.meta if isinstance(shape_or_meta, HeldOutShape) else shape_or_meta
+    return (meta.get("inputs"), meta.get("outputs"))
+
+
+def choose(checked: list[HeldOutShape], valid: dict[str, bool], scored: Any = None) -> list[HeldOutShape]:
+    """The shapes kept from ``checked`` given which ones the reference accepted (and, with ``scored``, the scored
+    shape's ``shape_signature``: a shape that equals it is dropped): ``odd`` when valid, else up to ``MAX_SINGLES``
+    valid ``odd_<name>``; then ``large``."""
+    ok = {s.name for s in checked if valid.get(s.name) and (scored is None or shape_signature(s) != scored)}
+    chosen = [s for s in checked if s.name == "odd" and s.name in ok]
     if not chosen:
-        chosen = [s for s in checked if s.name.startswith("odd_") and valid.get(s.name)][:MAX_SINGLES]
-    chosen += [s for s in checked if s.name == "large" and valid.get(s.name)]
+        chosen = [s for s in checked if s.name.startswith("odd_") and s.name in ok][:MAX_SINGLES]
+    chosen += [s for s in checked if s.name == "large" and s.name in ok]
     return chosen

@@ -20,12 +20,13 @@ def _run_on_meta(source: str) -> dict[str, Any]:
         with torch.device("meta"), torch.no_grad():
             model = module.Model(*list(module.get_init_inputs()))
             inputs = list(module.get_inputs())
-            model(*inputs)
+            output = model(*inputs)
     finally:
         sys.modules.pop(_MODULE, None)
     tensors = [t for t in flatten_outputs(inputs) if isinstance(t, torch.Tensor)]
     return {"ok": True, "input_bytes": int(sum(t.numel() * t.element_size() for t in tensors)),
-            "inputs": [list(t.shape) for t in tensors]}
+            "inputs": [list(t.shape) for t in tensors],
+            "outputs": [list(t.shape) for t in flatten_outputs(output) if isinstance(t, torch.Tensor)]}
 
 
 def check_shapes(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:

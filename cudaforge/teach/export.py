@@ -389,7 +389,10 @@ def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
                              "completion": judge_messages[len(prompt):], "label": label(r),
                              "profile_metrics": profile_metrics(r.profile), "feedback": judge_text, "reward": None,
                              "held_out_correct": None})  # fmt: skip
-    return rows
+    unique: dict[str, dict[str, Any]] = {}
+    for row in rows:  # a run directory given twice (itself and its sweep folder) gives its turns once
+        unique.setdefault(row["id"], row)
+    return list(unique.values())
 
 
 # --------------------------------------------------------------------------- writing
