@@ -63,7 +63,7 @@ class HeldOutShape:
     why: str
     """In words: what the shape tests."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """What the meta-device check found: ``input_bytes``, ``inputs`` (shapes)."""
+    """What the meta-device check found: ``input_bytes``, ``inputs`` and ``outputs`` (shapes)."""
 
 
 def size_globals(source: str) -> list[SizeGlobal]:
@@ -104,7 +104,8 @@ def int_value(node: ast.expr) -> int | None:
         return node.value if type(node.value) is int else None
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         left, right = int_value(node.left), int_value(node.right)
-        return None if left is None or right is None else _OPS[type(node.op)](left, right)
+        value = None if left is None or right is None else _OPS[type(node.op)](left, right)
+        return value if value is None or abs(value) < 1 << 63 else None  # no size is larger: never a huge number
     return None
 
 
