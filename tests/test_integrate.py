@@ -118,3 +118,4 @@ def test_the_command(tmp_path):
     assert main(["integrate", str(good), "recipe=tiny_mlp", f"out_dir={tmp_path / 'o'}", "eval.correctness_trials=1"]) == 0
     assert json.loads((tmp_path / "o" / "tiny_mlp.json").read_text())["correct"] is True
     assert main(["integrate", str(good), "recipe=nope"]) == 2
+    assert main(["integrate"]) == 2

@@ -230,9 +230,9 @@ def _census(recipe: Task) -> dict[str, int]:
 def integrate(recipe_name: str, runs: list[str], evaluator: Any, out_dir: str | None = None) -> dict[str, Any]:
     """Patch the runs' best kernels into the recipe's model, evaluate it, time torch.compile beside it; write
     ``<recipe>.json`` and ``<recipe>.md`` (default into ``<first run>/integrate/``) and return the record."""
-    run_dirs, _ = expand_run_dirs(list(runs))
-    if not run_dirs:
+    if not runs:
         raise IntegrateError("say which run directories: cudaforge integrate RUN_DIR [RUN_DIR ...] recipe=NAME")
+    run_dirs, _ = expand_run_dirs(list(runs))
     recipe, patches = load_recipe(recipe_name)
     census = _census(recipe)
     choose_kernels(patches, best_kernels([Path(p) for p in run_dirs]))
