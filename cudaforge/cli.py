@@ -475,12 +475,10 @@ def _integrate(cfg: DictConfig) -> int:
     import dataclasses
 
     from cudaforge.eval.evaluator import Evaluator
-    from cudaforge.run.integrate import integrate, summary_lines
+    from cudaforge.run.integrate import evaluation_config, integrate, summary_lines
 
     config = OmegaConf.to_object(cfg)
-    # the generated model execs the kernels' sources, which the static guards report as dynamic code: each kernel
-    # passed the guards in its own run, so here they report (docs/reports.md, "In a model")
-    evaluator = Evaluator({**dataclasses.asdict(config.eval), "guards_enforce": False})
+    evaluator = Evaluator(evaluation_config(dataclasses.asdict(config.eval)))
     try:
         record = integrate(config.integrate.recipe, list(config.integrate.runs), evaluator, config.integrate.out_dir)
     finally:

@@ -51,8 +51,14 @@ def write_run(path: Path, kernels: dict[str, tuple[str, float | None]]) -> Path:
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory):
-    evaluator = Evaluator({"device": "cpu", "correctness_trials": 2, "correctness_timeout_s": 120,
-                           "guards_enforce": False, "build_cache_dir": str(tmp_path_factory.mktemp("build"))})
+    # the protocol `cudaforge integrate` evaluates under: the guards enforcing, but for the static ones the generated
+    # model trips by construction
+    from cudaforge.eval.evaluator import _default_eval_config
+    from cudaforge.run.integrate import evaluation_config
+
+    evaluator = Evaluator(evaluation_config({**_default_eval_config(), "device": "cpu", "correctness_trials": 2,
+                                             "correctness_timeout_s": 120,
+                                             "build_cache_dir": str(tmp_path_factory.mktemp("build"))}))
     yield evaluator
     evaluator.close()
 
@@ -119,3 +125,15 @@ def test_the_command(tmp_path):
     assert json.loads((tmp_path / "o" / "tiny_mlp.json").read_text())["correct"] is True
     assert main(["integrate", str(good), "recipe=nope"]) == 2
     assert main(["integrate"]) == 2
+
+
+def test_only_the_static_guards_the_generated_model_trips_report():
+    from cudaforge.eval.evaluator import _default_eval_config
+    from cudaforge.run.integrate import STATIC_REPORTED, evaluation_config
+
+    base = _default_eval_config()
+    cfg = evaluation_config(base)
+    assert cfg["guards_enforce"] is True and all(cfg[key] == "report" for key in STATIC_REPORTED)
+    kept = {k: v for k, v in base.items() if k.startswith("guard_") and k not in STATIC_REPORTED}
+    assert kept and all(cfg[k] == v for k, v in kept.items())  # runtime and timing guards: as the protocol says
+    assert cfg["guard_untimed_work"] == cfg["guard_timing_crosscheck"] == cfg["guard_input_mutation"] == "reject"

@@ -18,9 +18,10 @@ globals, which ``get_init_inputs`` reads when called), and with the instance's p
 in order. That candidate is then evaluated like any other (``Evaluator``): in the sandbox, checked against the eager
 model, and on a GPU timed against it, so the in-model speedup is measured the way every speedup is; torch.compile of
 the model is timed beside it (``eval/compile_beside.py``). Nothing of a kernel runs on the trusted side: its source
-only travels inside the generated candidate. The generated candidate execs the kernels' sources, which the static
-guards report as dynamic code, so the integration evaluates with the guards reporting (each kernel passed them in its
-own run).
+only travels inside the generated candidate. The generated candidate execs the kernels' sources and builds a model of
+PyTorch layers, which the static guards cannot see through, so those report (``STATIC_REPORTED``; each kernel passed
+them in its own run); every runtime and timing guard keeps its policy, so a kernel that games the timing inside the
+model is still rejected.
 
 The result (``<first run>/integrate/<recipe>.json`` and ``.md``) puts each kernel's standalone speedup beside the
 model's; ``cudaforge report`` shows it in a section "In a model".
@@ -45,6 +46,17 @@ from cudaforge.types import Task
 RECIPES_DIR = RESOURCES / "integrate"
 OUT_DIR = "integrate"
 """Where the results go, inside the first run directory."""
+
+
+STATIC_REPORTED = ("guard_no_custom_kernel", "guard_reference", "guard_monkey_patch", "guard_introspection")
+"""The static guards the generated candidate trips by construction (its kernels are exec'd strings, its model is
+PyTorch layers, it registers the strings with linecache): they report; ``torch_ops`` stays lenient (reports)."""
+
+
+def evaluation_config(eval_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The protocol an integration is evaluated under: the run's, with ``STATIC_REPORTED`` reporting and PyTorch
+    compute allowed (``torch_ops=lenient``); the runtime and timing guards as the protocol says."""
+    return {**eval_cfg, **{key: "report" for key in STATIC_REPORTED}, "torch_ops": "lenient"}
 
 
 class IntegrateError(ValueError):
@@ -270,13 +282,10 @@ def integrate(recipe_name: str, runs: list[str], evaluator: Any, out_dir: str | 
 
 def _compile(recipe: Task, evaluator: Any) -> dict[str, Any]:
     from cudaforge.eval.compile_beside import compile_beside
-    from cudaforge.vendor import current
+    from cudaforge.run.runner import local_gpu_name
 
     gpu = evaluator.gpus[0]
-    try:
-        name = current().model_name(gpu).removeprefix("NVIDIA ").strip()
-    except Exception:  # noqa: BLE001 - an unnamed GPU: its id stands for it
-        name = f"gpu-{gpu}"
+    name = local_gpu_name(gpu) or f"gpu-{gpu}"  # an unnamed GPU: its id stands for it
     return compile_beside(recipe, gpu, name, evaluator.cfg, evaluator.build_cache, lock_dir=evaluator.lock_dir)
 
 

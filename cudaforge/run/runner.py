@@ -109,14 +109,14 @@ def _checkpointer(path: Path) -> Any:
     return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
 
 
-def local_gpu_name() -> str | None:
-    """The model name of the first GPU this process may use, through the vendor seam (``H200`` for ``NVIDIA H200``;
-    no torch, no CUDA context in the parent); None without one."""
+def local_gpu_name(gpu: str | int | None = None) -> str | None:
+    """The model name of GPU ``gpu`` (a physical id; None: the first GPU this process may use), through the vendor
+    seam (``H200`` for ``NVIDIA H200``; no torch, no CUDA context in the parent); None without one."""
     from cudaforge.vendor import current
 
     try:
         vendor = current()
-        devices = vendor.visible_devices()
+        devices = [gpu] if gpu is not None else vendor.visible_devices()
         name = vendor.model_name(devices[0]) if devices else None
     except Exception:  # noqa: BLE001 - no GPU, no name
         return None
@@ -249,13 +249,9 @@ def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:
     if str(getattr(cfg.baseline, "value", cfg.baseline)) == "compile":
         return  # the speedups are over torch.compile already
     from cudaforge.eval.compile_beside import compile_beside
-    from cudaforge.vendor import current
 
     started = time.monotonic()
-    try:
-        name = current().model_name(gpus[0]).removeprefix("NVIDIA ").strip()
-    except Exception:  # noqa: BLE001 - an unnamed GPU: its id stands for it (cached per id)
-        name = f"gpu-{gpus[0]}"
+    name = local_gpu_name(gpus[0]) or f"gpu-{gpus[0]}"  # an unnamed GPU: its id stands for it (cached per id)
     try:
         result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache,
                                                lock_dir=ctx.evaluator.lock_dir)

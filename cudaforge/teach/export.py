@@ -354,11 +354,12 @@ def profile_metrics(profile: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def _held_out_correct(view: TaskView, r: RoundView) -> bool | None:
     """For the task's best kernel, whether it was correct on every held-out shape (None otherwise, or unchecked)."""
+    from cudaforge.report.stats import held_out_summary
+
     result = view.result
-    if result is None or not result.held_out or r.candidate_hash != result.best_candidate_hash:
+    if result is None or r.candidate_hash != result.best_candidate_hash:
         return None
-    rows = [row for row in result.held_out.get("shapes", []) if row.get("status") != "skipped"]
-    return all(bool(row.get("correct")) for row in rows) if rows else None
+    return held_out_summary(result)["correct"]
 
 
 def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
