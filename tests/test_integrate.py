@@ -24,16 +24,11 @@ from cudaforge.tasks import load_suite, selection  # noqa: E402
 from cudaforge.track.store import RunStore  # noqa: E402
 from cudaforge.types import TaskResult, source_hash  # noqa: E402
 
-RELU = """
-import torch
-import torch.nn as nn
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-"""
-SOFTMAX = RELU.replace("torch.relu(x)", "torch.softmax(x, dim=-1)")
-RELU_FOR_256_BY_1024 = RELU.replace("torch.relu(x)", "torch.relu(x.view(256, 1024)).view(x.shape)")
+CANDIDATES = Path(cudaforge.__file__).resolve().parent / "resources" / "candidates"
+RELU = (CANDIDATES / "triton_relu.py").read_text()  # Triton kernels, run in the interpreter on a CPU
+SOFTMAX = (CANDIDATES / "triton_softmax.py").read_text()
+RELU_FOR_256_BY_1024 = RELU.replace("n_elements = x.numel()", "n_elements = 256 * 1024")
+assert RELU_FOR_256_BY_1024 != RELU
 
 
 def write_run(path: Path, kernels: dict[str, tuple[str, float | None]]) -> Path:
@@ -102,7 +97,7 @@ def test_the_patched_model_is_checked_by_the_evaluator_and_a_shape_bound_kernel_
     # the model's ReLU sees (192, 1536): a kernel written for (256, 1024) alone fails inside it
     bound = write_run(tmp_path / "bound", {"ReLU": (RELU_FOR_256_BY_1024, None)})
     failed = integrate("tiny_mlp", [str(bound)], evaluator)
-    assert failed["status"] == "runtime_error" and not failed["correct"]
+    assert failed["status"] == "incorrect" and not failed["correct"]
     assert [p["patched"] for p in failed["patches"]] == [True, False]
     # the report shows the integration beside the run's tables
     text = markdown(build_report([good], bootstrap=0))
@@ -137,3 +132,16 @@ def test_only_the_static_guards_the_generated_model_trips_report():
     kept = {k: v for k, v in base.items() if k.startswith("guard_") and k not in STATIC_REPORTED}
     assert kept and all(cfg[k] == v for k, v in kept.items())  # runtime and timing guards: as the protocol says
     assert cfg["guard_untimed_work"] == cfg["guard_timing_crosscheck"] == cfg["guard_input_mutation"] == "reject"
+
+
+def test_a_kernel_the_static_guards_reject_on_their_own_is_not_patched_in(tmp_path, evaluator):
+    """A run whose guards only reported (a paper preset, an older version) recorded a hack as correct: inside the
+    generated model it is a string no static guard sees, so each kernel is checked again on its own first."""
+    threaded = RELU.replace("import torch\n", "import threading\nimport torch\n", 1).replace(
+        "return triton_relu(x)", "threading.Thread(target=lambda: None).start()\n        return triton_relu(x)")
+    assert threaded.count("threading") == 2
+    run = write_run(tmp_path / "hack", {"ReLU": (threaded, 9.0), "Softmax": (SOFTMAX, None)})
+    record = integrate("tiny_mlp", [str(run)], evaluator)
+    relu, softmax = record["patches"]
+    assert not relu["patched"] and "fails the static guards on its own: concurrency" in relu["why_not"]
+    assert softmax["patched"] and record["correct"]

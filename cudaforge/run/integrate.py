@@ -19,9 +19,10 @@ in order. That candidate is then evaluated like any other (``Evaluator``): in th
 model, and on a GPU timed against it, so the in-model speedup is measured the way every speedup is; torch.compile of
 the model is timed beside it (``eval/compile_beside.py``). Nothing of a kernel runs on the trusted side: its source
 only travels inside the generated candidate. The generated candidate execs the kernels' sources and builds a model of
-PyTorch layers, which the static guards cannot see through, so those report (``STATIC_REPORTED``; each kernel passed
-them in its own run); every runtime and timing guard keeps its policy, so a kernel that games the timing inside the
-model is still rejected.
+PyTorch layers, which the static guards cannot see through, so those report (``STATIC_REPORTED``); each kernel is
+therefore checked again on its own by every static guard, all rejecting, before it is patched in (``static_refusal``:
+the run it came from may have let them report), and every runtime and timing guard keeps its policy, so a kernel that
+games the timing inside the model is still rejected.
 
 The result (``<first run>/integrate/<recipe>.json`` and ``.md``) puts each kernel's standalone speedup beside the
 model's; ``cudaforge report`` shows it in a section "In a model".
@@ -227,6 +228,22 @@ def candidate_source(recipe: Task, patches: list[Patch]) -> str:
     return _CANDIDATE.format(sources=repr(sources), patches=repr(rules))
 
 
+def static_refusal(patch: Patch, eval_cfg: dict[str, Any]) -> str:
+    """Why a chosen kernel may not be patched in, or "": each kernel is checked again by the static guards on its own,
+    every one of them rejecting (inside the generated candidate it is a string they cannot see, and the run it came
+    from may have let them report: a paper preset, a guard set to report, an older version)."""
+    from cudaforge.eval.guards.policy import GUARDS
+    from cudaforge.eval.static import check_candidate
+
+    strict = {**eval_cfg, "guards_enforce": True,
+              **{g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"}}
+    found = check_candidate(patch.kernel_source, strict, patch.task_source)
+    if found.ok:
+        return ""
+    rejected = [f"{f.get('guard')}: {f.get('evidence')}" for f in found.findings if f.get("verdict") == "reject"]
+    return f"its kernel ({patch.task_id}) fails the static guards on its own: {(rejected or [found.message])[0]}"[:500]
+
+
 def _census(recipe: Task) -> dict[str, int]:
     """Module class name -> instances in the recipe's model, from the reference built on the meta device."""
     from cudaforge.isolation import run_isolated
@@ -253,6 +270,9 @@ def integrate(recipe_name: str, runs: list[str], evaluator: Any, out_dir: str | 
         if patch.kernel_source and not patch.instances:
             patch.why_not = f"the model has no {patch.module} module"
             patch.kernel_source = ""
+        elif patch.kernel_source:
+            patch.why_not = static_refusal(patch, evaluator.cfg)
+            patch.kernel_source = "" if patch.why_not else patch.kernel_source
     used = [p for p in patches if p.kernel_source]
     started = time.monotonic()
     record: dict[str, Any] = {"recipe": recipe.id, "recipe_path": recipe.path, "runs": [str(p) for p in run_dirs],
