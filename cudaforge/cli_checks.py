@@ -138,8 +138,8 @@ timed end to end against eager and torch.compile. Writes <recipe>.json and .md i
 
 examples:
   cudaforge integrate outputs/runs/A                                  # recipe tiny_mlp: the tiny suite's kernels
-  cudaforge integrate outputs/runs/MAIN recipe=transformer_block      # the main suite's LayerNorm and GELU
-  cudaforge integrate RUN_A RUN_B recipe=my_model.py out_dir=results/
+  cudaforge integrate RUN recipe=transformer_block                    # a main-suite run's LayerNorm and GELU
+  cudaforge integrate RUN_A RUN_B recipe=tiny_mlp out_dir=results/     # recipe=PATH.py: a recipe of your own
 
 keys: integrate.* (given without the prefix: recipe, out_dir), eval.* (the protocol). exit status: 0 the patched model
 is correct, 1 it is not (or nothing could be patched), 2 a usage error. See docs/reports.md, "In a model".""",
