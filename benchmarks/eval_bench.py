@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -132,7 +133,13 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an eval setting (JSON value)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     parser.add_argument("--wait-standby", action="store_true", help="precision runs wait for the worker's start-up")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="cProfile each evaluation's trusted side into this folder; a summary in the output folder")
     args = parser.parse_args()
+    if args.profile:
+        from cudaforge.eval.verifier import PROFILE_DIR_ENV
+
+        os.environ[PROFILE_DIR_ENV] = str(args.profile)  # before the evaluator starts its verifiers
     overrides = {}
     for item in args.set:
         key, sep, value = item.partition("=")
@@ -177,6 +184,24 @@ def main() -> None:
             print(f"throughput: {args.batch} candidates: 1 GPU {t['one_gpu']:.1f} s, {len(gpus)} GPUs "
                   f"{t['all_gpus']:.1f} s, ratio {t['ratio_one_over_all']:.2f}", flush=True)
     (args.out / name).write_text(json.dumps(report, indent=2))
+    if args.profile:
+        (args.out / name.replace(".json", "_profile.txt")).write_text(profile_summary(args.profile))
+
+
+def profile_summary(folder: Path) -> str:
+    """The verifier's dumps in ``folder`` merged: the top functions by cumulative and by own time."""
+    import io
+    import pstats
+
+    dumps = sorted(folder.glob("verifier-*.prof"))
+    if not dumps:
+        return f"no profile dumps in {folder}\n"
+    out = io.StringIO()
+    stats = pstats.Stats(*map(str, dumps), stream=out)
+    print(f"{len(dumps)} evaluations' trusted sides (every evaluation of the run, warm-up ones included)", file=out)
+    stats.sort_stats("cumulative").print_stats(70)
+    stats.sort_stats("tottime").print_stats(40)
+    return out.getvalue()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from cudaforge.eval.build import (
     FallbackMode,
     build_hooks,
     cache_key,
+    keyed,
     light_cuda_source,
     missing_toolkit_header,
     precompile,
@@ -96,7 +97,7 @@ def _key(settings: BuildSettings, **changes) -> tuple[str, str]:
     args.update(changes)
     hooks = build._Hooks(settings.resolved(), build.BuildRecorder())
     spec, inputs = hooks.inline_spec(**args)
-    key = cache_key(inputs, hooks.settings)
+    key = cache_key(keyed(inputs), hooks.settings)
     return key, f"{build._sanitize(spec.name)}_{key[:16]}"
 
 
@@ -122,6 +123,15 @@ def test_cache_key_includes_toolchain(tmp_path, monkeypatch):
     fingerprint = dict(build.toolchain_fingerprint())
     monkeypatch.setattr("cudaforge.eval.build.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"})
     assert _key(settings)[0] != base
+
+
+def test_the_extension_name_is_not_part_of_the_key(tmp_path):
+    """A name made per instance (``f"ext_{id(self)}"``) finds the library the first instance built."""
+    settings = settings_for(str(tmp_path))
+    first, module = _key(settings, name="relu_140233")
+    second, _ = _key(settings, name="relu_140877")
+    assert first == second and module.startswith("relu_140233_")
+    assert _key(settings, name="relu_140233", cuda_sources="__global__ void k2() {}")[0] != first
 
 
 def test_same_module_name_gets_distinct_names(tmp_path):
@@ -274,6 +284,20 @@ def test_two_modules_with_one_name_in_one_process(cache_dir):
     with build_hooks(settings) as again:
         assert exec_source(python_module_source("my_cuda", 1), "cand_c")["VALUE"] == 1
     assert again.cached and again.records[0].seconds < 1.0
+
+
+def test_the_same_sources_under_a_new_name_load_the_library_built_first(cache_dir):
+    """An extension name made per instance is new in every process: the second build is a cache hit, loaded under
+    the module name it was built with."""
+    settings = settings_for(cache_dir)
+    with build_hooks(settings) as first:
+        assert exec_source(python_module_source("per_instance_7001", 5), "cand_p1")["VALUE"] == 5
+    with build_hooks(settings) as second:
+        assert exec_source(python_module_source("per_instance_9002", 5), "cand_p2")["VALUE"] == 5
+    assert not first.records[0].cached and second.records[0].cached
+    assert second.records[0].name == "per_instance_9002"
+    assert second.records[0].module_name == first.records[0].module_name
+    assert second.records[0].module_name.startswith("per_instance_7001_")
 
 
 def test_hooks_restore_torch_functions(cache_dir):

@@ -717,3 +717,20 @@ def test_the_exchange_path_is_measured_with_our_stand_in_before_the_candidate_is
     worker.module = object()  # a candidate is loaded: the path can no longer be measured honestly
     with pytest.raises(_Fail, match="before the candidate is loaded"):
         worker.op_exchange({"inputs": calls, "outputs": shaped, "out_offset": 1 << 19}, [])
+
+
+def test_the_trusted_side_is_profiled_when_a_folder_is_named(tiny, tmp_path, monkeypatch):
+    """``CUDAFORGE_PROFILE_DIR`` (eval_bench --profile): each evaluation's verifier writes a cProfile dump there."""
+    import pstats
+
+    from cudaforge.eval.verifier import PROFILE_DIR_ENV
+
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path / "prof"))
+    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "guards_enforce": False, "standby_workers": False,
+                           "build_cache_dir": str(tmp_path / "build")})
+    result = evaluator.evaluate(tiny["ReLU"], relu_candidate("return torch.relu(x)"))
+    assert result.status is EvalStatus.CORRECT, result.message
+    dumps = list((tmp_path / "prof").glob("verifier-*.prof"))
+    assert len(dumps) == 1
+    functions = {name for (_file, _line, name) in pstats.Stats(str(dumps[0])).stats}
+    assert "_evaluate" in functions

@@ -1383,8 +1383,29 @@ def _phase_status(status: EvalStatus) -> str:
     return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
 
 
+PROFILE_DIR_ENV = "CUDAFORGE_PROFILE_DIR"
+"""A folder (set in the evaluator's environment, for benchmarks): each evaluation of this process writes a
+``cProfile`` dump of its trusted side there (``verifier-<pid>-<ns>.prof``). Unset, nothing is profiled."""
+
+
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
     """Evaluate ``payload = {task, candidate, eval, build, device}``; return an EvalResult dict."""
+    folder = os.environ.get(PROFILE_DIR_ENV)
+    if not folder:
+        return _evaluate(payload, progress)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        return _evaluate(payload, progress)
+    finally:
+        profiler.disable()
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(str(Path(folder) / f"verifier-{os.getpid()}-{time.time_ns()}.prof"))
+
+
+def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
     from cudaforge.eval.build import BuildSettings
     from cudaforge.eval.build.intercept import serve_build_counted
     from cudaforge.eval.build.deferred import reported_misses, reported_sites

@@ -142,7 +142,7 @@ class _Hooks:
 
     def build_and_load(self, spec: _Spec, inputs: dict[str, Any]) -> Any:
         started = time.perf_counter()
-        key = cache_key(inputs, self.settings)
+        key = cache_key(keyed(inputs), self.settings)
         module_name = f"{_sanitize(spec.name)}_{key[:16]}"
         record = BuildRecord(name=spec.name, module_name=module_name, key=key, status="failed", cached=True,
                              seconds=0.0)
@@ -211,6 +211,7 @@ class _Hooks:
         record.log = manifest["log"]
         record.log_trimmed = manifest["log_trimmed"]
         record.build_dir = str(root / key / manifest["directory"])
+        module_name = record.module_name = str(manifest.get("module_name") or module_name)  # built under another name
         if record.status == "toolchain_error":
             record.error = (f"extension '{spec.name}' could not be checked here: the CUDA toolkit lacks "
                             f"{missing_toolkit_header(record.log)}, which the sources need (not the candidate's fault)")
@@ -225,7 +226,8 @@ class _Hooks:
         return os.path.join(record.build_dir, f"{module_name}.so")
 
     def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
-        return self._load(spec, key, module_name, self.resolve(spec, key, module_name, record), record)
+        library = self.resolve(spec, key, module_name, record)
+        return self._load(spec, key, record.module_name, library, record)
 
     def _load(self, spec: _Spec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
         if not spec.is_python_module:
@@ -319,6 +321,13 @@ def deliver(library: str | os.PathLike, folder: str | os.PathLike, label: str) -
     finally:
         os.close(source)
     return os.path.join(os.fspath(folder), name)
+
+
+def keyed(inputs: dict[str, Any]) -> dict[str, Any]:
+    """What a build's cache key hashes: its request without the extension's name. The same sources and flags under
+    another name (one made from ``id(self)`` or a counter, new for every instance) find the library built first, and
+    load it under the module name it was built with."""
+    return {k: v for k, v in inputs.items() if k != "name"}
 
 
 def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
@@ -415,7 +424,7 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
                          seconds=0.0)  # fmt: skip
     try:
         spec, canonical = spec_from_inputs(hooks, inputs)
-        key = cache_key(canonical, settings)
+        key = cache_key(keyed(canonical), settings)
         record.key, record.module_name = key, f"{_sanitize(spec.name)}_{key[:16]}"
         library = hooks.resolve(spec, key, record.module_name, record)
         record.status = "built"
