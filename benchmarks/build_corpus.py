@@ -3,7 +3,7 @@
 
     python benchmarks/build_corpus.py DIR     # writes DIR/<style>_<op>.py, to read them
 
-Five operations (ReLU, GELU, a scaled add, a row softmax, a row sum) in ten styles, and two that must fail:
+Five operations (ReLU, the exact GELU, a scaled add, a row softmax, a sum over the middle dimension) in ten styles, and two that must fail:
 
   kernelbench   KernelBench's own example: ``#include <torch/extension.h>`` in the CUDA source, a declaration in
                 ``cpp_sources``, ``functions=[...]``, built at import
@@ -30,7 +30,7 @@ from pathlib import Path
 OPS = {
     # name: (task, element expression or row kernel kind)
     "relu": ("tiny/level1/1_ReLU", "v > 0.f ? v : 0.f"),
-    "gelu": ("main/level1/1_GELU", "0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)))"),
+    "gelu": ("main/level1/1_GELU", "0.5f * v * (1.f + erff(v * 0.70710678118654752f))"),  # exact, as F.gelu
     "scale_add": ("tiny/level1/1_ReLU", "fmaxf(v * 1.0f + 0.0f, 0.f)"),
     "softmax": ("tiny/level1/2_Softmax", "softmax"),
     "row_sum": ("main/level1/2_SumReduceDim1", "sum"),
@@ -62,15 +62,13 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
 }
 """
 ROW_SUM = """
-__global__ void row_sum_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
-    int r = blockIdx.x;
-    if (r >= rows) return;
-    extern __shared__ float red[];
+__global__ void row_sum_kernel(const float* __restrict__ x, float* __restrict__ y, int batch, int reduce, int cols) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)batch * cols) return;
+    const float* p = x + (i / cols) * (int64_t)reduce * cols + i % cols;
     float s = 0.f;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[(int64_t)r * cols + c];
-    red[threadIdx.x] = s; __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k >>= 1) { if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k]; __syncthreads(); }
-    if (threadIdx.x == 0) y[r] = red[0];
+    for (int r = 0; r < reduce; ++r) s += p[(int64_t)r * cols];
+    y[i] = s;
 }
 """
 
@@ -88,10 +86,10 @@ def launcher(op: str, stream: bool) -> str:
                 f"    int rows = x.size(0), cols = x.size(1);\n"
                 f"    softmax_kernel<<<rows, 256, 256 * sizeof(float){s.replace(', 0', '')}>>>(x.data_ptr<float>(), y.data_ptr<float>(), rows, cols);\n"
                 f"    return y;\n}}\n")
-    if OPS[op][1] == "sum":
-        return (f"torch::Tensor row_sum_cuda(torch::Tensor x) {{\n    int rows = x.size(0), cols = x.size(1);\n"
-                f"    auto y = torch::empty({{rows, 1}}, x.options());\n"
-                f"    row_sum_kernel<<<rows, 256, 256 * sizeof(float){s.replace(', 0', '')}>>>(x.data_ptr<float>(), y.data_ptr<float>(), rows, cols);\n"
+    if OPS[op][1] == "sum":  # (B, R, C) -> (B, C): the middle dimension summed, one thread per column
+        return (f"torch::Tensor row_sum_cuda(torch::Tensor x) {{\n    int batch = x.size(0), reduce = x.size(1), cols = x.size(2);\n"
+                f"    auto y = torch::empty({{batch, cols}}, x.options());\n    int64_t n = (int64_t)batch * cols;\n"
+                f"    row_sum_kernel<<<(n + 255) / 256, 256{s}>>>(x.data_ptr<float>(), y.data_ptr<float>(), batch, reduce, cols);\n"
                 f"    return y;\n}}\n")
     return (f"torch::Tensor {op}_cuda(torch::Tensor x) {{\n    auto y = torch::empty_like(x);\n    int64_t n = x.numel();\n"
             f"    const int threads = 256;\n    const int64_t blocks = (n + threads - 1) / threads;\n"
@@ -222,25 +220,27 @@ def load_files(op: str) -> str:
 
 def cupy_raw(op: str) -> str:
     """The same CUDA kernel through ``cupy.RawKernel`` (NVRTC at the first launch), on torch's tensors."""
-    rows = OPS[op][1] in ("softmax", "sum")
     name = f"{op}_kernel"
-    launch = ("rows, cols = x.shape\n        y = torch.empty((rows, cols) if self.softmax else (rows, 1), device=x.device, dtype=x.dtype)\n"
+    launch = ("rows, cols = x.shape\n        y = torch.empty_like(x)\n"
               "        self.kernel((rows,), (256,), (cp.asarray(x), cp.asarray(y), cp.int32(rows), cp.int32(cols)),"
-              " shared_mem=256 * 4)\n") if rows else (
+              " shared_mem=256 * 4)\n") if OPS[op][1] == "softmax" else (
+              "batch, reduce, cols = x.shape\n        y = torch.empty((batch, cols), device=x.device, dtype=x.dtype)\n"
+              "        self.kernel(((batch * cols + 255) // 256,), (256,), (cp.asarray(x), cp.asarray(y), cp.int32(batch), "
+              "cp.int32(reduce), cp.int32(cols)))\n") if OPS[op][1] == "sum" else (
               "y = torch.empty_like(x)\n        n = x.numel()\n"
               "        self.kernel(((n + 255) // 256,), (256,), (cp.asarray(x), cp.asarray(y), cp.int64(n)))\n")
     return (HEADER.format(style="cupy_raw", op=op, task=OPS[op][0], extra=" cupy.RawKernel, compiled at its first launch.").replace(
                 "from torch.utils.cpp_extension import load_inline\n", "import cupy as cp\n") +
             f"\nKERNEL = r\'\'\'\nextern \"C\" {kernel(op).replace('int64_t', 'long long').replace('-INFINITY', '-__int_as_float(0x7f800000)')}\'\'\'\n\n\n"
             f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n"
-            f"        self.kernel = cp.RawKernel(KERNEL, \"{name}\")\n        self.softmax = {OPS[op][1] == 'softmax'}\n\n"
+            f"        self.kernel = cp.RawKernel(KERNEL, \"{name}\")\n\n"
             f"    def forward(self, x):\n        x = x.contiguous()\n        {launch}"
             f"        return y\n")
 
 
 TRITON_BODY = {
     "relu": "tl.maximum(v, 0.0)",
-    "gelu": "0.5 * v * (1.0 + tl.math.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))",
+    "gelu": "0.5 * v * (1.0 + tl.math.erf(v * 0.7071067811865476))",
     "scale_add": "tl.maximum(v * 1.0 + 0.0, 0.0)",
 }
 
@@ -259,10 +259,21 @@ def triton_autotune(op: str) -> str:
                 f"class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n\n"
                 f"    def forward(self, x):\n        x = x.contiguous()\n        y = torch.empty_like(x)\n        n = x.numel()\n"
                 f"        {op}_kernel[lambda meta: (triton.cdiv(n, meta['BLOCK']),)](x, y, n)\n        return y\n")
-    reduce = ("m = tl.max(v, axis=0)\n    e = tl.exp(v - m)\n    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)"
-              if op == "softmax" else "tl.store(y_ptr + row, tl.sum(v, axis=0))")
-    other = "-float('inf')" if op == "softmax" else "0.0"
-    out = "torch.empty_like(x)" if op == "softmax" else "torch.empty((rows, 1), device=x.device, dtype=x.dtype)"
+    if op == "row_sum":  # (B, R, C) -> (B, C): a block of columns per program, the middle dimension summed in a loop
+        return (head + "\n\n@triton.autotune(configs=[triton.Config({'BLOCK': b}, num_warps=w) for b, w in ((128, 4), (256, 4), (512, 8))],\n"
+                "                 key=['cols'])\n@triton.jit\n"
+                "def row_sum_kernel(x_ptr, y_ptr, reduce, cols, BLOCK: tl.constexpr):\n    b = tl.program_id(0)\n"
+                "    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)\n    mask = offs < cols\n"
+                "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n    base = x_ptr + b.to(tl.int64) * reduce * cols\n"
+                "    for r in range(0, reduce):\n        acc += tl.load(base + r * cols + offs, mask=mask, other=0.0)\n"
+                "    tl.store(y_ptr + b * cols + offs, acc, mask=mask)\n\n\n"
+                "class ModelNew(nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n\n"
+                "    def forward(self, x):\n        x = x.contiguous()\n        batch, reduce, cols = x.shape\n"
+                "        y = torch.empty((batch, cols), device=x.device, dtype=x.dtype)\n"
+                "        row_sum_kernel[lambda meta: (batch, triton.cdiv(cols, meta['BLOCK']))](x, y, reduce, cols)\n        return y\n")
+    reduce = "m = tl.max(v, axis=0)\n    e = tl.exp(v - m)\n    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)"
+    other = "-float('inf')"
+    out = "torch.empty_like(x)"
     return (head + "\n\n@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (4, 8)], key=['cols'])\n@triton.jit\n"
             f"def {op}_kernel(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):\n    row = tl.program_id(0)\n    offs = tl.arange(0, BLOCK)\n"
             f"    mask = offs < cols\n    v = tl.load(x_ptr + row * cols + offs, mask=mask, other={other})\n    {reduce}\n\n\n"

@@ -300,6 +300,70 @@ def test_the_same_sources_under_a_new_name_load_the_library_built_first(cache_di
     assert second.records[0].module_name.startswith("per_instance_7001_")
 
 
+FILES_CPP = r"""#include <Python.h>
+#include "value.h"
+#define CF_STR2(x) #x
+#define CF_STR(x) CF_STR2(x)
+#define CF_CAT2(a, b) a##b
+#define CF_CAT(a, b) CF_CAT2(a, b)
+static PyObject* value(PyObject*, PyObject*) { return PyLong_FromLong(CF_VALUE); }
+static PyMethodDef methods[] = {{"value", value, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, CF_STR(TORCH_EXTENSION_NAME), NULL, -1, methods};
+PyMODINIT_FUNC CF_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) { return PyModule_Create(&def); }
+"""
+
+
+def files_module_source(value: int) -> str:
+    """A candidate that writes a C++ source and the header beside it to a fresh ``tempfile.mkdtemp()`` and builds
+    them with ``load`` (a bare CPython module: no torch headers)."""
+    return textwrap.dedent(
+        f"""
+        import os
+        import tempfile
+        from torch.utils.cpp_extension import load
+
+        folder = tempfile.mkdtemp(prefix="files_")
+        for name, text in (("mod.cpp", {FILES_CPP!r}), ("value.h", "#define CF_VALUE {value}\\n")):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+        VALUE = load(name=f"files_{{id(folder)}}", sources=[os.path.join(folder, "mod.cpp")]).value()
+        """
+    )
+
+
+def test_files_written_to_a_fresh_folder_each_run_hit_the_cache_and_key_their_headers(cache_dir):
+    """``load`` of files written to ``tempfile.mkdtemp()``: the folder is not in the key, the header beside the
+    source is (its text travels with the files), so a second run hits and a changed header builds again."""
+    settings = settings_for(cache_dir)
+    runs = []
+    for value in (11, 11, 12):
+        with build_hooks(settings) as recorder:
+            namespace = exec_source(files_module_source(value), f"cand_files_{len(runs)}")
+        runs.append((namespace["VALUE"], recorder.records[0]))
+    assert [v for v, _ in runs] == [11, 11, 12]
+    assert [r.cached for _, r in runs] == [False, True, False]
+    assert runs[0][1].key == runs[1][1].key != runs[2][1].key
+
+
+def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
+    from cudaforge.eval.build.headers import BIND_HEADER, light_file_variants
+
+    torch_include = str(Path(torch.__file__).parent / "include")
+    cu = "#include <torch/extension.h>\n__global__ void k(float* x) { x[0] = 1; }\ntorch::Tensor f(torch::Tensor x);\n"
+    cpp = ("#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);\n"
+           'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n')
+    variants = dict(light_file_variants({"k.cu": cu, "bind.cpp": cpp, "k.h": "#pragma once\n"}, torch_include))
+    assert list(variants) == ["light:min", "light:types"]
+    for files in variants.values():
+        assert files["bind.cpp"].startswith(f'#include <{BIND_HEADER}>\n#line 1 "bind.cpp"\n')
+        assert '#line 1 "k.cu"' in files["k.cu"] and "torch/extension.h" not in files["k.cu"]
+        assert files["k.h"] == "#pragma once\n"
+    frontend = cpp.replace("PYBIND11_MODULE", "TORCH_LIBRARY(ops, m) {}\nPYBIND11_MODULE")
+    kept = dict(light_file_variants({"k.cu": cu, "bind.cpp": frontend}, torch_include))["light:min"]
+    assert kept["bind.cpp"] == frontend
+    assert light_file_variants({"plain.cpp": "#include <Python.h>\n"}, torch_include) == []
+
+
 def test_hooks_restore_torch_functions(cache_dir):
     import torch.utils.cpp_extension as ce
 

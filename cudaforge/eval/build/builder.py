@@ -465,7 +465,9 @@ class _Builder:
         objects = self._objects(spec)
         link = self.can_link_cuda or not spec.with_cuda
         cu_objects = [o for o in objects if o.endswith(".cuda.o")]
-        first = files.get("main.cpp", "").split("\n", 1)[0].strip()
+        host = files.get("main.cpp") or next(  # a load() call's own host file serves as well (its first line)
+            (files[f] for f in sorted(files) if f.endswith((".cpp", ".cc", ".cxx"))), "")
+        first = host.split("\n", 1)[0].strip()
         pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
         use_pch = use_pch and wants_pch(spec)

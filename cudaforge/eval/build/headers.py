@@ -112,3 +112,29 @@ def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
         body = _CUDA_CONTEXT_INCLUDE.sub("", body)
         header += "\n#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAException.h>"
     return header + '\n#line 1 "cuda_sources"\n' + body
+
+
+_HOST_SOURCE = (".cpp", ".cc", ".cxx")
+
+
+def light_file_variants(files: dict[str, str], torch_include: str) -> list[tuple[str, dict[str, str]]]:
+    """The lighter tiers of a ``load`` call's files (name -> text), lightest first, each a whole set of files:
+    host files that include ``torch/extension.h`` and need no more of the frontend take :data:`BIND_HEADER`; CUDA
+    files take :func:`light_cuda_source`'s tiers. Every file keeps its name, and ``#line`` keeps the diagnostics on
+    the candidate's own lines. Empty when nothing can be made lighter."""
+    host = {name: f'#include <{BIND_HEADER}>\n#line 1 "{name}"\n' + _HEAVY_INCLUDE.sub("", text)
+            for name, text in files.items()
+            if name.endswith(_HOST_SOURCE) and _HEAVY_INCLUDE.search(text) and not _MAIN_NEEDS_FRONTEND.search(text)}
+    variants = []
+    for tier in ("min", "types"):
+        cuda = {}
+        for name in (n for n in files if n.endswith(".cu")):
+            text = light_cuda_source(files[name], tier, torch_include)
+            if text is not None:
+                lead = "#include <cuda.h>\n#include <cuda_runtime.h>\n" if tier == "min" else ""
+                cuda[name] = f'{lead}#line 1 "{name}"\n{text}'
+        if cuda:
+            variants.append((f"light:{tier}", {**files, **host, **cuda}))
+    if host and not variants:
+        variants.append(("light:bind", {**files, **host}))
+    return variants

@@ -20,7 +20,7 @@ from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.build import flags as build_flags
 from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic,
                                           cache_key, open_artefact)
-from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_main_source
+from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_file_variants, light_main_source
 from cudaforge.eval.build.logs import build_hints, failed_for_the_sources, missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
 from cudaforge.eval.build.settings import BuildSettings
@@ -123,20 +123,13 @@ class _Hooks:
             base = os.path.basename(path)
             files[base if base not in files else f"{i}_{base}"] = Path(path).read_text()
         includes = [os.path.abspath(p) for p in _as_list(extra_include_paths)]
-        includes += sorted({os.path.dirname(p) for p in paths} - set(includes))  # their own "local.h" files
+        files.update(_local_headers(sorted({os.path.dirname(p) for p in paths}), files))  # their "local.h" files
         with_cuda_flag = any(p.endswith((".cu", ".cuh")) for p in paths) if with_cuda is None else bool(with_cuda)
-        spec = _Spec(
-            name=name, files=files, variants=[("plain", files)],
-            extra_cflags=[f.strip() for f in _as_list(extra_cflags) + self.settings.extra_cflags if f.strip()],
-            extra_cuda_cflags=[f.strip() for f in _as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags
-                               if f.strip()],
-            extra_ldflags=[f.strip() for f in _as_list(extra_ldflags) if f.strip()],
-            extra_include_paths=includes, with_cuda=with_cuda_flag, is_python_module=is_python_module,
-        )
         inputs = {"kind": "files", "name": name, "files": files, "extra_cflags": _as_list(extra_cflags),
                   "extra_cuda_cflags": _as_list(extra_cuda_cflags), "extra_ldflags": _as_list(extra_ldflags),
                   "extra_include_paths": includes, "with_cuda": with_cuda_flag, "is_python_module": is_python_module}
-        return spec, inputs
+        return _files_spec(name, files, includes, with_cuda_flag, is_python_module, self.settings,
+                           _as_list(extra_cflags), _as_list(extra_cuda_cflags), _as_list(extra_ldflags)), inputs
 
     # -- build or hit, then import ----------------------------------------------------------
 
@@ -330,6 +323,58 @@ def keyed(inputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in inputs.items() if k != "name"}
 
 
+LOCAL_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh", ".inl", ".inc")
+LOCAL_HEADERS_MAX = 64
+LOCAL_HEADERS_BYTES = 2 << 20
+"""The headers beside a ``load`` call's sources travel with them (read in the candidate's sandbox, written beside the
+sources in the build's folder, so ``#include "local.h"`` finds them as it does beside torch's own build, and their
+text is in the cache key): at most this many files and bytes. The folder itself is no include path: files written to
+a fresh ``tempfile.mkdtemp()`` every run then hit the cache, and the precompiled header serves them. Headers in
+subfolders of it are not taken."""
+
+
+def _local_headers(folders: list[str], taken: dict[str, str]) -> dict[str, str]:
+    """The header files directly in ``folders`` (name -> text), where no file of that name is taken; bounded."""
+    found: dict[str, str] = {}
+    size = 0
+    for folder in folders:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.endswith(LOCAL_HEADER_SUFFIXES) or entry.name in taken or entry.name in found:
+                continue
+            if not _FILE_NAME.match(entry.name) or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                text = Path(entry.path).read_text()
+            except (OSError, UnicodeDecodeError):
+                continue
+            size += len(text)
+            if len(found) >= LOCAL_HEADERS_MAX or size > LOCAL_HEADERS_BYTES:
+                return found
+            found[entry.name] = text
+    return found
+
+
+def _files_spec(name: str, files: dict[str, str], includes: list[str], with_cuda: bool, is_module: bool,
+                settings: BuildSettings, cflags: list[str], cuda_cflags: list[str], ldflags: list[str]) -> _Spec:
+    """The spec of a ``load`` call's files: their lighter header tiers first (``light_file_variants``), then as
+    written."""
+    variants: list[tuple[str, dict[str, str]]] = []
+    if settings.light_headers:
+        torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
+        variants = light_file_variants(files, torch_include)
+    return _Spec(
+        name=name, files=dict(files), variants=[*variants, ("plain", dict(files))],
+        extra_cflags=[f.strip() for f in cflags + settings.extra_cflags if f.strip()],
+        extra_cuda_cflags=[f.strip() for f in cuda_cflags + settings.extra_cuda_cflags if f.strip()],
+        extra_ldflags=[f.strip() for f in ldflags if f.strip()],
+        extra_include_paths=list(includes), with_cuda=with_cuda, is_python_module=is_module,
+    )  # fmt: skip
+
+
 def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
     """The trusted side's own ``_Spec`` for a build request (``load_inline``/``load`` arguments as data), and the
     request re-written the way a local call writes it (what the cache key hashes).
@@ -369,19 +414,14 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
         if not isinstance(files, dict) or not files or not all(
                 isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items()):  # fmt: skip
             raise ValueError("files must map plain file names to their text")
-        settings = hooks.settings
         with_cuda, is_module = bool(inputs.get("with_cuda")), bool(inputs.get("is_python_module", True))
         canonical = {"kind": "files", "name": name, "files": dict(files), "extra_cflags": flags["extra_cflags"],
                      "extra_cuda_cflags": flags["extra_cuda_cflags"], "extra_ldflags": flags["extra_ldflags"],
                      "extra_include_paths": flags["extra_include_paths"], "with_cuda": with_cuda,
                      "is_python_module": is_module}  # fmt: skip
-        return _Spec(
-            name=name, files=dict(files), variants=[("plain", dict(files))],
-            extra_cflags=[f.strip() for f in flags["extra_cflags"] + settings.extra_cflags if f.strip()],
-            extra_cuda_cflags=[f.strip() for f in flags["extra_cuda_cflags"] + settings.extra_cuda_cflags if f.strip()],
-            extra_ldflags=[f.strip() for f in flags["extra_ldflags"] if f.strip()],
-            extra_include_paths=flags["extra_include_paths"], with_cuda=with_cuda, is_python_module=is_module,
-        ), canonical  # fmt: skip
+        return _files_spec(name, dict(files), flags["extra_include_paths"], with_cuda, is_module,
+                           hooks.settings, flags["extra_cflags"], flags["extra_cuda_cflags"],
+                           flags["extra_ldflags"]), canonical
     raise ValueError(f"unknown build kind {kind!r}")
 
 
