@@ -70,6 +70,17 @@ def test_the_report_gives_speedups_over_torch_compile_by_hand(tmp_path):
     assert any("vs compile" in note and "2 of 3 timed task(s)" in note for note in report.notes)
 
 
+def test_a_graph_replaying_compile_slower_than_eager_is_explained_in_the_notes(tmp_path):
+    """max-autotune copies each call's new inputs into its CUDA graph: the H200 measured it slower than eager on
+    standalone elementwise tasks. The report says so where it happened, and not where compile was faster."""
+    slower = build_report([write_run(tmp_path / "a", [_result("t/level1/1_A", 1.0, 0.45), _result("t/level1/2_B", 1.5, 1.2)])],
+                          bootstrap=0, fast_p=[1])  # fmt: skip
+    note = next(n for n in slower.notes if "vs compile" in n)
+    assert "In 1 of 2 pair(s) torch.compile was slower than eager" in note and "no-cudagraphs" in note
+    faster = build_report([write_run(tmp_path / "b", [_result("t/level1/1_A", 1.0, 1.2)])], bootstrap=0, fast_p=[1])
+    assert not any("slower than eager" in n for n in faster.notes)
+
+
 def test_a_protocol_the_pair_cannot_match_measures_nothing(tmp_path):
     cfg = {**_default_eval_config(), "tf32": "torch_default", "speedup_statistic": "mean"}
     record = compile_beside(TASK, "0", "H200", cfg, tmp_path)  # no GPU is touched: nothing is measured at all

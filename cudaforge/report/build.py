@@ -96,7 +96,19 @@ def _compile_notes(run: RunData) -> list[str]:
     return [f"{run.label}: vs compile: each timed correct kernel's speedup over eager divided by torch.compile's "
             f"(mode {', '.join(modes)}) over eager, both timed in one child on the same GPU model "
             f"({len(pairs)} of {timed} timed task(s); {cached} pair(s) from the cache). fast_p vs compile counts a "
-            "failed task as not fast and leaves out a correct one without the pair."]
+            "failed task as not fast and leaves out a correct one without the pair." + _graph_note(pairs)]
+
+
+def _graph_note(pairs: list[dict]) -> str:
+    """Where compile replayed CUDA graphs and came out slower than eager: the graph copies each call's new inputs."""
+    graphs = [p for p in pairs if str(p.get("mode")) in ("max-autotune", "reduce-overhead")]
+    slower = [p for p in graphs if (p.get("compile_over_eager") or 1.0) < 1.0]
+    if not slower:
+        return ""
+    return (f" In {len(slower)} of {len(pairs)} pair(s) torch.compile was slower than eager: its mode replays CUDA "
+            "graphs, which copy every call's new inputs into the graph's own buffers (our reading of the H200 "
+            "figures, docs/evaluation.md); eval.compile_beside_mode=max-autotune-no-cudagraphs compares kernels "
+            "without that copy.")
 
 
 def _held_out_notes(run: RunData) -> list[str]:
