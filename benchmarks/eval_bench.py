@@ -6,7 +6,7 @@ Targets (issue: evaluation engine):
 - precision: one candidate/task pair evaluated ``--repeats`` times in a row; the speedup
   medians within 2% of each other (max-min over mean);
 - overhead: for a task whose reference runs about 1 ms, everything but the compile and the
-  timed calls themselves under 3 s per candidate;
+  timed calls themselves at most 1 s per candidate (was 3 s before the public-candidates issue);
 - throughput: a batch of ``--batch`` candidates on all visible GPUs against the same batch on
   one GPU (the ratio of wall times). The CUDA sources are built first, untimed, so both batches
   find every build done and the GPUs' share of the work is what is compared.
@@ -95,6 +95,7 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
             "timed_calls_s": timed_calls_s, "reference_ms": r.reference_timing.median,
             "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
             "worker_setup_s": r.fingerprint.get("worker_setup_s"), "standby": r.fingerprint.get("standby"),
+            "verifier_s": r.fingerprint.get("verifier_s"),
             "gpu_lock_wait_s": r.fingerprint.get("gpu_lock_wait_s"),
             "phases_s": {p.phase.value: round(p.seconds, 4) for p in r.phases},
             "correctness_breakdown_s": r.fingerprint.get("correctness_breakdown_s"),
@@ -102,7 +103,7 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
         })
     best = min(rows, key=lambda row: row["overhead_s"])
     return {"task": task.id, "wait_standby": wait_standby, "runs": rows,
-            "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2], "best": best, "target_s": 3.0}
+            "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2], "best": best, "target_s": 1.0}
 
 
 def throughput(cfg: dict, batch: int, gpus: list[str]) -> dict:
@@ -133,6 +134,9 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an eval setting (JSON value)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     parser.add_argument("--wait-standby", action="store_true", help="precision runs wait for the worker's start-up")
+    parser.add_argument("--overhead-repeats", type=int, default=3, help="candidates per overhead measurement")
+    parser.add_argument("--ready-only", action="store_true",
+                        help="measure the overhead with the worker ready only (not back to back)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="cProfile each evaluation's trusted side into this folder; a summary in the output folder")
     args = parser.parse_args()
@@ -168,10 +172,13 @@ def main() -> None:
               f"spread {report['precision']['spread_pct']:.2f}% (target < 2%)", flush=True)
         (args.out / name).write_text(json.dumps(report, indent=2))
     if "overhead" in parts:
-        report["overhead"] = overhead(evaluator, wait_standby=True)
-        report["overhead_back_to_back"] = overhead(evaluator)
+        report["overhead"] = overhead(evaluator, args.overhead_repeats, wait_standby=True)
+        if not args.ready_only:
+            report["overhead_back_to_back"] = overhead(evaluator, args.overhead_repeats)
         for key, label in (("overhead", "worker ready"), ("overhead_back_to_back", "back to back")):
-            print(f"overhead ({label}): {report[key]['overhead_s_median']:.2f} s per candidate (target < 3 s); "
+            if key not in report:
+                continue
+            print(f"overhead ({label}): {report[key]['overhead_s_median']:.2f} s per candidate (target at most 1 s); "
                   f"best run {json.dumps(report[key]['best'])}", flush=True)
         (args.out / name).write_text(json.dumps(report, indent=2))
     evaluator.close()

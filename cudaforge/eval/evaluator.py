@@ -327,8 +327,14 @@ class Evaluator:
         probe_key = (task.id + ":" + source_hash(task.source), str(gpu))
         if gpu is not None and probe_key in self._probes:
             payload["known_probe"] = self._probes[probe_key]
+        handed = time.monotonic()
         outcome = self._worker(payload, gpu, self._env(device))
         result = self._from_outcome(task, source, outcome)
+        verifier = result.fingerprint.get("verifier_s")
+        if isinstance(verifier, dict) and isinstance(verifier.get("total"), (int, float)):
+            # what the hand-over to the verifier and its exit cost beyond the verifier's own seconds (a benchmark's
+            # account of the overhead; the verifier's number is its own and only read, never trusted for a verdict)
+            verifier["handover_and_exit"] = round(time.monotonic() - handed - float(verifier["total"]), 4)
         if gpu is not None and result.status is EvalStatus.CORRECT and not result.guard_findings \
                 and probe_key not in self._probes:  # a correct candidate's with no finding: it left no work behind
             kept = kept_probe(result.precision)

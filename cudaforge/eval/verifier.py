@@ -1566,6 +1566,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             result.message = f"{phase.value} phase: {failure.message}"
         rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
     finally:
+        tail_started = time.perf_counter()  # the worker's end and its files kept: no phase's time
         if process is not None:
             try:
                 if own_caches:
@@ -1593,4 +1594,6 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         _count_late_builds(process.builds[builds_at_compile:], rec.phases, result)
     result.phases = rec.phases
     result.seconds = time.perf_counter() - started
+    result.fingerprint["verifier_s"] = {"total": round(result.seconds, 4),
+                                        "tail": round(time.perf_counter() - tail_started, 4)}
     return result.to_dict()
