@@ -98,7 +98,7 @@ def _key(settings: BuildSettings, **changes) -> tuple[str, str]:
     hooks = build._Hooks(settings.resolved(), build.BuildRecorder())
     spec, inputs = hooks.inline_spec(**args)
     key = cache_key(keyed(inputs), hooks.settings)
-    return key, f"{build._sanitize(spec.name)}_{key[:16]}"
+    return key, build.module_name_of(key)
 
 
 def test_cache_key_changes_with_sources_flags_and_arch(tmp_path):
@@ -130,7 +130,7 @@ def test_the_extension_name_is_not_part_of_the_key(tmp_path):
     settings = settings_for(str(tmp_path))
     first, module = _key(settings, name="relu_140233")
     second, _ = _key(settings, name="relu_140877")
-    assert first == second and module.startswith("relu_140233_")
+    assert first == second and module == build.module_name_of(first)
     assert _key(settings, name="relu_140233", cuda_sources="__global__ void k2() {}")[0] != first
 
 
@@ -138,7 +138,7 @@ def test_same_module_name_gets_distinct_names(tmp_path):
     settings = settings_for(str(tmp_path))
     _, first = _key(settings, cuda_sources="__global__ void k(float* x) { x[0] = 1; }")
     _, second = _key(settings, cuda_sources="__global__ void k(float* x) { x[0] = 2; }")
-    assert first.startswith("my_cuda_") and second.startswith("my_cuda_") and first != second
+    assert first.startswith("ext_") and second.startswith("ext_") and first != second
 
 
 def test_toolchain_fingerprint_fields():
@@ -279,7 +279,7 @@ def test_two_modules_with_one_name_in_one_process(cache_dir):
         second = exec_source(python_module_source("my_cuda", 2), "cand_b")
     assert (first["VALUE"], second["VALUE"]) == (1, 2)
     names = [r.module_name for r in recorder.records]
-    assert len(set(names)) == 2 and all(n.startswith("my_cuda_") for n in names)
+    assert len(set(names)) == 2 and all(n.startswith("ext_") for n in names)
     assert all(r.status == "built" for r in recorder.records)
     with build_hooks(settings) as again:
         assert exec_source(python_module_source("my_cuda", 1), "cand_c")["VALUE"] == 1
@@ -297,7 +297,16 @@ def test_the_same_sources_under_a_new_name_load_the_library_built_first(cache_di
     assert not first.records[0].cached and second.records[0].cached
     assert second.records[0].name == "per_instance_9002"
     assert second.records[0].module_name == first.records[0].module_name
-    assert second.records[0].module_name.startswith("per_instance_7001_")
+
+
+def test_a_name_python_cannot_import_breaks_no_later_build_of_the_same_sources(cache_dir):
+    """The library's module name comes from the key, never from a request's name: a first build named so that
+    Python would import it through ``PyInitU_`` (non-ASCII) leaves a library every later name can load (red team)."""
+    settings = settings_for(cache_dir)
+    for name in ("模块_x²", "honest_ext"):
+        with build_hooks(settings) as recorder:
+            assert exec_source(python_module_source(name, 9), f"cand_{len(name)}")["VALUE"] == 9
+        assert recorder.records[0].module_name.isascii() and recorder.records[0].module_name.startswith("ext_")
 
 
 FILES_CPP = r"""#include <Python.h>
@@ -313,9 +322,10 @@ PyMODINIT_FUNC CF_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) { return PyModule_Cre
 """
 
 
-def files_module_source(value: int) -> str:
-    """A candidate that writes a C++ source and the header beside it to a fresh ``tempfile.mkdtemp()`` and builds
-    them with ``load`` (a bare CPython module: no torch headers)."""
+def files_module_source(value: int, header: str = "value.h") -> str:
+    """A candidate that writes a C++ source and its header (``header``, beside it or in a subfolder) to a fresh
+    ``tempfile.mkdtemp()`` and builds them with ``load`` (a bare CPython module: no torch headers)."""
+    cpp = FILES_CPP.replace('#include "value.h"', f'#include "{header}"')
     return textwrap.dedent(
         f"""
         import os
@@ -323,7 +333,8 @@ def files_module_source(value: int) -> str:
         from torch.utils.cpp_extension import load
 
         folder = tempfile.mkdtemp(prefix="files_")
-        for name, text in (("mod.cpp", {FILES_CPP!r}), ("value.h", "#define CF_VALUE {value}\\n")):
+        for name, text in (("mod.cpp", {cpp!r}), ({header!r}, "#define CF_VALUE {value}\\n")):
+            os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
             with open(os.path.join(folder, name), "w") as f:
                 f.write(text)
         VALUE = load(name=f"files_{{id(folder)}}", sources=[os.path.join(folder, "mod.cpp")]).value()
@@ -345,6 +356,21 @@ def test_files_written_to_a_fresh_folder_each_run_hit_the_cache_and_key_their_he
     assert runs[0][1].key == runs[1][1].key != runs[2][1].key
 
 
+def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
+    """The sandbox's hook sends at most 64 headers, but a candidate can send a raw request: the trusted side counts
+    the files itself, and refuses too many in one line the Coder can read (red team: 70x its size in memory)."""
+    from cudaforge.eval.build.intercept import FILES_SOURCES_MAX, serve_build
+
+    files = {f"k{i}.cu": "__global__ void k() {}\n" for i in range(FILES_SOURCES_MAX + 1)}
+    reply, record = serve_build({"kind": "files", "name": "many", "files": files, "with_cuda": True},
+                                settings_for(str(tmp_path)), None)
+    assert reply["status"] == "failed" and "at most 16 sources" in record.error
+    big = {"a.cu": "// " + "x" * (5 << 20) + "\n"}
+    reply, record = serve_build({"kind": "files", "name": "big", "files": big, "with_cuda": True},
+                                settings_for(str(tmp_path)), None)
+    assert reply["status"] == "failed" and "MiB in all" in record.error
+
+
 def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
     from cudaforge.eval.build.headers import BIND_HEADER, light_file_variants
 
@@ -362,6 +388,8 @@ def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
     kept = dict(light_file_variants({"k.cu": cu, "bind.cpp": frontend}, torch_include))["light:min"]
     assert kept["bind.cpp"] == frontend
     assert light_file_variants({"plain.cpp": "#include <Python.h>\n"}, torch_include) == []
+    macro_first = "#define NDEBUG\n" + cpp  # the binding header would come before the macro: left as written
+    assert dict(light_file_variants({"k.cu": cu, "bind.cpp": macro_first}, torch_include))["light:min"]["bind.cpp"] == macro_first
 
 
 def test_hooks_restore_torch_functions(cache_dir):
@@ -418,7 +446,7 @@ def test_realistic_candidate_builds_then_hits_cache(cache_dir):
     expected = "ok" if CUDA_TORCH else "compiled_only"
     assert cold.status == expected, (cold.message, cold.log_trimmed)
     record = cold.records[0]
-    assert record["name"] == "relu" and record["module_name"].startswith("relu_")
+    assert record["name"] == "relu" and record["module_name"].startswith("ext_")
     assert "arch=9.0" in record["measures"] and "headers=min" in record["measures"]
     if not CUDA_TORCH:
         assert "not linked or loaded" in cold.message

@@ -738,3 +738,48 @@ def test_the_trusted_side_is_profiled_when_a_folder_is_named(tiny, tmp_path, mon
     own = result.fingerprint["verifier_s"]
     assert 0 <= own["tail"] <= own["total"] < result.seconds
     assert own["handover_and_exit"] == pytest.approx(result.seconds - own["total"], abs=0.2)
+
+
+SUBFOLDER_CPP = r"""#include <Python.h>
+#include "inc/value.h"
+#define CF_STR2(x) #x
+#define CF_STR(x) CF_STR2(x)
+#define CF_CAT2(a, b) a##b
+#define CF_CAT(a, b) CF_CAT2(a, b)
+static PyObject* value(PyObject*, PyObject*) { return PyLong_FromLong(CF_VALUE); }
+static PyMethodDef methods[] = {{"value", value, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, CF_STR(TORCH_EXTENSION_NAME), NULL, -1, methods};
+PyMODINIT_FUNC CF_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) { return PyModule_Create(&def); }
+"""
+
+SUBFOLDER_LOAD = f"""
+import os
+import tempfile
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load
+
+CPP = {SUBFOLDER_CPP!r}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        folder = tempfile.mkdtemp()
+        os.makedirs(os.path.join(folder, "inc"))
+        for name, text in (("mod.cpp", CPP), ("inc/value.h", "#define CF_VALUE 0\\n")):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+        self.zero = load(name="sub_ext", sources=[os.path.join(folder, "mod.cpp")]).value()
+
+    def forward(self, x):
+        return torch.relu(x) + self.zero
+"""
+
+
+def test_a_load_whose_header_sits_in_a_subfolder_builds_in_the_sandbox(evaluator, tiny):
+    """A quoted include of a file that the headers beside the sources do not carry (here in a subfolder) keeps the
+    sources' folder an include path, as torch's own build has it (red team: it had stopped building)."""
+    result = evaluator.evaluate(tiny["ReLU"], SUBFOLDER_LOAD)
+    assert result.status is EvalStatus.CORRECT, result.message
+    assert result.fingerprint.get("builds_after_compile", {}).get("count") == 1

@@ -607,8 +607,14 @@ class _Builder:
         return True
 
 
+def module_name_of(key: str) -> str:
+    """The module name a build's library is made under: from its cache key alone, so the library is the same
+    whatever name the request gave (a name could otherwise break the import of everyone who hits the cache)."""
+    return f"ext_{key[:24]}"
+
+
 def _sanitize(name: str) -> str:
-    name = re.sub(r"\W", "_", name) or "ext"
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name) or "ext"  # ASCII: Python imports other names through PyInitU_
     return name if not name[0].isdigit() else f"m_{name}"
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -64,6 +65,7 @@ _STREAM_ONLY = {"getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPo
                 "OptionalCUDAStreamGuard"}
 
 
+@functools.lru_cache(maxsize=512)
 def _inline_op(torch_include: str, op: str) -> str:
     """The wrappers of ``ATen/ops/<op>.h`` without the header's heavy includes (ATen/Context.h ...).
 
@@ -117,6 +119,16 @@ def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
 _HOST_SOURCE = (".cpp", ".cc", ".cxx")
 
 
+def _heavy_include_first(text: str) -> bool:
+    """Whether the first line of ``text`` that is not blank or a ``//`` comment includes ``torch/extension.h`` (or
+    ``torch/torch.h``, ``torch/all.h``): only then does the binding header in its place see the same macros."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("//"):
+            return bool(_HEAVY_INCLUDE.match(line))
+    return False
+
+
 def light_file_variants(files: dict[str, str], torch_include: str) -> list[tuple[str, dict[str, str]]]:
     """The lighter tiers of a ``load`` call's files (name -> text), lightest first, each a whole set of files:
     host files that include ``torch/extension.h`` and need no more of the frontend take :data:`BIND_HEADER`; CUDA
@@ -124,7 +136,7 @@ def light_file_variants(files: dict[str, str], torch_include: str) -> list[tuple
     the candidate's own lines. Empty when nothing can be made lighter."""
     host = {name: f'#include <{BIND_HEADER}>\n#line 1 "{name}"\n' + _HEAVY_INCLUDE.sub("", text)
             for name, text in files.items()
-            if name.endswith(_HOST_SOURCE) and _HEAVY_INCLUDE.search(text) and not _MAIN_NEEDS_FRONTEND.search(text)}
+            if name.endswith(_HOST_SOURCE) and _heavy_include_first(text) and not _MAIN_NEEDS_FRONTEND.search(text)}
     variants = []
     for tier in ("min", "types"):
         cuda = {}

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator
 
 from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.build import flags as build_flags
-from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _sanitize, _Spec, _write_atomic,
-                                          cache_key, open_artefact)
+from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _Spec, _write_atomic,
+                                          cache_key, module_name_of, open_artefact)
 from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_file_variants, light_main_source
 from cudaforge.eval.build.logs import build_hints, failed_for_the_sources, missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
@@ -123,7 +123,10 @@ class _Hooks:
             base = os.path.basename(path)
             files[base if base not in files else f"{i}_{base}"] = Path(path).read_text()
         includes = [os.path.abspath(p) for p in _as_list(extra_include_paths)]
-        files.update(_local_headers(sorted({os.path.dirname(p) for p in paths}), files))  # their "local.h" files
+        folders = sorted({os.path.dirname(p) for p in paths})
+        files.update(_local_headers(folders, files))  # their "local.h" files
+        if _includes_left_behind(files, folders):  # in a subfolder, of another suffix, past the bound: the folder
+            includes += [f for f in folders if f not in includes]  # stays an include path, as torch builds it
         with_cuda_flag = any(p.endswith((".cu", ".cuh")) for p in paths) if with_cuda is None else bool(with_cuda)
         inputs = {"kind": "files", "name": name, "files": files, "extra_cflags": _as_list(extra_cflags),
                   "extra_cuda_cflags": _as_list(extra_cuda_cflags), "extra_ldflags": _as_list(extra_ldflags),
@@ -136,7 +139,7 @@ class _Hooks:
     def build_and_load(self, spec: _Spec, inputs: dict[str, Any]) -> Any:
         started = time.perf_counter()
         key = cache_key(keyed(inputs), self.settings)
-        module_name = f"{_sanitize(spec.name)}_{key[:16]}"
+        module_name = module_name_of(key)
         record = BuildRecord(name=spec.name, module_name=module_name, key=key, status="failed", cached=True,
                              seconds=0.0)
         self.recorder.records.append(record)
@@ -204,7 +207,6 @@ class _Hooks:
         record.log = manifest["log"]
         record.log_trimmed = manifest["log_trimmed"]
         record.build_dir = str(root / key / manifest["directory"])
-        module_name = record.module_name = str(manifest.get("module_name") or module_name)  # built under another name
         if record.status == "toolchain_error":
             record.error = (f"extension '{spec.name}' could not be checked here: the CUDA toolkit lacks "
                             f"{missing_toolkit_header(record.log)}, which the sources need (not the candidate's fault)")
@@ -219,8 +221,7 @@ class _Hooks:
         return os.path.join(record.build_dir, f"{module_name}.so")
 
     def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
-        library = self.resolve(spec, key, module_name, record)
-        return self._load(spec, key, record.module_name, library, record)
+        return self._load(spec, key, module_name, self.resolve(spec, key, module_name, record), record)
 
     def _load(self, spec: _Spec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
         if not spec.is_python_module:
@@ -318,9 +319,25 @@ def deliver(library: str | os.PathLike, folder: str | os.PathLike, label: str) -
 
 def keyed(inputs: dict[str, Any]) -> dict[str, Any]:
     """What a build's cache key hashes: its request without the extension's name. The same sources and flags under
-    another name (one made from ``id(self)`` or a counter, new for every instance) find the library built first, and
-    load it under the module name it was built with."""
+    another name (one made from ``id(self)`` or a counter, new for every instance) find the library built first; the
+    library's module name comes from the key alone (``module_name_of``), so no request's name shapes it."""
     return {k: v for k, v in inputs.items() if k != "name"}
+
+
+FILES_SOURCES_MAX = 16
+FILES_BYTES_MAX = 4 << 20
+
+
+def files_problem(files: dict[str, str]) -> str:
+    """Why a ``load`` request's files are more than the trusted side takes (checked there, whatever the request):
+    at most :data:`FILES_SOURCES_MAX` sources and :data:`LOCAL_HEADERS_MAX` other files, :data:`FILES_BYTES_MAX`
+    bytes in all; "" when they are within it."""
+    sources = sum(1 for name in files if name.endswith((".cpp", ".cu", ".cc", ".cxx", ".c")))
+    size = sum(len(text.encode("utf-8", "surrogatepass")) for text in files.values())
+    if sources > FILES_SOURCES_MAX or len(files) - sources > LOCAL_HEADERS_MAX or size > FILES_BYTES_MAX:
+        return (f"load(): {sources} source file(s), {len(files) - sources} other(s), {size} bytes: at most "
+                f"{FILES_SOURCES_MAX} sources, {LOCAL_HEADERS_MAX} headers and {FILES_BYTES_MAX >> 20} MiB in all")
+    return ""
 
 
 LOCAL_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh", ".inl", ".inc")
@@ -356,6 +373,17 @@ def _local_headers(folders: list[str], taken: dict[str, str]) -> dict[str, str]:
                 return found
             found[entry.name] = text
     return found
+
+
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+def _includes_left_behind(files: dict[str, str], folders: list[str]) -> bool:
+    """Whether a file includes (in quotes) a file of the sources' folders that is not among ``files`` (run in the
+    candidate's sandbox, where those folders are): then the folders stay include paths, as before headers travelled
+    (the folders are in the cache key then, and no precompiled header serves the build)."""
+    targets = {t for text in files.values() for t in _QUOTED_INCLUDE.findall(text) if t not in files}
+    return any(os.path.exists(os.path.join(folder, t)) for t in targets for folder in folders)
 
 
 def _files_spec(name: str, files: dict[str, str], includes: list[str], with_cuda: bool, is_module: bool,
@@ -414,6 +442,9 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
         if not isinstance(files, dict) or not files or not all(
                 isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items()):  # fmt: skip
             raise ValueError("files must map plain file names to their text")
+        too_many = files_problem(files)
+        if too_many:
+            raise build_flags.FlagRefused(too_many)
         with_cuda, is_module = bool(inputs.get("with_cuda")), bool(inputs.get("is_python_module", True))
         canonical = {"kind": "files", "name": name, "files": dict(files), "extra_cflags": flags["extra_cflags"],
                      "extra_cuda_cflags": flags["extra_cuda_cflags"], "extra_ldflags": flags["extra_ldflags"],
@@ -465,7 +496,7 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
     try:
         spec, canonical = spec_from_inputs(hooks, inputs)
         key = cache_key(keyed(canonical), settings)
-        record.key, record.module_name = key, f"{_sanitize(spec.name)}_{key[:16]}"
+        record.key, record.module_name = key, module_name_of(key)
         library = hooks.resolve(spec, key, record.module_name, record)
         record.status = "built"
         path = deliver(library, deliver_dir, record.module_name) if deliver_dir else library
