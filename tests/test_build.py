@@ -371,6 +371,33 @@ def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
     assert reply["status"] == "failed" and "MiB in all" in record.error
 
 
+def test_the_order_of_a_loads_files_is_in_the_key_and_a_surrogate_is_the_candidates_error(tmp_path):
+    """The files' order is the link order, so it is in the key; a text that is not UTF-8 fails the build as the
+    candidate's mistake, not as a crash of ours (second red-team round)."""
+    from cudaforge.eval.build.intercept import serve_build
+
+    a, b = "int a() { return 1; }\n", "int b() { return 2; }\n"
+    forward = build.cache_key(keyed({"kind": "files", "files": {"a.cpp": a, "b.cpp": b}}), settings_for(str(tmp_path)))
+    backward = build.cache_key(keyed({"kind": "files", "files": {"b.cpp": b, "a.cpp": a}}), settings_for(str(tmp_path)))
+    assert forward != backward
+    for request in ({"kind": "files", "name": "s", "files": {"a.cpp": "int x = 1;\ud800\n"}},
+                    {"kind": "inline", "name": "s", "cpp_sources": ["int x = 1;\ud800"]}):
+        reply, record = serve_build(request, settings_for(str(tmp_path)), None)
+        assert reply["status"] == "failed" and "not UTF-8" in record.error
+
+
+def test_a_source_calling_more_ops_than_the_min_tier_takes_gets_the_types_tier():
+    from cudaforge.eval.build.headers import MIN_TIER_OPS, light_cuda_source
+
+    torch_include = str(Path(torch.__file__).parent / "include")
+    ops = sorted(p.stem for p in (Path(torch_include) / "ATen" / "ops").glob("*.h") if "_" not in p.stem)
+    few = "#include <torch/extension.h>\n" + "".join(f"// torch::{op}(\n" for op in ops[:3])
+    many = "#include <torch/extension.h>\n" + "".join(f"// torch::{op}(\n" for op in ops[:MIN_TIER_OPS + 1])
+    assert light_cuda_source(few, "min", torch_include) is not None
+    assert light_cuda_source(many, "min", torch_include) is None
+    assert light_cuda_source(many, "types", torch_include) is not None
+
+
 def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
     from cudaforge.eval.build.headers import BIND_HEADER, light_file_variants
 

@@ -65,6 +65,10 @@ _STREAM_ONLY = {"getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPo
                 "OptionalCUDAStreamGuard"}
 
 
+MIN_TIER_OPS = 64
+"""ATen operators a CUDA source may call and still get the ``min`` tier (their wrappers inlined one by one)."""
+
+
 @functools.lru_cache(maxsize=512)
 def _inline_op(torch_include: str, op: str) -> str:
     """The wrappers of ``ATen/ops/<op>.h`` without the header's heavy includes (ATen/Context.h ...).
@@ -102,6 +106,8 @@ def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
     if tier != "min":
         raise ValueError(f"unknown header tier {tier!r}")
     ops = sorted({m for m in _OP_CALL.findall(source) if os.path.exists(os.path.join(torch_include, "ATen", "ops", f"{m}.h"))})
+    if len(ops) > MIN_TIER_OPS:  # each is a header's wrappers inlined: past this, torch/types.h is the lighter way
+        return None
     wrappers = "".join(_inline_op(torch_include, op) for op in ops)
     extra = "#include <ATen/core/Generator.h>\n" if "Generator" in wrappers else ""
     extra += "#include <ATen/core/Reduction.h>\n" if "Reduction" in wrappers else ""

@@ -188,6 +188,8 @@ class _Hooks:
             manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
             if manifest is not None and manifest["status"] == "failed" and not self.settings.cache_failures:
                 manifest = None
+            if manifest is not None and manifest.get("module_name") != module_name:  # made by another recipe
+                manifest = None
             if manifest is None:
                 record.cached = False
                 manifest = self._build(spec, key, module_name)
@@ -265,7 +267,7 @@ class _Hooks:
         }
 
 
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,120}$")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,120}\Z")
 
 
 def _strings(value: Any, what: str) -> list[str]:
@@ -321,11 +323,23 @@ def keyed(inputs: dict[str, Any]) -> dict[str, Any]:
     """What a build's cache key hashes: its request without the extension's name. The same sources and flags under
     another name (one made from ``id(self)`` or a counter, new for every instance) find the library built first; the
     library's module name comes from the key alone (``module_name_of``), so no request's name shapes it."""
-    return {k: v for k, v in inputs.items() if k != "name"}
+    out = {k: v for k, v in inputs.items() if k != "name"}
+    if isinstance(out.get("files"), dict):  # their order is the link order: a list keeps it in the key
+        out["files"] = [[name, text] for name, text in out["files"].items()]
+    return out
 
 
 FILES_SOURCES_MAX = 16
 FILES_BYTES_MAX = 4 << 20
+
+
+def _strict_utf8(texts: Any, what: str) -> None:
+    """A request's texts must encode as UTF-8 (a lone surrogate would fail only when written, as a crash of ours)."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{what}: not UTF-8 text ({exc.reason})") from None
 
 
 def files_problem(files: dict[str, str]) -> str:
@@ -333,7 +347,7 @@ def files_problem(files: dict[str, str]) -> str:
     at most :data:`FILES_SOURCES_MAX` sources and :data:`LOCAL_HEADERS_MAX` other files, :data:`FILES_BYTES_MAX`
     bytes in all; "" when they are within it."""
     sources = sum(1 for name in files if name.endswith((".cpp", ".cu", ".cc", ".cxx", ".c")))
-    size = sum(len(text.encode("utf-8", "surrogatepass")) for text in files.values())
+    size = sum(len(text.encode("utf-8", "replace")) for text in files.values())
     if sources > FILES_SOURCES_MAX or len(files) - sources > LOCAL_HEADERS_MAX or size > FILES_BYTES_MAX:
         return (f"load(): {sources} source file(s), {len(files) - sources} other(s), {size} bytes: at most "
                 f"{FILES_SOURCES_MAX} sources, {LOCAL_HEADERS_MAX} headers and {FILES_BYTES_MAX >> 20} MiB in all")
@@ -362,7 +376,7 @@ def _local_headers(folders: list[str], taken: dict[str, str]) -> dict[str, str]:
         for entry in entries:
             if not entry.name.endswith(LOCAL_HEADER_SUFFIXES) or entry.name in taken or entry.name in found:
                 continue
-            if not _FILE_NAME.match(entry.name) or not entry.is_file(follow_symlinks=False):
+            if not _FILE_NAME.match(entry.name) or not entry.is_file(follow_symlinks=False):  # match: from the start
                 continue
             try:
                 text = Path(entry.path).read_text()
@@ -382,8 +396,12 @@ def _includes_left_behind(files: dict[str, str], folders: list[str]) -> bool:
     """Whether a file includes (in quotes) a file of the sources' folders that is not among ``files`` (run in the
     candidate's sandbox, where those folders are): then the folders stay include paths, as before headers travelled
     (the folders are in the cache key then, and no precompiled header serves the build)."""
-    targets = {t for text in files.values() for t in _QUOTED_INCLUDE.findall(text) if t not in files}
+    targets = {t for text in files.values() for t in _QUOTED_INCLUDE.findall(_COMMENTS.sub(" ", text))
+               if t not in files and not os.path.isabs(t) and ".." not in t.split("/")}
     return any(os.path.exists(os.path.join(folder, t)) for t in targets for folder in folders)
+
+
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _files_spec(name: str, files: dict[str, str], includes: list[str], with_cuda: bool, is_module: bool,
@@ -426,6 +444,8 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
                 "candidate's folder; a raw request must too)")
         build_flags.check([f"-I{path}"], "extra_include_paths", roots)
     if kind == "inline":
+        _strict_utf8([*_strings(inputs.get("cpp_sources"), "cpp_sources"),
+                      *_strings(inputs.get("cuda_sources"), "cuda_sources")], "sources")
         functions = inputs.get("functions")
         if functions is not None and not (isinstance(functions, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in functions.items())):  # fmt: skip
@@ -442,6 +462,7 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
         if not isinstance(files, dict) or not files or not all(
                 isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items()):  # fmt: skip
             raise ValueError("files must map plain file names to their text")
+        _strict_utf8(files.values(), "files")
         too_many = files_problem(files)
         if too_many:
             raise build_flags.FlagRefused(too_many)

@@ -13,7 +13,7 @@ from cudaforge.vendor import current
 
 
 
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 """Bumped whenever the way sources are rewritten or built changes; part of every cache key."""
 
 
