@@ -79,7 +79,7 @@ side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahe
 
 from __future__ import annotations
 
-from cudaforge.eval.build.builder import _Builder, _sanitize, cache_key, module_name_of
+from cudaforge.eval.build.builder import _Builder, cache_key, module_name_of
 from cudaforge.eval.build.headers import light_cuda_source
 from cudaforge.eval.build.intercept import _Hooks, build_hooks, keyed, serve_build, spec_from_inputs, warm_pch
 from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
@@ -91,7 +91,7 @@ from cudaforge.isolation import scrubbed_env
 
 __all__ = [
     "RECIPE_VERSION", "BuildError", "BuildOutcome", "BuildRecord", "BuildRecorder", "BuildSettings",
-    "FallbackMode", "ModuleNotLoadable", "ToolchainIncomplete", "_Builder", "_Hooks", "_sanitize",
+    "FallbackMode", "ModuleNotLoadable", "ToolchainIncomplete", "_Builder", "_Hooks",
     "build_hooks", "cache_key", "keyed", "light_cuda_source", "missing_toolkit_header", "module_name_of",
     "precompile", "scrubbed_env", "serve_build", "spec_from_inputs", "toolchain_fingerprint", "trim_compiler_log",
     "warm_pch",

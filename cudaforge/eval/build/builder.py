@@ -613,11 +613,6 @@ def module_name_of(key: str) -> str:
     return f"ext_{key[:24]}"
 
 
-def _sanitize(name: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name) or "ext"  # ASCII: Python imports other names through PyInitU_
-    return name if not name[0].isdigit() else f"m_{name}"
-
-
 def _as_list(value: Any) -> list[str]:
     if value is None:
         return []

@@ -329,6 +329,16 @@ def keyed(inputs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+LOCAL_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh", ".inl", ".inc")
+LOCAL_HEADERS_MAX = 64
+LOCAL_HEADERS_BYTES = 2 << 20
+"""The headers beside a ``load`` call's sources travel with them (read in the candidate's sandbox, written beside the
+sources in the build's folder, so ``#include "local.h"`` finds them as it does beside torch's own build, and their
+text is in the cache key): at most this many files and bytes. The folder itself is no include path: files written to
+a fresh ``tempfile.mkdtemp()`` every run then hit the cache, and the precompiled header serves them. Headers in
+subfolders of it are not taken."""
+
+
 FILES_SOURCES_MAX = 16
 FILES_BYTES_MAX = 4 << 20
 
@@ -352,16 +362,6 @@ def files_problem(files: dict[str, str]) -> str:
         return (f"load(): {sources} source file(s), {len(files) - sources} other(s), {size} bytes: at most "
                 f"{FILES_SOURCES_MAX} sources, {LOCAL_HEADERS_MAX} headers and {FILES_BYTES_MAX >> 20} MiB in all")
     return ""
-
-
-LOCAL_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh", ".inl", ".inc")
-LOCAL_HEADERS_MAX = 64
-LOCAL_HEADERS_BYTES = 2 << 20
-"""The headers beside a ``load`` call's sources travel with them (read in the candidate's sandbox, written beside the
-sources in the build's folder, so ``#include "local.h"`` finds them as it does beside torch's own build, and their
-text is in the cache key): at most this many files and bytes. The folder itself is no include path: files written to
-a fresh ``tempfile.mkdtemp()`` every run then hit the cache, and the precompiled header serves them. Headers in
-subfolders of it are not taken."""
 
 
 def _local_headers(folders: list[str], taken: dict[str, str]) -> dict[str, str]:
@@ -389,6 +389,7 @@ def _local_headers(folders: list[str], taken: dict[str, str]) -> dict[str, str]:
     return found
 
 
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
@@ -400,8 +401,6 @@ def _includes_left_behind(files: dict[str, str], folders: list[str]) -> bool:
                if t not in files and not os.path.isabs(t) and ".." not in t.split("/")}
     return any(os.path.exists(os.path.join(folder, t)) for t in targets for folder in folders)
 
-
-_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _files_spec(name: str, files: dict[str, str], includes: list[str], with_cuda: bool, is_module: bool,
