@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import tempfile
@@ -168,11 +169,22 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--evaluate", action="store_true", help="also evaluate each candidate against its task")
     parser.add_argument("--jobs", type=int, default=1, help="candidates at a time (default 1)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (sources, caches: about 2.5 GB)")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs: at least 1")
     chosen = {n.strip() for n in args.only.split(",") if n.strip()}
     work = Path(tempfile.mkdtemp(prefix="build-corpus-"))
+    try:
+        return _run(args, parser, chosen, work)
+    finally:
+        if args.keep:
+            print(f"work folder kept: {work}", flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, chosen: set[str], work: Path) -> int:
     files = [p for p in write_corpus(work / "corpus") if not chosen or p.stem in chosen]
     if chosen - {p.stem for p in files}:
         parser.error(f"--only: no such candidate(s) {sorted(chosen - {p.stem for p in files})}")
