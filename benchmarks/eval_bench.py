@@ -87,13 +87,14 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
             evaluator.wait_for_standbys()
         r = evaluator.evaluate(task, source)
         assert r.status.value == "correct", r.report()
-        calls = evaluator.cfg["timing_trials"] + evaluator.cfg["warmup"]
+        calls = r.candidate_timing.n + evaluator.cfg["warmup"]  # the timing may stop early (timing_min_trials)
         timed_calls_s = calls * (r.reference_timing.mean + r.candidate_timing.mean) / 1000
         rows.append({
             "total_s": r.seconds, "compile_s": phase_seconds(r, "compile"),
             "correctness_s": phase_seconds(r, "correctness"), "timing_phase_s": phase_seconds(r, "timing"),
             "timed_calls_s": timed_calls_s, "reference_ms": r.reference_timing.median,
             "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
+            "timed_trials": r.candidate_timing.n, "stopped_early": r.fingerprint.get("timing_stopped_early"),
             "worker_setup_s": r.fingerprint.get("worker_setup_s"), "standby": r.fingerprint.get("standby"),
             "verifier_s": r.fingerprint.get("verifier_s"),
             "gpu_lock_wait_s": r.fingerprint.get("gpu_lock_wait_s"),

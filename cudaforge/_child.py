@@ -113,11 +113,12 @@ def main() -> None:
         text = json.dumps(result)
     except BaseException:  # noqa: BLE001 - everything the entry raises is reported, not re-raised
         text = json.dumps({"__error__": traceback.format_exc()})
+    sys.stdout.flush()  # before the result: a trusted child's parent may kill it once the result is there
+    sys.stderr.flush()
     tmp = workdir / "result.json.tmp"
     tmp.write_text(text)
     os.replace(tmp, workdir / "result.json")
-    sys.stdout.flush()
-    sys.stderr.flush()
+    (workdir / "result.delivered").touch()  # isolation.RESULT_DELIVERED: the parent may take the result now
     # Skip interpreter teardown: a candidate's broken CUDA state must not turn a result into a crash.
     os._exit(0)
 

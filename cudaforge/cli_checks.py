@@ -368,7 +368,8 @@ def _bad_override(text: str, overrides: list[str], keys: list[str], options: dic
 _MINIMUMS = [
     ("strategy.max_rounds", 1), ("strategy.memory_rounds", 0), ("strategy.max_follow_ups", 0), ("concurrency", 1),
     ("seed", 0),
-    ("eval.correctness_trials", 1), ("eval.timing_trials", 1), ("eval.warmup", 0), ("eval.launch_inclusive_trials", 0),
+    ("eval.correctness_trials", 1), ("eval.timing_trials", 1), ("eval.timing_min_trials", 2),
+    ("eval.timing_stop_halfwidth", 0), ("eval.warmup", 0), ("eval.launch_inclusive_trials", 0),
     ("eval.telemetry_batch", 1), ("eval.telemetry_remeasure", 0),
     ("audit.batch_size", 1), ("audit.workers_per_gpu", 1), ("audit.cpu_workers", 1), ("audit.timeout_s", 1),
     ("plan.nodes", 1), ("plan.gpus", 1), ("plan.input_tokens_per_call", 0), ("plan.output_tokens_per_call", 0),

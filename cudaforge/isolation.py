@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,10 @@ SANDBOXED_RESULT_CAP = 16 << 20
 """The largest ``result.json`` read from a sandboxed child's scratch (``run_isolated(sandbox=...)``: the profiler's
 child, where the candidate runs and can write that file itself). Parsing JSON builds about 25 times its bytes in
 objects, so this bounds what a forged file costs the trusted side (~400 MB) well below ``RESULT_CAP``."""
+
+
+RESULT_DELIVERED = "result.delivered"
+"""An empty file ``cudaforge._child`` makes in its working directory once ``result.json`` is whole and in place."""
 
 
 def _describe_exit(code: int) -> str:
@@ -194,19 +199,30 @@ class _Watch:
         return now
 
     def supervise(self, timeouts: dict[str, float], default_timeout: float, poll_interval: float,
-                  keep_workdir: bool, on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
+                  keep_workdir: bool, on_phase: Callable[[str], None] | None = None,
+                  trusted: bool = False) -> IsolatedOutcome:
         """Wait for the child, killing its process group when a phase runs past its timeout.
 
         Deadlines are the parent's: a phase's timeout bounds the *total* time spent in that phase, however
         often the child announces it, and the whole run is bounded by the sum of all the timeouts, so no
-        sequence of announcements can extend either. Nothing the child writes makes this raise."""
+        sequence of announcements can extend either. Nothing the child writes makes this raise.
+
+        ``trusted``: the child is our own code, outside any sandbox (a verifier). ``cudaforge._child`` puts its
+        ``result.json`` in place, whole, and then marks it delivered (``RESULT_DELIVERED``) as its last acts before
+        ``os._exit``; once that mark is there, the result is taken at once: the process group is killed and reaped in
+        the background instead of waited for (a process that held a CUDA context takes a while to be torn down).
+        Never for a sandboxed child, whose files are its own."""
         self.on_phase = on_phase
         killed_for = ""
         total = sum(timeouts.values()) + default_timeout
+        delivered = self.workdir / RESULT_DELIVERED
         while True:
             code = self.proc.poll()
             now = self.read()
             if code is not None:
+                break
+            if trusted and delivered.is_file() and not delivered.is_symlink():
+                _kill_group(self.proc, reap_in_background=True)
                 break
             limit = timeouts.get(self.phase, default_timeout)
             spent = self.phase_seconds.get(self.phase, 0.0) + now - self.phase_start
@@ -284,7 +300,8 @@ def run_isolated(
     (workdir / "payload.json").write_text(json.dumps(payload))
     started = time.monotonic()
     proc = _launch(entry, workdir, _child_env(gpu, env), wrapper)
-    return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase)
+    return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase,
+                                                    trusted=wrapper is None)  # fmt: skip
 
 
 def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeouts: dict[str, float],
@@ -395,7 +412,7 @@ class Standby:
             watch.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # it died while waiting: supervise() reports how
-        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase)
+        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase, trusted=True)
 
     def kill(self) -> None:
         """Kill the child's process group, used or not (a :meth:`run` in progress then reports it)."""
@@ -448,9 +465,12 @@ def remove_workdir(workdir: str | os.PathLike) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, reap_in_background: bool = False) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    if reap_in_background:
+        threading.Thread(target=proc.wait, daemon=True, name="cudaforge-reap").start()
+    else:
+        proc.wait()

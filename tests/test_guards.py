@@ -785,7 +785,11 @@ def test_sensitivity_probe_tells_a_constant_from_a_kernel():
     assert rt.sensitivity_probe(constant, constant, [x], ones, ones)[0] == "report"  # a degenerate task
 
 
-def test_timed_calls_check_every_output_on_fresh_inputs():
+@pytest.mark.parametrize("owned", [False, True])
+def test_timed_calls_check_every_output_on_fresh_inputs(owned):
+    """``owned``: each candidate output is the caller's own copy (the verifier's, read out of the arena), kept as
+    the previous output without another copy; the verdicts are the same."""
+
     def make(trial):
         g = torch.Generator().manual_seed(trial + 100)
         return [torch.randn(64, generator=g)]
@@ -794,24 +798,53 @@ def test_timed_calls_check_every_output_on_fresh_inputs():
         return None if torch.equal(expected, actual) else type("Diff", (), {"summary": lambda self: "values differ"})()
 
     def drive(candidate, trials=6, warmup=2):
-        calls = rt.TimedCalls(make, check, CPU, [256], reference=torch.relu)
+        calls = rt.TimedCalls(make, check, CPU, [256], reference=torch.relu, owned_outputs=owned)
         for trial in range(-warmup, trials):
             for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
                 args = calls.make_args(trial)
                 fn = torch.relu if role == "reference" else candidate
                 out = fn(*args)
+                if role == "candidate":
+                    out = cand_out = out.clone() if owned else out  # owned: as the verifier's copy out of the arena
                 if trial >= 0:
                     calls.on_output(role, trial, args, out)
+            if trial >= 0 and calls.failure is None:
+                assert (calls.previous is cand_out) == owned  # copied again only when the caller does not own it
         assert calls.seconds["inputs"] > 0 and calls.seconds["checks"] > 0  # the timing phase's breakdown
         return calls.failure
 
     assert drive(torch.relu) is None
+    buffer = torch.empty(64)  # an honest in-process candidate that writes every call's result into one buffer
+    assert drive(lambda x: buffer.copy_(torch.relu(x))) is None
     cache = {}
     cached = drive(lambda x: cache.setdefault("y", torch.relu(x)))  # filled in the first warm-up call
     assert cached["guard"] == "result_caching" and "warm-up call -2" in cached["evidence"]
     assert drive(lambda x: x.relu_())["guard"] == "input_mutation"
     wrong = drive(lambda x: torch.relu(x) + 1)
     assert wrong["guard"] == "timed_output" and wrong["diff"] == "values differ"
+
+
+def test_the_timed_reference_runs_once_on_its_own_copy():
+    """The reference's timed call gets ``make_args``'s copy as it is (no second clone, a whole input's worth of
+    device traffic per trial), and a reference that works in place changes only that copy, never the inputs the
+    candidate gets next."""
+    from types import SimpleNamespace
+
+    from cudaforge.eval import verifier
+
+    timing = verifier._Timing.__new__(verifier._Timing)
+    frozen = []
+    timing.cand = SimpleNamespace(process=SimpleNamespace(stop=lambda: frozen.append("stop") or True,
+                                                          cont=lambda: frozen.append("cont")))  # fmt: skip
+    timing.stopwatch = SimpleNamespace(measure=lambda fn, args: (1.0, 1.0, fn(*args)))
+    timing.reference_fn = lambda x: x.relu_()
+    calls = rt.TimedCalls(lambda trial: [torch.randn(64, generator=torch.Generator().manual_seed(trial))],
+                          lambda expected, actual, trial: None, CPU, [])  # fmt: skip
+    args = calls.make_args(0)
+    _, _, out = timing.reference_call(args)
+    assert out.data_ptr() == args[0].data_ptr()
+    assert (calls.pristine[0] < 0).any() and not (args[0] < 0).any()
+    assert frozen == ["stop", "cont"]
 
 
 def test_hidden_work_and_speed_of_light_numbers():

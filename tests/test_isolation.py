@@ -238,6 +238,46 @@ def test_a_malformed_result_file_is_a_crash_not_an_exception(text, repeat, words
     assert out.status == "crashed" and words in out.error
 
 
+def _gone(pid: int, limit: float = 10.0) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_trusted_childs_result_is_taken_once_delivered_and_the_child_killed(tmp_path):
+    """A child of ours that marked its result delivered is not waited for (a process that held a CUDA context takes
+    a while to go); its group is killed. Without the mark the parent waits as before (here, to the timeout)."""
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    out = run("delivers_then_lingers", {"pidfile": str(pidfile)}, default_timeout=60)
+    assert out.status == "ok" and out.result == {"delivered": True} and time.monotonic() - started < 30
+    assert _gone(int(pidfile.read_text()))
+    out = run("delivers_then_lingers", {"pidfile": str(pidfile), "mark": False}, timeouts={"start": 2.0},
+              default_timeout=2.0)  # fmt: skip
+    assert out.status == "timeout"
+    child = standby(entry="delivers_then_lingers")
+    wait_ready(child)
+    out = child.run({"pidfile": str(pidfile)}, timeouts={}, default_timeout=60)
+    assert out.status == "ok" and out.result == {"delivered": True} and _gone(int(pidfile.read_text()))
+
+
+def test_the_child_runner_marks_its_result_delivered_by_the_name_the_parent_looks_for():
+    from cudaforge.isolation import RESULT_DELIVERED
+
+    out = run("echo", {"x": 1}, keep_workdir=True)
+    try:
+        assert out.status == "ok" and (Path(out.result["cwd"]) / RESULT_DELIVERED).is_file()
+    finally:
+        import shutil
+
+        shutil.rmtree(out.result["cwd"], ignore_errors=True)
+
+
 def test_a_sandboxed_child_runs_in_its_scratch_and_reads_nothing_outside(tmp_path):
     """``run_isolated(sandbox=...)``: the child's working directory and home are the sandbox's scratch, a file outside
     its read list stays unreadable, ``collect`` sees what it left once it is dead, and the scratch is gone after."""

@@ -406,3 +406,55 @@ def test_a_negative_lead_is_refused() -> None:
     with pytest.raises(ValueError, match="timing_lead_us"):
         Evaluator({"device": "cpu", "timing_lead_us": "fast"})
     assert Evaluator({"device": "cpu", "timing_lead_us": 200}).cfg["timing_lead_us"] == 200
+
+
+def test_the_timing_stops_early_on_the_interval_width_alone():
+    """``stop_early``: not before ``min_trials`` nor at ``max_trials``; a tight interval stops it, a wide one never,
+    whatever the speedup; 0 turns it off."""
+    from cudaforge.eval.timing import stop_early
+
+    rng = np.random.default_rng(3)
+    ref = list(1.0 + 0.001 * rng.standard_normal(50))
+    fast = [r / 2 for r in ref]  # a stable 2x candidate: a tight interval
+    noisy = list(np.abs(0.5 + 0.2 * rng.standard_normal(50)))  # a noisy one: a wide interval
+    kw = {"min_trials": 25, "max_trials": 100, "halfwidth": 0.01}
+    assert stop_early(ref[:24], fast[:24], **kw) is None  # too few
+    stopped = stop_early(ref[:25], fast[:25], **kw)
+    assert stopped["trials"] == 25 and stopped["halfwidth"] <= 0.01 and stopped["of"] == 100
+    assert stop_early(ref, noisy, **kw) is None
+    assert stop_early(ref, [r * 2 for r in ref], **kw) is not None  # a slowdown stops as early as a speedup
+    assert stop_early(ref, fast, **{**kw, "halfwidth": 0.0}) is None
+    assert stop_early(ref, fast, **{**kw, "max_trials": 50}) is None  # all trials taken: nothing to stop
+
+
+@pytest.mark.parametrize("halfwidth, interleave, noisy, kept", [
+    (0.01, True, False, 25),  # a tight interval after the first batch: stopped there
+    (0.01, True, True, 100),  # a wide one: every trial
+    (0.0, True, False, 100),  # the stop turned off
+    (0.01, False, False, 100),  # not interleaved (one block per side, the paper's protocol): every trial
+])
+def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(halfwidth, interleave, noisy, kept):
+    """``_Timing._batches`` with the timed series stood in for (the calls themselves need a GPU)."""
+    from types import SimpleNamespace
+
+    from cudaforge.eval import verifier
+    from cudaforge.types import EvalResult, EvalStatus
+
+    timing = verifier._Timing.__new__(verifier._Timing)
+    timing.cfg = {"timing_trials": 100, "telemetry_batch": 25, "telemetry_remeasure": 0, "interleave": interleave,
+                  "timing_min_trials": 25, "timing_stop_halfwidth": halfwidth, "baseline": "eager",
+                  "speedup_statistic": "median"}  # fmt: skip
+    timing.result = EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT)
+    rng = np.random.default_rng(0)
+
+    def series(trials, calls, times):
+        for _ in trials:
+            ref = 1.0 + 0.001 * float(rng.standard_normal())
+            times["ref"].append(ref)
+            times["cand"].append(abs(0.5 + 0.3 * float(rng.standard_normal())) if noisy else ref / 2)
+
+    timing._series = series
+    times = {"ref": [], "cand": []}
+    timing._batches(SimpleNamespace(failure=None), times, {})
+    assert len(times["cand"]) == kept
+    assert ("timing_stopped_early" in timing.result.fingerprint) == (kept < 100)

@@ -115,7 +115,14 @@ class EvalConfig:
     rtol_half: float = 1e-2
     """Relative tolerance for fp16/bf16 outputs."""
     timing_trials: int = 100
-    """Timed calls of each of reference and candidate (interleaved)."""
+    """Timed calls of each of reference and candidate (interleaved): the most, when the timing may stop early."""
+    timing_min_trials: int = 25
+    """Kept trials before the interleaved timing may stop early (checked after each ``telemetry_batch``): it stops
+    once the paired speedup's 95% interval is within ``timing_stop_halfwidth`` of the speedup, on average on either
+    side. The rule fixes the interval's width, not where it lies, so a speedup that looks good stops nothing early.
+    At least ``timing_trials``: always ``timing_trials``."""
+    timing_stop_halfwidth: float = 0.01
+    """The interval's relative half-width at which the timing stops early (0: never; ``timing_min_trials``)."""
     warmup: int = 10
     """Untimed calls of each before timing."""
     flush_l2: bool = True

@@ -13,6 +13,7 @@ torch is imported lazily, so the statistics work (and this module imports) witho
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -170,6 +171,29 @@ def speedup(
     low, high = _percentile_interval(np.concatenate(ratios), confidence)
     return SpeedupStats(median=float(center(ref) / center(cand)), ci_low=low, ci_high=high, baseline=baseline,
                         statistic=statistic)  # fmt: skip
+
+
+def stop_early(reference_ms: Sequence[float], candidate_ms: Sequence[float], *, min_trials: int, max_trials: int,
+               halfwidth: float, baseline: str = "eager", statistic: str = "median") -> dict[str, Any] | None:
+    """The sequential stop of the interleaved timing (``eval.timing_min_trials``, ``eval.timing_stop_halfwidth``):
+    after at least ``min_trials`` paired trials, and fewer than ``max_trials``, the timing may stop once the paired
+    speedup's 95% bootstrap interval is within ``halfwidth`` of its value on either side on average
+    ((high - low) / 2 <= halfwidth x speedup). Returns what was seen (trials, the relative half-width, the target)
+    when it may stop, else None. The rule fixes the interval's width, never its position: it cannot stop because
+    the speedup looks good, and an interval wider than the target keeps the full ``max_trials``."""
+    n = min(len(reference_ms), len(candidate_ms))
+    if halfwidth <= 0 or n < max(min_trials, 2) or n >= max_trials:
+        return None
+    try:
+        s = speedup(reference_ms[:n], candidate_ms[:n], baseline, paired=True, statistic=statistic)
+    except ValueError:
+        return None
+    if not (math.isfinite(s.ci_low) and math.isfinite(s.ci_high) and s.median > 0):
+        return None
+    width = (s.ci_high - s.ci_low) / 2 / s.median
+    if width > halfwidth:
+        return None
+    return {"trials": n, "of": max_trials, "halfwidth": round(width, 6), "target": halfwidth}
 
 
 def _ratio(ref_resamples: np.ndarray, cand_resamples: np.ndarray, center: Callable[..., Any] = np.median) -> np.ndarray:

@@ -348,16 +348,18 @@ class _Trials:
         """Poison free GPU memory before each candidate call (``eval.poison_memory``)."""
 
     def record(self, variant: str, inputs: list[Any], ref_out: Any, cand_out: Any) -> None:
-        """Note a passed trial: shapes, whether the outputs ever changed, what to poison next time."""
+        """Note a passed trial: shapes, whether the outputs ever changed, what to poison next time. ``cand_out`` is
+        this process's own copy (``Candidate.read_back``), kept as it is; the reference's output is copied (a
+        reference may return a buffer it writes again)."""
         if variant == self.base:
             if self.default_trials == 0:
                 self.default_shapes = _shapes(inputs)
-                self.candidate_base, self.reference_base = guards.snapshot(cand_out), guards.snapshot(ref_out)
+                self.candidate_base, self.reference_base = cand_out, guards.snapshot(ref_out)
             else:
                 self.candidate_constant &= guards.same_bits(cand_out, self.candidate_base)
                 self.reference_constant &= guards.same_bits(ref_out, self.reference_base)
             self.default_trials += 1
-        self.previous = guards.snapshot(cand_out)
+        self.previous = cand_out
         self.poison_sizes = guards.tensor_bytes([ref_out]) if self.poison else []
 
 
@@ -580,10 +582,11 @@ class _Timing:
         return compare_outputs(self.cfg, expected, actual, atol=atol, rtol=rtol, trial=trial, variant="timing")
 
     def reference_call(self, inputs: list[Any]) -> tuple[float, float, Any]:
-        """One timed reference call, with every process of the candidate's sandbox frozen meanwhile."""
+        """One timed reference call on ``inputs`` (the reference's own copy, ``TimedCalls.make_args``: not cloned
+        again), with every process of the candidate's sandbox frozen meanwhile."""
         frozen = self.cand.process.stop()
         try:
-            return self.stopwatch.measure(self.reference_fn, _clone(inputs))
+            return self.stopwatch.measure(self.reference_fn, inputs)
         finally:
             if frozen:
                 self.cand.process.cont()
@@ -616,7 +619,7 @@ class _Timing:
 
         cfg, result = self.cfg, self.result
         calls = guards.TimedCalls(self.fresh_inputs, self.check, self.device, [], reference=self.ref_model,
-                                  same_inputs=not cfg["fresh_inputs"])  # fmt: skip
+                                  same_inputs=not cfg["fresh_inputs"], owned_outputs=True)  # fmt: skip
         clock = time.perf_counter()
         result.fingerprint["gpu_state_before"] = gpu_state(0)
         spent = {"gpu_state": time.perf_counter() - clock}
@@ -705,8 +708,11 @@ class _Timing:
     def _batches(self, calls: Any, times: dict[str, list[float]], spent: dict[str, float]) -> None:
         """The kept trials in batches of ``eval.telemetry_batch``, the GPU's state read before and after each
         (``cudaforge.eval.telemetry``); a batch taken while the GPU was throttled, or with its clock off, is measured
-        again on new trials (at most ``eval.telemetry_remeasure`` times)."""
+        again on new trials (at most ``eval.telemetry_remeasure`` times). After a batch, with at least
+        ``eval.timing_min_trials`` kept, the timing stops once the speedup's interval is within
+        ``eval.timing_stop_halfwidth`` (``cudaforge.eval.timing.stop_early``; ``fingerprint["timing_stopped_early"]``)."""
         from cudaforge.eval import telemetry
+        from cudaforge.eval.timing import stop_early
 
         cfg = self.cfg
         trials = list(range(cfg["timing_trials"]))
@@ -736,6 +742,12 @@ class _Timing:
                 batch = [fresh + start + k for k in range(len(batch))]  # new trials (and inputs), parity kept
                 fresh += 100_000
             if calls.failure is not None:
+                break
+            stopped = stop_early(times["ref"], times["cand"], min_trials=int(cfg.get("timing_min_trials", len(trials))),
+                                 max_trials=len(trials), halfwidth=float(cfg.get("timing_stop_halfwidth", 0.0)),
+                                 baseline=cfg["baseline"], statistic=cfg["speedup_statistic"])  # fmt: skip
+            if stopped is not None and cfg["interleave"]:
+                self.result.fingerprint["timing_stopped_early"] = stopped
                 break
         self.result.telemetry = telemetry.summary(records)
 

@@ -152,3 +152,18 @@ def link_result(payload, progress):
     os.symlink(payload["secret"], "result.json")
     os.symlink(payload["secret"], "progress.jsonl.tmp")
     os._exit(0)
+
+
+def delivers_then_lingers(payload, progress):
+    """Put a whole result in place and mark it delivered, as ``cudaforge._child`` does last, then linger (as a
+    process with a CUDA context does while it is torn down); ``mark=False`` leaves the mark out."""
+    import json
+
+    with open(payload["pidfile"], "w") as f:
+        f.write(str(os.getpid()))
+    with open("result.json.tmp", "w") as f:
+        json.dump({"delivered": True}, f)
+    os.replace("result.json.tmp", "result.json")
+    if payload.get("mark", True):
+        open("result.delivered", "w").close()
+    time.sleep(600)

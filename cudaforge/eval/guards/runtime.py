@@ -299,13 +299,17 @@ class TimedCalls:
         poison_sizes: list[int],
         reference: Callable[..., Any] | None = None,
         same_inputs: bool = False,
+        owned_outputs: bool = False,
     ) -> None:
         """``compare(expected, actual, trial)`` returns None or a diff with ``summary()``; ``reference``
         recomputes earlier trials' results to recognise a stale (cached) output. ``same_inputs``: every trial has
         the same inputs (``eval.fresh_inputs=false``), drawn once; each candidate output is then compared with the
-        reference's latest, whatever trial it came from (the reference may be timed in a block of its own first)."""
+        reference's latest, whatever trial it came from (the reference may be timed in a block of its own first).
+        ``owned_outputs``: each candidate output handed to ``on_output`` is the caller's own copy, which nothing
+        writes again (the verifier's, copied out of the arena), so the previous one is kept as it is, not copied
+        once more; an output the candidate could still write (an in-process call's) is copied."""
         self.make_inputs, self.compare, self.device, self.reference = make_inputs, compare, device, reference
-        self.same_inputs = same_inputs
+        self.same_inputs, self.owned_outputs = same_inputs, owned_outputs
         self.expected: Any = None
         """Under ``same_inputs``: the reference's latest output."""
         self.poison_sizes = poison_sizes
@@ -404,7 +408,7 @@ class TimedCalls:
                 f"timed trial {trial}: an output produced during the timed calls was wrong (each timed call gets "
                 "new inputs: results must not depend on earlier calls)"), "diff": diff.summary()}
             return
-        self.previous = snapshot(actual)
+        self.previous = actual if self.owned_outputs else snapshot(actual)
         self._lap("snapshot", clock)
 
     def _stale_trial(self, actual: Any, trial: int) -> int | None:
