@@ -90,7 +90,13 @@ RESULT_DELIVERED = "result.delivered"
 """An empty file ``cudaforge._child`` makes in its working directory once ``result.json`` is whole and in place."""
 
 
-def _describe_exit(code: int) -> str:
+def _plain_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the process was killed by the evaluator after it marked a result delivered, and left no result"
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -215,13 +221,13 @@ class _Watch:
         self.on_phase = on_phase
         killed_for = ""
         total = sum(timeouts.values()) + default_timeout
-        delivered = self.workdir / RESULT_DELIVERED
+        delivered, result_path = self.workdir / RESULT_DELIVERED, self.workdir / "result.json"
         while True:
             code = self.proc.poll()
             now = self.read()
             if code is not None:
                 break
-            if trusted and delivered.is_file() and not delivered.is_symlink():
+            if trusted and _plain_file(delivered) and _plain_file(result_path):
                 _kill_group(self.proc, reap_in_background=True)
                 break
             limit = timeouts.get(self.phase, default_timeout)
@@ -245,7 +251,6 @@ class _Watch:
             stderr_tail=_tail(self.logs / "stderr.log"),
             seconds=time.monotonic() - self.started,
         )
-        result_path = workdir / "result.json"
         if killed_for:
             outcome.status, outcome.error = "timeout", killed_for
         elif result_path.exists() or result_path.is_symlink():
@@ -277,6 +282,7 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
     sandbox: Any = None,
     collect: Callable[[Path], None] | None = None,
+    trusted: bool = False,
 ) -> IsolatedOutcome:
     """Run ``entry`` (``package.module:function``) on ``payload`` in an isolated child process.
 
@@ -286,6 +292,9 @@ def run_isolated(
     ``wrapper`` prefixes the child's command line (e.g. ``["ncu", "--profile-from-start", "off", ...]``):
     the wrapper runs in the child's process group, gets the same environment, and is killed with it.
     ``on_phase(phase)`` is called in this process with each phase the child enters.
+    ``trusted``: the child runs our code alone (no candidate code in its process, nor anything that can write its
+    working folder: the evaluator's verifier), so its result is taken as soon as it marks it delivered; ignored
+    with a ``wrapper`` or a ``sandbox``.
     ``sandbox`` (a ``cudaforge.sandbox.Sandbox``) runs the child, its wrapper included, in that sandbox: its working
     directory is the sandbox's scratch directory (its only writable place; its caches and temporary files go there
     too), its logs stay outside it, and once every process of the sandbox is dead ``collect(scratch)`` may read what
@@ -301,7 +310,7 @@ def run_isolated(
     started = time.monotonic()
     proc = _launch(entry, workdir, _child_env(gpu, env), wrapper)
     return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase,
-                                                    trusted=wrapper is None)  # fmt: skip
+                                                    trusted=trusted and wrapper is None)  # fmt: skip
 
 
 def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeouts: dict[str, float],
@@ -371,8 +380,10 @@ class Standby:
     """
 
     def __init__(self, entry: str, prepare: str, *, gpu: str | int | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, trusted: bool = False) -> None:
         self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
+        self.trusted = trusted
+        """Its result is taken once delivered (``_Watch.supervise``): only for a child that runs our code alone."""
         self.workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
         self.watch = _Watch(_launch(entry, self.workdir, _child_env(gpu, env), prepare=prepare), self.workdir,
                             time.monotonic())  # fmt: skip
@@ -412,7 +423,7 @@ class Standby:
             watch.proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass  # it died while waiting: supervise() reports how
-        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase, trusted=True)
+        return watch.supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase, trusted=self.trusted)
 
     def kill(self) -> None:
         """Kill the child's process group, used or not (a :meth:`run` in progress then reports it)."""

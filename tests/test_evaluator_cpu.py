@@ -207,7 +207,8 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     log = []
 
     class FakeStandby:
-        def __init__(self, entry, prepare, *, gpu=None, env=None):
+        def __init__(self, entry, prepare, *, gpu=None, env=None, trusted=False):
+            assert trusted  # the verifier's delivered result is taken at once: the candidate is behind the wall
             self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
             self.dead = self.closed = False
             self.kind = "eval"
@@ -338,7 +339,7 @@ def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_pat
     ready = {"value": True}
 
     class FakeStandby:
-        def __init__(self, entry, prepare, *, gpu=None, env=None):
+        def __init__(self, entry, prepare, *, gpu=None, env=None, trusted=False):
             self.entry, self.gpu, self.env = entry, gpu, dict(env or {})
             log.append("start")
 

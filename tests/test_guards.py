@@ -847,6 +847,32 @@ def test_the_timed_reference_runs_once_on_its_own_copy():
     assert frozen == ["stop", "cont"]
 
 
+def test_the_reference_gets_its_copy_right_before_its_own_call():
+    """In interleaved trials the reference's copy of the inputs is made right before its call (candidate first on
+    odd trials: after the candidate's call), the candidate's call reads the trial's drawn inputs."""
+    from types import SimpleNamespace
+
+    from cudaforge.eval import verifier
+
+    events = []
+    calls = rt.TimedCalls(lambda trial: [torch.full((4,), float(trial))], lambda e, a, t: None, CPU, [])
+    make_args, draw = calls.make_args, calls.draw
+    calls.make_args = lambda trial: events.append(f"copy {trial}") or make_args(trial)
+    calls.draw = lambda trial: events.append(f"draw {trial}") or draw(trial)
+    timing = verifier._Timing.__new__(verifier._Timing)
+    timing.cfg = {"interleave": True}
+
+    def timed(role, trial, inputs, calls_, times):
+        assert float(inputs[0][0]) == trial and (inputs is calls.pristine) == (role == "candidate")
+        events.append(f"{role} {trial}")
+
+    timing._timed = timed
+    timing._series(range(2), calls, {})
+    assert [e for e in events if not e.startswith("draw")] == [
+        "copy 0", "reference 0", "candidate 0", "candidate 1", "copy 1", "reference 1"]
+    assert events.index("draw 1") < events.index("candidate 1")
+
+
 def test_hidden_work_and_speed_of_light_numbers():
     ref_event, ref_host = [1.0] * 9, [1.01] * 9
     assert rt.hidden_work(ref_event, ref_host, [0.5] * 9, [0.51] * 9, 0.05) is None

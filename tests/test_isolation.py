@@ -254,17 +254,29 @@ def test_a_trusted_childs_result_is_taken_once_delivered_and_the_child_killed(tm
     a while to go); its group is killed. Without the mark the parent waits as before (here, to the timeout)."""
     pidfile = tmp_path / "pid"
     started = time.monotonic()
-    out = run("delivers_then_lingers", {"pidfile": str(pidfile)}, default_timeout=60)
+    out = run("delivers_then_lingers", {"pidfile": str(pidfile)}, default_timeout=60, trusted=True)
     assert out.status == "ok" and out.result == {"delivered": True} and time.monotonic() - started < 30
     assert _gone(int(pidfile.read_text()))
-    out = run("delivers_then_lingers", {"pidfile": str(pidfile), "mark": False}, timeouts={"start": 2.0},
-              default_timeout=2.0)  # fmt: skip
-    assert out.status == "timeout"
-    child = standby(entry="delivers_then_lingers")
+    # no mark, a mark without a result, or a child that is not ours alone: waited for (here, to the timeout)
+    for payload, trusted in (({"mark": False}, True), ({"result": False}, True), ({}, False)):
+        out = run("delivers_then_lingers", {"pidfile": str(pidfile), **payload}, timeouts={"start": 2.0},
+                  default_timeout=2.0, trusted=trusted)  # fmt: skip
+        assert out.status == "timeout"
+    from cudaforge.isolation import _describe_exit
+
+    assert "killed by the evaluator" in _describe_exit(None)  # no exit code to describe: said, never raised
+    child = standby(entry="delivers_then_lingers", trusted=True)
     wait_ready(child)
     out = child.run({"pidfile": str(pidfile)}, timeouts={}, default_timeout=60)
     assert out.status == "ok" and out.result == {"delivered": True} and _gone(int(pidfile.read_text()))
 
+
+def test_the_evaluator_trusts_its_verifiers_mark_only_behind_the_whole_wall():
+    from cudaforge.eval.evaluator import Evaluator
+
+    assert Evaluator({"device": "cpu"})._trusted_verifier()
+    assert not Evaluator({"device": "cpu", "sandbox": "off"})._trusted_verifier()
+    assert not Evaluator({"device": "cpu", "allow_weak_sandbox": True})._trusted_verifier()
 
 def test_the_child_runner_marks_its_result_delivered_by_the_name_the_parent_looks_for():
     from cudaforge.isolation import RESULT_DELIVERED

@@ -427,13 +427,15 @@ def test_the_timing_stops_early_on_the_interval_width_alone():
     assert stop_early(ref, fast, **{**kw, "max_trials": 50}) is None  # all trials taken: nothing to stop
 
 
-@pytest.mark.parametrize("halfwidth, interleave, noisy, kept", [
-    (0.01, True, False, 25),  # a tight interval after the first batch: stopped there
-    (0.01, True, True, 100),  # a wide one: every trial
-    (0.0, True, False, 100),  # the stop turned off
-    (0.01, False, False, 100),  # not interleaved (one block per side, the paper's protocol): every trial
+@pytest.mark.parametrize("halfwidth, interleave, noisy, wall_noisy, kept", [
+    (0.01, True, False, False, 25),  # a tight interval after the first batch: stopped there
+    (0.01, True, True, True, 100),  # a wide one: every trial
+    (0.01, True, False, True, 100),  # steady reported times the verifier's own clock does not see: every trial
+    (0.0, True, False, False, 100),  # the stop turned off
+    (0.01, False, False, False, 100),  # not interleaved (one block per side, the paper's protocol): every trial
 ])
-def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(halfwidth, interleave, noisy, kept):
+def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(halfwidth, interleave, noisy,
+                                                                                wall_noisy, kept):
     """``_Timing._batches`` with the timed series stood in for (the calls themselves need a GPU)."""
     from types import SimpleNamespace
 
@@ -452,9 +454,12 @@ def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
             ref = 1.0 + 0.001 * float(rng.standard_normal())
             times["ref"].append(ref)
             times["cand"].append(abs(0.5 + 0.3 * float(rng.standard_normal())) if noisy else ref / 2)
+            times["cand_wall"].append(abs(0.6 + 0.3 * float(rng.standard_normal())) if wall_noisy else ref / 2 + 0.1)
 
     timing._series = series
-    times = {"ref": [], "cand": []}
+    times = {"ref": [], "cand": [], "cand_wall": []}
     timing._batches(SimpleNamespace(failure=None), times, {})
     assert len(times["cand"]) == kept
     assert ("timing_stopped_early" in timing.result.fingerprint) == (kept < 100)
+    if kept < 100:
+        assert timing.result.fingerprint["timing_stopped_early"]["wall_halfwidth"] <= 0.02

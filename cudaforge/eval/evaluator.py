@@ -156,8 +156,8 @@ class Evaluator:
                 standby.close()
                 standby = None
             if standby is None:
-                standby = Standby(entry, prepare, gpu=gpu, env=env)
-            self._standbys[(kind, gpu)] = Standby(entry, prepare, gpu=gpu, env=env)
+                standby = Standby(entry, prepare, gpu=gpu, env=env, trusted=self._trusted_verifier())
+            self._standbys[(kind, gpu)] = Standby(entry, prepare, gpu=gpu, env=env, trusted=self._trusted_verifier())
         return standby
 
     def _standbys_on(self) -> bool:
@@ -177,7 +177,14 @@ class Evaluator:
         if gpu is not None and self._standbys_on():
             standby = self._standby("eval", WORKER_ENTRY, WORKER_PREPARE, gpu, env)
             return standby.run(payload, timeouts=self._timeouts())
-        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env)
+        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env,
+                            trusted=self._trusted_verifier())  # fmt: skip
+
+    def _trusted_verifier(self) -> bool:
+        """Whether the verifier's result may be taken as soon as it marks it delivered (``isolation.run_isolated``):
+        only while the candidate runs behind the whole wall (``eval.sandbox`` not ``off``, no weak sandbox allowed),
+        where nothing of it can write the verifier's working folder."""
+        return str(self.cfg.get("sandbox", "auto")) != "off" and not self.cfg.get("allow_weak_sandbox", False)
 
     def wait_for_standbys(self, timeout_s: float = 120.0) -> bool:
         """Block until every waiting standby worker has finished its start-up (or died), at most ``timeout_s``.

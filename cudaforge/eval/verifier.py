@@ -677,17 +677,27 @@ class _Timing:
         stops the series, unless ``eval.stricter_checks_decide=false``: then it is a reported finding."""
         if self.cfg["interleave"]:
             for trial in trials:
-                inputs = calls.make_args(trial)
+                calls.draw(trial)
                 for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
-                    self._timed(role, trial, inputs, calls, times)
+                    self._timed(role, trial, self._args(role, trial, calls), calls, times)
                 if calls.failure is not None and not self._only_reported(calls):
                     return
             return
         for role in ("reference", "candidate"):
             for trial in trials:
-                self._timed(role, trial, calls.make_args(trial), calls, times)
+                self._timed(role, trial, self._args(role, trial, calls), calls, times)
                 if calls.failure is not None and not self._only_reported(calls):
                     return
+
+    @staticmethod
+    def _args(role: str, trial: int, calls: Any) -> list[Any]:
+        """The inputs of ``role``'s call in ``trial``: the reference's own copy, made right before its call (so they
+        are as warm in the L2 as the candidate's, written into the arena right before its call, when the L2 is not
+        flushed); the candidate's call reads ``calls.pristine`` through the arena (drawn here, unless drawn)."""
+        if role == "reference":
+            return calls.make_args(trial)
+        calls.draw(trial)
+        return calls.pristine
 
     def _only_reported(self, calls: Any) -> bool:
         """Under ``eval.stricter_checks_decide=false``, a wrong timed output (not an input changed, not a lazy output:
@@ -712,7 +722,6 @@ class _Timing:
         ``eval.timing_min_trials`` kept, the timing stops once the speedup's interval is within
         ``eval.timing_stop_halfwidth`` (``cudaforge.eval.timing.stop_early``; ``fingerprint["timing_stopped_early"]``)."""
         from cudaforge.eval import telemetry
-        from cudaforge.eval.timing import stop_early
 
         cfg = self.cfg
         trials = list(range(cfg["timing_trials"]))
@@ -743,13 +752,29 @@ class _Timing:
                 fresh += 100_000
             if calls.failure is not None:
                 break
-            stopped = stop_early(times["ref"], times["cand"], min_trials=int(cfg.get("timing_min_trials", len(trials))),
-                                 max_trials=len(trials), halfwidth=float(cfg.get("timing_stop_halfwidth", 0.0)),
-                                 baseline=cfg["baseline"], statistic=cfg["speedup_statistic"])  # fmt: skip
-            if stopped is not None and cfg["interleave"]:
+            stopped = self._stopped_early(times, len(trials)) if cfg["interleave"] else None
+            if stopped is not None:
                 self.result.fingerprint["timing_stopped_early"] = stopped
                 break
         self.result.telemetry = telemetry.summary(records)
+
+    def _stopped_early(self, times: dict[str, list[float]], of: int) -> dict[str, Any] | None:
+        """Whether the timing may stop now (``cudaforge.eval.timing.stop_early``): the speedup's interval on the
+        worker's reported times within ``eval.timing_stop_halfwidth``, and, since the candidate could report steady
+        times it never ran, the same interval on this process's own wall clock around each candidate call within
+        twice that (the wall holds the exchange's jitter too). Decided on the times before the trace's correction."""
+        from cudaforge.eval.timing import stop_early
+
+        cfg = self.cfg
+        rule = {"min_trials": int(cfg.get("timing_min_trials", of)), "max_trials": of, "baseline": cfg["baseline"],
+                "statistic": cfg["speedup_statistic"]}  # fmt: skip
+        halfwidth = float(cfg.get("timing_stop_halfwidth", 0.0))
+        stopped = stop_early(times["ref"], times["cand"], halfwidth=halfwidth, **rule)
+        walled = stop_early(times["ref"], times["cand_wall"], halfwidth=2 * halfwidth, **rule) if stopped else None
+        if stopped is None or walled is None:
+            return None
+        return {**stopped, "wall_halfwidth": walled["halfwidth"], "wall_target": walled["target"],
+                "on": "reported times and the verifier's wall clock, before the trace"}
 
     def launch_inclusive(self, calls: Any) -> None:
         """The number KernelBench's harness and the CudaForge paper report, measured here on the same kernels: CUDA

@@ -161,9 +161,10 @@ def delivers_then_lingers(payload, progress):
 
     with open(payload["pidfile"], "w") as f:
         f.write(str(os.getpid()))
-    with open("result.json.tmp", "w") as f:
-        json.dump({"delivered": True}, f)
-    os.replace("result.json.tmp", "result.json")
+    if payload.get("result", True):
+        with open("result.json.tmp", "w") as f:
+            json.dump({"delivered": True}, f)
+        os.replace("result.json.tmp", "result.json")
     if payload.get("mark", True):
         open("result.delivered", "w").close()
     time.sleep(600)

@@ -346,14 +346,26 @@ class TimedCalls:
         self.detail[key] = self.detail.get(key, 0.0) + now - started
         return now
 
-    def _make_args(self, trial: int) -> list[Any]:
-        clock = time.perf_counter()
+    def draw(self, trial: int) -> None:
+        """Draw ``trial``'s inputs (``pristine``) unless they are drawn: what the candidate's call of the trial reads
+        (through the arena); ``make_args`` draws them too, and copies them for the reference."""
+        started = time.perf_counter()
+        try:
+            self._draw(trial, started)
+        finally:
+            self._settled(started, "inputs")
+
+    def _draw(self, trial: int, clock: float) -> float:
         if trial != self.trial:
             pending = self.pending if self.same_inputs else {}
             self.trial, self.pending = trial, pending
             if not (self.same_inputs and self.pristine):
                 self.pristine = self.make_inputs(trial)
             clock = self._lap("draw_inputs", clock)
+        return clock
+
+    def _make_args(self, trial: int) -> list[Any]:
+        clock = self._draw(trial, time.perf_counter())
         args = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.pristine]
         clock = self._lap("copy_inputs", clock)
         poison_free_memory(self.poison_sizes, self.device)  # last: the call's own allocations get the poison
