@@ -85,6 +85,25 @@ def session_tmpdir(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _gpu_visible() -> bool:
+    """Whether torch sees a CUDA GPU (False where torch is missing or is a CPU build)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``gpu`` marker, handled once: a test marked ``gpu`` is skipped where no CUDA GPU is visible, and runs
+    (and must pass) where one is. Nothing else in the tests decides this."""
+    marked = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if marked and not _gpu_visible():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
+        for item in marked:
+            item.add_marker(skip)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """With ``$CUDAFORGE_TEST_LOG`` set, append each test's outcome, duration and failure text to that file
     as it finishes (scripts/gpu_check.py sets it, so a check killed mid-run keeps every failure's details)."""

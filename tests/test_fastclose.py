@@ -115,7 +115,6 @@ def test_compare_still_explains_a_mismatch_the_screen_flags():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_the_screen_on_a_gpu_agrees_with_isclose():
     g = torch.Generator(device="cuda").manual_seed(1)
     e = torch.randn(50_000_000, device="cuda", generator=g)

@@ -13,7 +13,6 @@ import torch
 from cudaforge.eval import fingerprint
 from cudaforge.eval.fingerprint import GPU_STATE_KEYS, GPU_STATIC_KEYS, environment_fingerprint, gpu_state
 
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
 
 UUID = "GPU-12345678-1234-1234-1234-123456789abc"
@@ -216,7 +215,6 @@ def test_torch_uuid_spelling() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_fingerprint_on_gpu_has_name_and_clocks() -> None:
     result = environment_fingerprint()
     json.dumps(result)
@@ -233,7 +231,6 @@ def test_fingerprint_on_gpu_has_name_and_clocks() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_gpu_state_on_gpu_reads_clocks() -> None:
     state = gpu_state(torch.cuda.current_device())
     assert state["sm_clock_mhz"] > 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = pytest.mark.gpu
 
 from cudaforge.eval.evaluator import Evaluator  # noqa: E402
 from cudaforge.tasks import load_suite, selection  # noqa: E402

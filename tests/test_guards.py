@@ -101,7 +101,6 @@ def gpu_results(tmp_path_factory):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 @pytest.mark.parametrize("entry", GPU_RUNTIME, ids=ids(GPU_RUNTIME))
 def test_runtime_verdicts_of_the_corpus_on_a_gpu(entry, gpu_results):
     result = gpu_results[entry.name]

@@ -654,11 +654,9 @@ def test_gpu_lock_waits_for_the_holder(tmp_path):
 # --------------------------------------------------------------------------- on a GPU
 
 
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @pytest.mark.gpu
-@needs_gpu
 @pytest.mark.parametrize("metric_set", ["cudaforge24", "basic"])
 @pytest.mark.parametrize("file, task_file", [("cuda_relu.py", "1_ReLU.py"), ("two_kernel_softmax.py", "2_Softmax.py")])
 def test_profile_on_a_gpu(file, task_file, metric_set, tmp_path):
@@ -675,7 +673,6 @@ def test_profile_on_a_gpu(file, task_file, metric_set, tmp_path):
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_fallback_on_a_gpu_without_ncu(tmp_path):
     profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path,
                         build={"cache_dir": str(tmp_path / "build")})  # fmt: skip
@@ -685,7 +682,6 @@ def test_fallback_on_a_gpu_without_ncu(tmp_path):
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_spec_sheet_of_this_gpu():
     from cudaforge.profile import gpu_spec_sheet
 

@@ -21,7 +21,6 @@ from cudaforge.eval.timing import (
 )
 from cudaforge.types import SpeedupStats, TimingStats
 
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def _noisy(median: float, n: int, seed: int, spread: float = 0.05) -> np.ndarray:
@@ -316,7 +315,6 @@ def test_timing_without_cuda_raises_timing_unavailable() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_l2_flusher_covers_twice_the_l2() -> None:
     flusher = L2Flusher()
     l2 = torch.cuda.get_device_properties(flusher.device).L2_cache_size
@@ -327,7 +325,6 @@ def test_l2_flusher_covers_twice_the_l2() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_interleaved_matmuls_bigger_is_slower() -> None:
     def make_args(trial: int) -> tuple[torch.Tensor, torch.Tensor]:
         gen = torch.Generator(device="cuda").manual_seed(1000 + trial)
@@ -349,7 +346,6 @@ def test_interleaved_matmuls_bigger_is_slower() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_side_stream_work_shows_in_host_time_only() -> None:
     x = torch.randn(4096, 4096, device="cuda")
     side = torch.cuda.Stream()
@@ -367,7 +363,6 @@ def test_side_stream_work_shows_in_host_time_only() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_time_one_on_gpu_is_positive() -> None:
     x = torch.randn(2048, 2048, device="cuda")
     result = time_one(lambda: x @ x, trials=10, warmup=2)
@@ -377,7 +372,6 @@ def test_time_one_on_gpu_is_positive() -> None:
 
 
 @pytest.mark.gpu
-@needs_gpu
 def test_a_lead_hides_the_first_launchs_host_latency() -> None:
     """A call that spends 0.3 ms on the host before its only (tiny) kernel: without a lead the event time holds
     that latency; with a 1 ms GPU spin queued before the start event it does not. The host time holds both."""
