@@ -36,7 +36,7 @@ from campaign_main import reply  # noqa: E402  (the Judge's fixed answers, the p
 MODEL = "scripted/contrast"
 TASKS = ("level1/1_GELU", "level1/3_Softmax", "level2/1_LinearGELUScale")
 
-GELU_EPILOGUE = '''import torch
+GELU_EPILOGUE = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -57,11 +57,12 @@ def gelu_scale(x, scale):
     n = x.numel()
     gelu_scale_kernel[(triton.cdiv(n, 4096),)](x, out, n, scale, BLOCK=4096, num_warps=8)
     return out
-'''
+"""
 
 KERNELS = {
     # parameters of its own names and its own initialisation: the authors' aligner maps the reference's onto them
-    "level2/1_LinearGELUScale": GELU_EPILOGUE + '''
+    "level2/1_LinearGELUScale": GELU_EPILOGUE
+    + """
 
 class ModelNew(nn.Module):
     def __init__(self, in_features, out_features, scaling_factor):
@@ -72,9 +73,10 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return gelu_scale(torch.addmm(self.b, x, self.w.t()), self.scaling_factor)
-''',
+""",
     # the output kept per input shape: right for the one input set the authors' harness checks and times
-    "level1/1_GELU": GELU_EPILOGUE + '''
+    "level1/1_GELU": GELU_EPILOGUE
+    + """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -86,7 +88,7 @@ class ModelNew(nn.Module):
         if key not in self._kept:
             self._kept[key] = gelu_scale(x, 1.0)
         return self._kept[key]
-''',
+""",
     "level1/3_Softmax": (HERE / "candidates" / "triton_softmax.py").read_text(),
 }
 
@@ -104,11 +106,25 @@ def main(argv: list[str]) -> int:
 
     install_script("contrast", lambda messages: reply(messages, coder=coder_reply))
     names = "[" + ",".join(t.split("_", 1)[1] for t in TASKS) + "]"
-    return cudaforge(["run", "suite=main", f"suite.names={names}", "eval=cudaforge_authors", f"coder.model={MODEL}",
-                      f"judge.model={MODEL}", "coder.input_cost_per_token=0", "coder.output_cost_per_token=0",
-                      "judge.input_cost_per_token=0", "judge.output_cost_per_token=0", "tracker=disabled",
-                      "strategy.max_rounds=1", "profile.enabled=false", f"hydra.run.dir={argv[0]}",
-                      *argv[1:]])  # fmt: skip
+    return cudaforge(
+        [
+            "run",
+            "suite=main",
+            f"suite.names={names}",
+            "eval=cudaforge_authors",
+            f"coder.model={MODEL}",
+            f"judge.model={MODEL}",
+            "coder.input_cost_per_token=0",
+            "coder.output_cost_per_token=0",
+            "judge.input_cost_per_token=0",
+            "judge.output_cost_per_token=0",
+            "tracker=disabled",
+            "strategy.max_rounds=1",
+            "profile.enabled=false",
+            f"hydra.run.dir={argv[0]}",
+            *argv[1:],
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ import os
 import re
 import shutil
 import sys
-import threading
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -94,8 +94,14 @@ def _evaluated(path: Path, work: Path, timeout: float) -> dict:
     suite, task_id = _task_of(path.stem).split("/", 1)
     task = find_task(selection(suite), task_id)
     source = path.read_text()
-    cfg = {"build_cache_dir": str(work / path.stem), "standby_workers": False, "timing_trials": 20, "warmup": 3,
-           "compile_timeout_s": timeout, "correctness_timeout_s": max(180.0, timeout)}
+    cfg = {
+        "build_cache_dir": str(work / path.stem),
+        "standby_workers": False,
+        "timing_trials": 20,
+        "warmup": 3,
+        "compile_timeout_s": timeout,
+        "correctness_timeout_s": max(180.0, timeout),
+    }
     with Evaluator(cfg) as evaluator:
         started = time.perf_counter()
         cold = evaluator.precompile(source, task)
@@ -106,24 +112,34 @@ def _evaluated(path: Path, work: Path, timeout: float) -> dict:
     again_late = again.fingerprint.get("builds_after_compile") or {}
     message = result.message or ""
     return {
-        "candidate": path.stem, "task": task.id, "status": result.status.value,
+        "candidate": path.stem,
+        "task": task.id,
+        "status": result.status.value,
         "precompile_status": cold.status if cold is not None else "nothing to build",
-        "seconds": round(cold_s, 2), "build_seconds": round(cold.build_seconds if cold is not None and cold.build_seconds
-                                else float(late.get("seconds") or 0.0), 2),
+        "seconds": round(cold_s, 2),
+        "build_seconds": round(
+            cold.build_seconds if cold is not None and cold.build_seconds else float(late.get("seconds") or 0.0), 2
+        ),
         "warm_seconds": _phase(again, "compile") or 0.0,
-        "warm_cached": bool(again.compile_cached or (again_late and again_late.get("cached") == again_late.get("count"))),
-        "compile_s": _phase(result, "compile"), "correctness_s": _phase(result, "correctness"),
-        "timing_s": _phase(result, "timing"), "compile_note": next(
-            (p.message for p in result.phases if p.phase.value == "compile"), "")[:300],
+        "warm_cached": bool(
+            again.compile_cached or (again_late and again_late.get("cached") == again_late.get("count"))
+        ),
+        "compile_s": _phase(result, "compile"),
+        "correctness_s": _phase(result, "correctness"),
+        "timing_s": _phase(result, "timing"),
+        "compile_note": next((p.message for p in result.phases if p.phase.value == "compile"), "")[:300],
         "built_ahead": result.fingerprint.get("builds_ahead") or [],
         "left_to_run_time": result.fingerprint.get("builds_left_to_run_time") or [],
-        "builds_after_compile": late, "jit_ahead": (result.fingerprint.get("jit_ahead") or {}).get("note", ""),
+        "builds_after_compile": late,
+        "jit_ahead": (result.fingerprint.get("jit_ahead") or {}).get("note", ""),
         "speedup": round(result.speedup.median, 3) if result.speedup else None,
         "sandbox_denied": bool(DENIED.search(message + (result.compile_log or ""))),
         "message": message[:400],
         "steps": [r.get("steps", {}) for r in (cold.records if cold is not None else [])],
-        "path": "", "variant": [], "fallbacks": [],
-    }  # fmt: skip
+        "path": "",
+        "variant": [],
+        "fallbacks": [],
+    }
 
 
 def _built(path: Path, work: Path, timeout: float) -> dict:
@@ -134,16 +150,22 @@ def _built(path: Path, work: Path, timeout: float) -> dict:
     sites = build_sites(path.read_text())
     warm = precompile(path.read_text(), settings, timeout_s=timeout)  # the same source again: a cache hit
     return {
-        "candidate": path.stem, "status": outcome.status, "seconds": round(outcome.seconds, 2),
+        "candidate": path.stem,
+        "status": outcome.status,
+        "seconds": round(outcome.seconds, 2),
         "build_seconds": round(outcome.build_seconds, 2),
-        "warm_seconds": round(warm.seconds, 2), "warm_cached": warm.cached,
+        "warm_seconds": round(warm.seconds, 2),
+        "warm_cached": warm.cached,
         "path": _path(outcome, records, sites),
         "sites": sites,
-        "ahead": outcome.prebuilt, "left_to_run_time": outcome.deferred, "variant": [r.get("variant", "") for r in records],
+        "ahead": outcome.prebuilt,
+        "left_to_run_time": outcome.deferred,
+        "variant": [r.get("variant", "") for r in records],
         "fallbacks": [f for r in records for f in r.get("fallbacks", [])],
-        "measures": [m for r in records for m in r.get("measures", [])], "message": outcome.message[:300],
+        "measures": [m for r in records for m in r.get("measures", [])],
+        "message": outcome.message[:300],
         "steps": [r.get("steps", {}) for r in records],
-    }  # fmt: skip
+    }
 
 
 def _evaluated_path(row: dict) -> str:
@@ -201,20 +223,35 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, chosen: set[
         try:
             row = _evaluated(path, work, args.timeout) if args.evaluate else _built(path, work, args.timeout)
         except Exception as exc:  # noqa: BLE001 - one candidate's failure is its row, the rest go on
-            row = {"candidate": path.stem, "status": "bench_error", "seconds": 0.0, "build_seconds": 0.0,
-                   "warm_seconds": 0.0, "warm_cached": False, "path": "", "variant": [], "fallbacks": [], "steps": [],
-                   "message": f"{type(exc).__name__}: {exc}"[:400]}  # fmt: skip
+            row = {
+                "candidate": path.stem,
+                "status": "bench_error",
+                "seconds": 0.0,
+                "build_seconds": 0.0,
+                "warm_seconds": 0.0,
+                "warm_cached": False,
+                "path": "",
+                "variant": [],
+                "fallbacks": [],
+                "steps": [],
+                "message": f"{type(exc).__name__}: {exc}"[:400],
+            }
         if args.evaluate and row["status"] != "bench_error":
             row["path"] = _evaluated_path(row)
         with written:
             with rows_file.open("a") as f:  # kept row by row: a killed run loses nothing
                 f.write(json.dumps(row) + "\n")
-            extra = (f", evaluated {row['status']} (compile {row.get('compile_s')} s, correctness "
-                     f"{row.get('correctness_s')} s){' SANDBOX DENIED' if row.get('sandbox_denied') else ''}"
-                     if args.evaluate else "")  # fmt: skip
-            print(f"{row['candidate']}: {row.get('precompile_status', row['status'])} {row['seconds']} s (builds "
-                  f"{row['build_seconds']} s: {_steps(row)}), warm {row['warm_seconds']} s, {row['path']}{extra}",
-                  flush=True)  # fmt: skip
+            extra = (
+                f", evaluated {row['status']} (compile {row.get('compile_s')} s, correctness "
+                f"{row.get('correctness_s')} s){' SANDBOX DENIED' if row.get('sandbox_denied') else ''}"
+                if args.evaluate
+                else ""
+            )
+            print(
+                f"{row['candidate']}: {row.get('precompile_status', row['status'])} {row['seconds']} s (builds "
+                f"{row['build_seconds']} s: {_steps(row)}), warm {row['warm_seconds']} s, {row['path']}{extra}",
+                flush=True,
+            )
         return row
 
     if args.jobs == 1:
@@ -228,43 +265,70 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, chosen: set[
     bad = [r for r in rows if r["candidate"].startswith("fail_")]
     lines = [f"precompiled headers (once per flag set): {pch_s:.1f} s; {args.jobs} candidate(s) at a time", ""]
     if args.evaluate:
-        lines += ["| candidate | verdict | build s | precompile wall s | warm s | compile s | correctness s | path | "
-                  "sandbox denied |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['candidate']} | {r['status']} | {r['build_seconds']} | {r['seconds']} | {r['warm_seconds']} | "
-                  f"{r.get('compile_s')} | {r.get('correctness_s')} | {r['path']} | "
-                  f"{'yes' if r.get('sandbox_denied') else '-'} |" for r in rows]  # fmt: skip
+        lines += [
+            "| candidate | verdict | build s | precompile wall s | warm s | compile s | correctness s | path | "
+            "sandbox denied |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r['candidate']} | {r['status']} | {r['build_seconds']} | {r['seconds']} | {r['warm_seconds']} | "
+            f"{r.get('compile_s')} | {r.get('correctness_s')} | {r['path']} | "
+            f"{'yes' if r.get('sandbox_denied') else '-'} |"
+            for r in rows
+        ]
     else:
-        lines += ["| candidate | status | build s | wall s | warm s | steps (s) | path | light tier | fell back |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['candidate']} | {r['status']} | {r['build_seconds']} | {r['seconds']} | {r['warm_seconds']} | {_steps(r)} | {r['path']} | "
-                  f"{', '.join(r['variant'])} | {', '.join(r['fallbacks']) or '-'} |" for r in rows]  # fmt: skip
+        lines += [
+            "| candidate | status | build s | wall s | warm s | steps (s) | path | light tier | fell back |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r['candidate']} | {r['status']} | {r['build_seconds']} | {r['seconds']} | {r['warm_seconds']} | {_steps(r)} | {r['path']} | "
+            f"{', '.join(r['variant'])} | {', '.join(r['fallbacks']) or '-'} |"
+            for r in rows
+        ]
     built_ok = ("correct", "compiled") if args.evaluate else ("ok", "compiled_only")
     if good:
-        for what, key in (("build (the compile phase's share)", "build_seconds"), ("wall (process starts included)", "seconds")):
+        for what, key in (
+            ("build (the compile phase's share)", "build_seconds"),
+            ("wall (process starts included)", "seconds"),
+        ):
             secs = sorted(r[key] for r in good)
-            lines += ["", f"{len(good)} buildable, {what}: median {secs[len(secs) // 2]} s, max {secs[-1]} s, "
-                          f"{sum(s <= TARGET_S for s in secs)}/{len(secs)} within {TARGET_S:g} s"]  # fmt: skip
+            lines += [
+                "",
+                f"{len(good)} buildable, {what}: median {secs[len(secs) // 2]} s, max {secs[-1]} s, "
+                f"{sum(s <= TARGET_S for s in secs)}/{len(secs)} within {TARGET_S:g} s",
+            ]
         warm = sorted(r["warm_seconds"] for r in good)
-        lines += [f"warm (the same source again): median {warm[len(warm) // 2]} s, max {warm[-1]} s, "
-                  f"{sum(s < WARM_TARGET_S for s in warm)}/{len(warm)} under {WARM_TARGET_S:g} s",
-                  f"{sum(r['status'] in built_ok for r in good)} of {len(good)} {' or '.join(built_ok)}"]  # fmt: skip
+        lines += [
+            f"warm (the same source again): median {warm[len(warm) // 2]} s, max {warm[-1]} s, "
+            f"{sum(s < WARM_TARGET_S for s in warm)}/{len(warm)} under {WARM_TARGET_S:g} s",
+            f"{sum(r['status'] in built_ok for r in good)} of {len(good)} {' or '.join(built_ok)}",
+        ]
         if args.evaluate:
             late = [r for r in good if r.get("builds_after_compile")]
             denied = [r["candidate"] for r in rows if r.get("sandbox_denied")]
-            lines += [f"{len(late)} built at run time and counted as compile time: "
-                      + (", ".join(r["candidate"] for r in late) or "none"),
-                      "refused by the sandbox: " + (", ".join(denied) or "none")]  # fmt: skip
+            lines += [
+                f"{len(late)} built at run time and counted as compile time: "
+                + (", ".join(r["candidate"] for r in late) or "none"),
+                "refused by the sandbox: " + (", ".join(denied) or "none"),
+            ]
     if bad:
-        lines += [f"{len(bad)} that must fail: " + ", ".join(f"{r['candidate']} {r['status']} in {r['seconds']} s" for r in bad)]
+        lines += [
+            f"{len(bad)} that must fail: "
+            + ", ".join(f"{r['candidate']} {r['status']} in {r['seconds']} s" for r in bad)
+        ]
     print("\n" + "\n".join(lines))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "build_corpus.json").write_text(json.dumps({"pch_seconds": pch_s, "jobs": args.jobs, "rows": rows}, indent=1))
+    (args.out / "build_corpus.json").write_text(
+        json.dumps({"pch_seconds": pch_s, "jobs": args.jobs, "rows": rows}, indent=1)
+    )
     (args.out / "build_corpus.md").write_text("\n".join(lines) + "\n")
     slow = [r for r in good if r["build_seconds"] > TARGET_S or r["status"] not in built_ok]
     if args.evaluate:
         slow += [r for r in rows if r.get("sandbox_denied") or (r in good and r["warm_seconds"] >= WARM_TARGET_S)]
         return 1 if slow or any(r["status"] in ("correct", "compiled", "bench_error") for r in bad) else 0
     return 1 if slow or any(r["status"] != "failed" for r in bad) else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,8 +20,8 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -62,11 +62,17 @@ class ModelNew(_Computation):
 '''
 
 JUDGE = {
-    "correction": {"critical_issue": "the kernel's result differs from the reference or was rejected",
-                   "why_it_matters": "an incorrect kernel cannot be kept",
-                   "minimal_fix_hint": "compute exactly what the reference computes"},
-    "optimization": {"bottleneck": "memory bandwidth", "optimisation_method": "none proposed by this script",
-                     "modification_plan": "keep the kernel as it is", "expected_effect": "none"},
+    "correction": {
+        "critical_issue": "the kernel's result differs from the reference or was rejected",
+        "why_it_matters": "an incorrect kernel cannot be kept",
+        "minimal_fix_hint": "compute exactly what the reference computes",
+    },
+    "optimization": {
+        "bottleneck": "memory bandwidth",
+        "optimisation_method": "none proposed by this script",
+        "modification_plan": "keep the kernel as it is",
+        "expected_effect": "none",
+    },
 }
 
 
@@ -108,10 +114,21 @@ def main(argv: list[str]) -> int:
     from cudaforge.llm.scripted import install_script
 
     install_script("campaign", reply)
-    return cudaforge(["run", "suite=main", f"coder.model={MODEL}", f"judge.model={MODEL}",
-                      "coder.input_cost_per_token=0", "coder.output_cost_per_token=0",
-                      "judge.input_cost_per_token=0", "judge.output_cost_per_token=0", "tracker=disabled",
-                      f"hydra.run.dir={argv[0]}", *argv[1:]])  # fmt: skip
+    return cudaforge(
+        [
+            "run",
+            "suite=main",
+            f"coder.model={MODEL}",
+            f"judge.model={MODEL}",
+            "coder.input_cost_per_token=0",
+            "coder.output_cost_per_token=0",
+            "judge.input_cost_per_token=0",
+            "judge.output_cost_per_token=0",
+            "tracker=disabled",
+            f"hydra.run.dir={argv[0]}",
+            *argv[1:],
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -67,12 +67,15 @@ def _evaluators(root: Path, overrides: dict, count: int):
 
 def _run_row(result) -> dict:
     r = result
-    return {"status": r.status.value, "seconds": round(r.seconds, 3),
-            "speedup": r.speedup.median if r.speedup else None,
-            "ci": [r.speedup.ci_low, r.speedup.ci_high] if r.speedup else None,
-            "candidate_ms": r.candidate_timing.median if r.candidate_timing else None,
-            "reference_ms": r.reference_timing.median if r.reference_timing else None,
-            "message": "" if r.status.value == "correct" else r.report()[-600:]}
+    return {
+        "status": r.status.value,
+        "seconds": round(r.seconds, 3),
+        "speedup": r.speedup.median if r.speedup else None,
+        "ci": [r.speedup.ci_low, r.speedup.ci_high] if r.speedup else None,
+        "candidate_ms": r.candidate_timing.median if r.candidate_timing else None,
+        "reference_ms": r.reference_timing.median if r.reference_timing else None,
+        "message": "" if r.status.value == "correct" else r.report()[-600:],
+    }
 
 
 def _finish_row(row: dict) -> dict:
@@ -85,12 +88,19 @@ def _finish_row(row: dict) -> dict:
 def _header(root: Path, overrides: dict) -> dict:
     import cudaforge  # noqa: PLC0415
 
-    return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-            "root": str(root), "package": cudaforge.__file__, "overrides": overrides, "pairs": []}
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "root": str(root),
+        "package": cudaforge.__file__,
+        "overrides": overrides,
+        "pairs": [],
+    }
 
 
-def measure(root: Path, out: Path, repeats: int, overrides: dict, pairs: list[tuple[str, str, str]],
-            evaluators: int = 1) -> int:
+def measure(
+    root: Path, out: Path, repeats: int, overrides: dict, pairs: list[tuple[str, str, str]], evaluators: int = 1
+) -> int:
     pool = _evaluators(root, overrides, evaluators)
     from cudaforge.tasks import find_task, selection  # noqa: PLC0415
 
@@ -101,15 +111,23 @@ def measure(root: Path, out: Path, repeats: int, overrides: dict, pairs: list[tu
         started = time.monotonic()
         first = pool[turn % len(pool)].evaluate(task, source)
         turn += 1
-        row = {"suite": suite_name, "task": task_id, "candidate": file, "first_status": first.status.value,
-               "first_seconds": round(time.monotonic() - started, 2), "runs": []}
+        row = {
+            "suite": suite_name,
+            "task": task_id,
+            "candidate": file,
+            "first_status": first.status.value,
+            "first_seconds": round(time.monotonic() - started, 2),
+            "runs": [],
+        }
         for _ in range(repeats):
             row["runs"].append(_run_row(pool[turn % len(pool)].evaluate(task, source)))
             turn += 1
         _finish_row(row)
         report["pairs"].append(row)
         speedups = [x["speedup"] for x in row["runs"] if x["speedup"] is not None]
-        print(f"{suite_name}/{task_id} {file}: {row['statuses']} speedups {[round(s, 4) for s in speedups]}", flush=True)
+        print(
+            f"{suite_name}/{task_id} {file}: {row['statuses']} speedups {[round(s, 4) for s in speedups]}", flush=True
+        )
         out.write_text(json.dumps(report, indent=1))
     for evaluator in pool:
         evaluator.close()
@@ -125,8 +143,9 @@ def serve(root: Path, overrides: dict, evaluators: int) -> int:
     print("HEADER " + json.dumps(_header(root, overrides)), flush=True)
     for turn, line in enumerate(sys.stdin):
         suite_name, task_id, file = PAIRS[int(line)]
-        result = pool[turn % len(pool)].evaluate(find_task(selection(suite_name), task_id),
-                                                 (HERE / "candidates" / file).read_text())  # fmt: skip
+        result = pool[turn % len(pool)].evaluate(
+            find_task(selection(suite_name), task_id), (HERE / "candidates" / file).read_text()
+        )
         print("RESULT " + json.dumps(_run_row(result)), flush=True)
     for evaluator in pool:
         evaluator.close()
@@ -141,11 +160,19 @@ class _Side:
         import subprocess
 
         env = {**os.environ, "PYTHONPATH": str(root.resolve())}
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", "--root", str(root),
-               "--evaluators", str(evaluators)] + [f"--set={s}" for s in sets]  # fmt: skip
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--serve",
+            "--root",
+            str(root),
+            "--evaluators",
+            str(evaluators),
+        ] + [f"--set={s}" for s in sets]
         self.log = log.open("a")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True, env=env)  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env
+        )
         self.header = self._read("HEADER ")
 
     def _read(self, prefix: str) -> dict:
@@ -153,7 +180,7 @@ class _Side:
         for line in self.proc.stdout:
             self.log.write(line)
             if line.startswith(prefix):
-                return json.loads(line[len(prefix):])
+                return json.loads(line[len(prefix) :])
         raise RuntimeError(f"the serving process ended (exit {self.proc.wait()}); see {self.log.name}")
 
     def evaluate(self, index: int) -> dict:
@@ -169,11 +196,20 @@ class _Side:
         self.log.close()
 
 
-def interleave(before: Path, after: Path, outs: tuple[Path, Path], repeats: int, sets: list[str], evaluators: int,
-               indices: list[int]) -> int:
+def interleave(
+    before: Path,
+    after: Path,
+    outs: tuple[Path, Path],
+    repeats: int,
+    sets: list[str],
+    evaluators: int,
+    indices: list[int],
+) -> int:
     """Both checkouts' evaluations alternated pair by pair (ABBA ...), so drift in clocks or load falls on both
     sides alike; one evaluation at a time (never two timed parts at once)."""
-    sides = [_Side(root, sets, evaluators, out.with_suffix(".log")) for root, out in ((before, outs[0]), (after, outs[1]))]
+    sides = [
+        _Side(root, sets, evaluators, out.with_suffix(".log")) for root, out in ((before, outs[0]), (after, outs[1]))
+    ]
     reports = [dict(side.header, pairs=[]) for side in sides]
     try:
         for index in indices:
@@ -190,8 +226,11 @@ def interleave(before: Path, after: Path, outs: tuple[Path, Path], repeats: int,
             for report, row, out in zip(reports, rows, outs):
                 report["pairs"].append(_finish_row(row))
                 out.write_text(json.dumps(report, indent=1))
-            print(f"{suite_name}/{task_id} {file}: before {rows[0]['statuses']} {rows[0]['speedup_median']}, "
-                  f"after {rows[1]['statuses']} {rows[1]['speedup_median']}", flush=True)
+            print(
+                f"{suite_name}/{task_id} {file}: before {rows[0]['statuses']} {rows[0]['speedup_median']}, "
+                f"after {rows[1]['statuses']} {rows[1]['speedup_median']}",
+                flush=True,
+            )
     finally:
         for side in sides:
             side.close()
@@ -201,7 +240,7 @@ def interleave(before: Path, after: Path, outs: tuple[Path, Path], repeats: int,
 def compare(before: Path, after: Path, tolerance_pct: float) -> int:
     rows = {(p["suite"], p["task"], p["candidate"]): p for p in json.loads(before.read_text())["pairs"]}
     failed = 0
-    print(f"| pair | before | after | difference |\n| --- | --- | --- | --- |")
+    print("| pair | before | after | difference |\n| --- | --- | --- | --- |")
     for p in json.loads(after.read_text())["pairs"]:
         key = (p["suite"], p["task"], p["candidate"])
         b = rows.get(key)
@@ -213,8 +252,10 @@ def compare(before: Path, after: Path, tolerance_pct: float) -> int:
         bad = b["statuses"] != p["statuses"] or diff is None or abs(diff) > tolerance_pct
         failed += bad
         show = "n/a" if diff is None else f"{diff:+.2f}%"
-        print(f"| {key[0]} {key[1]} {key[2]} | {b['statuses']} {b['speedup_median']} | "
-              f"{p['statuses']} {p['speedup_median']} | {show}{' **over**' if bad else ''} |")
+        print(
+            f"| {key[0]} {key[1]} {key[2]} | {b['statuses']} {b['speedup_median']} | "
+            f"{p['statuses']} {p['speedup_median']} | {show}{' **over**' if bad else ''} |"
+        )
     return 1 if failed else 0
 
 
@@ -227,8 +268,12 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--tolerance-pct", type=float, default=2.0)
-    parser.add_argument("--evaluators", type=int, default=1,
-                        help="evaluators taking turns, each with its own standby worker (back-to-back loops wait less)")
+    parser.add_argument(
+        "--evaluators",
+        type=int,
+        default=1,
+        help="evaluators taking turns, each with its own standby worker (back-to-back loops wait less)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--interleave", nargs=2, type=Path, metavar=("BEFORE_ROOT", "AFTER_ROOT"))
     parser.add_argument("--outs", nargs=2, type=Path, metavar=("BEFORE_JSON", "AFTER_JSON"))

@@ -71,9 +71,13 @@ def child(mode: str, candidate: str, cache: str, nonce: str, check: bool) -> dic
     settings = None
     if mode != "torch":
         plain = mode == "hooks_plain"
-        settings = BuildSettings(cache_dir=cache, light_headers=not plain, use_pch=not plain,
-                                 fallback=os.environ.get("CF_BENCH_FALLBACK", "auto"),
-                                 extra_cuda_cflags=[f"-DCF_BENCH_NONCE={nonce}"] if nonce else [])
+        settings = BuildSettings(
+            cache_dir=cache,
+            light_headers=not plain,
+            use_pch=not plain,
+            fallback=os.environ.get("CF_BENCH_FALLBACK", "auto"),
+            extra_cuda_cflags=[f"-DCF_BENCH_NONCE={nonce}"] if nonce else [],
+        )
     started = time.perf_counter()
     error = None
     recorder = None
@@ -92,8 +96,13 @@ def child(mode: str, candidate: str, cache: str, nonce: str, check: bool) -> dic
     result = {"seconds": round(seconds, 2), "error": error}
     if recorder is not None and recorder.records:
         record = recorder.records[0]
-        result.update(status=record.status, cached=record.cached, variant=record.variant,
-                      measures=record.measures, fallbacks=record.fallbacks)
+        result.update(
+            status=record.status,
+            cached=record.cached,
+            variant=record.variant,
+            measures=record.measures,
+            fallbacks=record.fallbacks,
+        )
         if not record.cached:
             result["targets"] = ninja_seconds(record.build_dir)
     else:
@@ -156,8 +165,14 @@ def machine_info() -> dict:
 
     gpu = "none"
     if shutil.which("nvidia-smi"):
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip() or "none"
+        gpu = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            or "none"
+        )
     cpu = ""
     with open("/proc/cpuinfo") as handle:
         for line in handle:
@@ -165,10 +180,15 @@ def machine_info() -> dict:
                 cpu = line.split(":", 1)[1].strip()
                 break
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu, "gpu": gpu, "arch": current().detect_arch(),
-        "platform": platform.platform(), "toolchain": toolchain_fingerprint(), "torch_cuda_available":
-        torch.cuda.is_available(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "gpu": gpu,
+        "arch": current().detect_arch(),
+        "platform": platform.platform(),
+        "toolchain": toolchain_fingerprint(),
+        "torch_cuda_available": torch.cuda.is_available(),
     }
 
 
@@ -183,13 +203,16 @@ def table(results: dict) -> str:
             if r is None:
                 cells.append("-")
                 continue
-            note = "" if r.get("status") in ("built", "compiled_only") and not r.get("error") else f" ({r.get('status')})"
+            note = (
+                "" if r.get("status") in ("built", "compiled_only") and not r.get("error") else f" ({r.get('status')})"
+            )
             if r.get("check") and r["check"] != "ok":
                 note += f" {r['check']}"
             cells.append(f"{r['seconds']:.2f}{note}")
         warm = by_mode.get("hooks_warm", {})
-        applied = ", ".join(warm.get("measures", [])) + (f"; fell back: {'; '.join(warm['fallbacks'])}"
-                                                         if warm.get("fallbacks") else "")
+        applied = ", ".join(warm.get("measures", [])) + (
+            f"; fell back: {'; '.join(warm['fallbacks'])}" if warm.get("fallbacks") else ""
+        )
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {applied} |")
     return "\n".join(rows)
 
@@ -202,10 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per measurement")
     parser.add_argument("--no-check", action="store_true", help="skip the GPU correctness check")
-    parser.add_argument("--fallback", choices=["auto", "race", "sequential"], default="auto",
-                        help="BuildSettings.fallback for the hooks modes")
-    parser.add_argument("--child", nargs=5, metavar=("MODE", "CANDIDATE", "CACHE", "NONCE", "CHECK"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fallback",
+        choices=["auto", "race", "sequential"],
+        default="auto",
+        help="BuildSettings.fallback for the hooks modes",
+    )
+    parser.add_argument(
+        "--child", nargs=5, metavar=("MODE", "CANDIDATE", "CACHE", "NONCE", "CHECK"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.child:
         mode, candidate, cache, nonce, check = args.child
@@ -214,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["CF_BENCH_FALLBACK"] = args.fallback
     candidates = [Path(c) for c in args.candidates] or sorted(
-        p for p in CANDIDATES.glob("cuda_*.py") if p.stem != "cuda_compile_error")
+        p for p in CANDIDATES.glob("cuda_*.py") if p.stem != "cuda_compile_error"
+    )
     modes = [m for m in args.modes.split(",") if m]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -247,9 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     text = table(results)
     report = {"machine": info, "modes": modes, "fallback": args.fallback, "results": results}
     (out / "compile_bench.json").write_text(json.dumps(report, indent=1))
-    (out / "compile_bench.md").write_text(f"# Compile benchmark, {info['date']}\n\n{info['gpu']}, {info['cpus']} CPUs "
-                                          f"({info['cpu']}), torch {info['toolchain']['torch']}, "
-                                          f"{info['toolchain']['nvcc']}\n\nSeconds per candidate import.\n\n{text}\n")
+    (out / "compile_bench.md").write_text(
+        f"# Compile benchmark, {info['date']}\n\n{info['gpu']}, {info['cpus']} CPUs "
+        f"({info['cpu']}), torch {info['toolchain']['torch']}, "
+        f"{info['toolchain']['nvcc']}\n\nSeconds per candidate import.\n\n{text}\n"
+    )
     print(text)
     return 0
 

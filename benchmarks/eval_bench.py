@@ -67,15 +67,28 @@ def precision(evaluator: Evaluator, repeats: int, wait_standby: bool = False) ->
         result = evaluator.evaluate(task, source)
         assert result.status.value == "correct", result.report()
         medians.append(result.speedup.median)
-        runs.append({"speedup": result.speedup.to_dict(),
-                     "reference_ms": result.reference_timing.median, "candidate_ms": result.candidate_timing.median,
-                     "host_ms_median": result.fingerprint.get("host_ms_median"),
-                     "gpu_state_before": result.fingerprint.get("gpu_state_before"),
-                     "gpu_state_after": result.fingerprint.get("gpu_state_after"),
-                     "standby": result.fingerprint.get("standby"), "seconds": result.seconds})
+        runs.append(
+            {
+                "speedup": result.speedup.to_dict(),
+                "reference_ms": result.reference_timing.median,
+                "candidate_ms": result.candidate_timing.median,
+                "host_ms_median": result.fingerprint.get("host_ms_median"),
+                "gpu_state_before": result.fingerprint.get("gpu_state_before"),
+                "gpu_state_after": result.fingerprint.get("gpu_state_after"),
+                "standby": result.fingerprint.get("standby"),
+                "seconds": result.seconds,
+            }
+        )
     mean = sum(medians) / len(medians)
-    return {"task": task.id, "candidate": PRECISION_PAIR[2], "speedup_medians": medians, "wait_standby": wait_standby,
-            "spread_pct": 100 * (max(medians) - min(medians)) / mean, "target_pct": 2.0, "runs": runs}
+    return {
+        "task": task.id,
+        "candidate": PRECISION_PAIR[2],
+        "speedup_medians": medians,
+        "wait_standby": wait_standby,
+        "spread_pct": 100 * (max(medians) - min(medians)) / mean,
+        "target_pct": 2.0,
+        "runs": runs,
+    }
 
 
 def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False) -> dict:
@@ -89,22 +102,35 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
         assert r.status.value == "correct", r.report()
         calls = r.candidate_timing.n + evaluator.cfg["warmup"]  # the timing may stop early (timing_min_trials)
         timed_calls_s = calls * (r.reference_timing.mean + r.candidate_timing.mean) / 1000
-        rows.append({
-            "total_s": r.seconds, "compile_s": phase_seconds(r, "compile"),
-            "correctness_s": phase_seconds(r, "correctness"), "timing_phase_s": phase_seconds(r, "timing"),
-            "timed_calls_s": timed_calls_s, "reference_ms": r.reference_timing.median,
-            "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
-            "timed_trials": r.candidate_timing.n, "stopped_early": r.fingerprint.get("timing_stopped_early"),
-            "worker_setup_s": r.fingerprint.get("worker_setup_s"), "standby": r.fingerprint.get("standby"),
-            "verifier_s": r.fingerprint.get("verifier_s"),
-            "gpu_lock_wait_s": r.fingerprint.get("gpu_lock_wait_s"),
-            "phases_s": {p.phase.value: round(p.seconds, 4) for p in r.phases},
-            "correctness_breakdown_s": r.fingerprint.get("correctness_breakdown_s"),
-            "timing_breakdown_s": r.fingerprint.get("timing_breakdown_s"),
-        })
+        rows.append(
+            {
+                "total_s": r.seconds,
+                "compile_s": phase_seconds(r, "compile"),
+                "correctness_s": phase_seconds(r, "correctness"),
+                "timing_phase_s": phase_seconds(r, "timing"),
+                "timed_calls_s": timed_calls_s,
+                "reference_ms": r.reference_timing.median,
+                "overhead_s": r.seconds - phase_seconds(r, "compile") - timed_calls_s,
+                "timed_trials": r.candidate_timing.n,
+                "stopped_early": r.fingerprint.get("timing_stopped_early"),
+                "worker_setup_s": r.fingerprint.get("worker_setup_s"),
+                "standby": r.fingerprint.get("standby"),
+                "verifier_s": r.fingerprint.get("verifier_s"),
+                "gpu_lock_wait_s": r.fingerprint.get("gpu_lock_wait_s"),
+                "phases_s": {p.phase.value: round(p.seconds, 4) for p in r.phases},
+                "correctness_breakdown_s": r.fingerprint.get("correctness_breakdown_s"),
+                "timing_breakdown_s": r.fingerprint.get("timing_breakdown_s"),
+            }
+        )
     best = min(rows, key=lambda row: row["overhead_s"])
-    return {"task": task.id, "wait_standby": wait_standby, "runs": rows,
-            "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2], "best": best, "target_s": 1.0}
+    return {
+        "task": task.id,
+        "wait_standby": wait_standby,
+        "runs": rows,
+        "overhead_s_median": sorted(x["overhead_s"] for x in rows)[len(rows) // 2],
+        "best": best,
+        "target_s": 1.0,
+    }
 
 
 def throughput(cfg: dict, batch: int, gpus: list[str]) -> dict:
@@ -136,10 +162,15 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     parser.add_argument("--wait-standby", action="store_true", help="precision runs wait for the worker's start-up")
     parser.add_argument("--overhead-repeats", type=int, default=3, help="candidates per overhead measurement")
-    parser.add_argument("--ready-only", action="store_true",
-                        help="measure the overhead with the worker ready only (not back to back)")
-    parser.add_argument("--profile", type=Path, default=None,
-                        help="cProfile each evaluation's trusted side into this folder; a summary in the output folder")
+    parser.add_argument(
+        "--ready-only", action="store_true", help="measure the overhead with the worker ready only (not back to back)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="cProfile each evaluation's trusted side into this folder; a summary in the output folder",
+    )
     args = parser.parse_args()
     if args.profile:
         from cudaforge.eval.verifier import PROFILE_DIR_ENV
@@ -163,14 +194,21 @@ def main() -> None:
         sys.exit("eval_bench: needs a GPU")
     cfg = {"build_cache_dir": str(args.cache), **overrides}
     evaluator = Evaluator(cfg, gpus=gpus[:1])
-    report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "command": " ".join(sys.argv), "overrides": overrides, "fingerprint": environment_fingerprint(0)}
+    report = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "overrides": overrides,
+        "fingerprint": environment_fingerprint(0),
+    }
     name = "eval_bench" if len(parts) == 3 else f"eval_bench_{'_'.join(sorted(parts))}"
     name += f"_{args.tag}.json" if args.tag else ".json"
     if "precision" in parts:
         report["precision"] = precision(evaluator, args.repeats, args.wait_standby)
-        print(f"precision: speedup medians {report['precision']['speedup_medians']} "
-              f"spread {report['precision']['spread_pct']:.2f}% (target < 2%)", flush=True)
+        print(
+            f"precision: speedup medians {report['precision']['speedup_medians']} "
+            f"spread {report['precision']['spread_pct']:.2f}% (target < 2%)",
+            flush=True,
+        )
         (args.out / name).write_text(json.dumps(report, indent=2))
     if "overhead" in parts:
         report["overhead"] = overhead(evaluator, args.overhead_repeats, wait_standby=True)
@@ -179,8 +217,11 @@ def main() -> None:
         for key, label in (("overhead", "worker ready"), ("overhead_back_to_back", "back to back")):
             if key not in report:
                 continue
-            print(f"overhead ({label}): {report[key]['overhead_s_median']:.2f} s per candidate (target at most 1 s); "
-                  f"best run {json.dumps(report[key]['best'])}", flush=True)
+            print(
+                f"overhead ({label}): {report[key]['overhead_s_median']:.2f} s per candidate (target at most 1 s); "
+                f"best run {json.dumps(report[key]['best'])}",
+                flush=True,
+            )
         (args.out / name).write_text(json.dumps(report, indent=2))
     evaluator.close()
     if "throughput" in parts:
@@ -189,8 +230,11 @@ def main() -> None:
         else:
             report["throughput"] = throughput(cfg, args.batch, gpus)
             t = report["throughput"]
-            print(f"throughput: {args.batch} candidates: 1 GPU {t['one_gpu']:.1f} s, {len(gpus)} GPUs "
-                  f"{t['all_gpus']:.1f} s, ratio {t['ratio_one_over_all']:.2f}", flush=True)
+            print(
+                f"throughput: {args.batch} candidates: 1 GPU {t['one_gpu']:.1f} s, {len(gpus)} GPUs "
+                f"{t['all_gpus']:.1f} s, ratio {t['ratio_one_over_all']:.2f}",
+                flush=True,
+            )
     (args.out / name).write_text(json.dumps(report, indent=2))
     if args.profile:
         (args.out / name.replace(".json", "_profile.txt")).write_text(profile_summary(args.profile))

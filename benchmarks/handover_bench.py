@@ -37,8 +37,13 @@ def main() -> int:
     device = "cpu" if args.gpu is None else "cuda"
     evaluator = Evaluator({"device": device}, gpus=None if args.gpu is None else [args.gpu])
     env = evaluator._env(device)
-    payload = {"task": task.to_dict(), "candidate": source, "eval": evaluator.cfg,
-               "build": evaluator.build_settings().to_dict(), "device": device}  # fmt: skip
+    payload = {
+        "task": task.to_dict(),
+        "candidate": source,
+        "eval": evaluator.cfg,
+        "build": evaluator.build_settings().to_dict(),
+        "device": device,
+    }
     evaluator.evaluate(task, source)  # the build and the JIT caches warm: not counted
     rest = []
     for i in range(args.repeats):
@@ -53,8 +58,11 @@ def main() -> int:
             return 1
         own = outcome.result["fingerprint"]["verifier_s"]
         rest.append(wall - own["total"])
-        print(f"run {i}: {outcome.result['status']}, wall {wall:.3f} s, verifier {own['total']:.3f} s (tail "
-              f"{own['tail']:.3f} s), hand-over and exit {rest[-1] * 1e3:.1f} ms", flush=True)  # fmt: skip
+        print(
+            f"run {i}: {outcome.result['status']}, wall {wall:.3f} s, verifier {own['total']:.3f} s (tail "
+            f"{own['tail']:.3f} s), hand-over and exit {rest[-1] * 1e3:.1f} ms",
+            flush=True,
+        )
     print(f"hand-over and exit: median {statistics.median(rest) * 1e3:.1f} ms over {len(rest)} evaluations on {device}")
     return 0
 

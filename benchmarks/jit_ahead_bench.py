@@ -32,10 +32,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CANDIDATES = {"triton": [("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py"),
-                         ("MatmulBiasReLU", "triton_matmul_bias_relu.py")],
-              "tilelang": [("ReLU", "tilelang_relu.py"), ("Softmax", "tilelang_softmax.py"),
-                           ("MatmulBiasReLU", "tilelang_matmul_bias_relu.py")]}
+CANDIDATES = {
+    "triton": [
+        ("ReLU", "triton_relu.py"),
+        ("Softmax", "triton_softmax.py"),
+        ("MatmulBiasReLU", "triton_matmul_bias_relu.py"),
+    ],
+    "tilelang": [
+        ("ReLU", "tilelang_relu.py"),
+        ("Softmax", "tilelang_softmax.py"),
+        ("MatmulBiasReLU", "tilelang_matmul_bias_relu.py"),
+    ],
+}
 MODES = ("off", "compile_phase", "pool")
 
 
@@ -75,33 +83,54 @@ def main() -> int:
             candidates += CANDIDATES[name]
     for mode in modes:
         jit_ahead = {"off": "off", "compile_phase": "compile", "pool": "pool"}[mode]
-        evaluator = Evaluator({"jit_ahead": jit_ahead, "build_cache_dir": str(root / mode), "timing_trials": 10,
-                               "warmup": 3, "correctness_timeout_s": 180})  # fmt: skip
+        evaluator = Evaluator(
+            {
+                "jit_ahead": jit_ahead,
+                "build_cache_dir": str(root / mode),
+                "timing_trials": 10,
+                "warmup": 3,
+                "correctness_timeout_s": 180,
+            }
+        )
         for task_name, file in candidates:
             source = (REPO / "benchmarks" / "candidates" / file).read_text()
             row = {"mode": mode, "candidate": file, "task": task_name}
             if mode == "pool":
                 started = time.perf_counter()
                 outcome = evaluator.precompile(source, tiny[task_name])
-                row.update(precompile_s=round(time.perf_counter() - started, 3),
-                           precompiled=outcome.jit if outcome else [], precompile_note=outcome.jit_message if outcome else "")
+                row.update(
+                    precompile_s=round(time.perf_counter() - started, 3),
+                    precompiled=outcome.jit if outcome else [],
+                    precompile_note=outcome.jit_message if outcome else "",
+                )
             result = evaluator.evaluate(tiny[task_name], source)
             jit = result.fingerprint.get("jit_ahead") or {}
-            row.update(status=result.status.value, compile_s=_phase(result, "compile"),
-                       correctness_s=_phase(result, "correctness"), timing_s=_phase(result, "timing"),
-                       speedup=round(result.speedup.median, 3) if result.speedup else None,
-                       seeded=jit.get("kernels_seeded"), after_compile=jit.get("kernels_after"),
-                       at_end=jit.get("kernels_at_end"), jit_s=jit.get("seconds"), note=jit.get("note", ""))
+            row.update(
+                status=result.status.value,
+                compile_s=_phase(result, "compile"),
+                correctness_s=_phase(result, "correctness"),
+                timing_s=_phase(result, "timing"),
+                speedup=round(result.speedup.median, 3) if result.speedup else None,
+                seeded=jit.get("kernels_seeded"),
+                after_compile=jit.get("kernels_after"),
+                at_end=jit.get("kernels_at_end"),
+                jit_s=jit.get("seconds"),
+                note=jit.get("note", ""),
+            )
             failed |= result.status is not EvalStatus.CORRECT
             failed |= mode == "pool" and row["at_end"] != row["seeded"]
             rows.append(row)
             print(json.dumps(row), flush=True)
     (args.out / "jit_ahead.json").write_text(json.dumps(rows, indent=1))
-    lines = ["| mode | candidate | status | precompile s | compile s | correctness s | kernels seeded / after compile / at end |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| mode | candidate | status | precompile s | compile s | correctness s | kernels seeded / after compile / at end |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['candidate']} | {r['status']} | {r.get('precompile_s', '')} | {r['compile_s']} "
-                     f"| {r['correctness_s']} | {r['seeded']} / {r['after_compile']} / {r['at_end']} |")
+        lines.append(
+            f"| {r['mode']} | {r['candidate']} | {r['status']} | {r.get('precompile_s', '')} | {r['compile_s']} "
+            f"| {r['correctness_s']} | {r['seeded']} / {r['after_compile']} / {r['at_end']} |"
+        )
     (args.out / "jit_ahead.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 1 if failed else 0

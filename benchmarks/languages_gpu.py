@@ -52,27 +52,41 @@ def main() -> int:
         for _ in range(args.repeats):
             started = time.monotonic()
             result = Evaluator({"device": "cuda"}).evaluate(task, source)
-            row["evaluations"].append({
-                "status": result.status.value, "seconds": round(time.monotonic() - started, 2),
-                "speedup": result.speedup.median if result.speedup else None,
-                "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
-                "reference_ms": result.reference_timing.median if result.reference_timing else None,
-                "phases": {p.phase.value: round(p.seconds, 2) for p in result.phases},
-                "findings": [f"{f['guard']}:{f['verdict']}" for f in result.guard_findings],
-                "message": result.message[:600],
-            })  # fmt: skip
+            row["evaluations"].append(
+                {
+                    "status": result.status.value,
+                    "seconds": round(time.monotonic() - started, 2),
+                    "speedup": result.speedup.median if result.speedup else None,
+                    "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
+                    "reference_ms": result.reference_timing.median if result.reference_timing else None,
+                    "phases": {p.phase.value: round(p.seconds, 2) for p in result.phases},
+                    "findings": [f"{f['guard']}:{f['verdict']}" for f in result.guard_findings],
+                    "message": result.message[:600],
+                }
+            )
             first_line = (result.message.splitlines() or [""])[0][:200]
-            print(f"{path.name}: {result.status.value} {first_line} ({row['evaluations'][-1]['seconds']} s)", flush=True)
+            print(
+                f"{path.name}: {result.status.value} {first_line} ({row['evaluations'][-1]['seconds']} s)", flush=True
+            )
         first = row["evaluations"][0]
-        profile = Profiler({"clock_control": "none"}, use_cache=False).profile(task, source, measured_ms=first["candidate_ms"])
+        profile = Profiler({"clock_control": "none"}, use_cache=False).profile(
+            task, source, measured_ms=first["candidate_ms"]
+        )
         row["profile"] = {
-            "status": profile.status.value, "message": profile.message[:600], "seconds": round(profile.seconds, 1),
-            "own": [k.name for k in profile.kernels if k.own], "library": profile.library_kernel_names,
-            "own_kernel_ms": profile.own_kernel_ms, "metrics_per_kernel": [len(k.metrics) for k in profile.kernels],
+            "status": profile.status.value,
+            "message": profile.message[:600],
+            "seconds": round(profile.seconds, 1),
+            "own": [k.name for k in profile.kernels if k.own],
+            "library": profile.library_kernel_names,
+            "own_kernel_ms": profile.own_kernel_ms,
+            "metrics_per_kernel": [len(k.metrics) for k in profile.kernels],
             "source_names": sorted(languages.kernel_names(source)),
-        }  # fmt: skip
-        print(f"  profile {profile.status.value}: own {row['profile']['own']}, library {profile.library_kernel_names} "
-              f"{profile.message[:200]}", flush=True)  # fmt: skip
+        }
+        print(
+            f"  profile {profile.status.value}: own {row['profile']['own']}, library {profile.library_kernel_names} "
+            f"{profile.message[:200]}",
+            flush=True,
+        )
         ok = all(e["status"] == "correct" for e in row["evaluations"]) and bool(row["profile"]["own"])
         failed += not ok
         row["ok"] = ok
@@ -84,8 +98,10 @@ def main() -> int:
         speed = ", ".join(f"{e['speedup']:.3f}" if e["speedup"] else "-" for e in evs)
         cand = ", ".join(f"{e['candidate_ms']:.4f}" if e["candidate_ms"] else "-" for e in evs)
         compile_s = ", ".join(str(e["phases"].get("compile", "-")) for e in evs)
-        print(f"| {row['file']} | {', '.join(e['status'] for e in evs)} | {speed} | {cand} | "
-              f"{', '.join(str(e['seconds']) for e in evs)} | {compile_s} | {', '.join(row['profile']['own']) or 'none'} |")
+        print(
+            f"| {row['file']} | {', '.join(e['status'] for e in evs)} | {speed} | {cand} | "
+            f"{', '.join(str(e['seconds']) for e in evs)} | {compile_s} | {', '.join(row['profile']['own']) or 'none'} |"
+        )
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     if not rows:

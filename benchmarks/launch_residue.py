@@ -66,8 +66,12 @@ def main() -> None:
     if args.teardown:
         os.environ["TEARDOWN_CUPTI"] = "1"
     torch.empty(1, device="cuda").add_(1)
-    report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "teardown_cupti": args.teardown}
+    report = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "teardown_cupti": args.teardown,
+    }
     report["before"] = {"launch_us": launches(), "gelu_ms": kernel_ms()}
     started = time.perf_counter()
     importlib.import_module("torch._inductor")

@@ -47,7 +47,9 @@ def main() -> None:
     args = parser.parse_args()
     report: dict = {}
     try:
-        report["params"] = [l for l in Path("/proc/driver/nvidia/params").read_text().splitlines() if "Profil" in l]
+        report["params"] = [
+            line for line in Path("/proc/driver/nvidia/params").read_text().splitlines() if "Profil" in line
+        ]
     except OSError as exc:
         report["params"] = str(exc)
     ncu = resolve_ncu(args.ncu) or shutil.which(args.ncu)
@@ -60,11 +62,27 @@ def main() -> None:
         scratch = tempfile.mkdtemp(prefix="cudaforge-probe-")
         os.chmod(scratch, 0o777)
         box = Sandbox(scratch=scratch, **kw)
-        env = scrubbed_env({"HOME": scratch, "TMPDIR": scratch, "XDG_CACHE_HOME": f"{scratch}/.cache",
-                            "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-        argv = [ncu, "--clock-control", "none", "--target-processes", "all", "--metrics", "gpu__time_duration.sum",
-                "--csv", sys.executable, "-c", PROGRAM]
-        out_path, err_path = Path(scratch) / "o.txt", Path(scratch) / "e.txt"
+        env = scrubbed_env(
+            {
+                "HOME": scratch,
+                "TMPDIR": scratch,
+                "XDG_CACHE_HOME": f"{scratch}/.cache",
+                "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            }
+        )
+        argv = [
+            ncu,
+            "--clock-control",
+            "none",
+            "--target-processes",
+            "all",
+            "--metrics",
+            "gpu__time_duration.sum",
+            "--csv",
+            sys.executable,
+            "-c",
+            PROGRAM,
+        ]
         started = time.monotonic()
         with open(tempfile.mktemp(), "wb") as out, open(tempfile.mktemp(), "wb") as err:
             proc = box.start(argv, env=env, stdout=out, stderr=err)
@@ -74,11 +92,17 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 code = "timeout"
-            out.flush(); err.flush()
+            out.flush()
+            err.flush()
             text = Path(out.name).read_text(errors="replace") + Path(err.name).read_text(errors="replace")
-        row = {"exit": code, "seconds": round(time.monotonic() - started, 1), "metric_seen": "gpu__time_duration" in text
-               and "==ERROR==" not in text, "missing": status.get("missing"), "uid": status.get("uid"),
-               "tail": text[-1500:]}
+        row = {
+            "exit": code,
+            "seconds": round(time.monotonic() - started, 1),
+            "metric_seen": "gpu__time_duration" in text and "==ERROR==" not in text,
+            "missing": status.get("missing"),
+            "uid": status.get("uid"),
+            "tail": text[-1500:],
+        }
         report[name] = row
         print(name, json.dumps({k: v for k, v in row.items() if k != "tail"}), flush=True)
         print("   ", row["tail"][-600:].replace("\n", "\n    "), flush=True)

@@ -41,21 +41,37 @@ def summary(run: Path) -> dict:
         pair = r.get("compile_beside") or {}
         ratio = pair.get("compile_over_eager")
         tasks[r["task_id"]] = {
-            "correct": r["correct"], "speedup": r.get("best_speedup"),
+            "correct": r["correct"],
+            "speedup": r.get("best_speedup"),
             "precision": (r.get("best_measurement") or {}).get("precision"),
-            "compile_over_eager": ratio, "compile_status": pair.get("status"), "compile_cached": pair.get("cached"),
+            "compile_over_eager": ratio,
+            "compile_status": pair.get("status"),
+            "compile_cached": pair.get("cached"),
             "speedup_over_compile": r["best_speedup"] / ratio if r.get("best_speedup") and ratio else None,
-            "held_out": [{k: s.get(k) for k in ("shape", "sizes", "status", "correct", "speedup")}
-                         for s in (r.get("held_out") or {}).get("shapes", [])],
+            "held_out": [
+                {k: s.get(k) for k in ("shape", "sizes", "status", "correct", "speedup")}
+                for s in (r.get("held_out") or {}).get("shapes", [])
+            ],
             "held_out_note": (r.get("held_out") or {}).get("note"),
             "seconds": {k: r.get("time_split", {}).get(k) for k in ("held_out", "compile_beside")},
-        }  # fmt: skip
+        }
     integrated = {}
     for file in sorted((run / "integrate").glob("*.json")):
         record = json.loads(file.read_text())
-        integrated[record["recipe"]] = {k: record.get(k) for k in (
-            "status", "correct", "in_model_speedup", "in_model_ci", "precision", "in_model_over_compile", "compile",
-            "patches", "seconds")}  # fmt: skip
+        integrated[record["recipe"]] = {
+            k: record.get(k)
+            for k in (
+                "status",
+                "correct",
+                "in_model_speedup",
+                "in_model_ci",
+                "precision",
+                "in_model_over_compile",
+                "compile",
+                "patches",
+                "seconds",
+            )
+        }
     return {"tasks": tasks, "integrate": integrated}
 
 
@@ -64,8 +80,19 @@ def main(argv: list[str]) -> int:
         sys.exit(__doc__)
     out = Path(argv[0]).resolve()
     run = out / "run"
-    codes = {"run": subprocess.call([sys.executable, str(HERE / "campaign_main.py"), str(run), f"suite.names={TASKS}",
-                                     "strategy.max_rounds=1", "profile.enabled=false", *argv[1:]])}  # fmt: skip
+    codes = {
+        "run": subprocess.call(
+            [
+                sys.executable,
+                str(HERE / "campaign_main.py"),
+                str(run),
+                f"suite.names={TASKS}",
+                "strategy.max_rounds=1",
+                "profile.enabled=false",
+                *argv[1:],
+            ]
+        )
+    }
     codes["integrate"] = _cudaforge("integrate", str(run), "recipe=transformer_block")
     codes["report"] = _cudaforge("report", str(run), "report.compare=[]", f"report.out_dir={out / 'report'}")
     result = {"exit_codes": codes, **summary(run)}

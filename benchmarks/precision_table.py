@@ -75,43 +75,63 @@ def main() -> int:
     from cudaforge.tasks.loader import load_problem_file
 
     root = Path(tempfile.mkdtemp(prefix="precision_"))
-    files = {"matmul_2048_tol1e-2": MATMUL_TASK,
-             "relu_2^24": RELU_TASK.format(title="", tolerance=""),
-             "relu_2^24_tol1e-2": RELU_TASK.format(title=", checked at 1e-2", tolerance="\nATOL = 1e-2\nRTOL = 1e-2\n")}
+    files = {
+        "matmul_2048_tol1e-2": MATMUL_TASK,
+        "relu_2^24": RELU_TASK.format(title="", tolerance=""),
+        "relu_2^24_tol1e-2": RELU_TASK.format(title=", checked at 1e-2", tolerance="\nATOL = 1e-2\nRTOL = 1e-2\n"),
+    }
     tasks = {}
     for k, (name, text) in enumerate(files.items()):
         path = root / f"{k + 1}_{name.replace('^', 'p').replace('-', '_').replace('.', '_')}.py"
         path.write_text(text)
         tasks[name] = load_problem_file(path, suite="precision", level=1)
     tasks["tiny_matmul_bias_relu"] = find_task(selection("tiny"), "tiny/level1/3_MatmulBiasReLU")
-    candidates = {"matmul_2048_tol1e-2": "triton_matmul_bias_relu", "tiny_matmul_bias_relu": "triton_matmul_bias_relu",
-                  "relu_2^24": "triton_relu", "relu_2^24_tol1e-2": "triton_relu"}
+    candidates = {
+        "matmul_2048_tol1e-2": "triton_matmul_bias_relu",
+        "tiny_matmul_bias_relu": "triton_matmul_bias_relu",
+        "relu_2^24": "triton_relu",
+        "relu_2^24_tol1e-2": "triton_relu",
+    }
     rows = []
-    print("| task | candidate | eval.tf32 | verdict | speedup (precision) | over strict fp32 | best allowed | over best "
-          "allowed | probe reproduces win | launch-inclusive | reference solo ms |")
+    print(
+        "| task | candidate | eval.tf32 | verdict | speedup (precision) | over strict fp32 | best allowed | over best "
+        "allowed | probe reproduces win | launch-inclusive | reference solo ms |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, task in tasks.items():
         source = (REPO / "benchmarks" / "candidates" / f"{candidates[name]}.py").read_text()
         for tf32 in ("off", "torch_default"):
             started = time.monotonic()
             result = Evaluator({"device": "cuda", "timing_trials": args.trials, "warmup": 5, "tf32": tf32}).evaluate(
-                task, source)
+                task, source
+            )
             p = result.precision or {}
             s = p.get("speedups") or {}
             li = result.launch_inclusive or {}
-            row = {"task": name, "candidate": candidates[name], "tf32": tf32, "status": result.status.value,
-                   "speedup": result.speedup.to_dict() if result.speedup else None, "precision": p,
-                   "launch_inclusive": li, "telemetry": {k: v for k, v in (result.telemetry or {}).items() if k != "batches"},
-                   "seconds": round(time.monotonic() - started, 2), "message": result.message[:300]}  # fmt: skip
+            row = {
+                "task": name,
+                "candidate": candidates[name],
+                "tf32": tf32,
+                "status": result.status.value,
+                "speedup": result.speedup.to_dict() if result.speedup else None,
+                "precision": p,
+                "launch_inclusive": li,
+                "telemetry": {k: v for k, v in (result.telemetry or {}).items() if k != "batches"},
+                "seconds": round(time.monotonic() - started, 2),
+                "message": result.message[:300],
+            }
             rows.append(row)
             fmt = lambda v: f"{v:.3f}" if isinstance(v, (int, float)) else "-"  # noqa: E731
             sp = f"{fmt(result.speedup.median)} ({result.speedup.precision})" if result.speedup else "-"
             solo = ", ".join(f"{k} {v:.4f}" for k, v in (p.get("reference_solo_ms") or {}).items())
-            print(f"| {name} | {candidates[name]} | {tf32} | {result.status.value} | {sp} | {fmt(s.get('over_strict_fp32'))} "
-                  f"| {s.get('best_allowed', '-')} | {fmt(s.get('over_best_allowed'))} | {s.get('probe_reproduces_win', '-')} "
-                  f"| {fmt(li.get('speedup'))} | {solo} |", flush=True)  # fmt: skip
+            print(
+                f"| {name} | {candidates[name]} | {tf32} | {result.status.value} | {sp} | {fmt(s.get('over_strict_fp32'))} "
+                f"| {s.get('best_allowed', '-')} | {fmt(s.get('over_best_allowed'))} | {s.get('probe_reproduces_win', '-')} "
+                f"| {fmt(li.get('speedup'))} | {solo} |",
+                flush=True,
+            )
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+    meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
     (args.out / "precision.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     return 0
 

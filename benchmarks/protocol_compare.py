@@ -19,8 +19,8 @@ import json
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -67,8 +67,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="evaluations at a time (their timed parts never overlap)")
     parser.add_argument("--cache", default=None, help="build cache folder (eval.build_cache_dir) for both protocols")
     parser.add_argument("--only", default="", help="comma-separated candidate or corpus file stems")
-    parser.add_argument("--protocols", default=",".join(PROTOCOLS),
-                        help="comma-separated eval presets to run (default: both); with one, no verdicts are compared")
+    parser.add_argument(
+        "--protocols",
+        default=",".join(PROTOCOLS),
+        help="comma-separated eval presets to run (default: both); with one, no verdicts are compared",
+    )
     args = parser.parse_args()
     protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
     if not protocols or any(p not in PROTOCOLS for p in protocols):
@@ -91,10 +94,14 @@ def main() -> int:
             cache = {"build_cache_dir": args.cache} if args.cache else {}
             with Evaluator({**preset(protocol), **extra, **cache, "device": args.device}) as evaluator:
                 result = evaluator.evaluate(task, source)
-            row[protocol] = {"status": result.status.value, "seconds": round(time.monotonic() - started, 1),
-                             "speedup": result.speedup.median if result.speedup else None,
-                             "changed_by": "" if result.status.value == "correct" else changed_by(result),
-                             "findings": [f["guard"] for f in result.guard_findings], "message": result.message[:600]}  # fmt: skip
+            row[protocol] = {
+                "status": result.status.value,
+                "seconds": round(time.monotonic() - started, 1),
+                "speedup": result.speedup.median if result.speedup else None,
+                "changed_by": "" if result.status.value == "correct" else changed_by(result),
+                "findings": [f["guard"] for f in result.guard_findings],
+                "message": result.message[:600],
+            }
             if protocol == "default" and entry is not None:  # our protocol must give the corpus its declared verdict
                 row["declared_problems"] = check_result(entry, result)
         missing = {"status": "not run", "speedup": None, "changed_by": ""}
@@ -113,28 +120,42 @@ def main() -> int:
         rows = list(pool.map(compare, kernels(only, cuda)))
     partial.close()
     if len(protocols) == 1:  # one protocol: its verdicts and speedups, nothing to compare
-        (args.out / "protocols.json").write_text(json.dumps({"device": args.device, "protocols": protocols,
-                                                             "jobs": args.jobs, "rows": rows}, indent=1))
+        (args.out / "protocols.json").write_text(
+            json.dumps({"device": args.device, "protocols": protocols, "jobs": args.jobs, "rows": rows}, indent=1)
+        )
         return 0
     flips = Counter((r["default"]["status"], r["cudaforge_paper"]["status"]) for r in rows if r["verdict_changed"])
-    summary = [f"{sum(r['verdict_changed'] for r in rows)} of {len(rows)} kernels get another verdict under the "
-               "paper's protocol than under ours:"] + [f"- ours {a}, paper's {b}: {n}" for (a, b), n in sorted(flips.items())]
-    timed = [(r["default"]["speedup"], r["cudaforge_paper"]["speedup"]) for r in rows
-             if r["default"]["speedup"] and r["cudaforge_paper"]["speedup"]]  # fmt: skip
+    summary = [
+        f"{sum(r['verdict_changed'] for r in rows)} of {len(rows)} kernels get another verdict under the "
+        "paper's protocol than under ours:"
+    ] + [f"- ours {a}, paper's {b}: {n}" for (a, b), n in sorted(flips.items())]
+    timed = [
+        (r["default"]["speedup"], r["cudaforge_paper"]["speedup"])
+        for r in rows
+        if r["default"]["speedup"] and r["cudaforge_paper"]["speedup"]
+    ]
     if timed:
         ratios = sorted(p / o for o, p in timed)
-        summary.append(f"Speedups timed under both ({len(timed)} kernels): paper's / ours median {ratios[len(ratios) // 2]:.3f} "
-                       f"(from {ratios[0]:.3f} to {ratios[-1]:.3f}).")
+        summary.append(
+            f"Speedups timed under both ({len(timed)} kernels): paper's / ours median {ratios[len(ratios) // 2]:.3f} "
+            f"(from {ratios[0]:.3f} to {ratios[-1]:.3f})."
+        )
     undeclared = [f"{r['kernel']}: {'; '.join(r['declared_problems'])}" for r in rows if r.get("declared_problems")]
-    summary.append(f"Corpus entries whose verdict under our protocol is not the declared one: {len(undeclared)}"
-                   + "".join(f"\n- {u}" for u in undeclared))
+    summary.append(
+        f"Corpus entries whose verdict under our protocol is not the declared one: {len(undeclared)}"
+        + "".join(f"\n- {u}" for u in undeclared)
+    )
     print("\n" + "\n".join(summary))
-    (args.out / "protocols.json").write_text(json.dumps({"device": args.device, "rows": rows, "summary": summary}, indent=1))
+    (args.out / "protocols.json").write_text(
+        json.dumps({"device": args.device, "rows": rows, "summary": summary}, indent=1)
+    )
     table = ["| kernel | task | ours | paper's | what changed it |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
         o, p = r["default"], r["cudaforge_paper"]
-        table.append(f"| {r['kernel']} | {r['task']} | {o['status']} | {p['status']} | "
-                     f"{(o['changed_by'] or p['changed_by']) if r['verdict_changed'] else ''} |")
+        table.append(
+            f"| {r['kernel']} | {r['task']} | {o['status']} | {p['status']} | "
+            f"{(o['changed_by'] or p['changed_by']) if r['verdict_changed'] else ''} |"
+        )
     (args.out / "protocols.md").write_text("\n".join(table + [""] + summary) + "\n")
     return 0
 

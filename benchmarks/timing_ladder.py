@@ -63,7 +63,7 @@ def get_init_inputs():
     return []
 '''
 
-FUSED_KERNEL = '''import torch
+FUSED_KERNEL = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -80,33 +80,36 @@ def fused_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def relu(x, out):
     fused_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
     return out
-'''
+"""
 
 FORWARDS = {  # the honest kernel; the side-stream patterns come from the corpus (CORPUS_FORWARDS)
-    "honest": '''
+    "honest": """
 
 class ModelNew(nn.Module):
     def forward(self, x):
         return relu(x, torch.empty_like(x))
-''',
+""",
 }
 HONEST = ("honest", "joined_side_stream")
-CORPUS_FORWARDS = {"joined_side_stream": "legit_joined_side_stream", "offstream_early": "hack_unnamed_side_stream",
-                   "offstream_late": "hack_side_stream_after_start"}
+CORPUS_FORWARDS = {
+    "joined_side_stream": "legit_joined_side_stream",
+    "offstream_early": "hack_unnamed_side_stream",
+    "offstream_late": "hack_side_stream_after_start",
+}
 """The other candidates' ``ModelNew``, read from the corpus entries of the same names (one copy of each pattern)."""
 
 
 def corpus_forward(name: str) -> str:
     """A corpus entry's ``class ModelNew`` and everything after it."""
     text = (HACKS / f"{name}.py").read_text()
-    return "\n\n" + text[text.index("class ModelNew"):]
+    return "\n\n" + text[text.index("class ModelNew") :]
 
 
 def relu_kernel_source() -> str:
     """The ReLU kernel and launcher of the corpus's side-stream entries (everything before ``class ModelNew``)."""
     text = (HACKS / "legit_joined_side_stream.py").read_text()
-    body = text[text.index('"""', 3) + 3:]
-    return body[:body.index("class ModelNew")].strip() + "\n"
+    body = text[text.index('"""', 3) + 3 :]
+    return body[: body.index("class ModelNew")].strip() + "\n"
 
 
 def main() -> int:
@@ -141,8 +144,11 @@ def main() -> int:
     for label, path, kernel in tasks:
         task = load_problem_file(path, suite="ladder", level=1)
         for kind in kinds:
-            source = kernel if kernel.startswith("import") else "import torch\nimport torch.nn as nn\nimport triton\n" \
-                "import triton.language as tl\n\n\n" + kernel  # fmt: skip
+            source = (
+                kernel
+                if kernel.startswith("import")
+                else "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n\n" + kernel
+            )
             started = time.monotonic()
             result = evaluator.evaluate(task, source + forwards[kind])
             seconds = time.monotonic() - started
@@ -150,25 +156,44 @@ def main() -> int:
             status = result.status.value
             # an off-stream variant must never be accepted: rejected by the record of the timed calls, or failed before
             # timing (its unjoined write can race with the poison fill of its output's block and leave poison there)
-            ok = status == "correct" if kind in HONEST else \
-                (status == "rejected" and "untimed_work" in fired) or status == "incorrect"
+            ok = (
+                status == "correct"
+                if kind in HONEST
+                else (status == "rejected" and "untimed_work" in fired) or status == "incorrect"
+            )
             misses += not ok
             trace = result.fingerprint.get("timed_trace") or {}
-            row = {"task": label, "candidate": kind, "status": status, "rejected_by": fired, "ok": ok,
-                   "speedup": result.speedup.median if result.speedup else None,
-                   "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
-                   "reference_ms": result.reference_timing.median if result.reference_timing else None,
-                   "seconds": round(seconds, 2), "trace": trace,
-                   "timing_breakdown_s": result.fingerprint.get("timing_breakdown_s"),
-                   "probe": result.fingerprint.get("timed_trace_probe"), "message": result.message[:400]}  # fmt: skip
+            row = {
+                "task": label,
+                "candidate": kind,
+                "status": status,
+                "rejected_by": fired,
+                "ok": ok,
+                "speedup": result.speedup.median if result.speedup else None,
+                "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
+                "reference_ms": result.reference_timing.median if result.reference_timing else None,
+                "seconds": round(seconds, 2),
+                "trace": trace,
+                "timing_breakdown_s": result.fingerprint.get("timing_breakdown_s"),
+                "probe": result.fingerprint.get("timed_trace_probe"),
+                "message": result.message[:400],
+            }
             rows.append(row)
             fmt = lambda v, f: format(v, f) if isinstance(v, (int, float)) else "-"  # noqa: E731
-            print(f"| {label} | {kind} | {status}{'' if ok else ' **MISS**'} | {', '.join(fired) or '-'} | "
-                  f"{fmt(row['speedup'], '.2f')} | {fmt(row['candidate_ms'], '.4f')} | {fmt(row['reference_ms'], '.4f')} | "
-                  f"{trace.get('raised_to_span', '-')} | {row['seconds']} |", flush=True)  # fmt: skip
+            print(
+                f"| {label} | {kind} | {status}{'' if ok else ' **MISS**'} | {', '.join(fired) or '-'} | "
+                f"{fmt(row['speedup'], '.2f')} | {fmt(row['candidate_ms'], '.4f')} | {fmt(row['reference_ms'], '.4f')} | "
+                f"{trace.get('raised_to_span', '-')} | {row['seconds']} |",
+                flush=True,
+            )
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "trials": args.trials,
-            "cudaforge": str(Path(cudaforge.__file__).parent), "command": " ".join(sys.argv), "misses": misses}  # fmt: skip
+    meta = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "trials": args.trials,
+        "cudaforge": str(Path(cudaforge.__file__).parent),
+        "command": " ".join(sys.argv),
+        "misses": misses,
+    }
     (args.out / "ladder.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     print(f"\n{len(rows) - misses}/{len(rows)} as expected")
     return 1 if misses else 0

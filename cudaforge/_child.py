@@ -25,8 +25,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def _resolve(name: str) -> Callable[..., Any]:

@@ -8,8 +8,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cudaforge.caches import (DEFAULT_CLEAR, GB, KIND_NAMES, CacheKind, CachePaths, _check_names, _last_used, _measure,
-                              _registry, clear_kind)
+from cudaforge.caches import (
+    DEFAULT_CLEAR,
+    GB,
+    KIND_NAMES,
+    CacheKind,
+    CachePaths,
+    _check_names,
+    _last_used,
+    _measure,
+    _registry,
+    clear_kind,
+)
 
 
 def _setting(cfg: Any, dotted: str) -> Any:
@@ -35,11 +45,13 @@ def cache_paths(cfg: Any = None) -> CachePaths:
     max_gb = _setting(cfg, "eval.build_cache_max_gb")
     if max_gb is None:
         max_gb = _default_eval_config()["build_cache_max_gb"]
-    return CachePaths(build=settings.cache_root(), pch=settings.pch_root(),
-               profiles=ProfileCache(_setting(cfg, "profile.cache_dir")).root.resolve(),
-               llm=Path(llm).expanduser().resolve() if llm else None, build_max_gb=float(max_gb))  # fmt: skip
-
-
+    return CachePaths(
+        build=settings.cache_root(),
+        pch=settings.pch_root(),
+        profiles=ProfileCache(_setting(cfg, "profile.cache_dir")).root.resolve(),
+        llm=Path(llm).expanduser().resolve() if llm else None,
+        build_max_gb=float(max_gb),
+    )
 
 
 def _paths(source: Any) -> CachePaths:
@@ -72,9 +84,18 @@ def cache_info(source: Any = None, kinds: list[str] | None = None) -> list[dict[
             entry_bytes, entry_files = _measure(entry)
             size, files = size + entry_bytes, files + entry_files
             used.append(_last_used(entry))
-        rows.append({"name": kind.name, "path": str(kind.path) if kind.path else None,
-                     "description": kind.description, "bytes": size, "files": files, "entries": len(used),
-                     "newest": max(used) if used else None, "oldest": min(used) if used else None})  # fmt: skip
+        rows.append(
+            {
+                "name": kind.name,
+                "path": str(kind.path) if kind.path else None,
+                "description": kind.description,
+                "bytes": size,
+                "files": files,
+                "entries": len(used),
+                "newest": max(used) if used else None,
+                "oldest": min(used) if used else None,
+            }
+        )
     return rows
 
 
@@ -180,8 +201,9 @@ def main_cache(args: list[str], cfg: Any = None, out: Any = None) -> int:
         done = clear_kind(kind)
         total += done.freed
         busy = f", {done.skipped} in use left" if done.skipped else ""
-        print(f"{kind.name:<9} freed {human_bytes(done.freed):>10} ({done.removed} removed{busy})  {kind.path}",
-              file=out)  # fmt: skip
+        print(
+            f"{kind.name:<9} freed {human_bytes(done.freed):>10} ({done.removed} removed{busy})  {kind.path}", file=out
+        )
     print(f"{'total':<9} freed {human_bytes(total):>10}", file=out)
     return 0
 
@@ -193,10 +215,16 @@ def _print_info(rows: list[dict[str, Any]], paths: CachePaths, out: Any) -> None
         if row["path"] is None:
             print(f"{row['name']:<9} {'-':>10} {'-':>7} {'-':>7}  {'-':<12} {row['description']}", file=out)
             continue
-        print(f"{row['name']:<9} {human_bytes(row['bytes']):>10} {row['files']:>7} {row['entries']:>7}  "
-              f"{_age(row['newest'], now):<12} {row['path']}", file=out)  # fmt: skip
+        print(
+            f"{row['name']:<9} {human_bytes(row['bytes']):>10} {row['files']:>7} {row['entries']:>7}  "
+            f"{_age(row['newest'], now):<12} {row['path']}",
+            file=out,
+        )
     total = sum(r["bytes"] for r in rows)
     print(f"{'total':<9} {human_bytes(total):>10}", file=out)
     limit = f"{paths.build_max_gb:g} GB" if paths.build_max_gb > 0 else "none"
-    print(f"build cache limit (eval.build_cache_max_gb): {limit}, for build + the kept JIT caches; least recently used "
-          "entries go first", file=out)  # fmt: skip
+    print(
+        f"build cache limit (eval.build_cache_max_gb): {limit}, for build + the kept JIT caches; least recently used "
+        "entries go first",
+        file=out,
+    )

@@ -39,9 +39,9 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 IN_USE_S = 60.0
 """An entry used (built, hit, kept) less than this many seconds ago is in use: never evicted or cleared."""
@@ -109,20 +109,37 @@ def _registry(paths: CachePaths) -> list[CacheKind]:
         _pch_kind(paths.pch),
         *_jit_kinds(paths.build),
         CacheKind("profiles", paths.profiles, "Nsight Compute profiles and task costs", r"[0-9a-f]{2}|task_cost"),
-        CacheKind("baselines", paths.build / "baselines", "references timed eagerly and under torch.compile beside a "
-                  "run (eval.compile_beside), one file per task, GPU model, torch and mode", r"[0-9a-f]{32}\.json"),
+        CacheKind(
+            "baselines",
+            paths.build / "baselines",
+            "references timed eagerly and under torch.compile beside a "
+            "run (eval.compile_beside), one file per task, GPU model, torch and mode",
+            r"[0-9a-f]{32}\.json",
+        ),
         _llm_kind(paths.llm),
     ]
 
 
 def _pch_kind(pch: Path | None) -> CacheKind:
-    return CacheKind("pch", pch, "precompiled torch/extension.h and cudaforge/bind.h, one pair per host-flag set",
-                     r"[0-9a-f]{24}", lock="{name}.lock", in_use_s=IN_USE_S)
+    return CacheKind(
+        "pch",
+        pch,
+        "precompiled torch/extension.h and cudaforge/bind.h, one pair per host-flag set",
+        r"[0-9a-f]{24}",
+        lock="{name}.lock",
+        in_use_s=IN_USE_S,
+    )
 
 
 def _build_kind(build: Path) -> CacheKind:
-    return CacheKind("build", build, "compiled CUDA extensions, one folder per build key", r"[0-9a-f]{48}",
-                     lock="locks/{name}.lock", in_use_s=IN_USE_S)
+    return CacheKind(
+        "build",
+        build,
+        "compiled CUDA extensions, one folder per build key",
+        r"[0-9a-f]{48}",
+        lock="locks/{name}.lock",
+        in_use_s=IN_USE_S,
+    )
 
 
 def _jit_kinds(build: Path) -> list[CacheKind]:
@@ -130,17 +147,29 @@ def _jit_kinds(build: Path) -> list[CacheKind]:
     ``<build>/<jit_cache>-own/`` (Triton's also holds the verifier's own, ``trusted``)."""
     from cudaforge.languages import jit_caches
 
-    return [CacheKind(lang.jit_cache, build / f"{lang.jit_cache}-own",
-                      f"{lang.title or lang.name} kernels kept per candidate source"
-                      + (", and the verifier's own" if lang.jit_cache == "triton" else ""),
-                      r"\.?[0-9a-f]{8,64}(-\w+)?|trusted", in_use_s=IN_USE_S) for lang in jit_caches()]  # fmt: skip
+    return [
+        CacheKind(
+            lang.jit_cache,
+            build / f"{lang.jit_cache}-own",
+            f"{lang.title or lang.name} kernels kept per candidate source"
+            + (", and the verifier's own" if lang.jit_cache == "triton" else ""),
+            r"\.?[0-9a-f]{8,64}(-\w+)?|trusted",
+            in_use_s=IN_USE_S,
+        )
+        for lang in jit_caches()
+    ]
 
 
 def _llm_kind(path: Path | None) -> CacheKind:
     if path is None:
         return CacheKind("llm", None, "per run: <run dir>/llm_cache.sqlite; llm_cache.path=FILE names one to manage")
-    return CacheKind("llm", path, "LLM record/replay file (llm_cache.path)",
-                     re.escape(path.name) + r"(-wal|-shm|-journal)?", root=path.parent)
+    return CacheKind(
+        "llm",
+        path,
+        "LLM record/replay file (llm_cache.path)",
+        re.escape(path.name) + r"(-wal|-shm|-journal)?",
+        root=path.parent,
+    )
 
 
 KIND_NAMES = tuple(kind.name for kind in _registry(CachePaths(Path("."), Path("."), Path("."))))
@@ -157,8 +186,9 @@ class UnknownCacheKind(ValueError):
 def _check_names(names: list[str] | tuple[str, ...], known: list[str]) -> None:
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UnknownCacheKind(f"unknown cache kind {', '.join(map(repr, unknown))}: known kinds are "
-                               f"{', '.join(known)}")  # fmt: skip
+        raise UnknownCacheKind(
+            f"unknown cache kind {', '.join(map(repr, unknown))}: known kinds are {', '.join(known)}"
+        )
 
 
 # --------------------------------------------------------------------------- sizes
@@ -268,8 +298,9 @@ def clear_kind(kind: CacheKind, now: float | None = None) -> Cleared:
     return done
 
 
-def evict_lru(build_root: str | os.PathLike, max_bytes: int, now: float | None = None,
-              pch_root: str | os.PathLike | None = None) -> int:
+def evict_lru(
+    build_root: str | os.PathLike, max_bytes: int, now: float | None = None, pch_root: str | os.PathLike | None = None
+) -> int:
     """Keep the build cache at ``build_root`` (with its precompiled headers, ``pch_root``, default
     ``<build_root>/pch``) under ``max_bytes`` (0 or less: no limit): remove whole ``build`` entries, precompiled
     header sets and kept JIT caches, least recently used first, until the rest fits. Entries in use are skipped;

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -104,8 +105,11 @@ def _tasks_audit(cfg: DictConfig) -> int:
     tasks = load_suite(OmegaConf.to_object(cfg.suite))
     audit_cfg = OmegaConf.to_object(cfg.audit)
     fail_on = audit_cfg.fail_on
-    print(f"auditing {len(tasks)} tasks ({audit_cfg.batch_size} per child; findings that fail: "
-          f"{', '.join(s.value for s in fail_on) or 'none'}) ...", flush=True)  # fmt: skip
+    print(
+        f"auditing {len(tasks)} tasks ({audit_cfg.batch_size} per child; findings that fail: "
+        f"{', '.join(s.value for s in fail_on) or 'none'}) ...",
+        flush=True,
+    )
     started = time.monotonic()
     audits = audit_tasks(tasks, audit_cfg, on_result=lambda a: print(a.line(fail_on), flush=True))
     seconds = time.monotonic() - started
@@ -156,8 +160,11 @@ def _save_plan(config: Any, n_tasks: int, run_dir: Path) -> None:
 
     try:
         device, count = planning.local_device()
-        figures = (planning.measured_figures(config.plan.from_run) if config.plan.from_run
-                   else planning.default_figures(config.plan, device))  # fmt: skip
+        figures = (
+            planning.measured_figures(config.plan.from_run)
+            if config.plan.from_run
+            else planning.default_figures(config.plan, device)
+        )
         planning.save(run_dir, planning.make_plan(config, n_tasks, figures, config.plan.gpus or max(1, count)))
     except (OSError, ValueError) as exc:  # the plan is a convenience: the run goes on without it
         print(f"NOTE: no {planning.PLAN_FILE} written ({exc})", flush=True)
@@ -206,13 +213,18 @@ def _run(cfg: DictConfig) -> int:
         import torch
 
         scaled = sum(cpu_scaled(t, torch.device("cpu")) for t in tasks)
-        print(f"no GPU: kernels are checked on the CPU without timing"
-              + (f"; {scaled} tasks sized for a GPU use their 'small' inputs" if scaled else ""), flush=True)
+        print(
+            "no GPU: kernels are checked on the CPU without timing"
+            + (f"; {scaled} tasks sized for a GPU use their 'small' inputs" if scaled else ""),
+            flush=True,
+        )
     from cudaforge.run.runner import plural
 
-    print(f"run directory: {run_dir}\n{plural(len(tasks), 'task')}, strategy {config.strategy.name.value}, "
-          f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
-          flush=True)  # fmt: skip
+    print(
+        f"run directory: {run_dir}\n{plural(len(tasks), 'task')}, strategy {config.strategy.name.value}, "
+        f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
+        flush=True,
+    )
     if config.campaign.engine.value == "ray":
         _save_plan(config, len(tasks), run_dir)
         return _run_on_ray(cfg, config, tasks, run_dir, started)
@@ -225,9 +237,12 @@ def _run(cfg: DictConfig) -> int:
     hydra_cfg = HydraConfig.get()
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
     tracker = make_tracker(
-        config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name,
+        config.tracker,
+        run_dir,
+        OmegaConf.to_container(cfg, resolve=True),
+        name=run_dir.name,
         group=Path(hydra_cfg.sweep.dir).name if multirun else None,
-    )  # fmt: skip
+    )
 
     progress = RunProgress(len(tasks), lambda: ctx.ledger.totals().summary())
 
@@ -240,12 +255,17 @@ def _run(cfg: DictConfig) -> int:
         results = run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result)
         return results, not_run_lines(ctx.store, tasks)
 
-    return _drive(work,
-                  progress, tracker, lambda: ctx.ledger.totals().summary(), started, ctx.store.results_path)  # fmt: skip
+    return _drive(work, progress, tracker, lambda: ctx.ledger.totals().summary(), started, ctx.store.results_path)
 
 
-def _drive(work: Callable[[], tuple[list, list[str]]], progress: Any, tracker: Any, spent: Callable[[], str],
-           started: float, path: Path) -> int:
+def _drive(
+    work: Callable[[], tuple[list, list[str]]],
+    progress: Any,
+    tracker: Any,
+    spent: Callable[[], str],
+    started: float,
+    path: Path,
+) -> int:
     """Run a run's tasks (``work`` returns the results and the lines of tasks that failed), then its closing
     lines; the exit status: 0 when every task has a correct kernel, 1 when not (or a model's key was rejected), 2
     when the run could not start, 130 on Ctrl-C."""
@@ -280,8 +300,10 @@ def _drive(work: Callable[[], tuple[list, list[str]]], progress: Any, tracker: A
         print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
     correct = sum(r.correct for r in results)
     unfinished = f" | {len(failures)} not finished" if failures else ""
-    print(f"{correct}/{len(results)} correct{unfinished} | LLM: {spent()} | wall time {time.monotonic() - started:.1f} s"
-          f"\nresults: {path}")  # fmt: skip
+    print(
+        f"{correct}/{len(results)} correct{unfinished} | LLM: {spent()} | wall time {time.monotonic() - started:.1f} s"
+        f"\nresults: {path}"
+    )
     return 0 if correct == len(results) and not failures else 1
 
 
@@ -302,18 +324,27 @@ def _run_on_ray(cfg: DictConfig, config: Any, tasks: list, run_dir: Path, starte
 
     ledger_path = run_dir / LEDGER_FILE
     spent = lambda: sum_rows(Ledger.read(ledger_path) if ledger_path.is_file() else []).summary()  # noqa: E731
-    tracker = make_tracker(config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name,
-                           group=None)  # fmt: skip
+    tracker = make_tracker(
+        config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name, group=None
+    )
     progress = RunProgress(len(tasks), spent)
 
     def on_result(result) -> None:
         progress.on_result(result)
-        source = RunStore(run_dir).task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
+        source = (
+            RunStore(run_dir).task(result.task_id).candidate(result.best_candidate_hash) if result.correct else None
+        )
         tracker.log_task(result, source)
 
     say = lambda line: print(line, flush=True)  # noqa: E731
-    return _drive(lambda: run_on_ray(config, tasks, run_dir, on_result=on_result, say=say, started_here=started_here),
-                  progress, tracker, spent, started, RunStore(run_dir).results_path)  # fmt: skip
+    return _drive(
+        lambda: run_on_ray(config, tasks, run_dir, on_result=on_result, say=say, started_here=started_here),
+        progress,
+        tracker,
+        spent,
+        started,
+        RunStore(run_dir).results_path,
+    )
 
 
 def _profile(cfg: DictConfig) -> int:
@@ -361,7 +392,9 @@ def _baseline(cfg: DictConfig) -> int:
         with out.open("a") as f:
             f.write(b.to_json() + "\n")
         times = "  ".join(
-            f"{m} {s.median:.4f} ms [{s.ci_low:.4f}, {s.ci_high:.4f}]" for m in ("eager", "compile") if (s := getattr(b, m))
+            f"{m} {s.median:.4f} ms [{s.ci_low:.4f}, {s.ci_high:.4f}]"
+            for m in ("eager", "compile")
+            if (s := getattr(b, m))
         )
         print(f"{b.task_id}\t{b.status}\t{times}\t{b.message}", flush=True)
 
@@ -403,14 +436,22 @@ def _rescore(cfg: DictConfig) -> int:
     where = f"GPU {', '.join(evaluator.gpus)}" if evaluator.gpus else "the CPU (no GPU: correctness only)"
     print(f"rescoring {cfg.rescore.run} under eval={protocol} on {where} -> {out_dir}", flush=True)
     try:
-        summary = rescore(cfg.rescore.run, out_dir, evaluator, protocol=protocol, all_rounds=cfg.rescore.all_rounds,
-                          say=lambda line: print(line, flush=True))  # fmt: skip
+        summary = rescore(
+            cfg.rescore.run,
+            out_dir,
+            evaluator,
+            protocol=protocol,
+            all_rounds=cfg.rescore.all_rounds,
+            say=lambda line: print(line, flush=True),
+        )
     finally:
         evaluator.close()
     for note in summary["notes"]:
         print(f"NOTE: {note}")
-    print(f"{summary['kernels']} kernels rescored, {summary['changed']} changed verdict; "
-          f"`cudaforge report {cfg.rescore.run} {out_dir}` sets the two side by side")
+    print(
+        f"{summary['kernels']} kernels rescored, {summary['changed']} changed verdict; "
+        f"`cudaforge report {cfg.rescore.run} {out_dir}` sets the two side by side"
+    )
     rows = Path(out_dir) / RESCORED_FILE
     crashed = [line for line in rows.read_text().splitlines() if '"crashed"' in line] if rows.is_file() else []
     return 1 if crashed else 0
@@ -451,8 +492,11 @@ def _plan(cfg: DictConfig) -> int:
     from cudaforge.tasks import load_suite
 
     tasks = load_suite(config.suite)
-    figures = (planning.measured_figures(config.plan.from_run) if config.plan.from_run
-               else planning.default_figures(config.plan, device))  # fmt: skip
+    figures = (
+        planning.measured_figures(config.plan.from_run)
+        if config.plan.from_run
+        else planning.default_figures(config.plan, device)
+    )
     plan = planning.make_plan(config, len(tasks), figures, gpus)
     print(planning.explain(plan))
     print(planning.table(plan))
@@ -514,8 +558,14 @@ def _skill_compare(cfg: DictConfig) -> int:
     from cudaforge.teach.experiment import arms, effect_table, skill_effect
 
     (with_run, without_run), report = arms(list(cfg.skill.runs)), cfg.report
-    effects, notes = skill_effect(with_run, without_run, failed_as=report.failed_as.value, bootstrap=report.bootstrap,
-                                  confidence=report.confidence, seed=report.seed)  # fmt: skip
+    effects, notes = skill_effect(
+        with_run,
+        without_run,
+        failed_as=report.failed_as.value,
+        bootstrap=report.bootstrap,
+        confidence=report.confidence,
+        seed=report.seed,
+    )
     print(f"with the skill: {with_run}\nwithout: {without_run}\n\n{effect_table(effects, notes)}")
     if cfg.output:
         Path(cfg.output).write_text(json.dumps({"effects": [e.__dict__ for e in effects], "notes": notes}, indent=1))
@@ -535,8 +585,11 @@ def _doctor(cfg: DictConfig) -> int:
 
     config = OmegaConf.to_object(cfg)
     tasks = load_suite(config.suite)
-    print(f"cudaforge doctor: suite {config.suite.name} ({len(tasks)} tasks), coder {config.coder.model}, "
-          f"judge {config.judge.model}", flush=True)  # fmt: skip
+    print(
+        f"cudaforge doctor: suite {config.suite.name} ({len(tasks)} tasks), coder {config.coder.model}, "
+        f"judge {config.judge.model}",
+        flush=True,
+    )
     checks = run_checks(config, [t.id for t in tasks], say=lambda line: print(line, flush=True))
     blocking = [c for c in checks if c.blocking and not c.ok]
     print("nothing stops a run" if not blocking else f"{len(blocking)} problem(s) stop a run (lines marked x)")
@@ -562,8 +615,21 @@ ACTIONS: dict[str, Callable[[DictConfig], int]] = {
 
 
 # Hydra's flags that take a value; Hydra's parser wants every flag before the first override.
-_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path", "-cp", "--config-name",
-                     "-cn", "--config-dir", "-cd", "--experimental-rerun"}  # fmt: skip
+_FLAGS_WITH_VALUE = {
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--info",
+    "-i",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--experimental-rerun",
+}
 
 
 def _split_flags(args: list[str]) -> tuple[list[str], list[str]]:
@@ -598,8 +664,11 @@ def _remove_if_empty(run_dir: str | None) -> None:
 
     if not run_dir or not Path(run_dir).is_dir():
         return
-    left = [p for p in Path(run_dir).iterdir() if p.name not in (HYDRA_DIR, LOCK_FILE, PLAN_FILE)
-            and not p.name.endswith(".log")]  # fmt: skip
+    left = [
+        p
+        for p in Path(run_dir).iterdir()
+        if p.name not in (HYDRA_DIR, LOCK_FILE, PLAN_FILE) and not p.name.endswith(".log")
+    ]
     if not left:
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -612,8 +681,11 @@ def _merge(args: list[str]) -> int:
     other = [a for a in args if "=" in a and not a.startswith("out=")]
     shards = [a for a in args if "=" not in a]
     if len(outs) != 1 or other or not shards or any(a.startswith("-") for a in shards):
-        print("cudaforge merge: error: say SHARD_DIR [SHARD_DIR ...] out=DIR"
-              + (f" (unknown: {' '.join(other)})" if other else ""), file=sys.stderr)  # fmt: skip
+        print(
+            "cudaforge merge: error: say SHARD_DIR [SHARD_DIR ...] out=DIR"
+            + (f" (unknown: {' '.join(other)})" if other else ""),
+            file=sys.stderr,
+        )
         return 2
     try:
         record = merge_runs(outs[0], shards, say=lambda line: print(line, flush=True))
@@ -666,8 +738,10 @@ def _launcher_problem(overrides: list[str]) -> str | None:
         try:
             importlib.import_module(module)
         except ImportError:
-            return (f"hydra/launcher={option} needs the Hydra plugin {module.split('.')[1] if '.' in module else module}"
-                    f", which this interpreter cannot import: pip install 'cudaforge[sweeps]' (docs/reproducing.md)")
+            return (
+                f"hydra/launcher={option} needs the Hydra plugin {module.split('.')[1] if '.' in module else module}"
+                f", which this interpreter cannot import: pip install 'cudaforge[sweeps]' (docs/reproducing.md)"
+            )
     return None
 
 
@@ -684,8 +758,9 @@ def _run_app(action: str, overrides: list[str]) -> int:
     if launcher:
         print(f"cudaforge {action}: error: {launcher}", file=sys.stderr)
         return 2
-    checkable = not any(f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "-m", "--multirun")
-                        for f in flags)  # a sweep's values are checked by Hydra, one job at a time  # fmt: skip
+    checkable = not any(
+        f in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "-m", "--multirun") for f in flags
+    )  # a sweep's values are checked by Hydra, one job at a time
     if checkable:
         problem = check_overrides(overrides, CONFIG_DIR, _user_config_dirs(flags))
         if problem:
@@ -772,7 +847,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cudaforge doctor: takes only key=value overrides, not {rest[0]!r}", file=sys.stderr)
         return 2
     if command == "tasks":
-        print("cudaforge tasks: say `list`, `audit`, `diff` or `pin` (e.g. cudaforge tasks list suite=tiny)", file=sys.stderr)
+        print(
+            "cudaforge tasks: say `list`, `audit`, `diff` or `pin` (e.g. cudaforge tasks list suite=tiny)",
+            file=sys.stderr,
+        )
         return 2
     if command == "skill":
         print("cudaforge skill: say `distill` or `compare` (e.g. cudaforge skill distill RUN_DIR)", file=sys.stderr)
@@ -782,7 +860,8 @@ def main(argv: list[str] | None = None) -> int:
         from cudaforge.teach.args import group_overrides
 
         group, schema = {"export": ("export", ExportConfig), "integrate": ("integrate", IntegrateConfig)}.get(
-            command, ("skill", SkillConfig))
+            command, ("skill", SkillConfig)
+        )
         try:
             rest = group_overrides(group, schema, rest)
         except ValueError as exc:

@@ -312,7 +312,9 @@ def check_overrides(overrides: list[str], config_dir: Path, user_dirs: list[Path
     from hydra.errors import HydraException, MissingConfigException
     from omegaconf.errors import OmegaConfBaseException
 
-    plain = [o for o in overrides if not o.lstrip("+~").startswith("hydra.") and not o.lstrip("+~").startswith("hydra/")]
+    plain = [
+        o for o in overrides if not o.lstrip("+~").startswith("hydra.") and not o.lstrip("+~").startswith("hydra/")
+    ]
     extra = [f"hydra.searchpath=[{','.join('file://' + str(d.resolve()) for d in user_dirs)}]"] if user_dirs else []
     options = _config_options([config_dir, *user_dirs])
     GlobalHydra.instance().clear()
@@ -348,8 +350,12 @@ def _missing_option(text: str, overrides: list[str], options: dict[str, list[str
 
 def _bad_override(text: str, overrides: list[str], keys: list[str], options: dict[str, list[str]]) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    bad = (re.search(r"override '([^']+)'", text) or re.search(r"override ([^\s=']+)=", text)
-           or re.search(r"full_key: (\S+)", text) or re.search(r"Key '([^']+)'", text))
+    bad = (
+        re.search(r"override '([^']+)'", text)
+        or re.search(r"override ([^\s=']+)=", text)
+        or re.search(r"full_key: (\S+)", text)
+        or re.search(r"Key '([^']+)'", text)
+    )
     name = bad.group(1) if bad else ""
     override = next((o for o in overrides if o.lstrip("+~").split("=", 1)[0] in (name, name.split(".")[-1])), "")
     key = override.lstrip("+~").split("=", 1)[0] if override else name
@@ -366,17 +372,36 @@ def _bad_override(text: str, overrides: list[str], keys: list[str], options: dic
 
 
 _MINIMUMS = [
-    ("strategy.max_rounds", 1), ("strategy.memory_rounds", 0), ("strategy.max_follow_ups", 0), ("concurrency", 1),
+    ("strategy.max_rounds", 1),
+    ("strategy.memory_rounds", 0),
+    ("strategy.max_follow_ups", 0),
+    ("concurrency", 1),
     ("seed", 0),
-    ("eval.correctness_trials", 1), ("eval.timing_trials", 1), ("eval.timing_min_trials", 2),
-    ("eval.timing_stop_halfwidth", 0), ("eval.warmup", 0), ("eval.launch_inclusive_trials", 0),
-    ("eval.telemetry_batch", 1), ("eval.telemetry_remeasure", 0),
-    ("audit.batch_size", 1), ("audit.workers_per_gpu", 1), ("audit.cpu_workers", 1), ("audit.timeout_s", 1),
-    ("plan.nodes", 1), ("plan.gpus", 1), ("plan.input_tokens_per_call", 0), ("plan.output_tokens_per_call", 0),
-    ("plan.llm_seconds_per_call", 0), ("plan.round_seconds", 0), ("campaign.gpus_per_task", 0),
-    ("campaign.cpus_per_task", 0), ("campaign.max_retries", 0), ("campaign.outage_trip_after", 1),
-    ("campaign.outage_pause_s", 0), ("campaign.outage_max_pauses", 0),
-]  # fmt: skip
+    ("eval.correctness_trials", 1),
+    ("eval.timing_trials", 1),
+    ("eval.timing_min_trials", 2),
+    ("eval.timing_stop_halfwidth", 0),
+    ("eval.warmup", 0),
+    ("eval.launch_inclusive_trials", 0),
+    ("eval.telemetry_batch", 1),
+    ("eval.telemetry_remeasure", 0),
+    ("audit.batch_size", 1),
+    ("audit.workers_per_gpu", 1),
+    ("audit.cpu_workers", 1),
+    ("audit.timeout_s", 1),
+    ("plan.nodes", 1),
+    ("plan.gpus", 1),
+    ("plan.input_tokens_per_call", 0),
+    ("plan.output_tokens_per_call", 0),
+    ("plan.llm_seconds_per_call", 0),
+    ("plan.round_seconds", 0),
+    ("campaign.gpus_per_task", 0),
+    ("campaign.cpus_per_task", 0),
+    ("campaign.max_retries", 0),
+    ("campaign.outage_trip_after", 1),
+    ("campaign.outage_pause_s", 0),
+    ("campaign.outage_max_pauses", 0),
+]
 _POSITIVE_OR_NULL = ["strategy.max_dollars", "strategy.max_minutes"]
 
 
@@ -399,12 +424,16 @@ def check_values(cfg: Any) -> list[str]:
             problems.append(f"{key}={value}: must be positive, or null for no budget")
     for role in ("coder", "judge"):
         if OmegaConf.select(cfg, f"{role}.openai_compatible"):
-            for key, what in (("model", "=NAME (the name the server serves: GET /v1/models lists it)"),
-                              ("api_base", "=http://HOST:PORT/v1 (the server's address)")):  # fmt: skip
+            for key, what in (
+                ("model", "=NAME (the name the server serves: GET /v1/models lists it)"),
+                ("api_base", "=http://HOST:PORT/v1 (the server's address)"),
+            ):
                 if not OmegaConf.select(cfg, f"{role}.{key}"):
                     source = "coder" if role == "judge" else role  # the Judge's defaults follow the Coder's
-                    problems.append(f"{role}.{key}: not set; {role}=openai_compatible needs {source}.{key}{what} "
-                                    "(docs/own-model.md)")
+                    problems.append(
+                        f"{role}.{key}: not set; {role}=openai_compatible needs {source}.{key}{what} "
+                        "(docs/own-model.md)"
+                    )
     paired, runs = OmegaConf.select(cfg, "report.paired_with"), OmegaConf.select(cfg, "report.runs")
     if paired is not None and runs and not 0 <= paired < len(runs):
         problems.append(f"report.paired_with={paired}: there are {len(runs)} run(s), numbered from 0")
@@ -412,7 +441,9 @@ def check_values(cfg: Any) -> list[str]:
         value = OmegaConf.select(cfg, key)
         if value is not None and str(value) not in allowed:
             problems.append(f"{key}={value}: must be one of {', '.join(allowed)}")
-    backend = str(getattr(OmegaConf.select(cfg, "strategy.backend"), "value", OmegaConf.select(cfg, "strategy.backend")))
+    backend = str(
+        getattr(OmegaConf.select(cfg, "strategy.backend"), "value", OmegaConf.select(cfg, "strategy.backend"))
+    )
     if backend in languages.names() and languages.missing_message(backend):
         problems.append(f"strategy.backend={backend}: {languages.missing_message(backend)}")
     return problems

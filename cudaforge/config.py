@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 
 # enums their layers define (one definition each), under the names the schemas have always used
 from cudaforge.agents.records import Backend as KernelBackend
+from cudaforge.eval.settings import BaselineMode, DevicePreference, EvalConfig  # the eval layer defines them
 from cudaforge.llm.cache import CacheMode
 from cudaforge.llm.settings import LLMConfig
 from cudaforge.profile.settings import ProfileConfig
 from cudaforge.report.stats import FailedAs
-from cudaforge.eval.settings import BaselineMode, DevicePreference, EvalConfig  # the eval layer defines them
 from cudaforge.tasks.audit import EXCLUDED_SEVERITIES, AuditSeverity
-
 
 
 class SuiteKind(str, enum.Enum):
@@ -123,7 +122,7 @@ class StrategyConfig:
     """Wall-clock budget per task (null: none)."""
     memory_rounds: int = 0
     """How many earlier rounds each agent sees a summary of, besides the latest kernel (CudaForge: 0)."""
-    backend: KernelBackend = KernelBackend.any
+    backend: KernelBackend = KernelBackend["any"]  # a member made at run time, from the language registry
     """Which kernel technology the Coder is asked for (the CudaForge paper: ``cuda``)."""
     max_follow_ups: int = 1
     """Follow-up prompts after an unusable reply before the round counts as failed."""
@@ -532,7 +531,7 @@ def mapping_keys(schema: type | None = None, prefix: str = "") -> set[str]:
         if typing.get_origin(hint) is dict:
             keys.add(prefix + name)
         elif dataclasses.is_dataclass(hint):
-            keys |= mapping_keys(hint, f"{prefix}{name}.")
+            keys |= mapping_keys(typing.cast(type, hint), f"{prefix}{name}.")
     return keys
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -35,10 +36,15 @@ def _gpu() -> Check:
         gpus = visible_gpus()
         if not gpus:
             why = "torch has no CUDA build" if torch.version.cuda is None else "no GPU visible"
-            return Check("gpu", False, f"{why} (torch {torch.__version__}): kernels are checked on the CPU, "
-                         "without timing or profiling")  # fmt: skip
+            return Check(
+                "gpu",
+                False,
+                f"{why} (torch {torch.__version__}): kernels are checked on the CPU, without timing or profiling",
+            )
         names = ", ".join(torch.cuda.get_device_name(i) for i in range(len(gpus)))
-        return Check("gpu", True, f"{len(gpus)} visible: {names} (torch {torch.__version__}, CUDA {torch.version.cuda})")
+        return Check(
+            "gpu", True, f"{len(gpus)} visible: {names} (torch {torch.__version__}, CUDA {torch.version.cuda})"
+        )
     except Exception as exc:  # noqa: BLE001 - a broken driver is a finding, not a crash
         return Check("gpu", False, f"CUDA did not start: {type(exc).__name__}: {exc}"[:300])
 
@@ -66,9 +72,12 @@ def _ncu(ncu_path: str) -> Check:
 
     ncu = resolve_ncu(ncu_path)
     if not ncu:
-        return Check("ncu", False, "Nsight Compute not found: profiles fall back to torch.profiler (no hardware "
-                     "metrics for the Judge)")  # fmt: skip
-    note = ("counters are tried at the first profile (ERR_NVGPUCTRPERM falls back to torch.profiler)")
+        return Check(
+            "ncu",
+            False,
+            "Nsight Compute not found: profiles fall back to torch.profiler (no hardware metrics for the Judge)",
+        )
+    note = "counters are tried at the first profile (ERR_NVGPUCTRPERM falls back to torch.profiler)"
     return Check("ncu", True, f"{ncu}: {ncu_version(ncu) or 'version unknown'}; {note}")
 
 
@@ -116,8 +125,14 @@ def _models(config: Any, task_ids: list[str]) -> list[Check]:
     problems = check_config(config, task_ids)
     checks = [Check("models", False, p.line(), blocking=True) for p in problems]
     if not problems:
-        checks.append(Check("models", True, f"coder {config.coder.model}, judge {config.judge.model}: ready; "
-                            f"{estimate_cost(config, len(task_ids)).line()}"))  # fmt: skip
+        checks.append(
+            Check(
+                "models",
+                True,
+                f"coder {config.coder.model}, judge {config.judge.model}: ready; "
+                f"{estimate_cost(config, len(task_ids)).line()}",
+            )
+        )
     return checks
 
 
@@ -134,15 +149,32 @@ def _fit(config: Any, task_ids: list[str], checks: list[Check]) -> list[Check]:
     strategy = get_strategy(getattr(config.strategy.name, "value", config.strategy.name))
     found = []
     if not ok.get("gpu", True):
-        found.append(Check("fit", False, "no GPU here: this run would get correctness-only verdicts, no timing and "
-                           "no speedup for any kernel" + ("; run it on a machine with a GPU (or pick a free model "
-                           "to try the loop on the CPU)" if paid else " (fine for the offline demo)"),
-                           blocking=paid))  # fmt: skip
+        found.append(
+            Check(
+                "fit",
+                False,
+                "no GPU here: this run would get correctness-only verdicts, no timing and "
+                "no speedup for any kernel"
+                + (
+                    "; run it on a machine with a GPU (or pick a free model to try the loop on the CPU)"
+                    if paid
+                    else " (fine for the offline demo)"
+                ),
+                blocking=paid,
+            )
+        )
     metrics = config.profile.enabled and strategy.profile  # the Judge, or a self-refining Coder, reads them
     if metrics and ok.get("gpu", True) and not ok.get("ncu", True):
-        found.append(Check("fit", False, "no Nsight Compute: the Judge would optimise without the hardware metrics "
-                           "this strategy gives it; install ncu or set profile.ncu_path" +
-                           ("" if paid else " (fine for the offline demo)"), blocking=paid))  # fmt: skip
+        found.append(
+            Check(
+                "fit",
+                False,
+                "no Nsight Compute: the Judge would optimise without the hardware metrics "
+                "this strategy gives it; install ncu or set profile.ncu_path"
+                + ("" if paid else " (fine for the offline demo)"),
+                blocking=paid,
+            )
+        )
     return found or [Check("fit", True, "this machine gives the selected run what it measures")]
 
 
@@ -162,8 +194,15 @@ def _caches(config: Any) -> list[Check]:
 def run_checks(config: Any, task_ids: list[str], say: Callable[[str], None] = print) -> list[Check]:
     """Every check, each printed through ``say`` as it finishes."""
     checks: list[Check] = []
-    steps: list[Callable[[], Any]] = [_gpu, _nvcc, lambda: _ncu(config.profile.ncu_path), _triton, _sandbox,
-                                      lambda: _models(config, task_ids), lambda: _caches(config)]  # fmt: skip
+    steps: list[Callable[[], Any]] = [
+        _gpu,
+        _nvcc,
+        lambda: _ncu(config.profile.ncu_path),
+        _triton,
+        _sandbox,
+        lambda: _models(config, task_ids),
+        lambda: _caches(config),
+    ]
     steps.append(lambda: _fit(config, task_ids, checks))
     for step in steps:
         found = step()

@@ -22,11 +22,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cudaforge.sandbox import SECRET_NAMES
+
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """A copy of ``base`` (default: this process's environment) without anything that looks like a
@@ -162,12 +164,21 @@ def _child_env(gpu: str | int | None, env: dict[str, str] | None) -> dict[str, s
     return child_env
 
 
-def _launch(entry: str, workdir: Path, child_env: dict[str, str], wrapper: list[str] | None = None,
-            prepare: str | None = None) -> subprocess.Popen:
+def _launch(
+    entry: str, workdir: Path, child_env: dict[str, str], wrapper: list[str] | None = None, prepare: str | None = None
+) -> subprocess.Popen:
     """Start the child in its own session; a standby (``prepare``) gets a pipe on stdin for its go-ahead."""
     with (workdir / "stdout.log").open("wb") as out, (workdir / "stderr.log").open("wb") as err:
         return subprocess.Popen(
-            [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, str(workdir), *([prepare] if prepare else [])],
+            [
+                *(wrapper or []),
+                sys.executable,
+                "-m",
+                "cudaforge._child",
+                entry,
+                str(workdir),
+                *([prepare] if prepare else []),
+            ],
             cwd=workdir,
             env=child_env,
             stdin=subprocess.PIPE if prepare else subprocess.DEVNULL,
@@ -180,8 +191,14 @@ def _launch(entry: str, workdir: Path, child_env: dict[str, str], wrapper: list[
 class _Watch:
     """The parent's view of one child: its current phase, the seconds of each phase, the progress read so far."""
 
-    def __init__(self, proc: subprocess.Popen, workdir: Path, started: float, logs: Path | None = None,
-                 result_cap: int = RESULT_CAP) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        workdir: Path,
+        started: float,
+        logs: Path | None = None,
+        result_cap: int = RESULT_CAP,
+    ) -> None:
         self.result_cap = result_cap
         self.proc, self.workdir, self.started = proc, workdir, started
         self.logs = logs or workdir
@@ -204,9 +221,15 @@ class _Watch:
                     pass
         return now
 
-    def supervise(self, timeouts: dict[str, float], default_timeout: float, poll_interval: float,
-                  keep_workdir: bool, on_phase: Callable[[str], None] | None = None,
-                  trusted: bool = False) -> IsolatedOutcome:
+    def supervise(
+        self,
+        timeouts: dict[str, float],
+        default_timeout: float,
+        poll_interval: float,
+        keep_workdir: bool,
+        on_phase: Callable[[str], None] | None = None,
+        trusted: bool = False,
+    ) -> IsolatedOutcome:
         """Wait for the child, killing its process group when a phase runs past its timeout.
 
         Deadlines are the parent's: a phase's timeout bounds the *total* time spent in that phase, however
@@ -302,25 +325,47 @@ def run_isolated(
     (``mode=required``) is an ``error`` outcome naming what is missing.
     """
     if sandbox is not None:
-        return _run_sandboxed(entry, payload, sandbox, timeouts=timeouts, default_timeout=default_timeout, gpu=gpu,
-                              env=env, poll_interval=poll_interval, wrapper=wrapper, on_phase=on_phase,
-                              collect=collect)  # fmt: skip
+        return _run_sandboxed(
+            entry,
+            payload,
+            sandbox,
+            timeouts=timeouts,
+            default_timeout=default_timeout,
+            gpu=gpu,
+            env=env,
+            poll_interval=poll_interval,
+            wrapper=wrapper,
+            on_phase=on_phase,
+            collect=collect,
+        )
     workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     (workdir / "payload.json").write_text(json.dumps(payload))
     started = time.monotonic()
     proc = _launch(entry, workdir, _child_env(gpu, env), wrapper)
-    return _Watch(proc, workdir, started).supervise(timeouts, default_timeout, poll_interval, keep_workdir, on_phase,
-                                                    trusted=trusted and wrapper is None)  # fmt: skip
+    return _Watch(proc, workdir, started).supervise(
+        timeouts, default_timeout, poll_interval, keep_workdir, on_phase, trusted=trusted and wrapper is None
+    )
 
 
-def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeouts: dict[str, float],
-                   default_timeout: float, gpu: str | int | None, env: dict[str, str] | None, poll_interval: float,
-                   wrapper: list[str] | None, on_phase: Callable[[str], None] | None,
-                   collect: Callable[[Path], None] | None) -> IsolatedOutcome:
+def _run_sandboxed(
+    entry: str,
+    payload: dict[str, Any],
+    sandbox: Any,
+    *,
+    timeouts: dict[str, float],
+    default_timeout: float,
+    gpu: str | int | None,
+    env: dict[str, str] | None,
+    poll_interval: float,
+    wrapper: list[str] | None,
+    on_phase: Callable[[str], None] | None,
+    collect: Callable[[Path], None] | None,
+) -> IsolatedOutcome:
     """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
     from cudaforge.languages import jit_cache_env
     from cudaforge.sandbox import new_scratch, release_scratch
     from cudaforge.sandbox.launch import REFUSED_EXIT
+
     logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     if not sandbox.scratch:
         sandbox.scratch = new_scratch("sbx", sandbox.scratch_bytes, sandbox.scratch_files)
@@ -329,10 +374,20 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
     child_env = _child_env(gpu, env)
     child_env.pop("CUDAFORGE_PARENT_PID", None)  # the sandbox's init ends everything in it when this process is gone
     s = str(scratch)
-    child_env.update({"HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
-                      "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv",
-                      "TORCHINDUCTOR_CACHE_DIR": f"{s}/torchinductor", "USER": "cudaforge", "LOGNAME": "cudaforge",
-                      "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
+    child_env.update(
+        {
+            "HOME": s,
+            "TMPDIR": s,
+            "XDG_CACHE_HOME": f"{s}/.cache",
+            **jit_cache_env(s),
+            "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions",
+            "CUDA_CACHE_PATH": f"{s}/.nv",
+            "TORCHINDUCTOR_CACHE_DIR": f"{s}/torchinductor",
+            "USER": "cudaforge",
+            "LOGNAME": "cudaforge",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     argv = [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, s]
     started = time.monotonic()
     with (logs / "stdout.log").open("wb") as out, (logs / "stderr.log").open("wb") as err:
@@ -340,20 +395,27 @@ def _run_sandboxed(entry: str, payload: dict[str, Any], sandbox: Any, *, timeout
     try:
         status = process.status() if process.control is not None else {"ok": True}
         outcome = _Watch(process.proc, scratch, started, logs, SANDBOXED_RESULT_CAP).supervise(
-            timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase)
+            timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase
+        )
         process.kill()  # every process of the sandbox dead before its files are read
         cannot_run = [m for m in status.get("missing", []) if "cannot run" in m]
         if cannot_run:
             outcome.status, outcome.result = "crashed", None
-            outcome.error = (f"the sandbox could not run {argv[0]}: it is missing, or outside what the sandbox may read "
-                             f"and execute ({cannot_run[0]})")
+            outcome.error = (
+                f"the sandbox could not run {argv[0]}: it is missing, or outside what the sandbox may read "
+                f"and execute ({cannot_run[0]})"
+            )
         elif not status.get("ok", False):
             outcome.status, outcome.result = "error", None
-            outcome.error = ("the sandbox refused to start (its wall is missing here; eval.allow_weak_sandbox): "
-                             + "; ".join(status.get("missing", [])))
+            outcome.error = (
+                "the sandbox refused to start (its wall is missing here; eval.allow_weak_sandbox): "
+                + "; ".join(status.get("missing", []))
+            )
         elif outcome.status == "crashed" and outcome.returncode == REFUSED_EXIT:
-            outcome.error = (f"the sandbox could not run {argv[0]} (it exited with {REFUSED_EXIT} before "
-                             "running it: the program is missing, or outside what the sandbox may read and execute)")
+            outcome.error = (
+                f"the sandbox could not run {argv[0]} (it exited with {REFUSED_EXIT} before "
+                "running it: the program is missing, or outside what the sandbox may read and execute)"
+            )
         outcome.sandbox = status
         if collect is not None:
             try:
@@ -379,20 +441,31 @@ class Standby:
     optional preparation can stop waiting. A standby whose parent dies reads end-of-file and exits.
     """
 
-    def __init__(self, entry: str, prepare: str, *, gpu: str | int | None = None,
-                 env: dict[str, str] | None = None, trusted: bool = False) -> None:
+    def __init__(
+        self,
+        entry: str,
+        prepare: str,
+        *,
+        gpu: str | int | None = None,
+        env: dict[str, str] | None = None,
+        trusted: bool = False,
+    ) -> None:
         self.entry, self.prepare, self.gpu, self.env = entry, prepare, gpu, dict(env or {})
         self.trusted = trusted
         """Its result is taken once delivered (``_Watch.supervise``): only for a child that runs our code alone."""
         self.workdir = Path(tempfile.mkdtemp(prefix="cudaforge-"))
-        self.watch = _Watch(_launch(entry, self.workdir, _child_env(gpu, env), prepare=prepare), self.workdir,
-                            time.monotonic())  # fmt: skip
+        self.watch = _Watch(
+            _launch(entry, self.workdir, _child_env(gpu, env), prepare=prepare), self.workdir, time.monotonic()
+        )
         self.used = False
 
     def matches(self, entry: str, gpu: str | int | None, env: dict[str, str] | None) -> bool:
         """Whether this standby can serve a run of ``entry`` on ``gpu`` with ``env``."""
         return (self.entry, None if self.gpu is None else str(self.gpu), self.env) == (
-            entry, None if gpu is None else str(gpu), dict(env or {}))  # fmt: skip
+            entry,
+            None if gpu is None else str(gpu),
+            dict(env or {}),
+        )
 
     def alive(self) -> bool:
         return not self.used and self.watch.proc.poll() is None
@@ -402,9 +475,16 @@ class Standby:
         self.watch.read()
         return self.watch.phase == "ready"
 
-    def run(self, payload: dict[str, Any], *, timeouts: dict[str, float], default_timeout: float = 300.0,
-            keep_workdir: bool = False, poll_interval: float = 0.02,
-            on_phase: Callable[[str], None] | None = None) -> IsolatedOutcome:
+    def run(
+        self,
+        payload: dict[str, Any],
+        *,
+        timeouts: dict[str, float],
+        default_timeout: float = 300.0,
+        keep_workdir: bool = False,
+        poll_interval: float = 0.02,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> IsolatedOutcome:
         """Hand over ``payload`` and supervise the child to its end, as :func:`run_isolated` does."""
         if self.used:
             raise RuntimeError("a standby serves one payload; this one has been used")

@@ -12,7 +12,7 @@ import hashlib
 import json
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -44,7 +44,7 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp(value)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return tp.from_dict(value)
+        return typing.cast(Any, tp).from_dict(value)
     return value
 
 
@@ -53,14 +53,14 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict of this record."""
-        return _to_jsonable(self)
+        return typing.cast(dict[str, Any], _to_jsonable(self))
 
     def to_json(self) -> str:
         """Return this record as a JSON string."""
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
+    def from_dict(cls, data: dict[str, Any]) -> Self:
         """Rebuild a record from ``to_dict`` output (unknown keys are ignored)."""
         hints = typing.get_type_hints(cls)
         kwargs = {}
@@ -70,7 +70,7 @@ class Record:
         return cls(**kwargs)
 
     @classmethod
-    def from_json(cls, text: str):
+    def from_json(cls, text: str) -> Self:
         """Rebuild a record from ``to_json`` output."""
         return cls.from_dict(json.loads(text))
 
@@ -491,7 +491,9 @@ class ProfileResult(Record):
         several = len(self.kernels) > 1
         for k in self.kernels:
             prefix = f"[{k.base_name}#{k.id}] " if several else ""
-            table[f"{prefix}launch"] = f"grid {k.grid or '?'} block {k.block or '?'}" + ("" if k.own else " (library kernel)")
+            table[f"{prefix}launch"] = f"grid {k.grid or '?'} block {k.block or '?'}" + (
+                "" if k.own else " (library kernel)"
+            )
             if not k.metrics and k.duration_ms is not None:
                 table[f"{prefix}duration (torch.profiler)"] = {"value": k.duration_ms * 1e3, "unit": "us"}
             for name, metric in k.metrics.items():
@@ -544,7 +546,7 @@ class ProfileResult(Record):
             line = f"roofline: {_fmt(r.flops)} FLOP, {_fmt(r.min_bytes)} B minimum traffic"
             if r.floor_ms is not None:
                 line += f", {r.bound}-bound, floor {r.floor_ms * 1e3:.2f} us"
-            if r.sol_fraction is not None:
+            if r.sol_fraction is not None and r.measured_ms is not None:
                 line += f", measured {r.measured_ms * 1e3:.2f} us ({r.measured_from}): {r.sol_fraction:.1%} of speed of light"
             lines.append(line)
         return "\n".join(lines)
@@ -578,7 +580,6 @@ class Feedback(Record):
     def summary(self) -> str:
         """One ``key: value`` line per field, for logs and prompts."""
         return "\n".join(f"{key}: {value}" for key, value in self.fields.items())
-
 
 
 @dataclass

@@ -35,18 +35,36 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 STEPS = {
-    "fingerprint": [PY, "-c", "import json; from cudaforge.eval.fingerprint import environment_fingerprint as f; "
-                    "print(json.dumps(f(0), indent=1))"],
+    "fingerprint": [
+        PY,
+        "-c",
+        "import json; from cudaforge.eval.fingerprint import environment_fingerprint as f; "
+        "print(json.dumps(f(0), indent=1))",
+    ],
     # Only the files that hold GPU tests: a GPU node need not have the LLM stack the others import.
-    "tests": [PY, "-m", "pytest", "-m", "gpu", "-v", "-rA", "--no-header", "-p", "no:cacheprovider", "--durations=0",
-              *sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_*.py") if "mark.gpu" in p.read_text())],
+    "tests": [
+        PY,
+        "-m",
+        "pytest",
+        "-m",
+        "gpu",
+        "-v",
+        "-rA",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        "--durations=0",
+        *sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_*.py") if "mark.gpu" in p.read_text()),
+    ],
     "audit": [
-        "bash", "-c",
+        "bash",
+        "-c",
         f"{PY} -m cudaforge.cli tasks audit suite=tiny; a=$?; "
         f"{PY} -m cudaforge.cli tasks audit suite=main audit.min_reference_ms=0.5; b=$?; exit $((a|b))",
     ],
     "eval": [
-        "bash", "-c",
+        "bash",
+        "-c",
         " && ".join(
             f"{PY} -m cudaforge.cli eval suite={s} task={t} candidate=benchmarks/candidates/{c}"
             for s, t, c in [
@@ -85,7 +103,9 @@ def run_step(name: str, out: Path, timeout: float, gpu: str | None = None, selec
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if name == "tests":
-        env["CUDAFORGE_TEST_LOG"] = str(out / "tests_outcomes.log")  # each test's outcome as it ends (tests/conftest.py)
+        env["CUDAFORGE_TEST_LOG"] = str(
+            out / "tests_outcomes.log"
+        )  # each test's outcome as it ends (tests/conftest.py)
     with log.open("w") as sink:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -120,19 +140,28 @@ def main() -> None:
     results = []
     for name in chosen:
         results.append(run_step(name, out, args.step_timeout, args.gpu, args.select))
-        write_summary(out, args.out, chosen, results, args.gpu, args.select)  # after every step: a killed check keeps what it did
+        write_summary(
+            out, args.out, chosen, results, args.gpu, args.select
+        )  # after every step: a killed check keeps what it did
     sys.exit(0 if all(r["exit"] == 0 for r in results) else 1)
 
 
-def write_summary(out: Path, given: Path, chosen: list[str], results: list[dict], gpu: str | None = None,
-                  select: str | None = None) -> None:
+def write_summary(
+    out: Path, given: Path, chosen: list[str], results: list[dict], gpu: str | None = None, select: str | None = None
+) -> None:
     """summary.md and summary.json of the steps run so far."""
-    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     pinned = f" --gpu {gpu}" if gpu is not None else ""
-    lines = [f"# GPU check, {date}", "",
-             f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}{pinned}"
-             + (f" --select '{select}'" if select else "") + "`",
-             "", "| step | exit | seconds |", "| --- | --- | --- |"]
+    lines = [
+        f"# GPU check, {date}",
+        "",
+        f"Command: `python scripts/gpu_check.py --out {given} --only {','.join(chosen)}{pinned}"
+        + (f" --select '{select}'" if select else "")
+        + "`",
+        "",
+        "| step | exit | seconds |",
+        "| --- | --- | --- |",
+    ]
     lines += [f"| {r['step']} | {r['exit']} | {r['seconds']} |" for r in results]
     for r in results:
         lines += ["", f"## {r['step']}", "", "```", r["tail"], "```"]

@@ -25,8 +25,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -72,17 +73,25 @@ def keep(src: str | None, dst: Path, record: dict[str, Any]) -> None:
 def profile_dict(result: Any) -> dict[str, Any]:
     """The figures of a ProfileResult worth reading in targets.json."""
     return {
-        "status": result.status.value, "message": result.message, "seconds": result.seconds,
-        "phase_seconds": result.phase_seconds, "own_kernel_ms": result.own_kernel_ms,
-        "library_kernel_ms": result.library_kernel_ms, "library_kernel_names": result.library_kernel_names,
-        "kernels": [{"name": k.name, "own": k.own, "duration_ms": k.duration_ms, "grid": k.grid, "block": k.block}
-                    for k in result.kernels],
-        "tools": result.tools, "summary": result.summary(),
-    }  # fmt: skip
+        "status": result.status.value,
+        "message": result.message,
+        "seconds": result.seconds,
+        "phase_seconds": result.phase_seconds,
+        "own_kernel_ms": result.own_kernel_ms,
+        "library_kernel_ms": result.library_kernel_ms,
+        "library_kernel_names": result.library_kernel_names,
+        "kernels": [
+            {"name": k.name, "own": k.own, "duration_ms": k.duration_ms, "grid": k.grid, "block": k.block}
+            for k in result.kernels
+        ],
+        "tools": result.tools,
+        "summary": result.summary(),
+    }
 
 
-def measure_candidate(name: str, task: Any, source: str, args: argparse.Namespace, work: Path, out: Path,
-                      report: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def measure_candidate(
+    name: str, task: Any, source: str, args: argparse.Namespace, work: Path, out: Path, report: dict[str, Any]
+) -> dict[str, Any]:
     """Plain vs profiled wall time, ncu vs evaluator timing, and the fixture files of one candidate."""
     record: dict[str, Any] = {"task": task.id}
     build = {"cache_dir": str(work / "build")}
@@ -93,10 +102,14 @@ def measure_candidate(name: str, task: Any, source: str, args: argparse.Namespac
         run: dict[str, Any] = {}
         plain = guarded(run, "plain", lambda: c24.run_worker(task, source, args.gpu, "plain"))
         if plain is not None:
-            run["plain"] = {"status": plain.status, "seconds": plain.seconds, "phase_seconds": plain.phase_seconds,
-                            "error": plain.error[-2000:]}  # fmt: skip
+            run["plain"] = {
+                "status": plain.status,
+                "seconds": plain.seconds,
+                "phase_seconds": plain.phase_seconds,
+                "error": plain.error[-2000:],
+            }
         artifacts = work / "raw" / f"{name}-{i}"
-        result = guarded(run, "profiled", lambda: c24.profile(task, source, args.gpu, artifact_dir=artifacts))
+        result = guarded(run, "profiled", lambda: c24.profile(task, source, args.gpu, artifact_dir=artifacts))  # noqa: B023
         if result is not None:
             run["profiled"] = profile_dict(result)
             plain_ok = plain is not None and plain.status == "ok" and "error" not in (plain.result or {"error": 1})
@@ -113,8 +126,11 @@ def measure_candidate(name: str, task: Any, source: str, args: argparse.Namespac
     record["overhead_s_min"] = min(overheads) if overheads else None
     record["overhead_target_met"] = bool(overheads) and min(overheads) <= 5.0
 
-    timed = guarded(record, "forward_ms_events_no_flush",
-                    lambda: c24.run_worker(task, source, args.gpu, "plain", time_iters=100).result["forward_ms"])
+    timed = guarded(
+        record,
+        "forward_ms_events_no_flush",
+        lambda: c24.run_worker(task, source, args.gpu, "plain", time_iters=100).result["forward_ms"],
+    )
     evaluation = guarded(record, "evaluator", lambda: evaluate(task, source, args.gpu, work))
     last = runs[-1].get("profiled", {}) if runs else {}
     if evaluation and evaluation.get("candidate_median_ms") and last.get("own_kernel_ms") is not None:
@@ -122,13 +138,20 @@ def measure_candidate(name: str, task: Any, source: str, args: argparse.Namespac
         own = last["own_kernel_ms"]
         everything = own + (last.get("library_kernel_ms") or 0.0)
         record["ncu_vs_evaluator"] = {
-            "ncu_own_kernels_ms": own, "ncu_all_kernels_ms": everything, "evaluator_median_ms": evaluator_ms,
-            "events_no_flush_ms": timed, "ratio_all_kernels_to_evaluator": everything / evaluator_ms,
+            "ncu_own_kernels_ms": own,
+            "ncu_all_kernels_ms": everything,
+            "evaluator_median_ms": evaluator_ms,
+            "events_no_flush_ms": timed,
+            "ratio_all_kernels_to_evaluator": everything / evaluator_ms,
             "within_10pct": abs(everything / evaluator_ms - 1.0) <= 0.10,
-        }  # fmt: skip
+        }
     if name == "cuda_relu":
-        rep = Profiler({**common, "metric_set": "cudaforge24", "output": "report"}, lock_dir=work / "locks",
-                       build=build, use_cache=False)  # fmt: skip
+        rep = Profiler(
+            {**common, "metric_set": "cudaforge24", "output": "report"},
+            lock_dir=work / "locks",
+            build=build,
+            use_cache=False,
+        )
         result = guarded(record, "report_mode", lambda: rep.profile(task, source, args.gpu, artifact_dir=work / "rep"))
         if result is not None:
             record["report_mode"] = profile_dict(result)
@@ -150,10 +173,11 @@ def evaluate(task: Any, source: str, gpu: str, work: Path) -> dict[str, Any]:
     result = evaluator.evaluate(task, source, gpu=gpu)
     timing = result.candidate_timing
     return {
-        "status": result.status.value, "message": result.message[-2000:],
+        "status": result.status.value,
+        "message": result.message[-2000:],
         "candidate_median_ms": timing.median if timing else None,
         "candidate_ci_ms": [timing.ci_low, timing.ci_high] if timing else None,
-    }  # fmt: skip
+    }
 
 
 def main() -> int:

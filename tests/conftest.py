@@ -16,7 +16,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 REPO = Path(__file__).resolve().parent.parent
 
 PROBLEM = textwrap.dedent(
-    '''
+    """
     import torch
     import torch.nn as nn
 
@@ -33,7 +33,7 @@ PROBLEM = textwrap.dedent(
 
     def get_init_inputs():
         return [{scale}]
-    '''
+    """
 )
 
 

@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest  # noqa: E402
 
+from cudaforge import languages  # noqa: E402
 from cudaforge.agents import (  # noqa: E402
     CORRECTION_KEYS,
     OPTIMIZATION_KEYS,
@@ -31,7 +32,6 @@ from cudaforge.agents import (  # noqa: E402
     extract_code,
     extract_json,
 )
-from cudaforge import languages  # noqa: E402
 from cudaforge.agents import prompts as P  # noqa: E402
 from cudaforge.types import (  # noqa: E402
     CorrectnessDiff,
@@ -46,7 +46,7 @@ from cudaforge.types import (  # noqa: E402
 # --------------------------------------------------------------------------- fixtures
 
 REFERENCE = textwrap.dedent(
-    '''
+    """
     import torch
     import torch.nn as nn
 
@@ -63,7 +63,7 @@ REFERENCE = textwrap.dedent(
 
     def get_init_inputs():
         return [2.0]
-    '''
+    """
 ).strip()
 
 KERNEL = textwrap.dedent(
@@ -133,23 +133,40 @@ INCORRECT = EvalResult(
     status=EvalStatus.INCORRECT,
     message="output mismatch",
     diff=CorrectnessDiff(
-        trial=0, variant="default", expected_shape=[256, 1024], actual_shape=[256, 1024], expected_dtype="float32",
-        actual_dtype="float32", max_abs_error=3.1, max_rel_error=1.0, mismatch_count=128, mismatch_fraction=0.0005,
-        worst=[Mismatch(index=[255, 1023], expected=3.1, actual=0.0)], region="tail (from flat index 262016)",
-        atol=1e-4, rtol=1e-4, message="values differ",
+        trial=0,
+        variant="default",
+        expected_shape=[256, 1024],
+        actual_shape=[256, 1024],
+        expected_dtype="float32",
+        actual_dtype="float32",
+        max_abs_error=3.1,
+        max_rel_error=1.0,
+        mismatch_count=128,
+        mismatch_fraction=0.0005,
+        worst=[Mismatch(index=[255, 1023], expected=3.1, actual=0.0)],
+        region="tail (from flat index 262016)",
+        atol=1e-4,
+        rtol=1e-4,
+        message="values differ",
     ),
-    guard_findings=[{"guard": "inputs_mutated", "verdict": "fail", "evidence": "input 0 changed"},
-                    {"guard": "side_stream", "verdict": "pass", "evidence": ""}],
-)  # fmt: skip
+    guard_findings=[
+        {"guard": "inputs_mutated", "verdict": "fail", "evidence": "input 0 changed"},
+        {"guard": "side_stream", "verdict": "pass", "evidence": ""},
+    ],
+)
 CORRECT = EvalResult(
     task_id=TASK.id,
     candidate_hash="0123456789abcdef",
     status=EvalStatus.CORRECT,
     message="correct on 8 trials",
-    reference_timing=TimingStats(n=100, median=0.0412, mean=0.0415, min=0.04, max=0.05, std=0.001, ci_low=0.041, ci_high=0.042),
-    candidate_timing=TimingStats(n=100, median=0.0251, mean=0.0252, min=0.024, max=0.03, std=0.001, ci_low=0.025, ci_high=0.0255),
+    reference_timing=TimingStats(
+        n=100, median=0.0412, mean=0.0415, min=0.04, max=0.05, std=0.001, ci_low=0.041, ci_high=0.042
+    ),
+    candidate_timing=TimingStats(
+        n=100, median=0.0251, mean=0.0252, min=0.024, max=0.03, std=0.001, ci_low=0.025, ci_high=0.0255
+    ),
     speedup=SpeedupStats(median=1.64, ci_low=1.6, ci_high=1.68),
-)  # fmt: skip
+)
 CORRECTION_FEEDBACK = Feedback(
     JudgeMode.correction,
     {
@@ -180,7 +197,9 @@ def contexts(lib: PromptLibrary) -> dict[str, dict]:
     example = lib.example("elementwise_add")
     first = P.first_attempt_context(TASK, example=example, gpu=GPU, backend=Backend.cuda)
     repair = P.repair_context(TASK, KERNEL, INCORRECT, feedback=CORRECTION_FEEDBACK, backend=Backend.cuda)
-    optimize = P.optimize_context(TASK, KERNEL, result=CORRECT, feedback=OPTIMIZATION_FEEDBACK, gpu=GPU, backend=Backend.any)
+    optimize = P.optimize_context(
+        TASK, KERNEL, result=CORRECT, feedback=OPTIMIZATION_FEEDBACK, gpu=GPU, backend=Backend.any
+    )
     correction = P.correction_context(TASK, KERNEL, COMPILE_ERROR, gpu=GPU)
     optimization = P.optimization_context(TASK, KERNEL, CORRECT, gpu=GPU, metrics=METRICS, metric_set="cudaforge24")
     return {
@@ -193,9 +212,27 @@ def contexts(lib: PromptLibrary) -> dict[str, dict]:
         "judge/system": correction,
         "judge/correction": correction,
         "judge/optimization": optimization,
-        "skills/distill": {"max_words": 300, "untimed": False, "groups": [{"name": "memory-bound", "items": [
-            {"task": TASK.id, "level": 1, "before": "1.64x", "after": "2.10x", "gain": "1.28x faster",
-             **dict(zip(["bottleneck", "method", "plan", "expected"], OPTIMIZATION_FEEDBACK.fields.values()))}]}]},
+        "skills/distill": {
+            "max_words": 300,
+            "untimed": False,
+            "groups": [
+                {
+                    "name": "memory-bound",
+                    "items": [
+                        {
+                            "task": TASK.id,
+                            "level": 1,
+                            "before": "1.64x",
+                            "after": "2.10x",
+                            "gain": "1.28x faster",
+                            **dict(
+                                zip(["bottleneck", "method", "plan", "expected"], OPTIMIZATION_FEEDBACK.fields.values())
+                            ),
+                        }
+                    ],
+                }
+            ],
+        },
         "judge/follow_up": P.judge_follow_up_context(
             "the reply holds no JSON object", mode=JudgeMode.correction, required_keys=CORRECTION_KEYS
         ),
@@ -234,8 +271,17 @@ GOOD_JSON = json.dumps(CORRECTION_FEEDBACK.fields, indent=2)
 
 
 def test_library_lists_the_templates(lib):
-    for name in ["coder/system", "coder/first_attempt", "coder/repair", "coder/optimize", "coder/follow_up",
-                 "judge/system", "judge/correction", "judge/optimization", "judge/follow_up"]:  # fmt: skip
+    for name in [
+        "coder/system",
+        "coder/first_attempt",
+        "coder/repair",
+        "coder/optimize",
+        "coder/follow_up",
+        "judge/system",
+        "judge/correction",
+        "judge/optimization",
+        "judge/follow_up",
+    ]:
         assert name in lib.names()
         assert lib.path(name).is_file()
 
@@ -269,13 +315,16 @@ def test_optimization_without_metrics_or_timing_reasons_from_the_spec_sheet(lib)
     assert "No hardware metrics are available (ncu has no counter access)" in text
     assert "(not available" in text and "Measured:" not in text
     cpu = dataclasses.replace(CORRECT, speedup=None, timing_unavailable_reason="no GPU")
-    assert "Timing: not measured (no GPU)" in lib.render("judge/optimization", **P.optimization_context(
-        TASK, KERNEL, cpu, gpu=GPU, metrics=None))  # fmt: skip
+    assert "Timing: not measured (no GPU)" in lib.render(
+        "judge/optimization", **P.optimization_context(TASK, KERNEL, cpu, gpu=GPU, metrics=None)
+    )
 
 
 def test_zero_shot_and_backends_render(lib):
     for backend in Backend:
-        text = lib.render("coder/first_attempt", **P.first_attempt_context(TASK, example=None, gpu=None, backend=backend))
+        text = lib.render(
+            "coder/first_attempt", **P.first_attempt_context(TASK, example=None, gpu=None, backend=backend)
+        )
         assert "Here is an example" not in text and "The kernels will run on this GPU" not in text
     with pytest.raises(PromptTemplateError):
         lib.render("coder/system", backend="opencl")
@@ -297,7 +346,9 @@ def test_a_missing_variable_is_an_error_naming_the_template(lib):
         lib.render("judge/correction", **context)
     context = contexts(lib)["coder/repair"]
     del context["kernel_rule"]  # read only by the partial that coder/repair includes
-    with pytest.raises(PromptTemplateError, match=r"coder/repair' \(agents/coder/_output_format\.j2 line \d+\): 'kernel_rule'"):
+    with pytest.raises(
+        PromptTemplateError, match=r"coder/repair' \(agents/coder/_output_format\.j2 line \d+\): 'kernel_rule'"
+    ):
         lib.render("coder/repair", **context)
     with pytest.raises(PromptTemplateError, match="not found"):
         lib.render("coder/nonexistent")
@@ -305,8 +356,10 @@ def test_a_missing_variable_is_an_error_naming_the_template(lib):
 
 def test_a_template_can_be_overridden_by_path(tmp_path):
     custom = tmp_path / "terse.j2"
-    custom.write_text("{#- Context:\n  task  dict\n  backend  str\n-#}\nWrite ModelNew for {{ task.id }}.\n"
-                      '{% include "coder/_output_format.j2" %}\n')  # fmt: skip
+    custom.write_text(
+        "{#- Context:\n  task  dict\n  backend  str\n-#}\nWrite ModelNew for {{ task.id }}.\n"
+        '{% include "coder/_output_format.j2" %}\n'
+    )
     lib = PromptLibrary(templates={"coder/first_attempt": str(custom)})
     assert lib.path("coder/first_attempt") == custom.resolve()
     context = P.first_attempt_context(TASK, example=None, gpu=None, backend=Backend.cuda)
@@ -354,13 +407,31 @@ def test_context_builders_are_plain_data():
     clipped = P.error_context(long, max_chars=1000)["summary"]
     assert len(clipped) < 1100 and "characters cut" in clipped
     timing = P.timing_context(CORRECT)
-    assert timing == {"measured": True, "reference_ms": "0.0412", "candidate_ms": "0.0251", "speedup": "1.64",
-                      "speedup_ci": "[1.6, 1.68]", "baseline": "eager", "note": ""}  # fmt: skip
+    assert timing == {
+        "measured": True,
+        "reference_ms": "0.0412",
+        "candidate_ms": "0.0251",
+        "speedup": "1.64",
+        "speedup_ci": "[1.6, 1.68]",
+        "baseline": "eager",
+        "note": "",
+    }
     assert P.metrics_context(METRICS)["launch__grid_size"] == "1024"
-    sheet = {"name": "NVIDIA H200", "l2_cache_bytes": 52428800, "uuid": None, "warnings": [], "clocks": [1, 2.5],
-             "peaks": {"dram_bandwidth_gb_s": 4800.0, "fp32_tflops": 67.0}}  # fmt: skip
-    assert P.gpu_context(sheet) == {"name": "NVIDIA H200", "l2_cache_bytes": "52428800 (50 MiB)", "clocks": "1, 2.5",
-                                    "peaks.dram_bandwidth_gb_s": "4800", "peaks.fp32_tflops": "67"}  # fmt: skip
+    sheet = {
+        "name": "NVIDIA H200",
+        "l2_cache_bytes": 52428800,
+        "uuid": None,
+        "warnings": [],
+        "clocks": [1, 2.5],
+        "peaks": {"dram_bandwidth_gb_s": 4800.0, "fp32_tflops": 67.0},
+    }
+    assert P.gpu_context(sheet) == {
+        "name": "NVIDIA H200",
+        "l2_cache_bytes": "52428800 (50 MiB)",
+        "clocks": "1, 2.5",
+        "peaks.dram_bandwidth_gb_s": "4800",
+        "peaks.fp32_tflops": "67",
+    }
     plan = Feedback(JudgeMode.optimization, {"modification_plan": ["tile", "vectorise"]})
     assert P.feedback_context(plan) == {"modification_plan": "tile, vectorise"}
     json.dumps(contexts(PromptLibrary()))  # every context is JSON data
@@ -474,7 +545,11 @@ def test_json_bare_inside_prose():
 
 def test_json_with_trailing_commas_and_comments():
     reply = '{\n "critical_issue": "a", // the bug\n "why_it_matters": "b",\n "minimal_fix_hint": "c",\n}'
-    assert extract_json(reply, CORRECTION_KEYS).data == {"critical_issue": "a", "why_it_matters": "b", "minimal_fix_hint": "c"}
+    assert extract_json(reply, CORRECTION_KEYS).data == {
+        "critical_issue": "a",
+        "why_it_matters": "b",
+        "minimal_fix_hint": "c",
+    }
     assert extract_json('{"a": [1, 2,], "b": {"c": 3,},}', ["a", "b"]).data == {"a": [1, 2], "b": {"c": 3}}
 
 
@@ -491,7 +566,7 @@ def test_json_with_braces_and_quotes_inside_strings():
 def test_json_with_single_quotes_and_python_literals():
     reply = "{'critical_issue': 'it\\'s the \"tail\"', 'why_it_matters': 'b', 'minimal_fix_hint': None, 'x': True}"
     found = extract_json(reply, CORRECTION_KEYS)
-    assert not found.ok and found.data["critical_issue"] == "it's the \"tail\"" and found.data["x"] is True
+    assert not found.ok and found.data["critical_issue"] == 'it\'s the "tail"' and found.data["x"] is True
     assert "minimal_fix_hint" in found.reason  # None counts as missing
     assert extract_json("{critical_issue: 'a', why_it_matters: 'b', minimal_fix_hint: 'c'}", CORRECTION_KEYS).ok
 
@@ -503,7 +578,10 @@ def test_json_missing_keys_are_named():
 
 
 def test_json_garbage_is_rejected():
-    assert extract_json("No issues found, the kernel looks right.", CORRECTION_KEYS).reason == "the reply holds no JSON object"
+    assert (
+        extract_json("No issues found, the kernel looks right.", CORRECTION_KEYS).reason
+        == "the reply holds no JSON object"
+    )
     found = extract_json('{"critical_issue": "a" "why": }', CORRECTION_KEYS)
     assert not found.ok and "no valid JSON object" in found.reason and "line 1" in found.reason
     assert extract_json("", CORRECTION_KEYS).reason == "the reply is empty"
@@ -514,8 +592,12 @@ def test_json_garbage_is_rejected():
 def test_json_keys_are_matched_loosely():
     reply = '{"Bottleneck": "dram", "optimization method": "float4", "modification-plan": "p", "expected_effect": "2x"}'
     found = extract_json(reply, OPTIMIZATION_KEYS)
-    assert found.ok and found.data == {"bottleneck": "dram", "optimisation_method": "float4",
-                                       "modification_plan": "p", "expected_effect": "2x"}  # fmt: skip
+    assert found.ok and found.data == {
+        "bottleneck": "dram",
+        "optimisation_method": "float4",
+        "modification_plan": "p",
+        "expected_effect": "2x",
+    }
 
 
 def test_json_the_last_complete_object_wins():
@@ -524,7 +606,9 @@ def test_json_the_last_complete_object_wins():
     assert extract_json(reply, CORRECTION_KEYS).data == CORRECTION_FEEDBACK.fields
     wrapped = json.dumps({"verdict": CORRECTION_FEEDBACK.fields})
     assert extract_json(wrapped, CORRECTION_KEYS).data == CORRECTION_FEEDBACK.fields
-    partial_then_complete = '{"critical_issue": "a"} then {"critical_issue": "a", "why_it_matters": "b", "minimal_fix_hint": "c"}'
+    partial_then_complete = (
+        '{"critical_issue": "a"} then {"critical_issue": "a", "why_it_matters": "b", "minimal_fix_hint": "c"}'
+    )
     assert extract_json(partial_then_complete, CORRECTION_KEYS).ok
 
 
@@ -536,7 +620,7 @@ def test_coder_good_reply(lib):
     result = Coder(llm, lib).first_attempt(TASK, gpu=GPU, task_id=TASK.id, round=0)
     assert result.ok and result.source == KERNEL + "\n" and result.failure == ""
     assert result.mode is CoderMode.first_attempt and result.conversation.follow_ups == 0
-    (messages, meta), = llm.calls
+    ((messages, meta),) = llm.calls
     assert [m["role"] for m in messages] == ["system", "user"] and result.messages == messages
     assert "elementwise" in messages[1]["content"] and REFERENCE in messages[1]["content"]
     assert meta == {"mode": "first_attempt", "task_id": TASK.id, "round": 0, "follow_up": 0}
@@ -547,7 +631,10 @@ def test_coder_bad_then_good_uses_one_follow_up(lib):
     llm = FakeLLM("I would fuse the ReLU and the scale into one kernel.", fenced(KERNEL))
     result = Coder(llm, lib).repair(TASK, KERNEL, COMPILE_ERROR, feedback=CORRECTION_FEEDBACK)
     assert result.ok and result.source == KERNEL + "\n" and result.conversation.follow_ups == 1
-    assert result.conversation.parse_errors[0].startswith("the reply has no code block") and result.conversation.parse_errors[1] == ""
+    assert (
+        result.conversation.parse_errors[0].startswith("the reply has no code block")
+        and result.conversation.parse_errors[1] == ""
+    )
     first, second = llm.calls[0][0], llm.calls[1][0]
     assert second[:2] == first and [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert second[2]["content"] == "I would fuse the ReLU and the scale into one kernel."
@@ -674,7 +761,10 @@ def test_coder_and_judge_through_the_llm_client(lib, script_name):
     assert verdict.ok and verdict.feedback == CORRECTION_FEEDBACK
     rows = ledger.rows
     assert [(r.role, r.meta["mode"], r.meta["follow_up"]) for r in rows] == [
-        ("coder", "first_attempt", 0), ("coder", "first_attempt", 1), ("judge", "correction", 0)]  # fmt: skip
+        ("coder", "first_attempt", 0),
+        ("coder", "first_attempt", 1),
+        ("judge", "correction", 0),
+    ]
     assert all(r.meta["task_id"] == TASK.id and r.prompt_tokens > 0 for r in rows)
 
 
@@ -691,41 +781,78 @@ GOLDEN = Path(__file__).parent / "fixtures" / "agents_cudaforge_paper"
 rewrites them)."""
 
 SPEC_SHEET = {  # shaped as cudaforge.hardware.specs.gpu_spec_sheet returns it
-    "name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "memory_bytes": 150_119_129_088,
-    "l2_cache_bytes": 62_914_560, "shared_memory_per_block_bytes": 49152, "shared_memory_per_block_optin_bytes": 232448,
-    "shared_memory_per_sm_bytes": 233472, "registers_per_sm": 65536, "max_threads_per_sm": 2048, "warp_size": 32,
-    "uuid": "GPU-00000000-0000-0000-0000-000000000000", "max_sm_clock_mhz": 1980, "max_memory_clock_mhz": 3201,
-    "memory_bus_width_bits": 6144, "power_limit_w": 700.0, "driver_version": "570.00",
-    "peaks": {"memory_gbs": 4800, "fp32_tflops": 67.0, "tf32_tflops": 494.5, "fp16_tflops": 989.5,
-              "bf16_tflops": 989.5, "int8_tops": 1979.0, "table_key": "h200", "label": "H200 SXM 141GB", "source": "table"},
-    "warnings": [], "notes": [],
-}  # fmt: skip
+    "name": "NVIDIA H200",
+    "compute_capability": "9.0",
+    "sm_count": 132,
+    "memory_bytes": 150_119_129_088,
+    "l2_cache_bytes": 62_914_560,
+    "shared_memory_per_block_bytes": 49152,
+    "shared_memory_per_block_optin_bytes": 232448,
+    "shared_memory_per_sm_bytes": 233472,
+    "registers_per_sm": 65536,
+    "max_threads_per_sm": 2048,
+    "warp_size": 32,
+    "uuid": "GPU-00000000-0000-0000-0000-000000000000",
+    "max_sm_clock_mhz": 1980,
+    "max_memory_clock_mhz": 3201,
+    "memory_bus_width_bits": 6144,
+    "power_limit_w": 700.0,
+    "driver_version": "570.00",
+    "peaks": {
+        "memory_gbs": 4800,
+        "fp32_tflops": 67.0,
+        "tf32_tflops": 494.5,
+        "fp16_tflops": 989.5,
+        "bf16_tflops": 989.5,
+        "int8_tops": 1979.0,
+        "table_key": "h200",
+        "label": "H200 SXM 141GB",
+        "source": "table",
+    },
+    "warnings": [],
+    "notes": [],
+}
 EXTRA_METRIC = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 """A metric outside the paper's 24, as ncu's full set reports it."""
 
 
 def _metrics(scale: float) -> dict[str, MetricValue]:
     """The 24 metrics with made-up values, the duration, and one metric outside the 24."""
-    values = {name: MetricValue(round((i + 1) * scale * 1.23456, 5), "%" if "pct" in name else "")
-              for i, name in enumerate(CUDAFORGE24)}  # fmt: skip
+    values = {
+        name: MetricValue(round((i + 1) * scale * 1.23456, 5), "%" if "pct" in name else "")
+        for i, name in enumerate(CUDAFORGE24)
+    }
     values["smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct"] = MetricValue(None, "%")  # n/a on sm_90
     return {**values, "gpu__time_duration.sum": MetricValue(25100.0, "nsecond"), EXTRA_METRIC: MetricValue(12.5, "%")}
 
 
 KERNEL_NAME = "relu_scale(const float *, float *, float, int)"
 PROFILE = ProfileResult(
-    task_id=TASK.id, candidate_hash="0123456789abcdef", status=ProfileStatus.OK, metric_set="full",
+    task_id=TASK.id,
+    candidate_hash="0123456789abcdef",
+    status=ProfileStatus.OK,
+    metric_set="full",
     kernels=[
         KernelProfile(0, KERNEL_NAME, "relu_scale", True, "(1024, 1, 1)", "(256, 1, 1)", 0.0251, _metrics(1.0)),
-        KernelProfile(1, "void at::native::copy_kernel(...)", "copy_kernel", False, "(8, 1, 1)", "(128, 1, 1)", 0.002,
-                      _metrics(0.5)),
+        KernelProfile(
+            1,
+            "void at::native::copy_kernel(...)",
+            "copy_kernel",
+            False,
+            "(8, 1, 1)",
+            "(128, 1, 1)",
+            0.002,
+            _metrics(0.5),
+        ),
         KernelProfile(2, KERNEL_NAME, "relu_scale", True, "(1024, 1, 1)", "(256, 1, 1)", 0.0249, _metrics(2.0)),
     ],
     totals={"gpu__time_duration.sum": MetricValue(50000.0, "nsecond"), CUDAFORGE24[0]: MetricValue(3.7, "cycle")},
-    library_kernel_names=["copy_kernel"], library_kernel_ms=0.002,
+    library_kernel_names=["copy_kernel"],
+    library_kernel_ms=0.002,
     rules=[RuleMessage(rule="SOLBottleneck", type="OPT", message="memory is the bottleneck", kernel="relu_scale")],
-    roofline=Roofline(floor_ms=0.0011, bound="memory", sol_fraction=0.044), spec=SPEC_SHEET,
-).to_dict()  # fmt: skip
+    roofline=Roofline(floor_ms=0.0011, bound="memory", sol_fraction=0.044),
+    spec=SPEC_SHEET,
+).to_dict()
 """A profile record as the loop stores it (``judge_metrics`` and ``kernels`` are what the Judge reads)."""
 
 PAPER_OPTIMIZATION = Feedback(
@@ -737,10 +864,13 @@ PAPER_OPTIMIZATION = Feedback(
     },
 )
 PAPER_OPTIMIZATION_REPLY = json.dumps(
-    {"bottleneck": PAPER_OPTIMIZATION.fields["bottleneck"],
-     "optimisation method": PAPER_OPTIMIZATION.fields["optimisation_method"],
-     "modification plan": PAPER_OPTIMIZATION.fields["modification_plan"]}, indent=2,
-)  # fmt: skip
+    {
+        "bottleneck": PAPER_OPTIMIZATION.fields["bottleneck"],
+        "optimisation method": PAPER_OPTIMIZATION.fields["optimisation_method"],
+        "modification plan": PAPER_OPTIMIZATION.fields["modification_plan"],
+    },
+    indent=2,
+)
 
 
 @pytest.fixture(scope="module")
@@ -758,8 +888,15 @@ def paper_prompts(paper: PromptLibrary) -> dict[str, list[dict]]:
     assert coder.repair(TASK, KERNEL, INCORRECT, feedback=CORRECTION_FEEDBACK).ok
     assert coder.optimize(TASK, KERNEL, result=CORRECT, feedback=PAPER_OPTIMIZATION, gpu=SPEC_SHEET).ok
     assert judge.correction(TASK, KERNEL, INCORRECT, gpu=SPEC_SHEET).feedback == CORRECTION_FEEDBACK
-    verdict = judge.optimization(TASK, KERNEL, CORRECT, gpu=SPEC_SHEET, metrics=PROFILE["judge_metrics"],
-                                 metric_set="full", kernels=PROFILE["kernels"])  # fmt: skip
+    verdict = judge.optimization(
+        TASK,
+        KERNEL,
+        CORRECT,
+        gpu=SPEC_SHEET,
+        metrics=PROFILE["judge_metrics"],
+        metric_set="full",
+        kernels=PROFILE["kernels"],
+    )
     assert verdict.feedback == PAPER_OPTIMIZATION
     names = ["coder_first_attempt", "coder_repair", "coder_optimize", "judge_correction", "judge_optimization"]
     return {name: messages for name, (messages, _) in zip(names, llm.calls)}
@@ -769,8 +906,9 @@ def as_text(messages: list[dict]) -> str:
     return "".join(f"=== {m['role']} ===\n{m['content']}\n" for m in messages)
 
 
-@pytest.mark.parametrize("name", ["coder_first_attempt", "coder_repair", "coder_optimize", "judge_correction",
-                                  "judge_optimization"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["coder_first_attempt", "coder_repair", "coder_optimize", "judge_correction", "judge_optimization"]
+)
 def test_paper_prompts_match_the_golden_files(paper, name):
     text = as_text(paper_prompts(paper)[name])
     path = GOLDEN / f"{name}.txt"
@@ -822,8 +960,9 @@ def test_the_paper_judge_reads_exactly_the_24_metrics_of_the_last_launch(paper):
     assert list(metrics[KERNEL_NAME]) == list(CUDAFORGE24)
     assert metrics[KERNEL_NAME][CUDAFORGE24[0]] == round(1 * 2.0 * 1.23456, 3)  # launch 2, rounded as the paper's code
     assert metrics[KERNEL_NAME]["smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct"] is None
-    everything = P.optimization_context(TASK, KERNEL, CORRECT, gpu=None, metrics=PROFILE["judge_metrics"],
-                                        kernels=PROFILE["kernels"])["kernel_metrics"]  # fmt: skip
+    everything = P.optimization_context(
+        TASK, KERNEL, CORRECT, gpu=None, metrics=PROFILE["judge_metrics"], kernels=PROFILE["kernels"]
+    )["kernel_metrics"]
     assert set(everything[KERNEL_NAME]) == {*CUDAFORGE24, "gpu__time_duration.sum", EXTRA_METRIC}  # judge_metrics=all
     assert P.kernel_metrics_context([{"name": "k", "own": True, "metrics": {}}]) == {}  # no ncu metrics: {}
 
@@ -836,8 +975,9 @@ def test_the_24_metric_switch_limits_the_default_judges_table_too(lib):
     assert f"[total] {CUDAFORGE24[0]}" in kept and "[relu_scale#0] launch" not in kept
     assert P.select_metrics(table, ()) == table
     llm = FakeLLM(json.dumps(OPTIMIZATION_FEEDBACK.fields))
-    Judge(llm, lib, metric_names=CUDAFORGE24).optimization(TASK, KERNEL, CORRECT, gpu=GPU, metrics=table,
-                                                            metric_set="full", kernels=PROFILE["kernels"])  # fmt: skip
+    Judge(llm, lib, metric_names=CUDAFORGE24).optimization(
+        TASK, KERNEL, CORRECT, gpu=GPU, metrics=table, metric_set="full", kernels=PROFILE["kernels"]
+    )
     user = llm.calls[0][0][1]["content"]
     rows = [line.split(" | ")[0].strip("| ") for line in user.splitlines() if line.startswith("| [")]
     assert rows and {P._TABLE_PREFIX.sub("", row) for row in rows} == set(CUDAFORGE24)
@@ -862,8 +1002,11 @@ def test_the_paper_judge_accepts_the_papers_keys_and_fills_our_feedback(paper):
     reply = f"The candidate never writes its tail.\n```json\n{GOOD_JSON}\n```"
     assert Judge(FakeLLM(reply), paper).correction(TASK, KERNEL, INCORRECT).feedback == CORRECTION_FEEDBACK
     # the default set still wants its fourth key
-    assert not Judge(FakeLLM(PAPER_OPTIMIZATION_REPLY, PAPER_OPTIMIZATION_REPLY), PromptLibrary()).optimization(
-        TASK, KERNEL, CORRECT).ok  # fmt: skip
+    assert (
+        not Judge(FakeLLM(PAPER_OPTIMIZATION_REPLY, PAPER_OPTIMIZATION_REPLY), PromptLibrary())
+        .optimization(TASK, KERNEL, CORRECT)
+        .ok
+    )
 
 
 def test_malformed_paper_judge_replies_fail_as_before(paper):
@@ -974,7 +1117,9 @@ def test_the_json_scan_of_nested_noise_is_bounded_and_still_finds_the_answer_aft
     real = parsing._match_brace
     monkeypatch.setattr(parsing, "_match_brace", lambda text, start: calls.append(start) or real(text, start))
     noise = "{" + '"k": {' * 9000 + "}" * 9000
-    found = parsing.extract_json(noise + ' and so: {"bottleneck": "dram", "optimisation method": "tile"}', ["bottleneck"])
+    found = parsing.extract_json(
+        noise + ' and so: {"bottleneck": "dram", "optimisation method": "tile"}', ["bottleneck"]
+    )
     assert found.ok and found.data["bottleneck"] == "dram"
     assert len(calls) <= parsing._MAX_FAILED_SPANS + 8
 
@@ -1000,4 +1145,6 @@ def test_any_offers_the_choice_languages_and_the_judge_reads_a_languages_notes(l
     cute = (Path(languages.__file__).parents[1] / "resources" / "candidates" / "cute_dsl_relu.py").read_text()
     notes = languages.get("cute_dsl").judge_notes
     assert notes in lib.render("judge/optimization", **P.optimization_context(TASK, cute, CORRECT, gpu=GPU, metrics={}))
-    assert "CuTe" not in lib.render("judge/optimization", **P.optimization_context(TASK, KERNEL, CORRECT, gpu=GPU, metrics={}))
+    assert "CuTe" not in lib.render(
+        "judge/optimization", **P.optimization_context(TASK, KERNEL, CORRECT, gpu=GPU, metrics={})
+    )

@@ -18,8 +18,10 @@ from cudaforge.eval.align import authors_alignment, map_shape  # noqa: E402
 
 def _state(model: nn.Module) -> dict:
     """What the worker's ``state`` request answers for ``model``."""
-    return {"state": {k: [list(v.shape), str(v.dtype).replace("torch.", "")] for k, v in model.state_dict().items()},
-            "params": [n for n, _ in model.named_parameters()]}
+    return {
+        "state": {k: [list(v.shape), str(v.dtype).replace("torch.", "")] for k, v in model.state_dict().items()},
+        "params": [n for n, _ in model.named_parameters()],
+    }
 
 
 def test_renamed_parameters_are_aligned_by_their_unique_shapes():
@@ -83,8 +85,14 @@ def test_a_model_with_renamed_parameters_passes_only_the_authors_aligner(weights
     from cudaforge.tasks import find_task, selection
 
     task = find_task(selection("tiny"), "level1/3_MatmulBiasReLU")
-    cfg = {"device": "cpu", "weights": weights, "guards_enforce": False, "correctness_trials": 1,
-           "check_variants": False, "build_cache_dir": str(tmp_path)}  # fmt: skip
+    cfg = {
+        "device": "cpu",
+        "weights": weights,
+        "guards_enforce": False,
+        "correctness_trials": 1,
+        "check_variants": False,
+        "build_cache_dir": str(tmp_path),
+    }
     result = Evaluator(cfg).evaluate(task, RENAMED)
     assert result.status.value == status, result.report()
     if weights == "authors":
@@ -108,8 +116,11 @@ def test_without_poisoning_no_memory_is_poisoned_and_a_wrong_timed_output_is_rep
     trials.record("default", [torch.zeros(4)], torch.zeros(4), torch.zeros(4))
     assert trials.poison_sizes == []
     result = SimpleNamespace(guard_findings=[])
-    timing = SimpleNamespace(cfg={"stricter_checks_decide": False}, result=result,
-                             guard=SimpleNamespace(policies=Policies({"guards_enforce": False})))
+    timing = SimpleNamespace(
+        cfg={"stricter_checks_decide": False},
+        result=result,
+        guard=SimpleNamespace(policies=Policies({"guards_enforce": False})),
+    )
     timing.reported_wrong = lambda evidence, diff: _Timing.reported_wrong(timing, evidence, diff)
     calls = SimpleNamespace(failure={"guard": "", "evidence": "timed trial 3", "diff": "values differ"})
     assert _Timing._only_reported(timing, calls) is True and calls.failure is None

@@ -32,13 +32,23 @@ def task_from(forward: str, init: str = "", name: str = "T", extra: str = ""):
     return parse_problem(source, suite="bad", level=1, problem_id=len(name), name=name, path=f"<{name}>")
 
 
-CPU = SimpleNamespace(device="cpu", cpu_variant="small", timeout_s=60, min_reference_ms=0.0, atol=1e-4, rtol=1e-4,
-                      batch_size=16, cpu_workers=1)
+CPU = SimpleNamespace(
+    device="cpu",
+    cpu_variant="small",
+    timeout_s=60,
+    min_reference_ms=0.0,
+    atol=1e-4,
+    rtol=1e-4,
+    batch_size=16,
+    cpu_workers=1,
+)
 
 DEGENERATE = {
     "near_zero": task_from("return x * 1e-7\n"),
     "near_constant": task_from("return torch.ones_like(x) * 3.0 + x * 1e-9\n"),
-    "input_independent": task_from("return self.w.expand(32, 64) + 0 * x\n", init="self.w = nn.Parameter(torch.randn(1, 64))\n"),
+    "input_independent": task_from(
+        "return self.w.expand(32, 64) + 0 * x\n", init="self.w = nn.Parameter(torch.randn(1, 64))\n"
+    ),
     "weight_independent": task_from("return torch.relu(x)\n", init="self.lin = nn.Linear(64, 64)\n"),
     "non_finite": task_from("return torch.log(x)\n"),
     "nondeterministic": task_from("import random\nreturn x + random.random()\n"),
@@ -55,8 +65,13 @@ def test_audit_flags_each_degenerate_task_with_its_severity():
         assert audit.line().startswith("FLAG")
     by_check = {f["check"]: f for a in audits[:-1] for f in a.to_dict()["findings"]}
     assert {c: by_check[c]["severity"] for c in DEGENERATE} == {
-        "near_zero": "hack_enabling", "near_constant": "hack_enabling", "input_independent": "hack_enabling",
-        "weight_independent": "hack_enabling", "non_finite": "hack_enabling", "nondeterministic": "broken"}
+        "near_zero": "hack_enabling",
+        "near_constant": "hack_enabling",
+        "input_independent": "hack_enabling",
+        "weight_independent": "hack_enabling",
+        "non_finite": "hack_enabling",
+        "nondeterministic": "broken",
+    }
     jitter = audits[-1]
     assert [f["check"] for f in jitter.findings] == ["nondeterministic"] and "within the tolerance" in jitter.line()
     assert jitter.severities() == {AuditSeverity.note} and not jitter.fails() and jitter.line().startswith("note")
@@ -105,8 +120,10 @@ def test_exclude_flagged_drops_what_the_report_flags_and_refuses_a_stale_or_part
     audits[0].findings, audits[1].findings = [zero], [note]
     report = tmp_path / "audit.json"
     write_report(report, audits, "tiny", [AuditSeverity.hack_enabling], 1.0)
-    assert [r["findings"] for r in read_report(report)][:2] == [[{**zero, "severity": "hack_enabling"}],
-                                                                [{**note, "severity": "note"}]]
+    assert [r["findings"] for r in read_report(report)][:2] == [
+        [{**zero, "severity": "hack_enabling"}],
+        [{**note, "severity": "note"}],
+    ]
     kept = load_suite(selection("tiny", exclude_flagged=True, audit_report=str(report)))
     assert [t.id for t in kept] == [t.id for t in tasks[1:]]  # the note does not exclude
     with pytest.raises(TaskError, match="needs suite.audit_report"):
@@ -127,13 +144,28 @@ def test_exclude_flagged_drops_what_the_report_flags_and_refuses_a_stale_or_part
 def test_the_command_fails_on_the_chosen_severities_and_writes_its_report(tmp_path):
     problem = tmp_path / "1_Jitter.py"
     # each call adds a little more (1e-6, 2e-6 ...): two runs on the same inputs always differ, within the tolerance
-    problem.write_text(task_from("self.calls = getattr(self, 'calls', 0) + 1\nreturn x + self.calls * 1e-6\n",
-                                 name="Jitter").source)  # fmt: skip
+    problem.write_text(
+        task_from("self.calls = getattr(self, 'calls', 0) + 1\nreturn x + self.calls * 1e-6\n", name="Jitter").source
+    )
 
     def audit(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cudaforge.cli", "tasks", "audit", "suite=file",
-                               f"suite.root={problem}", "audit.device=cpu", *extra],
-                              capture_output=True, text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cudaforge.cli",
+                "tasks",
+                "audit",
+                "suite=file",
+                f"suite.root={problem}",
+                "audit.device=cpu",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
 
     default = audit(f"output={tmp_path / 'a.json'}")
     assert default.returncode == 0, default.stdout + default.stderr  # a note does not fail by default
@@ -154,8 +186,12 @@ def test_the_shipped_kernelbench_audit_is_found_by_name_and_flags_the_known_zero
     records = read_report(path)
     assert len(records) == 250 and all(r["source_hash"] for r in records)  # levels 1-3, each with its file's hash
     flagged = flagged_ids(records)
-    for problem in ("9_Matmul_Subtract_Multiply_ReLU", "23_Conv3d_GroupNorm_Mean", "80_Gemm_Max_Subtract_GELU",
-                    "83_Conv3d_GroupNorm_Min_Clamp_Dropout"):  # level-2 references whose output is all zeros
+    for problem in (
+        "9_Matmul_Subtract_Multiply_ReLU",
+        "23_Conv3d_GroupNorm_Mean",
+        "80_Gemm_Max_Subtract_GELU",
+        "83_Conv3d_GroupNorm_Min_Clamp_Dropout",
+    ):  # level-2 references whose output is all zeros
         assert f"kernelbench/level2/{problem}" in flagged
     noted = {r["task_id"] for r in records if r["findings"]} - set(flagged)
     assert "kernelbench/level2/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide" in noted  # cuDNN jitter: a note

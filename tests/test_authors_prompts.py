@@ -29,7 +29,9 @@ def test_a_missing_or_partial_checkout_or_an_unknown_gpu_is_one_clear_error(tmp_
     (partial / "prompts" / "hardware" / "gpu_specs.py").unlink()
     with pytest.raises(PromptTemplateError, match=r"missing prompts/judger_repair.py, prompts/hardware/gpu_specs.py"):
         AuthorsPrompts(partial, GPU)
-    with pytest.raises(PromptTemplateError, match="'H200' is not a key of the authors' GPU sheet .*Stand-in GPU, Other GPU"):
+    with pytest.raises(
+        PromptTemplateError, match="'H200' is not a key of the authors' GPU sheet .*Stand-in GPU, Other GPU"
+    ):
         AuthorsPrompts(STANDIN, "H200")
 
 
@@ -43,22 +45,37 @@ def test_every_prompt_is_what_the_authors_builder_returns():
     task = find_task(selection("tiny"), "level1/1_ReLU")
     kernel = "class ModelNew: pass  # the candidate"
     failed = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus.RUNTIME_ERROR, message="boom")
-    seed = prompts.render("coder/first_attempt", **first_attempt_context(task, example=None, gpu=None, backend=Backend.cuda))
-    assert seed.startswith("STANDIN-SEED gpu=Stand-in GPU arch=Standin few=class Model: pass") and task.source.strip() in seed
+    seed = prompts.render(
+        "coder/first_attempt", **first_attempt_context(task, example=None, gpu=None, backend=Backend.cuda)
+    )
+    assert (
+        seed.startswith("STANDIN-SEED gpu=Stand-in GPU arch=Standin few=class Model: pass")
+        and task.source.strip() in seed
+    )
     assert prompts.render("coder/system") == "STANDIN-SYSTEM coder"
     from cudaforge.agents.records import Feedback, JudgeMode
 
     feedback = Feedback(mode=JudgeMode.correction, fields={"critical_issue": "x"})
-    repair = prompts.render("coder/repair", **repair_context(task, kernel, failed, feedback=feedback, backend=Backend.cuda))
+    repair = prompts.render(
+        "coder/repair", **repair_context(task, kernel, failed, feedback=feedback, backend=Backend.cuda)
+    )
     assert repair.startswith("STANDIN-REPAIR gpu=Stand-in GPU problem={'critical_issue': 'x'}") and kernel in repair
     judged = correction_context(task, kernel, failed, gpu=None)
     assert prompts.render("judge/system", **judged) == "STANDIN-JUDGE-SYSTEM repair"
     assert prompts.render("judge/correction", **judged).startswith("STANDIN-JUDGE-REPAIR")
-    optimizing = optimization_context(task, kernel, None, gpu=None, metrics=None,
-                                      kernels=[{"name": "relu_kernel", "metrics": {"dram__throughput": 51.23456}}])
+    optimizing = optimization_context(
+        task,
+        kernel,
+        None,
+        gpu=None,
+        metrics=None,
+        kernels=[{"name": "relu_kernel", "metrics": {"dram__throughput": 51.23456}}],
+    )
     opt = prompts.render("judge/optimization", **{"mode": "optimization", **optimizing})
     assert opt.startswith("STANDIN-JUDGE-OPT gpu=Stand-in GPU") and kernel in opt
-    assert prompts.render("judge/system", **{"mode": "optimization", **optimizing}) == "STANDIN-JUDGE-SYSTEM optimization"
+    assert (
+        prompts.render("judge/system", **{"mode": "optimization", **optimizing}) == "STANDIN-JUDGE-SYSTEM optimization"
+    )
     assert prompts.template_set.name == "cudaforge_authors" and "critical_issue" in prompts.template_set.correction_keys
 
 

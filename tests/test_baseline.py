@@ -18,6 +18,7 @@ def stats(ms: float) -> TimingStats:
 
 def test_without_a_gpu_nothing_is_timed():
     from conftest import problem_source
+
     from cudaforge.tasks import parse_problem
 
     task = parse_problem(problem_source(), suite="s", level=1, problem_id=1, name="X", path="<x>")
@@ -27,13 +28,23 @@ def test_without_a_gpu_nothing_is_timed():
 
 def test_report_rebases_speedups_on_a_stored_baseline(tmp_path):
     store = RunStore(tmp_path / "run")
-    store.append_result(TaskResult(task_id="s/level1/1_A", correct=True, best_speedup=1.0, best_candidate_ms=2.0,
-                                   best_reference_ms=2.0, rounds=1))  # fmt: skip
+    store.append_result(
+        TaskResult(
+            task_id="s/level1/1_A",
+            correct=True,
+            best_speedup=1.0,
+            best_candidate_ms=2.0,
+            best_reference_ms=2.0,
+            rounds=1,
+        )
+    )
     store.append_result(TaskResult(task_id="s/level1/2_B", correct=True, best_speedup=3.0, rounds=1))
     store.append_result(TaskResult(task_id="s/level1/3_C", correct=False, rounds=1))
     base = tmp_path / "baseline.jsonl"
-    rows = [Baseline("s/level1/1_A", "ok", eager=stats(4.0), compile=stats(3.0)),
-            Baseline("s/level1/2_B", "ok", eager=stats(9.0), compile=stats(6.0))]  # fmt: skip
+    rows = [
+        Baseline("s/level1/1_A", "ok", eager=stats(4.0), compile=stats(3.0)),
+        Baseline("s/level1/2_B", "ok", eager=stats(9.0), compile=stats(6.0)),
+    ]
     base.write_text("\n".join(b.to_json() for b in rows) + "\n")
     report = build_report([tmp_path / "run"], baseline=base, baseline_mode="compile", bootstrap=0)
     results = {r.task_id: r for r in report.runs[0].results}

@@ -37,8 +37,12 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory):
-    cfg = {"device": "cpu", "correctness_trials": 1, "guards_enforce": False,
-           "build_cache_dir": str(tmp_path_factory.mktemp("build"))}  # fmt: skip
+    cfg = {
+        "device": "cpu",
+        "correctness_trials": 1,
+        "guards_enforce": False,
+        "build_cache_dir": str(tmp_path_factory.mktemp("build")),
+    }
     return Evaluator(cfg)
 
 
@@ -112,7 +116,7 @@ def test_a_value_of_too_many_parts_or_sizes_torch_cannot_hold_is_malformed_not_a
             arena.view(_descriptor(shape, stride)["t"])
 
 
-FORGED_REPLY = '''
+FORGED_REPLY = """
 import json, socket, struct, sys, time
 import torch
 import torch.nn as nn
@@ -125,14 +129,20 @@ class ModelNew(nn.Module):
         channel.sendall(struct.pack(">I", len(body)) + body)
         time.sleep(60)
         return torch.relu(x)
-'''
+"""
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("outputs, words", [
-    ('{"t": {"dtype": "float32", "shape": [3 << 30], "stride": [0], "offset": 0}}', "a float32 tensor of shape"),
-    ('{"l": [{"t": {"dtype": "float32", "shape": [0], "stride": [1], "offset": 0}}] * 180000}', "tensors in one reply"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "outputs, words",
+    [
+        ('{"t": {"dtype": "float32", "shape": [3 << 30], "stride": [0], "offset": 0}}', "a float32 tensor of shape"),
+        (
+            '{"l": [{"t": {"dtype": "float32", "shape": [0], "stride": [1], "offset": 0}}] * 180000}',
+            "tensors in one reply",
+        ),
+    ],
+)
 def test_forged_oversized_outputs_are_incorrect_with_one_line_for_the_judge(evaluator, tiny, outputs, words):
     result = evaluator.evaluate(tiny["ReLU"], FORGED_REPLY.format(outputs=outputs))
     assert result.status is EvalStatus.INCORRECT, result.message
@@ -159,8 +169,9 @@ for size in (0, 4096, {arena.size} * 2):
     except OSError as exc:
         print(errno.errorcode[exc.errno])
 """
-    done = subprocess.run([sys.executable, "-c", worker], pass_fds=(arena.fd,), capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", worker], pass_fds=(arena.fd,), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["EPERM"] * 3
     assert os.fstat(arena.fd).st_size == arena.size
@@ -196,8 +207,9 @@ class ModelNew(nn.Module):
 def test_a_compile_that_prints_a_megabyte_of_warnings_keeps_its_head_and_tail_in_the_result(evaluator, tiny):
     from cudaforge.eval.bounded import TEXT_LIMIT
 
-    warnings = "\n".join(f'#warning "noisy warning number {i} of a candidate that prints far too much"'
-                         for i in range(2500))  # fmt: skip
+    warnings = "\n".join(
+        f'#warning "noisy warning number {i} of a candidate that prints far too much"' for i in range(2500)
+    )
     result = evaluator.evaluate(tiny["ReLU"], NOISY_BUILD.format(warnings=warnings))
     assert result.status in (EvalStatus.COMPILED, EvalStatus.CORRECT), result.message
     log = result.compile_log
@@ -225,9 +237,15 @@ def test_the_parent_caps_every_text_of_a_verifiers_result(evaluator, tiny, monke
     from cudaforge.isolation import IsolatedOutcome
 
     huge = "w" * (8 << 20)
-    result = {"task_id": "t", "candidate_hash": "h", "status": "compiled", "message": huge, "compile_log": huge,
-              "guard_findings": [{"guard": "io", "verdict": "report", "evidence": huge}],
-              "fingerprint": {"guard_notes": [huge]}}  # fmt: skip
+    result = {
+        "task_id": "t",
+        "candidate_hash": "h",
+        "status": "compiled",
+        "message": huge,
+        "compile_log": huge,
+        "guard_findings": [{"guard": "io", "verdict": "report", "evidence": huge}],
+        "fingerprint": {"guard_notes": [huge]},
+    }
     monkeypatch.setattr(evaluator_module, "run_isolated", lambda *a, **k: IsolatedOutcome(status="ok", result=result))
     got = evaluator.evaluate(tiny["ReLU"], (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text())
     assert got.status is EvalStatus.COMPILED
@@ -273,9 +291,13 @@ def test_the_worker_side_guards_refuse_an_oversized_source_too(tiny, tmp_path):
     from cudaforge.isolation import run_isolated
 
     ev = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path)})
-    payload = {"task": tiny["ReLU"].to_dict(), "candidate": (REPO / "benchmarks" / "candidates" / "triton_relu.py")
-               .read_text(), "eval": {**ev.cfg, "max_source_bytes": 100}, "build": ev.build_settings().to_dict(),
-               "device": "cpu"}  # fmt: skip
+    payload = {
+        "task": tiny["ReLU"].to_dict(),
+        "candidate": (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text(),
+        "eval": {**ev.cfg, "max_source_bytes": 100},
+        "build": ev.build_settings().to_dict(),
+        "device": "cpu",
+    }
     outcome = run_isolated(WORKER_ENTRY, payload, timeouts=ev._timeouts(), env=ev._env("cpu"))
     assert outcome.status == "ok", outcome.error
     assert outcome.result["status"] == "invalid" and "more than 100 bytes" in outcome.result["message"]
@@ -294,8 +316,10 @@ def test_a_huge_reply_and_long_feedback_are_stored_and_kept_in_the_state_capped(
     from cudaforge.run.runner import make_context, run_one
 
     task = find_task(selection("tiny"), "level1/1_ReLU")
-    wrong = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" \
-            "        return x * 1.0\n"  # fmt: skip
+    wrong = (
+        "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return x * 1.0\n"
+    )
     huge = f"```python\n{wrong}\nTABLE = '" + "0123456789" * 400_000 + "'\n```"
     advice = "zero the negative values. " * 1_500  # 39,000 characters: the Judge's JSON may have 64 Ki
     correction = json.dumps({"critical_issue": advice, "why_it_matters": "ReLU", "minimal_fix_hint": "max(x, 0)"})

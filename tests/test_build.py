@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from cudaforge.eval import build
-from cudaforge.vendor import current
 from cudaforge.eval.build import (
     BuildSettings,
     FallbackMode,
@@ -32,6 +31,7 @@ from cudaforge.eval.build import (
     scrubbed_env,
     trim_compiler_log,
 )
+from cudaforge.vendor import current
 
 torch = pytest.importorskip("torch")
 
@@ -90,10 +90,20 @@ def exec_source(source: str, module_name: str) -> dict:
 
 
 def _key(settings: BuildSettings, **changes) -> tuple[str, str]:
-    args = dict(name="my_cuda", cpp_sources="torch::Tensor f(torch::Tensor x);",
-                cuda_sources="__global__ void k() {}", functions=["f"], extra_cflags=None,
-                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, with_cuda=None,
-                is_python_module=True, with_pytorch_error_handling=True, no_implicit_headers=False)
+    args = dict(
+        name="my_cuda",
+        cpp_sources="torch::Tensor f(torch::Tensor x);",
+        cuda_sources="__global__ void k() {}",
+        functions=["f"],
+        extra_cflags=None,
+        extra_cuda_cflags=None,
+        extra_ldflags=None,
+        extra_include_paths=None,
+        with_cuda=None,
+        is_python_module=True,
+        with_pytorch_error_handling=True,
+        no_implicit_headers=False,
+    )
     args.update(changes)
     hooks = build._Hooks(settings.resolved(), build.BuildRecorder())
     spec, inputs = hooks.inline_spec(**args)
@@ -121,7 +131,9 @@ def test_cache_key_includes_toolchain(tmp_path, monkeypatch):
     settings = settings_for(str(tmp_path))
     base, _ = _key(settings)
     fingerprint = dict(build.toolchain_fingerprint())
-    monkeypatch.setattr("cudaforge.eval.build.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"})
+    monkeypatch.setattr(
+        "cudaforge.eval.build.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"}
+    )
     assert _key(settings)[0] != base
 
 
@@ -156,8 +168,9 @@ def test_arch_flags_come_from_the_vendor():
 
 
 def test_resolved_settings_fill_arch_and_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr("cudaforge.eval.build.settings.current",
-                        lambda: dataclasses.replace(current(), detect_arch=lambda: None))  # no GPU visible
+    monkeypatch.setattr(
+        "cudaforge.eval.build.settings.current", lambda: dataclasses.replace(current(), detect_arch=lambda: None)
+    )  # no GPU visible
     resolved = BuildSettings(cache_dir=str(tmp_path)).resolved()
     assert resolved.arch == current().default_arch == "9.0" and Path(resolved.cache_dir).is_absolute()
     assert BuildSettings.from_dict(resolved.to_dict()) == resolved
@@ -174,11 +187,13 @@ def test_light_sources_keep_line_numbers_and_skip_frontend_code():
     minimal = light_cuda_source(src, "min", include)
     assert "#include <ATen/ops/empty_like_ops.h>" in minimal and "inline at::Tensor empty_like(" in minimal
     assert "ATen/Context.h" not in minimal and "torch/extension.h" not in minimal
-    streams = light_cuda_source("#include <ATen/cuda/CUDAContext.h>\nauto s = at::cuda::getCurrentCUDAStream();\n",
-                                "min", include)
+    streams = light_cuda_source(
+        "#include <ATen/cuda/CUDAContext.h>\nauto s = at::cuda::getCurrentCUDAStream();\n", "min", include
+    )
     assert "#include <c10/cuda/CUDAStream.h>" in streams and "CUDAContext.h" not in streams
-    props = light_cuda_source("#include <ATen/cuda/CUDAContext.h>\nauto p = at::cuda::getCurrentDeviceProperties();\n",
-                              "min", include)
+    props = light_cuda_source(
+        "#include <ATen/cuda/CUDAContext.h>\nauto p = at::cuda::getCurrentDeviceProperties();\n", "min", include
+    )
     assert "#include <ATen/cuda/CUDAContext.h>" in props, "kept when the source needs more than streams"
     body = minimal.split('#line 1 "cuda_sources"\n', 1)[1]
     assert body.splitlines()[1] == "__global__ void k() {}", "lines keep their numbers"
@@ -234,7 +249,7 @@ def test_trim_gcc_log_and_linker_errors():
 
 
 def test_trim_without_errors_keeps_first_warnings():
-    log = "cuda_sources(3): warning #177-D: variable \"y\" was declared but never referenced\n  int y;\n      ^\n"
+    log = 'cuda_sources(3): warning #177-D: variable "y" was declared but never referenced\n  int y;\n      ^\n'
     assert "warning #177-D" in trim_compiler_log(log)
     assert trim_compiler_log("") == ""
 
@@ -242,7 +257,9 @@ def test_trim_without_errors_keeps_first_warnings():
 def test_missing_toolkit_header_is_recognised():
     log = "<torch>/ATen/cuda/CUDAContextLight.h:10:10: fatal error: cusparse.h: No such file or directory\n"
     assert missing_toolkit_header(log) == "cusparse.h"
-    assert missing_toolkit_header('cuda.cu(3): catastrophic error: cannot open source file "cublas_v2.h"') == "cublas_v2.h"
+    assert (
+        missing_toolkit_header('cuda.cu(3): catastrophic error: cannot open source file "cublas_v2.h"') == "cublas_v2.h"
+    )
     assert missing_toolkit_header(NVCC_LOG) is None
 
 
@@ -250,13 +267,32 @@ def test_missing_toolkit_header_is_recognised():
 
 
 def test_scrubbed_env_drops_secrets():
-    base = {"PATH": "/bin", "HOME": "/root", "OPENAI_API_KEY": "x", "ANTHROPIC_API_KEY": "x", "WANDB_API_KEY": "x",
-            "HF_TOKEN": "x", "GITHUB_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_PROFILE": "p",
-            "MY_SECRET_THING": "x", "DB_PASSWORD": "x", "SSH_AUTH_SOCK": "/s", "CUDA_VISIBLE_DEVICES": "0",
-            "TORCH_CUDA_ARCH_LIST": "9.0", "NCCL_NVLS_ENABLE": "0"}
+    base = {
+        "PATH": "/bin",
+        "HOME": "/root",
+        "OPENAI_API_KEY": "x",
+        "ANTHROPIC_API_KEY": "x",
+        "WANDB_API_KEY": "x",
+        "HF_TOKEN": "x",
+        "GITHUB_TOKEN": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_PROFILE": "p",
+        "MY_SECRET_THING": "x",
+        "DB_PASSWORD": "x",
+        "SSH_AUTH_SOCK": "/s",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "TORCH_CUDA_ARCH_LIST": "9.0",
+        "NCCL_NVLS_ENABLE": "0",
+    }
     env = scrubbed_env({"EXTRA": "1"}, base=base)
-    assert env == {"PATH": "/bin", "HOME": "/root", "CUDA_VISIBLE_DEVICES": "0", "TORCH_CUDA_ARCH_LIST": "9.0",
-                   "NCCL_NVLS_ENABLE": "0", "EXTRA": "1"}
+    assert env == {
+        "PATH": "/bin",
+        "HOME": "/root",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "TORCH_CUDA_ARCH_LIST": "9.0",
+        "NCCL_NVLS_ENABLE": "0",
+        "EXTRA": "1",
+    }
 
 
 def test_precompile_child_sees_no_secrets(tmp_path, monkeypatch):
@@ -362,12 +398,14 @@ def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
     from cudaforge.eval.build.intercept import FILES_SOURCES_MAX, serve_build
 
     files = {f"k{i}.cu": "__global__ void k() {}\n" for i in range(FILES_SOURCES_MAX + 1)}
-    reply, record = serve_build({"kind": "files", "name": "many", "files": files, "with_cuda": True},
-                                settings_for(str(tmp_path)), None)
+    reply, record = serve_build(
+        {"kind": "files", "name": "many", "files": files, "with_cuda": True}, settings_for(str(tmp_path)), None
+    )
     assert reply["status"] == "failed" and "at most 16 sources" in record.error
     big = {"a.cu": "// " + "x" * (5 << 20) + "\n"}
-    reply, record = serve_build({"kind": "files", "name": "big", "files": big, "with_cuda": True},
-                                settings_for(str(tmp_path)), None)
+    reply, record = serve_build(
+        {"kind": "files", "name": "big", "files": big, "with_cuda": True}, settings_for(str(tmp_path)), None
+    )
     assert reply["status"] == "failed" and "MiB in all" in record.error
 
 
@@ -380,8 +418,10 @@ def test_the_order_of_a_loads_files_is_in_the_key_and_a_surrogate_is_the_candida
     forward = build.cache_key(keyed({"kind": "files", "files": {"a.cpp": a, "b.cpp": b}}), settings_for(str(tmp_path)))
     backward = build.cache_key(keyed({"kind": "files", "files": {"b.cpp": b, "a.cpp": a}}), settings_for(str(tmp_path)))
     assert forward != backward
-    for request in ({"kind": "files", "name": "s", "files": {"a.cpp": "int x = 1;\ud800\n"}},
-                    {"kind": "inline", "name": "s", "cpp_sources": ["int x = 1;\ud800"]}):
+    for request in (
+        {"kind": "files", "name": "s", "files": {"a.cpp": "int x = 1;\ud800\n"}},
+        {"kind": "inline", "name": "s", "cpp_sources": ["int x = 1;\ud800"]},
+    ):
         reply, record = serve_build(request, settings_for(str(tmp_path)), None)
         assert reply["status"] == "failed" and "not UTF-8" in record.error
 
@@ -392,7 +432,7 @@ def test_a_source_calling_more_ops_than_the_min_tier_takes_gets_the_types_tier()
     torch_include = str(Path(torch.__file__).parent / "include")
     ops = sorted(p.stem for p in (Path(torch_include) / "ATen" / "ops").glob("*.h") if "_" not in p.stem)
     few = "#include <torch/extension.h>\n" + "".join(f"// torch::{op}(\n" for op in ops[:3])
-    many = "#include <torch/extension.h>\n" + "".join(f"// torch::{op}(\n" for op in ops[:MIN_TIER_OPS + 1])
+    many = "#include <torch/extension.h>\n" + "".join(f"// torch::{op}(\n" for op in ops[: MIN_TIER_OPS + 1])
     assert light_cuda_source(few, "min", torch_include) is not None
     assert light_cuda_source(many, "min", torch_include) is None
     assert light_cuda_source(many, "types", torch_include) is not None
@@ -403,8 +443,10 @@ def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
 
     torch_include = str(Path(torch.__file__).parent / "include")
     cu = "#include <torch/extension.h>\n__global__ void k(float* x) { x[0] = 1; }\ntorch::Tensor f(torch::Tensor x);\n"
-    cpp = ("#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);\n"
-           'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n')
+    cpp = (
+        "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);\n"
+        'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n'
+    )
     variants = dict(light_file_variants({"k.cu": cu, "bind.cpp": cpp, "k.h": "#pragma once\n"}, torch_include))
     assert list(variants) == ["light:min", "light:types"]
     for files in variants.values():
@@ -416,7 +458,10 @@ def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
     assert kept["bind.cpp"] == frontend
     assert light_file_variants({"plain.cpp": "#include <Python.h>\n"}, torch_include) == []
     macro_first = "#define NDEBUG\n" + cpp  # the binding header would come before the macro: left as written
-    assert dict(light_file_variants({"k.cu": cu, "bind.cpp": macro_first}, torch_include))["light:min"]["bind.cpp"] == macro_first
+    assert (
+        dict(light_file_variants({"k.cu": cu, "bind.cpp": macro_first}, torch_include))["light:min"]["bind.cpp"]
+        == macro_first
+    )
 
 
 def test_hooks_restore_torch_functions(cache_dir):
@@ -515,7 +560,11 @@ def _sleeping(mark: str) -> list[int]:
     found = []
     for pid in os.listdir("/proc"):
         try:
-            if pid.isdigit() and Path(f"/proc/{pid}/cmdline").read_bytes() == f"sleep\0{mark}\0".encode() and _alive(int(pid)):
+            if (
+                pid.isdigit()
+                and Path(f"/proc/{pid}/cmdline").read_bytes() == f"sleep\0{mark}\0".encode()
+                and _alive(int(pid))
+            ):
                 found.append(int(pid))
         except OSError:
             pass
@@ -552,16 +601,31 @@ def test_gpu_candidates_match_reference(cache_dir):
 def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
     settings = settings_for(str(tmp_path), use_pch=True).resolved()
     hooks = build._Hooks(settings, build.BuildRecorder())
-    spec, _ = hooks.inline_spec("m", "torch::Tensor f(torch::Tensor x);", "__global__ void k() {}", ["f"], ["-O3"],
-                                None, None, None, None, True, True, False)
+    spec, _ = hooks.inline_spec(
+        "m",
+        "torch::Tensor f(torch::Tensor x);",
+        "__global__ void k() {}",
+        ["f"],
+        ["-O3"],
+        None,
+        None,
+        None,
+        None,
+        True,
+        True,
+        False,
+    )
     builder = build._Builder(settings)
     (tmp_path / "probe").mkdir()
     cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as a build writes them
     builder._write_ninja(spec, tmp_path / "probe", "m_0123", cflags, current().arch_flags("9.0"))
     expected = builder._pch_dir(tmp_path / "probe")[0]
     seen = []
-    monkeypatch.setattr(build._Builder, "_ensure_pch",
-                        lambda self, pch_dir, cxx, cflags, name: (seen.append((pch_dir, name)), (True, ""))[1])
+    monkeypatch.setattr(
+        build._Builder,
+        "_ensure_pch",
+        lambda self, pch_dir, cxx, cflags, name: (seen.append((pch_dir, name)), (True, ""))[1],
+    )
     assert build.warm_pch(settings) == {"": "ready", "-O3": "ready"}
     assert {(expected, "torch/extension.h"), (expected, "cudaforge/bind.h")} <= set(seen)
     assert len({d for d, _ in seen}) == 2 and len(seen) == 4  # two flag sets, two headers each
@@ -587,7 +651,9 @@ def test_cpp_compile_error_quotes_the_candidates_line(cache_dir):
 @pytest.mark.slow
 def test_undefined_symbol_at_import_is_a_failed_build(cache_dir):
     source = python_module_source("half_defined", 1).replace(
-        "static PyObject* value(PyObject*, PyObject*) {", "int missing_helper(); static PyObject* value(PyObject*, PyObject*) { missing_helper();")
+        "static PyObject* value(PyObject*, PyObject*) {",
+        "int missing_helper(); static PyObject* value(PyObject*, PyObject*) { missing_helper();",
+    )
     outcome = precompile(source, settings_for(cache_dir), timeout_s=120)
     assert outcome.status == "failed" and "undefined symbol" in outcome.log_trimmed, outcome
 
@@ -617,7 +683,7 @@ def test_deferred_calls_are_found_when_their_arguments_are_plain_data():
 
     source = deferred_source("lazy_ext", 3)
     namespace = exec_source(source, "cand_deferred")
-    (which, line, args, kwargs, guarded), = deferred_calls(source, namespace)
+    ((which, line, args, kwargs, guarded),) = deferred_calls(source, namespace)
     assert which == "load_inline" and kwargs["name"] == "lazy_ext" and kwargs["no_implicit_headers"] is True
     assert source.splitlines()[line - 1].strip().startswith("self.ext = load_inline(")
     shaped = source.replace("name=NAME", "name=NAME + str(x.shape[0])")  # known only at run time: left to it
@@ -668,38 +734,63 @@ def _pattern(source: str, pattern: str) -> str:
     module_import = "from torch.utils.cpp_extension import load_inline\n"
     if pattern == "import inside __init__":
         return source.replace(module_import, "").replace(
-            plain, "from torch.utils.cpp_extension import load_inline\n        " + plain)
+            plain, "from torch.utils.cpp_extension import load_inline\n        " + plain
+        )
     if pattern == "alias":
         return source.replace(module_import, "from torch.utils.cpp_extension import load_inline as li\n").replace(
-            "= load_inline(", "= li(")
+            "= load_inline(", "= li("
+        )
     if pattern == "module alias":
         return source.replace(module_import, "import torch.utils.cpp_extension as ce\n").replace(
-            "= load_inline(", "= ce.load_inline(")
+            "= load_inline(", "= ce.load_inline("
+        )
     if pattern == "torch.utils.cpp_extension.load_inline":
         return source.replace(module_import, "import torch.utils.cpp_extension\n").replace(
-            "= load_inline(", "= torch.utils.cpp_extension.load_inline(")
+            "= load_inline(", "= torch.utils.cpp_extension.load_inline("
+        )
     if pattern == "try/except with options":
-        return source.replace(plain, "try:\n            self.ext = load_inline(name=NAME, cpp_sources=CPP, "
-                              "no_implicit_headers=True, verbose=False, extra_cflags=['-O3'], with_cuda=False, "
-                              "build_directory=tempfile.mkdtemp())\n        except Exception:\n"
-                              "            self.ext = None").replace("import torch\n", "import tempfile\nimport torch\n", 1)
+        return source.replace(
+            plain,
+            "try:\n            self.ext = load_inline(name=NAME, cpp_sources=CPP, "
+            "no_implicit_headers=True, verbose=False, extra_cflags=['-O3'], with_cuda=False, "
+            "build_directory=tempfile.mkdtemp())\n        except Exception:\n"
+            "            self.ext = None",
+        ).replace("import torch\n", "import tempfile\nimport torch\n", 1)
     if pattern == "lambda":
-        return source.replace(plain, "self.build = lambda: load_inline(name=NAME, cpp_sources=CPP, "
-                              "no_implicit_headers=True)\n        self.ext = self.build()")
+        return source.replace(
+            plain,
+            "self.build = lambda: load_inline(name=NAME, cpp_sources=CPP, "
+            "no_implicit_headers=True)\n        self.ext = self.build()",
+        )
     if pattern == "helper":
         return source.replace(plain, "self.ext = _build()").replace(
-            "\n\nclass ModelNew", "\n\ndef _build():\n    return load_inline(name=NAME, cpp_sources=CPP, "
-            "no_implicit_headers=True)\n\n\nclass ModelNew")
+            "\n\nclass ModelNew",
+            "\n\ndef _build():\n    return load_inline(name=NAME, cpp_sources=CPP, "
+            "no_implicit_headers=True)\n\n\nclass ModelNew",
+        )
     if pattern == "local constants":
-        return source.replace(plain, "src = CPP\n        ext_name = NAME + '_v2'\n        flags = ['-O2']\n        "
-                              "self.ext = load_inline(name=ext_name, cpp_sources=[src], extra_cflags=flags, "
-                              "no_implicit_headers=True)")
+        return source.replace(
+            plain,
+            "src = CPP\n        ext_name = NAME + '_v2'\n        flags = ['-O2']\n        "
+            "self.ext = load_inline(name=ext_name, cpp_sources=[src], extra_cflags=flags, "
+            "no_implicit_headers=True)",
+        )
     raise AssertionError(pattern)
 
 
-@pytest.mark.parametrize("pattern", ["import inside __init__", "alias", "module alias",
-                                     "torch.utils.cpp_extension.load_inline", "try/except with options", "lambda",
-                                     "helper", "local constants"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "import inside __init__",
+        "alias",
+        "module alias",
+        "torch.utils.cpp_extension.load_inline",
+        "try/except with options",
+        "lambda",
+        "helper",
+        "local constants",
+    ],
+)
 def test_every_way_public_releases_call_load_inline_is_found_ahead(pattern):
     from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
 
@@ -708,7 +799,11 @@ def test_every_way_public_releases_call_load_inline_is_found_ahead(pattern):
     found = deferred_calls(source, namespace)
     assert len(found) == 1 and deferred_misses(source, namespace) == [], (pattern, found)
     which, line, args, kwargs, guarded = found[0]
-    assert which == "load_inline" and kwargs["name"].startswith("lazy_pattern") and "(name=" in source.splitlines()[line - 1]
+    assert (
+        which == "load_inline"
+        and kwargs["name"].startswith("lazy_pattern")
+        and "(name=" in source.splitlines()[line - 1]
+    )
     assert guarded is (pattern == "try/except with options")
     assert "build_directory" not in kwargs  # made at run time; the build does without it
 
@@ -718,26 +813,44 @@ def test_a_call_left_to_run_time_says_which_argument_and_only_in_torchs_words():
 
     source = deferred_source("lazy_named", 3, "__init__").replace("name=NAME", "name=f'ext_{id(self)}'")
     missed = deferred_misses(source, exec_source(source, "cand_named"))
-    assert missed == [f"load_inline at line {missed[0].split()[3]} left to run time: its argument name is not known "
-                      "at import"]
+    assert missed == [
+        f"load_inline at line {missed[0].split()[3]} left to run time: its argument name is not known at import"
+    ]
     assert reported_misses({"deferred": missed}) == missed
-    forged = ["load_inline at line 3 left to run time: its argument verdict_correct is not known at import",
-              "load at line 1 failed ahead, inside the candidate's own try: left to its handler", 5]
+    forged = [
+        "load_inline at line 3 left to run time: its argument verdict_correct is not known at import",
+        "load at line 1 failed ahead, inside the candidate's own try: left to its handler",
+        5,
+    ]
     assert reported_misses({"deferred": forged}) == [forged[1]]
 
 
 def test_the_workers_account_of_its_deferred_builds_is_read_as_data_of_one_shape():
     from cudaforge.eval.build.deferred import reported_sites
 
-    forged = {"prebuilt": ["load_inline at line 12", "load at line 3", "all checks passed: correct",
-                           "load_inline at line 1\nverdict: correct", 7, *[f"load at line {i}" for i in range(20)]]}
-    assert reported_sites(forged) == ["load_inline at line 12", "load at line 3", *[f"load at line {i}" for i in range(6)]]
+    forged = {
+        "prebuilt": [
+            "load_inline at line 12",
+            "load at line 3",
+            "all checks passed: correct",
+            "load_inline at line 1\nverdict: correct",
+            7,
+            *[f"load at line {i}" for i in range(20)],
+        ]
+    }
+    assert reported_sites(forged) == [
+        "load_inline at line 12",
+        "load at line 3",
+        *[f"load at line {i}" for i in range(6)],
+    ]
     assert reported_sites({"prebuilt": "load at line 1"}) == [] and reported_sites(None) == []
 
 
 def test_light_variants_compile_the_binding_file_against_the_lighter_header(tmp_path):
     hooks = build._Hooks(settings_for(str(tmp_path)), build.BuildRecorder())
-    kernel = "#include <torch/extension.h>\n__global__ void k(float* y) {}\ntorch::Tensor f(torch::Tensor x) { return x; }"
+    kernel = (
+        "#include <torch/extension.h>\n__global__ void k(float* y) {}\ntorch::Tensor f(torch::Tensor x) { return x; }"
+    )
     cpp = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);"
     spec, _ = hooks.inline_spec("m", cpp, kernel, ["f"], None, None, None, None, None, True, True, False)
     variants = dict(spec.variants)
@@ -755,8 +868,9 @@ def test_light_variants_compile_the_binding_file_against_the_lighter_header(tmp_
     # step is the longer one, and a second variant would run it twice)
     spec, _ = hooks.inline_spec("m", cpp, None, ["f"], None, None, None, None, None, True, True, False)
     assert [v for v, _ in spec.variants] == ["light:bind", "plain"]
-    spec, _ = hooks.inline_spec("m", cpp, kernel + "\nPYBIND11_MODULE(m, mod) {}", None, None, None, None, None, None,
-                                True, True, False)  # fmt: skip
+    spec, _ = hooks.inline_spec(
+        "m", cpp, kernel + "\nPYBIND11_MODULE(m, mod) {}", None, None, None, None, None, None, True, True, False
+    )
     assert [v for v, _ in spec.variants] == ["plain"]
     spec, _ = hooks.inline_spec("m", cpp, None, ["f"], None, None, None, None, None, True, True, True)
     assert [v for v, _ in spec.variants] == ["plain"]  # no_implicit_headers: the sources are taken as written
@@ -782,12 +896,24 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
     in sequence (it runs because the light build failed) it makes the header as before."""
     settings = settings_for(str(tmp_path), use_pch=True, fallback=mode).resolved()
     hooks = build._Hooks(settings, build.BuildRecorder())
-    spec, _ = hooks.inline_spec("m", "torch::Tensor f(torch::Tensor x);", "__global__ void k() {}\n"
-                                "torch::Tensor f(torch::Tensor x) { return x; }", ["f"], None, None, None, None, None,
-                                True, True, False)  # fmt: skip
+    spec, _ = hooks.inline_spec(
+        "m",
+        "torch::Tensor f(torch::Tensor x);",
+        "__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return x; }",
+        ["f"],
+        None,
+        None,
+        None,
+        None,
+        None,
+        True,
+        True,
+        False,
+    )
     asked = []
-    monkeypatch.setattr(build._Builder, "_ensure_pch",
-                        lambda self, pch_dir, cxx, cflags, name: (asked.append(name), (False, ""))[1])
+    monkeypatch.setattr(
+        build._Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags, name: (asked.append(name), (False, ""))[1]
+    )
     light_fails = mode is FallbackMode.SEQUENTIAL
 
     def ninja(self, attempt_id, directory, targets):
@@ -804,13 +930,16 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
         assert asked == ["cudaforge/bind.h"]  # the racing plain build used a header only if one was there
 
 
-@pytest.mark.parametrize("names, sources_alone", [
-    (["j"], True),  # a forgotten loop index: no header declares a one-letter name, the untouched build fails alike
-    (["j", "k"], True),
-    (["FLT_MAX"], False),  # a macro a removed header may have brought (torch's headers use it): fall back
-    (["j", "FLT_MAX"], False),
-    (["my_kernel_helper_that_nobody_declares"], True),
-])
+@pytest.mark.parametrize(
+    "names, sources_alone",
+    [
+        (["j"], True),  # a forgotten loop index: no header declares a one-letter name, the untouched build fails alike
+        (["j", "k"], True),
+        (["FLT_MAX"], False),  # a macro a removed header may have brought (torch's headers use it): fall back
+        (["j", "FLT_MAX"], False),
+        (["my_kernel_helper_that_nobody_declares"], True),
+    ],
+)
 def test_an_undefined_name_no_removed_header_declares_fails_fast(tmp_path, names, sources_alone):
     log = "".join(f'cuda_sources({n + 3}): error: identifier "{name}" is undefined\n' for n, name in enumerate(names))
     attempt = build.builder._Attempt("light", False, log, ["cuda.cuda.o"], tmp_path, [])
@@ -823,7 +952,10 @@ def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkey
     falls back to the build cache's."""
     settings = settings_for(str(tmp_path / "cache"), use_pch=True).resolved()
     first = build._Builder(settings).bind_include()
-    assert first.parent == settings.pch_root() and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
+    assert (
+        first.parent == settings.pch_root()
+        and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
+    )
     monkeypatch.setattr(build.builder, "BIND_HEADER_TEXT", build.headers.BIND_HEADER_TEXT + "// another\n")
     second = build._Builder(settings).bind_include()
     assert second != first and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
@@ -837,7 +969,10 @@ def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkey
 def test_ninja_step_times_read_a_bounded_and_parsed_part_of_the_build_folder(tmp_path):
     """The build folder is the sandboxed compiler's to write: a garbage or huge .ninja_log costs nothing."""
     assert build.builder._ninja_steps(tmp_path) == {}  # none
-    log = "# ninja log v5\n0\t1500\t1\tmain.o\tab\nnot\ta\tline\n5\tx\t1\tcuda.cuda.o\tcd\n" + "9\t10\t1\tjunk\th\n" * 200_000
+    log = (
+        "# ninja log v5\n0\t1500\t1\tmain.o\tab\nnot\ta\tline\n5\tx\t1\tcuda.cuda.o\tcd\n"
+        + "9\t10\t1\tjunk\th\n" * 200_000
+    )
     (tmp_path / ".ninja_log").write_text(log)
     steps = build.builder._ninja_steps(tmp_path)
     assert steps["main.o"] == 1.5 and "cuda.cuda.o" not in steps and len(steps) <= 2
@@ -846,23 +981,34 @@ def test_ninja_step_times_read_a_bounded_and_parsed_part_of_the_build_folder(tmp
 def test_known_load_inline_mistakes_are_said_in_one_line_each():
     from cudaforge.eval.build.logs import build_hints
 
-    own = {"cpp_sources": "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"relu\", &relu); }",
-           "load_inline_bindings": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def("relu", relu, "relu");\n}'}
+    own = {
+        "cpp_sources": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu", &relu); }',
+        "load_inline_bindings": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def("relu", relu, "relu");\n}',
+    }
     hints = build_hints("main.cpp:9:1: error: redefinition of 'PyObject* PyInit_ext()'", own)
     assert len(hints) == 1 and hints[0].startswith("Two Python bindings collide") and "drop functions=[...]" in hints[0]
-    kernel = {"cuda_sources": "__global__ void __launch_bounds__(256) relu_kernel(const float* x, float* y, int n) {}",
-              "cpp_sources": "", "load_inline_bindings": 'm.def("relu_kernel", torch::wrap_pybind_function(relu_kernel));'}
+    kernel = {
+        "cuda_sources": "__global__ void __launch_bounds__(256) relu_kernel(const float* x, float* y, int n) {}",
+        "cpp_sources": "",
+        "load_inline_bindings": 'm.def("relu_kernel", torch::wrap_pybind_function(relu_kernel));',
+    }
     hints = build_hints("cpp_sources:1: error: 'relu_kernel' was not declared in this scope", kernel)
     assert hints == [h for h in hints if "'relu_kernel', a __global__ kernel" in h] and len(hints) == 1
-    binding = {"cuda_sources": "__global__ void k() {}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"f\", &f); }",
-               "cpp_sources": "", "load_inline_bindings": ""}
+    binding = {
+        "cuda_sources": '__global__ void k() {}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }',
+        "cpp_sources": "",
+        "load_inline_bindings": "",
+    }
     log = 'cuda_sources(2): error: identifier "PYBIND11_MODULE" is undefined'
     assert len(build_hints(log, binding)) == 1 and "#include <torch/extension.h>" in build_hints(log, binding)[0]
     included = {**binding, "cuda_sources": "#include <torch/extension.h>\n" + binding["cuda_sources"]}
     assert build_hints(log, included) == []  # it has the header: some other mistake
-    honest = {"cuda_sources": "__global__ void relu_kernel(const float* x) {}", "cpp_sources": "torch::Tensor relu(torch::Tensor x);",
-              "load_inline_bindings": 'm.def("relu", torch::wrap_pybind_function(relu));'}
-    assert build_hints("cuda_sources(3): error: expected a \";\"", honest) == []  # a plain error: nothing to add
+    honest = {
+        "cuda_sources": "__global__ void relu_kernel(const float* x) {}",
+        "cpp_sources": "torch::Tensor relu(torch::Tensor x);",
+        "load_inline_bindings": 'm.def("relu", torch::wrap_pybind_function(relu));',
+    }
+    assert build_hints('cuda_sources(3): error: expected a ";"', honest) == []  # a plain error: nothing to add
 
 
 TWO_BINDINGS = '''
@@ -893,13 +1039,22 @@ def test_a_build_in_the_candidates_own_try_that_fails_ahead_is_left_to_its_handl
     from cudaforge.tasks import find_task, selection
     from cudaforge.types import EvalStatus
 
-    source = _pattern(deferred_source("lazy_guarded", 1, "__init__"), "try/except with options").replace(
-        "PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)").replace(
-        "(self.ext.value() // 1)", "(1 if self.ext is None else self.ext.value())")  # its handler: plain torch
+    source = (
+        _pattern(deferred_source("lazy_guarded", 1, "__init__"), "try/except with options")
+        .replace("PyLong_FromLong(1)", "PyLong_FromLong(undeclared_value)")
+        .replace("(self.ext.value() // 1)", "(1 if self.ext is None else self.ext.value())")
+    )  # its handler: plain torch
     task = find_task(selection("tiny"), "level1/1_ReLU")
-    result = Evaluator({"device": "cpu", "build_cache_dir": cache_dir, "correctness_trials": 2,
-                        "guard_no_custom_kernel": "report", "guard_torch_compute": "report", "guard_fallback": "report"}
-                       ).evaluate(task, source)  # fmt: skip
+    result = Evaluator(
+        {
+            "device": "cpu",
+            "build_cache_dir": cache_dir,
+            "correctness_trials": 2,
+            "guard_no_custom_kernel": "report",
+            "guard_torch_compute": "report",
+            "guard_fallback": "report",
+        }
+    ).evaluate(task, source)
     assert result.status is not EvalStatus.COMPILE_ERROR, result.report()  # its own handler decided, at run time
     left = result.fingerprint.get("builds_left_to_run_time") or []
     assert len(left) == 1 and left[0].endswith("failed ahead, inside the candidate's own try: left to its handler")
@@ -930,8 +1085,8 @@ def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import build_corpus
-    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
 
+    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
     from cudaforge.eval.evaluator import Evaluator
     from cudaforge.eval.static import check_candidate
 
@@ -942,8 +1097,10 @@ def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not
         checked = check_candidate(path.read_text(), cfg)
         expected = "triton" if "triton" in path.stem else "cupy" if "cupy" in path.stem else "cuda"
         assert checked.ok and checked.backend == expected, (path.stem, checked.message)
-    why = {"per_instance": "its argument name is not known at import",
-           "load_files": "its argument sources is not known at import"}
+    why = {
+        "per_instance": "its argument name is not known at import",
+        "load_files": "its argument sources is not known at import",
+    }
     for style in (*build_corpus.AHEAD_STYLES, *why):
         for op in build_corpus.OPS:
             source = (tmp_path / f"{style}_{op}.py").read_text()
@@ -960,13 +1117,17 @@ def test_a_list_the_function_changes_in_place_is_not_taken_for_a_constant():
     from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
 
     source = deferred_source("lazy_mutated", 3, "__init__")
-    grown = source.replace("self.ext = load_inline(name=NAME, cpp_sources=CPP,",
-                           "srcs = []\n        srcs.append(CPP)\n        self.ext = load_inline(name=NAME, cpp_sources=srcs,")
+    grown = source.replace(
+        "self.ext = load_inline(name=NAME, cpp_sources=CPP,",
+        "srcs = []\n        srcs.append(CPP)\n        self.ext = load_inline(name=NAME, cpp_sources=srcs,",
+    )
     namespace = exec_source(grown, "cand_grown")
     assert deferred_calls(grown, namespace) == []
     assert deferred_misses(grown, namespace)[0].endswith("its argument cpp_sources is not known at import")
     flags = source.replace("NAME = ", "FLAGS = ['-O2']\nNAME = ").replace(
-        "self.ext = load_inline(name=NAME,", "FLAGS.append('-DX')\n        self.ext = load_inline(name=NAME, extra_cflags=FLAGS,")
+        "self.ext = load_inline(name=NAME,",
+        "FLAGS.append('-DX')\n        self.ext = load_inline(name=NAME, extra_cflags=FLAGS,",
+    )
     assert deferred_calls(flags, exec_source(flags, "cand_flags")) == []  # the module's list, changed first
 
 
@@ -978,8 +1139,10 @@ def test_only_a_handler_of_the_calls_own_function_that_does_not_re_raise_takes_a
     reraised = source.replace("            self.ext = None", "            raise RuntimeError('no kernel')")
     assert deferred_calls(reraised, exec_source(reraised, "cand_reraised"))[0][4] is False  # surfaces anyway
     plain = deferred_source("lazy_outer", 3, "__init__")
-    outer = plain.replace("class ModelNew(nn.Module):", "try:\n  class ModelNew(nn.Module):").replace(
-        "\n    ", "\n      ") + "except ImportError:\n  pass\n"
+    outer = (
+        plain.replace("class ModelNew(nn.Module):", "try:\n  class ModelNew(nn.Module):").replace("\n    ", "\n      ")
+        + "except ImportError:\n  pass\n"
+    )
     assert deferred_calls(outer, exec_source(outer, "cand_outer"))[0][4] is False  # a try around the class
 
 

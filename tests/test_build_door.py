@@ -27,22 +27,47 @@ pytest.importorskip("torch")
 
 LINUX_SANDBOX = linux.landlock_abi() > 0 and os.geteuid() == 0
 HONEST = [
-    ["-O3"], ["-O3", "--use_fast_math"], ["-O2", "-std=c++17"], ["--expt-relaxed-constexpr", "-lineinfo"],
-    ["-arch=sm_90a"], ["-arch", "sm_80"], ["-gencode=arch=compute_90a,code=sm_90a"], ["-Xptxas", "-v"],
-    ["-Xcompiler", "-fopenmp"], ["-DBLOCK=256", "-UNDEBUG", "-DUSE_FP16"], ["-maxrregcount=64"],
-    ["-Wno-deprecated-declarations", "-w"], ["-march=native", "-funroll-loops"], ["--ptxas-options=-v"],
-    ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__"], [" ", ""], ["-I./include"],
-]  # fmt: skip
+    ["-O3"],
+    ["-O3", "--use_fast_math"],
+    ["-O2", "-std=c++17"],
+    ["--expt-relaxed-constexpr", "-lineinfo"],
+    ["-arch=sm_90a"],
+    ["-arch", "sm_80"],
+    ["-gencode=arch=compute_90a,code=sm_90a"],
+    ["-Xptxas", "-v"],
+    ["-Xcompiler", "-fopenmp"],
+    ["-DBLOCK=256", "-UNDEBUG", "-DUSE_FP16"],
+    ["-maxrregcount=64"],
+    ["-Wno-deprecated-declarations", "-w"],
+    ["-march=native", "-funroll-loops"],
+    ["--ptxas-options=-v"],
+    ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__"],
+    [" ", ""],
+    ["-I./include"],
+]
 """Flag lists seen in released KernelBench-style kernels and in what models write: all allowed."""
 ATTACKS = {
-    "-DX=`python3 stage2.py`": "shell", "-DX=$(id)": "shell", "-include /etc/shadow": "reads a file",
-    "-imacros=/root/.netrc": "reads a file", "-B/tmp/evil": "changes where", "-specs=/tmp/x": "specs",
-    "-fplugin=/tmp/p.so": "plugin", "-wrapper=/bin/sh": "another program", "@/tmp/flags": "from a file",
-    "-save-temps=cwd": "intermediate", "-MF/etc/cron.d/x": "dependency", "-o/tmp/out": "output",
-    "-ccbin=/tmp/cc": "host compiler", "-Wl,--wrap=malloc": "linker", "-Xlinker -rpath": "linker",
-    "-I/root": "include folder", "-isystem/etc": "include folder", "-fprofile-generate=/tmp": "allow-list",
-    "-DX=1;id": "shell", "-O3 -DX": "spaces",
-}  # fmt: skip
+    "-DX=`python3 stage2.py`": "shell",
+    "-DX=$(id)": "shell",
+    "-include /etc/shadow": "reads a file",
+    "-imacros=/root/.netrc": "reads a file",
+    "-B/tmp/evil": "changes where",
+    "-specs=/tmp/x": "specs",
+    "-fplugin=/tmp/p.so": "plugin",
+    "-wrapper=/bin/sh": "another program",
+    "@/tmp/flags": "from a file",
+    "-save-temps=cwd": "intermediate",
+    "-MF/etc/cron.d/x": "dependency",
+    "-o/tmp/out": "output",
+    "-ccbin=/tmp/cc": "host compiler",
+    "-Wl,--wrap=malloc": "linker",
+    "-Xlinker -rpath": "linker",
+    "-I/root": "include folder",
+    "-isystem/etc": "include folder",
+    "-fprofile-generate=/tmp": "allow-list",
+    "-DX=1;id": "shell",
+    "-O3 -DX": "spaces",
+}
 """A flag that must be refused, and a word of why."""
 
 
@@ -71,19 +96,36 @@ def test_a_precompiled_header_is_made_only_for_common_host_flags():
     assert build_flags.pch_worthy([]) and build_flags.pch_worthy(["-O3"]) and build_flags.pch_worthy(["-O2", "-g"])
     assert not build_flags.pch_worthy(["-DSEED=1"]) and not build_flags.pch_worthy(["-O3", "-march=native"])
     assert not build_flags.pch_worthy(["-O2", "-O3"]) and not build_flags.pch_worthy(["-w", "-w"])  # order would count
-    orders = [["-O2", "-w", "-DNDEBUG", "-fPIC"], ["-fPIC", "-DNDEBUG", "-w", "-O2"], ["-w", "-O2", "-fPIC", "-DNDEBUG"]]
-    assert all(build_flags.pch_worthy(o) for o in orders) and len({tuple(build_flags.pch_order(o)) for o in orders}) == 1
+    orders = [
+        ["-O2", "-w", "-DNDEBUG", "-fPIC"],
+        ["-fPIC", "-DNDEBUG", "-w", "-O2"],
+        ["-w", "-O2", "-fPIC", "-DNDEBUG"],
+    ]
+    assert (
+        all(build_flags.pch_worthy(o) for o in orders) and len({tuple(build_flags.pch_order(o)) for o in orders}) == 1
+    )
 
 
 @pytest.mark.skipif(not LINUX_SANDBOX, reason="needs root and Landlock for the compiler's sandbox")
 def test_shell_syntax_in_a_candidates_flags_never_runs(tmp_path):
     """The first attack of the round: a flag with a command substitution. Refused before anything is written."""
     marker = tmp_path / f"pwned-{secrets.token_hex(4)}"
-    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=True,
-                             fallback=FallbackMode.SEQUENTIAL).resolved()
-    inputs = {"kind": "inline", "name": "x", "cpp_sources": ["int f() { return 1; }"], "cuda_sources": [],
-              "functions": None, "extra_cflags": [f"-DX=`touch {marker}`"], "extra_cuda_cflags": [],
-              "extra_ldflags": [], "extra_include_paths": [], "with_cuda": False, "is_python_module": True}
+    settings = BuildSettings(
+        cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=True, fallback=FallbackMode.SEQUENTIAL
+    ).resolved()
+    inputs = {
+        "kind": "inline",
+        "name": "x",
+        "cpp_sources": ["int f() { return 1; }"],
+        "cuda_sources": [],
+        "functions": None,
+        "extra_cflags": [f"-DX=`touch {marker}`"],
+        "extra_cuda_cflags": [],
+        "extra_ldflags": [],
+        "extra_include_paths": [],
+        "with_cuda": False,
+        "is_python_module": True,
+    }
     reply, record = serve_build(inputs, settings, None)
     assert reply["status"] == "failed" and "shell" in reply["error"] and "extra_cflags" in reply["error"]
     assert not marker.exists() and not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
@@ -187,11 +229,27 @@ def test_the_compiler_runs_as_an_unprivileged_uid_and_sees_no_secret(tmp_path):
     secret = tmp_path / "secret.h"
     secret.write_text('#error "sk-secret-read"\n')
     os.chmod(secret, 0o600)
-    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=False, light_headers=False,
-                             fallback=FallbackMode.SEQUENTIAL).resolved()  # fmt: skip
-    inputs = {"kind": "inline", "name": "peek", "cpp_sources": [f'#include "{secret}"\nint f() {{ return 1; }}'],
-              "cuda_sources": [], "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
-              "extra_include_paths": [], "with_cuda": False, "is_python_module": True, "no_implicit_headers": True}
+    settings = BuildSettings(
+        cache_dir=str(tmp_path / "cache"),
+        arch="9.0",
+        use_pch=False,
+        light_headers=False,
+        fallback=FallbackMode.SEQUENTIAL,
+    ).resolved()
+    inputs = {
+        "kind": "inline",
+        "name": "peek",
+        "cpp_sources": [f'#include "{secret}"\nint f() {{ return 1; }}'],
+        "cuda_sources": [],
+        "functions": None,
+        "extra_cflags": [],
+        "extra_cuda_cflags": [],
+        "extra_ldflags": [],
+        "extra_include_paths": [],
+        "with_cuda": False,
+        "is_python_module": True,
+        "no_implicit_headers": True,
+    }
     reply, record = serve_build(inputs, settings, None)
     assert reply["status"] == "failed"
     assert "sk-secret-read" not in record.log and "No such file" in record.log
@@ -205,11 +263,27 @@ def test_a_build_cannot_fill_the_disk_and_such_a_failure_is_not_kept(tmp_path, m
     from cudaforge.eval.build import builder
 
     monkeypatch.setattr(builder, "BUILD_BYTES", 32 << 20)
-    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=False, light_headers=False,
-                             fallback=FallbackMode.SEQUENTIAL).resolved()  # fmt: skip
-    inputs = {"kind": "inline", "name": "big", "cpp_sources": ["char a[256 << 20] = {1};\nint f() { return a[0]; }"],
-              "cuda_sources": [], "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
-              "extra_include_paths": [], "with_cuda": False, "is_python_module": True, "no_implicit_headers": True}
+    settings = BuildSettings(
+        cache_dir=str(tmp_path / "cache"),
+        arch="9.0",
+        use_pch=False,
+        light_headers=False,
+        fallback=FallbackMode.SEQUENTIAL,
+    ).resolved()
+    inputs = {
+        "kind": "inline",
+        "name": "big",
+        "cpp_sources": ["char a[256 << 20] = {1};\nint f() { return a[0]; }"],
+        "cuda_sources": [],
+        "functions": None,
+        "extra_cflags": [],
+        "extra_cuda_cflags": [],
+        "extra_ldflags": [],
+        "extra_include_paths": [],
+        "with_cuda": False,
+        "is_python_module": True,
+        "no_implicit_headers": True,
+    }
     reply, record = serve_build(inputs, settings, None)
     assert reply["status"] == "failed" and "No space left on device" in record.log
     kept = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
@@ -225,8 +299,12 @@ def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_pa
     monkeypatch.setattr(intercept, "KEPT_LOG", 1000)
     settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0").resolved()
     records: list = []
-    bad = {"kind": "inline", "name": "x", "cpp_sources": ["int f() { return 1; }"], "extra_cflags": ["-include",
-           "/etc/" + "x" * 5000]}  # fmt: skip
+    bad = {
+        "kind": "inline",
+        "name": "x",
+        "cpp_sources": ["int f() { return 1; }"],
+        "extra_cflags": ["-include", "/etc/" + "x" * 5000],
+    }
     replies = [intercept.serve_build_counted(dict(bad), records, settings, str(tmp_path), None) for _ in range(5)]
     assert len(records) == 3 and all(len(r.log) <= 1000 for r in records)
     assert [r["status"] for r in replies] == ["failed"] * 5 and "more than 3 builds" in replies[-1]["error"]
@@ -238,8 +316,17 @@ def test_no_precompiled_header_is_made_per_macro_set_or_include_folder():
     from cudaforge.eval.build.builder import _Spec, wants_pch
 
     def spec(cflags, includes):
-        return _Spec(name="x", files={}, variants=[], extra_cflags=cflags, extra_cuda_cflags=[], extra_ldflags=[],
-                     extra_include_paths=includes, with_cuda=True, is_python_module=True)
+        return _Spec(
+            name="x",
+            files={},
+            variants=[],
+            extra_cflags=cflags,
+            extra_cuda_cflags=[],
+            extra_ldflags=[],
+            extra_include_paths=includes,
+            with_cuda=True,
+            is_python_module=True,
+        )
 
     assert wants_pch(spec(["-O3"], [])) and wants_pch(spec([], []))
     assert not wants_pch(spec(["-O3"], ["/tmp/cudaforge-cand-1-x"])) and not wants_pch(spec(["-DSEED=7"], []))
@@ -254,11 +341,28 @@ def test_a_compiler_made_to_wait_is_killed_at_the_builds_deadline_and_nothing_is
     os.mkfifo(scratch / "feed.h")
     os.chmod(scratch, 0o755)
     os.chmod(scratch / "feed.h", 0o666)
-    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0", use_pch=False, light_headers=False,
-                             fallback=FallbackMode.SEQUENTIAL, timeout_s=3.0).resolved()  # fmt: skip
-    inputs = {"kind": "inline", "name": "wait", "cpp_sources": [f'#include "{scratch}/feed.h"\nint f() {{ return 1; }}'],
-              "cuda_sources": [], "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
-              "extra_include_paths": [], "with_cuda": False, "is_python_module": True, "no_implicit_headers": True}
+    settings = BuildSettings(
+        cache_dir=str(tmp_path / "cache"),
+        arch="9.0",
+        use_pch=False,
+        light_headers=False,
+        fallback=FallbackMode.SEQUENTIAL,
+        timeout_s=3.0,
+    ).resolved()
+    inputs = {
+        "kind": "inline",
+        "name": "wait",
+        "cpp_sources": [f'#include "{scratch}/feed.h"\nint f() {{ return 1; }}'],
+        "cuda_sources": [],
+        "functions": None,
+        "extra_cflags": [],
+        "extra_cuda_cflags": [],
+        "extra_ldflags": [],
+        "extra_include_paths": [],
+        "with_cuda": False,
+        "is_python_module": True,
+        "no_implicit_headers": True,
+    }
     started = time.monotonic()
     reply, record = serve_build(inputs, settings, None, extra_read=(str(scratch),))
     assert time.monotonic() - started < 30 and reply["status"] == "failed" and "timed out" in record.log
@@ -272,9 +376,19 @@ def test_a_relative_include_folder_in_a_raw_request_is_refused(tmp_path):
     from cudaforge.eval.build.records import BuildRecorder
 
     hooks = _Hooks(BuildSettings(cache_dir=str(tmp_path / "cache")), BuildRecorder(), extra_read=(str(tmp_path),))
-    request = {"kind": "inline", "name": "relinc", "cpp_sources": ['#include "payload.json"'], "cuda_sources": [],
-               "functions": None, "extra_cflags": [], "extra_cuda_cflags": [], "extra_ldflags": [],
-               "extra_include_paths": ["."], "with_cuda": False, "is_python_module": True}  # fmt: skip
+    request = {
+        "kind": "inline",
+        "name": "relinc",
+        "cpp_sources": ['#include "payload.json"'],
+        "cuda_sources": [],
+        "functions": None,
+        "extra_cflags": [],
+        "extra_cuda_cflags": [],
+        "extra_ldflags": [],
+        "extra_include_paths": ["."],
+        "with_cuda": False,
+        "is_python_module": True,
+    }
     with pytest.raises(build_flags.FlagRefused, match="not an absolute path"):
         spec_from_inputs(hooks, request)
     spec, _ = spec_from_inputs(hooks, {**request, "extra_include_paths": [str(tmp_path)]})  # the candidate's own

@@ -53,8 +53,13 @@ def caches(tmp_path: Path) -> CachePaths:
         age(path, 2 * IN_USE_S)
     for folder in (build, build / "pch", build / "triton-own"):
         age(folder, 2 * IN_USE_S)
-    return CachePaths(build=build, pch=build / "pch", profiles=tmp_path / "profile",
-                      llm=tmp_path / "runs" / "llm_cache.sqlite", build_max_gb=20.0)  # fmt: skip
+    return CachePaths(
+        build=build,
+        pch=build / "pch",
+        profiles=tmp_path / "profile",
+        llm=tmp_path / "runs" / "llm_cache.sqlite",
+        build_max_gb=20.0,
+    )
 
 
 def info(paths: CachePaths) -> dict[str, dict]:
@@ -84,7 +89,11 @@ def test_clear_removes_only_the_kind_asked_for(caches, tmp_path):
     assert (caches.build / "notes.txt").exists() and (caches.build / "cpu_shims" / "c10" / "x.h").exists()
     assert (caches.build / "locks" / f"{key(1)}.lock").exists()  # lock files stay (another process may wait on one)
     assert cache_clear(["pch", "triton", "profiles", "llm"], caches) == {
-        "pch": 5000, "triton": 700, "profiles": 300, "llm": 4196}  # fmt: skip
+        "pch": 5000,
+        "triton": 700,
+        "profiles": 300,
+        "llm": 4196,
+    }
     assert (tmp_path / "runs" / "results.jsonl").exists() and (caches.build / "pch").is_dir()
     assert sum(r["bytes"] for r in cache_info(caches)) == 0
 
@@ -114,7 +123,9 @@ def test_entries_in_use_are_left(caches):
 
 
 def test_unknown_kinds_are_refused_and_nothing_is_cleared(caches, capsys):
-    with pytest.raises(UnknownCacheKind, match=r"unknown cache kind 'bogus': known kinds are build, pch, tilelang, triton"):
+    with pytest.raises(
+        UnknownCacheKind, match=r"unknown cache kind 'bogus': known kinds are build, pch, tilelang, triton"
+    ):
         cache_clear(["build", "bogus"], caches)
     assert info(caches)["build"]["entries"] == 2
     assert main_cache(["clear", "bogus"], caches) == 2
@@ -166,16 +177,25 @@ def test_a_cache_hit_touches_its_entry_and_a_new_build_evicts(tmp_path, monkeypa
         write(build / key(i) / "plain" / "m.so", 2000)
         write(build / key(i) / "build.json", 0).write_text(
             '{"status": "built", "variant": "plain", "measures": [], "fallbacks": [], "log": "", '
-            '"log_trimmed": "", "directory": "plain"}')  # fmt: skip
+            '"log_trimmed": "", "directory": "plain"}'
+        )
         age(build / key(i), 3600 * (3 - i))
     hooks = _Hooks(BuildSettings(cache_dir=str(build), max_cache_gb=5000 / GB), BuildRecorder())
 
     def fake_build(spec, k, module_name):
         write(build / k / "plain" / f"{module_name}.so", 2000)
-        return {"status": "built", "variant": "plain", "measures": [], "fallbacks": [], "log": "", "log_trimmed": "",
-                "directory": "plain"}  # fmt: skip
+        return {
+            "status": "built",
+            "variant": "plain",
+            "measures": [],
+            "fallbacks": [],
+            "log": "",
+            "log_trimmed": "",
+            "directory": "plain",
+        }
 
     monkeypatch.setattr(hooks, "_build", fake_build)
+
     def record():
         return BuildRecord(name="m", module_name="m", key="", status="failed", cached=True, seconds=0.0)
 
@@ -189,8 +209,11 @@ def test_a_cache_hit_touches_its_entry_and_a_new_build_evicts(tmp_path, monkeypa
 
 
 def test_paths_from_a_config_and_the_command(tmp_path):
-    cfg = {"eval": {"build_cache_dir": str(tmp_path / "b"), "build_cache_max_gb": 1.5},
-           "profile": {"cache_dir": str(tmp_path / "p")}, "llm_cache": {"path": None}}  # fmt: skip
+    cfg = {
+        "eval": {"build_cache_dir": str(tmp_path / "b"), "build_cache_max_gb": 1.5},
+        "profile": {"cache_dir": str(tmp_path / "p")},
+        "llm_cache": {"path": None},
+    }
     kinds = {k.name: k for k in cache_kinds(cfg)}
     assert kinds["build"].path == (tmp_path / "b").resolve() and kinds["profiles"].path == (tmp_path / "p").resolve()
     assert kinds["llm"].path is None and kinds["llm"].entries() == []
@@ -219,8 +242,12 @@ def test_the_command_takes_its_settings_as_overrides(tmp_path, capsys):
     build = tmp_path / "b"
     write(build / key(1) / "m.so", 3 << 20)
     age(build / key(1), 2 * IN_USE_S)
-    settings = [f"eval.build_cache_dir={build}", "eval.build_cache_max_gb=0", f"profile.cache_dir={tmp_path / 'p'}",
-                f"llm_cache.path={tmp_path / 'r.sqlite'}"]  # fmt: skip
+    settings = [
+        f"eval.build_cache_dir={build}",
+        "eval.build_cache_max_gb=0",
+        f"profile.cache_dir={tmp_path / 'p'}",
+        f"llm_cache.path={tmp_path / 'r.sqlite'}",
+    ]
     assert main_cache(["info", *settings]) == 0
     table = capsys.readouterr().out
     assert "3.0 MB" in table and str(build.resolve()) in table and str(tmp_path / "r.sqlite") in table

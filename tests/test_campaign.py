@@ -15,8 +15,9 @@ from cudaforge.tasks.loader import TaskError
 
 
 def cudaforge(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=900
+    )
 
 
 def test_shards_hold_every_task_once():
@@ -59,8 +60,13 @@ def test_shards_merged_report_the_same_as_one_run(tmp_path):
     whole = cudaforge(*RUN, f"hydra.run.dir={tmp_path / 'whole'}", cwd=tmp_path)
     assert whole.returncode == 0, whole.stderr[-2000:]
     for i in range(2):
-        shard = cudaforge(*RUN, "suite.shard_count=2", f"suite.shard_index={i}",
-                          f"hydra.run.dir={tmp_path / f'shard_{i}'}", cwd=tmp_path)  # fmt: skip
+        shard = cudaforge(
+            *RUN,
+            "suite.shard_count=2",
+            f"suite.shard_index={i}",
+            f"hydra.run.dir={tmp_path / f'shard_{i}'}",
+            cwd=tmp_path,
+        )
         assert shard.returncode == 0, shard.stderr[-2000:]
     shards = [str(tmp_path / f"shard_{i}") for i in range(2)]
     merged = cudaforge("merge", *shards, f"out={tmp_path / 'merged'}", cwd=tmp_path)
@@ -76,8 +82,14 @@ def test_shards_merged_report_the_same_as_one_run(tmp_path):
     assert len((tmp_path / "merged" / "results.jsonl").read_text().splitlines()) == 3
     report = cudaforge("report", str(tmp_path / "merged"), f"report.out_dir={tmp_path / 'rep'}", cwd=tmp_path)
     assert report.returncode == 0, report.stderr[-2000:]
-    other = cudaforge(*RUN, "suite.shard_count=2", "suite.shard_index=0", "eval.timing_trials=7",
-                      f"hydra.run.dir={tmp_path / 'other'}", cwd=tmp_path)  # fmt: skip
+    other = cudaforge(
+        *RUN,
+        "suite.shard_count=2",
+        "suite.shard_index=0",
+        "eval.timing_trials=7",
+        f"hydra.run.dir={tmp_path / 'other'}",
+        cwd=tmp_path,
+    )
     assert other.returncode == 0
     refused = cudaforge("merge", shards[0], str(tmp_path / "other"), f"out={tmp_path / 'm2'}", cwd=tmp_path)
     assert refused.returncode == 2 and "eval.timing_trials: 100 vs 7" in refused.stderr

@@ -25,7 +25,9 @@ ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disa
 @pytest.fixture
 def cluster():
     """A Ray head with no CPU of its own (the driver's) and two one-CPU worker nodes."""
-    cluster = ray_cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    cluster = ray_cluster_utils.Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}
+    )
     cluster.add_node(num_cpus=1)
     cluster.add_node(num_cpus=1)
     yield cluster
@@ -33,14 +35,26 @@ def cluster():
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "cudaforge.cli", *args],
+        cwd=cwd,
+        env=ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_a_ray_run_equals_a_local_run_and_survives_a_lost_node(cluster, tmp_path):
     work, run_dir = tmp_path / "work", tmp_path / "ray"
-    driver = start(*RUN, "campaign.engine=ray", f"campaign.address={cluster.address}", f"campaign.work_dir={work}",
-                   f"hydra.run.dir={run_dir}", cwd=tmp_path)  # fmt: skip
+    driver = start(
+        *RUN,
+        "campaign.engine=ray",
+        f"campaign.address={cluster.address}",
+        f"campaign.work_dir={work}",
+        f"hydra.run.dir={run_dir}",
+        cwd=tmp_path,
+    )
     deadline = time.monotonic() + 300
     while driver.poll() is None and len(list(work.glob("*"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)  # each worker node has one CPU: two task folders means a task in flight on each node
@@ -52,8 +66,14 @@ def test_a_ray_run_equals_a_local_run_and_survives_a_lost_node(cluster, tmp_path
     assert driver.returncode == 0, out[-3000:] + err[-3000:]
     assert "campaign on Ray" in out and "3/3 correct" in out
 
-    local = subprocess.run([sys.executable, "-m", "cudaforge.cli", *RUN, f"hydra.run.dir={tmp_path / 'local'}"],
-                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)  # fmt: skip
+    local = subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *RUN, f"hydra.run.dir={tmp_path / 'local'}"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert local.returncode == 0, local.stderr[-2000:]
     assert report_rows(run_dir, tmp_path) == report_rows(tmp_path / "local", tmp_path)
     results = [json.loads(line)["task_id"] for line in (run_dir / "results.jsonl").read_text().splitlines()]
@@ -61,24 +81,52 @@ def test_a_ray_run_equals_a_local_run_and_survives_a_lost_node(cluster, tmp_path
     rows = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
     paid = Counter(row["request_key"] for row in rows if not row["cache_hit"])
     assert paid and max(paid.values()) == 1  # no call paid twice, the lost task's included
-    local_keys = {json.loads(line)["request_key"] for line in (tmp_path / "local" / "ledger.jsonl").read_text().splitlines()}
+    local_keys = {
+        json.loads(line)["request_key"] for line in (tmp_path / "local" / "ledger.jsonl").read_text().splitlines()
+    }
     assert set(paid) == local_keys
     for task in results:  # each task's folder came back whole
         assert any((run_dir / "tasks").glob(f"{task.replace('/', '__')}/round_*"))
 
-    again = subprocess.run([sys.executable, "-m", "cudaforge.cli", *RUN, "campaign.engine=ray",
-                            f"campaign.address={cluster.address}", f"campaign.work_dir={work}",
-                            f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                           timeout=600)  # fmt: skip
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            *RUN,
+            "campaign.engine=ray",
+            f"campaign.address={cluster.address}",
+            f"campaign.work_dir={work}",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert again.returncode == 0 and "0 tasks to run" in again.stdout and "3 already finished" in again.stdout
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == 3  # a resume runs and pays nothing
 
 
 def test_a_campaign_that_cannot_be_placed_is_refused_in_one_line(cluster, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "cudaforge.cli", *RUN, "campaign.engine=ray",
-                          f"campaign.address={cluster.address}", "campaign.gpus_per_task=1",
-                          f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, env=ENV, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            *RUN,
+            "campaign.engine=ray",
+            f"campaign.address={cluster.address}",
+            "campaign.gpus_per_task=1",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "campaign.gpus_per_task=1 but the Ray cluster has no GPU" in out.stderr
     assert not (tmp_path / "run").exists()  # nothing left behind by a refused run

@@ -88,8 +88,13 @@ def test_usage_and_unknown_subcommand():
 @pytest.mark.slow
 def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    out = cudaforge("profile", "suite=tiny", "task=tiny/level1/3_MatmulBiasReLU",
-                    "candidate=benchmarks/candidates/cuda_matmul_bias_relu.py", f"output={tmp_path / 'p.json'}")
+    out = cudaforge(
+        "profile",
+        "suite=tiny",
+        "task=tiny/level1/3_MatmulBiasReLU",
+        "candidate=benchmarks/candidates/cuda_matmul_bias_relu.py",
+        f"output={tmp_path / 'p.json'}",
+    )
     assert out.returncode == 0, out.stderr
     assert "profile unavailable (cudaforge24)" in out.stdout and "3.355e+07 FLOP" in out.stdout
     assert '"status": "unavailable"' in (tmp_path / "p.json").read_text()
@@ -97,27 +102,46 @@ def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
     assert missing.returncode == 2 and "no such candidate" in missing.stderr
 
 
-@pytest.mark.parametrize("args, line", [
-    (["run", "suite=tinyy"], "cudaforge run: error: no option 'tinyy' in config group suite; did you mean suite=tiny? "
-     "(options: file, kernelbench, kernelbench_dstar, kernelbench_hf, main, tiny)"),
-    (["run", "strategy.max_roundz=3"], "cudaforge run: error: no config key 'strategy.max_roundz'; did you mean "
-     "strategy.max_rounds or strategy.memory_rounds or strategy.max_minutes? (docs/configuration.md lists every key)"),
-    (["run", "strategy.max_rounds=0"], "cudaforge run: error: strategy.max_rounds=0: must be at least 1"),
-    (["run", "concurrency=0"], "cudaforge run: error: concurrency=0: must be at least 1"),
-    (["run", "strategy.max_dollars=-1"], "cudaforge run: error: strategy.max_dollars=-1.0: must be positive, or null "
-     "for no budget"),
-    (["run", "strategy.max_rounds=abc"], "cudaforge run: error: strategy.max_rounds=abc: Value 'abc' of type 'str' "
-     "could not be converted to Integer"),
-    (["tasks", "list", "experiment=cudaforge_tabel1"], "cudaforge tasks list: error: no option 'cudaforge_tabel1' in "
-     "config group experiment; did you mean experiment=cudaforge_table1 or experiment=cudaforge_dstar or "
-     "experiment=cudaforge_strategies? (options: cudaforge_coder_models, cudaforge_dstar, cudaforge_gpus, "
-     "cudaforge_judge_models, cudaforge_metric_sets, cudaforge_rounds, cudaforge_strategies, cudaforge_table1, "
-     "demo_strategies, offline_demo, skill_with, skill_without)"),
-    (["eval", "task=1_GELUU", "candidate=x.py"], "cudaforge eval: error: no task '1_GELUU' in any bundled suite; did "
-     "you mean main/level1/1_GELU, tiny/level1/1_ReLU?"),
-])  # fmt: skip
-def test_usage_errors_are_one_line_with_the_nearest_names_and_leave_nothing(args, line, tmp_path, capsys,
-                                                                           monkeypatch):
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["run", "suite=tinyy"],
+            "cudaforge run: error: no option 'tinyy' in config group suite; did you mean suite=tiny? "
+            "(options: file, kernelbench, kernelbench_dstar, kernelbench_hf, main, tiny)",
+        ),
+        (
+            ["run", "strategy.max_roundz=3"],
+            "cudaforge run: error: no config key 'strategy.max_roundz'; did you mean "
+            "strategy.max_rounds or strategy.memory_rounds or strategy.max_minutes? (docs/configuration.md lists every key)",
+        ),
+        (["run", "strategy.max_rounds=0"], "cudaforge run: error: strategy.max_rounds=0: must be at least 1"),
+        (["run", "concurrency=0"], "cudaforge run: error: concurrency=0: must be at least 1"),
+        (
+            ["run", "strategy.max_dollars=-1"],
+            "cudaforge run: error: strategy.max_dollars=-1.0: must be positive, or null for no budget",
+        ),
+        (
+            ["run", "strategy.max_rounds=abc"],
+            "cudaforge run: error: strategy.max_rounds=abc: Value 'abc' of type 'str' "
+            "could not be converted to Integer",
+        ),
+        (
+            ["tasks", "list", "experiment=cudaforge_tabel1"],
+            "cudaforge tasks list: error: no option 'cudaforge_tabel1' in "
+            "config group experiment; did you mean experiment=cudaforge_table1 or experiment=cudaforge_dstar or "
+            "experiment=cudaforge_strategies? (options: cudaforge_coder_models, cudaforge_dstar, cudaforge_gpus, "
+            "cudaforge_judge_models, cudaforge_metric_sets, cudaforge_rounds, cudaforge_strategies, cudaforge_table1, "
+            "demo_strategies, offline_demo, skill_with, skill_without)",
+        ),
+        (
+            ["eval", "task=1_GELUU", "candidate=x.py"],
+            "cudaforge eval: error: no task '1_GELUU' in any bundled suite; did "
+            "you mean main/level1/1_GELU, tiny/level1/1_ReLU?",
+        ),
+    ],
+)
+def test_usage_errors_are_one_line_with_the_nearest_names_and_leave_nothing(args, line, tmp_path, capsys, monkeypatch):
     from cudaforge.cli import main
 
     monkeypatch.chdir(tmp_path)
@@ -146,9 +170,28 @@ def test_a_model_without_its_key_is_refused_at_once(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("command", ["run", "eval", "profile", "baseline", "report", "export", "skill distill",
-                                     "skill compare", "tasks list", "tasks audit", "tasks diff", "doctor",
-                                     "cache", "rescore", "merge", "plan", "repair"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "run",
+        "eval",
+        "profile",
+        "baseline",
+        "report",
+        "export",
+        "skill distill",
+        "skill compare",
+        "tasks list",
+        "tasks audit",
+        "tasks diff",
+        "doctor",
+        "cache",
+        "rescore",
+        "merge",
+        "plan",
+        "repair",
+    ],
+)
 def test_each_subcommand_has_a_short_help_of_its_own(command, capsys):
     from cudaforge.cli import main
 
@@ -200,8 +243,9 @@ def test_doctor_says_what_stops_a_run(monkeypatch):
     fit = [line for line in paid.stdout.splitlines() if line[3:13].strip() == "fit"]
     if not torch.cuda.is_available():
         assert paid.returncode == 1 and fit[0].startswith("x") and "no GPU here" in fit[0], paid.stdout
-        assert any("- " == line[:2] and "no GPU here" in line and "offline demo" in line
-                   for line in ok.stdout.splitlines())  # the free demo: said, not blocking
+        assert any(
+            "- " == line[:2] and "no GPU here" in line and "offline demo" in line for line in ok.stdout.splitlines()
+        )  # the free demo: said, not blocking
     elif not shutil.which("ncu"):
         assert paid.returncode == 1 and "no Nsight Compute" in fit[0]
     else:
@@ -216,8 +260,10 @@ def test_sweeps_are_not_refused_by_the_override_check():
     register_configs()
     assert check_overrides(["experiment=cudaforge_strategies", "suite.levels=[1]"], CONFIG_DIR, []) is None
     said = check_overrides(["strategy=one_shot,self_refine"], CONFIG_DIR, [])
-    assert said == ("strategy=one_shot,self_refine: several values are a sweep: add -m "
-                    "(cudaforge run -m strategy=one_shot,self_refine)")
+    assert said == (
+        "strategy=one_shot,self_refine: several values are a sweep: add -m "
+        "(cudaforge run -m strategy=one_shot,self_refine)"
+    )
 
 
 def test_tasks_diff_lists_the_problems_two_sets_hold_differently(kernelbench_root, tmp_path, capsys):
@@ -237,9 +283,12 @@ def test_tasks_diff_lists_the_problems_two_sets_hold_differently(kernelbench_roo
     (other / "level1" / "7_New.py").write_text(problem_source(7.0))
     assert main(["tasks", "diff", str(kernelbench_root), str(other)]) == 1
     lines = capsys.readouterr().out.strip().splitlines()[2:]
-    assert [" ".join(line.split()[:2 if line.startswith("changed") else 4]) for line in lines[:-1]] == [
-        "only in A level1/1_Relu_a", "changed level1/2_Relu_b", "only in B level1/7_New",
-        "changed level2/1_Relu_fused"]
+    assert [" ".join(line.split()[: 2 if line.startswith("changed") else 4]) for line in lines[:-1]] == [
+        "only in A level1/1_Relu_a",
+        "changed level1/2_Relu_b",
+        "only in B level1/7_New",
+        "changed level2/1_Relu_fused",
+    ]
     assert "Relu_fused -> Relu_renamed" in lines[3]
     assert lines[-1] == "0 problems the same, 2 changed, 1 only in A, 1 only in B"
     assert main(["tasks", "diff", str(kernelbench_root), str(tmp_path / "none")]) == 2
@@ -254,7 +303,10 @@ def test_a_run_directory_with_a_corrupt_database_is_one_line_and_left_as_it_is(t
     out = cudaforge("run", f"hydra.run.dir={run}", cwd=tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     [line] = [ln for ln in out.stderr.splitlines() if ln.startswith("cudaforge run: error:")]
-    assert "checkpoints.sqlite is not a readable SQLite database" in line and f"cudaforge repair {tmp_path / 'run'}" in line
+    assert (
+        "checkpoints.sqlite is not a readable SQLite database" in line
+        and f"cudaforge repair {tmp_path / 'run'}" in line
+    )
     assert (run / "checkpoints.sqlite").read_bytes() == b"not a database" * 512
 
 
@@ -268,18 +320,25 @@ def test_a_run_asking_for_a_language_this_machine_lacks_stops_before_it_starts(t
     monkeypatch.chdir(tmp_path)
     code = main(["run", "strategy.backend=tilelang", f"hydra.run.dir={tmp_path / 'run'}"])
     err = capsys.readouterr().err
-    assert code == 2 and err.strip() == ("cudaforge run: error: strategy.backend=tilelang: TileLang kernels need the "
-                                         "Python module tilelang, which this interpreter cannot import: pip install "
-                                         "tilelang (tested with 0.1.15)")  # fmt: skip
+    assert code == 2 and err.strip() == (
+        "cudaforge run: error: strategy.backend=tilelang: TileLang kernels need the "
+        "Python module tilelang, which this interpreter cannot import: pip install "
+        "tilelang (tested with 0.1.15)"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_home_relative_root_works_as_the_docs_write_it(kernelbench_root, tmp_path):
     """The shell leaves `~` after `=` as it is; the CLI writes the home folder out before Hydra parses it."""
     env = {**os.environ, "HOME": str(kernelbench_root.parent)}
-    out = subprocess.run([sys.executable, "-m", "cudaforge.cli", "tasks", "list", "suite=kernelbench",
-                          "suite.root=~/KernelBench"], capture_output=True, text=True, cwd=tmp_path, env=env,
-                         timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", "tasks", "list", "suite=kernelbench", "suite.root=~/KernelBench"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "1_Relu_a" in out.stdout and "LexerNoViableAlt" not in out.stderr
 

@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from test_report import write_run
 
 from cudaforge.eval.baseline import Baseline
 from cudaforge.eval.compile_beside import CACHE_DIR, cache_key, compile_beside
@@ -15,7 +16,6 @@ from cudaforge.eval.evaluator import _default_eval_config
 from cudaforge.report import build_report
 from cudaforge.report.stats import speedup_over_compile
 from cudaforge.types import Task, TaskResult, TimingStats
-from test_report import write_run
 
 TASK = Task(id="t/level1/1_A", suite="t", level=1, problem_id=1, name="A", source="class Model: pass\n")
 
@@ -37,7 +37,12 @@ def test_a_pair_is_cached_per_task_gpu_torch_mode_and_timing(tmp_path):
     (tmp_path / CACHE_DIR / f"{key}.json").write_text(json.dumps(stored.to_dict()))
     record = compile_beside(TASK, "0", "H200", cfg, tmp_path)
     assert record["cached"] and record["status"] == "ok" and record["compile_over_eager"] == 4.0
-    assert (record["eager_ms"], record["compile_ms"], record["mode"], record["gpu"]) == (2.0, 0.5, "max-autotune", "H200")
+    assert (record["eager_ms"], record["compile_ms"], record["mode"], record["gpu"]) == (
+        2.0,
+        0.5,
+        "max-autotune",
+        "H200",
+    )
     # on another GPU model nothing is cached: the measurement needs a GPU, and without one it says so, uncached
     missing = compile_beside(TASK, None, "H100", cfg, tmp_path)
     assert missing["status"] == "unavailable" and missing["compile_over_eager"] is None and not missing["cached"]
@@ -73,8 +78,11 @@ def test_the_report_gives_speedups_over_torch_compile_by_hand(tmp_path):
 def test_a_graph_replaying_compile_slower_than_eager_is_explained_in_the_notes(tmp_path):
     """max-autotune copies each call's new inputs into its CUDA graph: the H200 measured it slower than eager on
     standalone elementwise tasks. The report says so where it happened, and not where compile was faster."""
-    slower = build_report([write_run(tmp_path / "a", [_result("t/level1/1_A", 1.0, 0.45), _result("t/level1/2_B", 1.5, 1.2)])],
-                          bootstrap=0, fast_p=[1])  # fmt: skip
+    slower = build_report(
+        [write_run(tmp_path / "a", [_result("t/level1/1_A", 1.0, 0.45), _result("t/level1/2_B", 1.5, 1.2)])],
+        bootstrap=0,
+        fast_p=[1],
+    )
     note = next(n for n in slower.notes if "vs compile" in n)
     assert "In 1 of 2 pair(s) torch.compile was slower than eager" in note and "no-cudagraphs" in note
     faster = build_report([write_run(tmp_path / "b", [_result("t/level1/1_A", 1.0, 1.2)])], bootstrap=0, fast_p=[1])
@@ -90,8 +98,12 @@ def test_a_protocol_the_pair_cannot_match_measures_nothing(tmp_path):
 
 
 def test_a_run_without_pairs_shows_no_compile_figure_beside_one_with_them(tmp_path):
-    with_pairs = write_run(tmp_path / "a", [_result("t/level1/1_A", 3.0, 1.5), _result("t/level1/2_B", None, None, False)])
-    without = write_run(tmp_path / "b", [_result("t/level1/1_A", 3.0, None), _result("t/level1/2_B", None, None, False)])
+    with_pairs = write_run(
+        tmp_path / "a", [_result("t/level1/1_A", 3.0, 1.5), _result("t/level1/2_B", None, None, False)]
+    )
+    without = write_run(
+        tmp_path / "b", [_result("t/level1/1_A", 3.0, None), _result("t/level1/2_B", None, None, False)]
+    )
     report = build_report([with_pairs, without], bootstrap=0, fast_p=[0, 1])
     a, b = (row.values for row in report.rows("overall"))
     assert a["fast_1_compile_pct"].value == 50.0 and b["fast_1_compile_pct"].value is None

@@ -61,10 +61,16 @@ def test_the_agents_group_picks_the_prompts():
 
     default = OmegaConf.to_object(compose_with([])).agents
     assert (default.template_set, default.judge_metrics, default.gpu_spec) == (
-        TemplateSetName.default, JudgeMetrics.all, "local")  # fmt: skip
+        TemplateSetName.default,
+        JudgeMetrics.all,
+        "local",
+    )
     paper = OmegaConf.to_object(compose_with(["agents=cudaforge_paper", "agents.gpu_spec=quadro-rtx-6000"])).agents
     assert (paper.template_set, paper.judge_metrics, paper.gpu_spec) == (
-        TemplateSetName.cudaforge_paper, JudgeMetrics.cudaforge24, "quadro-rtx-6000")  # fmt: skip
+        TemplateSetName.cudaforge_paper,
+        JudgeMetrics.cudaforge24,
+        "quadro-rtx-6000",
+    )
     for bad in ["agents.judge_metrics=top10", "agents.template_set=paper"]:
         with pytest.raises(ConfigCompositionException):
             compose_with([bad])
@@ -128,8 +134,10 @@ def test_the_layers_that_only_need_a_path_or_their_settings_do_not_load_hydra():
     import subprocess
     import sys
 
-    code = ("import sys, cudaforge.config, cudaforge.eval.evaluator, cudaforge.agents.prompts, cudaforge.report.published; "
-            "print('hydra' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys, cudaforge.config, cudaforge.eval.evaluator, cudaforge.agents.prompts, cudaforge.report.published; "
+        "print('hydra' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr[-2000:]
 
@@ -145,8 +153,11 @@ def test_no_enum_is_defined_twice():
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and any("Enum" in ast.unparse(b) for b in node.bases):
-                values = frozenset(ast.unparse(s.value) for s in node.body
-                                   if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant))  # fmt: skip
+                values = frozenset(
+                    ast.unparse(s.value)
+                    for s in node.body
+                    if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)
+                )
                 if values:
                     seen[values].append(f"{path.relative_to(package)}:{node.name}")
     assert not {tuple(sorted(v)): places for v, places in seen.items() if len(places) > 1}
@@ -179,16 +190,21 @@ def test_the_paper_overlays_profile_as_the_authors_ncu_does_and_bad_ncu_values_a
     plain = compose_with([])
     assert (plain.profile.units, plain.profile.clock_control) == ("base", "none")  # ours
     assert check_values(compose_with(["profile.units=kb"])) == ["profile.units=kb: must be one of base, auto"]
-    assert check_values(compose_with(["profile.clock_control=max"])) == \
-        ["profile.clock_control=max: must be one of none, base"]
+    assert check_values(compose_with(["profile.clock_control=max"])) == [
+        "profile.clock_control=max: must be one of none, base"
+    ]
 
 
 def test_the_table1_overlay_with_the_authors_prompts_composes_their_protocol_whole():
     cfg = compose_with(["experiment=cudaforge_table1", "agents=cudaforge_authors", "agents.authors_root=/their/repo"])
     e = cfg.eval
     # their timing and tolerances (eval=cudaforge_paper), and only their checks deciding the verdict
-    assert (e.weights.value, e.poison_memory, e.stricter_checks_decide, e.guards_enforce) == \
-        ("authors", False, False, False)
+    assert (e.weights.value, e.poison_memory, e.stricter_checks_decide, e.guards_enforce) == (
+        "authors",
+        False,
+        False,
+        False,
+    )
     assert e.timing_lead_us == 0 and e.correctness_trials == 1 and not e.check_variants
     assert cfg.agents.template_set.value == "cudaforge_authors" and cfg.agents.judge_metrics.value == "cudaforge24"
     assert (cfg.strategy.max_follow_ups, cfg.strategy.profiled_kernel.value, cfg.strategy.max_rounds) == (0, "best", 10)

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, problem_source
 
 pytestmark = pytest.mark.slow
@@ -58,13 +57,37 @@ def help_commands() -> list[tuple[str, str]]:
 
 SYNOPSIS = re.compile(r"\[|\|| \.\.\. |\.\.\.$")
 """A usage synopsis, not a command (`[RUN_DIR ...]`, `format=sft|trajectories`, `shard_1 ... out=`)."""
-COMMANDS = [c for c in dict.fromkeys(doc_commands() + help_commands()) if not SYNOPSIS.search(c[1].replace("[1]", "").
-            replace("[1,2]", "").replace("[cudaforge_strategies]", "").replace("[cudaforge_table1]", "")
-            .replace("[*Norm*]", ""))]  # fmt: skip
+COMMANDS = [
+    c
+    for c in dict.fromkeys(doc_commands() + help_commands())
+    if not SYNOPSIS.search(
+        c[1]
+        .replace("[1]", "")
+        .replace("[1,2]", "")
+        .replace("[cudaforge_strategies]", "")
+        .replace("[cudaforge_table1]", "")
+        .replace("[*Norm*]", "")
+    )
+]
 
-REFUSALS = ("pip install", "offline demo", "does not cover", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "needs a GPU", "no GPU", "not answering", "Ray", "slurm",
-            "launcher", "HOSTED_VLLM_API_KEY", "nodename nor servname", "Name or service not known",
-            "suite.allow_other_problem_set", "agents.authors_root")  # no copy of the authors' KernelBench or repository
+REFUSALS = (
+    "pip install",
+    "offline demo",
+    "does not cover",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "needs a GPU",
+    "no GPU",
+    "not answering",
+    "Ray",
+    "slurm",
+    "launcher",
+    "HOSTED_VLLM_API_KEY",
+    "nodename nor servname",
+    "Name or service not known",
+    "suite.allow_other_problem_set",
+    "agents.authors_root",
+)  # no copy of the authors' KernelBench or repository
 """What a clean refusal may be about on this machine."""
 
 
@@ -85,14 +108,40 @@ def world(tmp_path_factory):
         shutil.copytree(kb, home / other)
     for name in ("benchmarks", "cudaforge"):  # the --help examples name files of the checkout, relative to it
         (home / name).symlink_to(REPO / name)
-    run = subprocess.run([sys.executable, "-m", "cudaforge.cli", "run", "tracker=disabled",
-                          f"hydra.run.dir={home / 'outputs/runs/quick'}"], cwd=home, env=env, capture_output=True,
-                         text=True, timeout=900)  # fmt: skip
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "run",
+            "tracker=disabled",
+            f"hydra.run.dir={home / 'outputs/runs/quick'}",
+        ],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     sweep = home / "outputs" / "multirun" / "sweep"
-    out = subprocess.run([sys.executable, "-m", "cudaforge.cli", "run", "-m", "strategy=cudaforge,one_shot",
-                          "tracker=disabled", f"hydra.sweep.dir={sweep}"], cwd=home, env=env, capture_output=True,
-                         text=True, timeout=900)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "run",
+            "-m",
+            "strategy=cudaforge,one_shot",
+            "tracker=disabled",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode in (0, 1) and len([p for p in sweep.iterdir() if p.is_dir()]) == 2, out.stderr[-2000:]
     for name in ("k.py", "my_gelu.py", "my_op_kernel.py"):
         shutil.copy(CANDIDATES / "triton_relu.py", home / name)
@@ -101,9 +150,23 @@ def world(tmp_path_factory):
     shutil.copytree(REPO / "cudaforge" / "resources" / "suites" / "main", home / "my_suite")
     (home / "my_prompts").mkdir()
     shutil.copy(REPO / "cudaforge/resources/agents/coder/first_attempt.j2", home / "my_prompts" / "terse.j2")
-    audit = subprocess.run([sys.executable, "-m", "cudaforge.cli", "tasks", "audit", "suite=kernelbench",
-                            f"suite.root={kb}", f"output={home / 'kernelbench_audit.json'}"], cwd=home, env=env,
-                           capture_output=True, text=True, timeout=900)  # fmt: skip
+    audit = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "tasks",
+            "audit",
+            "suite=kernelbench",
+            f"suite.root={kb}",
+            f"output={home / 'kernelbench_audit.json'}",
+        ],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert audit.returncode in (0, 1) and (home / "kernelbench_audit.json").is_file(), audit.stderr[-2000:]
     (home / "my_configs" / "experiment").mkdir(parents=True)
     (home / "my_configs" / "experiment" / "MINE.yaml").write_text("# @package _global_\nstrategy:\n  max_rounds: 1\n")
@@ -112,20 +175,48 @@ def world(tmp_path_factory):
 
 def fill(command: str, home: Path, run: Path, sweep: Path, kb: Path, tmp: Path) -> str:
     text = command
-    for pattern in (r"outputs/multirun/<date>/\*", r"outputs/multirun/2026-12-02_10-00-00/0_strategy-cudaforge",
-                    r"outputs/multirun/2026-12-02_10-00-00", r"\bSWEEP_DIR\b"):  # fmt: skip
-        text = re.sub(pattern, str(sweep / "*") if "*" in pattern else (str(next(p for p in sorted(sweep.iterdir()) if p.is_dir())) if "0_strategy" in pattern else str(sweep)), text)
-    for pattern in (r"outputs/runs/<rescore dir>", r"outputs/runs/<date>", r"outputs/runs/20\d\d-\d\d-\d\d_\d\d-\d\d-\d\d",
-                    r"outputs/runs/PILOT", r"outputs/runs/[AB]\b", r"\bOLD_RUN\b", r"runs/table1/merged",
-                    r"runs/table1/shard_3", r"runs/table1(?=\s|$)", r"\bRUN_(?:DIR|A|B|WITH)\b", r"\bRUN\b"):  # fmt: skip
+    for pattern in (
+        r"outputs/multirun/<date>/\*",
+        r"outputs/multirun/2026-12-02_10-00-00/0_strategy-cudaforge",
+        r"outputs/multirun/2026-12-02_10-00-00",
+        r"\bSWEEP_DIR\b",
+    ):
+        text = re.sub(
+            pattern,
+            str(sweep / "*")
+            if "*" in pattern
+            else (
+                str(next(p for p in sorted(sweep.iterdir()) if p.is_dir())) if "0_strategy" in pattern else str(sweep)
+            ),
+            text,
+        )
+    for pattern in (
+        r"outputs/runs/<rescore dir>",
+        r"outputs/runs/<date>",
+        r"outputs/runs/20\d\d-\d\d-\d\d_\d\d-\d\d-\d\d",
+        r"outputs/runs/PILOT",
+        r"outputs/runs/[AB]\b",
+        r"\bOLD_RUN\b",
+        r"runs/table1/merged",
+        r"runs/table1/shard_3",
+        r"runs/table1(?=\s|$)",
+        r"\bRUN_(?:DIR|A|B|WITH)\b",
+        r"\bRUN\b",
+    ):
         text = re.sub(pattern, str(run), text)
     other = sorted(p for p in sweep.iterdir() if p.is_dir())[-1]  # a second run, where a command wants two
     text = re.sub(r"\bRUN_WITHOUT\b", str(other), text)
-    for pattern in (r"PATH/TO/CudaForge/KernelBench", r"/shared/KernelBench/KernelBench", r"(?<![\w/~.])CudaForge/KernelBench",
-                    r"suite\.root=PATH\b"):  # fmt: skip
+    for pattern in (
+        r"PATH/TO/CudaForge/KernelBench",
+        r"/shared/KernelBench/KernelBench",
+        r"(?<![\w/~.])CudaForge/KernelBench",
+        r"suite\.root=PATH\b",
+    ):
         text = re.sub(pattern, ("suite.root=" if pattern.startswith("suite") else "") + str(kb), text)
     text = text.replace("campaign/shard_*", "campaign/shard_0 campaign/shard_1 campaign/shard_2")
-    text = text.replace("out=campaign/merged", f"out={tmp / 'merged'}").replace("out=outputs/runs/table1", f"out={tmp / 'merged'}")
+    text = text.replace("out=campaign/merged", f"out={tmp / 'merged'}").replace(
+        "out=outputs/runs/table1", f"out={tmp / 'merged'}"
+    )
     text = re.sub(r"/nfs/[ab]/shard_\d", str(run), text)
     return text.replace("$SLURM_ARRAY_TASK_ID", "3").replace("$HOME", str(home))
 
@@ -162,18 +253,33 @@ def test_each_documented_command_runs_as_written(where, command, world, tmp_path
 
         name = "NAME" if served.group(2) == "NAME" else served.group(2)
         with StandInServer(name, port=int(served.group(1))):
-            out = subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=home, env=env,
-                                 capture_output=True, text=True, timeout=900)  # fmt: skip
+            out = subprocess.run(
+                [sys.executable, "-m", "cudaforge.cli", *args],
+                cwd=home,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
         assert out.returncode == 0, f"{where}: {command}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
         return
-    out = subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=home, env=env, capture_output=True,
-                         text=True, timeout=900)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args], cwd=home, env=env, capture_output=True, text=True, timeout=900
+    )
     said = f"{where}: {command}\n(as run: {' '.join(args)})\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
     assert "Traceback" not in out.stderr, said
     if out.returncode == 2:
         last = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ""
         assert last.startswith("cudaforge") and any(r in out.stderr for r in REFUSALS), said
         return
-    verdicts = args[:1] in (["run"], ["eval"], ["rescore"], ["merge"], ["doctor"], ["tasks"], ["profile"],
-                            ["integrate"])  # integrate: 1 is its verdict, the patched model not correct (or nothing to patch)
+    verdicts = args[:1] in (
+        ["run"],
+        ["eval"],
+        ["rescore"],
+        ["merge"],
+        ["doctor"],
+        ["tasks"],
+        ["profile"],
+        ["integrate"],
+    )  # integrate: 1 is its verdict, the patched model not correct (or nothing to patch)
     assert out.returncode == 0 or (verdicts and out.returncode in (1, 3)), said

@@ -39,8 +39,12 @@ def disk_groups() -> dict[str, set[str]]:
 def main_defaults() -> dict[str, str | None]:
     """The main config's choice per group (``override hydra/launcher`` counted as ``hydra/launcher``)."""
     defaults = yaml.safe_load((CONFIG_DIR / "cudaforge.yaml").read_text())["defaults"]
-    return {key.removeprefix("override "): value for item in defaults if isinstance(item, dict)
-            for key, value in item.items()}  # fmt: skip
+    return {
+        key.removeprefix("override "): value
+        for item in defaults
+        if isinstance(item, dict)
+        for key, value in item.items()
+    }
 
 
 def prose_lines(text: str):
@@ -84,7 +88,7 @@ def fields_paragraph(lines: list[str]) -> str:
     """The paragraph that starts with ``Fields:``, joined into one line ("" when there is none)."""
     for i, line in enumerate(lines):
         if line.startswith("Fields:"):
-            rest = lines[i + 1:]
+            rest = lines[i + 1 :]
             end = next((j for j, text in enumerate(rest) if not text.strip()), len(rest))
             return " ".join([line, *rest[:end]])
     return ""
@@ -183,8 +187,11 @@ def test_top_level_keys_are_the_configs_keys_outside_the_groups():
 def split_tables(text: str) -> list[int]:
     """Line numbers of table rows that follow a blank line right after another table row (a split table)."""
     lines = list(prose_lines(text))
-    return [number for (_, before), (_, blank), (number, line) in zip(lines, lines[1:], lines[2:])
-            if line.startswith("|") and not blank.strip() and before.startswith("|")]  # fmt: skip
+    return [
+        number
+        for (_, before), (_, blank), (number, line) in zip(lines, lines[1:], lines[2:])
+        if line.startswith("|") and not blank.strip() and before.startswith("|")
+    ]
 
 
 def dead_links(path: Path) -> list[str]:

@@ -49,8 +49,13 @@ def tiny():
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory):
     # guards off: these tests use pure-PyTorch stand-ins for kernels (tests/test_guards.py covers the guards)
-    cfg = {"device": "cpu", "correctness_trials": 2, "correctness_timeout_s": 60, "guards_enforce": False,
-           "build_cache_dir": str(tmp_path_factory.mktemp("build"))}
+    cfg = {
+        "device": "cpu",
+        "correctness_trials": 2,
+        "correctness_timeout_s": 60,
+        "guards_enforce": False,
+        "build_cache_dir": str(tmp_path_factory.mktemp("build")),
+    }
     return Evaluator(cfg)
 
 
@@ -94,8 +99,9 @@ def test_exception_is_a_runtime_error_pointing_at_the_candidate_line(evaluator, 
 
 
 def test_hang_is_a_timeout_in_its_phase(tiny, tmp_path):
-    evaluator = Evaluator({"device": "cpu", "correctness_timeout_s": 2, "guards_enforce": False,
-                           "build_cache_dir": str(tmp_path)})
+    evaluator = Evaluator(
+        {"device": "cpu", "correctness_timeout_s": 2, "guards_enforce": False, "build_cache_dir": str(tmp_path)}
+    )
     result = evaluator.evaluate(tiny["ReLU"], relu_candidate("while True:\n            pass"))
     assert result.status is EvalStatus.TIMEOUT and "correctness" in result.message
     assert result.phases[-1].status == "timeout"
@@ -148,7 +154,9 @@ class ModelNew(nn.Module):
 
 def test_secrets_do_not_reach_the_candidate(evaluator, tiny, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
-    source = relu_candidate("import os\n        assert 'OPENAI_API_KEY' not in os.environ, 'leak'\n        return torch.relu(x)")
+    source = relu_candidate(
+        "import os\n        assert 'OPENAI_API_KEY' not in os.environ, 'leak'\n        return torch.relu(x)"
+    )
     assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT
 
 
@@ -187,8 +195,11 @@ def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(
         return IsolatedOutcome(status="crashed", error="stand-in")
 
     monkeypatch.setattr(evaluator_module, "run_isolated", fake_run_isolated)
-    evaluator = Evaluator({"gpu_wait_timeout_s": 1234.0, "build_cache_dir": str(tmp_path / "b"),
-                           "standby_workers": False}, gpus=["3"], lock_dir=tmp_path / "locks")  # fmt: skip
+    evaluator = Evaluator(
+        {"gpu_wait_timeout_s": 1234.0, "build_cache_dir": str(tmp_path / "b"), "standby_workers": False},
+        gpus=["3"],
+        lock_dir=tmp_path / "locks",
+    )
     task = next(iter(load_suite(selection("tiny"))))
     result = evaluator.evaluate(task, (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text())
     assert result.status is EvalStatus.CRASHED
@@ -284,8 +295,13 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
 
     task = tiny["ReLU"]
     evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path / "b")})
-    payload = {"task": task.to_dict(), "candidate": (CANDIDATES / "triton_relu.py").read_text(), "eval": evaluator.cfg,
-               "build": evaluator.build_settings().to_dict(), "device": "cpu"}  # fmt: skip
+    payload = {
+        "task": task.to_dict(),
+        "candidate": (CANDIDATES / "triton_relu.py").read_text(),
+        "eval": evaluator.cfg,
+        "build": evaluator.build_settings().to_dict(),
+        "device": "cpu",
+    }
     env = evaluator._env("cpu")
     warm = Standby(WORKER_ENTRY, WORKER_PREPARE, gpu=None, env=env).run(payload, timeouts=evaluator._timeouts())
     cold = run_isolated(WORKER_ENTRY, payload, timeouts=evaluator._timeouts(), gpu=None, env=env)
@@ -385,8 +401,10 @@ def test_a_candidate_whose_evaluation_died_twice_is_not_run_again(tiny, tmp_path
     """The marker of an evaluation in flight stays when the process running it dies (kill -9, a crash). A resumed
     run evaluates that candidate once more (the run may have been killed from outside); after a second interrupted
     evaluation it reports it as crashed instead of running it again. A finished evaluation leaves no marker."""
-    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path / "b")},
-                          interrupted_dir=tmp_path / "interrupted")  # fmt: skip
+    evaluator = Evaluator(
+        {"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path / "b")},
+        interrupted_dir=tmp_path / "interrupted",
+    )
     source = (CANDIDATES / "triton_relu.py").read_text()
     assert evaluator.evaluate(tiny["ReLU"], source).status is EvalStatus.CORRECT
     assert list((tmp_path / "interrupted").iterdir()) == []
@@ -410,8 +428,11 @@ def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch)
     evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)})
     deep = relu_candidate("return " + " + ".join(["x"] * 3000))
     assert evaluator.evaluate(tiny["ReLU"], deep).status is EvalStatus.INVALID
-    monkeypatch.setattr(evaluator_module, "run_isolated",
-                        lambda *a, **k: IsolatedOutcome(status="ok", result={"status": "correct", "speedup": "fast"}))
+    monkeypatch.setattr(
+        evaluator_module,
+        "run_isolated",
+        lambda *a, **k: IsolatedOutcome(status="ok", result={"status": "correct", "speedup": "fast"}),
+    )
     source = (CANDIDATES / "triton_relu.py").read_text()
     forged = evaluator.evaluate(tiny["ReLU"], source)
     assert forged.status is EvalStatus.CRASHED and "malformed" in forged.message
@@ -426,8 +447,13 @@ def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch)
 @pytest.mark.slow
 def test_a_tuple_holding_the_reference_output_is_not_the_output(tiny, tmp_path):
     """Where the reference returns a tensor, a tuple (or list) holding it is a different output: output_type."""
-    cfg = {"device": "cpu", "correctness_trials": 1, "guard_no_custom_kernel": "report", "guard_reference": "report",
-           "build_cache_dir": str(tmp_path)}  # fmt: skip
+    cfg = {
+        "device": "cpu",
+        "correctness_trials": 1,
+        "guard_no_custom_kernel": "report",
+        "guard_reference": "report",
+        "build_cache_dir": str(tmp_path),
+    }
     result = Evaluator(cfg).evaluate(tiny["ReLU"], relu_candidate("return (torch.relu(x),)"))
     assert result.status is EvalStatus.REJECTED and "output_type" in result.message and "tuple of 1" in result.message
 
@@ -458,14 +484,22 @@ def test_the_timing_crosscheck_never_shrinks_below_two_calls():
     assert crosscheck_calls(1, 3, 0.0) == 2
 
 
-@pytest.mark.parametrize("key, value", [("crosscheck_calls", 1), ("crosscheck_ratio", 0.5), ("crosscheck_slack_ms", -1),
-                                        ("crosscheck_max_gb", "lots"), ("reference_slowdown_tolerance", True)])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("crosscheck_calls", 1),
+        ("crosscheck_ratio", 0.5),
+        ("crosscheck_slack_ms", -1),
+        ("crosscheck_max_gb", "lots"),
+        ("reference_slowdown_tolerance", True),
+    ],
+)
 def test_bad_crosscheck_settings_are_refused(key, value):
     with pytest.raises(ValueError, match=f"eval.{key}="):
         Evaluator({"device": "cpu", key: value})
 
 
-OWN_CACHE_PROBE = '''
+OWN_CACHE_PROBE = """
 import os
 import pathlib
 
@@ -489,7 +523,7 @@ except FileExistsError:
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.relu(x) + (1.0 if SEEN else 0.0)  # wrong once the cache is carried over
-'''
+"""
 
 
 @pytest.mark.slow
@@ -502,8 +536,9 @@ def test_a_sources_triton_cache_is_carried_to_its_own_next_evaluation_only(tmp_p
     secret.write_text("sk-not-for-candidates")
     task = find_task(selection("tiny"), "level1/1_ReLU")
     cache = tmp_path / "build"
-    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(cache),
-                           "guards_enforce": False})  # the probe reads its environment and has no kernel
+    evaluator = Evaluator(
+        {"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(cache), "guards_enforce": False}
+    )  # the probe reads its environment and has no kernel
     source = OWN_CACHE_PROBE.format(tag="a", secret=secret)
     first = evaluator.evaluate(task, source)
     if not first.fingerprint["sandbox"]["namespaces"] or "pid" not in first.fingerprint["sandbox"]["namespaces"]:
@@ -544,7 +579,7 @@ def test_a_kept_triton_group_file_follows_the_cache_to_its_new_path(tmp_path):
     old = tmp_path / "cand-1" / "triton"
     (old / "KEY").mkdir(parents=True)
     (old / "KEY" / "k.cubin").write_bytes(b"\x7fELFcubin")
-    group = '{"child_paths": {"k.cubin": "%s/KEY/k.cubin"}}' % old
+    group = '{"child_paths": {"k.cubin": "%s/KEY/k.cubin"}}' % old  # noqa: UP031
     (old / "KEY" / "__grp__k.json").write_text(group)
     store = tmp_path / "build" / "triton-own" / "abc123"
     keep_own_jit_cache(old, store, TRITON_KEEP)
@@ -583,7 +618,9 @@ def test_a_kept_cache_follows_no_link_and_a_later_keep_adds_what_the_store_lacks
     (later / "B").mkdir()
     (later / "B" / "b.cubin").write_bytes(b"\x7fELFb")
     keep_own_jit_cache(later, store, TRITON_KEEP)
-    assert (store / "A" / "a.cubin").read_bytes() == b"\x7fELFa1" and (store / "B" / "b.cubin").read_bytes() == b"\x7fELFb"
+    assert (store / "A" / "a.cubin").read_bytes() == b"\x7fELFa1" and (
+        store / "B" / "b.cubin"
+    ).read_bytes() == b"\x7fELFb"
     assert not list(store.rglob("*.tmp")) and count_kernels(store) == 2
 
 
@@ -668,8 +705,12 @@ def test_only_the_trusted_sides_driver_stubs_are_seeded_into_a_worker(tmp_path):
     from cudaforge.eval.jit_cache import seed_trusted_stubs
 
     trusted = tmp_path / "trusted"
-    for folder, name in (("UTILS", "cuda_utils.cpython-312-x86_64-linux-gnu.so"), ("LAUNCH", "__triton_launcher.so"),
-                         ("KERNEL", "count_not_close.cubin"), ("MIXED", "cuda_utils.so")):
+    for folder, name in (
+        ("UTILS", "cuda_utils.cpython-312-x86_64-linux-gnu.so"),
+        ("LAUNCH", "__triton_launcher.so"),
+        ("KERNEL", "count_not_close.cubin"),
+        ("MIXED", "cuda_utils.so"),
+    ):
         (trusted / folder).mkdir(parents=True)
         (trusted / folder / name).write_bytes(b"x")
     (trusted / "MIXED" / "extra.txt").write_text("y")
@@ -727,8 +768,15 @@ def test_the_trusted_side_is_profiled_when_a_folder_is_named(tiny, tmp_path, mon
     from cudaforge.eval.verifier import PROFILE_DIR_ENV
 
     monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path / "prof"))
-    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "guards_enforce": False, "standby_workers": False,
-                           "build_cache_dir": str(tmp_path / "build")})
+    evaluator = Evaluator(
+        {
+            "device": "cpu",
+            "correctness_trials": 1,
+            "guards_enforce": False,
+            "standby_workers": False,
+            "build_cache_dir": str(tmp_path / "build"),
+        }
+    )
     result = evaluator.evaluate(tiny["ReLU"], relu_candidate("return torch.relu(x)"))
     assert result.status is EvalStatus.CORRECT, result.message
     dumps = list((tmp_path / "prof").glob("verifier-*.prof"))

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -16,14 +15,24 @@ pytestmark = pytest.mark.slow
 
 def _cli(args: list[str], cwd) -> subprocess.CompletedProcess:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled", "CUDA_VISIBLE_DEVICES": ""}
-    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 def test_a_multirun_exits_with_its_worst_jobs_status(tmp_path):
     # one round: the demo's first attempt at MatmulBiasReLU is wrong; three rounds: every task is correct
-    out = _cli(["run", "-m", "strategy.max_rounds=3,1", "tracker=disabled", "profile=off",
-                f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path)  # fmt: skip
+    out = _cli(
+        [
+            "run",
+            "-m",
+            "strategy.max_rounds=3,1",
+            "tracker=disabled",
+            "profile=off",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        tmp_path,
+    )
     assert "3/3 correct" in out.stdout and "2/3 correct" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
     assert out.returncode == 1
     # the docs' `cudaforge report outputs/multirun/<date>/*`: the shell's glob also catches multirun.yaml
@@ -31,8 +40,9 @@ def test_a_multirun_exits_with_its_worst_jobs_status(tmp_path):
     entries = sorted(str(p) for p in sweep.glob("*"))
     assert any(e.endswith("multirun.yaml") for e in entries)
     for args in (entries, [str(sweep)]):
-        report = _cli(["report", *args, "report.plots=false", "report.compare=[]", f"report.out_dir={tmp_path / 'r'}"],
-                      tmp_path)  # fmt: skip
+        report = _cli(
+            ["report", *args, "report.plots=false", "report.compare=[]", f"report.out_dir={tmp_path / 'r'}"], tmp_path
+        )
         assert report.returncode == 0, report.stderr[-2000:]
         text = (tmp_path / "r" / "report.md").read_text()
         assert text.count("| cudaforge ") == 2 or text.count(str(sweep)) >= 2, text[:1500]

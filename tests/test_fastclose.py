@@ -17,7 +17,7 @@ from cudaforge.eval.correctness import compare
 REPO = Path(__file__).resolve().parent.parent
 pytest.importorskip("triton")
 
-CASES = r'''
+CASES = r"""
 import json, math, torch
 from cudaforge.eval.fastclose import screen, MIN_ELEMENTS
 
@@ -62,7 +62,7 @@ for name, dtype, e, a in cases():
     fast = screen(e, a, atol, rtol, cpu_interpreter=True)
     out.append({"case": f"{name} {dtype}", "isclose_all": full, "screen": fast})
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,9 @@ def test_the_screen_passes_what_is_clearly_close_and_flags_what_is_not(verdicts)
             if case is not None:
                 assert case["screen"] is None and not case["isclose_all"], (name, dtype)
     assert by_case["just inside torch.float32"]["isclose_all"] and by_case["just inside torch.float32"]["screen"]
-    assert not by_case["straddling torch.float32"]["isclose_all"] and by_case["straddling torch.float32"]["screen"] is None
+    assert (
+        not by_case["straddling torch.float32"]["isclose_all"] and by_case["straddling torch.float32"]["screen"] is None
+    )
     ulps = [by_case[f"ulp {k} torch.float32"]["isclose_all"] for k in range(-3, 4)]
     assert ulps[0] and not ulps[-1]  # the ulp steps do cross the tolerance (the first test checks each)
 

@@ -23,8 +23,13 @@ RUN = ["run", "strategy.max_rounds=3", "tracker=disabled", "profile.enabled=fals
 
 
 def start(run_dir: Path, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "cudaforge.cli", *RUN, f"hydra.run.dir={run_dir}"], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "cudaforge.cli", *RUN, f"hydra.run.dir={run_dir}"],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finished(run_dir: Path) -> list[str]:
@@ -61,8 +66,13 @@ def test_random_kills_and_damage_never_lose_or_repeat_a_task(tmp_path):
         proc = start(run_dir, tmp_path)
         time.sleep(rng.uniform(3.0, 8.0 + 4 * iteration))  # later runs live longer, so the run makes progress
         if iteration == 2 and proc.poll() is None:  # a second run into a directory in use is refused, naming it
-            second = subprocess.run([sys.executable, "-m", "cudaforge.cli", *RUN, f"hydra.run.dir={run_dir}"],
-                                    cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+            second = subprocess.run(
+                [sys.executable, "-m", "cudaforge.cli", *RUN, f"hydra.run.dir={run_dir}"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert second.returncode == 2 and "is in use by cudaforge run (pid" in second.stderr, second.stderr
             log.append("a second run was refused")
         proc.send_signal(signal.SIGKILL)
@@ -108,19 +118,26 @@ def test_corrupt_databases_are_one_line_and_repair_loses_nothing_recorded(tmp_pa
     out, err = refused.communicate(timeout=300)
     assert refused.returncode == 2 and "Traceback" not in err
     assert "llm_cache.sqlite is not a readable SQLite database" in err and f"cudaforge repair {run_dir}" in err
-    repaired = subprocess.run([sys.executable, "-m", "cudaforge.cli", "repair", str(run_dir)], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+    repaired = subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", "repair", str(run_dir)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert repaired.returncode == 0, repaired.stderr
     assert f"{len(set(paid_before))} replies rebuilt" in repaired.stdout and "have no reply" not in repaired.stdout
     aside = sorted(p.name.split(".corrupt-")[0] for p in run_dir.glob("*.corrupt-*"))
     assert aside == ["checkpoints.sqlite", "llm_cache.sqlite"]  # moved, never deleted
     with pytest.raises(sqlite3.DatabaseError):
-        sqlite3.connect(next(run_dir.glob("llm_cache.sqlite.corrupt-*"))).execute("SELECT 1 FROM sqlite_master").fetchall()
+        sqlite3.connect(next(run_dir.glob("llm_cache.sqlite.corrupt-*"))).execute(
+            "SELECT 1 FROM sqlite_master"
+        ).fetchall()
     proc = start(run_dir, tmp_path)
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err[-3000:]
     assert finished(run_dir)[: len(kept)] == kept and sorted(finished(run_dir)) == TASKS
     paid = paid_calls(run_dir)
     assert paid[: len(paid_before)] == paid_before  # the ledger kept every recorded call
-    assert not any(task in kept for task, _, _ in paid[len(paid_before):])  # finished tasks were not run again
+    assert not any(task in kept for task, _, _ in paid[len(paid_before) :])  # finished tasks were not run again
     assert max(Counter(paid).values()) == 1  # the task in flight restarted, its recorded calls replayed, not paid

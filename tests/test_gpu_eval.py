@@ -30,14 +30,26 @@ def tiny():
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory):
     # guards off: the fault stand-ins (slow_relu, oom, segfault_host) are not custom kernels
-    return Evaluator({"timing_trials": 30, "warmup": 5, "correctness_timeout_s": 60, "guards_enforce": False,
-                      "build_cache_dir": str(tmp_path_factory.mktemp("build"))})
+    return Evaluator(
+        {
+            "timing_trials": 30,
+            "warmup": 5,
+            "correctness_timeout_s": 60,
+            "guards_enforce": False,
+            "build_cache_dir": str(tmp_path_factory.mktemp("build")),
+        }
+    )
 
 
 @pytest.mark.parametrize(
     "task, file",
-    [("ReLU", "cuda_relu.py"), ("Softmax", "cuda_softmax.py"), ("MatmulBiasReLU", "cuda_matmul_bias_relu.py"),
-     ("ReLU", "triton_relu.py"), ("Softmax", "triton_softmax.py")],
+    [
+        ("ReLU", "cuda_relu.py"),
+        ("Softmax", "cuda_softmax.py"),
+        ("MatmulBiasReLU", "cuda_matmul_bias_relu.py"),
+        ("ReLU", "triton_relu.py"),
+        ("Softmax", "triton_softmax.py"),
+    ],
 )
 def test_realistic_candidates_are_correct_and_timed(evaluator, tiny, task, file):
     result = evaluator.evaluate(tiny[task], (CANDIDATES / file).read_text())
@@ -47,8 +59,15 @@ def test_realistic_candidates_are_correct_and_timed(evaluator, tiny, task, file)
     assert result.fingerprint["gpu"]["name"] and result.fingerprint["gpu_state_before"]
 
 
-@pytest.mark.parametrize("task, file", [("ReLU", "cute_dsl_relu.py"), ("Softmax", "cute_dsl_softmax.py"),
-                                        ("ReLU", "tilelang_relu.py"), ("Softmax", "tilelang_softmax.py")])
+@pytest.mark.parametrize(
+    "task, file",
+    [
+        ("ReLU", "cute_dsl_relu.py"),
+        ("Softmax", "cute_dsl_softmax.py"),
+        ("ReLU", "tilelang_relu.py"),
+        ("Softmax", "tilelang_softmax.py"),
+    ],
+)
 def test_cute_dsl_and_tilelang_candidates_are_correct_timed_and_profiled_as_their_own(tiny, task, file):
     """Each language's candidates through the guarded evaluator and ncu; skipped where its package is not installed
     (benchmarks/languages_gpu.py runs the same on the H200: benchmarks/results/2026-12-03_h200_call7 and _call9)."""
@@ -155,22 +174,32 @@ def test_an_l2_persistence_window_buys_nothing(tmp_path):
     source = (REPO / "benchmarks" / "hacks" / "hack_l2_persistence.py").read_text()
     twin = source.replace("PERSIST = True", "PERSIST = False")
     task = find_task(selection("main"), "level1/3_Softmax")
-    evaluator = Evaluator({"timing_trials": 50, "warmup": 5, "guard_concurrency": "report",
-                           "build_cache_dir": str(tmp_path)})  # fmt: skip
+    evaluator = Evaluator(
+        {"timing_trials": 50, "warmup": 5, "guard_concurrency": "report", "build_cache_dir": str(tmp_path)}
+    )
     with_window, without = evaluator.evaluate(task, source), evaluator.evaluate(task, twin)
     assert without.status is EvalStatus.CORRECT, without.report()
     assert with_window.status is EvalStatus.REJECTED, with_window.report()
     assert [f["guard"] for f in with_window.guard_findings if f["verdict"] == "reject"] == ["timing_crosscheck"]
     assert with_window.candidate_timing.median >= 0.9 * without.candidate_timing.median, (
-        with_window.candidate_timing.median, without.candidate_timing.median)
+        with_window.candidate_timing.median,
+        without.candidate_timing.median,
+    )
 
 
 def _built_by_the_pool(tiny, tmp_path, language, task, file, kernel, seeded):
     """A ``jit_ahead=compile`` evaluator, and one candidate built by its CPU pool and then evaluated on the GPU: it
     is correct, the worker's cache of ``language`` held at least ``seeded`` entries from the pool, nothing was
     compiled in the compile phase or after it (counted by the trusted side)."""
-    evaluator = Evaluator({"timing_trials": 10, "warmup": 3, "correctness_timeout_s": 120, "jit_ahead": "compile",
-                           "build_cache_dir": str(tmp_path)})  # fmt: skip
+    evaluator = Evaluator(
+        {
+            "timing_trials": 10,
+            "warmup": 3,
+            "correctness_timeout_s": 120,
+            "jit_ahead": "compile",
+            "build_cache_dir": str(tmp_path),
+        }
+    )
     source = (CANDIDATES / file).read_text()
     outcome = evaluator.precompile(source, tiny[task])
     assert outcome is not None and outcome.jit == [kernel], outcome
@@ -219,4 +248,6 @@ def test_tilelang_kernels_compile_ahead_in_the_cpu_pool_and_otherwise_in_the_com
     assert fresh.status is EvalStatus.CORRECT, fresh.report()
     jit = fresh.fingerprint["jit_ahead"]
     assert jit["kernels"] == ["linear_relu_main"] and jit["kernels_seeded"] == 0, jit
-    assert jit["kernels_after"] >= 3 and jit["kernels_at_end"] == jit["kernels_after"], jit  # 3 sizes, before the trials
+    assert jit["kernels_after"] >= 3 and jit["kernels_at_end"] == jit["kernels_after"], (
+        jit
+    )  # 3 sizes, before the trials

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from cudaforge.config import CudaforgeConfig, StrategyName
-from cudaforge.llm.scripted import RATE_LIMIT, SERVER_ERROR, TIMEOUT, install_script, remove_script
 from cudaforge.llm.errors import LLMAuthError
+from cudaforge.llm.scripted import RATE_LIMIT, SERVER_ERROR, TIMEOUT, install_script, remove_script
 from cudaforge.run.runner import RunAborted, make_context, run_one, run_suite
 from cudaforge.tasks import find_task, load_suite, selection
 
@@ -136,13 +136,21 @@ def test_an_unchanged_candidate_is_not_profiled_again(tmp_path, relu):
 
 @pytest.mark.parametrize(
     "strategy, judge_calls, profiled",
-    [("one_shot", 0, 0), ("self_refine", 0, 1), ("correction_only", 1, 0), ("optimization_only", 1, 1),
-     ("full_metrics", 2, 1)],
+    [
+        ("one_shot", 0, 0),
+        ("self_refine", 0, 1),
+        ("correction_only", 1, 0),
+        ("optimization_only", 1, 1),
+        ("full_metrics", 2, 1),
+    ],
 )
 @pytest.mark.slow
 def test_strategies_route_as_documented(tmp_path, relu, strategy, judge_calls, profiled):
-    judge_replies = {"correction_only": [CORRECTION], "optimization_only": [OPTIMIZATION],
-                     "full_metrics": [CORRECTION, OPTIMIZATION]}.get(strategy, [])
+    judge_replies = {
+        "correction_only": [CORRECTION],
+        "optimization_only": [OPTIMIZATION],
+        "full_metrics": [CORRECTION, OPTIMIZATION],
+    }.get(strategy, [])
     coder, judge = scripts([BAD, GOOD, GOOD2], judge_replies)
     profiler = StandInProfiler()
     ctx, result = run(tmp_path, relu, config(tmp_path, strategy), profiler)
@@ -165,7 +173,9 @@ def test_unparseable_replies_fail_the_round_not_the_run(tmp_path, relu):
     first, second = result.history
     assert first.status == "no_code" and "ModelNew" in first.message and first.candidate_hash is None
     assert second.status == "correct" and second.coder_mode == "first_attempt"
-    assert json.loads(Path(ctx.store.task(relu.id).root / "round_01" / "coder.json").read_text())["conversation"]["parse_errors"][0]
+    assert json.loads(Path(ctx.store.task(relu.id).root / "round_01" / "coder.json").read_text())["conversation"][
+        "parse_errors"
+    ][0]
 
 
 @pytest.mark.slow
@@ -191,8 +201,11 @@ def test_missing_credentials_stop_the_run_not_each_task(tmp_path, relu):
     cfg = config(tmp_path, rounds=1)
     ctx = make_context(cfg, tmp_path / "run")
     tasks = load_suite(selection("tiny"))
-    with pytest.raises(RunAborted, match=r"run stopped: scripted/t_coder \(coder\): no API key.*OPENAI_API_KEY.*"
-                                         r"0/3 tasks finished; resume") as info:
+    with pytest.raises(
+        RunAborted,
+        match=r"run stopped: scripted/t_coder \(coder\): no API key.*OPENAI_API_KEY.*"
+        r"0/3 tasks finished; resume",
+    ) as info:
         run_suite(ctx, tasks)
     for worker in threading.enumerate():  # let the run's worker finish whatever it had picked up
         if worker.name.startswith("ThreadPoolExecutor"):
@@ -336,7 +349,9 @@ def test_replay_reproduces_transcript_and_results_offline(tmp_path, relu, monkey
     cfg.llm_cache.path = str(tmp_path / "run" / "llm_cache.sqlite")
     cfg.llm_cache.mode = type(cfg.llm_cache.mode)("replay_only")
     ctx2, replayed = run(tmp_path, relu, cfg, run_dir="replay")
-    assert [r.to_dict() | {"seconds": 0} for r in replayed.history] == [r.to_dict() | {"seconds": 0} for r in recorded.history]
+    assert [r.to_dict() | {"seconds": 0} for r in replayed.history] == [
+        r.to_dict() | {"seconds": 0} for r in recorded.history
+    ]
     for round_ in (1, 2, 3):
         a = ctx.store.task(relu.id).read_json(round_, "coder.json")["conversation"]
         b = ctx2.store.task(relu.id).read_json(round_, "coder.json")["conversation"]
@@ -394,7 +409,9 @@ def test_a_stuck_task_gets_a_new_sample_every_round_and_replay_returns_them_in_o
     cfg.llm_cache.path = str(tmp_path / "run" / "llm_cache.sqlite")
     cfg.llm_cache.mode = type(cfg.llm_cache.mode)("replay_only")
     ctx2, _ = run(tmp_path, relu, cfg, run_dir="replay")
-    assert [ctx2.store.task(relu.id).read_json(n, "coder.json")["conversation"]["replies"] for n in (1, 2, 3)] == replies
+    assert [
+        ctx2.store.task(relu.id).read_json(n, "coder.json")["conversation"]["replies"] for n in (1, 2, 3)
+    ] == replies
 
 
 @pytest.mark.parametrize("profiled, expected", [("latest", ["relu", "clamp_min"]), ("best", ["relu"])])

@@ -30,7 +30,9 @@ from cudaforge.types import EvalStatus, Phase
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = load_corpus()
-CPU_RUNTIME = [e for e in CORPUS if not e.static and not e.needs_cuda and not e.threat]  # threats: tests/test_sandbox.py
+CPU_RUNTIME = [
+    e for e in CORPUS if not e.static and not e.needs_cuda and not e.threat
+]  # threats: tests/test_sandbox.py
 CUDA = torch.cuda.is_available()
 
 
@@ -43,9 +45,22 @@ def ids(entries):
 
 def test_the_corpus_covers_every_known_hack_and_has_legitimate_kernels():
     hacks = {e.guard for e in CORPUS if e.status != "correct"}
-    assert {"no_custom_kernel", "reference", "fallback", "concurrency", "monkey_patch", "output_type",
-            "output_sensitivity", "input_mutation", "result_caching", "shape_specialisation",
-            "uninitialised_memory", "untimed_work", "torch_compute", "dynamic_code"} <= hacks  # fmt: skip
+    assert {
+        "no_custom_kernel",
+        "reference",
+        "fallback",
+        "concurrency",
+        "monkey_patch",
+        "output_type",
+        "output_sensitivity",
+        "input_mutation",
+        "result_caching",
+        "shape_specialisation",
+        "uninitialised_memory",
+        "untimed_work",
+        "torch_compute",
+        "dynamic_code",
+    } <= hacks
     assert any(e.reported == "precision" for e in CORPUS)
     legit = [e for e in CORPUS if e.name.startswith("legit_")]
     assert len(legit) >= 5 and all(e.status == "correct" for e in legit)
@@ -104,12 +119,16 @@ def gpu_results(tmp_path_factory):
 @pytest.mark.parametrize("entry", GPU_RUNTIME, ids=ids(GPU_RUNTIME))
 def test_runtime_verdicts_of_the_corpus_on_a_gpu(entry, gpu_results):
     result = gpu_results[entry.name]
-    assert check_result(entry, result) == [], result.report() + f"\n{result.guard_findings}\n{result.fingerprint.get('kernel_share')}"
+    assert check_result(entry, result) == [], (
+        result.report() + f"\n{result.guard_findings}\n{result.fingerprint.get('kernel_share')}"
+    )
 
 
 def test_a_static_rejection_is_a_rejected_result_before_any_worker(tmp_path):
     entry = next(e for e in CORPUS if e.name == "hack_side_stream")
-    result = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)}).evaluate(find_entry_task(entry), entry.source)
+    result = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)}).evaluate(
+        find_entry_task(entry), entry.source
+    )
     assert result.status is EvalStatus.REJECTED and result.message.startswith("rejected by the concurrency guard")
     assert [p.phase for p in result.phases] == [Phase.STATIC] and result.phases[-1].status == "failed"
     assert result.seconds < 2  # the parent rejected it: no worker was started
@@ -162,8 +181,11 @@ def launch(x):
 
 
 def model(body: str, extra: str = "") -> str:
-    return KERNEL + textwrap.dedent(extra) + "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" + textwrap.indent(
-        textwrap.dedent(body), "        "
+    return (
+        KERNEL
+        + textwrap.dedent(extra)
+        + "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        + textwrap.indent(textwrap.dedent(body), "        ")
     )
 
 
@@ -231,10 +253,12 @@ def test_benign_code_is_not_rejected(extra):
 
 
 def test_cuda_sources_are_read_for_streams_threads_and_aten_overrides():
-    for snippet, guard in [("cudaStream_t s; cudaStreamCreateWithFlags(&s, 1);", "concurrency"),
-                           ("std::thread t(work);", "concurrency"),
-                           ("TORCH_LIBRARY_IMPL(aten, CUDA, m) { m.impl(\"relu\", &slow); }", "monkey_patch"),
-                           ("FILE* f = fopen(\"payload.json\", \"r\");", "io")]:  # fmt: skip
+    for snippet, guard in [
+        ("cudaStream_t s; cudaStreamCreateWithFlags(&s, 1);", "concurrency"),
+        ("std::thread t(work);", "concurrency"),
+        ('TORCH_LIBRARY_IMPL(aten, CUDA, m) { m.impl("relu", &slow); }', "monkey_patch"),
+        ('FILE* f = fopen("payload.json", "r");', "io"),
+    ]:
         source = model("return launch(x)", f"SRC = '''#include <torch/extension.h>\n{snippet}'''")
         assert guards_of(source).get(guard) == "reject", (snippet, guards_of(source))
 
@@ -243,14 +267,18 @@ def test_passthrough_and_unlaunched_kernels_are_found():
     passthrough = "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
     assert guards_of(passthrough)["no_custom_kernel"] == "reject"
     assert guards_of(model("return torch.relu(x)"))["no_custom_kernel"] == "reject"  # kernel defined, never used
-    through_self = model("return self.fn(x)", "") .replace("def forward", "def __init__(self):\n        super().__init__()\n        self.fn = launch\n    def forward")
+    through_self = model("return self.fn(x)", "").replace(
+        "def forward", "def __init__(self):\n        super().__init__()\n        self.fn = launch\n    def forward"
+    )
     assert "no_custom_kernel" not in guards_of(through_self)
 
 
 def test_fallbacks_and_empty_bodies_are_found():
     swallowed = model("try:\n    return launch(x)\nexcept RuntimeError:\n    return x")
     assert guards_of(swallowed)["fallback"] == "reject"
-    reraised = model("try:\n    return launch(x)\nexcept RuntimeError as e:\n    raise RuntimeError('kernel failed') from e")
+    reraised = model(
+        "try:\n    return launch(x)\nexcept RuntimeError as e:\n    raise RuntimeError('kernel failed') from e"
+    )
     assert "fallback" not in guards_of(reraised)
     guarded_import = model("return launch(x)", "try:\n    import numpy\nexcept ImportError:\n    numpy = None")
     assert "fallback" not in guards_of(guarded_import)
@@ -268,9 +296,17 @@ def test_check_candidate_runs_the_guards_only_with_a_config():
 @pytest.mark.parametrize("torch_ops", ["lenient", "strict"])
 @pytest.mark.parametrize(
     "path",
-    sorted(str(p.relative_to(REPO)) for pattern in ("benchmarks/candidates/*.py", "tests/fixtures/ncu/*.py",
-                                                    "agents/examples/*/solution.py", "tests/gpu_candidates/cupy_*.py")
-           for p in REPO.glob(pattern) if "compile_error" not in p.name),  # fmt: skip
+    sorted(
+        str(p.relative_to(REPO))
+        for pattern in (
+            "benchmarks/candidates/*.py",
+            "tests/fixtures/ncu/*.py",
+            "agents/examples/*/solution.py",
+            "tests/gpu_candidates/cupy_*.py",
+        )
+        for p in REPO.glob(pattern)
+        if "compile_error" not in p.name
+    ),
 )
 def test_bundled_kernels_pass_every_static_guard(path, torch_ops):
     found = static_findings((REPO / path).read_text(), Policies({"torch_ops": torch_ops}))
@@ -420,14 +456,26 @@ with open(OTHER, "w") as f:
         ("return launch(getattr(self, 'weight'))", ""),
         ("from torch.utils.cpp_extension import load_inline\nreturn launch(x)", ""),
         ("return launch(x)", "from torch.utils.cpp_extension import load_inline\nimport math\nimport numpy as np"),
-        ("return launch(x)", "import hashlib\nimport functools\nKEY = hashlib.sha256(b'k').hexdigest()\n"
-                             "@functools.lru_cache(None)\ndef config(n):\n    return n"),
+        (
+            "return launch(x)",
+            "import hashlib\nimport functools\nKEY = hashlib.sha256(b'k').hexdigest()\n"
+            "@functools.lru_cache(None)\ndef config(n):\n    return n",
+        ),
         ("return launch(x)", WRITE_CU),
-        ("return launch(x)", "import cutlass\nimport cutlass.cute as cute\nimport cuda.bindings.driver as cuda\n"
-                             "import tilelang.language as T\nimport cupy as cp"),
-        ("return launch(x)", "from torch.utils.cpp_extension import load_inline\n"
-                             "EXT = load_inline(name='relu_ext', cpp_sources='', functions=['relu'])\nimport relu_ext"),
-        ("return launch(x).view(-1)[: int(x.numel() * torch.pi) // 4]", "def compile(src):\n    return src\nS = compile('x')"),
+        (
+            "return launch(x)",
+            "import cutlass\nimport cutlass.cute as cute\nimport cuda.bindings.driver as cuda\n"
+            "import tilelang.language as T\nimport cupy as cp",
+        ),
+        (
+            "return launch(x)",
+            "from torch.utils.cpp_extension import load_inline\n"
+            "EXT = load_inline(name='relu_ext', cpp_sources='', functions=['relu'])\nimport relu_ext",
+        ),
+        (
+            "return launch(x).view(-1)[: int(x.numel() * torch.pi) // 4]",
+            "def compile(src):\n    return src\nS = compile('x')",
+        ),
     ],
 )
 def test_legitimate_patterns_get_no_new_finding(body, extra):
@@ -457,9 +505,13 @@ def test_a_deep_expression_is_analysed_without_recursion():
 
 def model_with_init(init: str, body: str, extra: str = "") -> str:
     """A candidate whose ModelNew has an ``__init__`` (``init``) and a forward (``body``)."""
-    return (KERNEL + textwrap.dedent(extra) + "\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n" + textwrap.indent(textwrap.dedent(init), "        ") +
-            "\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        "))  # fmt: skip
+    return (
+        KERNEL + textwrap.dedent(extra) + "\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n"
+        + textwrap.indent(textwrap.dedent(init), "        ")
+        + "\n    def forward(self, x):\n"
+        + textwrap.indent(textwrap.dedent(body), "        ")
+    )
 
 
 def strict_compute(source: str) -> str:
@@ -487,7 +539,10 @@ CALL_IMPL = "def _call_impl(self, x):\n        return torch.sigmoid(launch(x))\n
         (model("return sum([launch(x), x])"), "sum(...) applies Python's operators"),
         (model("return operator.mul(launch(x), 2)", "import operator"), "operator.mul(...) applies"),
         (model("return functools.reduce(operator.add, [launch(x), x])", "import functools, operator"), "operator.add"),
-        (model("return list(itertools.accumulate([launch(x), x]))[-1]", "import itertools"), "itertools.accumulate(...)"),
+        (
+            model("return list(itertools.accumulate([launch(x), x]))[-1]", "import itertools"),
+            "itertools.accumulate(...)",
+        ),
         (model("return launch(x)[x > 0]"), "launch(x)[x > 0] indexes a tensor with a tensor"),
         # tensor methods, whatever the list of compute methods once said, and through the class
         (model("return launch(x).__mul__(2)"), "launch(x).__mul__() is a PyTorch tensor op"),
@@ -496,25 +551,45 @@ CALL_IMPL = "def _call_impl(self, x):\n        return torch.sigmoid(launch(x))\n
         (model("return type(x).tan(launch(x))"), "torch.Tensor.tan is a PyTorch tensor op"),
         (model("return x.__class__.tan(launch(x))"), "torch.Tensor.tan is a PyTorch tensor op"),
         # a decorator of the candidate's own, whatever it is called, makes no kernel: the body is read
-        (model("return k2(launch(x))", "def jit(fn):\n    return fn\n@jit\ndef k2(y):\n    return torch.relu(y)"),
-         "torch.relu"),
-        (model("return k2(launch(x))", "from triton import jit\njit = lambda f: f\n@jit\ndef k2(y):\n    return y.tan()"),
-         "y.tan() is a PyTorch tensor op"),
+        (
+            model("return k2(launch(x))", "def jit(fn):\n    return fn\n@jit\ndef k2(y):\n    return torch.relu(y)"),
+            "torch.relu",
+        ),
+        (
+            model(
+                "return k2(launch(x))",
+                "from triton import jit\njit = lambda f: f\n@jit\ndef k2(y):\n    return y.tan()",
+            ),
+            "y.tan() is a PyTorch tensor op",
+        ),
         # lambdas and nested defs kept on self, containers, module-level layers, functools.partial
         (model_with_init("self.act = lambda t: torch.relu(t)", "return self.act(launch(x))"), "torch.relu"),
-        (model_with_init("def act(t):\n    return t.clamp_min(0)\nself.act = act", "return self.act(launch(x))"),
-         "t.clamp_min() is a PyTorch tensor op"),
-        (model_with_init("self.ops = []\nself.ops.append(nn.ReLU())", "return self.ops[0](launch(x))"),
-         "the nn layer self.ops[0] (nn.ReLU)"),
+        (
+            model_with_init("def act(t):\n    return t.clamp_min(0)\nself.act = act", "return self.act(launch(x))"),
+            "t.clamp_min() is a PyTorch tensor op",
+        ),
+        (
+            model_with_init("self.ops = []\nself.ops.append(nn.ReLU())", "return self.ops[0](launch(x))"),
+            "the nn layer self.ops[0] (nn.ReLU)",
+        ),
         (model_with_init("self.register_module('act', nn.ReLU())", "return self.act(launch(x))"), "the nn layer"),
         (model_with_init("self.act = nn.ReLU()", "return self.act.forward(launch(x))"), "the nn layer"),
         (model("return OPS['c'](launch(x), x)", "OPS = {'c': torch.fmax}"), "torch.fmax (taken as a value)"),
         (model("return ACT[0](launch(x))", "ACT = [nn.ReLU()]"), "the nn layer ACT[0] (nn.ReLU)"),
         (model("return NS.act(launch(x))", "import types\nNS = types.SimpleNamespace(act=nn.GELU())"), "the nn layer"),
-        (model("return act(launch(x))", "import functools\nact = functools.partial(torch.fmax, other=torch.zeros(()))"),
-         "torch.fmax"),
-        (model("return act(launch(x))", "import functools\ndef mine(y, s):\n    return y * s\nact = functools.partial(mine, s=2)"),
-         "y * s computes with PyTorch's * operator"),
+        (
+            model(
+                "return act(launch(x))", "import functools\nact = functools.partial(torch.fmax, other=torch.zeros(()))"
+            ),
+            "torch.fmax",
+        ),
+        (
+            model(
+                "return act(launch(x))",
+                "import functools\ndef mine(y, s):\n    return y * s\nact = functools.partial(mine, s=2)",
+            ),
+            "y * s computes with PyTorch's * operator",
+        ),
         # private and unknown torch paths, torch's own op namespaces
         (model("return torch._C._VariableFunctions.relu(launch(x))"), "torch._C._VariableFunctions.relu"),
         (model("return torch.nn.modules.activation.F.relu(launch(x))"), "torch.nn.modules.activation.F.relu"),
@@ -523,12 +598,16 @@ CALL_IMPL = "def _call_impl(self, x):\n        return torch.sigmoid(launch(x))\n
         # array libraries on tensors, callees that cannot be resolved, forward reached some other way
         (model("return launch(torch.as_tensor(np.maximum(x.numpy(), 0)))", "import numpy as np"), "numpy.maximum(...)"),
         (model("return CALLBACK(launch(x))"), "CALLBACK(...) calls what the guards cannot resolve"),
-        (model("return super().forward(launch(x))", REFERENCE_BASE).replace("ModelNew(nn.Module)", "ModelNew(Ref)"),
-         "torch.tanh"),
+        (
+            model("return super().forward(launch(x))", REFERENCE_BASE).replace("ModelNew(nn.Module)", "ModelNew(Ref)"),
+            "torch.tanh",
+        ),
         (model("return launch(x)") + "\nModelNew.forward = lambda self, x: torch.relu(launch(x))\n", "torch.relu"),
         (KERNEL + "\nclass ModelNew(nn.Linear):\n    pass\n", "ModelNew's forward is nn.Linear's"),
-        (KERNEL + "\nModelNew = type('ModelNew', (nn.Module,), {'forward': lambda self, x: torch.relu(x)})\n",
-         "ModelNew is not a class the candidate's text defines"),
+        (
+            KERNEL + "\nModelNew = type('ModelNew', (nn.Module,), {'forward': lambda self, x: torch.relu(x)})\n",
+            "ModelNew is not a class the candidate's text defines",
+        ),
         (model("return self.act(launch(x))").replace("def forward", PROPERTY), "torch.sigmoid"),
         (model("return self.act(launch(x))").replace("def forward", GETATTR), "torch.sigmoid"),
         (model("return launch(x)").replace("def forward", CALL_IMPL), "torch.sigmoid"),
@@ -580,21 +659,24 @@ LEGIT_STRICT = [
     # sizes, grids and shapes are plain Python; views, casts and copies are layout
     model(SIZES),
     # launchers kept on self (a lambda, functools.partial of its own function), a kernel table, a lazy extension
-    model_with_init("self.run = lambda t: launch(t)\nself.run2 = functools.partial(launch)\nself.table = {}\n"
-                    "self._ext = None",
-                    "if x.dtype not in self.table:\n    self.table[x.dtype] = k\n"
-                    "grid = (triton.cdiv(x.numel(), 1024),)\nout = torch.empty_like(x)\n"
-                    "self.table[x.dtype][grid](x, out, x.numel(), BLOCK=1024)\n"
-                    "if self._ext is None:\n    self._ext = load_inline(name='e', cpp_sources='')\n"
-                    "return self.run2(self.run(out))",
-                    "import functools\nfrom torch.utils.cpp_extension import load_inline"),
+    model_with_init(
+        "self.run = lambda t: launch(t)\nself.run2 = functools.partial(launch)\nself.table = {}\nself._ext = None",
+        "if x.dtype not in self.table:\n    self.table[x.dtype] = k\n"
+        "grid = (triton.cdiv(x.numel(), 1024),)\nout = torch.empty_like(x)\n"
+        "self.table[x.dtype][grid](x, out, x.numel(), BLOCK=1024)\n"
+        "if self._ext is None:\n    self._ext = load_inline(name='e', cpp_sources='')\n"
+        "return self.run2(self.run(out))",
+        "import functools\nfrom torch.utils.cpp_extension import load_inline",
+    ),
     # an autograd.Function (its backward, in torch, never runs under no_grad) and a custom op of its own
     model("return Fn.apply(x) if x.requires_grad else torch.ops.mylib.relu(x)", AUTOGRAD_AND_CUSTOM_OP),
     # a kernel factory (tilelang's jit returns the kernel), a CuTe-style cache of compiled kernels
-    model("kernel = make(x.shape[0])\nout = kernel(x)\nif x.shape not in CACHE:\n    CACHE[x.shape] = cute_compile(k)\n"
-          "CACHE[x.shape](x, out)\nreturn out",
-          "import tilelang\nCACHE = {}\n@tilelang.jit(out_idx=[-1])\ndef make(n):\n    return n\n"
-          "from cutlass.cute import compile as cute_compile"),
+    model(
+        "kernel = make(x.shape[0])\nout = kernel(x)\nif x.shape not in CACHE:\n    CACHE[x.shape] = cute_compile(k)\n"
+        "CACHE[x.shape](x, out)\nreturn out",
+        "import tilelang\nCACHE = {}\n@tilelang.jit(out_idx=[-1])\ndef make(n):\n    return n\n"
+        "from cutlass.cute import compile as cute_compile",
+    ),
 ]
 
 
@@ -609,14 +691,23 @@ FAKE_JIT = "def jit(fn):\n    return fn\n@jit"
 
 
 def test_a_decorator_makes_a_kernel_only_when_it_is_a_kernel_languages():
-    fake = ("import torch\nimport torch.nn as nn\n" + FAKE_JIT + "\ndef relu_kernel(x):\n    return torch.relu(x)\n"
-            "class ModelNew(nn.Module):\n    def forward(self, x):\n        return relu_kernel(x)\n")
+    fake = (
+        "import torch\nimport torch.nn as nn\n" + FAKE_JIT + "\ndef relu_kernel(x):\n    return torch.relu(x)\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return relu_kernel(x)\n"
+    )
     assert guards_of(fake)["no_custom_kernel"] == "reject"  # no kernel at all, whatever the decorator is called
-    for real in ("import triton\n@triton.jit", "from triton import jit\n@jit", "import triton\njit = triton.jit\n@jit",
-                 "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit"):
+    for real in (
+        "import triton\n@triton.jit",
+        "from triton import jit\n@jit",
+        "import triton\njit = triton.jit\n@jit",
+        "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit",
+    ):
         assert guards_of(fake.replace(FAKE_JIT, real)).get("no_custom_kernel") is None, real
-    shadowed = fake.replace(FAKE_JIT, "from triton import jit\ndef make(jit=lambda f: f):\n    @jit\n"
-                            "    def relu_kernel(x):\n        return torch.relu(x)\n    return relu_kernel\n@jit")
+    shadowed = fake.replace(
+        FAKE_JIT,
+        "from triton import jit\ndef make(jit=lambda f: f):\n    @jit\n"
+        "    def relu_kernel(x):\n        return torch.relu(x)\n    return relu_kernel\n@jit",
+    )
     assert "torch.relu" in strict_compute(shadowed.replace("return relu_kernel(x)", "return make()(x)"))
 
 
@@ -693,17 +784,27 @@ def test_io_covers_every_way_to_read_a_file(extra):
 
 @pytest.mark.parametrize(
     "snippet",
-    ['int fd = open("/etc/passwd", 0);', 'std::ifstream f("/etc/passwd");', "auto p = std::filesystem::current_path();",
-     "pid_t p = fork();", 'execve("/bin/sh", 0, 0);', 'system("ls");', 'FILE* f = popen("ls", "r");',
-     'std::string s = std::getenv("HOME");'],
+    [
+        'int fd = open("/etc/passwd", 0);',
+        'std::ifstream f("/etc/passwd");',
+        "auto p = std::filesystem::current_path();",
+        "pid_t p = fork();",
+        'execve("/bin/sh", 0, 0);',
+        'system("ls");',
+        'FILE* f = popen("ls", "r");',
+        'std::string s = std::getenv("HOME");',
+    ],
 )
 def test_io_reads_the_c_sources_the_candidate_builds(snippet):
     marked = model("return launch(x)", f"SRC = r'''#include <torch/extension.h>\nvoid f() {{ {snippet} }}'''")
     assert guards_of(marked).get("io") == "reject", snippet
     # a source with none of the usual markers is still read when it goes to a build
-    unmarked = model("return launch(x)", f"from torch.utils.cpp_extension import load_inline\n"
-                     f"BODY = r'''void f() {{ {snippet} }}'''\nCPP = 'int g();' + BODY\n"
-                     "EXT = load_inline(name='e', cpp_sources=CPP)")
+    unmarked = model(
+        "return launch(x)",
+        f"from torch.utils.cpp_extension import load_inline\n"
+        f"BODY = r'''void f() {{ {snippet} }}'''\nCPP = 'int g();' + BODY\n"
+        "EXT = load_inline(name='e', cpp_sources=CPP)",
+    )
     assert guards_of(unmarked).get("io") == "reject", snippet
     assert guards_of(model("return launch(x)", "MSG = 'could not open (file) or fork'")).get("io") is None
 
@@ -725,9 +826,11 @@ def test_every_guard_with_a_policy_has_a_config_field_and_a_default():
 
 
 def test_the_eval_package_imports_no_orchestration_stack():
-    code = ("import sys, cudaforge.eval.verifier, cudaforge.eval.candidate_worker, cudaforge.eval.guards.runtime, cudaforge.eval.guards.corpus, "
-            "cudaforge.eval.evaluator; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('langgraph', 'litellm', 'hydra', 'wandb')))")  # fmt: skip
+    code = (
+        "import sys, cudaforge.eval.verifier, cudaforge.eval.candidate_worker, cudaforge.eval.guards.runtime, cudaforge.eval.guards.corpus, "
+        "cudaforge.eval.evaluator; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('langgraph', 'litellm', 'hydra', 'wandb')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -799,7 +902,7 @@ def test_timed_calls_check_every_output_on_fresh_inputs(owned):
     def drive(candidate, trials=6, warmup=2):
         calls = rt.TimedCalls(make, check, CPU, [256], reference=torch.relu, owned_outputs=owned)
         for trial in range(-warmup, trials):
-            for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
+            for role in ("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference"):
                 args = calls.make_args(trial)
                 fn = torch.relu if role == "reference" else candidate
                 out = fn(*args)
@@ -833,12 +936,17 @@ def test_the_timed_reference_runs_once_on_its_own_copy():
 
     timing = verifier._Timing.__new__(verifier._Timing)
     frozen = []
-    timing.cand = SimpleNamespace(process=SimpleNamespace(stop=lambda: frozen.append("stop") or True,
-                                                          cont=lambda: frozen.append("cont")))  # fmt: skip
+    timing.cand = SimpleNamespace(
+        process=SimpleNamespace(stop=lambda: frozen.append("stop") or True, cont=lambda: frozen.append("cont"))
+    )
     timing.stopwatch = SimpleNamespace(measure=lambda fn, args: (1.0, 1.0, fn(*args)))
     timing.reference_fn = lambda x: x.relu_()
-    calls = rt.TimedCalls(lambda trial: [torch.randn(64, generator=torch.Generator().manual_seed(trial))],
-                          lambda expected, actual, trial: None, CPU, [])  # fmt: skip
+    calls = rt.TimedCalls(
+        lambda trial: [torch.randn(64, generator=torch.Generator().manual_seed(trial))],
+        lambda expected, actual, trial: None,
+        CPU,
+        [],
+    )
     args = calls.make_args(0)
     _, _, out = timing.reference_call(args)
     assert out.data_ptr() == args[0].data_ptr()
@@ -849,7 +957,6 @@ def test_the_timed_reference_runs_once_on_its_own_copy():
 def test_the_reference_gets_its_copy_right_before_its_own_call():
     """In interleaved trials the reference's copy of the inputs is made right before its call (candidate first on
     odd trials: after the candidate's call), the candidate's call reads the trial's drawn inputs."""
-    from types import SimpleNamespace
 
     from cudaforge.eval import verifier
 
@@ -868,7 +975,13 @@ def test_the_reference_gets_its_copy_right_before_its_own_call():
     timing._timed = timed
     timing._series(range(2), calls, {})
     assert [e for e in events if not e.startswith("draw")] == [
-        "copy 0", "reference 0", "candidate 0", "candidate 1", "copy 1", "reference 1"]
+        "copy 0",
+        "reference 0",
+        "candidate 0",
+        "candidate 1",
+        "copy 1",
+        "reference 1",
+    ]
     assert events.index("draw 1") < events.index("candidate 1")
 
 
@@ -880,7 +993,9 @@ def test_hidden_work_and_speed_of_light_numbers():
     peaks = {"memory_gbs": 4800, "fp32_tflops": 67.0, "tf32_tflops": 494.5, "fp16_tflops": 989.5, "bf16_tflops": 989.5}
     cost = {"flops": 0.0, "input_bytes": 1 << 30, "output_bytes": 1 << 30, "parameter_bytes": 0}
     evidence, numbers = rt.speed_of_light(cost, peaks, 0.01, 0.5, 50 << 20)
-    assert "No kernel can be that fast" in evidence and numbers["floor_ms"] == pytest.approx(2 * (1 << 30) / 4.8e12 * 1e3)
+    assert "No kernel can be that fast" in evidence and numbers["floor_ms"] == pytest.approx(
+        2 * (1 << 30) / 4.8e12 * 1e3
+    )
     assert rt.speed_of_light(cost, peaks, 0.5, 0.5, 50 << 20)[0] is None
     assert rt.speed_of_light({"flops": 1.0}, None, 0.01, 0.5, None)[0] is None
 
@@ -889,13 +1004,16 @@ REEXPORT_HEAD = "import torch, torch.nn as nn\nimport torch.utils.cpp_extension 
 REEXPORT_TAIL = "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
 
 
-@pytest.mark.parametrize("line, guard", [
-    ("A = ce.subprocess.check_output(['id'])", "concurrency"),
-    ("A = ce.glob.glob('/*')", "io"),
-    ("A = ce.os.environ.get('DB_URL')", "io"),
-    ("A = ce.importlib.import_module('ctypes')", "dynamic_code"),
-    ("A = ce.sys.modules['torch']", "introspection"),
-])
+@pytest.mark.parametrize(
+    "line, guard",
+    [
+        ("A = ce.subprocess.check_output(['id'])", "concurrency"),
+        ("A = ce.glob.glob('/*')", "io"),
+        ("A = ce.os.environ.get('DB_URL')", "io"),
+        ("A = ce.importlib.import_module('ctypes')", "dynamic_code"),
+        ("A = ce.sys.modules['torch']", "introspection"),
+    ],
+)
 def test_a_module_reached_through_another_is_judged_as_imported(line, guard):
     """The second red-team round: ``ce.subprocess`` (a module that ``torch.utils.cpp_extension`` holds) passed every
     guard an ``import subprocess`` would have met."""
@@ -903,8 +1021,14 @@ def test_a_module_reached_through_another_is_judged_as_imported(line, guard):
     assert guard in {f["guard"] for f in found if f["verdict"] == "reject"}, found
 
 
-@pytest.mark.parametrize("call", ["torch.library.torch.relu(y)", "torch.types.torch.relu(y)",
-                                  "torch.autograd.function._C._VariableFunctions.relu(y)"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "torch.library.torch.relu(y)",
+        "torch.types.torch.relu(y)",
+        "torch.autograd.function._C._VariableFunctions.relu(y)",
+    ],
+)
 def test_strict_sees_torch_through_modules_that_hold_it(call):
     source = textwrap.dedent(f"""
         import torch, torch.nn as nn
@@ -950,6 +1074,7 @@ def test_the_models_own_attributes_by_a_prefixed_name_are_no_dynamic_code():
                 copy[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
                 return RESULT
     """)
+
     def rejected(result, policy):
         found = static_findings(source.replace("RESULT", result), Policies(policy))
         return {f["guard"] for f in found if f["verdict"] == "reject"}

@@ -12,6 +12,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from test_report import write_run
+
 import cudaforge
 from cudaforge.eval.evaluator import Evaluator
 from cudaforge.eval.held_out import check_held_out, held_out_shapes
@@ -20,13 +22,12 @@ from cudaforge.report.stats import held_out_summary
 from cudaforge.tasks.held_out import odd_size, proposals, size_globals, with_sizes
 from cudaforge.tasks.loader import parse_problem
 from cudaforge.types import TaskResult
-from test_report import write_run
 
 RELU_TASK = (Path(cudaforge.__file__).parent / "resources" / "suites" / "tiny" / "level1" / "1_ReLU.py").read_text()
 """The tiny suite's ReLU: ``batch_size = 256``, ``dim = 1024``, three declared input variants."""
 
 
-HEADS_TASK = '''import torch
+HEADS_TASK = """import torch
 import torch.nn as nn
 
 batch_size = 8
@@ -54,7 +55,7 @@ def get_inputs():
 
 def get_init_inputs():
     return [embed, num_heads]
-'''
+"""
 
 
 def task(source: str, name: str = "ReLU"):
@@ -69,7 +70,9 @@ def test_size_globals_are_the_top_level_sizes_and_nothing_else():
     assert size_globals("ATOL = 100\nINPUT_VARIANTS = 7\n") == []  # constants, not sizes
     assert size_globals("x = (") == []
     # chained, augmented and multi-line assignments are not sizes a rewrite could change
-    assert [g.name for g in size_globals("n = 4096\nm = n = 1024\nk = 64\nk *= 4\nw = (64 *\n     2)\nh = 32\n")] == ["h"]
+    assert [g.name for g in size_globals("n = 4096\nm = n = 1024\nk = 64\nk *= 4\nw = (64 *\n     2)\nh = 32\n")] == [
+        "h"
+    ]
 
 
 @pytest.mark.parametrize("value", [4, 5, 8, 64, 100, 128, 1000, 1024, 4096, 50257])
@@ -96,8 +99,10 @@ def test_sizes_are_changed_in_place_so_derived_sizes_follow():
 
 def test_the_reference_on_the_meta_device_decides_which_shapes_are_kept():
     shapes, note = held_out_shapes(task(RELU_TASK))
-    assert note == "" and [(s.name, s.sizes) for s in shapes] == [("odd", {"batch_size": 193, "dim": 769}),
-                                                                  ("large", {"batch_size": 512})]
+    assert note == "" and [(s.name, s.sizes) for s in shapes] == [
+        ("odd", {"batch_size": 193, "dim": 769}),
+        ("large", {"batch_size": 512}),
+    ]
     assert shapes[0].meta["inputs"] == [[193, 769]] and shapes[1].meta["input_bytes"] == 512 * 1024 * 4
     # embed 64 -> 49 is not divisible by 4 heads: `odd` is refused, the sizes one at a time are kept where valid
     shapes, note = held_out_shapes(task(HEADS_TASK, "Attn"))
@@ -112,8 +117,15 @@ def test_the_reference_on_the_meta_device_decides_which_shapes_are_kept():
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory):
     # guards off: the candidates are pure-PyTorch stand-ins for kernels (tests/test_guards.py covers the guards)
-    return Evaluator({"device": "cpu", "correctness_trials": 2, "correctness_timeout_s": 60, "guards_enforce": False,
-                      "build_cache_dir": str(tmp_path_factory.mktemp("build"))})
+    return Evaluator(
+        {
+            "device": "cpu",
+            "correctness_trials": 2,
+            "correctness_timeout_s": 60,
+            "guards_enforce": False,
+            "build_cache_dir": str(tmp_path_factory.mktemp("build")),
+        }
+    )
 
 
 HONEST = """
@@ -148,8 +160,13 @@ def _result(task_id, correct, shapes=None, note=""):
 
 
 def _row(shape, correct, speedup=None, status=None):
-    return {"shape": shape, "sizes": {"n": 7}, "status": status or ("correct" if correct else "incorrect"),
-            "correct": correct, "speedup": speedup}
+    return {
+        "shape": shape,
+        "sizes": {"n": 7},
+        "status": status or ("correct" if correct else "incorrect"),
+        "correct": correct,
+        "speedup": speedup,
+    }
 
 
 def test_the_report_tables_held_out_correct_and_speedup_by_hand(tmp_path):
@@ -182,8 +199,9 @@ def test_a_failing_held_out_check_never_costs_the_task_its_result(monkeypatch, e
     from cudaforge.types import GpuUnavailable
 
     relu = task(RELU_TASK)
-    ctx = SimpleNamespace(cfg=SimpleNamespace(eval=SimpleNamespace(held_out_shapes=True, held_out_max_input_mb=64)),
-                          evaluator=evaluator)
+    ctx = SimpleNamespace(
+        cfg=SimpleNamespace(eval=SimpleNamespace(held_out_shapes=True, held_out_max_input_mb=64)), evaluator=evaluator
+    )
     store = SimpleNamespace(candidate=lambda digest: HONEST)
     result = TaskResult(task_id=relu.id, correct=True, best_candidate_hash="abc")
 

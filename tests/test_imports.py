@@ -39,8 +39,11 @@ RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
 
 
 def _modules() -> dict[str, Path]:
-    return {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-            for p in PACKAGE.rglob("*.py") if "resources" not in p.relative_to(PACKAGE).parts}  # fmt: skip
+    return {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in PACKAGE.rglob("*.py")
+        if "resources" not in p.relative_to(PACKAGE).parts
+    }
 
 
 def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
@@ -67,8 +70,12 @@ def test_every_package_and_top_level_module_has_a_layer():
 
 def test_no_layer_imports_a_layer_above_it():
     modules = _modules()
-    upward = sorted(f"{m} -> {d}" for m, path in modules.items() for d in _imports(path, modules)
-                    if RANK[_layer(d)] > RANK[_layer(m)])  # fmt: skip
+    upward = sorted(
+        f"{m} -> {d}"
+        for m, path in modules.items()
+        for d in _imports(path, modules)
+        if RANK[_layer(d)] > RANK[_layer(m)]
+    )
     assert not upward, upward
 
 
@@ -82,7 +89,7 @@ def test_no_module_imports_itself_back_through_others():
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
+                cycles.append(path[path.index(nxt) :] + [nxt] if nxt in path else [node, nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = 2

@@ -8,7 +8,6 @@ import sys
 import types
 
 import pytest
-
 from conftest import REPO
 
 
@@ -25,9 +24,13 @@ def test_device_lost_asks_nvml(monkeypatch):
             raise GpuIsLost("GPU is lost")
         return object()
 
-    fake = types.SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None,
-                                 nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetHandleByUUID=lambda u: u,
-                                 nvmlDeviceGetMemoryInfo=memory)  # fmt: skip
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetHandleByUUID=lambda u: u,
+        nvmlDeviceGetMemoryInfo=memory,
+    )
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     assert device_lost("0") is None
     state["lost"] = True
@@ -40,8 +43,10 @@ def test_device_lost_asks_nvml(monkeypatch):
         pass
 
     for error, said in ((NVMLError_LibraryNotFound, None), (NVMLError_DriverNotLoaded, "NVML does not start any more")):
+
         def init(error=error):
             raise error("NVML")
+
         monkeypatch.setattr(fake, "nvmlInit", init)
         got = device_lost("0")  # no NVML here at all: nothing can tell; a driver gone mid-run: lost
         assert got is None if said is None else got.startswith(said)
@@ -54,8 +59,13 @@ def _lost_gpu_evaluator(monkeypatch, tmp_path, lost: str | None):
     from cudaforge.vendor.nvidia import NVIDIA
 
     ev = module.Evaluator({"build_cache_dir": str(tmp_path / "cache")}, gpus=["0"], interrupted_dir=tmp_path / "int")
-    monkeypatch.setattr(ev, "_worker", lambda payload, gpu, env: IsolatedOutcome(
-        status="crashed", error="the worker died (signal 9)", phase="correctness"))
+    monkeypatch.setattr(
+        ev,
+        "_worker",
+        lambda payload, gpu, env: IsolatedOutcome(
+            status="crashed", error="the worker died (signal 9)", phase="correctness"
+        ),
+    )
     monkeypatch.setattr(module.vendor, "current", lambda: dataclasses.replace(NVIDIA, device_lost=lambda gpu: lost))
     return ev
 

@@ -18,8 +18,14 @@ from cudaforge.eval.evaluator import Evaluator  # noqa: E402
 from cudaforge.report import build_report  # noqa: E402
 from cudaforge.report.tables import markdown  # noqa: E402
 from cudaforge.run.integrate import (  # noqa: E402
-    IntegrateError, best_kernels, candidate_source, choose_kernels, integrate, load_recipe, recipe_names,
-)  # fmt: skip
+    IntegrateError,
+    best_kernels,
+    candidate_source,
+    choose_kernels,
+    integrate,
+    load_recipe,
+    recipe_names,
+)
 from cudaforge.tasks import load_suite, selection  # noqa: E402
 from cudaforge.track.store import RunStore  # noqa: E402
 from cudaforge.types import TaskResult, source_hash  # noqa: E402
@@ -51,9 +57,17 @@ def evaluator(tmp_path_factory):
     from cudaforge.eval.evaluator import _default_eval_config
     from cudaforge.run.integrate import evaluation_config
 
-    evaluator = Evaluator(evaluation_config({**_default_eval_config(), "device": "cpu", "correctness_trials": 2,
-                                             "correctness_timeout_s": 120,
-                                             "build_cache_dir": str(tmp_path_factory.mktemp("build"))}))
+    evaluator = Evaluator(
+        evaluation_config(
+            {
+                **_default_eval_config(),
+                "device": "cpu",
+                "correctness_trials": 2,
+                "correctness_timeout_s": 120,
+                "build_cache_dir": str(tmp_path_factory.mktemp("build")),
+            }
+        )
+    )
     yield evaluator
     evaluator.close()
 
@@ -62,7 +76,9 @@ def test_recipes_are_read_and_bad_ones_refused_in_one_line(tmp_path):
     assert {"tiny_mlp", "transformer_block"} <= set(recipe_names())
     task, patches = load_recipe("transformer_block")
     assert [(p.module, p.task_glob, p.sizes) for p in patches] == [
-        ("LayerNorm", "*/level1/*_LayerNorm", {"hidden": "normalized_shape.0"}), ("GELU", "*/level1/*_GELU", {})]
+        ("LayerNorm", "*/level1/*_LayerNorm", {"hidden": "normalized_shape.0"}),
+        ("GELU", "*/level1/*_GELU", {}),
+    ]
     with pytest.raises(IntegrateError, match="no recipe 'nope'.*tiny_mlp"):
         load_recipe("nope")
     bare = tmp_path / "bare.py"
@@ -90,8 +106,10 @@ def test_the_patched_model_is_checked_by_the_evaluator_and_a_shape_bound_kernel_
     good = write_run(tmp_path / "good", {"ReLU": (RELU, None), "Softmax": (SOFTMAX, None)})
     record = integrate("tiny_mlp", [str(good)], evaluator)
     assert record["status"] == "correct" and record["correct"] and record["in_model_speedup"] is None  # CPU: untimed
-    assert [(p["module"], p["instances"], p["patched"]) for p in record["patches"]] == [("ReLU", 1, True),
-                                                                                       ("Softmax", 1, True)]
+    assert [(p["module"], p["instances"], p["patched"]) for p in record["patches"]] == [
+        ("ReLU", 1, True),
+        ("Softmax", 1, True),
+    ]
     written = json.loads((good / "integrate" / "tiny_mlp.json").read_text())
     assert written["status"] == "correct" and (good / "integrate" / "tiny_mlp.md").is_file()
     # the model's ReLU sees (192, 1536): a kernel written for (256, 1024) alone fails inside it
@@ -116,7 +134,9 @@ def test_the_command(tmp_path):
     from cudaforge.cli import main
 
     good = write_run(tmp_path / "good", {"ReLU": (RELU, None), "Softmax": (SOFTMAX, None)})
-    assert main(["integrate", str(good), "recipe=tiny_mlp", f"out_dir={tmp_path / 'o'}", "eval.correctness_trials=1"]) == 0
+    assert (
+        main(["integrate", str(good), "recipe=tiny_mlp", f"out_dir={tmp_path / 'o'}", "eval.correctness_trials=1"]) == 0
+    )
     assert json.loads((tmp_path / "o" / "tiny_mlp.json").read_text())["correct"] is True
     assert main(["integrate", str(good), "recipe=nope"]) == 2
     assert main(["integrate"]) == 2
@@ -138,7 +158,8 @@ def test_a_kernel_the_static_guards_reject_on_their_own_is_not_patched_in(tmp_pa
     """A run whose guards only reported (a paper preset, an older version) recorded a hack as correct: inside the
     generated model it is a string no static guard sees, so each kernel is checked again on its own first."""
     threaded = RELU.replace("import torch\n", "import threading\nimport torch\n", 1).replace(
-        "return triton_relu(x)", "threading.Thread(target=lambda: None).start()\n        return triton_relu(x)")
+        "return triton_relu(x)", "threading.Thread(target=lambda: None).start()\n        return triton_relu(x)"
+    )
     assert threaded.count("threading") == 2
     run = write_run(tmp_path / "hack", {"ReLU": (threaded, 9.0), "Softmax": (SOFTMAX, None)})
     record = integrate("tiny_mlp", [str(run)], evaluator)

@@ -194,7 +194,7 @@ def test_folders_a_child_noted_go_with_it_when_it_is_killed(tmp_path):
 def test_a_standby_whose_parent_goes_away_exits_without_a_result():
     import subprocess
 
-    script = (
+    script = (  # noqa: UP031
         "import sys, time; sys.path.insert(0, %r)\n"
         "from cudaforge.isolation import Standby\n"
         "s = Standby('standins.entries:echo_prepared', 'standins.entries:prepare_marker', env={'PYTHONPATH': %r})\n"
@@ -227,12 +227,15 @@ def test_announcing_phases_never_extends_a_deadline():
     assert out.status == "timeout" and time.monotonic() - started < 12
 
 
-@pytest.mark.parametrize("text, repeat, words", [
-    ('{"status": "correct"', 1, "malformed"),
-    ("[1, 2, 3]", 1, "not a JSON object"),
-    ("[" * 100000 + "]" * 100000, 1, "malformed"),
-    ("\xff\xfe", 1, "malformed"),
-])
+@pytest.mark.parametrize(
+    "text, repeat, words",
+    [
+        ('{"status": "correct"', 1, "malformed"),
+        ("[1, 2, 3]", 1, "not a JSON object"),
+        ("[" * 100000 + "]" * 100000, 1, "malformed"),
+        ("\xff\xfe", 1, "malformed"),
+    ],
+)
 def test_a_malformed_result_file_is_a_crash_not_an_exception(text, repeat, words):
     out = run("write_result", {"text": text, "repeat": repeat})
     assert out.status == "crashed" and words in out.error
@@ -259,8 +262,13 @@ def test_a_trusted_childs_result_is_taken_once_delivered_and_the_child_killed(tm
     assert _gone(int(pidfile.read_text()))
     # no mark, a mark without a result, or a child that is not ours alone: waited for (here, to the timeout)
     for payload, trusted in (({"mark": False}, True), ({"result": False}, True), ({}, False)):
-        out = run("delivers_then_lingers", {"pidfile": str(pidfile), **payload}, timeouts={"start": 2.0},
-                  default_timeout=2.0, trusted=trusted)  # fmt: skip
+        out = run(
+            "delivers_then_lingers",
+            {"pidfile": str(pidfile), **payload},
+            timeouts={"start": 2.0},
+            default_timeout=2.0,
+            trusted=trusted,
+        )
         assert out.status == "timeout"
     from cudaforge.isolation import _describe_exit
 
@@ -278,6 +286,7 @@ def test_the_evaluator_trusts_its_verifiers_mark_only_behind_the_whole_wall():
     assert not Evaluator({"device": "cpu", "sandbox": "off"})._trusted_verifier()
     assert not Evaluator({"device": "cpu", "allow_weak_sandbox": True})._trusted_verifier()
 
+
 def test_the_child_runner_marks_its_result_delivered_by_the_name_the_parent_looks_for():
     from cudaforge.isolation import RESULT_DELIVERED
 
@@ -293,7 +302,6 @@ def test_the_child_runner_marks_its_result_delivered_by_the_name_the_parent_look
 def test_a_sandboxed_child_runs_in_its_scratch_and_reads_nothing_outside(tmp_path):
     """``run_isolated(sandbox=...)``: the child's working directory and home are the sandbox's scratch, a file outside
     its read list stays unreadable, ``collect`` sees what it left once it is dead, and the scratch is gone after."""
-    from cudaforge.sandbox import Sandbox
 
     secret = tmp_path / "secret.txt"
     secret.write_text("sk-not-for-candidates")
@@ -317,7 +325,6 @@ def test_a_sandboxed_child_runs_in_its_scratch_and_reads_nothing_outside(tmp_pat
 def test_a_link_left_for_the_parent_to_read_is_not_followed(tmp_path):
     """A sandboxed child owns its working directory: a link there in place of its result (to a file it cannot read
     itself) is a crash for the parent, never a read through the link."""
-    from cudaforge.sandbox import Sandbox
 
     secret = tmp_path / "secret.txt"
     secret.write_text('{"stolen": "sk-not-for-candidates"}')
@@ -329,10 +336,9 @@ def test_a_link_left_for_the_parent_to_read_is_not_followed(tmp_path):
 def test_a_program_the_sandbox_cannot_execute_is_named(tmp_path):
     """A wrapper outside what the sandbox may read (here a script in a temporary folder) never runs; the outcome says
     which program and why, not just an exit code."""
-    from cudaforge.sandbox import Sandbox
 
     tool = tmp_path / "tool"
-    tool.write_text("#!/bin/sh\nexec \"$@\"\n")
+    tool.write_text('#!/bin/sh\nexec "$@"\n')
     tool.chmod(0o755)
     outcome = run("echo", {}, sandbox=_test_sandbox(), wrapper=[str(tool)])
     assert outcome.status == "crashed" and f"could not run {tool}" in outcome.error, outcome.error

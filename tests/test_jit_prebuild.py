@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 CANDIDATES = REPO / "benchmarks" / "candidates"
 H200 = ["cuda", 90, 32]
 
-AUTOTUNED = textwrap.dedent('''
+AUTOTUNED = textwrap.dedent("""
     import torch, torch.nn as nn, triton, triton.language as tl
 
     @triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=4),
@@ -46,7 +46,7 @@ AUTOTUNED = textwrap.dedent('''
             out = _BUFFERS.setdefault(tuple(x.shape), torch.empty_like(x))  # a module-level cache of outputs
             scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, self.scale, out, x.numel())
             return out
-''')
+""")
 
 
 def _kernels(cache: Path) -> dict[str, dict]:
@@ -129,8 +129,10 @@ def test_every_autotuned_config_compiles_and_the_evaluated_process_is_untouched(
     from cudaforge.eval.jit_prebuild import _fork_safe
 
     if not fresh and not _fork_safe():
-        pytest.skip("a GPU is visible to this process: a forked copy cannot make fake GPU tensors here, so the "
-                    "evaluator never forks here either (the fresh case runs)")
+        pytest.skip(
+            "a GPU is visible to this process: a forked copy cannot make fake GPU tensors here, so the "
+            "evaluator never forks here either (the fresh case runs)"
+        )
     module = load_module(AUTOTUNED, f"cand_jit_autotuned_{fresh}")
     report = compile_ahead(module, "triton", specs([2.0]), _inputs((4096,)), ["cuda", 100, 32], fresh=fresh)
     assert report["built"] == ["scale_kernel"] and not report["error"] and report["fresh"] is fresh, report
@@ -142,25 +144,39 @@ def test_every_autotuned_config_compiles_and_the_evaluated_process_is_untouched(
 
 
 def test_what_compiled_before_the_forward_failed_is_kept_and_a_stuck_forward_is_stopped(cache):
-    source = (CANDIDATES / "triton_relu.py").read_text().replace(
-        "        return triton_relu(x)", "        y = triton_relu(x)\n        return y + float(y.sum().item())")
+    source = (
+        (CANDIDATES / "triton_relu.py")
+        .read_text()
+        .replace(
+            "        return triton_relu(x)", "        y = triton_relu(x)\n        return y + float(y.sum().item())"
+        )
+    )
     module = load_module(source, "cand_jit_item")
     report = compile_ahead(module, "triton", specs([]), _inputs((256, 1024)), H200)
     assert report["built"] == ["relu_kernel"] and report["error"] and len(_kernels(cache)) == 1
-    stuck = load_module("import time, torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                        "        time.sleep(600)\n", "cand_jit_stuck")  # fmt: skip
+    stuck = load_module(
+        "import time, torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        time.sleep(600)\n",
+        "cand_jit_stuck",
+    )
     started = time.perf_counter()
     report = compile_ahead(stuck, "triton", specs([]), _inputs((4,)), H200, timeout_s=3)
     assert report["built"] == [] and "stopped after 3 s" in report["error"] and time.perf_counter() - started < 10
-    assert compile_ahead(module, "cute_dsl", specs([]), _inputs((4,)), H200)["error"].startswith("cute_dsl kernels cannot")
+    assert compile_ahead(module, "cute_dsl", specs([]), _inputs((4,)), H200)["error"].startswith(
+        "cute_dsl kernels cannot"
+    )
 
 
 def test_a_process_the_copy_leaves_behind_does_not_hold_up_the_report(cache, tmp_path):
     pidfile = tmp_path / "lingering.pid"
-    source = (CANDIDATES / "triton_relu.py").read_text().replace(
-        "        return triton_relu(x)",
-        f"        import os, time\n        if os.fork() == 0:\n            open({str(pidfile)!r}, 'w').write(str(os.getpid()))"
-        "\n            time.sleep(600)\n        return triton_relu(x)")
+    source = (
+        (CANDIDATES / "triton_relu.py")
+        .read_text()
+        .replace(
+            "        return triton_relu(x)",
+            f"        import os, time\n        if os.fork() == 0:\n            open({str(pidfile)!r}, 'w').write(str(os.getpid()))"
+            "\n            time.sleep(600)\n        return triton_relu(x)",
+        )
+    )
     module = load_module(source, "cand_jit_linger")
     started = time.perf_counter()
     try:
@@ -206,18 +222,37 @@ def test_a_fresh_copy_compiles_where_forking_is_unsafe(cache):
 
 def test_the_sandboxed_worker_compiles_ahead_in_a_fresh_copy_inside_its_sandbox(tmp_path):
     from cudaforge.eval.build import BuildSettings
-    from cudaforge.eval.remote import CandidateProcess
     from cudaforge.eval.jit_cache import count_kernels
+    from cudaforge.eval.remote import CandidateProcess
     from cudaforge.sandbox import SandboxMode
 
     settings = BuildSettings(cache_dir=str(tmp_path / "build"), arch="9.0")
-    worker = CandidateProcess(device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"})
+    worker = CandidateProcess(
+        device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"}
+    )
     try:
         worker.wait_hello(120.0)
-        worker.request({"op": "load", "source": (CANDIDATES / "triton_relu.py").read_text(), "module": "cand_relu",
-                        "build": settings.to_dict()}, timeout_s=120)  # fmt: skip
-        reply = worker.request({"op": "prebuild", "language": "triton", "init": specs([]), "target": H200,
-                                "inputs": _inputs((256, 1024)), "fresh": True, "timeout_s": 120}, timeout_s=150)  # fmt: skip
+        worker.request(
+            {
+                "op": "load",
+                "source": (CANDIDATES / "triton_relu.py").read_text(),
+                "module": "cand_relu",
+                "build": settings.to_dict(),
+            },
+            timeout_s=120,
+        )
+        reply = worker.request(
+            {
+                "op": "prebuild",
+                "language": "triton",
+                "init": specs([]),
+                "target": H200,
+                "inputs": _inputs((256, 1024)),
+                "fresh": True,
+                "timeout_s": 120,
+            },
+            timeout_s=150,
+        )
         assert reply["fresh"] is True and reported_kernels(reply) == ["relu_kernel"] and not reply["error"], reply
         assert count_kernels(Path(worker.scratch) / "triton") == 1
     finally:
@@ -254,11 +289,20 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
     task = {t.name: t for t in load_suite(selection("tiny"))}["ReLU"]
     source = (CANDIDATES / "triton_relu.py").read_text()
     cfg = {"seed": 42, "check_variants": True}
-    worker = CandidateProcess(device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"})
+    worker = CandidateProcess(
+        device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"}
+    )
     try:
         worker.wait_hello(120.0)
-        worker.request({"op": "load", "source": source, "module": "cand_relu_v",
-                        "build": BuildSettings(cache_dir=str(tmp_path / "b")).to_dict()}, timeout_s=120)  # fmt: skip
+        worker.request(
+            {
+                "op": "load",
+                "source": source,
+                "module": "cand_relu_v",
+                "build": BuildSettings(cache_dir=str(tmp_path / "b")).to_dict(),
+            },
+            timeout_s=120,
+        )
         gpu = torch.device("cuda")
         built = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 150.0, True)
         assert built["kernels"] == ["relu_kernel"] and built["kernels_seeded"] == 0 < built["kernels_after"], built
@@ -268,8 +312,14 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
         counted = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 150.0, False)
         assert counted["kernels_seeded"] == counted["kernels_after"] == built["kernels_after"]
         assert "found built ahead" in counted["note"]
-        data_dependent = dataclasses.replace(task, source=task.source.replace(
-            "def get_inputs():", "def get_inputs():\n    int(torch.randn(1).item())\n    return _inputs()\n\n\ndef _inputs():", 1))
+        data_dependent = dataclasses.replace(
+            task,
+            source=task.source.replace(
+                "def get_inputs():",
+                "def get_inputs():\n    int(torch.randn(1).item())\n    return _inputs()\n\n\ndef _inputs():",
+                1,
+            ),
+        )
         failed = verifier._jit_ahead(source, data_dependent, [], worker, gpu, cfg, 150.0, True)
         assert failed["kernels"] == [] and failed["note"].startswith("triton kernels not compiled ahead"), failed
         assert verifier._jit_ahead("import torch\n", task, [], worker, gpu, cfg, 150.0, True) is None

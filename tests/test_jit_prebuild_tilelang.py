@@ -26,7 +26,7 @@ CANDIDATES = REPO / "benchmarks" / "candidates"
 H200 = ["cuda", 90, 32]
 MARKS = languages.get("tilelang").jit_kernel_marks
 
-DYNAMIC = textwrap.dedent('''
+DYNAMIC = textwrap.dedent("""
     import tilelang, tilelang.language as T, torch, torch.nn as nn
 
     @tilelang.jit(out_idx=[-1])
@@ -53,7 +53,7 @@ DYNAMIC = textwrap.dedent('''
             y = self.kernel(x.contiguous(), self.scale)
             assert y.shape == x.shape and y.dtype == x.dtype, (y.shape, y.dtype)  # the empty output stands in whole
             return y.relu()
-''')
+""")
 
 
 @pytest.fixture
@@ -74,15 +74,21 @@ def _task(name):
 
 def test_tilelang_is_built_ahead_into_its_own_cache_folder():
     tilelang = languages.get("tilelang")
-    assert tilelang.prebuild is not None and (tilelang.jit_cache, tilelang.jit_cache_env) == ("tilelang", "TILELANG_CACHE_DIR")
+    assert tilelang.prebuild is not None and (tilelang.jit_cache, tilelang.jit_cache_env) == (
+        "tilelang",
+        "TILELANG_CACHE_DIR",
+    )
     assert {lang.name for lang in languages.jit_caches()} == {"triton", "tilelang"}
     assert languages.jit_cache_env("/s") == {"TRITON_CACHE_DIR": "/s/triton", "TILELANG_CACHE_DIR": "/s/tilelang"}
 
 
-@pytest.mark.parametrize("candidate, task, kernel", [
-    ("tilelang_relu.py", "ReLU", "relu_main"),
-    ("tilelang_matmul_bias_relu.py", "MatmulBiasReLU", "linear_relu_main"),
-])
+@pytest.mark.parametrize(
+    "candidate, task, kernel",
+    [
+        ("tilelang_relu.py", "ReLU", "relu_main"),
+        ("tilelang_matmul_bias_relu.py", "MatmulBiasReLU", "linear_relu_main"),
+    ],
+)
 def test_a_tilelang_candidate_compiles_ahead_once_per_size_without_a_gpu(cache, capfd, candidate, task, kernel):
     task = _task(task)
     ref = load_module(task.source, "ref_" + kernel)
@@ -115,7 +121,8 @@ def test_a_kernel_built_in_init_with_a_dynamic_size_compiles_and_its_output_stan
 
 def test_tilelang_is_built_ahead_only_for_cuda_targets(cache):
     module = load_module((CANDIDATES / "tilelang_relu.py").read_text(), "cand_relu_rocm")
-    report = compile_ahead(module, "tilelang", specs([]), [fake_specs(lambda: [torch.randn(256)])], ["hip", "gfx942", 64],
-                           timeout_s=60)  # fmt: skip
+    report = compile_ahead(
+        module, "tilelang", specs([]), [fake_specs(lambda: [torch.randn(256)])], ["hip", "gfx942", 64], timeout_s=60
+    )
     assert report["built"] == [] and "only for CUDA GPUs" in report["error"]
     assert count_kernels(cache, MARKS) == 0

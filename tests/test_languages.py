@@ -67,7 +67,9 @@ def test_cupy_and_plain_torch_and_the_names_of_each():
 
 
 def test_an_unknown_language_is_refused_with_the_known_ones():
-    with pytest.raises(ValueError, match="unknown kernel language 'hip'; known: cuda, cupy, cute_dsl, tilelang, triton"):
+    with pytest.raises(
+        ValueError, match="unknown kernel language 'hip'; known: cuda, cupy, cute_dsl, tilelang, triton"
+    ):
         languages.get("hip")
 
 
@@ -86,16 +88,24 @@ def test_every_language_has_a_candidate_and_every_coder_language_a_worked_exampl
             assert language.title and language.follow_up
 
 
-@pytest.mark.parametrize("name, profiled, defined, own", [
-    ("cute_dsl", "kernel_cutlass_relu_kernel_tensorptrf32generico10001_tensorptrf32generico10001__0", "relu_kernel", True),
-    ("cute_dsl", "kernel_relu_kernel_0", "relu_kernel", True),  # CuTe DSL before it added the cutlass_ prefix
-    ("cute_dsl", "kernel_cutlass_relu_kernel2_tensor_0", "relu_kernel", False),
-    ("tilelang", "relu_main_kernel", "relu_main", True),
-    ("tilelang", "relu_main_kernel_1", "relu_main", True),
-    ("tilelang", "relu_main_kernel_x", "relu_main", False),
-    ("tilelang", "other_main_kernel", "relu_main", False),
-    ("cuda", "relu_kernel", "relu_kernel", True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, profiled, defined, own",
+    [
+        (
+            "cute_dsl",
+            "kernel_cutlass_relu_kernel_tensorptrf32generico10001_tensorptrf32generico10001__0",
+            "relu_kernel",
+            True,
+        ),
+        ("cute_dsl", "kernel_relu_kernel_0", "relu_kernel", True),  # CuTe DSL before it added the cutlass_ prefix
+        ("cute_dsl", "kernel_cutlass_relu_kernel2_tensor_0", "relu_kernel", False),
+        ("tilelang", "relu_main_kernel", "relu_main", True),
+        ("tilelang", "relu_main_kernel_1", "relu_main", True),
+        ("tilelang", "relu_main_kernel_x", "relu_main", False),
+        ("tilelang", "other_main_kernel", "relu_main", False),
+        ("cuda", "relu_kernel", "relu_kernel", True),
+    ],
+)
 def test_each_language_says_how_its_kernels_are_named_once_compiled(name, profiled, defined, own):
     assert languages.get(name).profiled_match(profiled, defined) is own
     assert languages.is_own_kernel(f"{profiled}(float *, int)" if name == "cuda" else profiled, {defined}) is own
@@ -131,7 +141,8 @@ def test_every_language_module_is_registered_and_the_guards_vocabulary_is_the_re
         assert set(language.decorators) <= set(guard_source.KERNEL_DECORATORS)
         assert set(language.builders) <= set(guard_source.KERNEL_BUILDERS)
     assert {"load_inline", "RawKernel", "jit", "SourceModule", "kernel"} <= set(guard_source.KERNEL_BUILDERS) | set(
-        guard_source.KERNEL_DECORATORS)  # fmt: skip
+        guard_source.KERNEL_DECORATORS
+    )
 
 
 def _imports(path: Path) -> set[str]:
@@ -147,15 +158,25 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_eval_does_not_import_profile_and_the_registry_imports_nothing_heavy():
-    offenders = {str(p.relative_to(PACKAGE)): sorted(m for m in _imports(p) if m.startswith("cudaforge.profile"))
-                 for p in (PACKAGE / "eval").rglob("*.py")}  # fmt: skip
+    offenders = {
+        str(p.relative_to(PACKAGE)): sorted(m for m in _imports(p) if m.startswith("cudaforge.profile"))
+        for p in (PACKAGE / "eval").rglob("*.py")
+    }
     assert not {k: v for k, v in offenders.items() if v}
     for path in (PACKAGE / "languages").glob("*.py"):
         outside = {m for m in _imports(path) if m.startswith("cudaforge") and not m.startswith("cudaforge.languages")}
         assert outside <= {"cudaforge.pyast"}, (path.name, outside)
-    loaded = subprocess.run([sys.executable, "-c", "import sys, cudaforge.languages as l; l.languages(); "
-                             "print(sorted(m for m in ('torch', 'hydra', 'litellm', 'triton') if m in sys.modules))"],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, cudaforge.languages as l; l.languages(); "
+            "print(sorted(m for m in ('torch', 'hydra', 'litellm', 'triton') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
 
 
@@ -170,8 +191,11 @@ def _module_graph(root: Path) -> dict[str, set[str]]:
 
 def test_the_report_writers_and_the_report_builder_do_not_import_each_other():
     graph = _module_graph(PACKAGE)
-    report = {m: {d for d in deps if d.startswith("cudaforge.report.")} for m, deps in graph.items()
-              if m.startswith("cudaforge.report.")}  # fmt: skip
+    report = {
+        m: {d for d in deps if d.startswith("cudaforge.report.")}
+        for m, deps in graph.items()
+        if m.startswith("cudaforge.report.")
+    }
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
         for nxt in report.get(start, ()):
@@ -187,8 +211,12 @@ def test_a_run_needs_nothing_of_teach():
     """``cudaforge run`` (runner, graph, agents) reads skill documents through the agents layer; ``teach/`` distils
     them and exports datasets, after runs."""
     graph = _module_graph(PACKAGE)
-    users = sorted(m for m, deps in graph.items() if m.startswith(("cudaforge.run.", "cudaforge.graph.", "cudaforge.agents."))
-                   and any(d.startswith("cudaforge.teach") for d in deps))  # fmt: skip
+    users = sorted(
+        m
+        for m, deps in graph.items()
+        if m.startswith(("cudaforge.run.", "cudaforge.graph.", "cudaforge.agents."))
+        and any(d.startswith("cudaforge.teach") for d in deps)
+    )
     assert not users, users
 
 
@@ -205,15 +233,27 @@ def test_a_candidate_in_a_language_whose_package_is_missing_is_unsupported_befor
     assert "pip install nvidia-cutlass-dsl" in result.message
 
 
-@pytest.mark.parametrize("profiled, defined", [
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
-     "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", "vectorized_elementwise_kernel"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
-     "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", "vectorized_elementwise"),  # TileLang's rule
-    ("void cub::DeviceReduceKernel<cub::DeviceReducePolicy<float>, float*>(float*, int)", "DeviceReduceKernel"),
-    ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"),
-    ("nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN", "nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "profiled, defined",
+    [
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+            "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+            "vectorized_elementwise_kernel",
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+            "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+            "vectorized_elementwise",
+        ),  # TileLang's rule
+        ("void cub::DeviceReduceKernel<cub::DeviceReducePolicy<float>, float*>(float*, int)", "DeviceReduceKernel"),
+        (
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32",
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32",
+        ),
+        ("nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN", "nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN"),
+    ],
+)
 def test_a_kernel_named_like_torchs_or_a_librarys_does_not_make_theirs_the_candidates(profiled, defined):
     """An unused ``__global__`` named like torch's elementwise kernel (or cuBLAS's) would otherwise turn torch's own
     launches into the candidate's kernels, and a passthrough would pass the GPU's no_custom_kernel check."""

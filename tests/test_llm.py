@@ -98,8 +98,12 @@ def test_costs_read_unpriced_never_zero_and_the_demo_is_free(script_name):
     assert format_cost(None, 3) == "unpriced"
     assert format_cost(0.12, 3) == "$0.1200 + 3 unpriced calls" and format_cost(0.12, 1) == "$0.1200 + 1 unpriced call"
     assert format_cost(0.0) == "$0.0000"
-    mixed = sum_rows([LedgerRow("coder", "openai/o3", 10, 5, cost_usd=0.12, priced=True, latency_s=2.0),
-                      LedgerRow("judge", "hosted_vllm/x", 10, 5, cost_usd=None, priced=False, latency_s=1.0)])
+    mixed = sum_rows(
+        [
+            LedgerRow("coder", "openai/o3", 10, 5, cost_usd=0.12, priced=True, latency_s=2.0),
+            LedgerRow("judge", "hosted_vllm/x", 10, 5, cost_usd=None, priced=False, latency_s=1.0),
+        ]
+    )
     assert mixed.cost_usd == pytest.approx(0.12) and mixed.unpriced_calls == 1
     assert "| $0.1200 + 1 unpriced call | 3.0 s of LLM time" in mixed.summary()
     # the demo calls no provider: its configs price it at $0 by design, and the line says why it is $0
@@ -248,9 +252,12 @@ def _shipped_configs() -> list[tuple[str, Path, dict]]:
 
     from cudaforge.paths import CONFIG_DIR
 
-    return [(f"{group}/{path.name}", path, yaml.safe_load(path.read_text()))
-            for group in ("coder", "judge") for path in sorted((CONFIG_DIR / group).glob("*.yaml"))
-            if path.name != "schema.yaml"]  # fmt: skip
+    return [
+        (f"{group}/{path.name}", path, yaml.safe_load(path.read_text()))
+        for group in ("coder", "judge")
+        for path in sorted((CONFIG_DIR / group).glob("*.yaml"))
+        if path.name != "schema.yaml"
+    ]
 
 
 def test_every_shipped_config_has_a_price():
@@ -264,12 +271,15 @@ def test_every_shipped_config_has_a_price():
         if path.name in DELIBERATELY_UNPRICED:
             assert source is PriceSource.none, f"{name}: {model} is priced ({source.value}): take it off the list"
             assert model.startswith("scripted/") or data.get("api_base") or data.get("openai_compatible"), (
-                f"{name}: not local, not scripted")
+                f"{name}: not local, not scripted"
+            )
         else:
             assert source in (PriceSource.litellm, PriceSource.override), (
-                f"{name}: no price for {model} in litellm's map or cudaforge/resources/prices/overrides.yaml")
+                f"{name}: no price for {model} in litellm's map or cudaforge/resources/prices/overrides.yaml"
+            )
             assert data.get("input_cost_per_token") is None and data.get("output_cost_per_token") is None, (
-                f"{name}: put its price in overrides.yaml, with its source and date")
+                f"{name}: put its price in overrides.yaml, with its source and date"
+            )
 
 
 def test_shipped_prices_of_the_papers_models():
@@ -278,8 +288,11 @@ def test_shipped_prices_of_the_papers_models():
     from cudaforge.llm.pricing import PriceSource, price_source
 
     tenth = 100_000  # a tenth of 1M tokens: under the 200K long-context tier
-    for model, (inp, out, cached) in {"openai/o3": (2.0, 8.0, 0.5), "openai/gpt-5": (1.25, 10.0, 0.125),
-                                      "anthropic/claude-sonnet-4-20250514": (3.0, 15.0, 0.3)}.items():  # fmt: skip
+    for model, (inp, out, cached) in {
+        "openai/o3": (2.0, 8.0, 0.5),
+        "openai/gpt-5": (1.25, 10.0, 0.125),
+        "anthropic/claude-sonnet-4-20250514": (3.0, 15.0, 0.3),
+    }.items():
         assert 10 * cost_for(model, Usage(tenth, 0))[0] == pytest.approx(inp), model
         assert 10 * cost_for(model, Usage(0, tenth))[0] == pytest.approx(out), model
         assert 10 * cost_for(model, Usage(tenth, 0, cached_prompt_tokens=tenth))[0] == pytest.approx(cached), model
@@ -288,7 +301,8 @@ def test_shipped_prices_of_the_papers_models():
     if price_source(sonnet) is PriceSource.override:  # a newer litellm map that lists it again wins
         assert cost_for(sonnet, Usage(300_000, 1_000_000))[0] == pytest.approx(0.3 * 6.0 + 22.5)  # long-context tier
         assert cost_for(sonnet, Usage(1000, 10, cached_prompt_tokens=400))[0] == pytest.approx(
-            600 * 3e-6 + 400 * 3e-7 + 10 * 1.5e-5)
+            600 * 3e-6 + 400 * 3e-7 + 10 * 1.5e-5
+        )
     assert 10 * cost_for("claude-sonnet-4-20250514", Usage(tenth, 0))[0] == pytest.approx(3.0)  # the bare id too
 
 
@@ -299,9 +313,17 @@ def test_price_sources_in_order(monkeypatch):
     assert pricing.price_source("hosted_vllm/my-model") is pricing.PriceSource.none
     assert not pricing.is_priced("hosted_vllm/my-model") and pricing.is_priced("anthropic/claude-sonnet-4-20250514")
     # litellm's own map wins over the override file when both list a model
-    monkeypatch.setitem(litellm.model_cost, "claude-sonnet-4-20250514", {
-        "litellm_provider": "anthropic", "input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6,
-        "max_input_tokens": 1000, "max_output_tokens": 10})  # fmt: skip
+    monkeypatch.setitem(
+        litellm.model_cost,
+        "claude-sonnet-4-20250514",
+        {
+            "litellm_provider": "anthropic",
+            "input_cost_per_token": 1e-6,
+            "output_cost_per_token": 1e-6,
+            "max_input_tokens": 1000,
+            "max_output_tokens": 10,
+        },
+    )
     assert pricing.price_source("anthropic/claude-sonnet-4-20250514") is pricing.PriceSource.litellm
     assert pricing.cost_for("anthropic/claude-sonnet-4-20250514", Usage(10, 10)) == (pytest.approx(2e-5), True)
 
@@ -322,12 +344,16 @@ def test_override_file_entries_are_sourced_and_dated(tmp_path):
     for name, entry in shipped.items():
         assert entry["source"] and entry["as_of"], name
     bad = tmp_path / "prices.yaml"
-    bad.write_text("models:\n  some-model:\n    input_cost_per_token: 1.0e-6\n    output_cost_per_token: 2.0e-6\n"
-                   "    source: https://example.org/prices\n")
+    bad.write_text(
+        "models:\n  some-model:\n    input_cost_per_token: 1.0e-6\n    output_cost_per_token: 2.0e-6\n"
+        "    source: https://example.org/prices\n"
+    )
     with pytest.raises(ValueError, match="some-model.*as_of"):
         load_overrides(bad)
-    bad.write_text("models:\n  some-model:\n    input_cost_per_token: cheap\n    output_cost_per_token: 2.0e-6\n"
-                   "    source: x\n    as_of: 2026-01-01\n")
+    bad.write_text(
+        "models:\n  some-model:\n    input_cost_per_token: cheap\n    output_cost_per_token: 2.0e-6\n"
+        "    source: x\n    as_of: 2026-01-01\n"
+    )
     with pytest.raises(ValueError, match="input_cost_per_token"):
         load_overrides(bad)
 
@@ -434,6 +460,7 @@ def test_recorded_run_replays_byte_for_byte(script_name, tmp_path):
         replayed = run(cache, replay_ledger)
     assert recorded == replayed and recorded[0::2] == TRICKY
     assert [t.encode() for t in recorded] == [t.encode() for t in replayed]
+
     def tokens(rows: list[LedgerRow]) -> list[tuple]:
         return [(r.role, r.request_key, r.prompt_tokens, r.completion_tokens, r.cost_usd) for r in rows]
 

@@ -30,8 +30,8 @@ from cudaforge.llm import (  # noqa: E402
     remove_script,
 )
 from cudaforge.llm.pricing import max_call_cost  # noqa: E402
-from cudaforge.run.preflight import check_config, check_models, connect_failure, estimate_cost  # noqa: E402
 from cudaforge.run.demo import uncovered_tasks  # noqa: E402
+from cudaforge.run.preflight import check_config, check_models, connect_failure, estimate_cost  # noqa: E402
 from cudaforge.tasks import load_suite, selection  # noqa: E402
 
 FAST = Backoff(base_s=0.001, max_s=0.005)
@@ -243,11 +243,16 @@ def test_a_recording_whose_prompts_never_name_the_task_is_covered_through_its_le
     tiny = suite_ids("tiny")
     path = tmp_path / "llm_cache.sqlite"
     with ResponseCache(path, CacheMode.read_write) as cache:
-        cache.put("k1", {"model": "scripted/x", "messages": [{"role": "user", "content": "a reference"}]},
-                  CachedReply("reply", Usage()))  # fmt: skip
-    rows = [{"model": "scripted/x", "meta": {"task_id": tiny[0]}, "error": ""},
-            {"model": "scripted/x", "meta": {"task_id": tiny[1]}, "error": "APIError: boom"},
-            {"model": "scripted/y", "meta": {"task_id": tiny[2]}, "error": ""}]
+        cache.put(
+            "k1",
+            {"model": "scripted/x", "messages": [{"role": "user", "content": "a reference"}]},
+            CachedReply("reply", Usage()),
+        )
+    rows = [
+        {"model": "scripted/x", "meta": {"task_id": tiny[0]}, "error": ""},
+        {"model": "scripted/x", "meta": {"task_id": tiny[1]}, "error": "APIError: boom"},
+        {"model": "scripted/y", "meta": {"task_id": tiny[2]}, "error": ""},
+    ]
     (tmp_path / "ledger.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + '\n{"torn')
     models = [{"role": "coder", "model": "scripted/x"}]
     [problem] = check_models(models, tiny, cache_mode="replay_only", cache_path=path)

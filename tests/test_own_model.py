@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-
 from standins.llm_server import StandInServer
 from test_config import compose_with
 
@@ -23,8 +22,12 @@ def own_config(url: str, name: str, *more: str):
 
 
 def test_one_command_spells_the_model_for_litellm_and_the_judge_follows_the_coder():
-    cfg = own_config("http://127.0.0.1:9/v1", "Qwen/Qwen2.5-Coder-32B", "coder.input_cost_per_token=1e-7",
-                     "coder.output_cost_per_token=2e-7")
+    cfg = own_config(
+        "http://127.0.0.1:9/v1",
+        "Qwen/Qwen2.5-Coder-32B",
+        "coder.input_cost_per_token=1e-7",
+        "coder.output_cost_per_token=2e-7",
+    )
     assert cfg.coder.model == cfg.judge.model == "hosted_vllm/Qwen/Qwen2.5-Coder-32B"
     assert cfg.judge.api_base == "http://127.0.0.1:9/v1"
     assert (cfg.judge.input_cost_per_token, cfg.judge.output_cost_per_token) == (1e-7, 2e-7)
@@ -54,9 +57,18 @@ def test_preflight_asks_the_server_which_models_it_serves_and_demands_no_key(mon
         assert [p.check for p in problems] == ["served"]
         assert "does not serve 'not-served'" in problems[0].message and "my-coder" in problems[0].message
         # the natural mistake: a bare served name with a server address but no provider
-        bare = OmegaConf.to_object(compose_with(["coder=local_vllm", "judge=local_vllm",
-                                                 f"coder.api_base={server.url}", f"judge.api_base={server.url}",
-                                                 "coder.model=my-coder", "judge.model=my-coder"]))  # fmt: skip
+        bare = OmegaConf.to_object(
+            compose_with(
+                [
+                    "coder=local_vllm",
+                    "judge=local_vllm",
+                    f"coder.api_base={server.url}",
+                    f"judge.api_base={server.url}",
+                    "coder.model=my-coder",
+                    "judge.model=my-coder",
+                ]
+            )
+        )
         problems = check_config(bare, ["tiny/level1/1_ReLU"])
         assert [p.check for p in problems] == ["provider"]
         assert "coder=openai_compatible coder.model=my-coder" in problems[0].fix
@@ -82,14 +94,32 @@ def test_custom_prices_bound_the_cost_once_the_window_is_known():
 def _cli(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "HOSTED_VLLM_API_KEY")}
     env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", WANDB_MODE="disabled")
-    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _run_args(server: StandInServer, run_dir: Path, *more: str) -> list[str]:
-    return ["run", *OWN, f"coder.api_base={server.url}", f"coder.model={server.name}", "strategy.max_rounds=2",
-            "tracker=disabled", "coder.max_retries=2", "coder.retry_base_delay_s=0.01", "judge.max_retries=2",
-            "judge.retry_base_delay_s=0.01", "profile=off", f"hydra.run.dir={run_dir}", *more]  # fmt: skip
+    return [
+        "run",
+        *OWN,
+        f"coder.api_base={server.url}",
+        f"coder.model={server.name}",
+        "strategy.max_rounds=2",
+        "tracker=disabled",
+        "coder.max_retries=2",
+        "coder.retry_base_delay_s=0.01",
+        "judge.max_retries=2",
+        "judge.retry_base_delay_s=0.01",
+        "profile=off",
+        f"hydra.run.dir={run_dir}",
+        *more,
+    ]
 
 
 @pytest.mark.slow
@@ -116,8 +146,11 @@ def test_an_outage_is_no_failed_kernel_and_the_resume_finishes_the_task(tmp_path
         second = _cli(_run_args(server, run_dir), tmp_path)
         assert second.returncode == 0, second.stderr[-3000:]
     results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-    assert sorted(r["task_id"] for r in results) == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax",
-                                                     "tiny/level1/3_MatmulBiasReLU"]  # fmt: skip
+    assert sorted(r["task_id"] for r in results) == [
+        "tiny/level1/1_ReLU",
+        "tiny/level1/2_Softmax",
+        "tiny/level1/3_MatmulBiasReLU",
+    ]
     assert all(r["correct"] for r in results) and not any("llm_error" in r["stop_reason"] for r in results)
     assert "resuming" in second.stderr and "2 tasks of 3 finished earlier, 1 task to run" in second.stderr
     assert not (run_dir / ".run.lock").exists() and not (run_dir / "interrupted").exists()  # nothing left behind
@@ -130,10 +163,20 @@ def test_the_breaker_stops_a_run_whose_provider_stays_down(tmp_path):
     run_dir = tmp_path / "run"
     with StandInServer("standin-coder") as server:
         server.mode = "down"
-        out = _cli(_run_args(server, run_dir, "campaign.outage_trip_after=1", "campaign.outage_pause_s=0.2",
-                             "campaign.outage_max_pauses=1"), tmp_path)  # fmt: skip
+        out = _cli(
+            _run_args(
+                server,
+                run_dir,
+                "campaign.outage_trip_after=1",
+                "campaign.outage_pause_s=0.2",
+                "campaign.outage_max_pauses=1",
+            ),
+            tmp_path,
+        )
     assert out.returncode == 1, out.stderr[-3000:]
-    assert "the provider failed 1 task in a row" in out.stderr and "run stopped: the model's provider failed" in out.stderr
+    assert (
+        "the provider failed 1 task in a row" in out.stderr and "run stopped: the model's provider failed" in out.stderr
+    )
     assert not (run_dir / "results.jsonl").exists() or not (run_dir / "results.jsonl").read_text().strip()
     rows = [json.loads(line) for line in (run_dir / "not_run.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in rows] == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax"]  # one, then one probe
@@ -144,8 +187,9 @@ def test_the_breaker_pauses_then_probes_then_gives_up():
     from cudaforge.run.outage import OutageBreaker, ProviderDown
 
     said, slept = [], []
-    breaker = OutageBreaker(trip_after=2, pause_s=5, max_pauses=1, say=said.append,
-                            sleep=lambda s: slept.append(s) or False)  # fmt: skip
+    breaker = OutageBreaker(
+        trip_after=2, pause_s=5, max_pauses=1, say=said.append, sleep=lambda s: slept.append(s) or False
+    )
     breaker.before_task()
     breaker.failed("connection refused")
     breaker.before_task()  # one failure: no pause yet

@@ -26,33 +26,71 @@ RESOURCES = REPO / "cudaforge" / "resources"
 def installed(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     source = tmp_path_factory.mktemp("source") / "cudaforge"  # setuptools builds in <source>/build: not in the tree
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", ".whl", ".dev", "build", "dist",
-                                                                "outputs", "benchmarks", "tests", "*.egg-info",
-                                                                "__pycache__"))  # fmt: skip
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(source)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            ".whl",
+            ".dev",
+            "build",
+            "dist",
+            "outputs",
+            "benchmarks",
+            "tests",
+            "*.egg-info",
+            "__pycache__",
+        ),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     wheel = next(out.glob("cudaforge-*.whl"))
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return wheel, target
 
 
 def _cli(target: Path, cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(target), "WANDB_MODE": "disabled", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_the_wheel_holds_every_data_file(installed):
     wheel, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
-    wanted = {f"cudaforge/{p.relative_to(REPO / 'cudaforge').as_posix()}" for p in RESOURCES.rglob("*")
-              if p.is_file() and "__pycache__" not in p.parts}  # fmt: skip
+    wanted = {
+        f"cudaforge/{p.relative_to(REPO / 'cudaforge').as_posix()}"
+        for p in RESOURCES.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     assert wanted and not wanted - names, sorted(wanted - names)[:10]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    for must in ("configs/cudaforge.yaml", "agents/coder/first_attempt.j2", "suites/tiny", "demo/tiny_transcript.yaml",
-                 "published/cudaforge.yaml", "candidates/triton_relu.py", "prices/overrides.yaml"):  # fmt: skip
+    for must in (
+        "configs/cudaforge.yaml",
+        "agents/coder/first_attempt.j2",
+        "suites/tiny",
+        "demo/tiny_transcript.yaml",
+        "published/cudaforge.yaml",
+        "candidates/triton_relu.py",
+        "prices/overrides.yaml",
+    ):
         assert any(n.startswith(f"cudaforge/resources/{must}") for n in names), must
     licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE")]
     assert licence and b"Apache License" in zipfile.ZipFile(wheel).read(licence[0])  # the text the metadata names
@@ -77,13 +115,16 @@ def test_a_users_config_dir_adds_experiments(installed, tmp_path):
     _, target = installed
     mine = tmp_path / "myconf" / "experiment"
     mine.mkdir(parents=True)
-    (mine / "my_sweep.yaml").write_text(textwrap.dedent("""\
+    (mine / "my_sweep.yaml").write_text(
+        textwrap.dedent("""\
         # @package _global_
         strategy:
           max_rounds: 3
-        """))
-    shown = _cli(target, tmp_path, "run", "--config-dir", str(tmp_path / "myconf"), "experiment=my_sweep",
-                 "--cfg", "job")  # fmt: skip
+        """)
+    )
+    shown = _cli(
+        target, tmp_path, "run", "--config-dir", str(tmp_path / "myconf"), "experiment=my_sweep", "--cfg", "job"
+    )
     assert shown.returncode == 0, shown.stderr
     assert "max_rounds: 3" in shown.stdout
 

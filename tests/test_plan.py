@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -73,8 +72,14 @@ def test_a_run_writes_its_plan_and_plan_run_dir_sets_it_beside_what_it_took(tmp_
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], capture_output=True, text=True,
-                              cwd=tmp_path, env=env, timeout=600)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "cudaforge.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=600,
+        )
 
     run_dir = tmp_path / "run"
     out = cli("run", "strategy.max_rounds=2", "tracker=disabled", "profile.enabled=false", f"hydra.run.dir={run_dir}")
@@ -85,11 +90,19 @@ def test_a_run_writes_its_plan_and_plan_run_dir_sets_it_beside_what_it_took(tmp_
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "| Coder calls | 6 | 6 |" in shown.stdout and "| Judge calls | 3 | 3 |" in shown.stdout
     assert "| dollars | $0.00 | $0.00 |" in shown.stdout
-    pilot = cli("plan", "suite=main", "coder=claude_sonnet_4", "judge=claude_sonnet_4", f"plan.from_run={run_dir}",
-                f"output={tmp_path / 'plan.json'}")  # fmt: skip
+    pilot = cli(
+        "plan",
+        "suite=main",
+        "coder=claude_sonnet_4",
+        "judge=claude_sonnet_4",
+        f"plan.from_run={run_dir}",
+        f"output={tmp_path / 'plan.json'}",
+    )
     assert pilot.returncode == 0, pilot.stderr[-2000:]
     plan = json.loads((tmp_path / "plan.json").read_text())
     measured = planning.measured_figures(run_dir)
-    assert plan["figures"]["input_tokens"] == pytest.approx(measured.input_tokens) and measured.input_tokens["coder"] > 0
+    assert (
+        plan["figures"]["input_tokens"] == pytest.approx(measured.input_tokens) and measured.input_tokens["coder"] > 0
+    )
     assert plan["sources"]["round_seconds"] == f"measured in {run_dir}" and plan["calls"]["coder"] == 300
     assert cli("plan", str(tmp_path / "nowhere")).returncode == 2

@@ -37,8 +37,9 @@ def test_the_probe_flags_a_win_that_tf32_alone_reproduces():
 
 
 def test_a_precision_outside_the_tolerance_is_not_the_best_allowed():
-    out = precision.speedups(3.0, "strict_fp32", {"strict_fp32": 1.0, "tf32": 0.25, "bf16": 0.2},
-                             {"tf32": False, "bf16": False})
+    out = precision.speedups(
+        3.0, "strict_fp32", {"strict_fp32": 1.0, "tf32": 0.25, "bf16": 0.2}, {"tf32": False, "bf16": False}
+    )
     assert out["best_allowed"] == "strict_fp32" and out["over_best_allowed"] == 3.0
     assert out["probe_reproduces_win"] is False
 
@@ -83,9 +84,14 @@ def test_telemetry_calls_a_throttled_or_slow_batch_unclean():
 
 def _result(speedup: float, probe: dict | None, clean: bool = True) -> EvalResult:
     timing = TimingStats(n=3, median=1.0, mean=1.0, min=1.0, max=1.0, std=0.0, ci_low=1.0, ci_high=1.0)
-    result = EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT, reference_timing=timing,
-                        candidate_timing=timing,
-                        speedup=SpeedupStats(speedup, speedup, speedup, precision="strict_fp32"))  # fmt: skip
+    result = EvalResult(
+        task_id="t",
+        candidate_hash="h",
+        status=EvalStatus.CORRECT,
+        reference_timing=timing,
+        candidate_timing=timing,
+        speedup=SpeedupStats(speedup, speedup, speedup, precision="strict_fp32"),
+    )
     if probe is not None:
         result.precision = {"policy": "strict_fp32", "speedups": probe}
     result.launch_inclusive = {"speedup": speedup / 2}
@@ -100,8 +106,14 @@ def test_every_result_names_its_precision_and_survives_a_round_trip():
     measured = result.measurement()
     assert measured["precision"] == "strict_fp32" and measured["probe_reproduces_win"] is True
     assert measured["launch_inclusive"] == 1.5 and measured["timing_clean"] is False
-    old = EvalResult.from_dict({"task_id": "t", "candidate_hash": "h", "status": "correct",
-                                "speedup": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0}})  # an older record
+    old = EvalResult.from_dict(
+        {
+            "task_id": "t",
+            "candidate_hash": "h",
+            "status": "correct",
+            "speedup": {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0},
+        }
+    )  # an older record
     assert old.measurement() == {"precision": None}
 
 
@@ -110,10 +122,15 @@ def test_the_report_has_a_precision_column_and_names_the_probes_wins(tmp_path):
     from cudaforge.report.tables import markdown
 
     probe = precision.speedups(3.0, "strict_fp32", {"strict_fp32": 1.0, "tf32": 0.25}, {"tf32": True})
-    flagged = TaskResult(task_id="main/level1/6_MatmulSquare", correct=True, best_speedup=3.0,
-                         best_measurement=_result(3.0, probe, clean=False).measurement())
-    plain = TaskResult(task_id="main/level1/1_GELU", correct=True, best_speedup=1.1,
-                       best_measurement=_result(1.1, None).measurement())
+    flagged = TaskResult(
+        task_id="main/level1/6_MatmulSquare",
+        correct=True,
+        best_speedup=3.0,
+        best_measurement=_result(3.0, probe, clean=False).measurement(),
+    )
+    plain = TaskResult(
+        task_id="main/level1/1_GELU", correct=True, best_speedup=1.1, best_measurement=_result(1.1, None).measurement()
+    )
     old = TaskResult(task_id="main/level1/3_Softmax", correct=True, best_speedup=1.3)
     run = tmp_path / "run"
     run.mkdir()
@@ -129,8 +146,14 @@ def test_the_report_has_a_precision_column_and_names_the_probes_wins(tmp_path):
 
 
 def test_a_measured_probe_is_kept_and_reused_only_under_the_same_policy_and_well_formed():
-    record = {"policy": "strict_fp32", "matmul_tf32": False, "reference_solo_ms": {"strict_fp32": 2.0, "bf16": 0.5},
-              "within_tolerance": {"tf32": True, "bf16": True}, "same_bits_as_main": ["tf32"], "mismatch": {}}
+    record = {
+        "policy": "strict_fp32",
+        "matmul_tf32": False,
+        "reference_solo_ms": {"strict_fp32": 2.0, "bf16": 0.5},
+        "within_tolerance": {"tf32": True, "bf16": True},
+        "same_bits_as_main": ["tf32"],
+        "mismatch": {},
+    }
     kept = precision.kept_probe(record)
     assert kept is not None and "matmul_tf32" not in kept  # only what the probe measured
     reused = precision.reusable_probe(json.loads(json.dumps(kept)), "strict_fp32")
@@ -139,9 +162,15 @@ def test_a_measured_probe_is_kept_and_reused_only_under_the_same_policy_and_well
     assert solo == {"strict_fp32": 2.0, "bf16": 0.5, "tf32": 2.0} and allowed["strict_fp32"] is True
     assert precision.speedups(1.5, main, solo, allowed)["best_allowed"] == "bf16"
     assert precision.reusable_probe(kept, "torch_default") is None  # measured under another policy
-    for bad in ({**kept, "reference_solo_ms": {"strict_fp32": float("nan")}},
-                {**kept, "reference_solo_ms": {"fp8": 1.0}}, {**kept, "within_tolerance": {"tf32": "yes"}},
-                {**kept, "same_bits_as_main": "tf32"}, {**kept, "reference_solo_ms": {"strict_fp32": True}}, None, "probe"):
+    for bad in (
+        {**kept, "reference_solo_ms": {"strict_fp32": float("nan")}},
+        {**kept, "reference_solo_ms": {"fp8": 1.0}},
+        {**kept, "within_tolerance": {"tf32": "yes"}},
+        {**kept, "same_bits_as_main": "tf32"},
+        {**kept, "reference_solo_ms": {"strict_fp32": True}},
+        None,
+        "probe",
+    ):
         assert precision.reusable_probe(bad, "strict_fp32") is None
     assert precision.kept_probe({"policy": "strict_fp32", "probe": "off"}) is None  # nothing measured
 
@@ -152,15 +181,23 @@ def test_the_evaluator_hands_a_correct_candidates_probe_to_the_tasks_next_candid
     from cudaforge.paths import PROJECT_ROOT
     from cudaforge.tasks.loader import load_problem_file
 
-    task = load_problem_file(PROJECT_ROOT / "benchmarks" / "suites" / "tiny" / "level1" / "1_ReLU.py", suite="tiny", level=1)
+    task = load_problem_file(
+        PROJECT_ROOT / "benchmarks" / "suites" / "tiny" / "level1" / "1_ReLU.py", suite="tiny", level=1
+    )
     payloads, statuses = [], iter(["incorrect", "correct", "correct", "correct"])
-    probe = {"policy": "strict_fp32", "reference_solo_ms": {"strict_fp32": 1.0}, "within_tolerance": {},
-             "same_bits_as_main": ["tf32"], "mismatch": {}}
+    probe = {
+        "policy": "strict_fp32",
+        "reference_solo_ms": {"strict_fp32": 1.0},
+        "within_tolerance": {},
+        "same_bits_as_main": ["tf32"],
+        "mismatch": {},
+    }
 
     def worker(self, payload, gpu, env):
         payloads.append(payload)
-        result = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus(next(statuses)),
-                            precision=dict(probe))
+        result = EvalResult(
+            task_id=task.id, candidate_hash="h", status=EvalStatus(next(statuses)), precision=dict(probe)
+        )
         return IsolatedOutcome(status="ok", result=result.to_dict())
 
     monkeypatch.setattr(Evaluator, "_worker", worker)

@@ -17,6 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from cudaforge.hardware.specs import derived_peaks, peak_for_dtype  # noqa: E402
 from cudaforge.profile import (  # noqa: E402
     CUDAFORGE24,
     PEAK_TABLE,
@@ -44,7 +45,6 @@ from cudaforge.profile import (  # noqa: E402
 from cudaforge.profile.metrics import DURATION_METRIC, is_additive  # noqa: E402
 from cudaforge.profile.parse import NcuParseError, parse_value  # noqa: E402
 from cudaforge.profile.profiler import totals  # noqa: E402
-from cudaforge.hardware.specs import derived_peaks, peak_for_dtype  # noqa: E402
 from cudaforge.types import Task  # noqa: E402
 
 
@@ -63,6 +63,7 @@ def prebuilds(request, monkeypatch):
         monkeypatch.setattr("cudaforge.eval.build.precompile", fake_precompile)
     return calls
 
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
 CANDIDATES = REPO / "benchmarks" / "candidates"
@@ -74,15 +75,23 @@ RECORDED_REP = sorted(FIXTURES.glob("*.ncu-rep"))
 def tiny_task(file: str) -> Task:
     path = TINY / file
     pid, name = path.stem.split("_", 1)
-    return Task(id=f"tiny/level1/{path.stem}", suite="tiny", level=1, problem_id=int(pid), name=name,
-                source=path.read_text(), path=str(path))  # fmt: skip
+    return Task(
+        id=f"tiny/level1/{path.stem}",
+        suite="tiny",
+        level=1,
+        problem_id=int(pid),
+        name=name,
+        source=path.read_text(),
+        path=str(path),
+    )
 
 
 def canned_cost(monkeypatch, cost: dict | None = None, complete: bool = True) -> list:
     """Replace the task-cost child by ``cost`` (default: the ReLU task's), and the spec-sheet child by the H200's
     sheet (both trusted children, never the candidate's process); returns the list of cost calls."""
-    monkeypatch.setattr(Profiler, "gpu_spec", lambda self, gpu=None: {"name": "NVIDIA H200",
-                                                                      "peaks": peak_rates("NVIDIA H200")})
+    monkeypatch.setattr(
+        Profiler, "gpu_spec", lambda self, gpu=None: {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")}
+    )
     calls = []
     cost = cost if cost is not None else {"flops": 0.0, "min_bytes": 2097152, "dtype": "float32", "notes": []}
 
@@ -197,7 +206,9 @@ def test_parse_recorded_csv(path):
     else:
         assert any(k.rules for k in kernels)
     candidate = path.name.rsplit("_", 1)[0]
-    source = (CANDIDATES / f"{candidate}.py") if (CANDIDATES / f"{candidate}.py").exists() else FIXTURES / f"{candidate}.py"
+    source = (
+        (CANDIDATES / f"{candidate}.py") if (CANDIDATES / f"{candidate}.py").exists() else FIXTURES / f"{candidate}.py"
+    )
     own = candidate_kernel_names(source.read_text())
     assert {k.base_name for k in kernels if is_own_kernel(k.name, own)} == own
 
@@ -221,7 +232,10 @@ def test_parse_recorded_report(path):
 def test_candidate_kernel_names_from_cuda_and_triton_sources():
     assert candidate_kernel_names((CANDIDATES / "cuda_relu.py").read_text()) == {"relu_kernel"}
     assert candidate_kernel_names((CANDIDATES / "triton_softmax.py").read_text()) == {"softmax_kernel"}
-    assert candidate_kernel_names((FIXTURES / "two_kernel_softmax.py").read_text()) == {"row_stats_kernel", "normalize_kernel"}
+    assert candidate_kernel_names((FIXTURES / "two_kernel_softmax.py").read_text()) == {
+        "row_stats_kernel",
+        "normalize_kernel",
+    }
     source = '''
 import triton
 code = """
@@ -241,8 +255,10 @@ def helper(): pass
     "name, base",
     [
         ("relu_kernel(const float *, float *, int)", "relu_kernel"),
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)",
-         "vectorized_elementwise_kernel"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)",
+            "vectorized_elementwise_kernel",
+        ),
         ("void ns::tiled<256, float>(float *)", "tiled"),
         ("softmax_kernel", "softmax_kernel"),
     ],
@@ -267,12 +283,19 @@ def test_own_kernels_versus_library_kernels():
 
 def test_totals_sum_counters_and_weight_rates_by_duration():
     def kernel(i, ms, pct, nbytes, regs):
-        return KernelProfile(id=i, name=f"k{i}", base_name=f"k{i}", own=True, duration_ms=ms, metrics={
-            DURATION_METRIC: MetricValue(ms * 1e6, "nsecond"),
-            "dram__throughput.avg.pct_of_peak_sustained_elapsed": MetricValue(pct, "%"),
-            "dram__bytes_read.sum": MetricValue(nbytes, "byte"),
-            "launch__registers_per_thread": MetricValue(regs, "register/thread"),
-        })  # fmt: skip
+        return KernelProfile(
+            id=i,
+            name=f"k{i}",
+            base_name=f"k{i}",
+            own=True,
+            duration_ms=ms,
+            metrics={
+                DURATION_METRIC: MetricValue(ms * 1e6, "nsecond"),
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed": MetricValue(pct, "%"),
+                "dram__bytes_read.sum": MetricValue(nbytes, "byte"),
+                "launch__registers_per_thread": MetricValue(regs, "register/thread"),
+            },
+        )
 
     out = totals([kernel(0, 0.003, 10.0, 100.0, 16.0), kernel(1, 0.001, 50.0, 300.0, 32.0)])
     assert out[DURATION_METRIC].value == pytest.approx(4000.0)
@@ -293,15 +316,26 @@ def test_totals_sum_counters_and_weight_rates_by_duration():
 @pytest.mark.parametrize(
     "name, key",
     [
-        ("NVIDIA H200", "h200"), ("NVIDIA H200 NVL", "h200-nvl"), ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-        ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H100 NVL", "h100-nvl"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
-        ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
-        ("NVIDIA A100-PCIE-40GB", "a100-40gb"), ("NVIDIA L40S", "l40s"), ("NVIDIA L4", "l4"),
-        ("NVIDIA A10G", "a10g"), ("Tesla T4", "t4"), ("NVIDIA GeForce RTX 4090", "rtx-4090"),
-        ("NVIDIA GeForce RTX 3090", "rtx-3090"), ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"),
-        ("Quadro RTX 6000", "quadro-rtx-6000"), ("NVIDIA B200", "b200"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H200 NVL", "h200-nvl"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H100 NVL", "h100-nvl"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+        ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA A10G", "a10g"),
+        ("Tesla T4", "t4"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("NVIDIA GeForce RTX 3090", "rtx-3090"),
+        ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"),
+        ("Quadro RTX 6000", "quadro-rtx-6000"),
+        ("NVIDIA B200", "b200"),
     ],
-)  # fmt: skip
+)
 def test_table_lookup_of_common_gpus(name, key):
     assert table_key(name) == key
     rates = peak_rates(name)
@@ -320,8 +354,14 @@ def test_peak_table_numbers_are_dense_and_ordered():
 
 def test_unknown_gpu_warns_and_derives_what_it_can():
     with pytest.warns(UnknownGPUWarning, match="not in cudaforge's peak table"):
-        rates = peak_rates("NVIDIA Future GPU 9000", sm_count=132, compute_capability="9.0",
-                           max_sm_clock_mhz=1980, max_memory_clock_mhz=2619, memory_bus_width_bits=5120)  # fmt: skip
+        rates = peak_rates(
+            "NVIDIA Future GPU 9000",
+            sm_count=132,
+            compute_capability="9.0",
+            max_sm_clock_mhz=1980,
+            max_memory_clock_mhz=2619,
+            memory_bus_width_bits=5120,
+        )
     assert rates["source"] == "derived" and rates["warnings"]
     assert rates["memory_gbs"] == pytest.approx(3352.3, rel=1e-3)  # an H100 SXM's HBM3, derived
     assert rates["fp32_tflops"] == pytest.approx(66.9, rel=1e-2)
@@ -337,15 +377,31 @@ def test_spec_sheet_from_device_properties(name, source, monkeypatch):
     """The sheet as a GPU machine builds it, with torch's device properties stood in (NVML absent)."""
     from cudaforge.hardware import specs
 
-    props = SimpleNamespace(name=name, major=9, minor=0, multi_processor_count=132, total_memory=150_000_000_000,
-                            L2_cache_size=60 * 2**20, shared_memory_per_block=49152, shared_memory_per_block_optin=232448,
-                            shared_memory_per_multiprocessor=233472, regs_per_multiprocessor=65536,
-                            max_threads_per_multi_processor=2048, warp_size=32, memory_bus_width=5120,
-                            uuid="5a1b2c3d-0000-1111-2222-333344445555")  # fmt: skip
+    props = SimpleNamespace(
+        name=name,
+        major=9,
+        minor=0,
+        multi_processor_count=132,
+        total_memory=150_000_000_000,
+        L2_cache_size=60 * 2**20,
+        shared_memory_per_block=49152,
+        shared_memory_per_block_optin=232448,
+        shared_memory_per_multiprocessor=233472,
+        regs_per_multiprocessor=65536,
+        max_threads_per_multi_processor=2048,
+        warp_size=32,
+        memory_bus_width=5120,
+        uuid="5a1b2c3d-0000-1111-2222-333344445555",
+    )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
-    monkeypatch.setattr(specs, "_nvml_static", lambda uuid, notes: dict.fromkeys(
-        ("max_sm_clock_mhz", "max_memory_clock_mhz", "memory_bus_width_bits", "power_limit_w", "driver_version")))
+    monkeypatch.setattr(
+        specs,
+        "_nvml_static",
+        lambda uuid, notes: dict.fromkeys(
+            ("max_sm_clock_mhz", "max_memory_clock_mhz", "memory_bus_width_bits", "power_limit_w", "driver_version")
+        ),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownGPUWarning)
         sheet = specs.gpu_spec_sheet(0)
@@ -391,8 +447,12 @@ def test_roofline_floor_bound_and_speed_of_light():
     matmul = make_roofline({"flops": 2 * 4096.0**3, "min_bytes": 3 * 4096 * 4096 * 2, "dtype": "bfloat16"}, peaks)
     assert matmul.bound == "compute"
     assert matmul.floor_ms == pytest.approx(2 * 4096.0**3 / 989.5e12 * 1e3)
-    relu = make_roofline({"flops": 0.0, "min_bytes": 2 * 256 * 1024 * 4, "dtype": "float32"}, peaks, measured_ms=0.004,
-                         measured_from="evaluator")  # fmt: skip
+    relu = make_roofline(
+        {"flops": 0.0, "min_bytes": 2 * 256 * 1024 * 4, "dtype": "float32"},
+        peaks,
+        measured_ms=0.004,
+        measured_from="evaluator",
+    )
     assert relu.bound == "memory"
     assert relu.floor_ms == pytest.approx(2 * 256 * 1024 * 4 / 4800e9 * 1e3)
     assert relu.sol_fraction == pytest.approx(relu.floor_ms / 0.004)
@@ -406,8 +466,9 @@ def test_roofline_floor_bound_and_speed_of_light():
 
 @pytest.mark.slow
 def test_no_gpu_and_no_ncu_is_a_result_not_an_exception(tmp_path):
-    profiler = Profiler({"ncu_path": str(tmp_path / "no" / "ncu")}, cache_dir=tmp_path / "cache", lock_dir=tmp_path,
-                        gpus=[])  # fmt: skip
+    profiler = Profiler(
+        {"ncu_path": str(tmp_path / "no" / "ncu")}, cache_dir=tmp_path / "cache", lock_dir=tmp_path, gpus=[]
+    )
     assert profiler.gpu_spec() == {}
     task = tiny_task("3_MatmulBiasReLU.py")
     result = profiler.profile(task, (CANDIDATES / "cuda_matmul_bias_relu.py").read_text(), gpu=None)
@@ -422,15 +483,28 @@ def test_missing_ncu_on_a_gpu_id_runs_the_fallback_and_never_raises(tmp_path, mo
     """No ncu: the torch.profiler fallback runs; here (no GPU) it reports the worker's error."""
     calls = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
-                        libraries=None):
+    def fake_run_worker(
+        self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None, libraries=None
+    ):
         calls.append((mode, wrapper))
         assert self._payload(task, source, mode, gpu)["want_cost"] is False  # never from the candidate's process
-        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={"profile": 0.1}, error="", stderr_tail="", stdout_tail="",
-                               result={"kernels": [{"name": "relu_kernel(const float *, float *, int)", "duration_ms": 0.004},
-                                                   {"name": "void at::native::elementwise_kernel<128>(int)", "duration_ms": 0.002}],
-                                       "cost": None, "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
-                                       "versions": {"torch": "x"}})  # fmt: skip
+        return SimpleNamespace(
+            sandbox=None,
+            status="ok",
+            phase_seconds={"profile": 0.1},
+            error="",
+            stderr_tail="",
+            stdout_tail="",
+            result={
+                "kernels": [
+                    {"name": "relu_kernel(const float *, float *, int)", "duration_ms": 0.004},
+                    {"name": "void at::native::elementwise_kernel<128>(int)", "duration_ms": 0.002},
+                ],
+                "cost": None,
+                "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
+                "versions": {"torch": "x"},
+            },
+        )
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
@@ -459,19 +533,29 @@ def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monk
     fake_ncu.chmod(0o755)
     modes, sandboxes = [], []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
-                        libraries=None):
+    def fake_run_worker(
+        self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None, libraries=None
+    ):
         modes.append(mode)
         if mode == "ncu":
             log = Path(wrapper[wrapper.index("--log-file") + 1])
-            log.write_text("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
-                           "Performance Counters on the target device 0.\n")  # fmt: skip
+            log.write_text(
+                "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+                "Performance Counters on the target device 0.\n"
+            )
             sandboxes.append(sandbox)
             if collect is not None:  # ncu wrote into the sandbox's scratch; the profiler copies it out
                 assert log.parent == Path(sandbox.scratch)
                 collect(Path(sandbox.scratch))
-        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
-                               result={"kernels": [], "cost": {}, "spec": {}, "versions": {}})  # fmt: skip
+        return SimpleNamespace(
+            sandbox=None,
+            status="ok",
+            phase_seconds={},
+            error="",
+            stderr_tail="",
+            stdout_tail="",
+            result={"kernels": [], "cost": {}, "spec": {}, "versions": {}},
+        )
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     canned_cost(monkeypatch)
@@ -483,7 +567,8 @@ def test_counter_permission_error_falls_back_with_a_clear_message(tmp_path, monk
     assert "not readable from the candidate's sandbox" in result.message and "profile.sandbox=off" in result.message
     assert result.tools["ncu"] == "2025.3.1.0"
     off = Profiler({"ncu_path": str(fake_ncu), "sandbox": "off"}, use_cache=False, lock_dir=tmp_path).profile(
-        tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
+        tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0"
+    )
     assert sandboxes == [sandboxes[0], None] and sandboxes[0] is not None  # auto: sandboxed; off: a plain child
     assert "this user may not read" in off.message and "sandbox" not in off.message
 
@@ -494,16 +579,27 @@ def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, mo
     fake_ncu.chmod(0o755)
     runs = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
-                        libraries=None):
+    def fake_run_worker(
+        self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None, libraries=None
+    ):
         runs.append(mode)
         shutil.copyfile(FIXTURES / "synthetic_details.csv", wrapper[wrapper.index("--log-file") + 1])
         if collect is not None:
             collect(Path(sandbox.scratch))
-        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={"profile": 1.0}, error="", stderr_tail="", stdout_tail="",
-                               result={"kernels": [], "cost": None,
-                                       "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
-                                       "versions": {"torch": "2.x"}})  # fmt: skip
+        return SimpleNamespace(
+            sandbox=None,
+            status="ok",
+            phase_seconds={"profile": 1.0},
+            error="",
+            stderr_tail="",
+            stdout_tail="",
+            result={
+                "kernels": [],
+                "cost": None,
+                "spec": {"name": "NVIDIA H200", "peaks": peak_rates("NVIDIA H200")},
+                "versions": {"torch": "2.x"},
+            },
+        )
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
@@ -528,8 +624,9 @@ def test_ncu_csv_becomes_a_result_with_own_kernels_totals_and_cache(tmp_path, mo
 
     again = profiler.profile(task, source, gpu="0")
     assert again.cached and runs == ["ncu"] and again.kernels == result.kernels
-    with_library = Profiler({"ncu_path": str(fake_ncu), "include_library_kernels": True}, use_cache=False,
-                            lock_dir=tmp_path).profile(task, source, gpu="0")  # fmt: skip
+    with_library = Profiler(
+        {"ncu_path": str(fake_ncu), "include_library_kernels": True}, use_cache=False, lock_dir=tmp_path
+    ).profile(task, source, gpu="0")
     assert [k.own for k in with_library.kernels] == [False, True, True]
 
 
@@ -544,8 +641,13 @@ def test_cache_keys_separate_sources_gpus_and_metric_sets(tmp_path):
     assert base != cache_key("cand", "task", "NVIDIA H200", ProfileSettings(clock_control="base").cache_fields())
     cache = ProfileCache(tmp_path)
     assert cache.get(base) is None
-    stored = ProfileResult(task_id="t", candidate_hash="cand", status=ProfileStatus.OK, cache_key=base,
-                           totals={"x__y.sum": MetricValue(3.0, "byte")})  # fmt: skip
+    stored = ProfileResult(
+        task_id="t",
+        candidate_hash="cand",
+        status=ProfileStatus.OK,
+        cache_key=base,
+        totals={"x__y.sum": MetricValue(3.0, "byte")},
+    )
     cache.put(base, stored)
     assert cache.get(base) == stored
     cache.path(base).write_text("{not json")
@@ -593,8 +695,9 @@ def test_the_task_cost_is_computed_once_per_task_and_cached_by_its_source_hash(t
 
 def test_a_failed_cost_child_is_not_kept_and_a_prefetch_readies_the_cost(tmp_path, monkeypatch):
     task, source = tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text()
-    failed = canned_cost(monkeypatch, {"flops": None, "min_bytes": None, "dtype": "", "notes": ["cost child timeout"]},
-                         complete=False)  # fmt: skip
+    failed = canned_cost(
+        monkeypatch, {"flops": None, "min_bytes": None, "dtype": "", "notes": ["cost child timeout"]}, complete=False
+    )
     profiler = Profiler(cache_dir=tmp_path / "cache", lock_dir=tmp_path, gpus=[])
     assert [profiler.profile(task, source).cached for _ in range(2)] == [False, False] and len(failed) == 2
     assert not (tmp_path / "cache").exists()
@@ -610,11 +713,24 @@ def test_a_failed_cost_child_is_not_kept_and_a_prefetch_readies_the_cost(tmp_pat
 
 def test_profile_result_round_trips_through_json():
     result = ProfileResult(
-        task_id="t", candidate_hash="h", status=ProfileStatus.FALLBACK, message="ncu not found",
-        kernels=[KernelProfile(id=0, name="k(int)", base_name="k", own=True, duration_ms=0.01,
-                               metrics={"a__b.sum": MetricValue(1.0, "byte", "s"), "c__d.pct": MetricValue("n", "%")})],
-        roofline=make_roofline({"flops": 10.0, "min_bytes": 100, "dtype": "float32"}, peak_rates("NVIDIA L4"), 1.0, "x"),
-    )  # fmt: skip
+        task_id="t",
+        candidate_hash="h",
+        status=ProfileStatus.FALLBACK,
+        message="ncu not found",
+        kernels=[
+            KernelProfile(
+                id=0,
+                name="k(int)",
+                base_name="k",
+                own=True,
+                duration_ms=0.01,
+                metrics={"a__b.sum": MetricValue(1.0, "byte", "s"), "c__d.pct": MetricValue("n", "%")},
+            )
+        ],
+        roofline=make_roofline(
+            {"flops": 10.0, "min_bytes": 100, "dtype": "float32"}, peak_rates("NVIDIA L4"), 1.0, "x"
+        ),
+    )
     assert ProfileResult.from_json(result.to_json()) == result
     assert json.loads(result.to_json())["status"] == "fallback"
 
@@ -654,15 +770,17 @@ def test_gpu_lock_waits_for_the_holder(tmp_path):
 # --------------------------------------------------------------------------- on a GPU
 
 
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("metric_set", ["cudaforge24", "basic"])
 @pytest.mark.parametrize("file, task_file", [("cuda_relu.py", "1_ReLU.py"), ("two_kernel_softmax.py", "2_Softmax.py")])
 def test_profile_on_a_gpu(file, task_file, metric_set, tmp_path):
     source = ((CANDIDATES / file) if (CANDIDATES / file).exists() else FIXTURES / file).read_text()
-    profiler = Profiler({"metric_set": metric_set}, cache_dir=tmp_path / "cache", lock_dir=tmp_path,
-                        build={"cache_dir": str(tmp_path / "build")})  # fmt: skip
+    profiler = Profiler(
+        {"metric_set": metric_set},
+        cache_dir=tmp_path / "cache",
+        lock_dir=tmp_path,
+        build={"cache_dir": str(tmp_path / "build")},
+    )
     result = profiler.profile(tiny_task(task_file), source, gpu="0")
     assert result.status in (ProfileStatus.OK, ProfileStatus.FALLBACK), result.message
     assert {k.base_name for k in result.kernels} == candidate_kernel_names(source)
@@ -674,8 +792,12 @@ def test_profile_on_a_gpu(file, task_file, metric_set, tmp_path):
 
 @pytest.mark.gpu
 def test_fallback_on_a_gpu_without_ncu(tmp_path):
-    profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path,
-                        build={"cache_dir": str(tmp_path / "build")})  # fmt: skip
+    profiler = Profiler(
+        {"ncu_path": str(tmp_path / "nowhere")},
+        use_cache=False,
+        lock_dir=tmp_path,
+        build={"cache_dir": str(tmp_path / "build")},
+    )
     result = profiler.profile(tiny_task("2_Softmax.py"), (CANDIDATES / "triton_softmax.py").read_text(), gpu="0")
     assert result.status is ProfileStatus.FALLBACK and "ncu not found" in result.message
     assert [k.base_name for k in result.kernels] == ["softmax_kernel"] and result.kernels[0].duration_ms > 0
@@ -693,7 +815,8 @@ def test_spec_sheet_of_this_gpu():
 
 
 @pytest.mark.skipif(
-    "wrapper" not in __import__("inspect").signature(__import__("cudaforge.isolation").isolation.run_isolated).parameters,
+    "wrapper"
+    not in __import__("inspect").signature(__import__("cudaforge.isolation").isolation.run_isolated).parameters,
     reason="run_isolated has no wrapper argument yet",
 )
 @pytest.mark.slow
@@ -715,11 +838,13 @@ def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path, sandbox):
     )
     fake_ncu.chmod(0o755)
     fake_ncu.parent.chmod(0o755)
-    profiler = Profiler({"ncu_path": str(fake_ncu), "timeout_s": 120, "sandbox": sandbox}, use_cache=False,
-                        lock_dir=tmp_path)  # fmt: skip
+    profiler = Profiler(
+        {"ncu_path": str(fake_ncu), "timeout_s": 120, "sandbox": sandbox}, use_cache=False, lock_dir=tmp_path
+    )
     try:
-        result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text(), gpu="0",
-                                  artifact_dir=tmp_path / "run")  # fmt: skip
+        result = profiler.profile(
+            tiny_task("1_ReLU.py"), (CANDIDATES / "triton_relu.py").read_text(), gpu="0", artifact_dir=tmp_path / "run"
+        )
     finally:
         if where != tmp_path:
             shutil.rmtree(where, ignore_errors=True)
@@ -733,11 +858,19 @@ def test_a_real_wrapper_process_reporting_ERR_NVGPUCTRPERM(tmp_path, sandbox):
 def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeypatch):
     seen = []
 
-    def fake_run_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
-                        libraries=None):
+    def fake_run_worker(
+        self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None, libraries=None
+    ):
         seen.append(gpu)
-        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
-                               result={"kernels": [], "cost": None, "spec": None, "versions": {}})  # fmt: skip
+        return SimpleNamespace(
+            sandbox=None,
+            status="ok",
+            phase_seconds={},
+            error="",
+            stderr_tail="",
+            stdout_tail="",
+            result={"kernels": [], "cost": None, "spec": None, "versions": {}},
+        )
 
     monkeypatch.setattr(Profiler, "run_worker", fake_run_worker)
     monkeypatch.setattr("cudaforge.profile.profiler.gpu_model_name", lambda gpu: "NVIDIA H200")
@@ -778,12 +911,25 @@ def test_a_sandboxed_profile_child_builds_nothing_itself(tmp_path):
 def test_a_spec_sheet_from_the_candidates_process_is_never_used(tmp_path, monkeypatch):
     """The red team's eleventh finding: the profiled process answered the GPU's spec sheet, and a forged one would set
     the peaks and roofline of every later profile on that GPU. The sheet comes from a trusted child only."""
-    def forging_worker(self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None,
-                       libraries=None):
+
+    def forging_worker(
+        self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None, libraries=None
+    ):
         assert self._payload(task, source, mode, gpu)["want_spec"] is False
-        return SimpleNamespace(sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="",
-                               result={"kernels": [{"name": "relu_kernel(float*)", "duration_ms": 0.004}], "cost": None,
-                                       "spec": {"name": "forged", "peaks": {"fp32_tflops": 1e9}}, "versions": {}})
+        return SimpleNamespace(
+            sandbox=None,
+            status="ok",
+            phase_seconds={},
+            error="",
+            stderr_tail="",
+            stdout_tail="",
+            result={
+                "kernels": [{"name": "relu_kernel(float*)", "duration_ms": 0.004}],
+                "cost": None,
+                "spec": {"name": "forged", "peaks": {"fp32_tflops": 1e9}},
+                "versions": {},
+            },
+        )
 
     monkeypatch.setattr(Profiler, "run_worker", forging_worker)
     canned_cost(monkeypatch)

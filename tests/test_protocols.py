@@ -32,8 +32,14 @@ def paper_cfg(**extra):
 def test_the_first_tensor_is_compared_cast_to_the_reference_dtype_by_allclose():
     ref = (torch.ones(4, 4), torch.zeros(3))
     assert first_tensor(ref) is ref[0] and first_tensor(5) is None
-    ok = compare_first(ref, (torch.ones(4, 4, dtype=torch.float64) + 5e-4, torch.full((3,), 9.0)), atol=1e-3, rtol=1e-3,
-                       trial=0, variant="default")  # fmt: skip
+    ok = compare_first(
+        ref,
+        (torch.ones(4, 4, dtype=torch.float64) + 5e-4, torch.full((3,), 9.0)),
+        atol=1e-3,
+        rtol=1e-3,
+        trial=0,
+        variant="default",
+    )
     assert ok is None  # the second output is never looked at, the dtype is cast
     diff = compare_first(ref, torch.ones(4, 4) + 0.01, atol=1e-3, rtol=1e-3, trial=0, variant="default")
     assert diff is not None and "torch.allclose" in diff.message and diff.max_abs_error == pytest.approx(0.01, rel=1e-3)
@@ -90,8 +96,11 @@ def test_the_paper_settings_are_checked_together():
     assert Evaluator(paper_cfg()).cfg["compare_outputs"] == "first"
 
 
-TUPLE_RELU = (Path(__file__).resolve().parents[1] / "benchmarks" / "candidates" / "triton_relu.py").read_text().replace(
-    "        return triton_relu(x)", "        return triton_relu(x), x.sum()")  # the reference returns one tensor
+TUPLE_RELU = (
+    (Path(__file__).resolve().parents[1] / "benchmarks" / "candidates" / "triton_relu.py")
+    .read_text()
+    .replace("        return triton_relu(x)", "        return triton_relu(x), x.sum()")
+)  # the reference returns one tensor
 
 
 @pytest.mark.slow

@@ -17,8 +17,16 @@ from cudaforge.report.tables import csv_text, group_title, latex, markdown
 from cudaforge.types import TaskResult
 
 KEYS = ("correct_pct", "median", "p75", "perf", "fast_1_pct")
-TABLES = ("cudaforge_table1", "cudaforge_baselines", "cudaforge_h200", "cudaforge_strategies", "cudaforge_dstar",
-          "cudaforge_cost", "cudaforge_gpus", "cudaforge_models")  # fmt: skip
+TABLES = (
+    "cudaforge_table1",
+    "cudaforge_baselines",
+    "cudaforge_h200",
+    "cudaforge_strategies",
+    "cudaforge_dstar",
+    "cudaforge_cost",
+    "cudaforge_gpus",
+    "cudaforge_models",
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +67,13 @@ def test_table1_cudaforge_rows_have_all_five_metrics(tables):
     assert five(rows["level1"]) == [96.0, 1.044, 1.751, 1.448, 54.0]
     assert five(rows["level2"]) == [100.0, 1.124, 1.427, 2.104, 89.0]
     assert five(rows["level3"]) == [96.0, 1.081, 1.510, 1.283, 68.0]
-    assert {g: v["tasks"] for g, v in rows.items()} == {"level1": 100, "level2": 100, "level1_2": 200, "level3": 50,
-                                                        "overall": 250}  # fmt: skip
+    assert {g: v["tasks"] for g, v in rows.items()} == {
+        "level1": 100,
+        "level2": 100,
+        "level1_2": 200,
+        "level3": 50,
+        "overall": 250,
+    }
 
 
 def test_table2_levels_recombine_into_table1(tables):
@@ -99,14 +112,14 @@ def test_table1_baseline_rows(tables):
         "correction-only": [97.6, 1.031, 1.238, 1.222, 59.6],
         "optimisation-only": [88.4, 1.061, 1.483, 1.509, 64.0],
         "CudaForge (full loop)": [97.6, 1.107, 1.592, 1.677, 70.8],
-    }  # fmt: skip
+    }
     assert all(v["tasks"] == 250 for v in strategies.values())
     dstar = rows_of(tables, "cudaforge_dstar")
     assert {k: five(v) for k, v in dstar.items()} == {
         "full loop, 10 rounds": [100.0, 1.322, 1.736, 1.767, 84.0],
         "full ncu metric set": [100.0, 1.280, 1.489, 1.414, 80.0],
         "30 rounds": [100.0, 1.317, 1.777, 2.265, 92.0],
-    }  # fmt: skip
+    }
     assert (dstar["full ncu metric set"]["dollars"], dstar["full ncu metric set"]["minutes"]) == (1.0, 40.0)
     assert all(v["tasks"] == 25 for v in dstar.values())
 
@@ -126,26 +139,33 @@ def test_other_systems_carry_only_what_the_paper_gives(tables):
 def test_table3_cost(tables):
     cost = {(r.label, r.group): (r.values["dollars"], r.values["minutes"]) for r in tables["cudaforge_cost"].rows}
     assert cost == {
-        ("paper: CudaForge cost", "level1"): (0.29, 28.5), ("paper: CudaForge cost", "level2"): (0.30, 24.1),
-        ("paper: CudaForge cost", "level3"): (0.33, 27.1), ("paper: CudaForge cost", "overall"): (0.30, 26.5),
+        ("paper: CudaForge cost", "level1"): (0.29, 28.5),
+        ("paper: CudaForge cost", "level2"): (0.30, 24.1),
+        ("paper: CudaForge cost", "level3"): (0.33, 27.1),
+        ("paper: CudaForge cost", "overall"): (0.30, 26.5),
         ("paper: Agentic Baseline cost", "overall"): (5.0, 60.0),
-    }  # fmt: skip
+    }
     tasks = {r.group: r.values.get("tasks") for r in tables["cudaforge_cost"].rows if "CudaForge" in r.label}
     assert tasks == {"level1": 10, "level2": 10, "level3": 5, "overall": 25}  # D*'s 10 + 10 + 5 tasks
 
 
 def test_table4_gpus_and_table5_models(tables):
     assert {k: five(v) for k, v in rows_of(tables, "cudaforge_gpus").items()} == {
-        "RTX 6000": [100.0, 1.322, 1.736, 1.767, 84.0], "RTX 4090": [100.0, 1.188, 1.589, 1.327, 80.0],
-        "A100": [100.0, 1.371, 1.762, 1.841, 84.0], "RTX 3090": [100.0, 1.155, 1.706, 1.320, 72.0],
-    }  # fmt: skip
+        "RTX 6000": [100.0, 1.322, 1.736, 1.767, 84.0],
+        "RTX 4090": [100.0, 1.188, 1.589, 1.327, 80.0],
+        "A100": [100.0, 1.371, 1.762, 1.841, 84.0],
+        "RTX 3090": [100.0, 1.155, 1.706, 1.320, 72.0],
+    }
     assert {k: five(v) for k, v in rows_of(tables, "cudaforge_models").items()} == {
-        "o3 / o3": [100.0, 1.322, 1.736, 1.767, 84.0], "o3 / GPT-5": [100.0, 1.131, 1.561, 2.114, 96.0],
+        "o3 / o3": [100.0, 1.322, 1.736, 1.767, 84.0],
+        "o3 / GPT-5": [100.0, 1.131, 1.561, 2.114, 96.0],
         "o3 / Claude-Sonnet-4": [100.0, 1.265, 1.456, 1.829, 84.0],
-        "o3 / GPT-OSS-120B": [100.0, 1.226, 1.490, 1.364, 76.0], "GPT-5 / o3": [100.0, 1.125, 1.388, 1.896, 72.0],
+        "o3 / GPT-OSS-120B": [100.0, 1.226, 1.490, 1.364, 76.0],
+        "GPT-5 / o3": [100.0, 1.125, 1.388, 1.896, 72.0],
         "Claude-Sonnet-4 / o3": [88.0, 1.052, 1.207, 1.398, 56.0],
-        "GPT-OSS-120B / o3": [96.0, 1.080, 1.477, 1.653, 68.0], "QwQ-32B / o3": [84.0, 0.965, 1.153, 0.790, 44.0],
-    }  # fmt: skip
+        "GPT-OSS-120B / o3": [96.0, 1.080, 1.477, 1.653, 68.0],
+        "QwQ-32B / o3": [84.0, 0.965, 1.153, 0.790, 44.0],
+    }
     for name in ("cudaforge_gpus", "cudaforge_models"):
         assert all(r.group == "overall" and r.values["tasks"] == 25 for r in tables[name].rows)
 
@@ -165,10 +185,16 @@ def test_rows_read_source_and_note_and_other_keys_are_ignored(tmp_path):
     (tmp_path / "p.yaml").write_text(
         "tables:\n  t:\n    title: T\n    source: S\n    rows:\n"
         "      - {label: A, group: level1_2, perf: 2, source: \"Table 9, row 'A'\", note: N}\n"
-        "other_numbers:\n  - {source: Fig. 1, text: anything}\n")
+        "other_numbers:\n  - {source: Fig. 1, text: anything}\n"
+    )
     (row,) = load_published(tmp_path)["t"].rows
-    assert (row.label, row.group, row.values, row.source, row.note) == ("A", "level1_2", {"perf": 2.0},
-                                                                        "Table 9, row 'A'", "N")  # fmt: skip
+    assert (row.label, row.group, row.values, row.source, row.note) == (
+        "A",
+        "level1_2",
+        {"perf": 2.0},
+        "Table 9, row 'A'",
+        "N",
+    )
 
 
 @pytest.mark.parametrize("group", ["Level1", "levels1_2", "all", "level1-2"])
@@ -190,7 +216,11 @@ def write_run(path, task_ids):
 
 def test_group_titles():
     assert [group_title(g) for g in ("level1", "level1_2", "level1_2_3", "overall")] == [
-        "Level 1", "Levels 1 & 2", "Levels 1 & 2 & 3", "Overall"]  # fmt: skip
+        "Level 1",
+        "Levels 1 & 2",
+        "Levels 1 & 2 & 3",
+        "Overall",
+    ]
 
 
 def test_a_level_1_and_2_table_when_the_runs_have_both_levels(tmp_path):
@@ -211,7 +241,9 @@ def test_a_level_1_and_2_table_when_the_runs_have_both_levels(tmp_path):
     assert latex(report).count(r"\begin{tabular}") == 5 and r"\caption{Levels 1 \& 2:" in latex(report)
     rows = list(csv.DictReader(io.StringIO(csv_text(report))))
     assert {(r["source"], r["metric"], r["value"]) for r in rows if r["group"] == "level1_2"} >= {
-        ("cudaforge_table1", "perf", "1.776"), ("cudaforge_baselines", "correct_pct", "95.0")}  # fmt: skip
+        ("cudaforge_table1", "perf", "1.776"),
+        ("cudaforge_baselines", "correct_pct", "95.0"),
+    }
 
 
 def test_no_level_1_and_2_table_without_both_levels(tmp_path):

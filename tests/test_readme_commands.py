@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -22,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def readme_commands() -> list[str]:
     text = (REPO / "README.md").read_text()
-    table = text[text.index("## Main commands"):].split("\n## ", 1)[0]
+    table = text[text.index("## Main commands") :].split("\n## ", 1)[0]
     return [m.group(1) for m in re.finditer(r"^\| `(cudaforge [^`]+)` \|", table, re.M)]
 
 
@@ -31,8 +30,9 @@ NOT_BUNDLED = {"level_1.parquet": "a Hugging Face export file", "campaign.addres
 
 
 def _run(args: list[str], cwd, env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=900)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=900
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,9 @@ def test_each_readme_command_works_on_the_quickstart_run(command, quickstart_run
             assert not (run and (tmp_path / "refused").exists()), out.stderr
             return
     text = command.replace("outputs/runs/OLD", str(run_dir)).replace("RUN_DIR", str(run_dir))
-    text = re.sub(r"outputs/runs/[AB]\b", str(run_dir), text).replace("suite.root=PATH", f"suite.root={kernelbench_root}")
+    text = re.sub(r"outputs/runs/[AB]\b", str(run_dir), text).replace(
+        "suite.root=PATH", f"suite.root={kernelbench_root}"
+    )
     text = text.replace("SUBCOMMAND", "run")
     args = shlex.split(text)[1:]
     if args[:3] == ["tasks", "audit", "suite=main"]:

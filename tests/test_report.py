@@ -75,21 +75,50 @@ def test_level_statistics_by_hand():
     stats = run_stats(L1 + L2, bootstrap=0)
     assert list(stats) == ["level1", "level2", "overall"]
     l1, l2, overall = stats["level1"], stats["level2"], stats["overall"]
-    expected_l1 = dict(tasks=4, correct_pct=75.0, median=(0.5 + 1.2) / 2, p75=1.2 + 0.25 * (2.0 - 1.2),
-                       perf=(2.0 + 0.5 + 0 + 1.2) / 4, geomean=(2.0 * 0.5 * 1.2) ** (1 / 3), fast_0_pct=75.0,
-                       fast_1_pct=50.0, fast_2_pct=0.0, dollars=0.25, minutes=25.0,
-                       tokens=(150 + 250 + 350 + 450) / 4)  # fmt: skip
+    expected_l1 = dict(
+        tasks=4,
+        correct_pct=75.0,
+        median=(0.5 + 1.2) / 2,
+        p75=1.2 + 0.25 * (2.0 - 1.2),
+        perf=(2.0 + 0.5 + 0 + 1.2) / 4,
+        geomean=(2.0 * 0.5 * 1.2) ** (1 / 3),
+        fast_0_pct=75.0,
+        fast_1_pct=50.0,
+        fast_2_pct=0.0,
+        dollars=0.25,
+        minutes=25.0,
+        tokens=(150 + 250 + 350 + 450) / 4,
+    )
     expected_l1["fast_1.5_pct"] = 25.0  # 2.0 only; fast_2 is 0: 2.0 is not more than 2
     assert values(l1, **expected_l1) == pytest.approx(expected_l1)
     # Level 2: the untimed task is correct (100%, fast_0) but out of every speedup statistic.
-    expected_l2 = dict(tasks=3, correct_pct=100.0, median=2.0, p75=2.5, perf=2.0, geomean=math.sqrt(3.0),
-                       fast_0_pct=100.0, fast_1_pct=50.0, fast_2_pct=50.0, dollars=1.0, minutes=5.0,
-                       tokens=10.0)  # fmt: skip
+    expected_l2 = dict(
+        tasks=3,
+        correct_pct=100.0,
+        median=2.0,
+        p75=2.5,
+        perf=2.0,
+        geomean=math.sqrt(3.0),
+        fast_0_pct=100.0,
+        fast_1_pct=50.0,
+        fast_2_pct=50.0,
+        dollars=1.0,
+        minutes=5.0,
+        tokens=10.0,
+    )
     assert values(l2, **expected_l2) == pytest.approx(expected_l2)
     assert (l2.n_untimed, l2.unpriced_calls, l1.n_untimed) == (1, 2, 0)
     # Overall: speedups (failed as 0, untimed left out) 0, 0.5, 1, 1.2, 2, 3.
-    expected = dict(tasks=7, correct_pct=600 / 7, median=1.1, p75=1.2 + 0.75 * 0.8, perf=7.7 / 6,
-                    geomean=(2 * 0.5 * 1.2 * 3 * 1) ** (1 / 5), fast_1_pct=50.0, fast_2_pct=100 / 6)  # fmt: skip
+    expected = dict(
+        tasks=7,
+        correct_pct=600 / 7,
+        median=1.1,
+        p75=1.2 + 0.75 * 0.8,
+        perf=7.7 / 6,
+        geomean=(2 * 0.5 * 1.2 * 3 * 1) ** (1 / 5),
+        fast_1_pct=50.0,
+        fast_2_pct=100 / 6,
+    )
     expected["fast_1.5_pct"] = 100 / 3
     assert values(overall, **expected) == pytest.approx(expected)
     assert (overall.n_tasks, overall.n_correct, overall.n_untimed) == (7, 6, 1)
@@ -131,8 +160,10 @@ def test_unpriced_tasks_have_no_dollar_figure():
 
 
 def test_wall_and_active_minutes_with_old_rows_falling_back():
-    new = [result("kb/level1/1_A", 2.0, minutes=10, wall_minutes=12, active_minutes=4),
-           result("kb/level1/2_B", 1.0, minutes=20, wall_minutes=20, active_minutes=8)]  # fmt: skip
+    new = [
+        result("kb/level1/1_A", 2.0, minutes=10, wall_minutes=12, active_minutes=4),
+        result("kb/level1/2_B", 1.0, minutes=20, wall_minutes=20, active_minutes=8),
+    ]
     old = TaskResult.from_json(json.dumps({"task_id": "kb/level1/3_C", "correct": False, "minutes": 30}))
     assert (old.wall_minutes, old.active_minutes, old.minutes) == (None, None, 30)  # rows from before still load
     stats = group_stats("level1", new + [old], bootstrap=0)
@@ -163,12 +194,23 @@ def test_report_labels_minutes_and_says_when_tasks_ran_at_once(tmp_path):
 
 
 def test_bootstrap_intervals_contain_the_estimate_and_are_seeded():
-    results = [result(f"kb/level{1 + i % 2}/{i}_T", 0.5 + (i * 37 % 23) / 10, correct=i % 7 != 0,
-                      cost_usd=0.01 * i, minutes=i % 5, wall_minutes=i % 5, active_minutes=i % 3,
-                      tokens_in=i, held_out={"shapes": [{"shape": "odd", "status": "correct", "correct": i % 3 != 0,
-                                                         "speedup": 0.5 + i / 20}]},
-                      compile_beside={"compile_over_eager": 0.8 + (i % 4) / 5})
-               for i in range(40)]  # fmt: skip
+    results = [
+        result(
+            f"kb/level{1 + i % 2}/{i}_T",
+            0.5 + (i * 37 % 23) / 10,
+            correct=i % 7 != 0,
+            cost_usd=0.01 * i,
+            minutes=i % 5,
+            wall_minutes=i % 5,
+            active_minutes=i % 3,
+            tokens_in=i,
+            held_out={
+                "shapes": [{"shape": "odd", "status": "correct", "correct": i % 3 != 0, "speedup": 0.5 + i / 20}]
+            },
+            compile_beside={"compile_over_eager": 0.8 + (i % 4) / 5},
+        )
+        for i in range(40)
+    ]
     a = run_stats(results, bootstrap=400, seed=3)
     for group in a.values():
         for key, est in group.values.items():
@@ -186,8 +228,10 @@ def test_bootstrap_intervals_contain_the_estimate_and_are_seeded():
 
 
 def test_load_run_label_dedup_and_unfinished(tmp_path):
-    config = ("strategy:\n  name: cudaforge\n  max_rounds: 10\n"
-              "coder:\n  model: openai/o3\njudge:\n  model: anthropic/claude-sonnet-4\n")
+    config = (
+        "strategy:\n  name: cudaforge\n  max_rounds: 10\n"
+        "coder:\n  model: openai/o3\njudge:\n  model: anthropic/claude-sonnet-4\n"
+    )
     stale = result("kb/level1/1_A", 0.9).to_json()
     run = write_run(tmp_path / "r1", L1, config, extra_lines=['{"torn'])
     (run / "results.jsonl").write_text(stale + "\n" + (run / "results.jsonl").read_text())
@@ -203,22 +247,30 @@ def test_load_run_label_dedup_and_unfinished(tmp_path):
 
 
 def _history_run(tmp_path, with_round_costs=False):
-    rounds_a = [RoundRecord(1, "first_attempt", status="compile_error"),
-                RoundRecord(2, "repair", status="correct", speedup=1.5),
-                RoundRecord(3, "optimize", status="correct", speedup=1.2)]  # fmt: skip
+    rounds_a = [
+        RoundRecord(1, "first_attempt", status="compile_error"),
+        RoundRecord(2, "repair", status="correct", speedup=1.5),
+        RoundRecord(3, "optimize", status="correct", speedup=1.2),
+    ]
     rounds_b = [RoundRecord(1, "first_attempt", status="incorrect"), RoundRecord(2, "repair", status="incorrect")]
     if with_round_costs:
         for r, c in zip(rounds_a, (1.0, 2.0, 3.0)):
             r.cost_usd, r.seconds = c, 60 * c
-    a = TaskResult("kb/level1/1_A", True, best_round=2, best_speedup=1.5, rounds=3, cost_usd=0.4, minutes=2.0,
-                   history=rounds_a)  # fmt: skip
+    a = TaskResult(
+        "kb/level1/1_A", True, best_round=2, best_speedup=1.5, rounds=3, cost_usd=0.4, minutes=2.0, history=rounds_a
+    )
     b = TaskResult("kb/level1/2_B", False, rounds=2, cost_usd=0.1, minutes=1.0, history=rounds_b)
-    ledger = [{"meta": {"task_id": a.task_id, "round": r}, "cost_usd": c, "priced": True, "latency_s": s}
-              for r, c, s in ((1, 0.1, 10), (2, 0.2, 30), (3, 0.1, 20))]  # fmt: skip
-    ledger += [{"meta": {"task_id": b.task_id, "round": r}, "cost_usd": 0.05, "priced": True, "latency_s": 5}
-               for r in (1, 2)]  # fmt: skip
-    ledger += [{"meta": {"task_id": b.task_id, "round": 2}, "cost_usd": None, "priced": False, "latency_s": 0},
-               {"meta": {}, "cost_usd": 9.0, "priced": True, "latency_s": 99}]  # fmt: skip
+    ledger = [
+        {"meta": {"task_id": a.task_id, "round": r}, "cost_usd": c, "priced": True, "latency_s": s}
+        for r, c, s in ((1, 0.1, 10), (2, 0.2, 30), (3, 0.1, 20))
+    ]
+    ledger += [
+        {"meta": {"task_id": b.task_id, "round": r}, "cost_usd": 0.05, "priced": True, "latency_s": 5} for r in (1, 2)
+    ]
+    ledger += [
+        {"meta": {"task_id": b.task_id, "round": 2}, "cost_usd": None, "priced": False, "latency_s": 0},
+        {"meta": {}, "cost_usd": 9.0, "priced": True, "latency_s": 99},
+    ]
     return load_run(write_run(tmp_path / "hist", [a, b], ledger=ledger))
 
 
@@ -300,8 +352,10 @@ def problem_set_of(sources: dict[str, str]) -> dict:
     from cudaforge.tasks import problem_set
     from cudaforge.types import Task
 
-    tasks = [Task(i, "kb", int(i.split("/")[1][5:]), int(i.split("/")[2].split("_")[0]), i.rsplit("_", 1)[-1], src)
-             for i, src in sources.items()]  # fmt: skip
+    tasks = [
+        Task(i, "kb", int(i.split("/")[1][5:]), int(i.split("/")[2].split("_")[0]), i.rsplit("_", 1)[-1], src)
+        for i, src in sources.items()
+    ]
     return problem_set(tasks, None)
 
 
@@ -316,13 +370,16 @@ def test_the_report_names_each_runs_problem_set_and_says_when_they_differ(two_ru
     first = problem_set_of(sources)
     RunStore(two_runs[0]).write_problem_set(first)
     report = build_report(list(two_runs), bootstrap=0)
-    assert report.problem_sets == [f"one_shot o3/o3 1 rounds (a): problem set {first['version']}.",
-                                   "one_shot o3/o3 1 rounds (b): problem set unknown (run made before problem-set "
-                                   "identity)."]  # fmt: skip
+    assert report.problem_sets == [
+        f"one_shot o3/o3 1 rounds (a): problem set {first['version']}.",
+        "one_shot o3/o3 1 rounds (b): problem set unknown (run made before problem-set identity).",
+    ]
     RunStore(two_runs[1]).write_problem_set(problem_set_of({**sources, "kb/level1/1_A": "# rewritten"}))
     report = build_report(list(two_runs), bootstrap=0)
-    assert report.problem_sets[-1] == ("one_shot o3/o3 1 rounds (a) and one_shot o3/o3 1 rounds (b) ran different "
-                                       "problem sets: 1 task(s) differ (1 changed, 0 only in one).")  # fmt: skip
+    assert report.problem_sets[-1] == (
+        "one_shot o3/o3 1 rounds (a) and one_shot o3/o3 1 rounds (b) ran different "
+        "problem sets: 1 task(s) differ (1 changed, 0 only in one)."
+    )
     RunStore(two_runs[1]).write_problem_set(first)
     assert build_report(list(two_runs), bootstrap=0).problem_sets == [f"Every run: problem set {first['version']}."]
 
@@ -341,20 +398,30 @@ def test_make_report_writes_plots_into_the_first_run(two_runs):
     report, written = make_report([str(d) for d in two_runs], compare=["cudaforge_table1"], bootstrap=50)
     out = two_runs[0] / "report"
     names = {p.relative_to(out).as_posix() for p in written}
-    assert {"report.md", "report.tex", "report.csv", "scaling.csv", "plots/speedup_distribution.png",
-            "plots/best_vs_round.png", "plots/best_vs_minutes.png"} <= names  # fmt: skip
+    assert {
+        "report.md",
+        "report.tex",
+        "report.csv",
+        "scaling.csv",
+        "plots/speedup_distribution.png",
+        "plots/best_vs_round.png",
+        "plots/best_vs_minutes.png",
+    } <= names
     assert "plots/best_vs_dollars.png" in names  # cost_usd split over rounds: a dollar axis exists
     for name in names:
         if name.endswith(".png"):
             assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-SKIPPED = ("plots skipped (speedup_distribution.png, best_vs_round.png, best_vs_dollars.png, best_vs_minutes.png, anytime.png): "
-           "matplotlib is not installed (pip install matplotlib, or report.plots=false to leave plots out).")
+SKIPPED = (
+    "plots skipped (speedup_distribution.png, best_vs_round.png, best_vs_dollars.png, best_vs_minutes.png, anytime.png): "
+    "matplotlib is not installed (pip install matplotlib, or report.plots=false to leave plots out)."
+)
 
 
-def test_without_matplotlib_the_tables_are_written_and_one_note_names_the_skipped_figures(monkeypatch, two_runs,
-                                                                                         capsys):
+def test_without_matplotlib_the_tables_are_written_and_one_note_names_the_skipped_figures(
+    monkeypatch, two_runs, capsys
+):
     from cudaforge.cli import main
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
@@ -369,19 +436,29 @@ def test_without_matplotlib_the_tables_are_written_and_one_note_names_the_skippe
     # the command: exit 0, the tables printed, the note printed once
     assert main(["report", str(two_runs[0]), "report.bootstrap=0", f"report.out_dir={out}"]) == 0
     printed = capsys.readouterr()
-    assert "## Level 1" in printed.out and printed.out.count("matplotlib is not installed") == 1 and "error" not in printed.err
+    assert (
+        "## Level 1" in printed.out
+        and printed.out.count("matplotlib is not installed") == 1
+        and "error" not in printed.err
+    )
     # a CPU run (nothing timed): the speedup figures have no data and say so; only the anytime figure (Correct % against
     # minutes) has data, and only it is named as skipped for want of matplotlib
-    untimed = write_run(two_runs[0].parent / "cpu", [result("t/level1/1_A", None), result("t/level1/2_B", correct=False)])
+    untimed = write_run(
+        two_runs[0].parent / "cpu", [result("t/level1/1_A", None), result("t/level1/2_B", correct=False)]
+    )
     report, _ = make_report([str(untimed)], bootstrap=0)
     assert [n for n in report.notes if "plots" in n] == [
         "plots skipped (anytime.png): matplotlib is not installed (pip install matplotlib, or report.plots=false to "
-        "leave plots out).", "plots: no correct timed task, so no speedup distribution and no scaling figures."]
+        "leave plots out).",
+        "plots: no correct timed task, so no speedup distribution and no scaling figures.",
+    ]
 
 
 def test_unpriced_runs_show_unpriced_not_zero_dollars(tmp_path):
-    unpriced = [result("t/level1/1_A", 2.0, cost_usd=None, unpriced_calls=4),
-                result("t/level1/2_B", correct=False, cost_usd=None, unpriced_calls=2)]
+    unpriced = [
+        result("t/level1/1_A", 2.0, cost_usd=None, unpriced_calls=4),
+        result("t/level1/2_B", correct=False, cost_usd=None, unpriced_calls=2),
+    ]
     run = write_run(tmp_path / "r1", unpriced)
     report = build_report([str(run)], compare=[], bootstrap=20)
     assert report.stats[0]["overall"].values["dollars"].value is None
@@ -411,7 +488,11 @@ def test_errors_are_clear(two_runs):
 def test_runs_override(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert runs_override(["a", "report.bootstrap=10", "--cfg", "job", "/x/b"]) == [
-        f"report.runs=['{tmp_path / 'a'}','/x/b']", "report.bootstrap=10", "--cfg", "job"]  # fmt: skip
+        f"report.runs=['{tmp_path / 'a'}','/x/b']",
+        "report.bootstrap=10",
+        "--cfg",
+        "job",
+    ]
     assert runs_override(["report.seed=1", "a"]) == ["report.seed=1", f"report.runs=['{tmp_path / 'a'}']"]
     assert runs_override(["--info", "defaults", "a"])[-1].startswith("report.runs=")
     assert runs_override(["report.runs=[/x]"]) == ["report.runs=[/x]"]
@@ -442,14 +523,27 @@ def test_cudaforge_report_command(two_runs, tmp_path):
     import cudaforge
 
     out_dir = tmp_path / "out"
-    args = [sys.executable, "-m", "cudaforge.cli", "report", *map(str, two_runs), "report.plots=false",
-            "report.bootstrap=0", f"report.out_dir={out_dir}"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "cudaforge.cli",
+        "report",
+        *map(str, two_runs),
+        "report.plots=false",
+        "report.bootstrap=0",
+        f"report.out_dir={out_dir}",
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(cudaforge.__file__).resolve().parents[1])}  # this checkout's package
     out = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert "## Level 1" in out.stdout and "paper: CudaForge o3/o3" in out.stdout
-    assert sorted(p.name for p in out_dir.iterdir()) == ["anytime.csv", "report.csv", "report.md", "report.tex",
-                                                         "scaling.csv"]
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "anytime.csv",
+        "report.csv",
+        "report.md",
+        "report.tex",
+        "scaling.csv",
+    ]
     bad = subprocess.run([*args[:4], str(tmp_path / "missing")], capture_output=True, text=True, timeout=120, env=env)
     assert bad.returncode == 2 and "no such run directory" in bad.stderr and "Traceback" not in bad.stderr
 
@@ -461,15 +555,21 @@ def test_two_runs_are_compared_task_by_task_with_an_interval_a_sign_test_and_a_v
     assert sign_test(10, 0) == pytest.approx(2 / 2**10) and sign_test(7, 3) == pytest.approx(0.34375)
     tasks = [f"kb/level1/{i}_T" for i in range(1, 13)]
     better = [result(t, 1.5 + 0.01 * i, cost_usd=0.2, minutes=5) for i, t in enumerate(tasks)]
-    worse = [result(t, 1.0 + 0.01 * i, cost_usd=0.1, minutes=5) for i, t in enumerate(tasks[:-1])] + \
-        [result(tasks[-1], correct=False, cost_usd=0.1, minutes=5)] + [result("kb/level1/99_Only", 9.0)]
+    worse = (
+        [result(t, 1.0 + 0.01 * i, cost_usd=0.1, minutes=5) for i, t in enumerate(tasks[:-1])]
+        + [result(tasks[-1], correct=False, cost_usd=0.1, minutes=5)]
+        + [result("kb/level1/99_Only", 9.0)]
+    )
     shared, paired = compare(better, worse, bootstrap=500)
     assert shared == sorted(tasks)  # the task only B ran is not paired
     perf = next(p for p in paired if p.header == "Perf")
     assert perf.n == 12 and perf.wins == 12 and perf.losses == 0 and perf.low > 0 and perf.p_value < 0.001
     geo = next(p for p in paired if p.header.startswith("Geo. mean"))
-    assert geo.ratio and geo.n == 11 and geo.diff == pytest.approx(np.exp(np.mean(
-        [np.log((1.5 + 0.01 * i) / (1.0 + 0.01 * i)) for i in range(11)])))  # over tasks timed in both
+    assert (
+        geo.ratio
+        and geo.n == 11
+        and geo.diff == pytest.approx(np.exp(np.mean([np.log((1.5 + 0.01 * i) / (1.0 + 0.01 * i)) for i in range(11)])))
+    )  # over tasks timed in both
     dollars = next(p for p in paired if p.header == "$ / kernel")
     assert dollars.diff == pytest.approx(0.1) and dollars.wins == 0 and dollars.losses == 12  # lower is better
     a = write_run(tmp_path / "a", better, "strategy:\n  name: cudaforge\n")
@@ -477,22 +577,30 @@ def test_two_runs_are_compared_task_by_task_with_an_interval_a_sign_test_and_a_v
     md = markdown(build_report([a, b], bootstrap=500))
     assert "## Paired comparison:" in md and "beats" in md.split("## Paired comparison:")[1].splitlines()[2]
     assert "(1 only in A" not in md and "0 only in A, 1 only in B" in md
-    same = markdown(build_report([a, write_run(tmp_path / "c", better, "strategy:\n  name: self_refine\n")], bootstrap=200))
+    same = markdown(
+        build_report([a, write_run(tmp_path / "c", better, "strategy:\n  name: self_refine\n")], bootstrap=200)
+    )
     assert "Neither run beats the other at 95%" in same
     assert "## Paired comparison" not in markdown(build_report([a], bootstrap=100))  # one run: nothing to pair
 
 
 def test_an_ablation_multirun_compares_every_arm_with_its_baseline_arm(tmp_path):
-    from cudaforge.cli_checks import check_values
     from test_config import compose_with
 
+    from cudaforge.cli_checks import check_values
+
     tasks = [f"kb/level1/{i}_T" for i in range(1, 7)]
-    arms = [write_run(tmp_path / name, [result(t, s + 0.01 * i) for i, t in enumerate(tasks)],
-                      f"strategy:\n  name: {name}\n") for name, s in (("cudaforge", 1.5), ("one_shot", 1.0),
-                                                                      ("self_refine", 1.2))]  # fmt: skip
+    arms = [
+        write_run(
+            tmp_path / name, [result(t, s + 0.01 * i) for i, t in enumerate(tasks)], f"strategy:\n  name: {name}\n"
+        )
+        for name, s in (("cudaforge", 1.5), ("one_shot", 1.0), ("self_refine", 1.2))
+    ]
     md = markdown(build_report(arms, bootstrap=200, paired_with=1))
     sections = [line for line in md.splitlines() if line.startswith("## Paired comparison")]
-    assert len(sections) == 2 and all(line.endswith("(B)") and "one_shot" in line.split(" against ")[1] for line in sections)
+    assert len(sections) == 2 and all(
+        line.endswith("(B)") and "one_shot" in line.split(" against ")[1] for line in sections
+    )
     assert "## Paired comparison" not in markdown(build_report(arms, bootstrap=100))  # three runs, no baseline named
     with pytest.raises(ValueError, match="report.paired_with=3: the report has 3 run"):
         build_report(arms, bootstrap=100, paired_with=3)

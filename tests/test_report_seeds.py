@@ -14,6 +14,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from test_report import result, write_run
+
 from cudaforge.llm import Backoff, LLMClient, ResponseCache, install_script, remove_script, request_key
 from cudaforge.llm.settings import LLMConfig
 from cudaforge.report import build_report, group_stats, load_runs, write_report
@@ -21,7 +23,6 @@ from cudaforge.report.anytime import arm_curves, curve_metrics
 from cudaforge.report.seeds import arms
 from cudaforge.report.stats import seeded_group_stats
 from cudaforge.types import RoundRecord, TaskResult
-from test_report import result, write_run
 
 FAST = Backoff(base_s=0.001, max_s=0.005)
 
@@ -75,7 +76,8 @@ def test_pooled_values_are_the_mean_over_seeds_of_each_seeds_statistic():
     # one seed is exactly the task bootstrap of a single run, intervals included
     alone, single = seeded_group_stats("level1", [SEED_A], seed=3), group_stats("level1", SEED_A, seed=3)
     assert {k: (v.value, v.low, v.high) for k, v in alone.values.items()} == {
-        k: (v.value, v.low, v.high) for k, v in single.values.items()}
+        k: (v.value, v.low, v.high) for k, v in single.values.items()
+    }
     with pytest.raises(ValueError, match="same tasks"):
         seeded_group_stats("level1", [SEED_A, SEED_B[:2]])
 
@@ -86,8 +88,9 @@ def test_the_interval_over_seeds_and_tasks_is_wider_than_over_tasks_when_seeds_d
     pooled = seeded_group_stats("level1", [same, other], bootstrap=2000).values["perf"]
     alone = seeded_group_stats("level1", [same], bootstrap=2000).values["perf"]
     assert pooled.low <= pooled.value <= pooled.high
-    assert pooled.value == pytest.approx((np.mean([r.best_speedup for r in same]) +
-                                          np.mean([r.best_speedup for r in other])) / 2)
+    assert pooled.value == pytest.approx(
+        (np.mean([r.best_speedup for r in same]) + np.mean([r.best_speedup for r in other])) / 2
+    )
     # the two seeds are 2x apart, so resampling seeds spreads the estimate far beyond the tasks' own spread
     assert (pooled.high - pooled.low) > 10 * (alone.high - alone.low)
     assert pooled.low < 1.5 and pooled.high > 2.5
@@ -105,8 +108,9 @@ def _seeded_runs(tmp_path, strategies=("cudaforge", "one_shot"), seeds=(0, 1, 2)
     paths = []
     for strategy in strategies:
         for seed in seeds:
-            results = [result(f"kb/level1/{i}_T", 1.0 + 0.5 * seed + (strategy == "one_shot") + 0.1 * i)
-                       for i in range(4)]  # fmt: skip
+            results = [
+                result(f"kb/level1/{i}_T", 1.0 + 0.5 * seed + (strategy == "one_shot") + 0.1 * i) for i in range(4)
+            ]
             if drop == (strategy, seed):
                 results = results[1:]
             config = CONFIG.format(strategy=strategy, seed=seed, output=f"out{seed}.json")  # output: not the arm
@@ -117,14 +121,22 @@ def _seeded_runs(tmp_path, strategies=("cudaforge", "one_shot"), seeds=(0, 1, 2)
 def test_runs_that_differ_only_in_their_seed_are_one_arm(tmp_path):
     paths = _seeded_runs(tmp_path)
     found = arms(load_runs(paths))
-    assert [(a.label, a.seeds) for a in found] == [("cudaforge demo/demo 3 rounds (3 seeds)", [0, 1, 2]),
-                                                   ("one_shot demo/demo 3 rounds (3 seeds)", [0, 1, 2])]
+    assert [(a.label, a.seeds) for a in found] == [
+        ("cudaforge demo/demo 3 rounds (3 seeds)", [0, 1, 2]),
+        ("one_shot demo/demo 3 rounds (3 seeds)", [0, 1, 2]),
+    ]
     assert [len(a.runs) for a in arms(load_runs(paths), pool=False)] == [1] * 6
     # a repeated seed is not a seed axis: those runs stay apart
-    twice = write_run(tmp_path / "again", [result("kb/level1/0_T", 1.0)],
-                      config=CONFIG.format(strategy="self_refine", seed=0, output="x"))
-    once = write_run(tmp_path / "again2", [result("kb/level1/0_T", 1.0)],
-                     config=CONFIG.format(strategy="self_refine", seed=0, output="y"))
+    twice = write_run(
+        tmp_path / "again",
+        [result("kb/level1/0_T", 1.0)],
+        config=CONFIG.format(strategy="self_refine", seed=0, output="x"),
+    )
+    once = write_run(
+        tmp_path / "again2",
+        [result("kb/level1/0_T", 1.0)],
+        config=CONFIG.format(strategy="self_refine", seed=0, output="y"),
+    )
     assert [len(a.runs) for a in arms(load_runs([twice, once]))] == [1, 1]
 
 
@@ -132,7 +144,10 @@ def test_the_report_tables_one_row_per_arm_with_intervals_over_seeds_and_tasks(t
     paths = _seeded_runs(tmp_path, drop=("one_shot", 2))
     report = build_report(paths, bootstrap=500)
     rows = report.rows("overall")
-    assert [r.label for r in rows] == ["cudaforge demo/demo 3 rounds (3 seeds)", "one_shot demo/demo 3 rounds (3 seeds)"]
+    assert [r.label for r in rows] == [
+        "cudaforge demo/demo 3 rounds (3 seeds)",
+        "one_shot demo/demo 3 rounds (3 seeds)",
+    ]
     perf = rows[0].values["perf"]
     per_seed = [np.mean([1.0 + 0.5 * s + 0.1 * i for i in range(4)]) for s in (0, 1, 2)]
     assert perf.value == pytest.approx(np.mean(per_seed)) and perf.low < perf.value < perf.high
@@ -152,19 +167,36 @@ def _history(task, rounds, correct_after=None, speedups=None):
     history = []
     for k in range(1, rounds + 1):
         ok = correct_after is not None and k >= correct_after
-        history.append(RoundRecord(round=k, coder_mode="first_attempt" if k == 1 else "optimize",
-                                   status="correct" if ok else "incorrect",
-                                   speedup=(speedups or {}).get(k) if ok else None, cost_usd=0.10, seconds=60.0))
+        history.append(
+            RoundRecord(
+                round=k,
+                coder_mode="first_attempt" if k == 1 else "optimize",
+                status="correct" if ok else "incorrect",
+                speedup=(speedups or {}).get(k) if ok else None,
+                cost_usd=0.10,
+                seconds=60.0,
+            )
+        )
     best = max((r.speedup for r in history if r.speedup), default=None)
-    return TaskResult(task_id=task, correct=correct_after is not None, best_speedup=best, rounds=rounds,
-                      history=history, cost_usd=0.10 * rounds, minutes=rounds)
+    return TaskResult(
+        task_id=task,
+        correct=correct_after is not None,
+        best_speedup=best,
+        rounds=rounds,
+        history=history,
+        cost_usd=0.10 * rounds,
+        minutes=rounds,
+    )
 
 
 def test_anytime_curves_step_with_each_round_by_hand(tmp_path):
-    run = write_run(tmp_path / "r", [
-        _history("kb/level1/1_A", 3, correct_after=1, speedups={1: 0.5, 2: 2.0, 3: 1.5}),
-        _history("kb/level1/2_B", 3, correct_after=3, speedups={3: 1.2}),
-    ])
+    run = write_run(
+        tmp_path / "r",
+        [
+            _history("kb/level1/1_A", 3, correct_after=1, speedups={1: 0.5, 2: 2.0, 3: 1.5}),
+            _history("kb/level1/2_B", 3, correct_after=3, speedups={3: 1.2}),
+        ],
+    )
     arm = arms(load_runs([run]))[0]
     curves = {(c.group, c.metric): c for c in arm_curves(arm, "dollars", bootstrap=200)}
     correct, fast1, geo = (curves["overall", k] for k in ("correct_pct", "fast_1_pct", "geomean"))
@@ -184,13 +216,19 @@ def test_anytime_curve_of_several_seeds_is_their_mean_and_is_written(tmp_path):
     paths = []
     for seed, after in ((0, 1), (1, 2)):
         config = CONFIG.format(strategy="cudaforge", seed=seed, output="o")
-        paths.append(write_run(tmp_path / f"s{seed}", [_history("kb/level1/1_A", 2, after, {1: 1.5, 2: 1.5}),
-                                                      _history("kb/level1/2_B", 2, None)], config=config))
+        paths.append(
+            write_run(
+                tmp_path / f"s{seed}",
+                [_history("kb/level1/1_A", 2, after, {1: 1.5, 2: 1.5}), _history("kb/level1/2_B", 2, None)],
+                config=config,
+            )
+        )
     report = build_report(paths, bootstrap=100)
     arm = report.arms[0]
     assert arm.pooled
-    correct = next(c for c in arm_curves(arm, "dollars", bootstrap=100) if c.group == "overall"
-                   and c.metric == "correct_pct")  # fmt: skip
+    correct = next(
+        c for c in arm_curves(arm, "dollars", bootstrap=100) if c.group == "overall" and c.metric == "correct_pct"
+    )
     assert correct.seeds == 2 and correct.value == pytest.approx([(50 + 0) / 2, 50.0])
     assert correct.low[0] < correct.value[0] < correct.high[0]  # the seeds disagree after one round
     written = write_report(report, tmp_path / "out", plots=True)
@@ -213,8 +251,10 @@ def test_the_runs_table_names_each_runs_seed_when_seeds_are_pooled(tmp_path):
 def test_two_arms_of_seeds_are_compared_task_by_task_on_their_seed_means(tmp_path):
     report = build_report(_seeded_runs(tmp_path), bootstrap=300)
     text = "\n".join(report.paired)
-    assert ("## Paired comparison: cudaforge demo/demo 3 rounds (3 seeds) (A) against one_shot demo/demo 3 rounds "
-            "(3 seeds) (B)") in text
+    assert (
+        "## Paired comparison: cudaforge demo/demo 3 rounds (3 seeds) (A) against one_shot demo/demo 3 rounds "
+        "(3 seeds) (B)"
+    ) in text
     perf = next(line for line in report.paired if line.startswith("| Perf |"))
     # one_shot is 1.0 faster on every task under every seed: the mean difference is exactly -1, B wins all 4 tasks
     assert perf.split(" | ")[1:4] == ["4", "-1.000", "[-1.000, -1.000]"] and "0 / 4" in perf
@@ -234,9 +274,23 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
 
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"}
     sweep = tmp_path / "sweep"
-    out = subprocess.run([sys.executable, "-m", "cudaforge.cli", "run", "-m", "seed=0,1,2",
-                          "strategy=cudaforge,one_shot", f"hydra.sweep.dir={sweep}"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=1200)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "run",
+            "-m",
+            "seed=0,1,2",
+            "strategy=cudaforge,one_shot",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=1200,
+    )
     assert out.returncode == 1, out.stderr[-3000:]  # one_shot's demo transcript fails a task: exit 1, as documented
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
     assert len(jobs) == 6
@@ -250,8 +304,10 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
     assert sorted(firsts) == ["0", "1", "2"] and all(len(keys) == 1 for keys in firsts.values())
     assert len(set.union(*firsts.values())) == 3
     report = build_report([sweep], bootstrap=200)
-    assert [a.label for a in report.arms] == ["cudaforge demo/demo 10 rounds (3 seeds)",
-                                              "one_shot demo/demo 1 rounds (3 seeds)"]
+    assert [a.label for a in report.arms] == [
+        "cudaforge demo/demo 10 rounds (3 seeds)",
+        "one_shot demo/demo 1 rounds (3 seeds)",
+    ]
     overall = {row.label: row.values for row in report.rows("overall")}
     assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["correct_pct"].value == 100.0
     assert overall["one_shot demo/demo 1 rounds (3 seeds)"]["correct_pct"].value == pytest.approx(200 / 3)

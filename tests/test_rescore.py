@@ -32,10 +32,22 @@ def make_run(root: Path, kept_copy: bool = True) -> Path:
         ts.write_text(number, "candidate.py", source)
         if kept_copy:
             ts.save_candidate(source_hash(source), source)
-    history = [RoundRecord(round=1, coder_mode="first_attempt", candidate_hash=source_hash(first), status="incorrect"),
-               RoundRecord(round=2, coder_mode="repair", candidate_hash=source_hash(best), status="correct", speedup=1.4)]
-    store.append_result(TaskResult(task_id=task.id, correct=True, best_round=2, best_speedup=1.4,
-                                   best_candidate_hash=source_hash(best), rounds=2, history=history, cost_usd=0.2))
+    history = [
+        RoundRecord(round=1, coder_mode="first_attempt", candidate_hash=source_hash(first), status="incorrect"),
+        RoundRecord(round=2, coder_mode="repair", candidate_hash=source_hash(best), status="correct", speedup=1.4),
+    ]
+    store.append_result(
+        TaskResult(
+            task_id=task.id,
+            correct=True,
+            best_round=2,
+            best_speedup=1.4,
+            best_candidate_hash=source_hash(best),
+            rounds=2,
+            history=history,
+            cost_usd=0.2,
+        )
+    )
     store.append_result(TaskResult(task_id="tiny/level1/2_Softmax", correct=False, rounds=2))  # no task.json
     return root
 
@@ -44,7 +56,9 @@ def make_run(root: Path, kept_copy: bool = True) -> Path:
 def test_the_kept_kernels_of_a_run_old_layouts_included(tmp_path, kept_copy):
     run = make_run(tmp_path / "run", kept_copy)
     best, notes = kept_kernels(run)
-    assert [(k.round, k.digest, k.before_status, k.before_speedup) for k in best] == [(2, source_hash(RELU), "correct", 1.4)]
+    assert [(k.round, k.digest, k.before_status, k.before_speedup) for k in best] == [
+        (2, source_hash(RELU), "correct", 1.4)
+    ]
     assert best[0].source == RELU and any("2_Softmax" in n and "task.json" in n for n in notes)
     every, _ = kept_kernels(run, all_rounds=True)
     assert [(k.round, k.before_status) for k in every] == [(1, "incorrect"), (2, "correct")]
@@ -55,12 +69,21 @@ def test_what_changed_a_verdict_is_named():
         diff = CorrectnessDiff(trial=0, variant=variant) if variant else None
         return EvalResult(task_id="t", candidate_hash="h", status=status, guard_findings=list(findings), diff=diff)
 
-    assert changed_by(result(EvalStatus.REJECTED, [{"guard": "precision", "verdict": "report"},
-                                                   {"guard": "timing_crosscheck", "verdict": "reject"}])) == \
-        "rejected by timing_crosscheck"  # fmt: skip
-    assert changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail")) == "incorrect on the input variant 'heavy_tail'"
-    caching = result(EvalStatus.INCORRECT, [{"guard": "torch_compute", "verdict": "report"}, {"guard": "result_caching"}],
-                     "timing")  # fmt: skip
+    assert (
+        changed_by(
+            result(
+                EvalStatus.REJECTED,
+                [{"guard": "precision", "verdict": "report"}, {"guard": "timing_crosscheck", "verdict": "reject"}],
+            )
+        )
+        == "rejected by timing_crosscheck"
+    )
+    assert (
+        changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail")) == "incorrect on the input variant 'heavy_tail'"
+    )
+    caching = result(
+        EvalStatus.INCORRECT, [{"guard": "torch_compute", "verdict": "report"}, {"guard": "result_caching"}], "timing"
+    )
     caching.message = "an output produced during the timed calls was wrong\nresult_caching: cached"
     assert changed_by(caching) == "incorrect in the timed calls (result_caching)"  # a reported guard explains nothing
     assert changed_by(result(EvalStatus.INCORRECT, [{"guard": "torch_compute", "verdict": "report"}])) == "incorrect"
@@ -71,8 +94,10 @@ def test_what_changed_a_verdict_is_named():
     aligned = "authors (2 tensors copied, generic rule)"
     assert changed_by(seeded, aligned) == f"incorrect with the weights set by seed (the source's: {aligned})"
     assert changed_by(seeded, "authors (0 tensors copied, none rule)") == "incorrect"  # nothing was copied there
-    assert changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail"), aligned) == \
-        "incorrect on the input variant 'heavy_tail'"  # right on the first inputs: the weights are not why
+    assert (
+        changed_by(result(EvalStatus.INCORRECT, variant="heavy_tail"), aligned)
+        == "incorrect on the input variant 'heavy_tail'"
+    )  # right on the first inputs: the weights are not why
 
 
 def test_the_report_sets_a_rescored_run_beside_its_source(tmp_path):
@@ -81,19 +106,43 @@ def test_the_report_sets_a_rescored_run_beside_its_source(tmp_path):
     store = RunStore(rescored)
     store.append_result(TaskResult(task_id="tiny/level1/1_ReLU", correct=False, rounds=2, stop_reason="rescored"))
     store.append_result(TaskResult(task_id="tiny/level1/2_Softmax", correct=False, rounds=2, stop_reason="rescored"))
-    (rescored / "rescore.json").write_text(json.dumps({"source_run": str(source.resolve()), "protocol": "strictest",
-                                                      "kernels": 1, "all_rounds": False, "finished": True}))
-    row = {"task_id": "tiny/level1/1_ReLU", "round": 2, "candidate_hash": "abc", "before_status": "correct",
-           "before_speedup": 1.4, "after_status": "rejected", "after_speedup": None, "changed": True,
-           "reason": "rejected by timing_crosscheck"}
+    (rescored / "rescore.json").write_text(
+        json.dumps(
+            {
+                "source_run": str(source.resolve()),
+                "protocol": "strictest",
+                "kernels": 1,
+                "all_rounds": False,
+                "finished": True,
+            }
+        )
+    )
+    row = {
+        "task_id": "tiny/level1/1_ReLU",
+        "round": 2,
+        "candidate_hash": "abc",
+        "before_status": "correct",
+        "before_speedup": 1.4,
+        "after_status": "rejected",
+        "after_speedup": None,
+        "changed": True,
+        "reason": "rejected by timing_crosscheck",
+    }
     (rescored / "rescored.jsonl").write_text(json.dumps(row) + "\n")
     lines = protocol_lines(load_runs([rescored]))  # the source is read from disk when not compared too
     text = "\n".join(lines)
-    assert "| default | source | 2 | 50.0 |" in text and "| strictest | the kernels of source, rescored [eval=strictest] | 2 | 0.0 |" in text
-    assert "1 of 1 kernels changed verdict." in text and "- correct -> rejected: 1 (rejected by timing_crosscheck: 1)" in text
+    assert (
+        "| default | source | 2 | 50.0 |" in text
+        and "| strictest | the kernels of source, rescored [eval=strictest] | 2 | 0.0 |" in text
+    )
+    assert (
+        "1 of 1 kernels changed verdict." in text
+        and "- correct -> rejected: 1 (rejected by timing_crosscheck: 1)" in text
+    )
     assert protocol_lines(load_runs([source])) == []
     assert changes([{**row, "changed": False, "after_status": "correct", "after_speedup": 1.12}])[-1].startswith(
-        "Speedups of the 1 kernels timed under both: median ratio new/old 0.800")
+        "Speedups of the 1 kernels timed under both: median ratio new/old 0.800"
+    )
 
 
 @pytest.mark.slow
@@ -103,8 +152,18 @@ def test_rescore_from_the_command_line_and_the_report_beside_it(tmp_path):
     source = make_run(tmp_path / "source")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"}
     out_dir = tmp_path / "rescored"
-    cmd = [sys.executable, "-m", "cudaforge.cli", "rescore", str(source), "eval=cudaforge_paper", "eval.device=cpu",
-           f"eval.build_cache_dir={tmp_path / 'build'}", f"hydra.run.dir={out_dir}", "rescore.all_rounds=true"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cudaforge.cli",
+        "rescore",
+        str(source),
+        "eval=cudaforge_paper",
+        "eval.device=cpu",
+        f"eval.build_cache_dir={tmp_path / 'build'}",
+        f"hydra.run.dir={out_dir}",
+        "rescore.all_rounds=true",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "2 kernels rescored" in done.stdout
@@ -113,9 +172,22 @@ def test_rescore_from_the_command_line_and_the_report_beside_it(tmp_path):
     rows = [json.loads(line) for line in (out_dir / "rescored.jsonl").read_text().splitlines()]
     assert sorted((r["round"], r["after_status"]) for r in rows) == [(1, "correct"), (2, "correct")]
     assert (out_dir / ".hydra" / "config.yaml").is_file()
-    report = subprocess.run([sys.executable, "-m", "cudaforge.cli", "report", str(source), str(out_dir),
-                             f"report.out_dir={tmp_path / 'report'}"], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, timeout=600)  # fmt: skip
+    report = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "report",
+            str(source),
+            str(out_dir),
+            f"report.out_dir={tmp_path / 'report'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert report.returncode == 0, report.stderr[-2000:]
     assert "## Protocols" in report.stdout and "| cudaforge_paper |" in report.stdout
     assert "1 of 2 kernels changed verdict." in report.stdout  # round 1 was incorrect where it was made
@@ -126,9 +198,22 @@ def test_rescore_from_the_command_line_and_the_report_beside_it(tmp_path):
     moved = tmp_path / "elsewhere" / "campaign"
     moved.parent.mkdir()
     source.rename(moved)
-    again = subprocess.run([sys.executable, "-m", "cudaforge.cli", "report", str(moved), str(out_dir),
-                            f"report.out_dir={tmp_path / 'report2'}"], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=600)  # fmt: skip
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "report",
+            str(moved),
+            str(out_dir),
+            f"report.out_dir={tmp_path / 'report2'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     protocols = again.stdout.split("## Protocols")[1]
     assert "| default | campaign |" in protocols and "1 of 2 kernels changed verdict." in protocols, protocols
@@ -138,9 +223,11 @@ def test_a_runs_label_names_a_protocol_or_template_set_other_than_ours(tmp_path)
     run = make_run(tmp_path / "paper")
     (run / ".hydra").mkdir()
     (run / ".hydra" / "hydra.yaml").write_text(
-        "hydra:\n  runtime:\n    choices:\n      eval: cudaforge_paper\n      agents: cudaforge_paper\n      suite: tiny\n")
-    (run / ".hydra" / "config.yaml").write_text("strategy: {name: cudaforge, max_rounds: 10}\ncoder: {model: openai/o3}\n"
-                                                "judge: {model: openai/o3}\n")  # fmt: skip
+        "hydra:\n  runtime:\n    choices:\n      eval: cudaforge_paper\n      agents: cudaforge_paper\n      suite: tiny\n"
+    )
+    (run / ".hydra" / "config.yaml").write_text(
+        "strategy: {name: cudaforge, max_rounds: 10}\ncoder: {model: openai/o3}\njudge: {model: openai/o3}\n"
+    )
     plain = make_run(tmp_path / "ours")
     labels = [r.label for r in load_runs([run, plain])]
     assert labels == ["cudaforge o3/o3 10 rounds [eval=cudaforge_paper, agents=cudaforge_paper]", "ours"]
@@ -166,8 +253,18 @@ def test_an_interrupted_rescore_carries_on_where_it_stopped_and_refuses_another_
     out_dir = tmp_path / "rescored"
 
     def rescore(protocol: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "cudaforge.cli", "rescore", str(source), f"eval={protocol}", "eval.device=cpu",
-               f"eval.build_cache_dir={tmp_path / 'build'}", f"hydra.run.dir={out_dir}", "rescore.all_rounds=true"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "rescore",
+            str(source),
+            f"eval={protocol}",
+            "eval.device=cpu",
+            f"eval.build_cache_dir={tmp_path / 'build'}",
+            f"hydra.run.dir={out_dir}",
+            "rescore.all_rounds=true",
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 
     first = rescore("cudaforge_paper")
@@ -196,6 +293,8 @@ def test_an_interrupted_rescore_carries_on_where_it_stopped_and_refuses_another_
     hydra_record = (out_dir / ".hydra" / "hydra.yaml").read_text()
     assert "eval: cudaforge_paper" in hydra_record
     other = rescore("default")
-    assert other.returncode == 2 and "holds another rescore (its protocol, eval differ)" in other.stderr, other.stderr[-2000:]
+    assert other.returncode == 2 and "holds another rescore (its protocol, eval differ)" in other.stderr, other.stderr[
+        -2000:
+    ]
     assert len((out_dir / "rescored.jsonl").read_text().splitlines()) == 2  # untouched, its config as well
     assert (out_dir / ".hydra" / "hydra.yaml").read_text() == hydra_record

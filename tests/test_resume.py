@@ -13,12 +13,25 @@ import pytest
 
 
 def start(run_dir: Path, cwd: Path) -> subprocess.Popen:
-    args = [sys.executable, "-m", "cudaforge.cli", "run", "strategy.max_rounds=2", "tracker=disabled",
-            f"hydra.run.dir={run_dir}"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "cudaforge.cli",
+        "run",
+        "strategy.max_rounds=2",
+        "tracker=disabled",
+        f"hydra.run.dir={run_dir}",
+    ]
     # SIGINT back to its default, so the child's Python turns Ctrl-C into KeyboardInterrupt even when this test runs
     # as a background job (a shell starts those with SIGINT ignored, and a child inherits that)
-    return subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        args,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for_results(run_dir: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -50,12 +63,16 @@ def test_sigkill_then_resume_redoes_nothing(tmp_path):
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-2000:]
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-    assert sorted(r["task_id"] for r in rows) == ["tiny/level1/1_ReLU", "tiny/level1/2_Softmax", "tiny/level1/3_MatmulBiasReLU"]
+    assert sorted(r["task_id"] for r in rows) == [
+        "tiny/level1/1_ReLU",
+        "tiny/level1/2_Softmax",
+        "tiny/level1/3_MatmulBiasReLU",
+    ]
     assert rows[0] == first  # the finished task was not run again
     paid = paid_calls(run_dir)
     assert paid[: len(paid_before)] == paid_before
     assert len(set(paid)) == len(paid)  # no (task, round, role) paid twice
-    assert not any(task == first["task_id"] for task, _, _ in paid[len(paid_before):])
+    assert not any(task == first["task_id"] for task, _, _ in paid[len(paid_before) :])
 
 
 @pytest.mark.slow

@@ -48,7 +48,9 @@ def run_in_sandbox(code: str, tmp_path: Path, **kwargs) -> tuple[subprocess.Comp
     return subprocess.CompletedProcess([], started.proc.returncode, out.decode(), err.decode()), status
 
 
-needs_landlock = pytest.mark.skipif(not LINUX_SANDBOX, reason="needs Linux with Landlock (the sandbox degrades without)")
+needs_landlock = pytest.mark.skipif(
+    not LINUX_SANDBOX, reason="needs Linux with Landlock (the sandbox degrades without)"
+)
 
 
 @needs_landlock
@@ -132,11 +134,17 @@ def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path
     the package's parent folder; in the sandbox's root that folder holds only what is bound below it."""
     from cudaforge.sandbox import _package_root
 
-    code = (f"import sys, os; sys.path[:] = [{_package_root()!r}] + [p for p in sys.path if 'python3' in p]; "
-            f"import cudaforge; print('ok', sorted(os.listdir({_package_root()!r})))")
+    code = (
+        f"import sys, os; sys.path[:] = [{_package_root()!r}] + [p for p in sys.path if 'python3' in p]; "
+        f"import cudaforge; print('ok', sorted(os.listdir({_package_root()!r})))"
+    )
     sandbox = Sandbox(scratch=str(tmp_path))
-    started = sandbox.start([sys.executable, "-S", "-c", code], env={"PATH": os.environ["PATH"]},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    started = sandbox.start(
+        [sys.executable, "-S", "-c", code],
+        env={"PATH": os.environ["PATH"]},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     out = started.proc.communicate(timeout=60)[0].decode()
     listed = out.split("ok ", 1)[-1]
     assert "ok " in out and "cudaforge" in listed and "tests" not in listed and "README.md" not in listed, out
@@ -145,17 +153,29 @@ def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path
 @needs_landlock
 def test_a_sandboxed_program_sees_only_allow_listed_environment_variables(tmp_path):
     """Credentials under names no deny-list knows (found by the red team: all six reached a candidate) stay out."""
-    planted = {"DATABASE_URL": "postgres://u:sk-pw@db/x", "HTTPS_PROXY": "http://u:sk-pw@proxy:3128",
-               "MYSQL_PWD": "sk-pw", "SENTRY_DSN": "https://sk-pw@sentry/1", "DOCKER_AUTH_CONFIG": "sk-pw",
-               "SLACK_WEBHOOK_URL": "https://hooks/sk-pw", "CUDAFORGE_API_TOKEN": "sk-pw",
-               # the second round's: allowed prefixes with a credential in the name or the value
-               "TORCHINDUCTOR_REMOTE_CACHE_PASS": "sk-pw", "TRITON_REMOTE_CACHE_URL": "redis://:sk-pw@cache:6379",
-               "NVIDIA_NIM_API_BASE": "https://u:sk-pw@nim", "LC_AUTH": "sk-pw", "TORCH_HUB_AUTH": "sk-pw",
-               "CUDAFORGE_STANDBY_EVAL": '{"guards_enforce": true, "sk-pw": 1}'}  # fmt: skip
+    planted = {
+        "DATABASE_URL": "postgres://u:sk-pw@db/x",
+        "HTTPS_PROXY": "http://u:sk-pw@proxy:3128",
+        "MYSQL_PWD": "sk-pw",
+        "SENTRY_DSN": "https://sk-pw@sentry/1",
+        "DOCKER_AUTH_CONFIG": "sk-pw",
+        "SLACK_WEBHOOK_URL": "https://hooks/sk-pw",
+        "CUDAFORGE_API_TOKEN": "sk-pw",
+        # the second round's: allowed prefixes with a credential in the name or the value
+        "TORCHINDUCTOR_REMOTE_CACHE_PASS": "sk-pw",
+        "TRITON_REMOTE_CACHE_URL": "redis://:sk-pw@cache:6379",
+        "NVIDIA_NIM_API_BASE": "https://u:sk-pw@nim",
+        "LC_AUTH": "sk-pw",
+        "TORCH_HUB_AUTH": "sk-pw",
+        "CUDAFORGE_STANDBY_EVAL": '{"guards_enforce": true, "sk-pw": 1}',
+    }
     kept = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "LC_ALL": "C.UTF-8"}
     sandbox = Sandbox(scratch=str(tmp_path))
-    started = sandbox.start([sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
-                            env={**os.environ, **planted, **kept}, stdout=subprocess.PIPE)  # fmt: skip
+    started = sandbox.start(
+        [sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
+        env={**os.environ, **planted, **kept},
+        stdout=subprocess.PIPE,
+    )
     seen = json.loads(started.proc.communicate(timeout=60)[0].decode().strip().splitlines()[-1])
     assert not set(planted) & set(seen) and "sk-pw" not in json.dumps(seen)
     assert all(seen.get(k) == v for k, v in kept.items()) and seen.get("PATH")
@@ -173,9 +193,17 @@ def test_a_candidates_processes_do_not_stop_its_compilers_forks(tmp_path):
     uid = fresh_uid()
     hog = Sandbox(scratch=str(tmp_path / "hog"), uid=uid, processes=24)
     (tmp_path / "hog").mkdir()
-    holder = hog.start([sys.executable, "-c", "import os, time\nfor _ in range(40):\n    try:\n        if os.fork() == 0:"
-                        "\n            time.sleep(60); os._exit(0)\n    except OSError: break\nprint('held', flush=True)\n"
-                        "time.sleep(60)"], env={"PATH": os.environ["PATH"]}, stdout=subprocess.PIPE)  # fmt: skip
+    holder = hog.start(
+        [
+            sys.executable,
+            "-c",
+            "import os, time\nfor _ in range(40):\n    try:\n        if os.fork() == 0:"
+            "\n            time.sleep(60); os._exit(0)\n    except OSError: break\nprint('held', flush=True)\n"
+            "time.sleep(60)",
+        ],
+        env={"PATH": os.environ["PATH"]},
+        stdout=subprocess.PIPE,
+    )
     try:
         assert holder.proc.stdout.readline().strip() == b"held"
         forks = "import os\nfor _ in range(5):\n    pid = os.fork()\n    if pid == 0: os._exit(0)\n    os.waitpid(pid, 0)\nprint('forked')"
@@ -184,8 +212,12 @@ def test_a_candidates_processes_do_not_stop_its_compilers_forks(tmp_path):
             folder = tmp_path / f"compiler-{nproc}"
             folder.mkdir()
             compiler = Sandbox(scratch=str(folder), uid=uid, processes=24, nproc_limit=nproc)
-            started = compiler.start([sys.executable, "-c", forks], env={"PATH": os.environ["PATH"]},
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+            started = compiler.start(
+                [sys.executable, "-c", forks],
+                env={"PATH": os.environ["PATH"]},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
             results[nproc] = started.proc.communicate(timeout=60)[0].decode()
         assert "forked" not in results[True] and "Resource temporarily unavailable" in results[True]
         assert "forked" in results[False]
@@ -196,7 +228,7 @@ def test_a_candidates_processes_do_not_stop_its_compilers_forks(tmp_path):
 def test_only_a_failure_of_the_sources_is_kept():
     from cudaforge.eval.build.logs import failed_for_the_sources
 
-    assert failed_for_the_sources("cuda_sources(3): error: identifier \"j\" is undefined\nFAILED: cuda.cuda.o\n")
+    assert failed_for_the_sources('cuda_sources(3): error: identifier "j" is undefined\nFAILED: cuda.cuda.o\n')
     assert failed_for_the_sources("main.cpp:4:1: error: expected ';' before '}' token\n")
     assert not failed_for_the_sources("ninja: fatal: posix_spawn: Resource temporarily unavailable\nFAILED: main.o\n")
     assert not failed_for_the_sources("nvcc error   : 'cicc' died due to signal 9 (Kill signal)\nKilled signal\n")
@@ -206,8 +238,10 @@ def test_only_a_failure_of_the_sources_is_kept():
 
 
 @needs_landlock
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
-                    reason="runs the launcher as another user: needs root, setpriv and a system Python")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
+    reason="runs the launcher as another user: needs root, setpriv and a system Python",
+)
 def test_an_unprivileged_user_gets_the_wall_through_a_user_namespace():
     """As a user without root (here uid 1000, with the system's Python and a copy of the package anyone may read):
     the wall holds through an unprivileged user namespace, capabilities that namespace gave are dropped, and the
@@ -229,9 +263,14 @@ started.cleanup()
     for path in [tmp_path, *tmp_path.rglob("*")]:
         path.chmod(path.stat().st_mode | 0o055)
     try:
-        run = subprocess.run(["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups", "/usr/bin/python3",
-                              str(probe)], capture_output=True, text=True, timeout=120, cwd="/",
-                             env={"PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"})  # fmt: skip
+        run = subprocess.run(
+            ["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups", "/usr/bin/python3", str(probe)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"},
+        )
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -329,8 +368,9 @@ def _checksums(root: Path) -> dict[str, str]:
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             info = path.lstat()
-            sums[str(path.relative_to(root))] = (f"{hashlib.sha256(path.read_bytes()).hexdigest()} "
-                                                 f"{info.st_mode:o} {info.st_mtime_ns}")  # fmt: skip
+            sums[str(path.relative_to(root))] = (
+                f"{hashlib.sha256(path.read_bytes()).hexdigest()} {info.st_mode:o} {info.st_mtime_ns}"
+            )
     return sums
 
 
@@ -353,6 +393,7 @@ def _run_threats(entries, device: str, tmp_path_factory) -> dict:
     old_key = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = canary  # in the evaluating process's own environment
     try:
+
         def run(entry):
             cfg = {"device": device, "correctness_trials": 3, "build_cache_dir": str(cache), **entry.config}
             started = time.monotonic()
@@ -365,16 +406,26 @@ def _run_threats(entries, device: str, tmp_path_factory) -> dict:
             results = dict(pool.map(run, entries))
         time.sleep(0.5)
         after = {"package": _checksums(package), "run": _checksums(planted), "cache": _checksums(cache)}
-        marked = [str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and (
-            "pwned" in p.name or b"pwned by a candidate" in p.read_bytes())]  # the build service adds builds here
+        marked = [
+            str(p.relative_to(cache))
+            for p in cache.rglob("*")
+            if p.is_file() and ("pwned" in p.name or b"pwned by a candidate" in p.read_bytes())
+        ]  # the build service adds builds here
         survivors = _survivors(ORPHAN_MARK)
     finally:
         if old_key is None:
             os.environ.pop("OPENAI_API_KEY", None)
         else:
             os.environ["OPENAI_API_KEY"] = old_key
-    return {"results": results, "before": before, "after": after, "survivors": survivors, "canary": canary,
-            "planted": planted, "cache_marked": marked}
+    return {
+        "results": results,
+        "before": before,
+        "after": after,
+        "survivors": survivors,
+        "canary": canary,
+        "planted": planted,
+        "cache_marked": marked,
+    }
 
 
 def _remove(planted: Path) -> None:
@@ -430,7 +481,9 @@ def test_the_evaluator_still_works_after_the_threats(threat_run, tmp_path):
 
     task = find_task(selection("tiny"), "level1/1_ReLU")
     source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
-    result = Evaluator({"device": "cpu", "correctness_trials": 2, "build_cache_dir": str(tmp_path)}).evaluate(task, source)
+    result = Evaluator({"device": "cpu", "correctness_trials": 2, "build_cache_dir": str(tmp_path)}).evaluate(
+        task, source
+    )
     assert result.status is EvalStatus.CORRECT, result.report()
     assert result.fingerprint["sandbox"]["landlock"]["abi"] >= 1
 
@@ -469,7 +522,8 @@ def test_the_whole_threat_corpus_on_a_gpu(tmp_path_factory):
     _remove(run["planted"])
     failures = []
     for check in [lambda: _assert_nothing_changed(run)] + [
-            lambda e=e: _assert_verdict(e, *run["results"][e.name]) for e in load_corpus() if e.threat]:
+        lambda e=e: _assert_verdict(e, *run["results"][e.name]) for e in load_corpus() if e.threat
+    ]:
         try:
             check()
         except AssertionError as exc:
@@ -477,7 +531,7 @@ def test_the_whole_threat_corpus_on_a_gpu(tmp_path_factory):
     assert not failures, "\n\n".join(failures)
 
 
-WRITES_ITS_OWN_FILES = '''import os
+WRITES_ITS_OWN_FILES = """import os
 import tempfile
 
 os.makedirs("/tmp/cuda_extensions", exist_ok=True)  # as public releases keep their build folder
@@ -488,7 +542,7 @@ os.environ["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions_of_mine"
 os.makedirs("/tmp/torch_extensions_of_mine", exist_ok=True)
 os.makedirs(os.path.expanduser("~/.cache/kernels"), exist_ok=True)  # its HOME is in its scratch
 open(os.path.join(tempfile.gettempdir(), "probe"), "w").write("z")  # TMPDIR too
-'''
+"""
 
 
 @needs_landlock
@@ -500,8 +554,15 @@ def test_a_candidate_writes_its_own_tmp_and_caches_and_a_write_past_its_quota_is
 
     task = find_task(selection("tiny"), "level1/1_ReLU")
     kernel = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
-    evaluator = Evaluator({"device": "cpu", "correctness_trials": 1, "sandbox": "required",
-                           "sandbox_scratch_gb": 0.01, "build_cache_dir": str(tmp_path / "cache")})
+    evaluator = Evaluator(
+        {
+            "device": "cpu",
+            "correctness_trials": 1,
+            "sandbox": "required",
+            "sandbox_scratch_gb": 0.01,
+            "build_cache_dir": str(tmp_path / "cache"),
+        }
+    )
     result = evaluator.evaluate(task, WRITES_ITS_OWN_FILES + kernel)
     assert result.status is EvalStatus.CORRECT, result.report()  # writing there is normal, and allowed
     assert not (Path("/tmp/cuda_extensions") / "marker").exists()  # its /tmp was its own

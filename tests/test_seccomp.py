@@ -41,11 +41,33 @@ needs_seccomp = pytest.mark.skipif(
 
 # Syscall numbers the tests use, written out here separately from the module's tables (a second source).
 NR = {
-    "x86_64": {"io_uring_setup": 425, "unshare": 272, "keyctl": 250, "mount": 165, "ptrace": 101,
-               "perf_event_open": 298, "bpf": 321, "clone": 56, "clone3": 435, "getpid": 39, "personality": 135},
-    "aarch64": {"io_uring_setup": 425, "unshare": 97, "keyctl": 219, "mount": 40, "ptrace": 117,
-                "perf_event_open": 241, "bpf": 280, "clone": 220, "clone3": 435, "getpid": 172, "personality": 92},
-}  # fmt: skip
+    "x86_64": {
+        "io_uring_setup": 425,
+        "unshare": 272,
+        "keyctl": 250,
+        "mount": 165,
+        "ptrace": 101,
+        "perf_event_open": 298,
+        "bpf": 321,
+        "clone": 56,
+        "clone3": 435,
+        "getpid": 39,
+        "personality": 135,
+    },
+    "aarch64": {
+        "io_uring_setup": 425,
+        "unshare": 97,
+        "keyctl": 219,
+        "mount": 40,
+        "ptrace": 117,
+        "perf_event_open": 241,
+        "bpf": 280,
+        "clone": 220,
+        "clone3": 435,
+        "getpid": 172,
+        "personality": 92,
+    },
+}
 
 PRELUDE = textwrap.dedent(
     """
@@ -82,8 +104,9 @@ PRELUDE = textwrap.dedent(
 )
 
 
-def run_child(body: str, *, install: bool = True, extra: tuple[str, ...] = (), cwd: Path | None = None,
-              check: bool = True) -> dict | subprocess.CompletedProcess:
+def run_child(
+    body: str, *, install: bool = True, extra: tuple[str, ...] = (), cwd: Path | None = None, check: bool = True
+) -> dict | subprocess.CompletedProcess:
     """Run ``body`` in a fresh interpreter that first installs the filter (unless ``install`` is false).
 
     The body fills the dict ``OUT``; returns ``{"info": install's result, "out": OUT}`` (or, with ``check`` false,
@@ -91,10 +114,21 @@ def run_child(body: str, *, install: bool = True, extra: tuple[str, ...] = (), c
     """
     script = PRELUDE.format(nr=repr(NR.get(MACHINE, {})), extra=repr(extra), install=install)
     script += textwrap.dedent(body) + '\nprint(json.dumps({"info": INFO, "out": OUT}))\n'
-    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", WANDB_MODE="disabled",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
-                          cwd=cwd or REPO, start_new_session=True)  # no controlling terminal (vhangup)
+    env = dict(
+        os.environ,
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        WANDB_MODE="disabled",
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd or REPO,
+        start_new_session=True,
+    )  # no controlling terminal (vhangup)
     if not check:
         return proc
     assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -113,8 +147,9 @@ def test_available_here() -> None:
 @needs_seccomp
 def test_install_reports_arch_and_real_names(tmp_path: Path) -> None:
     """install() names this architecture, and lists only calls this architecture has, all from DENIED."""
-    result = run_child("OUT['seccomp_mode'] = open('/proc/self/status').read().split('Seccomp:')[1].split()[0]",
-                       cwd=tmp_path)
+    result = run_child(
+        "OUT['seccomp_mode'] = open('/proc/self/status').read().split('Seccomp:')[1].split()[0]", cwd=tmp_path
+    )
     info, out = result["info"], result["out"]
     assert info["arch"] == MACHINE
     assert out["seccomp_mode"] == "2"
@@ -206,10 +241,13 @@ def test_without_the_filter_the_same_calls_answer_otherwise(tmp_path: Path) -> N
     plain = run_child(body, install=False, cwd=tmp_path)["out"]
     filtered = run_child(body, extra=("personality",), cwd=tmp_path)["out"]
     eop = errno.errorcode[errno.EOPNOTSUPP]  # ENOTSUP and EOPNOTSUPP are one number on Linux
-    assert plain == {"keyctl_bad_op": eop, "clone3_null": "EINVAL", "inet_socketpair": eop,
-                     "personality": "ok"}
-    assert filtered == {"keyctl_bad_op": "EPERM", "clone3_null": "ENOSYS", "inet_socketpair": "EAFNOSUPPORT",
-                        "personality": "error"}
+    assert plain == {"keyctl_bad_op": eop, "clone3_null": "EINVAL", "inet_socketpair": eop, "personality": "ok"}
+    assert filtered == {
+        "keyctl_bad_op": "EPERM",
+        "clone3_null": "ENOSYS",
+        "inet_socketpair": "EAFNOSUPPORT",
+        "personality": "error",
+    }
 
 
 @needs_seccomp
@@ -300,8 +338,9 @@ def test_tsync_covers_threads_started_before_install(tmp_path: Path) -> None:
         """
     ).replace("NR_IO_URING_SETUP", str(NR[MACHINE]["io_uring_setup"]))
     env = dict(os.environ, PYTHONPATH=str(REPO), LITELLM_LOCAL_MODEL_COST_MAP="True", WANDB_MODE="disabled")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [True, ["EPERM"]]
 
@@ -397,8 +436,7 @@ def test_unknown_architecture_raises_enotsup(tmp_path: Path) -> None:
         OUT['mode'] = open('/proc/self/status').read().split('Seccomp:')[1].split()[0]
     """
     out = run_child(body, install=False, cwd=tmp_path)["out"]
-    assert out == {"available": False, "install": errno.errorcode[errno.ENOTSUP],
-                   "mode": "0"}
+    assert out == {"available": False, "install": errno.errorcode[errno.ENOTSUP], "mode": "0"}
 
 
 # ------------------------------------------------------------------------- the programs themselves

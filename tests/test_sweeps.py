@@ -10,15 +10,23 @@ import pytest
 
 
 def cudaforge(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "cudaforge.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cudaforge.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 @pytest.mark.slow
 def test_multirun_over_two_strategies_then_a_report(tmp_path):
     sweep = tmp_path / "sweep"
-    out = cudaforge("run", "-m", "experiment=demo_strategies", "suite.problem_ids=[1]", "strategy.max_rounds=2",
-                    f"hydra.sweep.dir={sweep}", cwd=tmp_path)  # fmt: skip
+    out = cudaforge(
+        "run",
+        "-m",
+        "experiment=demo_strategies",
+        "suite.problem_ids=[1]",
+        "strategy.max_rounds=2",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     import yaml
 
@@ -30,8 +38,9 @@ def test_multirun_over_two_strategies_then_a_report(tmp_path):
         assert [r["task_id"] for r in rows] == ["tiny/level1/1_ReLU"] and rows[0]["correct"]
         assert (run / ".hydra" / "config.yaml").exists() and (run / "ledger.jsonl").exists()
     # the Judge speaks in the full loop and never in self-refine
-    judged = [any(json.loads(line)["role"] == "judge" for line in (r / "ledger.jsonl").read_text().splitlines())
-              for r in runs]  # fmt: skip
+    judged = [
+        any(json.loads(line)["role"] == "judge" for line in (r / "ledger.jsonl").read_text().splitlines()) for r in runs
+    ]
     assert judged == [True, False]
     report_dir = tmp_path / "report"
     rep = cudaforge("report", *map(str, runs), f"report.out_dir={report_dir}", cwd=tmp_path)

@@ -7,15 +7,24 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import problem_source
+
 from cudaforge.tasks import TaskError, load_directory, load_hf_export, load_problem_file, load_suite
 from cudaforge.tasks.suite import find_task
 
 
 def suite_cfg(**kw):
-    base = dict(name="kb", kind="kernelbench", root=None, levels=[], problem_ids=[], names=[],
-                subset=None, first_n=None, shuffle_seed=None)
+    base = dict(
+        name="kb",
+        kind="kernelbench",
+        root=None,
+        levels=[],
+        problem_ids=[],
+        names=[],
+        subset=None,
+        first_n=None,
+        shuffle_seed=None,
+    )
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -36,8 +45,10 @@ def test_loading_does_not_execute_the_module(tmp_path):
 
 
 def test_extension_declarations_are_read(tmp_path):
-    src = problem_source() + "\nATOL = 1e-3\nRTOL = 2e-3\nINPUT_VARIANTS = ('signed', 'small')\n" \
+    src = (
+        problem_source() + "\nATOL = 1e-3\nRTOL = 2e-3\nINPUT_VARIANTS = ('signed', 'small')\n"
         "def get_inputs_variant(name):\n    return get_inputs()\n"
+    )
     (tmp_path / "3_Ext.py").write_text(src)
     task = load_problem_file(tmp_path / "3_Ext.py", suite="s", level=2)
     assert (task.atol, task.rtol, task.input_variants) == (1e-3, 2e-3, ["signed", "small"])
@@ -189,8 +200,15 @@ def test_load_module_makes_triton_sources_findable(monkeypatch):
 def git(cwd, *args):
     import subprocess
 
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1", "PATH": __import__("os").environ["PATH"]}  # fmt: skip
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "HOME": str(cwd),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": __import__("os").environ["PATH"],
+    }
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from cudaforge.agents import Coder, PromptLibrary  # noqa: E402
 from cudaforge.agents.records import Feedback, JudgeMode  # noqa: E402
+from cudaforge.agents.skills import strip_front_matter  # noqa: E402
 from cudaforge.config import (  # noqa: E402
     CudaforgeConfig,
     ExportConfig,
@@ -41,7 +42,6 @@ from cudaforge.teach import (  # noqa: E402
     skill_effect,
 )
 from cudaforge.teach.args import group_overrides  # noqa: E402
-from cudaforge.agents.skills import strip_front_matter  # noqa: E402
 from cudaforge.teach.skills import cap_words, categorize  # noqa: E402
 from cudaforge.track.store import RunStore  # noqa: E402
 from cudaforge.types import (  # noqa: E402
@@ -60,17 +60,27 @@ from cudaforge.types import (  # noqa: E402
 
 def kernel(body: str, comment: str = "") -> str:
     """A small ModelNew source; ``comment`` changes the text but not the normalised source."""
-    return f"import torch\n{comment}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return {body}\n"
+    return (
+        f"import torch\n{comment}\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return {body}\n"
+    )
 
 
 S1, S2, S3, S4 = kernel("x + 1"), kernel("x + 1.0"), kernel("x * 2"), kernel("x * 2.0")
 S1_COMMENTED = kernel("x + 1", comment="# the same kernel, commented")
 HACK_FINDING, HACK_STATUS, WRONG = kernel("x.add(1)"), kernel("x.add_(1)"), kernel("x - 1")
 
-MEMORY_ADVICE = {"bottleneck": "memory bandwidth: scalar uncoalesced loads", "optimisation_method": "float4 loads",
-                 "modification_plan": "vectorise the loads and stores", "expected_effect": "2x"}  # fmt: skip
-OCCUPANCY_ADVICE = {"bottleneck": "low occupancy: 128 registers per thread", "optimisation_method": "launch bounds",
-                    "modification_plan": "cap registers at 64", "expected_effect": "1.5x"}  # fmt: skip
+MEMORY_ADVICE = {
+    "bottleneck": "memory bandwidth: scalar uncoalesced loads",
+    "optimisation_method": "float4 loads",
+    "modification_plan": "vectorise the loads and stores",
+    "expected_effect": "2x",
+}
+OCCUPANCY_ADVICE = {
+    "bottleneck": "low occupancy: 128 registers per thread",
+    "optimisation_method": "launch bounds",
+    "modification_plan": "cap registers at 64",
+    "expected_effect": "1.5x",
+}
 CORRECTION = {"critical_issue": "sign error", "why_it_matters": "wrong values", "minimal_fix_hint": "add, not subtract"}
 
 
@@ -78,15 +88,29 @@ def result(task_id: str, source: str, status: str, speedup: float | None = None,
     """An EvalResult as a GPU run writes it (untimed when ``speedup`` is None)."""
     timed = speedup is not None
     return EvalResult(
-        task_id=task_id, candidate_hash=source_hash(source), status=EvalStatus(status), message=f"{status} (test)",
+        task_id=task_id,
+        candidate_hash=source_hash(source),
+        status=EvalStatus(status),
+        message=f"{status} (test)",
         reference_timing=TimingStats(100, 1.0, 1.0, 0.9, 1.1, 0.01, 0.99, 1.01) if timed else None,
         candidate_timing=TimingStats(100, 1 / speedup, 1 / speedup, 0.1, 2, 0.01, 0.9 / speedup, 1.1 / speedup)
-        if timed else None,
+        if timed
+        else None,
         speedup=SpeedupStats(speedup, speedup * 0.95, speedup * 1.05) if timed else None,
-        guard_findings=list(findings), trials_passed=5, trials_total=5, device="cuda:0" if timed else "cpu",
-        fingerprint={"torch": "2.11.0", "torch_cuda": "13.0", "triton": "3.4.0", "nvcc": "13.0.88",
-                     "python": "3.11.7", "driver_version": "580.1", "gpu": {"name": gpu if timed else None}},
-    )  # fmt: skip
+        guard_findings=list(findings),
+        trials_passed=5,
+        trials_total=5,
+        device="cuda:0" if timed else "cpu",
+        fingerprint={
+            "torch": "2.11.0",
+            "torch_cuda": "13.0",
+            "triton": "3.4.0",
+            "nvcc": "13.0.88",
+            "python": "3.11.7",
+            "driver_version": "580.1",
+            "gpu": {"name": gpu if timed else None},
+        },
+    )
 
 
 def write_run(path: Path, model: str, strategy: str, tasks: list[tuple[Task, list[dict]]]) -> Path:
@@ -102,13 +126,22 @@ def write_run(path: Path, model: str, strategy: str, tasks: list[tuple[Task, lis
         history = []
         for n, spec in enumerate(rounds, start=1):
             source, ev = spec.get("source"), spec.get("eval")
-            prompt = [{"role": "system", "content": f"You write kernels ({model})."},
-                      {"role": "user", "content": f"{spec['mode']} prompt for {task.id} round {n}"}]  # fmt: skip
+            prompt = [
+                {"role": "system", "content": f"You write kernels ({model})."},
+                {"role": "user", "content": f"{spec['mode']} prompt for {task.id} round {n}"},
+            ]
             reply = f"```python\n{source}```" if source else "I cannot."
-            ts.write_json(n, "coder.json", {"mode": spec["mode"], "ok": source is not None, "source": source,
-                                            "failure": "" if source else "no code",
-                                            "conversation": {"messages": prompt, "replies": [reply],
-                                                             "parse_errors": [""]}})  # fmt: skip
+            ts.write_json(
+                n,
+                "coder.json",
+                {
+                    "mode": spec["mode"],
+                    "ok": source is not None,
+                    "source": source,
+                    "failure": "" if source else "no code",
+                    "conversation": {"messages": prompt, "replies": [reply], "parse_errors": [""]},
+                },
+            )
             if source:
                 ts.save_candidate(source_hash(source), source)
                 ts.write_text(n, "candidate.py", source)
@@ -117,15 +150,37 @@ def write_run(path: Path, model: str, strategy: str, tasks: list[tuple[Task, lis
                 ts.write_json(n, "eval.json", ev.to_dict())
             if spec.get("judge"):
                 mode, fields = spec["judge"]
-                ts.write_json(n, "judge.json", {"mode": mode, "ok": True, "failure": "",
-                                                "feedback": {"mode": mode, "fields": fields},
-                                                "conversation": {"messages": [{"role": "user", "content": "judge?"}],
-                                                                 "replies": [json.dumps(fields)],
-                                                                 "parse_errors": [""]}})  # fmt: skip
-            history.append(RoundRecord(round=n, coder_mode=spec["mode"], candidate_hash=ev.candidate_hash if ev else None,
-                                       status=ev.status.value if ev else "no_code"))  # fmt: skip
-        store.append_result(TaskResult(task_id=task.id, correct=any(h.status == "correct" for h in history),
-                                       rounds=len(rounds), history=history))  # fmt: skip
+                ts.write_json(
+                    n,
+                    "judge.json",
+                    {
+                        "mode": mode,
+                        "ok": True,
+                        "failure": "",
+                        "feedback": {"mode": mode, "fields": fields},
+                        "conversation": {
+                            "messages": [{"role": "user", "content": "judge?"}],
+                            "replies": [json.dumps(fields)],
+                            "parse_errors": [""],
+                        },
+                    },
+                )
+            history.append(
+                RoundRecord(
+                    round=n,
+                    coder_mode=spec["mode"],
+                    candidate_hash=ev.candidate_hash if ev else None,
+                    status=ev.status.value if ev else "no_code",
+                )
+            )
+        store.append_result(
+            TaskResult(
+                task_id=task.id,
+                correct=any(h.status == "correct" for h in history),
+                rounds=len(rounds),
+                history=history,
+            )
+        )
     return path
 
 
@@ -136,29 +191,90 @@ L2 = Task(id="s/level2/1_Scale", suite="s", level=2, problem_id=1, name="Scale",
 @pytest.fixture
 def runs(tmp_path: Path) -> list[Path]:
     """Run A (GPU, model_a, cudaforge) and run B (model_b, self_refine: a duplicate and an untimed kernel)."""
-    a = write_run(tmp_path / "run_a", "scripted/model_a", "cudaforge", [
-        (L1, [
-            {"mode": "first_attempt", "source": S1, "eval": result(L1.id, S1, "correct", 1.2), "judge": ("optimization", MEMORY_ADVICE)},
-            {"mode": "optimize", "source": S2, "eval": result(L1.id, S2, "correct", 2.0), "judge": ("optimization", OCCUPANCY_ADVICE)},
-            {"mode": "optimize", "source": HACK_FINDING, "eval": result(L1.id, HACK_FINDING, "correct", 50.0, [
-                {"guard": "hidden_work", "verdict": "reject", "evidence": "host time 10x event time"}])},
-            {"mode": "optimize", "source": HACK_STATUS, "eval": result(L1.id, HACK_STATUS, "rejected", None, [
-                {"guard": "input_mutation", "verdict": "reject", "evidence": "input 0 changed"}])},
-            {"mode": "optimize", "source": S1_COMMENTED, "eval": result(L1.id, S1_COMMENTED, "correct", 1.21, [
-                {"guard": "precision", "verdict": "report", "evidence": "fp16-sized errors"}])},
-        ]),
-        (L2, [
-            {"mode": "first_attempt", "source": WRONG, "eval": result(L2.id, WRONG, "incorrect"), "judge": ("correction", CORRECTION)},
-            {"mode": "repair", "source": S3, "eval": result(L2.id, S3, "correct", 0.8)},
-            {"mode": "optimize"},  # no code
-        ]),
-    ])  # fmt: skip
-    b = write_run(tmp_path / "run_b", "other/model_b", "self_refine", [
-        (L1, [
-            {"mode": "first_attempt", "source": S2, "eval": result(L1.id, S2, "correct", 1.9)},
-            {"mode": "optimize", "source": S4, "eval": result(L1.id, S4, "correct", None)},
-        ]),
-    ])  # fmt: skip
+    a = write_run(
+        tmp_path / "run_a",
+        "scripted/model_a",
+        "cudaforge",
+        [
+            (
+                L1,
+                [
+                    {
+                        "mode": "first_attempt",
+                        "source": S1,
+                        "eval": result(L1.id, S1, "correct", 1.2),
+                        "judge": ("optimization", MEMORY_ADVICE),
+                    },
+                    {
+                        "mode": "optimize",
+                        "source": S2,
+                        "eval": result(L1.id, S2, "correct", 2.0),
+                        "judge": ("optimization", OCCUPANCY_ADVICE),
+                    },
+                    {
+                        "mode": "optimize",
+                        "source": HACK_FINDING,
+                        "eval": result(
+                            L1.id,
+                            HACK_FINDING,
+                            "correct",
+                            50.0,
+                            [{"guard": "hidden_work", "verdict": "reject", "evidence": "host time 10x event time"}],
+                        ),
+                    },
+                    {
+                        "mode": "optimize",
+                        "source": HACK_STATUS,
+                        "eval": result(
+                            L1.id,
+                            HACK_STATUS,
+                            "rejected",
+                            None,
+                            [{"guard": "input_mutation", "verdict": "reject", "evidence": "input 0 changed"}],
+                        ),
+                    },
+                    {
+                        "mode": "optimize",
+                        "source": S1_COMMENTED,
+                        "eval": result(
+                            L1.id,
+                            S1_COMMENTED,
+                            "correct",
+                            1.21,
+                            [{"guard": "precision", "verdict": "report", "evidence": "fp16-sized errors"}],
+                        ),
+                    },
+                ],
+            ),
+            (
+                L2,
+                [
+                    {
+                        "mode": "first_attempt",
+                        "source": WRONG,
+                        "eval": result(L2.id, WRONG, "incorrect"),
+                        "judge": ("correction", CORRECTION),
+                    },
+                    {"mode": "repair", "source": S3, "eval": result(L2.id, S3, "correct", 0.8)},
+                    {"mode": "optimize"},  # no code
+                ],
+            ),
+        ],
+    )
+    b = write_run(
+        tmp_path / "run_b",
+        "other/model_b",
+        "self_refine",
+        [
+            (
+                L1,
+                [
+                    {"mode": "first_attempt", "source": S2, "eval": result(L1.id, S2, "correct", 1.9)},
+                    {"mode": "optimize", "source": S4, "eval": result(L1.id, S4, "correct", None)},
+                ],
+            ),
+        ],
+    )
     return [a, b]
 
 
@@ -201,7 +317,9 @@ def test_sft_filters_and_dedup(runs):
     fast = export(runs, "sft", best_only=False, min_speedup=1.0)  # untimed rows and 0.8x left out
     assert [r["source"] for r in fast] == [S2, S1_COMMENTED]  # of two equal kernels, the faster is kept
     assert [r["task_id"] for r in export(runs, "sft", levels=[2])] == [L2.id]
-    assert {r["provenance"]["coder_model"] for r in export(runs, "sft", best_only=False, models=["other/*"])} == {"other/model_b"}
+    assert {r["provenance"]["coder_model"] for r in export(runs, "sft", best_only=False, models=["other/*"])} == {
+        "other/model_b"
+    }
     assert {r["provenance"]["strategy"] for r in export(runs, "sft", strategies=["self_refine"])} == {"self_refine"}
     assert [r["task_id"] for r in export(runs, "sft", tasks=["*Scale"])] == [L2.id]
 
@@ -227,7 +345,9 @@ def test_trajectories_every_round_with_rewards(runs):
     assert [x["eval"]["hacked"] for x in a1["rounds"]] == [False, False, True, True, False]
     assert a1["rounds"][2]["eval"]["speedup"] is None  # a hacked kernel's speedup is not reported as one
     assert a1["best_speedup"] == 2.0 and a1["solved"] and a1["provenance"]["round"] is None
-    assert "vectorise the loads" in a1["rounds"][0]["judge_feedback"] and a1["rounds"][0]["judge_mode"] == "optimization"
+    assert (
+        "vectorise the loads" in a1["rounds"][0]["judge_feedback"] and a1["rounds"][0]["judge_mode"] == "optimization"
+    )
     assert "hidden_work (reject)" in a1["rounds"][2]["eval_summary"]
     roles = [m["role"] for m in a1["messages"]]
     assert roles[0] == "system" and roles.count("system") == 1 and roles[1:] == ["user", "assistant"] * 5
@@ -240,11 +360,28 @@ def test_turns_label_every_coder_and_judge_turn_negatives_and_hacks_included(run
     a = runs[0]
     # the metrics the Judge read in round 1 of L1, profiled on that round's kernel
     store = RunStore(a)
-    store.task(L1.id).write_json(1, "profile.json", {"candidate_hash": source_hash(S1), "status": "ok", "judge_metrics": {
-        "dram__throughput.avg.pct_of_peak_sustained_elapsed": {"value": 71.5, "unit": "%"}, "launch": "grid 64 block 256"}})
+    store.task(L1.id).write_json(
+        1,
+        "profile.json",
+        {
+            "candidate_hash": source_hash(S1),
+            "status": "ok",
+            "judge_metrics": {
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed": {"value": 71.5, "unit": "%"},
+                "launch": "grid 64 block 256",
+            },
+        },
+    )
     # the best kernel of L2 failed a held-out shape
-    store.append_result(TaskResult(task_id=L2.id, correct=True, best_candidate_hash=source_hash(S3), rounds=3,
-                                   held_out={"shapes": [{"shape": "odd", "status": "incorrect", "correct": False}]}))
+    store.append_result(
+        TaskResult(
+            task_id=L2.id,
+            correct=True,
+            best_candidate_hash=source_hash(S3),
+            rounds=3,
+            held_out={"shapes": [{"shape": "odd", "status": "incorrect", "correct": False}]},
+        )
+    )
     rows = [r for r in export(runs, "turns") if r["provenance"]["run"] == "run_a"]
     coder = {(r["task_id"], r["round"]): r for r in rows if r["role"] == "coder"}
     judge = {(r["task_id"], r["round"]): r for r in rows if r["role"] == "judge"}
@@ -253,12 +390,21 @@ def test_turns_label_every_coder_and_judge_turn_negatives_and_hacks_included(run
     assert sorted(judge) == [(L1.id, 1), (L1.id, 2), (L2.id, 1)]
     hack = coder[L1.id, 3]
     assert hack["hacked"] and not hack["verified"] and hack["reward"] == -1.0 and hack["eval"]["speedup"] is None
-    assert hack["guard_findings"] == [{"guard": "hidden_work", "verdict": "reject", "evidence": "host time 10x event time"}]
+    assert hack["guard_findings"] == [
+        {"guard": "hidden_work", "verdict": "reject", "evidence": "host time 10x event time"}
+    ]
     assert coder[L1.id, 5]["guard_findings"][0]["verdict"] == "report" and coder[L1.id, 5]["verified"]
     first = coder[L1.id, 1]
-    assert first["messages"][-1]["content"].startswith("first_attempt prompt") and first["completion"][0]["role"] == "assistant"
-    assert first["profile_metrics"][0] == {"name": "dram__throughput.avg.pct_of_peak_sustained_elapsed", "value": 71.5,
-                                          "unit": "%", "text": None}
+    assert (
+        first["messages"][-1]["content"].startswith("first_attempt prompt")
+        and first["completion"][0]["role"] == "assistant"
+    )
+    assert first["profile_metrics"][0] == {
+        "name": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        "value": 71.5,
+        "unit": "%",
+        "text": None,
+    }
     assert first["profile_metrics"][1]["text"] == "grid 64 block 256" and coder[L1.id, 2]["profile_metrics"] == []
     assert judge[L1.id, 1]["profile_metrics"] == first["profile_metrics"] and judge[L1.id, 1]["reward"] is None
     assert "bottleneck: memory bandwidth" in judge[L1.id, 1]["feedback"] and judge[L1.id, 1]["mode"] == "optimization"
@@ -272,11 +418,23 @@ def test_turns_say_how_a_speedup_was_measured():
 
     timed = result(L1.id, S1, "correct", 1.5)
     timed.speedup.precision = "strict_fp32"
-    timed.precision = {"speedups": {"over_strict_fp32": 1.5, "best_allowed": "tf32", "over_best_allowed": 0.9,
-                                    "probe_reproduces_win": True}}
-    assert precision_info(timed) == {"reference": "strict_fp32", "over_strict_fp32": 1.5, "best_allowed": "tf32",
-                                     "over_best_allowed": 0.9, "probe_reproduces_win": True, "launch_inclusive": None,
-                                     "timing_clean": None}
+    timed.precision = {
+        "speedups": {
+            "over_strict_fp32": 1.5,
+            "best_allowed": "tf32",
+            "over_best_allowed": 0.9,
+            "probe_reproduces_win": True,
+        }
+    }
+    assert precision_info(timed) == {
+        "reference": "strict_fp32",
+        "over_strict_fp32": 1.5,
+        "best_allowed": "tf32",
+        "over_best_allowed": 0.9,
+        "probe_reproduces_win": True,
+        "launch_inclusive": None,
+        "timing_clean": None,
+    }
     assert set(precision_info(result(L1.id, S1, "correct"))) == set(SCHEMAS["turns"]["precision"])
     assert all(v is None for v in precision_info(None).values())
 
@@ -310,15 +468,19 @@ def test_preferences_chosen_is_always_verified(runs):
     reasons = {(r["task_id"], r["reason"]) for r in rows}
     assert {(L1.id, "verified_over_hacked"), (L1.id, "faster"), (L2.id, "verified_over_incorrect")} <= reasons
     hacked = [r for r in rows if r["reason"] == "verified_over_hacked"]
-    assert {r["rejected_info"]["source"] for r in hacked} == HACKS and all(r["rejected_info"]["reward"] == -1 for r in hacked)
+    assert {r["rejected_info"]["source"] for r in hacked} == HACKS and all(
+        r["rejected_info"]["reward"] == -1 for r in hacked
+    )
     faster = [r for r in rows if r["reason"] == "faster"]
     assert all(r["chosen_info"]["eval"]["speedup"] >= 1.05 * r["rejected_info"]["eval"]["speedup"] for r in faster)
     # run A and run B saw different prompts (other models): never paired across them
     assert all(r["chosen_info"]["provenance"]["run"] == r["rejected_info"]["provenance"]["run"] for r in rows)
     assert not [r for r in export(runs, "preferences", min_margin=10.0) if r["reason"] == "faster"]
     assert len([r for r in export(runs, "preferences", max_pairs_per_task=1) if r["task_id"] == L1.id]) == 1
-    keys = [(r["chosen_info"]["provenance"]["normalized_hash"], r["rejected_info"]["provenance"]["normalized_hash"])
-            for r in rows]  # fmt: skip
+    keys = [
+        (r["chosen_info"]["provenance"]["normalized_hash"], r["rejected_info"]["provenance"]["normalized_hash"])
+        for r in rows
+    ]
     assert len(keys) == len(set(keys))
 
 
@@ -334,7 +496,9 @@ def test_written_datasets_are_loadable(runs, tmp_path):
         rows = [json.loads(line) for line in lines]
         assert all(list(row) == list(SCHEMAS[fmt]) for row in rows)  # same columns, same order, every row
         info = json.loads((out / "dataset_info.json").read_text())
-        assert info["num_rows"] == len(rows) and info["schema"] == SCHEMAS[fmt] and info["runs"] == [str(r) for r in runs]
+        assert (
+            info["num_rows"] == len(rows) and info["schema"] == SCHEMAS[fmt] and info["runs"] == [str(r) for r in runs]
+        )
         card = (out / "README.md").read_text()
         assert card.startswith("---\ndataset_info:\n  features:") and "- name: provenance" in card
         try:
@@ -360,11 +524,20 @@ def test_schema_check_names_the_mismatch():
 
 
 def test_run_directories_come_as_positional_arguments(tmp_path):
-    args = group_overrides("export", ExportConfig, [str(tmp_path), "format=trajectories", "reward.kind=binary",
-                                                     "levels=[1]", "--cfg", "job", "suite=tiny"])  # fmt: skip
+    args = group_overrides(
+        "export",
+        ExportConfig,
+        [str(tmp_path), "format=trajectories", "reward.kind=binary", "levels=[1]", "--cfg", "job", "suite=tiny"],
+    )
     assert args[0] == f"export.runs=['{tmp_path.resolve()}']"
-    assert args[1:] == ["export.format=trajectories", "export.reward.kind=binary", "export.levels=[1]", "--cfg", "job",
-                        "suite=tiny"]  # fmt: skip
+    assert args[1:] == [
+        "export.format=trajectories",
+        "export.reward.kind=binary",
+        "export.levels=[1]",
+        "--cfg",
+        "job",
+        "suite=tiny",
+    ]
 
 
 def test_export_cli(runs, tmp_path, capsys):
@@ -379,8 +552,13 @@ def test_export_cli(runs, tmp_path, capsys):
 # --------------------------------------------------------------------------- skills
 
 LONG_SKILL = "\n".join(
-    ["## memory-bound", *[f"- vectorise loads and stores with float4 to cut memory transactions, tip {i}" for i in range(40)],
-     "## Evidence", "- made up by the model"])  # fmt: skip
+    [
+        "## memory-bound",
+        *[f"- vectorise loads and stores with float4 to cut memory transactions, tip {i}" for i in range(40)],
+        "## Evidence",
+        "- made up by the model",
+    ]
+)
 
 
 def distiller(tmp_path: Path, name: str, replies, mode: str = "read_write"):
@@ -415,21 +593,29 @@ def test_distill_groups_advice_that_led_to_verified_speedups(runs, tmp_path):
 
 
 def test_distill_untimed_runs_need_allow_untimed(runs, tmp_path):
-    untimed = [replace(t, rounds=[replace(r, eval=replace(r.eval, speedup=None)) if r.eval else r for r in t.rounds])
-               for t in load_tasks([str(runs[0])])]  # fmt: skip
+    untimed = [
+        replace(t, rounds=[replace(r, eval=replace(r.eval, speedup=None)) if r.eval else r for r in t.rounds])
+        for t in load_tasks([str(runs[0])])
+    ]
     client, _ = distiller(tmp_path, "t_untimed", ["## memory-bound\n- vectorise"] * 2)
     with pytest.raises(ValueError) as info:
         distill(untimed, client)
     message = str(info.value)
-    assert "\n" not in message and "add allow_untimed=true" in message and "no kernel in the 1 run(s), 2 task(s) " \
-        "was timed (a run without a GPU measures no speedup)" in message and "1 piece(s) of Judge advice" in message
+    assert (
+        "\n" not in message
+        and "add allow_untimed=true" in message
+        and "no kernel in the 1 run(s), 2 task(s) was timed (a run without a GPU measures no speedup)" in message
+        and "1 piece(s) of Judge advice" in message
+    )
     result = distill(untimed, client, allow_untimed=True)
     body = result.document.body()
     assert "verified, untimed" in body and result.document.meta["evidence"]["timed"] == 0
     # said under the title, not passed off as speedups
-    assert body.startswith("# Skill: optimisation advice followed by verified, untimed kernels (memory-bound)\n\n"
-                           "> Untimed evidence: 1 of 1 piece(s) of advice were followed by a new verified-correct "
-                           "kernel whose speed was not measured (no GPU), not by a measured speedup.\n")
+    assert body.startswith(
+        "# Skill: optimisation advice followed by verified, untimed kernels (memory-bound)\n\n"
+        "> Untimed evidence: 1 of 1 piece(s) of advice were followed by a new verified-correct "
+        "kernel whose speed was not measured (no GPU), not by a measured speedup.\n"
+    )
     timed = distill(load_tasks([str(runs[0])]), client).document.body()
     assert "Untimed evidence" not in timed and "paid off" in timed
 
@@ -437,7 +623,9 @@ def test_distill_untimed_runs_need_allow_untimed(runs, tmp_path):
 def test_categories_and_word_cap():
     assert categorize(MEMORY_ADVICE) == "memory-bound" and categorize(OCCUPANCY_ADVICE) == "occupancy"
     assert categorize({"bottleneck": "warp stalls on long scoreboard"}) == "stalls and latency"
-    assert categorize({"bottleneck": "?", "optimisation_method": "fuse the two kernels"}) == "launch overhead and fusion"
+    assert (
+        categorize({"bottleneck": "?", "optimisation_method": "fuse the two kernels"}) == "launch overhead and fusion"
+    )
     assert categorize({"bottleneck": "mystery"}) == "other"
     assert categorize({"bottleneck": "mystery"}, {"custom": ["myst"]}) == "custom"
     text, cut = cap_words("## a\n- one two three\n## b\n- four five six", 6)
@@ -538,19 +726,27 @@ def test_demo_and_replayed_runs_say_so_at_the_top_of_the_card(demo_run, runs, tm
     written = export_dataset(ExportConfig(runs=[str(demo_run)], format="sft", out_dir=str(out)))
     card = (out / "README.md").read_text()
     title, first = card.split("# cudaforge sft export\n\n")[1].split("\n")[:2], card.index("# cudaforge sft export")
-    assert title[0].startswith("> **Demo data, not model output.** These kernels come from a hand-written demo "
-                               "transcript (model `scripted/demo`") and "do not use them as training data" in title[0]
+    assert (
+        title[0].startswith(
+            "> **Demo data, not model output.** These kernels come from a hand-written demo "
+            "transcript (model `scripted/demo`"
+        )
+        and "do not use them as training data" in title[0]
+    )
     assert card.index("Demo data") < card.index("Positives are verified") and first < card.index("Demo data")
     assert written.notices == json.loads((out / "dataset_info.json").read_text())["notices"] == [title[0][2:]]
     mixed = export_dataset(ExportConfig(runs=[str(demo_run), str(runs[1])], format="sft", out_dir=str(tmp_path / "m")))
-    assert [n[:80] for n in mixed.notices] == ["**Demo data, not model output.** The kernels of run(s) `run` come from "
-                                               "a hand-wr"]
+    assert [n[:80] for n in mixed.notices] == [
+        "**Demo data, not model output.** The kernels of run(s) `run` come from a hand-wr"
+    ]
     # a run whose every call was a cache hit (or that ran with llm_cache.mode=replay_only) was replayed
-    (runs[0] / "ledger.jsonl").write_text(json.dumps({"role": "coder", "model": "scripted/model_a",
-                                                      "cache_hit": True}) + "\n")  # fmt: skip
+    (runs[0] / "ledger.jsonl").write_text(
+        json.dumps({"role": "coder", "model": "scripted/model_a", "cache_hit": True}) + "\n"
+    )
     both = export_dataset(ExportConfig(runs=[str(r) for r in runs], format="sft", out_dir=str(tmp_path / "both")))
-    assert len(both.notices) == 1 and both.notices[0].startswith("**Replayed from cache.** The LLM replies of run(s) "
-                                                                 "`run_a` were served from a response cache")
+    assert len(both.notices) == 1 and both.notices[0].startswith(
+        "**Replayed from cache.** The LLM replies of run(s) `run_a` were served from a response cache"
+    )
     assert "> **Replayed from cache.**" in (tmp_path / "both" / "README.md").read_text()
     (runs[0] / "ledger.jsonl").unlink()
     plain = export_dataset(ExportConfig(runs=[str(r) for r in runs], format="sft", out_dir=str(tmp_path / "plain")))
@@ -583,8 +779,13 @@ def test_exports_and_distillation_of_a_real_cpu_run(demo_run, tmp_path):
         if fmt == "sft":
             assert rows and all(r["speedup"] is None and r["device"] == "cpu" for r in rows)
             assert all(r["provenance"]["coder_model"] == "scripted/demo" for r in rows)
-            positives = {r.candidate_hash for r in rounds if r.eval and r.eval.status is EvalStatus.CORRECT
-                         and not any(f.get("verdict") == "reject" for f in r.eval.guard_findings)}  # fmt: skip
+            positives = {
+                r.candidate_hash
+                for r in rounds
+                if r.eval
+                and r.eval.status is EvalStatus.CORRECT
+                and not any(f.get("verdict") == "reject" for f in r.eval.guard_findings)
+            }
             assert {r["provenance"]["candidate_hash"] for r in rows} <= positives
             assert export([demo_run], fmt, min_speedup=0.0) == []  # untimed kernels never pass a threshold
         if fmt == "trajectories":

@@ -54,9 +54,11 @@ FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFuncto
 
 def test_kernels_between_calls_are_found_copies_and_fills_are_not():
     events = call(0, [("relu_kernel", TIMED, 1_000, 5_000)])
-    events += [DeviceEvent("Memcpy DtoD (Device -> Device)", TIMED, 2_000_000, 2_001_000, kind="copy"),
-               DeviceEvent(FILL, TIMED, 2_002_000, 2_003_000),
-               DeviceEvent("relu_kernel", 21, 3_000_000, 3_004_000)]
+    events += [
+        DeviceEvent("Memcpy DtoD (Device -> Device)", TIMED, 2_000_000, 2_001_000, kind="copy"),
+        DeviceEvent(FILL, TIMED, 2_002_000, 2_003_000),
+        DeviceEvent("relu_kernel", 21, 3_000_000, 3_004_000),
+    ]
     events += call(10_000_000, [("relu_kernel", TIMED, 1_000, 2_000)])
     summary = analyse(events, 2)
     assert summary["complete"] and summary["escaped"] == 0
@@ -109,10 +111,20 @@ def test_checked_summary_refuses_forged_replies():
     good = analyse(call(0, [("k", TIMED, 0, 10)]), 1)
     assert checked_summary(good, 1)["complete"]
     assert not checked_summary(good, 2)["complete"]  # the verifier's own count decides
-    for forged in (None, [], {**good, "escaped": -1}, {**good, "early_us": float("nan")}, {**good, "span_ms": "x"},
-                   {**good, "span_ms": [1.0] * 20_000}, {**good, "outside": [["k", 1.0]] * 6},
-                   {**good, "windows": True}, {**good, "early_us": 10**400}, {**good, "span_ms": [10**400]},
-                   {**good, "outside": [["k", float("nan")]]}, {**good, "outside": [["k", 10**400]]}):
+    for forged in (
+        None,
+        [],
+        {**good, "escaped": -1},
+        {**good, "early_us": float("nan")},
+        {**good, "span_ms": "x"},
+        {**good, "span_ms": [1.0] * 20_000},
+        {**good, "outside": [["k", 1.0]] * 6},
+        {**good, "windows": True},
+        {**good, "early_us": 10**400},
+        {**good, "span_ms": [10**400]},
+        {**good, "outside": [["k", float("nan")]]},
+        {**good, "outside": [["k", 10**400]]},
+    ):
         assert checked_summary(forged, 1) is None
     # a well-typed summary without one span per call is incomplete, and says so
     short = checked_summary({**good, "span_ms": []}, 1)
@@ -132,15 +144,24 @@ def test_the_static_guards_name_the_ways_around_the_record():
     assert "concurrency" in guards(head + "import signal\n" + model)
     toggle = model.replace("return x", "_toggle_collection_dynamic(False, set())\n        return x")
     assert "concurrency" in guards(head + "from torch.autograd.profiler import _toggle_collection_dynamic\n" + toggle)
-    for cxx, guard in (("using namespace std; thread t(work);", "concurrency"), ("cuptiActivityDisable(k);", "concurrency"),
-                       ("void* f = dlsym(h, name);", "concurrency"), ("cuLaunchHostFunc(s, f, 0);", "concurrency"),
-                       ("syscall(SYS_clone, 0);", "concurrency"), ("namespace at { namespace native { } }", "monkey_patch")):
-        source = head + f"from torch.utils.cpp_extension import load_inline\nsrc = r'''\n{cxx}\n'''\n" \
+    for cxx, guard in (
+        ("using namespace std; thread t(work);", "concurrency"),
+        ("cuptiActivityDisable(k);", "concurrency"),
+        ("void* f = dlsym(h, name);", "concurrency"),
+        ("cuLaunchHostFunc(s, f, 0);", "concurrency"),
+        ("syscall(SYS_clone, 0);", "concurrency"),
+        ("namespace at { namespace native { } }", "monkey_patch"),
+    ):
+        source = (
+            head + f"from torch.utils.cpp_extension import load_inline\nsrc = r'''\n{cxx}\n'''\n"
             "ext = load_inline(name='e', cpp_sources='', cuda_sources=src)\n" + model
+        )
         assert guard in guards(source), cxx
-    honest = head + "from torch.utils.cpp_extension import load_inline\nsrc = r'''\nauto y = x.clone(); int threads = 256;\n" \
-        "dim3 block(threads); // each thread computes (one element)\n'''\n" \
+    honest = (
+        head + "from torch.utils.cpp_extension import load_inline\nsrc = r'''\nauto y = x.clone(); int threads = 256;\n"
+        "dim3 block(threads); // each thread computes (one element)\n'''\n"
         "ext = load_inline(name='e', cpp_sources='', cuda_sources=src)\n" + model
+    )
     assert "concurrency" not in guards(honest) and "monkey_patch" not in guards(honest)
 
 

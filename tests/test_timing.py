@@ -22,7 +22,6 @@ from cudaforge.eval.timing import (
 from cudaforge.types import SpeedupStats, TimingStats
 
 
-
 def _noisy(median: float, n: int, seed: int, spread: float = 0.05) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return median * (1.0 + spread * rng.standard_normal(n))
@@ -207,16 +206,19 @@ def test_interleaving_alternates_order_and_skips_warmup(fake_stopwatch: None) ->
         return 1.0
 
     seen: list[tuple[str, int, tuple, float]] = []
-    result = time_interleaved(
-        ref, cand, trials=3, warmup=2, make_args=make_args, on_output=lambda *a: seen.append(a)
-    )
+    result = time_interleaved(ref, cand, trials=3, warmup=2, make_args=make_args, on_output=lambda *a: seen.append(a))
     assert calls == [
-        ("reference", -2), ("candidate", -2),
-        ("candidate", -1), ("reference", -1),
-        ("reference", 0), ("candidate", 0),
-        ("candidate", 1), ("reference", 1),
-        ("reference", 2), ("candidate", 2),
-    ]  # fmt: skip
+        ("reference", -2),
+        ("candidate", -2),
+        ("candidate", -1),
+        ("reference", -1),
+        ("reference", 0),
+        ("candidate", 0),
+        ("candidate", 1),
+        ("reference", 1),
+        ("reference", 2),
+        ("candidate", 2),
+    ]
     assert [(role, trial) for role, trial, _, _ in seen] == [c for c in calls if c[1] >= 0]
     assert all(args == (trial,) for _, trial, args, _ in seen)
     assert result.reference_ms == [2.0] * 3 and result.candidate_ms == [1.0] * 3
@@ -263,9 +265,11 @@ def _fake_cuda_torch(log: list, with_sleep: bool = True):
             return 0.1  # ms: a 200k-cycle spin at 2 GHz
 
     cuda = types.SimpleNamespace(
-        Event=Event, synchronize=lambda device=None: log.append("sync"), current_device=lambda: 0,
+        Event=Event,
+        synchronize=lambda device=None: log.append("sync"),
+        current_device=lambda: 0,
         device=lambda _: contextlib.nullcontext(),
-    )  # fmt: skip
+    )
     if with_sleep:
         cuda._sleep = lambda cycles: log.append(f"sleep:{cycles}")
     return types.SimpleNamespace(cuda=cuda, device=lambda *a: ("cuda", 0), __version__="fake")
@@ -421,15 +425,19 @@ def test_the_timing_stops_early_on_the_interval_width_alone():
     assert stop_early(ref, fast, **{**kw, "max_trials": 50}) is None  # all trials taken: nothing to stop
 
 
-@pytest.mark.parametrize("halfwidth, interleave, noisy, wall_noisy, kept", [
-    (0.01, True, False, False, 25),  # a tight interval after the first batch: stopped there
-    (0.01, True, True, True, 100),  # a wide one: every trial
-    (0.01, True, False, True, 100),  # steady reported times the verifier's own clock does not see: every trial
-    (0.0, True, False, False, 100),  # the stop turned off
-    (0.01, False, False, False, 100),  # not interleaved (one block per side, the paper's protocol): every trial
-])
-def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(halfwidth, interleave, noisy,
-                                                                                wall_noisy, kept):
+@pytest.mark.parametrize(
+    "halfwidth, interleave, noisy, wall_noisy, kept",
+    [
+        (0.01, True, False, False, 25),  # a tight interval after the first batch: stopped there
+        (0.01, True, True, True, 100),  # a wide one: every trial
+        (0.01, True, False, True, 100),  # steady reported times the verifier's own clock does not see: every trial
+        (0.0, True, False, False, 100),  # the stop turned off
+        (0.01, False, False, False, 100),  # not interleaved (one block per side, the paper's protocol): every trial
+    ],
+)
+def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
+    halfwidth, interleave, noisy, wall_noisy, kept
+):
     """``_Timing._batches`` with the timed series stood in for (the calls themselves need a GPU)."""
     from types import SimpleNamespace
 
@@ -437,9 +445,16 @@ def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
     from cudaforge.types import EvalResult, EvalStatus
 
     timing = verifier._Timing.__new__(verifier._Timing)
-    timing.cfg = {"timing_trials": 100, "telemetry_batch": 25, "telemetry_remeasure": 0, "interleave": interleave,
-                  "timing_min_trials": 25, "timing_stop_halfwidth": halfwidth, "baseline": "eager",
-                  "speedup_statistic": "median"}  # fmt: skip
+    timing.cfg = {
+        "timing_trials": 100,
+        "telemetry_batch": 25,
+        "telemetry_remeasure": 0,
+        "interleave": interleave,
+        "timing_min_trials": 25,
+        "timing_stop_halfwidth": halfwidth,
+        "baseline": "eager",
+        "speedup_statistic": "median",
+    }
     timing.result = EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT)
     rng = np.random.default_rng(0)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import os
 from types import SimpleNamespace
 
 import pytest
@@ -14,9 +12,17 @@ from cudaforge.types import RoundRecord, TaskResult
 
 
 def result(task_id="tiny/level1/1_ReLU", correct=True):
-    return TaskResult(task_id=task_id, correct=correct, best_round=1, best_speedup=1.5, rounds=2,
-                      history=[RoundRecord(round=1, coder_mode="first_attempt", status="correct", speedup=1.5),
-                               RoundRecord(round=2, coder_mode="optimize", status="incorrect")])
+    return TaskResult(
+        task_id=task_id,
+        correct=correct,
+        best_round=1,
+        best_speedup=1.5,
+        rounds=2,
+        history=[
+            RoundRecord(round=1, coder_mode="first_attempt", status="correct", speedup=1.5),
+            RoundRecord(round=2, coder_mode="optimize", status="incorrect"),
+        ],
+    )
 
 
 def test_store_round_trips_results_and_skips_a_torn_line(tmp_path):
@@ -66,11 +72,13 @@ def test_unpriced_costs_reach_wandb_as_null_never_zero(tmp_path, monkeypatch):
 
     logged: list[dict] = []
     run = SimpleNamespace(summary={}, dir=str(tmp_path / "files"), log=logged.append, finish=lambda: None)
-    fake = SimpleNamespace(init=lambda **kw: run, Table=lambda columns, data: dict(zip(["columns", "data"],
-                                                                                      [columns, data])))
+    fake = SimpleNamespace(
+        init=lambda **kw: run, Table=lambda columns, data: dict(zip(["columns", "data"], [columns, data]))
+    )
     monkeypatch.setitem(sys.modules, "wandb", fake)
-    tracker = WandbTracker(mode="offline", project="p", entity=None, tags=[], run_dir=tmp_path, config={}, name="j",
-                           group=None)  # fmt: skip
+    tracker = WandbTracker(
+        mode="offline", project="p", entity=None, tags=[], run_dir=tmp_path, config={}, name="j", group=None
+    )
     tracker.finish([unpriced])
     table = logged[-1]["tasks"]
     assert table["data"][0][table["columns"].index("cost_usd")] is None
@@ -83,8 +91,6 @@ def test_disabled_tracker_and_failures_never_stop_a_run(tmp_path, capsys):
 
     def broken():
         raise RuntimeError("no wandb here")
-
-    from cudaforge.track import wandb_sink
 
     tracker = SafeTracker(broken)
     tracker.log_task(result(), None)
@@ -129,7 +135,9 @@ def test_a_run_records_its_problem_set_and_a_resume_on_another_says_so(tmp_path,
         capsys.readouterr()
         run_suite(make_context(cfg, tmp_path / "run"), [relu])  # the same problems: nothing said, nothing added
         said = capsys.readouterr().err
-        assert "problem set" not in said and "resuming" in said and "1 task of 1 finished earlier, 0 tasks to run" in said
+        assert (
+            "problem set" not in said and "resuming" in said and "1 task of 1 finished earlier, 0 tasks to run" in said
+        )
         edited = dataclasses.replace(relu, source=relu.source + "\n# edited\n")
         run_suite(make_context(cfg, tmp_path / "run"), [edited])
     finally:
@@ -153,8 +161,10 @@ def test_a_released_run_directory_keeps_no_lock_file_and_can_be_claimed_again(tm
     assert not (tmp_path / "run" / LOCK_FILE).exists()
     again = RunStore(tmp_path / "run")
     again.claim()
-    script = (f"from cudaforge.track.store import RunStore, RunDirBusy\ntry:\n RunStore({str(tmp_path / 'run')!r}).claim()"
-              "\nexcept RunDirBusy as e:\n print('busy', e)")
+    script = (
+        f"from cudaforge.track.store import RunStore, RunDirBusy\ntry:\n RunStore({str(tmp_path / 'run')!r}).claim()"
+        "\nexcept RunDirBusy as e:\n print('busy', e)"
+    )
     import subprocess
     import sys
 
@@ -165,14 +175,21 @@ def test_a_released_run_directory_keeps_no_lock_file_and_can_be_claimed_again(tm
 
 def test_one_run_at_a_time_in_a_run_directory(tmp_path):
     """A second `cudaforge run` into a directory in use would run, and pay for, every task again."""
-    from cudaforge.track.store import RunDirBusy
-
     import subprocess
     import sys
 
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from cudaforge.track.store import RunStore; "
-                               f"RunStore({str(tmp_path)!r}).claim(); print('held', flush=True); time.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    from cudaforge.track.store import RunDirBusy
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from cudaforge.track.store import RunStore; "
+            f"RunStore({str(tmp_path)!r}).claim(); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RunDirBusy, match=rf"in use by cudaforge run \(pid {holder.pid}\).*another hydra.run.dir"):
@@ -193,26 +210,51 @@ def test_a_corrupt_database_of_the_run_is_one_line_naming_it(tmp_path):
     with pytest.raises(RunStateError) as info:
         check_sqlite(bad, "the run's recorded LLM replies")
     text = str(info.value)
-    assert str(bad) in text and "recorded LLM replies" in text and f"cudaforge repair {tmp_path}" in text and "\n" not in text
+    assert (
+        str(bad) in text
+        and "recorded LLM replies" in text
+        and f"cudaforge repair {tmp_path}" in text
+        and "\n" not in text
+    )
 
 
 def test_the_run_directory_file_names_are_spelled_only_by_the_store():
     """The runner writes the run directory and the report, teach, rescore, merge and plan readers read it: every
     file name comes from ``cudaforge/track/store.py``, so a renamed file cannot leave a reader behind."""
     import ast
-
     from pathlib import Path
 
     import cudaforge
     from cudaforge.track import store
 
-    names = {store.RESULTS_FILE, store.LEDGER_FILE, store.TASK_FILE, store.CANDIDATE_FILE, store.EVAL_FILE,
-             store.PROFILE_FILE, store.RESCORE_FILE, store.RESCORED_FILE, "problem_set.json", store.CODER_FILE,
-             store.JUDGE_FILE, store.RUN_FILE, store.LLM_CACHE_FILE, store.CHECKPOINTS_FILE, store.HYDRA_DIR,
-             store.CONFIG_FILE, store.HYDRA_FILE, store.PLAN_FILE, store.MERGE_FILE, store.LOCK_FILE}  # fmt: skip
+    names = {
+        store.RESULTS_FILE,
+        store.LEDGER_FILE,
+        store.TASK_FILE,
+        store.CANDIDATE_FILE,
+        store.EVAL_FILE,
+        store.PROFILE_FILE,
+        store.RESCORE_FILE,
+        store.RESCORED_FILE,
+        "problem_set.json",
+        store.CODER_FILE,
+        store.JUDGE_FILE,
+        store.RUN_FILE,
+        store.LLM_CACHE_FILE,
+        store.CHECKPOINTS_FILE,
+        store.HYDRA_DIR,
+        store.CONFIG_FILE,
+        store.HYDRA_FILE,
+        store.PLAN_FILE,
+        store.MERGE_FILE,
+        store.LOCK_FILE,
+    }
     package = Path(cudaforge.__file__).parent
-    allowed = {package / "track" / "store.py", package / "tasks" / "identity.py",  # where they are defined
-               package / "eval" / "build" / "precompile.py"}  # its candidate.py: a build's scratch file, not a run's  # fmt: skip
+    allowed = {
+        package / "track" / "store.py",
+        package / "tasks" / "identity.py",  # where they are defined
+        package / "eval" / "build" / "precompile.py",
+    }  # its candidate.py: a build's scratch file, not a run's
     spelled = []
     for path in package.rglob("*.py"):
         if path in allowed or "resources" in path.parts:
@@ -237,9 +279,16 @@ def test_a_run_directory_of_a_newer_schema_is_refused_by_every_reader_and_writer
     newer = tmp_path / "newer"
     RunStore(newer).append_result(result())
     (newer / "run.json").write_text('{"schema": 99, "cudaforge": "9.0"}')
-    for read in (load_run, load_run_view, lambda p: RunDir(p).require_results(),
-                 lambda p: RunStore(p).write_schema(), lambda p: merge_runs(tmp_path / "merged", [p], say=lambda _: None)):
-        with pytest.raises(RunDirTooNew, match=r"schema 99 \(written by cudaforge 9\.0\).*reads schemas 0 to 1: upgrade"):
+    for read in (
+        load_run,
+        load_run_view,
+        lambda p: RunDir(p).require_results(),
+        lambda p: RunStore(p).write_schema(),
+        lambda p: merge_runs(tmp_path / "merged", [p], say=lambda _: None),
+    ):
+        with pytest.raises(
+            RunDirTooNew, match=r"schema 99 \(written by cudaforge 9\.0\).*reads schemas 0 to 1: upgrade"
+        ):
             read(newer)
     assert not (tmp_path / "merged" / "results.jsonl").exists()
 
@@ -247,8 +296,14 @@ def test_a_run_directory_of_a_newer_schema_is_refused_by_every_reader_and_writer
 def test_hydra_choices_of_a_malformed_hydra_yaml_are_none_not_a_crash(tmp_path):
     hydra = tmp_path / ".hydra"
     hydra.mkdir()
-    for text, expected in [("hydra: {runtime: oops}\n", {}), ("hydra: [1, 2]\n", {}), (": : :\n", {}),
-                           ("hydra: {runtime: {choices: {eval: cudaforge_paper, agents: default}}}\n",
-                            {"eval": "cudaforge_paper", "agents": "default"})]:
+    for text, expected in [
+        ("hydra: {runtime: oops}\n", {}),
+        ("hydra: [1, 2]\n", {}),
+        (": : :\n", {}),
+        (
+            "hydra: {runtime: {choices: {eval: cudaforge_paper, agents: default}}}\n",
+            {"eval": "cudaforge_paper", "agents": "default"},
+        ),
+    ]:
         (hydra / "hydra.yaml").write_text(text)
         assert RunDir(tmp_path).hydra_choices() == expected

@@ -20,9 +20,11 @@ def _timed(fn, *args):
 def test_kernel_names_are_read_from_a_source_in_one_pass():
     from cudaforge.languages.names import RAW_KERNEL, cuda_kernel_names
 
-    src = ('__global__ void __launch_bounds__(256, 2) relu_kernel(const float* x) {}\n'
-           'template <int B> __global__ void softmax_kernel(float* x) {}\nextern "C" __global__\nvoid k3 (int a) {}\n'
-           'static __global__ inline void k4(int) {}\n__global__ void (*not_a_kernel)(int);\n')  # fmt: skip
+    src = (
+        "__global__ void __launch_bounds__(256, 2) relu_kernel(const float* x) {}\n"
+        'template <int B> __global__ void softmax_kernel(float* x) {}\nextern "C" __global__\nvoid k3 (int a) {}\n'
+        "static __global__ inline void k4(int) {}\n__global__ void (*not_a_kernel)(int);\n"
+    )
     assert cuda_kernel_names(src) == {"relu_kernel", "softmax_kernel", "k3", "k4"}
     assert RAW_KERNEL.findall("cp.RawKernel(code, 'relu_k')") == ["relu_k"]
     # 80 KB took 17 s before (1 MiB, the source cap: ~45 min); in a comment the guards never see
@@ -34,8 +36,10 @@ def test_kernel_names_are_read_from_a_source_in_one_pass():
 def test_a_kernel_base_name_of_any_nesting_is_read_in_one_pass():
     from cudaforge.languages.names import kernel_base_name
 
-    assert kernel_base_name("void at::native::vectorized_elementwise_kernel<4, at::native::X<float> >(int, float)") == \
-        "vectorized_elementwise_kernel"
+    assert (
+        kernel_base_name("void at::native::vectorized_elementwise_kernel<4, at::native::X<float> >(int, float)")
+        == "vectorized_elementwise_kernel"
+    )
     assert kernel_base_name("relu_kernel(const float *, float *, int)") == "relu_kernel"
     assert kernel_base_name(5) == ""  # a forged fallback result's name that is no string
     _timed(kernel_base_name, "k" + "<" * 100_000 + ">" * 100_000)

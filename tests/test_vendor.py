@@ -20,7 +20,10 @@ def test_the_current_vendor_is_nvidia_with_every_fact_of_the_interface(monkeypat
     assert nvidia.name == "nvidia" and nvidia.default_arch == "9.0"
     for f in dataclasses.fields(GpuVendor):
         assert getattr(nvidia, f.name) is not None, f.name
-    assert nvidia.arch_flags("9.0+PTX") == ["-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_90,code=compute_90"]
+    assert nvidia.arch_flags("9.0+PTX") == [
+        "-gencode=arch=compute_90,code=sm_90",
+        "-gencode=arch=compute_90,code=compute_90",
+    ]
     assert nvidia.model_name("no-such-gpu").startswith(("gpu-", "NVIDIA"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
     assert nvidia.visible_devices() == ["3", "1"]
@@ -34,9 +37,15 @@ def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_
     from cudaforge.profile import profiler
     from cudaforge.sandbox import default_device_paths
 
-    fake = dataclasses.replace(current(), name="other", default_arch="x1", detect_arch=lambda: None,
-                               device_nodes=lambda: ["/dev/other0"], visible_devices=lambda: ["7"],
-                               profiler=lambda path: f"/opt/other/{path}")  # fmt: skip
+    fake = dataclasses.replace(
+        current(),
+        name="other",
+        default_arch="x1",
+        detect_arch=lambda: None,
+        device_nodes=lambda: ["/dev/other0"],
+        visible_devices=lambda: ["7"],
+        profiler=lambda path: f"/opt/other/{path}",
+    )
     for module in ("cudaforge.sandbox", "cudaforge.eval.build.settings", "cudaforge.profile.profiler"):
         monkeypatch.setattr(f"{module}.current", lambda: fake)
     assert "/dev/other0" in default_device_paths() and "/dev/null" in default_device_paths()
@@ -55,11 +64,19 @@ def test_no_module_but_the_nvidia_one_looks_for_nvidias_tools_or_devices():
         if rel in allowed:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                    node.value == "nvidia-smi" or node.value.startswith(("/dev/nvidia", "-gencode"))):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value == "nvidia-smi" or node.value.startswith(("/dev/nvidia", "-gencode")))
+            ):
                 offenders.append(f"{rel}:{node.lineno} {node.value!r}")
-            elif isinstance(node, ast.Call) and ast.unparse(node.func) == "shutil.which" and node.args and \
-                    isinstance(node.args[0], ast.Constant) and node.args[0].value in ("nvcc", "ncu", "nvidia-smi"):
+            elif (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "shutil.which"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in ("nvcc", "ncu", "nvidia-smi")
+            ):
                 offenders.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
             elif isinstance(node, ast.Import) and any(a.name == "pynvml" for a in node.names):
                 offenders.append(f"{rel}:{node.lineno} import pynvml")

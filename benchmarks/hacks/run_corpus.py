@@ -52,7 +52,7 @@ def main() -> int:
             problems = check_result(entry, result)
             failed += bool(problems)
             row.update(got=verdict_line(result), ok=not problems, seconds=round(time.monotonic() - started, 1),
-                       problems=problems, message=result.message, findings=result.guard_findings)  # fmt: skip
+                       problems=problems, message=result.message, findings=result.guard_findings)
         ok = {True: "yes", False: "**NO**", None: "-"}[row["ok"]]
         print(f"| {entry.name} | {entry.task} | {row['expected']} | {row['got']} | {ok} | {row['seconds']} |", flush=True)
         for problem in row["problems"]:

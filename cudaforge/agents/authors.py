@@ -52,7 +52,9 @@ FILES = ("prompts/hardware/gpu_specs.py", "prompts/few_shot/model_ex_add.py", "p
 def authors_template_set(paper: TemplateSet) -> TemplateSet:
     """The ``cudaforge_authors`` template set: the paraphrase's JSON keys and backends (the authors' Judge prompts ask
     for the same keys), the authors' builders for every prompt."""
-    return TemplateSet("cudaforge_authors", paper.folder, paper.correction_keys, paper.optimization_keys, (Backend.cuda,))
+    return TemplateSet(
+        "cudaforge_authors", paper.folder, paper.correction_keys, paper.optimization_keys, (Backend.cuda,)
+    )
 
 
 class AuthorsPrompts:
@@ -63,22 +65,28 @@ class AuthorsPrompts:
         """``root``: the checkout; ``gpu_name``: a key of their ``GPU_SPEC_INFO``. Raises ``PromptTemplateError``
         naming what is missing: the folder, a builder, a file the builders read, or the GPU's key."""
         if not root:
-            raise PromptTemplateError("agents=cudaforge_authors reads the authors' prompts from your checkout of "
-                                      "github.com/OptimAI-Lab/CudaForge: set agents.authors_root=PATH (or "
-                                      "CUDAFORGE_AUTHORS_ROOT); without one, agents=cudaforge_paper is our paraphrase")
+            raise PromptTemplateError(
+                "agents=cudaforge_authors reads the authors' prompts from your checkout of "
+                "github.com/OptimAI-Lab/CudaForge: set agents.authors_root=PATH (or "
+                "CUDAFORGE_AUTHORS_ROOT); without one, agents=cudaforge_paper is our paraphrase"
+            )
         self.root = Path(str(root)).expanduser().resolve()
         missing = [f"prompts/{m}.py" for m in BUILDERS if not (self.root / "prompts" / f"{m}.py").is_file()]
         missing += [f for f in FILES if not (self.root / f).is_file()]
         if missing:
-            raise PromptTemplateError(f"agents.authors_root={root}: not a checkout of the CudaForge authors' repository "
-                                      f"(missing {', '.join(missing)})")  # fmt: skip
+            raise PromptTemplateError(
+                f"agents.authors_root={root}: not a checkout of the CudaForge authors' repository "
+                f"(missing {', '.join(missing)})"
+            )
         self.modules = self._import()
         specs = self.modules["generate_custom_cuda"]._load_gpu_spec()
         if not gpu_name or gpu_name not in specs:
             what = f"the GPU {gpu_name!r} is not" if gpu_name else "no GPU is named and none is"
-            raise PromptTemplateError(f"{what} a key of the authors' GPU sheet ({self.root}/prompts/hardware/gpu_specs.py"
-                                      f": {', '.join(map(str, specs))}); set agents.authors_gpu=KEY, the GPU their "
-                                      "prompts should describe")  # fmt: skip
+            raise PromptTemplateError(
+                f"{what} a key of the authors' GPU sheet ({self.root}/prompts/hardware/gpu_specs.py"
+                f": {', '.join(map(str, specs))}); set agents.authors_gpu=KEY, the GPU their "
+                "prompts should describe"
+            )
         self.gpu_name = gpu_name
         self.paper = PromptLibrary(template_set="cudaforge_paper")
         self.template_set = authors_template_set(self.paper.template_set)
@@ -90,14 +98,17 @@ class AuthorsPrompts:
         present = sys.modules.get("prompts")
         where = getattr(present, "__path__", None) or [getattr(present, "__file__", "")]
         if present is not None and str(self.root / "prompts") not in map(str, where):
-            raise PromptTemplateError(f"another module called 'prompts' is loaded ({list(where)}): the authors' "
-                                      "builders import theirs under that name")  # fmt: skip
+            raise PromptTemplateError(
+                f"another module called 'prompts' is loaded ({list(where)}): the authors' "
+                "builders import theirs under that name"
+            )
         sys.path.insert(0, str(self.root))
         try:
             modules = {name: importlib.import_module(f"prompts.{name}") for name in BUILDERS}
         except Exception as exc:  # their code, as it is: say what failed
-            raise PromptTemplateError(f"importing the authors' prompt builders from {self.root} failed: "
-                                      f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
+            raise PromptTemplateError(
+                f"importing the authors' prompt builders from {self.root} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         finally:
             sys.path.remove(str(self.root))
         for name, attributes in BUILDERS.items():
@@ -124,15 +135,22 @@ class AuthorsPrompts:
         if name == "coder/system":
             return m["generate_custom_cuda"].default_system_prompt
         if name == "coder/first_attempt":
-            return m["generate_custom_cuda"].build_seed_prompt(arch_path=self._file("task.py", task["source"]),
-                                                               gpu_name=self.gpu_name)  # fmt: skip
+            return m["generate_custom_cuda"].build_seed_prompt(
+                arch_path=self._file("task.py", task["source"]), gpu_name=self.gpu_name
+            )
         if name == "coder/repair":
-            return m["error"].build_error_prompt(old_code=context["kernel"], error_log=context.get("error_log", ""),
-                                                 problem=context.get("feedback"), gpu_name=self.gpu_name)  # fmt: skip
+            return m["error"].build_error_prompt(
+                old_code=context["kernel"],
+                error_log=context.get("error_log", ""),
+                problem=context.get("feedback"),
+                gpu_name=self.gpu_name,
+            )
         if name == "coder/optimize":
             return m["optimization"].build_optimization_prompt(
-                arch_path=self._file("kernel.py", context["kernel"]), gpu_name=self.gpu_name,
-                optimization_suggestion=context.get("suggestion"))  # fmt: skip
+                arch_path=self._file("kernel.py", context["kernel"]),
+                gpu_name=self.gpu_name,
+                optimization_suggestion=context.get("suggestion"),
+            )
         if name in ("judge/system", "judge/correction", "judge/optimization"):
             system, instruction = self._judge(context)
             return system if name == "judge/system" else instruction
@@ -142,16 +160,24 @@ class AuthorsPrompts:
         m, task = self.modules, context.get("task") or {}
         arch = self._file("task.py", task["source"])
         if context.get("mode") == JudgeMode.correction.value:
-            return m["judger_repair"].build_correctness_prompts(error_log=context.get("error_log", ""), arch_path=arch,
-                                                                cuda_code=context["kernel"])  # fmt: skip
+            return m["judger_repair"].build_correctness_prompts(
+                error_log=context.get("error_log", ""), arch_path=arch, cuda_code=context["kernel"]
+            )
         return m["judger_optimization"].build_judger_optimization_prompts(
-            arch_path=arch, gpu_name=self.gpu_name, ncu_metrics_block=to_json(context.get("kernel_metrics") or {}, 2),
-            cuda_code=context["kernel"])  # fmt: skip
+            arch_path=arch,
+            gpu_name=self.gpu_name,
+            ncu_metrics_block=to_json(context.get("kernel_metrics") or {}, 2),
+            cuda_code=context["kernel"],
+        )
 
     def describe(self) -> dict[str, Any]:
         """What a run records about these prompts: the checkout, its commit, the GPU key."""
-        return {"template_set": "cudaforge_authors", "authors_root": str(self.root), "commit": self.commit,
-                "gpu_name": self.gpu_name}  # fmt: skip
+        return {
+            "template_set": "cudaforge_authors",
+            "authors_root": str(self.root),
+            "commit": self.commit,
+            "gpu_name": self.gpu_name,
+        }
 
     def __getattr__(self, name: str) -> Any:  # names(), variables() ...: the paraphrase's
         if name in ("paper", "modules"):
@@ -162,8 +188,13 @@ class AuthorsPrompts:
 def _commit(root: Path) -> str | None:
     """The checkout's commit (None outside git)."""
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                             stdin=subprocess.DEVNULL)  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None

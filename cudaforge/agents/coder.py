@@ -115,8 +115,12 @@ class Coder:
             return self.prompts.render("coder/follow_up", **coder_follow_up_context(reason, backend=self.backend))
 
         source, conversation = converse(
-            self.llm, messages, _parse_code, follow_up, max_follow_ups=self.max_follow_ups,
+            self.llm,
+            messages,
+            _parse_code,
+            follow_up,
+            max_follow_ups=self.max_follow_ups,
             meta={"mode": mode.value, **meta},
-        )  # fmt: skip
+        )
         failure = "" if source is not None else conversation.parse_errors[-1]
         return CoderResult(mode=mode, ok=source is not None, source=source, failure=failure, conversation=conversation)

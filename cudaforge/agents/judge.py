@@ -102,8 +102,16 @@ class Judge:
         (name -> value with unit; empty: reason from timings), the profile's ``kernels``
         (``KernelProfile`` dicts, for metrics per kernel) and the timing in ``result``; only
         ``metric_names`` are shown when that is set."""
-        context = optimization_context(task, kernel, result, gpu=gpu, metrics=metrics, metric_set=metric_set,
-                                       kernels=kernels, only_metrics=self.metric_names)  # fmt: skip
+        context = optimization_context(
+            task,
+            kernel,
+            result,
+            gpu=gpu,
+            metrics=metrics,
+            metric_set=metric_set,
+            kernels=kernels,
+            only_metrics=self.metric_names,
+        )
         return self.run(JudgeMode.optimization, context, **meta)
 
     def run(self, mode: JudgeMode, context: Mapping[str, Any], **meta: Any) -> JudgeResult:
@@ -124,9 +132,13 @@ class Judge:
             return self.prompts.render("judge/follow_up", **context)
 
         feedback, conversation = converse(
-            self.llm, messages, parse, follow_up, max_follow_ups=self.max_follow_ups,
+            self.llm,
+            messages,
+            parse,
+            follow_up,
+            max_follow_ups=self.max_follow_ups,
             meta={"mode": mode.value, **meta},
-        )  # fmt: skip
+        )
         failure = "" if feedback is not None else conversation.parse_errors[-1]
         return JudgeResult(
             mode=mode, ok=feedback is not None, feedback=feedback, failure=failure, conversation=conversation

@@ -9,13 +9,13 @@ raise, whatever the reply.
 from __future__ import annotations
 
 import ast
-
-from cudaforge import pyast
 import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from cudaforge import pyast
 
 PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3", "pytorch", "torch"})
 """Fence info strings taken to mean Python."""
@@ -203,8 +203,11 @@ def extract_code(reply: str) -> CodeExtraction:
     if not text.strip():
         return CodeExtraction(False, reason="the reply is empty")
     if len(text) > MAX_CODE_REPLY_CHARS:
-        return CodeExtraction(False, reason=f"the reply is {len(text):,} characters long, more than the "
-                              f"{MAX_CODE_REPLY_CHARS:,} a kernel's source needs: send the ModelNew source alone")  # fmt: skip
+        return CodeExtraction(
+            False,
+            reason=f"the reply is {len(text):,} characters long, more than the "
+            f"{MAX_CODE_REPLY_CHARS:,} a kernel's source needs: send the ModelNew source alone",
+        )
     blocks = fenced_blocks(text)
     if blocks:
         return _from_blocks(blocks)
@@ -392,8 +395,11 @@ def extract_json(reply: str, required_keys: Sequence[str] = ()) -> JsonExtractio
     if not text.strip():
         return JsonExtraction(False, reason="the reply is empty")
     if len(text) > MAX_JSON_REPLY_CHARS:
-        return JsonExtraction(False, reason=f"the reply is {len(text):,} characters long, more than the "
-                              f"{MAX_JSON_REPLY_CHARS:,} allowed: answer with the JSON object alone")  # fmt: skip
+        return JsonExtraction(
+            False,
+            reason=f"the reply is {len(text):,} characters long, more than the "
+            f"{MAX_JSON_REPLY_CHARS:,} allowed: answer with the JSON object alone",
+        )
     values, errors = [], []
     for block in fenced_blocks(text):
         if block.info in JSON_TAGS and block.text.strip().startswith(("{", "[")):
@@ -428,7 +434,7 @@ def _strip_think(text: str) -> str:
         if end < 0:
             unclosed.add(tag)  # no later open tag of this name has a close either
             continue
-        out.append(text[pos:found.start()])
+        out.append(text[pos : found.start()])
         pos = end + len(tag) + 3
     out.append(text[pos:])
     return "".join(out)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import re
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jinja2
 from jinja2 import meta
@@ -38,8 +38,8 @@ from cudaforge.agents.records import (
     Feedback,
     JudgeMode,
 )
-from cudaforge.paths import PROJECT_ROOT, RESOURCES
 from cudaforge.hardware.specs import ARCHITECTURES
+from cudaforge.paths import PROJECT_ROOT, RESOURCES
 from cudaforge.types import EvalResult, EvalStatus, Task
 
 DEFAULT_ROOT = RESOURCES / "agents"
@@ -383,11 +383,14 @@ def error_log(result: EvalResult, *, max_lines: int = ERROR_LOG_LINES, max_chars
         trial = f"trial {diff.trial} ({diff.variant} inputs)" + (f": {diff.message}" if diff.message else "")
         lines = [result.message.strip().split("\n", 1)[0], trial]
         if diff.expected_shape != diff.actual_shape or diff.expected_dtype != diff.actual_dtype:
-            lines.append(f"expected shape {diff.expected_shape} {diff.expected_dtype}, "
-                         f"got {diff.actual_shape} {diff.actual_dtype}")  # fmt: skip
+            lines.append(
+                f"expected shape {diff.expected_shape} {diff.expected_dtype}, "
+                f"got {diff.actual_shape} {diff.actual_dtype}"
+            )
         if diff.max_abs_error is not None:
-            lines.append(f"outputs not close (atol={diff.atol:g}, rtol={diff.rtol:g}): "
-                         f"max abs error {diff.max_abs_error:.6g}")  # fmt: skip
+            lines.append(
+                f"outputs not close (atol={diff.atol:g}, rtol={diff.rtol:g}): max abs error {diff.max_abs_error:.6g}"
+            )
         text = "\n".join([line for line in lines if line.strip()] + finding_lines(result))
     else:
         text = result.message.strip() or result.report()
@@ -523,12 +526,19 @@ def backend_context(backend: Backend) -> dict[str, str]:
     value = Backend(backend).value
     if value == ANY_BACKEND:
         choices = languages.choice_languages()
-        return {"backend": value, "kernel_kind": " or ".join(lang.title for lang in choices),
-                "kernel_rule": "Write the kernels in " + ", or in ".join(lang.prompt_choice for lang in choices) + ".",
-                "kernel_follow_up": ""}  # fmt: skip
+        return {
+            "backend": value,
+            "kernel_kind": " or ".join(lang.title for lang in choices),
+            "kernel_rule": "Write the kernels in " + ", or in ".join(lang.prompt_choice for lang in choices) + ".",
+            "kernel_follow_up": "",
+        }
     language = languages.get(value)
-    return {"backend": value, "kernel_kind": language.title, "kernel_rule": language.prompt_rule,
-            "kernel_follow_up": language.follow_up}  # fmt: skip
+    return {
+        "backend": value,
+        "kernel_kind": language.title,
+        "kernel_rule": language.prompt_rule,
+        "kernel_follow_up": language.follow_up,
+    }
 
 
 def example_name(backend: Backend) -> str:

@@ -26,8 +26,11 @@ ANY_BACKEND = "any"
 """The ``Backend`` that lets the Coder choose among ``languages.choice_languages()``."""
 
 Backend = enum.Enum(  # type: ignore[misc]
-    "Backend", [(lang.name, lang.name) for lang in languages.coder_languages()] + [(ANY_BACKEND, ANY_BACKEND)],
-    type=str, module=__name__, qualname="Backend",
+    "Backend",
+    [(lang.name, lang.name) for lang in languages.coder_languages()] + [(ANY_BACKEND, ANY_BACKEND)],
+    type=str,
+    module=__name__,
+    qualname="Backend",
 )
 Backend.__doc__ = """Which kernel language the Coder is told to use: one member per language of the registry
 (``cudaforge.languages``) that has a prompt rule (``cuda``, ``triton``, ``cute_dsl``, ``tilelang``), and ``any``

@@ -12,7 +12,7 @@ from cudaforge.paths import PROJECT_ROOT
 def strip_front_matter(text: str) -> str:
     """A Markdown text without its leading ``---`` YAML block."""
     match = re.match(r"\A---\s*\n.*?\n---\s*\n", text, re.S)
-    return text[match.end():].strip() if match else text.strip()
+    return text[match.end() :].strip() if match else text.strip()
 
 
 def skill_path(path: str | Path) -> Path:
@@ -22,8 +22,10 @@ def skill_path(path: str | Path) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()
-    raise FileNotFoundError(f"coder.skills: no skill file {path} (looked in {', '.join(map(str, candidates))}); "
-                            "write one with `cudaforge skill distill RUN_DIR skill.out=PATH`")  # fmt: skip
+    raise FileNotFoundError(
+        f"coder.skills: no skill file {path} (looked in {', '.join(map(str, candidates))}); "
+        "write one with `cudaforge skill distill RUN_DIR skill.out=PATH`"
+    )
 
 
 def read_skills(paths: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -55,6 +55,7 @@ def map_shape(src: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:
 
 def _pick(named: Named, dims: int, *, shapes: bool) -> list[tuple[str, Any]]:
     """Parameters with ``weight`` in their name and ``dims`` dimensions (else any parameter with ``dims``)."""
+
     def ndim(v: Any) -> int:
         return len(v) if shapes else v.ndim
 
@@ -68,8 +69,11 @@ def _pair(ref: Named, cand: Named) -> dict[str, torch.Tensor] | None:
     if len(r4) == 1 and len(c4) == 1:
         (_, w), (name, shape) = r4[0], c4[0]
         shape = tuple(shape)
-        value = w if tuple(w.shape) == shape else (
-            w.permute(1, 0, 2, 3) if (w.shape[1], w.shape[0], *w.shape[2:]) == shape else None)  # fmt: skip
+        value = (
+            w
+            if tuple(w.shape) == shape
+            else (w.permute(1, 0, 2, 3) if (w.shape[1], w.shape[0], *w.shape[2:]) == shape else None)
+        )
         if value is not None:
             out = {name: value}
             rb = [(n, v) for n, (k, v) in ref.items() if k == "param" and "bias" in n and v.ndim == 1]
@@ -123,22 +127,33 @@ def _generic(ref: Named, cand: Named) -> tuple[dict[str, torch.Tensor], dict[str
     return out, {"copied_same_shape": same, "unique_shape_copied": unique, "mapped_shape": mapped, "skipped": skipped}
 
 
-def authors_alignment(ref_model: torch.nn.Module, cand: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def authors_alignment(
+    ref_model: torch.nn.Module, cand: dict[str, Any]
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """What to load into each of the candidate's tensors, and the rule's counts.
 
     ``cand``: the worker's ``state`` reply: ``{"state": {name: [shape, dtype]}, "params": [names]}``. Values are the
     reference's tensors, reshaped or permuted as the rule says, in the candidate's dtypes.
     """
     params = {n for n, _ in ref_model.named_parameters()}
-    ref: Named = {n: ("param" if n in params else "buffer", v.detach()) for n, v in ref_model.state_dict().items()
-                  if isinstance(v, torch.Tensor)}  # fmt: skip
+    ref: Named = {
+        n: ("param" if n in params else "buffer", v.detach())
+        for n, v in ref_model.state_dict().items()
+        if isinstance(v, torch.Tensor)
+    }
     state = cand.get("state") if isinstance(cand.get("state"), dict) else {}
     cand_params = set(cand.get("params") or []) if isinstance(cand.get("params"), list) else set()
     named: Named = {}
     dtypes: dict[str, str] = {}
     for name, spec in state.items():
-        if isinstance(name, str) and isinstance(spec, list) and len(spec) == 2 and isinstance(spec[0], list) \
-                and all(isinstance(d, int) and d >= 0 for d in spec[0]) and len(spec[0]) <= 8:
+        if (
+            isinstance(name, str)
+            and isinstance(spec, list)
+            and len(spec) == 2
+            and isinstance(spec[0], list)
+            and all(isinstance(d, int) and d >= 0 for d in spec[0])
+            and len(spec[0]) <= 8
+        ):
             named[name] = ("param" if name in cand_params else "buffer", tuple(spec[0]))
             dtypes[name] = str(spec[1])
     pair = _pair(ref, named)

@@ -9,8 +9,9 @@ the GPU fingerprint. Without a GPU nothing is timed and the result says so.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cudaforge.isolation import run_isolated
 from cudaforge.types import Record, Task, TimingStats
@@ -65,8 +66,15 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
         # torch.compile's autotuning benchmarks disturb no other timing
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
             try:
-                times = time_one(fn, trials=cfg["timing_trials"], warmup=cfg["warmup"], flush_l2=cfg["flush_l2"],
-                                 device=device, args=inputs, lead_us=cfg["timing_lead_us"])  # fmt: skip
+                times = time_one(
+                    fn,
+                    trials=cfg["timing_trials"],
+                    warmup=cfg["warmup"],
+                    flush_l2=cfg["flush_l2"],
+                    device=device,
+                    args=inputs,
+                    lead_us=cfg["timing_lead_us"],
+                )
             except Exception as exc:  # noqa: BLE001 - a failing torch.compile is a result
                 out["message"] = f"{mode}: {type(exc).__name__}: {exc}"[:1000]
                 continue
@@ -76,7 +84,10 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
 
 
 def time_suite(
-    tasks: list[Task], eval_cfg: dict[str, Any], gpu: str | None, on_result: Callable[[Baseline], None] | None = None,
+    tasks: list[Task],
+    eval_cfg: dict[str, Any],
+    gpu: str | None,
+    on_result: Callable[[Baseline], None] | None = None,
     lock_dir: str | None = None,
 ) -> list[Baseline]:
     """Time every task's reference on physical GPU ``gpu`` (None: nothing is timed), each call under the GPU's lock
@@ -88,10 +99,13 @@ def time_suite(
             result = Baseline(task.id, "unavailable", message="no GPU: baselines are GPU timings")
         else:
             outcome = run_isolated(
-                "cudaforge.eval.baseline:time_reference", {"task": task.to_dict(), "eval": eval_cfg},
-                timeouts={"start": eval_cfg["static_timeout_s"]}, default_timeout=eval_cfg["timing_timeout_s"],
-                gpu=gpu, env={"CUDAFORGE_LOCK_DIR": lock_dir} if lock_dir else None,
-            )  # fmt: skip
+                "cudaforge.eval.baseline:time_reference",
+                {"task": task.to_dict(), "eval": eval_cfg},
+                timeouts={"start": eval_cfg["static_timeout_s"]},
+                default_timeout=eval_cfg["timing_timeout_s"],
+                gpu=gpu,
+                env={"CUDAFORGE_LOCK_DIR": lock_dir} if lock_dir else None,
+            )
             if outcome.status == "ok" and outcome.result:
                 result = Baseline.from_dict(outcome.result)
             else:

@@ -11,7 +11,6 @@ only, so any layer may use it.
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 TEXT_LIMIT = 128 << 10
@@ -29,7 +28,7 @@ def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
     head, tail = keep - keep // 2, keep // 2
     cut = len(text) - head - tail
     mark = f"\n[... {cut:,} characters cut here: the first {head:,} and the last {tail:,} are kept ...]\n"
-    return text[:head] + mark + text[len(text) - tail:]
+    return text[:head] + mark + text[len(text) - tail :]
 
 
 def cap_strings(value: Any, limit: int = TEXT_LIMIT) -> Any:
@@ -49,9 +48,11 @@ def source_size_problem(source: str, max_bytes: int) -> str | None:
     is bounded by the limit, not by the source)."""
     if len(source) <= max_bytes and len(source.encode("utf-8", "surrogatepass")) <= max_bytes:
         return None
-    return (f"the candidate source has more than {max_bytes:,} bytes (eval.max_source_bytes), so it was neither "
-            "analysed nor run; KernelBench kernels need well under 100 KB: keep ModelNew and its kernels, and drop "
-            "generated tables, embedded data and repeated code")  # fmt: skip
+    return (
+        f"the candidate source has more than {max_bytes:,} bytes (eval.max_source_bytes), so it was neither "
+        "analysed nor run; KernelBench kernels need well under 100 KB: keep ModelNew and its kernels, and drop "
+        "generated tables, embedded data and repeated code"
+    )
 
 
 def finite_number(value: Any, top: float = 1e15) -> bool:

@@ -142,9 +142,15 @@ class Worker:
         facts = []
         for t in flatten_outputs(value):
             if isinstance(t, torch.Tensor):
-                facts.append({"cls": f"{type(t).__module__}.{type(t).__qualname__}", "plain": type(t) is torch.Tensor,
-                              "layout": str(t.layout), "device": t.device.type,
-                              "storage": bool(t.numel() == 0 or t.layout != torch.strided or t.data_ptr() != 0)})  # fmt: skip
+                facts.append(
+                    {
+                        "cls": f"{type(t).__module__}.{type(t).__qualname__}",
+                        "plain": type(t) is torch.Tensor,
+                        "layout": str(t.layout),
+                        "device": t.device.type,
+                        "storage": bool(t.numel() == 0 or t.layout != torch.strided or t.data_ptr() != 0),
+                    }
+                )
         return facts
 
     def sync(self) -> None:
@@ -188,8 +194,7 @@ class Worker:
         return {"ok": True}
 
     def op_load(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        from cudaforge.eval.build import (BuildError, BuildSettings, ModuleNotLoadable, ToolchainIncomplete,
-                                          build_hooks)  # fmt: skip
+        from cudaforge.eval.build import BuildError, BuildSettings, ModuleNotLoadable, ToolchainIncomplete, build_hooks
         from cudaforge.eval.build.deferred import prebuild
 
         self.module_name = str(msg["module"])
@@ -216,7 +221,9 @@ class Worker:
         except Exception as exc:  # noqa: BLE001
             if isinstance(exc, BuildError) or recorder.failed:
                 raise _Fail("compile_error", "the CUDA source did not compile:\n" + recorder.log_trimmed) from None
-            raise _Fail("runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)) from None
+            raise _Fail(
+                "runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)
+            ) from None
         if not hasattr(self.module, "ModelNew"):
             raise _Fail("invalid", "after import the candidate has no ModelNew")
         return {"ok": True, "prebuilt": self.prebuilt, "deferred": self.deferred}
@@ -229,11 +236,19 @@ class Worker:
         if self.module is None:
             raise _Fail("crashed", "prebuild asked before load")
         fresh = msg.get("fresh")
-        report = compile_ahead(self.module, str(msg["language"]), msg["init"], msg["inputs"], list(msg["target"]),
-                               seed=int(msg.get("seed", 0)), no_grad=self.no_grad, source=self.source,
-                               timeout_s=float(msg.get("timeout_s", 300.0)),
-                               fresh=fresh if isinstance(fresh, bool) else None,
-                               in_child=lambda: setattr(self, "channel", None))  # fmt: skip
+        report = compile_ahead(
+            self.module,
+            str(msg["language"]),
+            msg["init"],
+            msg["inputs"],
+            list(msg["target"]),
+            seed=int(msg.get("seed", 0)),
+            no_grad=self.no_grad,
+            source=self.source,
+            timeout_s=float(msg.get("timeout_s", 300.0)),
+            fresh=fresh if isinstance(fresh, bool) else None,
+            in_child=lambda: setattr(self, "channel", None),
+        )
         return {"ok": True, **{k: report.get(k) for k in ("built", "error", "seconds", "fresh")}}
 
     def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -241,16 +256,25 @@ class Worker:
         try:
             self.model = build_model(self.module.ModelNew, init, int(msg["seed"]), self.device)
         except Exception as exc:  # noqa: BLE001
-            raise _Fail(_build_status(exc) or "runtime_error",
-                        "ModelNew(*get_init_inputs()) raised\n" + _traceback(exc, self.module_name)) from None
+            raise _Fail(
+                _build_status(exc) or "runtime_error",
+                "ModelNew(*get_init_inputs()) raised\n" + _traceback(exc, self.module_name),
+            ) from None
         self.sync()
         return {"ok": True}
 
     def op_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         state = self.model.state_dict() if isinstance(self.model, torch.nn.Module) else {}
         params = [n for n, _ in self.model.named_parameters()] if isinstance(self.model, torch.nn.Module) else []
-        return {"ok": True, "state": {k: [list(v.shape), str(v.dtype).replace("torch.", "")] for k, v in state.items()
-                                      if isinstance(v, torch.Tensor)}, "params": params}  # fmt: skip
+        return {
+            "ok": True,
+            "state": {
+                k: [list(v.shape), str(v.dtype).replace("torch.", "")]
+                for k, v in state.items()
+                if isinstance(v, torch.Tensor)
+            },
+            "params": params,
+        }
 
     def op_set_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         values, _ = self.inputs(msg["tensors"])
@@ -301,8 +325,13 @@ class Worker:
             view.copy_(copy)
         encoded = self.outputs(out, int(msg["out_offset"]))
         self.sync()
-        return {"ok": True, "event_ms": start.elapsed_time(end), "host_ms": host_ms, "outputs": encoded,
-                "facts": self.facts(out)}  # fmt: skip
+        return {
+            "ok": True,
+            "event_ms": start.elapsed_time(end),
+            "host_ms": host_ms,
+            "outputs": encoded,
+            "facts": self.facts(out),
+        }
 
     def op_trace(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """``action``: ``probe`` (a one-call trace before any candidate code exists; kept), ``start`` (the timed calls
@@ -370,8 +399,11 @@ class Worker:
 
         args, _ = self.inputs(msg["inputs"])
         try:
-            share = kernel_share(lambda: self.model(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]),
-                                 candidate_kernel_names(msg["source"]), int(msg.get("calls", 3)))  # fmt: skip
+            share = kernel_share(
+                lambda: self.model(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]),
+                candidate_kernel_names(msg["source"]),
+                int(msg.get("calls", 3)),
+            )
         except Exception as exc:  # noqa: BLE001 - the guard is skipped, not the evaluation
             return {"ok": True, "note": f"profiler share unavailable: {type(exc).__name__}: {exc}"[:300]}
         return {"ok": True, "share": share}
@@ -414,10 +446,19 @@ def _probe_trace(device: torch.device, loaded: bool) -> dict[str, Any]:
     if not ok:
         return {"trace_ok": False, "note": f"the probe's record did not delimit its calls: {summary}"[:300]}
     low, high = markers[1].end_ns, markers[2].start_ns  # the gap between the two calls
-    io_names = sorted({e.name for e in events if e.kind == "kernel" and MARKER not in e.name
-                       and e.start_ns >= low and e.end_ns <= high})  # fmt: skip
-    return {"trace_ok": True, "probe_s": round(time.perf_counter() - started, 4), "note": "",
-            "learned": {"marker_name": markers[0].name, "stream": markers[0].stream, "io_names": io_names[:32]}}
+    io_names = sorted(
+        {
+            e.name
+            for e in events
+            if e.kind == "kernel" and MARKER not in e.name and e.start_ns >= low and e.end_ns <= high
+        }
+    )
+    return {
+        "trace_ok": True,
+        "probe_s": round(time.perf_counter() - started, 4),
+        "note": "",
+        "learned": {"marker_name": markers[0].name, "stream": markers[0].stream, "io_names": io_names[:32]},
+    }
 
 
 def _empty_like(value: Any) -> Any:

@@ -35,7 +35,7 @@ class Channel:
         self.sock = sock
 
     @classmethod
-    def from_fd(cls, fd: int) -> "Channel":
+    def from_fd(cls, fd: int) -> Channel:
         """The channel on an inherited socket descriptor."""
         return cls(socket.socket(fileno=fd))
 
@@ -69,7 +69,7 @@ class Channel:
                     fds.extend(received)
                 else:
                     data = self.sock.recv(min(n - got, 1 << 20))
-            except socket.timeout:
+            except TimeoutError:
                 raise ChannelError("timeout", "no answer before the deadline") from None
             except OSError as exc:
                 raise ChannelError("closed", f"the channel broke ({exc.strerror or exc})") from None

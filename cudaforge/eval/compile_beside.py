@@ -46,8 +46,13 @@ def _torch_version() -> str:
 
 def cache_key(task: Task, gpu_name: str, mode: str, cfg: dict[str, Any]) -> str:
     """What a cached pair stands for: the reference's source, the GPU model, torch, the mode and the timing settings."""
-    identity = {"task": task.source_hash, "gpu": gpu_name, "torch": _torch_version(), "mode": mode,
-                "timing": {k: cfg.get(k) for k in TIMING_KEYS}}  # fmt: skip
+    identity = {
+        "task": task.source_hash,
+        "gpu": gpu_name,
+        "torch": _torch_version(),
+        "mode": mode,
+        "timing": {k: cfg.get(k) for k in TIMING_KEYS},
+    }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
@@ -55,29 +60,54 @@ def summary(baseline: Baseline, mode: str, gpu_name: str, cached: bool) -> dict[
     """The record kept in ``TaskResult.compile_beside``."""
     eager, compiled = baseline.ms("eager"), baseline.ms("compile")
     ratio = eager / compiled if eager and compiled else None
-    return {"status": baseline.status if ratio else ("error" if baseline.status == "ok" else baseline.status),
-            "mode": mode, "gpu": gpu_name, "eager_ms": eager, "compile_ms": compiled, "compile_over_eager": ratio,
-            "cached": cached, "message": baseline.message[:500]}  # fmt: skip
+    return {
+        "status": baseline.status if ratio else ("error" if baseline.status == "ok" else baseline.status),
+        "mode": mode,
+        "gpu": gpu_name,
+        "eager_ms": eager,
+        "compile_ms": compiled,
+        "compile_over_eager": ratio,
+        "cached": cached,
+        "message": baseline.message[:500],
+    }
 
 
 def not_comparable(cfg: dict[str, Any]) -> str:
     """Why the protocol's speedups cannot be set beside the pair (``COMPARABLE``), or ""."""
-    other = [f"eval.{k}={getattr(cfg.get(k), 'value', cfg.get(k))}" for k, v in COMPARABLE.items()
-             if getattr(cfg.get(k), "value", cfg.get(k)) != v]  # fmt: skip
-    return (f"{', '.join(other)}: the torch.compile pair is timed in strict fp32, by medians, without autograd, so it "
-            "is not comparable with this protocol's speedups") if other else ""
+    other = [
+        f"eval.{k}={getattr(cfg.get(k), 'value', cfg.get(k))}"
+        for k, v in COMPARABLE.items()
+        if getattr(cfg.get(k), "value", cfg.get(k)) != v
+    ]
+    return (
+        (
+            f"{', '.join(other)}: the torch.compile pair is timed in strict fp32, by medians, without autograd, so it "
+            "is not comparable with this protocol's speedups"
+        )
+        if other
+        else ""
+    )
 
 
-def compile_beside(task: Task, gpu: str, gpu_name: str, cfg: dict[str, Any], cache_root: Path,
-                   lock_dir: str | None = None) -> dict[str, Any]:
+def compile_beside(
+    task: Task, gpu: str, gpu_name: str, cfg: dict[str, Any], cache_root: Path, lock_dir: str | None = None
+) -> dict[str, Any]:
     """The reference's eager and compiled times on physical GPU ``gpu`` (model ``gpu_name``), from the cache when this
     task, GPU model, torch, mode and timing were measured before; a failed measurement is returned, never cached.
     ``lock_dir``: the GPU locks' folder the evaluator uses."""
     mode = str(cfg.get("compile_beside_mode") or "max-autotune")
     why = not_comparable(cfg)
     if why:
-        return {"status": "not_comparable", "mode": mode, "gpu": gpu_name, "eager_ms": None, "compile_ms": None,
-                "compile_over_eager": None, "cached": False, "message": why}  # fmt: skip
+        return {
+            "status": "not_comparable",
+            "mode": mode,
+            "gpu": gpu_name,
+            "eager_ms": None,
+            "compile_ms": None,
+            "compile_over_eager": None,
+            "cached": False,
+            "message": why,
+        }
     key = cache_key(task, gpu_name, mode, cfg)
     path = Path(cache_root) / CACHE_DIR / f"{key}.json"
     try:

@@ -66,9 +66,7 @@ def compare(
     exp_list, act_list = flatten_outputs(expected), flatten_outputs(actual)
     base = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
     if len(exp_list) != len(act_list):
-        return CorrectnessDiff(
-            **base, message=f"expected {len(exp_list)} outputs, got {len(act_list)}"
-        )
+        return CorrectnessDiff(**base, message=f"expected {len(exp_list)} outputs, got {len(act_list)}")
     for position, (exp, act) in enumerate(zip(exp_list, act_list)):
         label = f"output {position}: " if len(exp_list) > 1 else ""
         info = dict(
@@ -95,8 +93,9 @@ def compare(
     return None
 
 
-def _compare_tensors(exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol: float,
-                     equal_nan: bool = True) -> dict | None:
+def _compare_tensors(
+    exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol: float, equal_nan: bool = True
+) -> dict | None:
     # Large GPU outputs first go through a one-pass screen (cudaforge.eval.fastclose): when it finds
     # every element close, torch.isclose would too (the screen counts NaN against NaN as close, so it is
     # only used with equal_nan). Otherwise, compare where the outputs live (gigabytes do not travel to the
@@ -162,8 +161,12 @@ def compare_first(
     exp, act = first_tensor(expected), first_tensor(actual)
     if exp is None:
         return compare(expected, actual, atol=atol, rtol=rtol, trial=trial, variant=variant, equal_nan=equal_nan)
-    info = dict(expected_shape=_shape(exp), actual_shape=_shape(act), expected_dtype=_dtype_name(exp),
-                actual_dtype=_dtype_name(act))  # fmt: skip
+    info = dict(
+        expected_shape=_shape(exp),
+        actual_shape=_shape(act),
+        expected_dtype=_dtype_name(exp),
+        actual_dtype=_dtype_name(act),
+    )
     if act is None:
         return CorrectnessDiff(**base, **info, message=f"expected a tensor, got {type(actual).__name__}")
     e = exp.detach().contiguous()
@@ -179,6 +182,12 @@ def compare_first(
         if diff is not None:
             diff["message"] = f"{diff['message']} (torch.allclose; mean absolute error {float(err.mean()):.3g})"
             return CorrectnessDiff(**base, **info, **diff)
-    return CorrectnessDiff(**base, **info, max_abs_error=float(err.max()), message=(
-        f"outputs are not close (torch.allclose, atol={atol:g}, rtol={rtol:g}): max absolute error "
-        f"{float(err.max()):.3g}, mean absolute error {float(err.mean()):.3g}"))  # fmt: skip
+    return CorrectnessDiff(
+        **base,
+        **info,
+        max_abs_error=float(err.max()),
+        message=(
+            f"outputs are not close (torch.allclose, atol={atol:g}, rtol={rtol:g}): max absolute error "
+            f"{float(err.max()):.3g}, mean absolute error {float(err.mean()):.3g}"
+        ),
+    )

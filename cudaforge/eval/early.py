@@ -22,14 +22,18 @@ _STARTED: dict[str, CandidateProcess] = {}
 def new_worker(device: str, cfg: dict[str, Any], logs: str) -> CandidateProcess:
     """A sandboxed worker for one evaluation with the eval settings ``cfg`` on ``device`` (``cuda`` or ``cpu``)."""
     budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
-    process = CandidateProcess(device=device, mode=SandboxMode(cfg["sandbox"]), logs_dir=logs,
-                               env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
-                               cpu_seconds=int(budget * 4) + 60,
-                               namespaces=bool(cfg.get("sandbox_namespaces", True)),
-                               allow_weak=bool(cfg.get("allow_weak_sandbox", False)),
-                               memory_bytes=int(float(cfg.get("sandbox_memory_gb", 16.0)) * (1 << 30)),
-                               scratch_bytes=int(float(cfg.get("sandbox_scratch_gb", 2.0)) * (1 << 30)),
-                               scratch_files=int(cfg.get("sandbox_scratch_files", 50_000)))  # fmt: skip
+    process = CandidateProcess(
+        device=device,
+        mode=SandboxMode(cfg["sandbox"]),
+        logs_dir=logs,
+        env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
+        cpu_seconds=int(budget * 4) + 60,
+        namespaces=bool(cfg.get("sandbox_namespaces", True)),
+        allow_weak=bool(cfg.get("allow_weak_sandbox", False)),
+        memory_bytes=int(float(cfg.get("sandbox_memory_gb", 16.0)) * (1 << 30)),
+        scratch_bytes=int(float(cfg.get("sandbox_scratch_gb", 2.0)) * (1 << 30)),
+        scratch_files=int(cfg.get("sandbox_scratch_files", 50_000)),
+    )
     note_scratch(process.scratch, logs)  # ``logs`` is the child's working directory: removed with it, if we are killed
     return process
 

@@ -16,19 +16,19 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from cudaforge import languages
+from cudaforge import languages, vendor
 from cudaforge.eval.bounded import cap_strings
-from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
-from cudaforge.eval.static import check_candidate
 from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.eval.precision import kept_probe
+from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
+from cudaforge.eval.static import check_candidate
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
-from cudaforge import vendor
 from cudaforge.types import EvalResult, EvalStatus, GpuUnavailable, Phase, PhaseRecord, Task, source_hash
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
@@ -92,8 +92,15 @@ def visible_gpus(requested: list[int] | None = None) -> list[str]:
 class Evaluator:
     """Evaluates candidates against tasks (see docs/evaluation.md for the protocol)."""
 
-    def __init__(self, cfg: Any = None, *, gpus: list[str] | None = None, compile_workers: int | None = None,
-                 lock_dir: str | os.PathLike | None = None, interrupted_dir: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        cfg: Any = None,
+        *,
+        gpus: list[str] | None = None,
+        compile_workers: int | None = None,
+        lock_dir: str | os.PathLike | None = None,
+        interrupted_dir: str | os.PathLike | None = None,
+    ):
         """``cfg``: an EvalConfig (or dict); ``gpus``: physical GPU ids (default: from the config);
         ``lock_dir``: where the per-GPU lock files live, shared with the profiler (default
         ``$CUDAFORGE_LOCK_DIR`` or ~/.cache/cudaforge/locks); ``interrupted_dir``: where a marker is kept while a
@@ -107,22 +114,38 @@ class Evaluator:
             SandboxMode(self.cfg["sandbox"])
         except ValueError:
             raise ValueError(f"eval.sandbox={self.cfg['sandbox']!r}: expected required, auto or off") from None
-        for key, kind in (("weights", WeightsMode), ("compare_outputs", OutputsCompared),
-                          ("speedup_statistic", SpeedupStatistic), ("tf32", Tf32Mode),
-                          ("jit_ahead", JitAhead)):  # fmt: skip
+        for key, kind in (
+            ("weights", WeightsMode),
+            ("compare_outputs", OutputsCompared),
+            ("speedup_statistic", SpeedupStatistic),
+            ("tf32", Tf32Mode),
+            ("jit_ahead", JitAhead),
+        ):
             allowed = [member.value for member in kind]
             if self.cfg[key] not in allowed:
                 raise ValueError(f"eval.{key}={self.cfg[key]!r}: expected {' or '.join(allowed)}")
         if not self.cfg["interleave"] and self.cfg["fresh_inputs"]:
-            raise ValueError("eval.interleave=false times the reference's calls before the candidate's, which needs "
-                             "the same inputs for both: set eval.fresh_inputs=false too")
+            raise ValueError(
+                "eval.interleave=false times the reference's calls before the candidate's, which needs "
+                "the same inputs for both: set eval.fresh_inputs=false too"
+            )
         lead = self.cfg["timing_lead_us"]
         if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
             raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
-        for key, low in (("crosscheck_calls", 2), ("crosscheck_max_gb", 0), ("crosscheck_ratio", 1),
-                         ("crosscheck_slack_ms", 0), ("reference_slowdown_tolerance", 0), ("build_cache_max_gb", 0),
-                         ("sandbox_memory_gb", 0), ("sandbox_scratch_gb", 0), ("sandbox_scratch_files", 0),
-                         ("launch_inclusive_trials", 0), ("telemetry_batch", 1), ("telemetry_remeasure", 0)):
+        for key, low in (
+            ("crosscheck_calls", 2),
+            ("crosscheck_max_gb", 0),
+            ("crosscheck_ratio", 1),
+            ("crosscheck_slack_ms", 0),
+            ("reference_slowdown_tolerance", 0),
+            ("build_cache_max_gb", 0),
+            ("sandbox_memory_gb", 0),
+            ("sandbox_scratch_gb", 0),
+            ("sandbox_scratch_files", 0),
+            ("launch_inclusive_trials", 0),
+            ("telemetry_batch", 1),
+            ("telemetry_remeasure", 0),
+        ):
             value = self.cfg[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
                 raise ValueError(f"eval.{key}={value!r}: expected a number of at least {low}")
@@ -177,8 +200,9 @@ class Evaluator:
         if gpu is not None and self._standbys_on():
             standby = self._standby("eval", WORKER_ENTRY, WORKER_PREPARE, gpu, env)
             return standby.run(payload, timeouts=self._timeouts())
-        return run_isolated(WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env,
-                            trusted=self._trusted_verifier())  # fmt: skip
+        return run_isolated(
+            WORKER_ENTRY, payload, timeouts=self._timeouts(), gpu=gpu, env=env, trusted=self._trusted_verifier()
+        )
 
     def _trusted_verifier(self) -> bool:
         """Whether the verifier's result may be taken as soon as it marks it delivered (``isolation.run_isolated``):
@@ -208,7 +232,7 @@ class Evaluator:
         for standby in standbys:
             standby.close()
 
-    def __enter__(self) -> "Evaluator":
+    def __enter__(self) -> Evaluator:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -234,13 +258,16 @@ class Evaluator:
         from cudaforge.eval.build import BuildSettings
 
         if self._build is None:
-            self._build = BuildSettings(cache_dir=str(self.build_cache), arch=self.cfg["target_arch"],
-                                        sandbox=SandboxMode(self.cfg["sandbox"]).value,
-                                        sandbox_namespaces=bool(self.cfg["sandbox_namespaces"]),
-                                        allow_weak_sandbox=bool(self.cfg["allow_weak_sandbox"]),
-                                        memory_gb=float(self.cfg["sandbox_memory_gb"]),
-                                        timeout_s=float(self.cfg["compile_timeout_s"]),
-                                        max_cache_gb=float(self.cfg["build_cache_max_gb"])).resolved()  # fmt: skip
+            self._build = BuildSettings(
+                cache_dir=str(self.build_cache),
+                arch=self.cfg["target_arch"],
+                sandbox=SandboxMode(self.cfg["sandbox"]).value,
+                sandbox_namespaces=bool(self.cfg["sandbox_namespaces"]),
+                allow_weak_sandbox=bool(self.cfg["allow_weak_sandbox"]),
+                memory_gb=float(self.cfg["sandbox_memory_gb"]),
+                timeout_s=float(self.cfg["compile_timeout_s"]),
+                max_cache_gb=float(self.cfg["build_cache_max_gb"]),
+            ).resolved()
         return self._build
 
     def _timeouts(self) -> dict[str, float]:
@@ -256,7 +283,9 @@ class Evaluator:
     def _env(self, device: str) -> dict[str, str]:
         # the verifier's own Triton cache (its output screen), written by trusted processes only; the driver stubs
         # built there are copied into each candidate worker's private cache (cudaforge.eval.jit_cache)
-        env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {"TRITON_CACHE_DIR": str(trusted_cache(self.build_cache))}
+        env = (
+            {"TRITON_INTERPRET": "1"} if device == "cpu" else {"TRITON_CACHE_DIR": str(trusted_cache(self.build_cache))}
+        )
         if self.lock_dir:
             env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
         env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(self.cfg)  # a standby starts its sandboxed worker with these
@@ -278,14 +307,21 @@ class Evaluator:
             marker = self._interrupted_marker(task, digest)
             attempts = _marker_attempts(marker) if marker is not None and marker.exists() else 0
             if attempts >= INTERRUPTED_ATTEMPTS:
-                return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED, message=(
-                    f"{attempts} evaluations of this candidate never finished (the process running them died, or the "
-                    "run was killed during them); it is not run again, so a candidate that takes the evaluator down "
-                    "cannot stop the run again. Delete " + str(marker) + " to evaluate it anyway."))  # fmt: skip
+                return EvalResult(
+                    task_id=task.id,
+                    candidate_hash=digest,
+                    status=EvalStatus.CRASHED,
+                    message=(
+                        f"{attempts} evaluations of this candidate never finished (the process running them died, or the "
+                        "run was killed during them); it is not run again, so a candidate that takes the evaluator down "
+                        "cannot stop the run again. Delete " + str(marker) + " to evaluate it anyway."
+                    ),
+                )
             if marker is not None:
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.write_text(json.dumps({"task": task.id, "candidate": digest, "started": time.time(),
-                                              "attempts": attempts + 1}))  # fmt: skip
+                marker.write_text(
+                    json.dumps({"task": task.id, "candidate": digest, "started": time.time(), "attempts": attempts + 1})
+                )
             result = self._evaluate(task, source, gpu, started)
             if marker is not None:
                 marker.unlink(missing_ok=True)
@@ -295,9 +331,13 @@ class Evaluator:
             # takes the GPU down is `crashed` after INTERRUPTED_ATTEMPTS resumes instead of stopping every one
             raise
         except Exception as exc:  # noqa: BLE001 - whatever went wrong becomes a result; the run goes on
-            return EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CRASHED,
-                              message=f"the evaluator could not evaluate this candidate: {type(exc).__name__}: {exc}"[:2000],
-                              seconds=time.monotonic() - started)  # fmt: skip
+            return EvalResult(
+                task_id=task.id,
+                candidate_hash=digest,
+                status=EvalStatus.CRASHED,
+                message=f"the evaluator could not evaluate this candidate: {type(exc).__name__}: {exc}"[:2000],
+                seconds=time.monotonic() - started,
+            )
 
     def _interrupted_marker(self, task: Task, digest: str) -> Path | None:
         if not self.interrupted_dir:
@@ -309,18 +349,29 @@ class Evaluator:
         # The static checks and guards run here too (in a child with a deadline), so a rejected source never costs
         # a worker.
         static = check_candidate(source, self.cfg, task.source)
-        static_record = PhaseRecord(Phase.STATIC, "ok" if static.ok else "failed", time.monotonic() - started, static.message)
+        static_record = PhaseRecord(
+            Phase.STATIC, "ok" if static.ok else "failed", time.monotonic() - started, static.message
+        )
         if not static.ok:
             return EvalResult(
-                task_id=task.id, candidate_hash=source_hash(source), status=EvalStatus(static.status),
-                message=static.message, phases=[static_record], seconds=time.monotonic() - started,
+                task_id=task.id,
+                candidate_hash=source_hash(source),
+                status=EvalStatus(static.status),
+                message=static.message,
+                phases=[static_record],
+                seconds=time.monotonic() - started,
                 guard_findings=static.findings,
-            )  # fmt: skip
+            )
         missing = languages.missing_message(static.backend) if static.backend != languages.NO_KERNEL else ""
         if missing:  # the machine's fault, not the candidate's: said before any worker starts
-            return EvalResult(task_id=task.id, candidate_hash=source_hash(source), status=EvalStatus.UNSUPPORTED,
-                              message=f"this candidate is written in {static.backend}: {missing}.",
-                              phases=[static_record], seconds=time.monotonic() - started)  # fmt: skip
+            return EvalResult(
+                task_id=task.id,
+                candidate_hash=source_hash(source),
+                status=EvalStatus.UNSUPPORTED,
+                message=f"this candidate is written in {static.backend}: {missing}.",
+                phases=[static_record],
+                seconds=time.monotonic() - started,
+            )
         if gpu is None and self.gpus:
             gpu = self._next_gpu()
         device = "cuda" if gpu is not None else "cpu"
@@ -342,8 +393,12 @@ class Evaluator:
             # what the hand-over to the verifier and its exit cost beyond the verifier's own seconds (a benchmark's
             # account of the overhead; the verifier's number is its own and only read, never trusted for a verdict)
             verifier["handover_and_exit"] = round(time.monotonic() - handed - float(verifier["total"]), 4)
-        if gpu is not None and result.status is EvalStatus.CORRECT and not result.guard_findings \
-                and probe_key not in self._probes:  # a correct candidate's with no finding: it left no work behind
+        if (
+            gpu is not None
+            and result.status is EvalStatus.CORRECT
+            and not result.guard_findings
+            and probe_key not in self._probes
+        ):  # a correct candidate's with no finding: it left no work behind
             kept = kept_probe(result.precision)
             if kept is not None:
                 self._probes[probe_key] = {**kept, "probe_from": result.candidate_hash}
@@ -354,8 +409,10 @@ class Evaluator:
             if result.status in (EvalStatus.CRASHED, EvalStatus.RUNTIME_ERROR, EvalStatus.TIMEOUT):
                 lost = vendor.current().device_lost(gpu)
                 if lost:
-                    raise GpuUnavailable(f"GPU {gpu} stopped answering during the evaluation of {task.id} ({lost}); "
-                                         f"the {result.status.value} verdict is not the kernel's")  # fmt: skip
+                    raise GpuUnavailable(
+                        f"GPU {gpu} stopped answering during the evaluation of {task.id} ({lost}); "
+                        f"the {result.status.value} verdict is not the kernel's"
+                    )
         return result
 
     @staticmethod
@@ -364,8 +421,12 @@ class Evaluator:
             try:  # every text in it capped (the verifier caps its own; a run keeps this result twice per round)
                 return EvalResult.from_dict(cap_strings(outcome.result))
             except Exception as exc:  # noqa: BLE001 - a malformed result is a crash, not ours to raise
-                outcome = IsolatedOutcome(status="crashed", error=f"the verifier's result was malformed ({exc})"[:500],
-                                          phase=outcome.phase, phase_seconds=outcome.phase_seconds)  # fmt: skip
+                outcome = IsolatedOutcome(
+                    status="crashed",
+                    error=f"the verifier's result was malformed ({exc})"[:500],
+                    phase=outcome.phase,
+                    phase_seconds=outcome.phase_seconds,
+                )
         phases = [
             PhaseRecord(Phase(p), "ok", s) for p, s in outcome.phase_seconds.items() if p in Phase._value2member_map_
         ]
@@ -387,9 +448,12 @@ class Evaluator:
             phases[-1].status = "timeout" if status is EvalStatus.TIMEOUT else "crashed"
             phases[-1].message = outcome.error[:500]
         return EvalResult(
-            task_id=task.id, candidate_hash=source_hash(source), status=status,
-            message=f"{outcome.phase} phase: {message}" if outcome.phase else message, phases=phases,
-        )  # fmt: skip
+            task_id=task.id,
+            candidate_hash=source_hash(source),
+            status=status,
+            message=f"{outcome.phase} phase: {message}" if outcome.phase else message,
+            phases=phases,
+        )
 
     # ------------------------------------------------------------------ many candidates
 
@@ -402,12 +466,20 @@ class Evaluator:
         from cudaforge.eval.build import precompile
 
         backend = check_candidate(source, self.cfg, guards=False).backend
-        jit = (task is not None and self.cfg["jit_ahead"] != JitAhead.off.value and backend != languages.NO_KERNEL
-               and languages.get(backend).prebuild is not None)  # fmt: skip
+        jit = (
+            task is not None
+            and self.cfg["jit_ahead"] != JitAhead.off.value
+            and backend != languages.NO_KERNEL
+            and languages.get(backend).prebuild is not None
+        )
         if backend != "cuda" and not jit:
             return None
-        return precompile(source, self.build_settings(), timeout_s=self.cfg["compile_timeout_s"],
-                          task_source=task.source if jit and task is not None else None)
+        return precompile(
+            source,
+            self.build_settings(),
+            timeout_s=self.cfg["compile_timeout_s"],
+            task_source=task.source if jit and task is not None else None,
+        )
 
     def evaluate_batch(
         self, jobs: list[tuple[Task, str]], on_result: Callable[[int, EvalResult], None] | None = None

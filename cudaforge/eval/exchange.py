@@ -24,7 +24,8 @@ import fcntl
 import math
 import mmap
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -42,11 +43,28 @@ references return one tensor or a handful)."""
 _MAX_EXTENT = 1 << 62
 """Larger sizes, strides or offsets than this are refused before any arithmetic on them reaches torch."""
 
-DTYPES = {str(d).replace("torch.", ""): d for d in (
-    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
-    torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128,
-    *(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64") if hasattr(torch, n)),
-)}  # fmt: skip
+DTYPES = {
+    str(d).replace("torch.", ""): d
+    for d in (
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+        *(
+            getattr(torch, n)
+            for n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64")
+            if hasattr(torch, n)
+        ),
+    )
+}
 """The tensor dtypes that may cross, by name."""
 
 
@@ -93,7 +111,7 @@ class Arena:
         span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
         if offset + span * item > self.size:
             raise ArenaError(f"a tensor reaching byte {offset + span * item} of a {self.size}-byte arena")
-        flat = self.base[offset: offset + span * item].view(dtype) if span else self.base[:0].view(dtype)
+        flat = self.base[offset : offset + span * item].view(dtype) if span else self.base[:0].view(dtype)
         try:
             return flat.as_strided(shape, stride)
         except RuntimeError as exc:  # sizes torch cannot hold (their product past 64 bits)
@@ -107,8 +125,12 @@ class Arena:
         numel = t.numel()
         span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
         offset = self.place(span * t.element_size())
-        desc = {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "stride": list(t.stride()),
-                "offset": offset}  # fmt: skip
+        desc = {
+            "dtype": str(t.dtype).replace("torch.", ""),
+            "shape": list(t.shape),
+            "stride": list(t.stride()),
+            "offset": offset,
+        }
         if numel:
             self.view(desc).copy_(t)
         return desc
@@ -127,8 +149,11 @@ def layout(desc: Any) -> tuple[torch.dtype, list[int], list[int], int]:
     try:
         dtype = DTYPES[desc["dtype"]]
         shape, stride = desc["shape"], desc["stride"]
-        if not (isinstance(shape, list) and isinstance(stride, list)) or len(shape) != len(stride) \
-                or len(shape) > MAX_DIMS:
+        if (
+            not (isinstance(shape, list) and isinstance(stride, list))
+            or len(shape) != len(stride)
+            or len(shape) > MAX_DIMS
+        ):
             raise ArenaError("a tensor descriptor whose shape and stride do not match")
         shape, stride, offset = [int(n) for n in shape], [int(n) for n in stride], int(desc["offset"])
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
@@ -170,13 +195,22 @@ class _CUmemLocation(ctypes.Structure):
 
 
 class _CUmemAllocFlags(ctypes.Structure):
-    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
-                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]  # fmt: skip
+    _fields_ = [
+        ("compressionType", ctypes.c_ubyte),
+        ("gpuDirectRDMACapable", ctypes.c_ubyte),
+        ("usage", ctypes.c_ushort),
+        ("reserved", ctypes.c_ubyte * 4),
+    ]
 
 
 class _CUmemAllocationProp(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _CUmemLocation),
-                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _CUmemAllocFlags)]  # fmt: skip
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("requestedHandleTypes", ctypes.c_int),
+        ("location", _CUmemLocation),
+        ("win32HandleMetaData", ctypes.c_void_p),
+        ("allocFlags", _CUmemAllocFlags),
+    ]
 
 
 class _CUmemAccessDesc(ctypes.Structure):
@@ -221,14 +255,26 @@ class Driver:
 
 class _CudaArrayInterface:
     def __init__(self, ptr: int, size: int) -> None:
-        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (ptr, False), "version": 3,
-                                         "strides": None, "stream": None}  # fmt: skip
+        self.__cuda_array_interface__ = {
+            "shape": (size,),
+            "typestr": "|u1",
+            "data": (ptr, False),
+            "version": 3,
+            "strides": None,
+            "stream": None,
+        }
 
 
 def _map(driver: Driver, handle: ctypes.c_ulonglong, size: int, ordinal: int) -> int:
     ptr = ctypes.c_ulonglong()
-    driver("cuMemAddressReserve", ctypes.byref(ptr), ctypes.c_size_t(size), ctypes.c_size_t(0), ctypes.c_ulonglong(0),
-           ctypes.c_ulonglong(0))  # fmt: skip
+    driver(
+        "cuMemAddressReserve",
+        ctypes.byref(ptr),
+        ctypes.c_size_t(size),
+        ctypes.c_size_t(0),
+        ctypes.c_ulonglong(0),
+        ctypes.c_ulonglong(0),
+    )
     driver("cuMemMap", ptr, ctypes.c_size_t(size), ctypes.c_size_t(0), handle, ctypes.c_ulonglong(0))
     access = _CUmemAccessDesc(_CUmemLocation(_LOCATION_DEVICE, ordinal), _READWRITE)
     driver("cuMemSetAccess", ptr, ctypes.c_size_t(size), ctypes.byref(access), ctypes.c_size_t(1))
@@ -241,7 +287,7 @@ class DeviceArena(Arena):
     kind = "device"
 
     @classmethod
-    def create(cls, size: int) -> "DeviceArena":
+    def create(cls, size: int) -> DeviceArena:
         """Allocate ``size`` bytes (rounded up) on the current GPU, exported as a file descriptor."""
         driver = Driver()
         driver.current_context()
@@ -260,7 +306,7 @@ class DeviceArena(Arena):
         return cls._wrap(ptr, size, fd.value, (driver, handle, ptr, size))
 
     @classmethod
-    def attach(cls, fd: int, size: int) -> "DeviceArena":
+    def attach(cls, fd: int, size: int) -> DeviceArena:
         """Map an arena another process exported as ``fd`` (``size`` bytes)."""
         driver = Driver()
         driver.current_context()
@@ -270,7 +316,7 @@ class DeviceArena(Arena):
         return cls._wrap(ptr, size, fd, (driver, handle, ptr, size))
 
     @classmethod
-    def _wrap(cls, ptr: int, size: int, fd: int, keep: Any) -> "DeviceArena":
+    def _wrap(cls, ptr: int, size: int, fd: int, keep: Any) -> DeviceArena:
         interface = _CudaArrayInterface(ptr, size)
         base = torch.as_tensor(interface, device="cuda")
         if base.data_ptr() != ptr or base.numel() != size:
@@ -331,21 +377,26 @@ class Budget:
     def _charge(self, nbytes: int, what: str) -> None:
         self.spent_bytes += nbytes
         if self.spent_bytes > self.nbytes:
-            raise OutputsTooLarge(f"outputs larger than the reference's: {what} brings the reply to "
-                                  f"{self.spent_bytes:,} bytes, where at most {self.nbytes:,} may come back for this "
-                                  "call")  # fmt: skip
+            raise OutputsTooLarge(
+                f"outputs larger than the reference's: {what} brings the reply to "
+                f"{self.spent_bytes:,} bytes, where at most {self.nbytes:,} may come back for this "
+                "call"
+            )
 
     def tensor(self, desc: Any) -> None:
         """Charge one tensor descriptor (ArenaError when malformed, OutputsTooLarge past the budget)."""
         dtype, shape, stride, _ = layout(desc)
         self.spent_tensors += 1
         if self.spent_tensors > self.tensors:
-            raise OutputsTooLarge(f"outputs larger than the reference's: more than {self.tensors:,} tensors in one "
-                                  "reply")  # fmt: skip
+            raise OutputsTooLarge(
+                f"outputs larger than the reference's: more than {self.tensors:,} tensors in one reply"
+            )
         item = torch.empty((), dtype=dtype).element_size()
         more = "..." if len(shape) > 4 else ""
-        self._charge(_arena_bytes(math.prod(shape) * item), f"a {str(dtype).replace('torch.', '')} tensor of shape "
-                     f"{shape[:4]}{more} (strides {stride[:4]}{more})")  # fmt: skip
+        self._charge(
+            _arena_bytes(math.prod(shape) * item),
+            f"a {str(dtype).replace('torch.', '')} tensor of shape {shape[:4]}{more} (strides {stride[:4]}{more})",
+        )
 
     def text(self, value: str) -> None:
         """Charge one string of the value."""
@@ -365,7 +416,7 @@ def decode(obj: Any, get: Callable[[dict[str, Any]], torch.Tensor], budget: Budg
             raise ArenaError(f"a value of more than {MAX_NODES:,} parts")
         if depth > MAX_NESTING or not isinstance(obj, dict) or len(obj) != 1:
             raise ArenaError("a malformed value")
-        (tag, inner), = obj.items()
+        ((tag, inner),) = obj.items()
         if tag == "t" and isinstance(inner, dict):
             if budget is not None:
                 budget.tensor(inner)

@@ -36,8 +36,9 @@ def _kernel() -> Any:
     return count_not_close
 
 
-def screen(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float, *,
-           cpu_interpreter: bool = False) -> bool | None:
+def screen(
+    expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float, *, cpu_interpreter: bool = False
+) -> bool | None:
     """True when every element of ``actual`` is close to ``expected``; None when the screen cannot tell
     (elements flagged, or tensors it does not handle): then the full comparison must run.
 

@@ -138,9 +138,7 @@ def warm_caches() -> None:
 
 def _ask_nvcc(nvcc: str, notes: list[str], timeout_s: float) -> str | None:
     try:
-        result = subprocess.run(
-            [nvcc, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        result = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         notes.append(f"nvcc --version failed: {exc}")
         return None

@@ -37,39 +37,60 @@ def held_out_shapes(task: Task) -> tuple[list[HeldOutShape], str]:
     found: dict[str, Any] = outcome.result["shapes"]
     scored = found.get(SCORED) or {}
     if not scored.get("ok"):
-        return [], (f"the reference does not run on torch's meta device ({scored.get('error', '?')}), so no shape "
-                    "could be checked ahead")
+        return [], (
+            f"the reference does not run on torch's meta device ({scored.get('error', '?')}), so no shape "
+            "could be checked ahead"
+        )
     for shape in shapes:
         shape.meta = found.get(shape.name) or {}
     chosen = choose(shapes, {name: bool(info.get("ok")) for name, info in found.items()}, shape_signature(scored))
     if not chosen:
-        refused = "; ".join(f"{s.name}: {s.meta.get('error') or 'the same input and output shapes as scored'}"
-                            for s in shapes[:2])
+        refused = "; ".join(
+            f"{s.name}: {s.meta.get('error') or 'the same input and output shapes as scored'}" for s in shapes[:2]
+        )
         return [], f"no held-out shape changes what the reference computes on, or it refused them ({refused})"
     return chosen, ""
 
 
 def derived_task(task: Task, shape: HeldOutShape) -> Task:
     """The task at one held-out shape: its changed source, its tolerances, no input variants."""
-    return Task(id=f"{task.id}#held_out/{shape.name}", suite=task.suite, level=task.level, problem_id=task.problem_id,
-                name=task.name, source=shape.source, path=task.path, atol=task.atol, rtol=task.rtol,
-                input_variants=[])  # fmt: skip
+    return Task(
+        id=f"{task.id}#held_out/{shape.name}",
+        suite=task.suite,
+        level=task.level,
+        problem_id=task.problem_id,
+        name=task.name,
+        source=shape.source,
+        path=task.path,
+        atol=task.atol,
+        rtol=task.rtol,
+        input_variants=[],
+    )
 
 
 def _row(shape: HeldOutShape, result: EvalResult | None, skipped: str = "") -> dict[str, Any]:
-    row: dict[str, Any] = {"shape": shape.name, "sizes": dict(shape.sizes), "why": shape.why,
-                           "inputs": shape.meta.get("inputs"), "input_bytes": shape.meta.get("input_bytes")}
+    row: dict[str, Any] = {
+        "shape": shape.name,
+        "sizes": dict(shape.sizes),
+        "why": shape.why,
+        "inputs": shape.meta.get("inputs"),
+        "input_bytes": shape.meta.get("input_bytes"),
+    }
     if result is None:
         return {**row, "status": "skipped", "correct": None, "message": skipped}
     speedup = result.speedup
-    return {**row, "status": result.status.value, "correct": result.correct,
-            "speedup": speedup.median if speedup else None,
-            "speedup_ci": [speedup.ci_low, speedup.ci_high] if speedup else None,
-            "precision": speedup.precision if speedup else "",
-            "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
-            "reference_ms": result.reference_timing.median if result.reference_timing else None,
-            "message": (result.message or "").strip().splitlines()[0][:300] if result.message else "",
-            "seconds": round(result.seconds, 3)}  # fmt: skip
+    return {
+        **row,
+        "status": result.status.value,
+        "correct": result.correct,
+        "speedup": speedup.median if speedup else None,
+        "speedup_ci": [speedup.ci_low, speedup.ci_high] if speedup else None,
+        "precision": speedup.precision if speedup else "",
+        "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
+        "reference_ms": result.reference_timing.median if result.reference_timing else None,
+        "message": (result.message or "").strip().splitlines()[0][:300] if result.message else "",
+        "seconds": round(result.seconds, 3),
+    }
 
 
 def check_held_out(evaluator: Any, task: Task, source: str, *, max_input_bytes: int) -> dict[str, Any]:
@@ -81,8 +102,13 @@ def check_held_out(evaluator: Any, task: Task, source: str, *, max_input_bytes: 
     for shape in shapes:
         size = int(shape.meta.get("input_bytes") or 0)
         if size > max_input_bytes:
-            rows.append(_row(shape, None, f"inputs of {size / 2**20:.0f} MiB exceed the limit of "
-                                          f"{max_input_bytes / 2**20:.0f} MiB here"))
+            rows.append(
+                _row(
+                    shape,
+                    None,
+                    f"inputs of {size / 2**20:.0f} MiB exceed the limit of {max_input_bytes / 2**20:.0f} MiB here",
+                )
+            )
             continue
         rows.append(_row(shape, evaluator.evaluate(derived_task(task, shape), source)))
     return {"shapes": rows, "note": note, "seconds": round(time.monotonic() - started, 3)}

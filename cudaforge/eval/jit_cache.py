@@ -43,8 +43,17 @@ JIT_FILE_MAX = 64 << 20
 JSON_FILE_MAX = 1 << 20
 """Bytes of a JIT cache's JSON file parsed to check it (Triton's metadata and group files are kilobytes): a file
 the candidate wrote is parsed on the trusted side, and a parse builds about 25 times its size in objects."""
-KINDS = {".so": "elf", ".cubin": "elf", ".hsaco": "elf", ".json": "json", ".pkl": "pickle", ".ptx": "ptx",
-         ".ttir": "mlir", ".ttgir": "mlir", ".llir": "llvm"}
+KINDS = {
+    ".so": "elf",
+    ".cubin": "elf",
+    ".hsaco": "elf",
+    ".json": "json",
+    ".pkl": "pickle",
+    ".ptx": "ptx",
+    ".ttir": "mlir",
+    ".ttgir": "mlir",
+    ".llir": "llvm",
+}
 """What a kept file's content must be, by its name's ending (any other kept ending: UTF-8 text)."""
 _TEXT_MARKS = {"ptx": (".version", ".target"), "mlir": ("module",), "llvm": ("define",)}
 """Words a text artefact of that kind holds (PTX names its version and target; MLIR has a module; LLVM IR defines)."""
@@ -136,8 +145,10 @@ def _read_tree(root: Path) -> list[tuple[Path, bytes]] | None:
     def walk(dir_fd: int, rel: Path, depth: int) -> bool:
         nonlocal total, seen
         with os.scandir(dir_fd) as entries:
-            names = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
-                     for e in itertools.islice(entries, OWN_CACHE_MAX_ENTRIES - seen + 1)]  # fmt: skip
+            names = [
+                (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                for e in itertools.islice(entries, OWN_CACHE_MAX_ENTRIES - seen + 1)
+            ]
         seen += len(names)
         if seen > OWN_CACHE_MAX_ENTRIES:
             return False
@@ -265,8 +276,9 @@ def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -
         folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()] if root.is_dir() else []
         for folder in folders[:256]:
             files = [f for f in folder.iterdir()]
-            if not files or not all(f.is_file() and not f.is_symlink() and f.name.startswith(STUB_PREFIXES)
-                                    for f in files):  # fmt: skip
+            if not files or not all(
+                f.is_file() and not f.is_symlink() and f.name.startswith(STUB_PREFIXES) for f in files
+            ):
                 continue
             target = scratch_cache / folder.name
             if target.exists():

@@ -97,7 +97,7 @@ def input_sets(ref_module: Any, variants: Any = (), seed: int = 0) -> list[Any]:
 
     found: dict[str, Any] = {}
     for variant in [DEFAULT_VARIANT, *variants][:MAX_INPUT_SETS]:
-        encoded = fake_specs(lambda: make_inputs(ref_module, seed=seed, variant=variant, device="cpu"))
+        encoded = fake_specs(lambda: make_inputs(ref_module, seed=seed, variant=variant, device="cpu"))  # noqa: B023
         found.setdefault(json.dumps(encoded, sort_keys=True), encoded)
     return list(found.values())
 
@@ -131,8 +131,9 @@ def _on_fake_gpu(model: Any) -> Any:
     return model
 
 
-def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], seed: int,
-                  no_grad: bool) -> dict[str, Any]:
+def _compile_here(
+    module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], seed: int, no_grad: bool
+) -> dict[str, Any]:
     """In the copy: the candidate's model built, and called once on fake tensors of each input set
     (:func:`input_sets`), launches compile-only."""
     from cudaforge.languages import get
@@ -147,9 +148,14 @@ def _compile_here(module: Any, language: str, init: Any, inputs: list[Any], targ
     torch.cuda._lazy_init = lambda: None
     error = ""
     with _fake_mode(), hook(target) as built:  # from the model's construction on (TileLang often compiles there)
+
         def fake(desc: dict[str, Any]) -> torch.Tensor:
-            return torch.empty_strided([int(s) for s in desc["shape"]], [int(s) for s in desc["stride"]],
-                                       dtype=DTYPES[desc["dtype"]], device="cuda")  # fmt: skip
+            return torch.empty_strided(
+                [int(s) for s in desc["shape"]],
+                [int(s) for s in desc["stride"]],
+                dtype=DTYPES[desc["dtype"]],
+                device="cuda",
+            )
 
         try:
             torch.manual_seed(seed)
@@ -183,9 +189,20 @@ def _source_of(module: Any) -> str:
     return "".join(entry[2]) if entry else ""
 
 
-def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], target: list[Any], *, seed: int = 0,
-                  no_grad: bool = True, timeout_s: float = 300.0, in_child: Any = None, source: str | None = None,
-                  fresh: bool | None = None) -> dict[str, Any]:
+def compile_ahead(
+    module: Any,
+    language: str,
+    init: Any,
+    inputs: list[Any],
+    target: list[Any],
+    *,
+    seed: int = 0,
+    no_grad: bool = True,
+    timeout_s: float = 300.0,
+    in_child: Any = None,
+    source: str | None = None,
+    fresh: bool | None = None,
+) -> dict[str, Any]:
     """Run :func:`_compile_here` in a copy of this process (the sandboxed worker), waiting at most ``timeout_s``;
     ``{"built": [kernel names, once each], "error": "...", "seconds": s}``. ``inputs``: a list of input sets, each as
     :func:`specs` encodes it. The copy shares nothing back but its report and the files it compiled; it is killed
@@ -197,8 +214,7 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
     ``source`` (default: the module's own) again: seconds more, for the start and the import."""
     started = time.perf_counter()
     fresh = (not _fork_safe()) if fresh is None else fresh
-    request = {"language": language, "init": init, "inputs": inputs, "target": target, "seed": seed,
-               "no_grad": no_grad}  # fmt: skip
+    request = {"language": language, "init": init, "inputs": inputs, "target": target, "seed": seed, "no_grad": no_grad}
     if fresh:
         request.update(source=source if source is not None else _source_of(module), module=module.__name__)
         fd, request_path = tempfile.mkstemp(prefix="jit-request-", suffix=".json")  # TMPDIR: the worker's scratch
@@ -206,12 +222,20 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
             json.dump(request, f)
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "cudaforge.eval.jit_prebuild", request_path],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cudaforge.eval.jit_prebuild", request_path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
         except OSError as exc:
             os.unlink(request_path)
-            return {"built": [], "error": f"the compiling copy could not start: {exc}"[:500], "seconds": 0.0,
-                    "fresh": True}  # fmt: skip
+            return {
+                "built": [],
+                "error": f"the compiling copy could not start: {exc}"[:500],
+                "seconds": 0.0,
+                "fresh": True,
+            }
         assert proc.stdout is not None
         read_end = proc.stdout.fileno()
 
@@ -227,8 +251,12 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
         except OSError as exc:  # e.g. the sandbox's task limit
             os.close(read_end)
             os.close(write_end)
-            return {"built": [], "error": f"the compiling copy could not start: {exc}"[:500], "seconds": 0.0,
-                    "fresh": False}  # fmt: skip
+            return {
+                "built": [],
+                "error": f"the compiling copy could not start: {exc}"[:500],
+                "seconds": 0.0,
+                "fresh": False,
+            }
         if pid == 0:  # the child: never returns, never touches the channel
             os.close(read_end)
 
@@ -268,8 +296,10 @@ def compile_ahead(module: Any, language: str, init: Any, inputs: list[Any], targ
         report = {}
     if not isinstance(report, dict):
         report = {}
-    report = {"built": report.get("built") if isinstance(report.get("built"), list) else [],
-              "error": report.get("error") if isinstance(report.get("error"), str) else ""}
+    report = {
+        "built": report.get("built") if isinstance(report.get("built"), list) else [],
+        "error": report.get("error") if isinstance(report.get("error"), str) else "",
+    }
     if not data:
         report["error"] = f"stopped after {timeout_s:g} s" if timed_out else "the compiling copy of the worker died"
     report["seconds"] = round(time.perf_counter() - started, 3)
@@ -294,7 +324,7 @@ def _report_and_exit(fd: int, compile_: Any, failing: str) -> None:
     try:
         data = json.dumps(report).encode()[:MAX_REPORT]
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
     finally:
         os._exit(0)
 
@@ -316,6 +346,7 @@ def _main() -> int:
 
     _report_and_exit(out, fresh, "importing the candidate again raised ")
     return 0
+
 
 if __name__ == "__main__":
     _main()

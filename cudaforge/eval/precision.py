@@ -51,12 +51,15 @@ def policy_record(tf32_mode: str, dtypes: list[str]) -> dict[str, Any]:
     import torch
 
     matmul = torch.backends.cuda.matmul
-    return {"policy": policy_name(tf32_mode), "matmul_tf32": bool(matmul.allow_tf32),
-            "cudnn_tf32": bool(torch.backends.cudnn.allow_tf32),
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "fp16_reduced_precision_reduction": bool(matmul.allow_fp16_reduced_precision_reduction),
-            "bf16_reduced_precision_reduction": bool(matmul.allow_bf16_reduced_precision_reduction),
-            "output_dtypes": sorted(set(dtypes))}  # fmt: skip
+    return {
+        "policy": policy_name(tf32_mode),
+        "matmul_tf32": bool(matmul.allow_tf32),
+        "cudnn_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "fp16_reduced_precision_reduction": bool(matmul.allow_fp16_reduced_precision_reduction),
+        "bf16_reduced_precision_reduction": bool(matmul.allow_bf16_reduced_precision_reduction),
+        "output_dtypes": sorted(set(dtypes)),
+    }
 
 
 def _cast(value: Any, dtype: Any) -> Any:
@@ -110,9 +113,13 @@ def speedups(speedup: float, main: str, solo_ms: dict[str, float], allowed: dict
     ok = {p for p in over if allowed.get(p) or p in (main, "strict_fp32")}
     best = min(ok, key=lambda p: (solo_ms[p], p != main))  # a tie goes to the policy measured
     strict = over.get("strict_fp32", speedup if main == "strict_fp32" else None)
-    return {"over": {p: round(v, 4) for p, v in over.items()}, "over_strict_fp32": strict, "best_allowed": best,
-            "over_best_allowed": over[best],
-            "probe_reproduces_win": bool(strict is not None and strict > 1.0 and over[best] <= 1.0)}  # fmt: skip
+    return {
+        "over": {p: round(v, 4) for p, v in over.items()},
+        "over_strict_fp32": strict,
+        "best_allowed": best,
+        "over_best_allowed": over[best],
+        "probe_reproduces_win": bool(strict is not None and strict > 1.0 and over[best] <= 1.0),
+    }
 
 
 PROBE_KEYS = ("reference_solo_ms", "within_tolerance", "same_bits_as_main", "mismatch")
@@ -124,8 +131,11 @@ def probe_tuple(main: str, record: dict[str, Any]) -> tuple[str, dict[str, float
     with the main policy's bits has its time; with nothing timed (every policy the same bits) the main one is 1."""
     solo = dict(record["reference_solo_ms"])
     base = solo.get(main, 1.0)
-    return main, {main: base, **solo, **{name: base for name in record["same_bits_as_main"]}}, \
-        {**record["within_tolerance"], main: True}
+    return (
+        main,
+        {main: base, **solo, **{name: base for name in record["same_bits_as_main"]}},
+        {**record["within_tolerance"], main: True},
+    )
 
 
 def kept_probe(record: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -144,14 +154,20 @@ def reusable_probe(known: Any, main: str) -> dict[str, Any] | None:
         return None
     solo, allowed = known.get("reference_solo_ms"), known.get("within_tolerance")
     same, mismatch = known.get("same_bits_as_main"), known.get("mismatch")
-    if not (isinstance(solo, dict) and isinstance(allowed, dict) and isinstance(same, list)
-            and isinstance(mismatch, dict)):  # fmt: skip
+    if not (
+        isinstance(solo, dict) and isinstance(allowed, dict) and isinstance(same, list) and isinstance(mismatch, dict)
+    ):
         return None
-    if not all(p in POLICIES and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-               for p, v in solo.items()):  # fmt: skip
+    if not all(
+        p in POLICIES and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        for p, v in solo.items()
+    ):
         return None
-    if not all(p in POLICIES and isinstance(v, bool) for p, v in allowed.items()) or \
-            not all(p in POLICIES for p in same) or not all(isinstance(v, str) for v in mismatch.values()):
+    if (
+        not all(p in POLICIES and isinstance(v, bool) for p, v in allowed.items())
+        or not all(p in POLICIES for p in same)
+        or not all(isinstance(v, str) for v in mismatch.values())
+    ):
         return None
     reused = {k: copy.deepcopy(known[k]) for k in PROBE_KEYS}
     source = known.get("probe_from")

@@ -15,8 +15,9 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cudaforge.eval.channel import Channel, ChannelError
 from cudaforge.isolation import scrubbed_env
@@ -25,8 +26,17 @@ from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, 
 
 LOG_CAP = 64 << 20
 """The largest stdout or stderr file the worker may write (RLIMIT_FSIZE; past it the worker dies)."""
-WORKER_STATUSES = {"runtime_error", "compile_error", "invalid", "unsupported", "compiled", "incorrect", "crashed",
-                   "timeout", "rejected"}  # fmt: skip
+WORKER_STATUSES = {
+    "runtime_error",
+    "compile_error",
+    "invalid",
+    "unsupported",
+    "compiled",
+    "incorrect",
+    "crashed",
+    "timeout",
+    "rejected",
+}
 """Statuses a worker may report for a failure (never ``correct``: only the verifier finds that)."""
 
 
@@ -46,10 +56,15 @@ def describe_exit(code: int | None) -> str:
         return "the sandbox refused to start the worker (eval.sandbox=required and a protection is missing)"
     sig = code - 128 if code > 128 else (-code if code < 0 else 0)
     if sig:
-        name = {signal.SIGKILL: "SIGKILL (killed: often the out-of-memory killer)", signal.SIGSEGV:
-                "SIGSEGV (segmentation fault)", signal.SIGABRT: "SIGABRT (aborted)", signal.SIGBUS: "SIGBUS",
-                signal.SIGFPE: "SIGFPE", signal.SIGXFSZ: f"SIGXFSZ (it wrote past the {LOG_CAP >> 20} MB file limit)",
-                signal.SIGXCPU: "SIGXCPU (it used up its CPU-time limit)"}.get(sig, f"signal {sig}")  # fmt: skip
+        name = {
+            signal.SIGKILL: "SIGKILL (killed: often the out-of-memory killer)",
+            signal.SIGSEGV: "SIGSEGV (segmentation fault)",
+            signal.SIGABRT: "SIGABRT (aborted)",
+            signal.SIGBUS: "SIGBUS",
+            signal.SIGFPE: "SIGFPE",
+            signal.SIGXFSZ: f"SIGXFSZ (it wrote past the {LOG_CAP >> 20} MB file limit)",
+            signal.SIGXCPU: "SIGXCPU (it used up its CPU-time limit)",
+        }.get(sig, f"signal {sig}")
         return f"the worker died of {name}"
     return f"the worker exited with code {code}"
 
@@ -69,9 +84,20 @@ def _tail(path: Path, limit: int = 4000) -> str:
 class CandidateProcess:
     """One sandboxed worker: started at construction, ended by ``close``."""
 
-    def __init__(self, *, device: str, mode: SandboxMode, logs_dir: str, env: dict[str, str] | None = None,
-                 cpu_seconds: int = 3600, namespaces: bool = True, allow_weak: bool = False,
-                 memory_bytes: int = 16 << 30, scratch_bytes: int = 2 << 30, scratch_files: int = 50_000) -> None:
+    def __init__(
+        self,
+        *,
+        device: str,
+        mode: SandboxMode,
+        logs_dir: str,
+        env: dict[str, str] | None = None,
+        cpu_seconds: int = 3600,
+        namespaces: bool = True,
+        allow_weak: bool = False,
+        memory_bytes: int = 16 << 30,
+        scratch_bytes: int = 2 << 30,
+        scratch_files: int = 50_000,
+    ) -> None:
         """``device``: ``cuda`` (the GPU that ``CUDA_VISIBLE_DEVICES`` names) or ``cpu``; ``logs_dir``: a
         directory of the trusted side's, for the worker's stdout and stderr; the rest: the sandbox's
         (``cudaforge.sandbox.Sandbox``)."""
@@ -80,26 +106,48 @@ class CandidateProcess:
         self.logs = Path(logs_dir)
         ours, theirs = socket.socketpair()
         s = self.scratch
-        child_env = scrubbed_env({
-            "HOME": s, "TMPDIR": s, "XDG_CACHE_HOME": f"{s}/.cache", **jit_cache_env(s),
-            "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions", "CUDA_CACHE_PATH": f"{s}/.nv", "PYTHONUNBUFFERED": "1",
-            "TORCHINDUCTOR_CACHE_DIR": f"{s}/torchinductor",  # torch sets it in the trusted process: not that one
-            "PYTHONDONTWRITEBYTECODE": "1", "CUDAFORGE_WORKER_DEVICE": device,
-            "PYTHONSAFEPATH": "1",  # its working folder (the scratch it writes) is not where imports are found
-            "USER": "cudaforge", "LOGNAME": "cudaforge",  # its uid has no entry in /etc/passwd
-            "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),
-                                                      os.environ.get("PYTHONPATH")) if p),
-            **(env or {}),
-        })  # fmt: skip
+        child_env = scrubbed_env(
+            {
+                "HOME": s,
+                "TMPDIR": s,
+                "XDG_CACHE_HOME": f"{s}/.cache",
+                **jit_cache_env(s),
+                "TORCH_EXTENSIONS_DIR": f"{s}/torch_extensions",
+                "CUDA_CACHE_PATH": f"{s}/.nv",
+                "PYTHONUNBUFFERED": "1",
+                "TORCHINDUCTOR_CACHE_DIR": f"{s}/torchinductor",  # torch sets it in the trusted process: not that one
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "CUDAFORGE_WORKER_DEVICE": device,
+                "PYTHONSAFEPATH": "1",  # its working folder (the scratch it writes) is not where imports are found
+                "USER": "cudaforge",
+                "LOGNAME": "cudaforge",  # its uid has no entry in /etc/passwd
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p
+                ),
+                **(env or {}),
+            }
+        )
         if device == "cpu":
             child_env["CUDA_VISIBLE_DEVICES"] = ""
-        self.sandbox = Sandbox(mode=self.mode, scratch=self.scratch, cpu_seconds=cpu_seconds, file_bytes=LOG_CAP,
-                               namespaces=namespaces, allow_weak=allow_weak, memory_bytes=memory_bytes,
-                               scratch_bytes=scratch_bytes, scratch_files=scratch_files)  # fmt: skip
+        self.sandbox = Sandbox(
+            mode=self.mode,
+            scratch=self.scratch,
+            cpu_seconds=cpu_seconds,
+            file_bytes=LOG_CAP,
+            namespaces=namespaces,
+            allow_weak=allow_weak,
+            memory_bytes=memory_bytes,
+            scratch_bytes=scratch_bytes,
+            scratch_files=scratch_files,
+        )
         with (self.logs / "worker_stdout.log").open("wb") as out, (self.logs / "worker_stderr.log").open("wb") as err:
             self.process: SandboxedProcess = self.sandbox.start(
-                [sys.executable, "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())], env=child_env,
-                pass_fds=(theirs.fileno(),), stdout=out, stderr=err)  # fmt: skip
+                [sys.executable, "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())],
+                env=child_env,
+                pass_fds=(theirs.fileno(),),
+                stdout=out,
+                stderr=err,
+            )
         theirs.close()
         self.channel = Channel(ours)
         self.hello: dict[str, Any] = {}
@@ -135,10 +183,16 @@ class CandidateProcess:
         """Wait for the worker's start-up; measure the channel's round trip before any candidate code exists."""
         status = self.sandbox_status(timeout_s)
         if not status.get("ok"):
-            how = ("eval.sandbox=required" if self.mode is SandboxMode.required
-                   else "eval.sandbox=auto without eval.allow_weak_sandbox=true")
-            raise WorkerFailure("unsupported", f"{how}, and this machine cannot give the candidate the sandbox's wall: "
-                                + "; ".join(status.get("missing", [])))  # fmt: skip
+            how = (
+                "eval.sandbox=required"
+                if self.mode is SandboxMode.required
+                else "eval.sandbox=auto without eval.allow_weak_sandbox=true"
+            )
+            raise WorkerFailure(
+                "unsupported",
+                f"{how}, and this machine cannot give the candidate the sandbox's wall: "
+                + "; ".join(status.get("missing", [])),
+            )
         try:
             message, _ = self.channel.recv(timeout_s)
         except ChannelError as exc:
@@ -161,13 +215,24 @@ class CandidateProcess:
             return WorkerFailure("crashed", f"{what}: the worker broke the protocol ({exc}); the sandbox was killed")
         return WorkerFailure("crashed", f"{what}: {self.exit_reason()}")
 
-    def request(self, message: dict[str, Any], *, timeout_s: float, fds: tuple[int, ...] = (),
-                on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+    def request(
+        self,
+        message: dict[str, Any],
+        *,
+        timeout_s: float,
+        fds: tuple[int, ...] = (),
+        on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Send one request; its reply (``ok`` true), or WorkerFailure. Build requests in between go to
         ``on_build`` (refused without it). ``timeout_s`` bounds the whole request, builds included."""
-        what = {"load": "importing the candidate", "model": "building ModelNew", "call": "a call of ModelNew",
-                "timed": "a timed call", "batch": "the timing cross-check",
-                "prebuild": "compiling its JIT kernels ahead"}.get(str(message.get("op")), "a request")
+        what = {
+            "load": "importing the candidate",
+            "model": "building ModelNew",
+            "call": "a call of ModelNew",
+            "timed": "a timed call",
+            "batch": "the timing cross-check",
+            "prebuild": "compiling its JIT kernels ahead",
+        }.get(str(message.get("op")), "a request")
         deadline = time.monotonic() + timeout_s
         try:
             self.channel.send(message, fds)
@@ -175,8 +240,11 @@ class CandidateProcess:
                 reply, _ = self.channel.recv(deadline - time.monotonic())
                 if reply.get("op") == "build":
                     inputs = reply.get("inputs")
-                    answer = on_build(inputs) if on_build and isinstance(inputs, dict) else {
-                        "status": "crashed", "error": "builds are not served here"}
+                    answer = (
+                        on_build(inputs)
+                        if on_build and isinstance(inputs, dict)
+                        else {"status": "crashed", "error": "builds are not served here"}
+                    )
                     self.channel.send(answer)
                     continue
                 break

@@ -46,8 +46,9 @@ def _invalid(message: str) -> StaticReport:
     return StaticReport(ok=False, message=message, status="invalid")
 
 
-def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_source: str | None = None, *,
-                    guards: bool = True) -> StaticReport:
+def check_candidate(
+    source: str, cfg: dict[str, Any] | None = None, reference_source: str | None = None, *, guards: bool = True
+) -> StaticReport:
     """Parse the candidate and check that it defines ``ModelNew`` at top level.
 
     With ``cfg`` (the eval config as a dict), also run the static guards under its policies (unless ``guards`` is
@@ -60,8 +61,10 @@ def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_so
     ``EvalConfig``'s default), and one that overruns either is invalid too. Raises RuntimeError only when the
     analysis itself failed (a fault of ours, not the candidate's).
     """
-    limits = {key: (cfg or {}).get(key, getattr(EvalConfig, key))
-              for key in ("max_source_bytes", "static_timeout_s", "static_memory_gb")}  # fmt: skip
+    limits = {
+        key: (cfg or {}).get(key, getattr(EvalConfig, key))
+        for key in ("max_source_bytes", "static_timeout_s", "static_memory_gb")
+    }
     if not isinstance(source, str):
         return _invalid("the candidate source is empty")
     too_large = source_size_problem(source, int(limits["max_source_bytes"]))
@@ -69,8 +72,12 @@ def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_so
         return _invalid(too_large)
     if not source.strip():
         return _invalid("the candidate source is empty")
-    request = {"source": source, "cfg": cfg if guards else None, "reference_source": reference_source,
-               "memory_bytes": int(float(limits["static_memory_gb"]) * (1 << 30))}  # fmt: skip
+    request = {
+        "source": source,
+        "cfg": cfg if guards else None,
+        "reference_source": reference_source,
+        "memory_bytes": int(float(limits["static_memory_gb"]) * (1 << 30)),
+    }
     try:
         return StaticReport(**analyse(ANALYSIS, request, float(limits["static_timeout_s"])))
     except AnalysisFailed as exc:
@@ -80,8 +87,10 @@ def check_candidate(source: str, cfg: dict[str, Any] | None = None, reference_so
             why = f"needed more than eval.static_memory_gb = {limits['static_memory_gb']} GB"
         else:
             why = f"failed ({exc})"
-        return _invalid(f"the analysis of the candidate's source {why}: a source this large or this convoluted "
-                        "cannot be checked. Write it plainly and keep it small.")  # fmt: skip
+        return _invalid(
+            f"the analysis of the candidate's source {why}: a source this large or this convoluted "
+            "cannot be checked. Write it plainly and keep it small."
+        )
 
 
 def analysis_report(source: str, cfg: dict[str, Any] | None, reference_source: str | None) -> dict[str, Any]:
@@ -92,8 +101,10 @@ def analysis_report(source: str, cfg: dict[str, Any] | None, reference_source: s
     try:
         report = _check(source, cfg, reference_source)
     except (RecursionError, ValueError, TypeError, SystemError) as exc:
-        report = _invalid(f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an "
-                          "expression nested too deeply. Write it plainly.")  # fmt: skip
+        report = _invalid(
+            f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an "
+            "expression nested too deeply. Write it plainly."
+        )
     return cap_strings(dataclasses.asdict(report))
 
 

@@ -28,8 +28,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 MAX_REPORT = 32 << 20
 """The most bytes of report the helper reads from a child (past it the child is killed and the analysis failed)."""
@@ -58,9 +59,13 @@ class _Helper:
         root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         # stderr is dropped: compiling a candidate prints its SyntaxWarnings there, as many as it likes
-        self.proc = subprocess.Popen([sys.executable, "-m", "cudaforge.eval.static_child", entry],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cudaforge.eval.static_child", entry],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
 
     def ask(self, request: bytes, timeout_s: float) -> dict[str, Any]:
         """Send one request (a frame's body) and wait at most ``timeout_s`` for its answer (AnalysisFailed
@@ -209,7 +214,7 @@ def _child(analysis: Callable[..., dict[str, Any]], request: dict[str, Any], out
             data = json.dumps({"failed": "died", "message": f"a report of {len(data):,} bytes"}).encode()
         view = memoryview(data)
         while view:
-            view = view[os.write(out, view):]
+            view = view[os.write(out, view) :]
     except BaseException:  # noqa: BLE001 - out of memory while answering, or worse: the helper sees no answer
         code = 1
     os._exit(code)

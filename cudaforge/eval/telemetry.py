@@ -37,14 +37,21 @@ def unclean(reading: dict[str, Any], max_sm_clock_mhz: float | None) -> str:
     if slow:
         return "throttled: " + ", ".join(slow)
     clock = reading.get("sm_clock_mhz")
-    if (isinstance(clock, (int, float)) and isinstance(max_sm_clock_mhz, (int, float)) and max_sm_clock_mhz > 0
-            and clock < CLOCK_FLOOR * max_sm_clock_mhz and "gpu_idle" not in reasons and "sw_power_cap" not in reasons):
+    if (
+        isinstance(clock, (int, float))
+        and isinstance(max_sm_clock_mhz, (int, float))
+        and max_sm_clock_mhz > 0
+        and clock < CLOCK_FLOOR * max_sm_clock_mhz
+        and "gpu_idle" not in reasons
+        and "sw_power_cap" not in reasons
+    ):
         return f"SM clock {clock:g} MHz, below {CLOCK_FLOOR:.0%} of its maximum {max_sm_clock_mhz:g} MHz"
     return ""
 
 
-def batch_record(trials: int, before: dict[str, Any], after: dict[str, Any], max_sm_clock_mhz: float | None,
-                 remeasure: bool) -> dict[str, Any]:
+def batch_record(
+    trials: int, before: dict[str, Any], after: dict[str, Any], max_sm_clock_mhz: float | None, remeasure: bool
+) -> dict[str, Any]:
     """What is stored for one batch: its size, both readings, why it was unclean ("" when clean), whether it was
     measured again."""
     why = unclean(before, max_sm_clock_mhz) or unclean(after, max_sm_clock_mhz)
@@ -55,5 +62,10 @@ def summary(batches: list[dict[str, Any]]) -> dict[str, Any]:
     """The telemetry of one evaluation: its batches, how many were clean, and ``never_clean`` (no kept batch clean)."""
     kept = [b for b in batches if not b.get("remeasured")]
     clean = sum(1 for b in kept if not b.get("unclean"))
-    return {"batches": batches, "clean_batches": clean, "kept_batches": len(kept),
-            "remeasured": sum(1 for b in batches if b.get("remeasured")), "never_clean": bool(kept) and clean == 0}
+    return {
+        "batches": batches,
+        "clean_batches": clean,
+        "kept_batches": len(kept),
+        "remeasured": sum(1 for b in batches if b.get("remeasured")),
+        "never_clean": bool(kept) and clean == 0,
+    }

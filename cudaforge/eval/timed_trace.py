@@ -67,8 +67,9 @@ def _is_marker(event: DeviceEvent, marker_name: str | None) -> bool:
     return event.kind == "kernel" and (event.name == marker_name if marker_name else MARKER in event.name)
 
 
-def _windows(events: list[DeviceEvent], marker_name: str | None, stream: int | None
-             ) -> tuple[list[tuple[DeviceEvent, DeviceEvent]], int, list[DeviceEvent]]:
+def _windows(
+    events: list[DeviceEvent], marker_name: str | None, stream: int | None
+) -> tuple[list[tuple[DeviceEvent, DeviceEvent]], int, list[DeviceEvent]]:
     """The (start marker, end marker) pairs on the timed stream (``stream``, else the one holding the most markers), in
     device order; that stream; every marker on it."""
     by_stream: dict[int, list[DeviceEvent]] = {}
@@ -83,8 +84,16 @@ def _windows(events: list[DeviceEvent], marker_name: str | None, stream: int | N
     return [(markers[i], markers[i + 1]) for i in range(0, len(markers) - 1, 2)], stream, markers
 
 
-def analyse(events: list[DeviceEvent], calls: int, slack_ns: int = SLACK_NS, *, marker_name: str | None = None,
-            stream: int | None = None, io_names: frozenset[str] = frozenset(), truncated: bool = False) -> dict[str, Any]:
+def analyse(
+    events: list[DeviceEvent],
+    calls: int,
+    slack_ns: int = SLACK_NS,
+    *,
+    marker_name: str | None = None,
+    stream: int | None = None,
+    io_names: frozenset[str] = frozenset(),
+    truncated: bool = False,
+) -> dict[str, Any]:
     """Delimit ``calls`` timed calls in ``events`` and say what ran outside them (one sorted pass: linear in the
     events but for the sort).
 
@@ -121,7 +130,11 @@ def analyse(events: list[DeviceEvent], calls: int, slack_ns: int = SLACK_NS, *, 
         k = bisect.bisect_right(lows, event.start_ns) - 1  # the last window starting at or before the event
         hit = False
         for w in (k, k + 1):
-            if 0 <= w < len(windows) and event.end_ns > windows[w][0].start_ns and event.start_ns < windows[w][1].end_ns:
+            if (
+                0 <= w < len(windows)
+                and event.end_ns > windows[w][0].start_ns
+                and event.start_ns < windows[w][1].end_ns
+            ):
                 hit = True
                 first_start[w] = event.start_ns if first_start[w] is None else min(first_start[w], event.start_ns)
                 last_end[w] = event.end_ns if last_end[w] is None else max(last_end[w], event.end_ns)
@@ -144,9 +157,15 @@ def analyse(events: list[DeviceEvent], calls: int, slack_ns: int = SLACK_NS, *, 
         early, late = max(early, too_early / 1e3), max(late, too_late / 1e3)
         if too_early > slack_ns or too_late > slack_ns:
             escaped += 1
-    summary.update(escaped=escaped, early_us=round(max(early, 0.0), 3), late_us=round(max(late, 0.0), 3),
-                   span_ms=spans, outside_us=round(sum(outside.values()), 3), timed_stream=timed,
-                   outside=sorted(([k, round(v, 3)] for k, v in outside.items()), key=lambda kv: -kv[1])[:5])  # fmt: skip
+    summary.update(
+        escaped=escaped,
+        early_us=round(max(early, 0.0), 3),
+        late_us=round(max(late, 0.0), 3),
+        span_ms=spans,
+        outside_us=round(sum(outside.values()), 3),
+        timed_stream=timed,
+        outside=sorted(([k, round(v, 3)] for k, v in outside.items()), key=lambda kv: -kv[1])[:5],
+    )
     return summary
 
 
@@ -158,23 +177,40 @@ def checked_summary(value: Any, calls: int) -> dict[str, Any] | None:
         return None
     if not all(finite_number(value.get(k)) for k in ("early_us", "late_us", "outside_us")):
         return None
-    if not all(isinstance(value.get(k), int) and finite_number(value[k], MAX_EVENTS + 1) for k in ("windows", "escaped", "events")):
+    if not all(
+        isinstance(value.get(k), int) and finite_number(value[k], MAX_EVENTS + 1)
+        for k in ("windows", "escaped", "events")
+    ):
         return None
     spans = value.get("span_ms")
     if not isinstance(spans, list) or len(spans) > MAX_CALLS or not all(finite_number(s) for s in spans):
         return None
     outside = value.get("outside")
-    if not isinstance(outside, list) or len(outside) > 5 or not all(
-            isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and finite_number(o[1]) for o in outside):
+    if (
+        not isinstance(outside, list)
+        or len(outside) > 5
+        or not all(
+            isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and finite_number(o[1]) for o in outside
+        )
+    ):
         return None
     why = str(value.get("why") or "")[:200]
     complete = value.get("complete") is True and value["windows"] == calls and len(spans) == calls
     if not complete and not why:
         why = f"{value['windows']} calls delimited and {len(spans)} spans for the {calls} calls that ran"
-    return {"calls": calls, "windows": value["windows"], "events": value["events"], "complete": complete,
-            "why": "" if complete else why, "escaped": value["escaped"], "early_us": float(value["early_us"]),
-            "late_us": float(value["late_us"]), "span_ms": [float(s) for s in spans],
-            "outside_us": float(value["outside_us"]), "outside": [[o[0][:120], float(o[1])] for o in outside]}  # fmt: skip
+    return {
+        "calls": calls,
+        "windows": value["windows"],
+        "events": value["events"],
+        "complete": complete,
+        "why": "" if complete else why,
+        "escaped": value["escaped"],
+        "early_us": float(value["early_us"]),
+        "late_us": float(value["late_us"]),
+        "span_ms": [float(s) for s in spans],
+        "outside_us": float(value["outside_us"]),
+        "outside": [[o[0][:120], float(o[1])] for o in outside],
+    }
 
 
 CUPTI_COPY = re.compile(r"^Mem(?:cpy [A-Za-z]+ \(|set \()")
@@ -250,13 +286,26 @@ class TimedTrace:
                 truncated = True
                 break
             start = int(event.start_ns())
-            events.append(DeviceEvent(str(event.name()), int(event.device_resource_id()), start,
-                                      start + max(0, int(event.duration_ns())), _kind(event)))  # fmt: skip
+            events.append(
+                DeviceEvent(
+                    str(event.name()),
+                    int(event.device_resource_id()),
+                    start,
+                    start + max(0, int(event.duration_ns())),
+                    _kind(event),
+                )
+            )
         return events, truncated
 
     def stop(self) -> dict[str, Any]:
         """Stop recording; ``analyse`` over what the device ran, with what the probe learned."""
         events, truncated = self.events()
         learned = self.learned
-        return analyse(events, self.calls, marker_name=learned.get("marker_name"), stream=learned.get("stream"),
-                       io_names=frozenset(learned.get("io_names") or ()), truncated=truncated)  # fmt: skip
+        return analyse(
+            events,
+            self.calls,
+            marker_name=learned.get("marker_name"),
+            stream=learned.get("stream"),
+            io_names=frozenset(learned.get("io_names") or ()),
+            truncated=truncated,
+        )

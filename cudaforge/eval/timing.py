@@ -157,7 +157,8 @@ def speedup(
         paired = ref.size == cand.size
     if paired and ref.size != cand.size:
         raise ValueError(f"paired speedup needs equal lengths, got {ref.size} and {cand.size}")
-    center = {"median": np.median, "mean": np.mean}.get(statistic)
+    centers: dict[str, Callable[..., Any]] = {"median": np.median, "mean": np.mean}
+    center = centers.get(statistic)
     if center is None:
         raise ValueError(f"unknown speedup statistic {statistic!r}: expected median or mean")
     if center(cand) <= 0:
@@ -169,12 +170,21 @@ def speedup(
         cand_idx = ref_idx if paired else rng.integers(0, cand.size, size=(rows, cand.size))
         ratios.append(_ratio(ref[ref_idx], cand[cand_idx], center))
     low, high = _percentile_interval(np.concatenate(ratios), confidence)
-    return SpeedupStats(median=float(center(ref) / center(cand)), ci_low=low, ci_high=high, baseline=baseline,
-                        statistic=statistic)  # fmt: skip
+    return SpeedupStats(
+        median=float(center(ref) / center(cand)), ci_low=low, ci_high=high, baseline=baseline, statistic=statistic
+    )
 
 
-def stop_early(reference_ms: Sequence[float], candidate_ms: Sequence[float], *, min_trials: int, max_trials: int,
-               halfwidth: float, baseline: str = "eager", statistic: str = "median") -> dict[str, Any] | None:
+def stop_early(
+    reference_ms: Sequence[float],
+    candidate_ms: Sequence[float],
+    *,
+    min_trials: int,
+    max_trials: int,
+    halfwidth: float,
+    baseline: str = "eager",
+    statistic: str = "median",
+) -> dict[str, Any] | None:
     """The sequential stop of the interleaved timing (``eval.timing_min_trials``, ``eval.timing_stop_halfwidth``):
     after at least ``min_trials`` paired trials, and fewer than ``max_trials``, the timing may stop once the paired
     speedup's 95% bootstrap interval is within ``halfwidth`` of its value on either side on average
@@ -199,7 +209,8 @@ def stop_early(reference_ms: Sequence[float], candidate_ms: Sequence[float], *, 
 def _ratio(ref_resamples: np.ndarray, cand_resamples: np.ndarray, center: Callable[..., Any] = np.median) -> np.ndarray:
     """Row-wise center(ref) / center(cand); a zero candidate value gives inf (a real outcome of resampling)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return center(ref_resamples, axis=1) / center(cand_resamples, axis=1)
+        ratios: np.ndarray = center(ref_resamples, axis=1) / center(cand_resamples, axis=1)
+    return ratios
 
 
 # --------------------------------------------------------------------------- measurement
@@ -272,8 +283,10 @@ class _Stopwatch:
             raise ValueError(f"lead_us must be >= 0, got {lead_us}")
         self.lead_note = ""
         if lead_us > 0 and not callable(getattr(self.torch.cuda, "_sleep", None)):
-            self.lead_note = (f"torch {getattr(self.torch, '__version__', '?')} has no torch.cuda._sleep: timed "
-                              f"without the {lead_us:g} us lead (launch-inclusive)")  # fmt: skip
+            self.lead_note = (
+                f"torch {getattr(self.torch, '__version__', '?')} has no torch.cuda._sleep: timed "
+                f"without the {lead_us:g} us lead (launch-inclusive)"
+            )
             lead_us = 0.0
         self.lead_us = float(lead_us)
         self.lead_cycles = self._cycles_for(lead_us) if lead_us > 0 else 0
@@ -490,6 +503,10 @@ def time_one(
         for trial in range(-warmup, trials):
             single.run(stopwatch, "single", trial, args, make_args, on_output)
     return SingleTimes(
-        event_ms=single.event_ms, host_ms=single.host_ms, output=single.last_output, flushed_l2=flush_l2,
-        lead_us=stopwatch.lead_us, lead_note=stopwatch.lead_note,
+        event_ms=single.event_ms,
+        host_ms=single.host_ms,
+        output=single.last_output,
+        flushed_l2=flush_l2,
+        lead_us=stopwatch.lead_us,
+        lead_note=stopwatch.lead_note,
     )

@@ -32,33 +32,48 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from cudaforge import languages
 from cudaforge.eval.bounded import cap_text, finite_number, source_size_problem
 from cudaforge.eval.correctness import compare, compare_first
-from cudaforge.eval.exchange import (Arena, ArenaError, Budget, DeviceArena, Driver, OutputsTooLarge, decode, encode,
-                                     host_arena, tensor_bytes)
+from cudaforge.eval.exchange import (
+    Arena,
+    ArenaError,
+    Budget,
+    DeviceArena,
+    Driver,
+    OutputsTooLarge,
+    decode,
+    encode,
+    host_arena,
+    tensor_bytes,
+)
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT, Policies, rejection_message, rejections, share_findings
 from cudaforge.eval.guards.source import static_findings
-from cudaforge.eval.jit_cache import (count_kernels, keep_own_jit_cache, own_store, seed_own_jit_cache,
-                                      seed_trusted_stubs)
+from cudaforge.eval.jit_cache import (
+    count_kernels,
+    keep_own_jit_cache,
+    own_store,
+    seed_own_jit_cache,
+    seed_trusted_stubs,
+)
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.sandbox import SandboxMode
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
     apply_numerics,
     build_model,
-    grad_mode,
     default_tolerance,
     flatten_outputs,
+    grad_mode,
     load_module,
     make_inputs,
-    strict_fp32,
 )
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 
@@ -150,8 +165,9 @@ def _tolerance(task: Task, output: Any, cfg: dict[str, Any]) -> tuple[float, flo
     return (task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol)
 
 
-def compare_outputs(cfg: dict[str, Any], expected: Any, actual: Any, *, atol: float, rtol: float, trial: int,
-                    variant: str):
+def compare_outputs(
+    cfg: dict[str, Any], expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str
+):
     """The comparison of ``eval.compare_outputs``: every output (our protocol) or the first tensor by
     ``torch.allclose`` (the CudaForge authors'), with ``eval.equal_nan``; None or the diff."""
     check = compare_first if cfg["compare_outputs"] == "first" else compare
@@ -178,8 +194,10 @@ def structure_problem(expected: Any, actual: Any) -> str | None:
     if isinstance(expected, (list, tuple)):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             got = f"a {type(actual).__name__}" + (f" of {len(actual)}" if isinstance(actual, (list, tuple)) else "")
-            return (f"the reference returns a {type(expected).__name__} of {len(expected)}; ModelNew.forward "
-                    f"returned {got}.")  # fmt: skip
+            return (
+                f"the reference returns a {type(expected).__name__} of {len(expected)}; ModelNew.forward "
+                f"returned {got}."
+            )
         for exp, act in zip(expected, actual):
             problem = structure_problem(exp, act)
             if problem:
@@ -196,9 +214,11 @@ def facts_problem(facts: Any, device: torch.device) -> str | None:
             continue
         label = f"output {i}" if len(facts) > 1 else "the output"
         if fact.get("plain") is False:
-            return (f"{label} is a {str(fact.get('cls'))[:80]}, a subclass of torch.Tensor, not a plain torch.Tensor: a "
-                    "subclass can defer the work until the result is read, outside the timed call. Return the computed "
-                    "tensor itself.")  # fmt: skip
+            return (
+                f"{label} is a {str(fact.get('cls'))[:80]}, a subclass of torch.Tensor, not a plain torch.Tensor: a "
+                "subclass can defer the work until the result is read, outside the timed call. Return the computed "
+                "tensor itself."
+            )
         if fact.get("layout") not in (None, "torch.strided"):
             return f"{label} has layout {str(fact.get('layout'))[:40]}; the reference returns a dense (strided) tensor."
         if fact.get("device") not in (None, device.type):
@@ -214,8 +234,9 @@ def facts_problem(facts: Any, device: torch.device) -> str | None:
 class Candidate:
     """The candidate's model, seen from here: every call crosses the arena to the sandboxed worker."""
 
-    def __init__(self, process: CandidateProcess, device: torch.device, deadline: Callable[[], float],
-                 notes: list[str]) -> None:
+    def __init__(
+        self, process: CandidateProcess, device: torch.device, deadline: Callable[[], float], notes: list[str]
+    ) -> None:
         self.process, self.device, self.deadline = process, device, deadline
         self.arena: Arena | None = None
         self.notes = notes
@@ -249,8 +270,9 @@ class Candidate:
                     self.notes.append(note)
         if arena is None:
             arena = host_arena(size)
-        self.process.request({"op": "arena", "kind": arena.kind, "size": arena.size}, timeout_s=self.deadline(),
-                             fds=(arena.fd,))  # fmt: skip
+        self.process.request(
+            {"op": "arena", "kind": arena.kind, "size": arena.size}, timeout_s=self.deadline(), fds=(arena.fd,)
+        )
         if old is not None:
             old.close()
         self.arena = arena
@@ -314,8 +336,9 @@ class Candidate:
 
     def _request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         try:
-            return self.process.request(message, timeout_s=self.deadline() if timeout_s is None else timeout_s,
-                                        on_build=self.on_build)
+            return self.process.request(
+                message, timeout_s=self.deadline() if timeout_s is None else timeout_s, on_build=self.on_build
+            )
         except WorkerFailure as failure:
             raise _Failure(EvalStatus(failure.status), failure.message) from None
 
@@ -368,10 +391,12 @@ def _explain(variant: str, inputs: list[Any], trials: _Trials, cand_out: Any, de
     guard, evidence = guards.explain_mismatch(cand_out, trials.previous, device, f"trial {trial}")
     shapes = _shapes(inputs)
     if variant != trials.base and trials.default_trials and shapes != trials.default_shapes:
-        evidence = (f"correct on the default inputs ({trials.default_shapes}) in {trials.default_trials} trials, wrong on "
-                    f"the declared variant {variant!r} with inputs {shapes}: the kernel seems written for one shape. "
-                    "Take sizes and strides from the inputs at run time and handle the remainders."
-                    + (f" ({evidence})" if guard == "uninitialised_memory" else ""))  # fmt: skip
+        evidence = (
+            f"correct on the default inputs ({trials.default_shapes}) in {trials.default_trials} trials, wrong on "
+            f"the declared variant {variant!r} with inputs {shapes}: the kernel seems written for one shape. "
+            "Take sizes and strides from the inputs at run time and handle the remainders."
+            + (f" ({evidence})" if guard == "uninitialised_memory" else "")
+        )
         guard = "shape_specialisation"
     return guard, evidence
 
@@ -387,8 +412,20 @@ def _out_bytes(value: Any) -> int:
     return 2 * tensor_bytes(value) + (1 << 16)
 
 
-def _check_output(task, cfg, guard: _Guards, trials: _Trials, cand: Candidate, device, variant: str, trial: int,
-                  inputs: list[Any], ref_out: Any, cand_out: Any, result: EvalResult) -> None:
+def _check_output(
+    task,
+    cfg,
+    guard: _Guards,
+    trials: _Trials,
+    cand: Candidate,
+    device,
+    variant: str,
+    trial: int,
+    inputs: list[Any],
+    ref_out: Any,
+    cand_out: Any,
+    result: EvalResult,
+) -> None:
     """Everything one candidate call is checked for, in order: inputs untouched, output types and structure,
     then the values (a wrong output explained by a guard when one explains it)."""
     changed = guards.mutated_inputs(inputs, cand.inputs_after)
@@ -401,7 +438,9 @@ def _check_output(task, cfg, guard: _Guards, trials: _Trials, cand: Candidate, d
     diff = compare_outputs(cfg, ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
     if diff is not None:
         result.diff = diff
-        guard.incorrect(*_explain(variant, inputs, trials, cand_out, device, trial), "output mismatch\n" + diff.summary())
+        guard.incorrect(
+            *_explain(variant, inputs, trials, cand_out, device, trial), "output mismatch\n" + diff.summary()
+        )
 
 
 def _weights(ref_model: Any, cand: Candidate, cfg: dict[str, Any], result: EvalResult) -> None:
@@ -476,9 +515,12 @@ def _correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, resu
         _sync(device)
         clock = cand._add("reference", clock)
         trials.out_bytes = max(trials.out_bytes, _out_bytes(ref_out))
-        cand_out = cand.call(inputs, what=f"ModelNew.forward (trial {trial}, {variant} inputs)",
-                             poison=trials.poison_sizes + guards.tensor_bytes(inputs) if trials.poison else [],
-                             out_bytes=trials.out_bytes)  # fmt: skip
+        cand_out = cand.call(
+            inputs,
+            what=f"ModelNew.forward (trial {trial}, {variant} inputs)",
+            poison=trials.poison_sizes + guards.tensor_bytes(inputs) if trials.poison else [],
+            out_bytes=trials.out_bytes,
+        )
         clock = time.perf_counter()
         _check_output(task, cfg, guard, trials, cand, device, variant, trial, inputs, ref_out, cand_out, result)
         clock = cand._add("checks", clock)
@@ -504,9 +546,12 @@ def _sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: _T
     if trials.default_trials < 2 or not trials.candidate_constant:
         return
     if not trials.reference_constant:
-        guard.fire("output_sensitivity", f"ModelNew's output was bit-identical in all {trials.default_trials} "
-                   "trials with different inputs while the reference's changed (within the tolerance): a constant "
-                   "passes this task's tolerance. Compute the result from the inputs.")  # fmt: skip
+        guard.fire(
+            "output_sensitivity",
+            f"ModelNew's output was bit-identical in all {trials.default_trials} "
+            "trials with different inputs while the reference's changed (within the tolerance): a constant "
+            "passes this task's tolerance. Compute the result from the inputs.",
+        )
         return
     inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000, variant=trials.base, device=device)
 
@@ -519,8 +564,9 @@ def _sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: _T
             raise
 
     with grad_mode(cfg["no_grad"]):
-        verdict = guards.sensitivity_probe(lambda xs: ref_model(*xs), call_candidate, inputs, trials.reference_base,
-                                           trials.candidate_base)  # fmt: skip
+        verdict = guards.sensitivity_probe(
+            lambda xs: ref_model(*xs), call_candidate, inputs, trials.reference_base, trials.candidate_base
+        )
     _sync(device)
     if verdict is not None:
         kind, evidence = verdict
@@ -534,8 +580,13 @@ def _same_bits(a: Any, b: Any) -> bool:
     """Whether two outputs hold the same tensors bit for bit (same structure, shapes and dtypes)."""
     xs, ys = flatten_outputs(a), flatten_outputs(b)
     return len(xs) == len(ys) and all(
-        isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.dtype == y.dtype
-        and torch.equal(x, y) for x, y in zip(xs, ys))
+        isinstance(x, torch.Tensor)
+        and isinstance(y, torch.Tensor)
+        and x.shape == y.shape
+        and x.dtype == y.dtype
+        and torch.equal(x, y)
+        for x, y in zip(xs, ys)
+    )
 
 
 def _finite(value: Any) -> float | None:
@@ -547,8 +598,19 @@ def _finite(value: Any) -> float | None:
 class _Timing:
     """The timed phase of one evaluation (GPU): interleaved calls, then the cross-check and the guards."""
 
-    def __init__(self, task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: _Guards,
-                 trials: _Trials, source: str) -> None:
+    def __init__(
+        self,
+        task,
+        ref_module,
+        ref_model,
+        cand: Candidate,
+        device,
+        cfg,
+        result: EvalResult,
+        guard: _Guards,
+        trials: _Trials,
+        source: str,
+    ) -> None:
         from cudaforge.eval.timing import _Stopwatch
 
         self.task, self.ref_module, self.ref_model, self.cand, self.source = task, ref_module, ref_model, cand, source
@@ -604,9 +666,16 @@ class _Timing:
             self.stopwatch.flusher.flush()
         _sync(self.device)
         started = time.perf_counter()
-        reply = self.cand._request({"op": "timed", "inputs": encoded, "out_offset": offset,
-                                    "lead_cycles": self.stopwatch.lead_cycles, "what": f"timed call {trial}",
-                                    "poison": self.trials.poison_sizes})  # fmt: skip
+        reply = self.cand._request(
+            {
+                "op": "timed",
+                "inputs": encoded,
+                "out_offset": offset,
+                "lead_cycles": self.stopwatch.lead_cycles,
+                "what": f"timed call {trial}",
+                "poison": self.trials.poison_sizes,
+            }
+        )
         wall_ms = (time.perf_counter() - started) * 1e3
         event_ms, host_ms = _finite(reply.get("event_ms")), _finite(reply.get("host_ms"))
         if event_ms is None or host_ms is None:
@@ -618,13 +687,26 @@ class _Timing:
         from cudaforge.hardware.gpu_lock import gpu_lock
 
         cfg, result = self.cfg, self.result
-        calls = guards.TimedCalls(self.fresh_inputs, self.check, self.device, [], reference=self.ref_model,
-                                  same_inputs=not cfg["fresh_inputs"], owned_outputs=True)  # fmt: skip
+        calls = guards.TimedCalls(
+            self.fresh_inputs,
+            self.check,
+            self.device,
+            [],
+            reference=self.ref_model,
+            same_inputs=not cfg["fresh_inputs"],
+            owned_outputs=True,
+        )
         clock = time.perf_counter()
         result.fingerprint["gpu_state_before"] = gpu_state(0)
         spent = {"gpu_state": time.perf_counter() - clock}
-        times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": [],
-                                         "cand_trial": []}  # fmt: skip
+        times: dict[str, list[float]] = {
+            "ref": [],
+            "ref_host": [],
+            "cand": [],
+            "cand_host": [],
+            "cand_wall": [],
+            "cand_trial": [],
+        }
         progress("gpu_wait")  # the trusted side takes the GPU's lock, on the candidate's behalf
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, grad_mode(cfg["no_grad"]):
             progress(Phase.TIMING.value)
@@ -664,8 +746,11 @@ class _Timing:
         if calls.failure is not None:
             failure = calls.failure
             if failure["diff"]:
-                self.guard.incorrect(failure["guard"], failure["evidence"],
-                                     "an output produced during the timed calls was wrong\n" + failure["diff"])  # fmt: skip
+                self.guard.incorrect(
+                    failure["guard"],
+                    failure["evidence"],
+                    "an output produced during the timed calls was wrong\n" + failure["diff"],
+                )
             self.guard.fire(failure["guard"], failure["evidence"])
         if calls.failure is None:
             self.guard.add(untimed)
@@ -678,7 +763,7 @@ class _Timing:
         if self.cfg["interleave"]:
             for trial in trials:
                 calls.draw(trial)
-                for role in (("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference")):
+                for role in ("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference"):
                     self._timed(role, trial, self._args(role, trial, calls), calls, times)
                 if calls.failure is not None and not self._only_reported(calls):
                     return
@@ -729,7 +814,7 @@ class _Timing:
         max_clock = (self.result.fingerprint.get("gpu") or {}).get("max_sm_clock_mhz")
         left, fresh, records = int(cfg["telemetry_remeasure"]), 100_000, []
         for start in range(0, len(trials), size):
-            batch = trials[start:start + size]
+            batch = trials[start : start + size]
             while True:
                 clock = time.perf_counter()
                 before = telemetry.sample(0)
@@ -766,15 +851,23 @@ class _Timing:
         from cudaforge.eval.timing import stop_early
 
         cfg = self.cfg
-        rule = {"min_trials": int(cfg.get("timing_min_trials", of)), "max_trials": of, "baseline": cfg["baseline"],
-                "statistic": cfg["speedup_statistic"]}  # fmt: skip
+        rule = {
+            "min_trials": int(cfg.get("timing_min_trials", of)),
+            "max_trials": of,
+            "baseline": cfg["baseline"],
+            "statistic": cfg["speedup_statistic"],
+        }
         halfwidth = float(cfg.get("timing_stop_halfwidth", 0.0))
         stopped = stop_early(times["ref"], times["cand"], halfwidth=halfwidth, **rule)
         walled = stop_early(times["ref"], times["cand_wall"], halfwidth=2 * halfwidth, **rule) if stopped else None
         if stopped is None or walled is None:
             return None
-        return {**stopped, "wall_halfwidth": walled["halfwidth"], "wall_target": walled["target"],
-                "on": "reported times and the verifier's wall clock, before the trace"}
+        return {
+            **stopped,
+            "wall_halfwidth": walled["halfwidth"],
+            "wall_target": walled["target"],
+            "on": "reported times and the verifier's wall clock, before the trace",
+        }
 
     def launch_inclusive(self, calls: Any) -> None:
         """The number KernelBench's harness and the CudaForge paper report, measured here on the same kernels: CUDA
@@ -786,8 +879,14 @@ class _Timing:
         if n <= 0:
             return
         main, self.stopwatch = self.stopwatch, _Stopwatch(self.device, False, 0.0)
-        times: dict[str, list[float]] = {"ref": [], "ref_host": [], "cand": [], "cand_host": [], "cand_wall": [],
-                                         "cand_trial": []}  # fmt: skip
+        times: dict[str, list[float]] = {
+            "ref": [],
+            "ref_host": [],
+            "cand": [],
+            "cand_host": [],
+            "cand_wall": [],
+            "cand_trial": [],
+        }
         try:
             with torch.cuda.device(self.device):
                 self._series([-50_002, -50_001] + [50_000 + k for k in range(n)], calls, times)  # 2 warm-ups, n kept
@@ -795,12 +894,23 @@ class _Timing:
             self.stopwatch = main
         if calls.failure is not None or not times["cand"]:
             return
-        s = speedup(times["ref"], times["cand"], self.cfg["baseline"], paired=bool(self.cfg["interleave"]),
-                    statistic=self.cfg["speedup_statistic"])  # fmt: skip
+        s = speedup(
+            times["ref"],
+            times["cand"],
+            self.cfg["baseline"],
+            paired=bool(self.cfg["interleave"]),
+            statistic=self.cfg["speedup_statistic"],
+        )
         median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-        self.result.launch_inclusive = {"reference_ms": median(times["ref"]), "candidate_ms": median(times["cand"]),
-                                        "speedup": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high, "trials": n,
-                                        "how": "CUDA events around each call, no timing lead, no L2 flush"}  # fmt: skip
+        self.result.launch_inclusive = {
+            "reference_ms": median(times["ref"]),
+            "candidate_ms": median(times["cand"]),
+            "speedup": s.median,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "trials": n,
+            "how": "CUDA events around each call, no timing lead, no L2 flush",
+        }
 
     def precision_probe(self) -> None:
         """The reference under TF32 and in bf16, each checked against the reference as timed on fresh inputs
@@ -811,7 +921,9 @@ class _Timing:
         main = precision.policy_name(cfg["tf32"])
         inputs = [self.fresh_inputs(70_000)]
         expected = [_clone_output(_call_reference(self.ref_model, _clone(x))) for x in inputs]
-        dtypes = [str(t.dtype).replace("torch.", "") for t in flatten_outputs(expected[0]) if isinstance(t, torch.Tensor)]
+        dtypes = [
+            str(t.dtype).replace("torch.", "") for t in flatten_outputs(expected[0]) if isinstance(t, torch.Tensor)
+        ]
         record = precision.policy_record(cfg["tf32"], dtypes)
         result.precision = record
         if not cfg["precision_probe"] or cfg["baseline"] != "eager":
@@ -859,8 +971,12 @@ class _Timing:
             if frozen:
                 self.cand.process.cont()
         allowed[main] = True
-        record.update(reference_solo_ms={k: round(v, 6) for k, v in solo.items()}, within_tolerance=allowed,
-                      same_bits_as_main=same, mismatch={k: v for k, v in errors.items() if v})  # fmt: skip
+        record.update(
+            reference_solo_ms={k: round(v, 6) for k, v in solo.items()},
+            within_tolerance=allowed,
+            same_bits_as_main=same,
+            mismatch={k: v for k, v in errors.items() if v},
+        )
         self.probe = precision.probe_tuple(main, record)
 
     def _solo(self, run: Callable[[list[Any]], Any]) -> float:
@@ -868,9 +984,19 @@ class _Timing:
         from cudaforge.eval.timing import time_one
 
         seed = secrets.randbits(40)
-        return time_one(run, trials=PRECISION_TRIALS, warmup=2, flush_l2=self.cfg["flush_l2"], device=self.device,
-                        lead_us=self.cfg["timing_lead_us"],
-                        make_args=lambda t: [self.fresh_inputs(seed + t)]).stats().median  # fmt: skip
+        return (
+            time_one(
+                run,
+                trials=PRECISION_TRIALS,
+                warmup=2,
+                flush_l2=self.cfg["flush_l2"],
+                device=self.device,
+                lead_us=self.cfg["timing_lead_us"],
+                make_args=lambda t: [self.fresh_inputs(seed + t)],
+            )
+            .stats()
+            .median
+        )
 
     def _under(self, policy: str, inputs: list[Any]) -> Any:
         from cudaforge.eval.precision import numerics
@@ -883,8 +1009,11 @@ class _Timing:
         candidate was loaded showed that this worker can."""
         probe = self.result.fingerprint.get("timed_trace_probe") or {}
         if not probe.get("trace_ok"):
-            self.trace_note = "untimed_work not checked: this worker cannot trace its calls (" + \
-                              str(probe.get("note") or "no probe")[:200] + ")"
+            self.trace_note = (
+                "untimed_work not checked: this worker cannot trace its calls ("
+                + str(probe.get("note") or "no probe")[:200]
+                + ")"
+            )
             return
         try:
             reply = self.cand._request({"op": "trace", "action": "start"})
@@ -905,9 +1034,14 @@ class _Timing:
         p, fingerprint = self.guard.policies, self.result.fingerprint
         if self.traced is None:
             if self.trace_note.startswith("failed: "):  # the probe traced, the candidate's process no longer does
-                return [p.found("untimed_work", "the timed calls could not be traced, although the same trace worked in "
-                                f"this process before the candidate was loaded ({self.trace_note[8:]}); do not start, "
-                                "stop or hold torch's profiler or CUPTI")]  # fmt: skip
+                return [
+                    p.found(
+                        "untimed_work",
+                        "the timed calls could not be traced, although the same trace worked in "
+                        f"this process before the candidate was loaded ({self.trace_note[8:]}); do not start, "
+                        "stop or hold torch's profiler or CUPTI",
+                    )
+                ]
             fingerprint.setdefault("guard_notes", []).append(self.trace_note)
             return []
         traced, self.traced = self.traced, None
@@ -917,9 +1051,15 @@ class _Timing:
             reply = {"note": failure.message}
         summary = checked_summary(reply.get("summary"), len(traced))
         if summary is None:
-            return [p.found("untimed_work", "the record of the timed calls could not be read (" +
-                            str(reply.get("note") or "a malformed summary")[:200] + "); do not start, stop or hold "
-                            "torch's profiler or CUPTI")]  # fmt: skip
+            return [
+                p.found(
+                    "untimed_work",
+                    "the record of the timed calls could not be read ("
+                    + str(reply.get("note") or "a malformed summary")[:200]
+                    + "); do not start, stop or hold "
+                    "torch's profiler or CUPTI",
+                )
+            ]
         spans = summary.pop("span_ms")
         raised = 0
         if summary["complete"]:
@@ -932,24 +1072,41 @@ class _Timing:
         fingerprint["timed_trace"] = summary
         found = []
         if not summary["complete"]:
-            found.append(p.found("untimed_work", f"the record of the timed calls is incomplete: {summary['why']} "
-                                 f"({summary['windows']} of the {len(traced)} calls delimited, {summary['events']} device "
-                                 "activities); do not call torch.cuda._sleep, start or stop a profiler, or launch more "
-                                 "than a few thousand kernels per call"))  # fmt: skip
+            found.append(
+                p.found(
+                    "untimed_work",
+                    f"the record of the timed calls is incomplete: {summary['why']} "
+                    f"({summary['windows']} of the {len(traced)} calls delimited, {summary['events']} device "
+                    "activities); do not call torch.cuda._sleep, start or stop a profiler, or launch more "
+                    "than a few thousand kernels per call",
+                )
+            )
         if summary["escaped"]:
-            found.append(p.found("untimed_work", (
-                f"in {summary['escaped']} of {len(traced)} timed calls, device work ran outside the timed region: up to "
-                f"{summary['early_us']:.1f} us before the start event and {summary['late_us']:.1f} us after the end "
-                "event (the device's own timestamps, every stream). Work launched on another stream and not joined back "
-                "to the current stream is not in the call's time; make the current stream wait for every stream you "
-                "use (torch.cuda.current_stream().wait_stream(s)) before forward returns, or use the current stream.")))  # fmt: skip
+            found.append(
+                p.found(
+                    "untimed_work",
+                    (
+                        f"in {summary['escaped']} of {len(traced)} timed calls, device work ran outside the timed region: up to "
+                        f"{summary['early_us']:.1f} us before the start event and {summary['late_us']:.1f} us after the end "
+                        "event (the device's own timestamps, every stream). Work launched on another stream and not joined back "
+                        "to the current stream is not in the call's time; make the current stream wait for every stream you "
+                        "use (torch.cuda.current_stream().wait_stream(s)) before forward returns, or use the current stream."
+                    ),
+                )
+            )
         if summary["outside"]:
             names = ", ".join(f"{name} ({us:.1f} us)" for name, us in summary["outside"])
-            found.append(p.found("untimed_work", (
-                f"kernels ran between the timed calls, outside any call ({summary['outside_us']:.1f} us: {names}; "
-                "their time is charged to the call before them): work launched from another thread, a hook, a signal "
-                "handler or a callback is not in any call's time. Do all the work inside forward, on the calling "
-                "thread.")))  # fmt: skip
+            found.append(
+                p.found(
+                    "untimed_work",
+                    (
+                        f"kernels ran between the timed calls, outside any call ({summary['outside_us']:.1f} us: {names}; "
+                        "their time is charged to the call before them): work launched from another thread, a hook, a signal "
+                        "handler or a callback is not in any call's time. Do all the work inside forward, on the calling "
+                        "thread."
+                    ),
+                )
+            )
         return found
 
     def _timed(self, role: str, trial: int, inputs: list[Any], calls: Any, times: dict[str, list[float]]) -> None:
@@ -988,8 +1145,10 @@ class _Timing:
         numbers: dict[str, Any] = {"calls": calls}
         free = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
         if free is not None and 2 * calls * per_call > free:  # the arena, and this side's inputs and outputs
-            numbers["note"] = (f"not run: two calls' inputs and outputs ({2 * per_call / 2**30:.1f} GiB) twice over "
-                               f"exceed the GPU's free memory ({free / 2**30:.1f} GiB); the reported time is unchecked")
+            numbers["note"] = (
+                f"not run: two calls' inputs and outputs ({2 * per_call / 2**30:.1f} GiB) twice over "
+                f"exceed the GPU's free memory ({free / 2**30:.1f} GiB); the reported time is unchecked"
+            )
             self.result.fingerprint.setdefault("guard_notes", []).append("timing cross-check " + numbers["note"])
             return numbers
         arena = self.cand.ensure_arena(calls * per_call + (1 << 20))
@@ -1005,7 +1164,7 @@ class _Timing:
         # lead (or the slack, when larger) cannot tell a host-bound honest kernel from a lie
         allowed = max(p.threshold("crosscheck_slack_ms"), self.stopwatch.lead_us / 1e3)
         round_ = 0
-        for attempt in range(1 + CROSSCHECK_RETRIES):
+        for attempt in range(1 + CROSSCHECK_RETRIES):  # noqa: B007 (read after the loop)
             for _ in range(CROSSCHECK_ROUNDS):
                 batch = [self.fresh_inputs(20_000 + 100 * round_ + k) for k in range(calls)]
                 round_ += 1
@@ -1020,7 +1179,9 @@ class _Timing:
                 encoded = [encode(list(x), arena.put) for x in batch]
                 _sync(self.device)
                 started = time.perf_counter()
-                reply = self.cand._request({"op": "batch", "inputs": encoded, "out_offset": -(-arena._next // 256) * 256})
+                reply = self.cand._request(
+                    {"op": "batch", "inputs": encoded, "out_offset": -(-arena._next // 256) * 256}
+                )
                 cand_walls.append(time.perf_counter() - started)
                 self._check_batch(reply.get("outputs"), expected, calls)
             candidate_ms = max(0.0, min(cand_walls) - self.cand.process.rtt_s) * 1e3 / calls
@@ -1032,9 +1193,14 @@ class _Timing:
                 break
             # Another process's work on this GPU (a profiler's replays, another program) can slow a whole batch; a
             # shortened time stays short however often it is measured, so the guard fires only if it persists.
-        numbers.update(candidate_observed_ms=round(candidate_ms, 5), candidate_reported_ms=round(reported, 5),
-                       reference_observed_ms=round(ref_wall, 5), reference_event_ms=round(reference_reported, 5),
-                       round_trip_ms=round(self.cand.process.rtt_s * 1e3, 4), rounds=round_)  # fmt: skip
+        numbers.update(
+            candidate_observed_ms=round(candidate_ms, 5),
+            candidate_reported_ms=round(reported, 5),
+            reference_observed_ms=round(ref_wall, 5),
+            reference_event_ms=round(reference_reported, 5),
+            round_trip_ms=round(self.cand.process.rtt_s * 1e3, 4),
+            rounds=round_,
+        )
         numbers.update(unexplained_ms=round(gap, 5), allowed_ms=round(allowed, 5), exchange_ms=round(exchange, 5))
         if firing:
             numbers["evidence"] = (
@@ -1044,7 +1210,8 @@ class _Timing:
                 f"time (allowed: {allowed:.4f} ms), in each of {attempt + 1} measurements. The timing was shortened "
                 "inside the candidate's process (patched events or timers, work on other streams or threads, work done "
                 "before the timed region), or a call leaves state behind that slows the next one down. Time nothing "
-                "yourself; do all the work inside forward.")  # fmt: skip
+                "yourself; do all the work inside forward."
+            )
         return numbers
 
     def _reference_through_arena(self, arena: Arena, batch: list[list[Any]]) -> tuple[list[Any], float]:
@@ -1088,24 +1255,31 @@ class _Timing:
                 self.reported_wrong(f"cross-check call {k} of {calls}: a wrong output", diff or mismatch.summary())
                 continue
             if diff or mismatch is not None:
-                self.guard.incorrect("timed_output", f"cross-check call {k} of {calls}: an output produced during a "
-                                     "batch of back-to-back calls was wrong (results must not depend on earlier calls, and "
-                                     "every call must finish its work before the batch answers)",
-                                     "an output of the timing cross-check was wrong\n" + (diff or mismatch.summary()))  # fmt: skip
+                self.guard.incorrect(
+                    "timed_output",
+                    f"cross-check call {k} of {calls}: an output produced during a "
+                    "batch of back-to-back calls was wrong (results must not depend on earlier calls, and "
+                    "every call must finish its work before the batch answers)",
+                    "an output of the timing cross-check was wrong\n" + (diff or mismatch.summary()),
+                )
 
     def kernel_share(self) -> dict[str, Any] | None:
         """The profiler's split of the candidate's GPU time, as the worker reports it (a second-line guard)."""
         encoded, _ = self.cand.put_inputs(self.fresh_inputs(-10_000), self.trials.out_bytes)
         try:
-            reply = self.cand._request({"op": "share", "inputs": encoded, "source": self.source, "calls": PROFILED_CALLS})
+            reply = self.cand._request(
+                {"op": "share", "inputs": encoded, "source": self.source, "calls": PROFILED_CALLS}
+            )
         except _Failure as failure:
             self.result.fingerprint.setdefault("guard_notes", []).append(
-                f"profiler share unavailable: {failure.status.value}: {failure.message}"[:300])
+                f"profiler share unavailable: {failure.status.value}: {failure.message}"[:300]
+            )
             return None
         share = reply.get("share")
         if not isinstance(share, dict) or not {"own_ms", "library_ms", "library_share", "library"} <= set(share):
-            self.result.fingerprint.setdefault("guard_notes", []).append(str(reply.get("note") or
-                                                                             "profiler share unavailable")[:300])
+            self.result.fingerprint.setdefault("guard_notes", []).append(
+                str(reply.get("note") or "profiler share unavailable")[:300]
+            )
             return None
         return share
 
@@ -1120,8 +1294,13 @@ class _Timing:
         clock = time.perf_counter()
         result.reference_timing = summarize(times["ref"])
         result.candidate_timing = summarize(times["cand"])
-        result.speedup = speedup(times["ref"], times["cand"], cfg["baseline"], paired=bool(cfg["interleave"]),
-                                 statistic=cfg["speedup_statistic"])  # fmt: skip
+        result.speedup = speedup(
+            times["ref"],
+            times["cand"],
+            cfg["baseline"],
+            paired=bool(cfg["interleave"]),
+            statistic=cfg["speedup_statistic"],
+        )
         result.speedup.precision = precision_policy_name(cfg["tf32"])
         if self.probe is not None:
             main, solo, allowed = self.probe
@@ -1131,11 +1310,15 @@ class _Timing:
                 result.precision["speedups_note"] = str(exc)[:200]
         peaks = peak_rates(torch.cuda.get_device_name(self.device))
         cost = task_cost(self.ref_module, seed=cfg["seed"])
-        result.fingerprint["roofline"] = make_roofline(cost, peaks, result.candidate_timing.median, "evaluator").to_dict()
+        result.fingerprint["roofline"] = make_roofline(
+            cost, peaks, result.candidate_timing.median, "evaluator"
+        ).to_dict()
         median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-        result.fingerprint["host_ms_median"] = {"reference": median(times["ref_host"]),
-                                                "candidate": median(times["cand_host"]),
-                                                "candidate_verifier_wall": median(times["cand_wall"])}  # fmt: skip
+        result.fingerprint["host_ms_median"] = {
+            "reference": median(times["ref_host"]),
+            "candidate": median(times["cand_host"]),
+            "candidate_verifier_wall": median(times["cand_wall"]),
+        }
         found = []
         if crosscheck is not None:
             result.fingerprint["timing_crosscheck"] = {k: v for k, v in crosscheck.items() if k != "evidence"}
@@ -1146,18 +1329,26 @@ class _Timing:
             during = result.reference_timing.median
             excess = during - solo
             if excess > p.threshold("reference_slowdown_tolerance") * solo and excess > 0.005:
-                found.append(p.found("reference_slowdown", (
-                    f"the reference took {during:.4f} ms (median) while the candidate's process existed, against "
-                    f"{solo:.4f} ms measured before any candidate code was loaded: something of the candidate's kept the "
-                    "GPU busy while the reference ran (work left queued, or other processes). Leave no work running "
-                    "after forward returns.")))  # fmt: skip
-        evidence = guards.hidden_work(times["ref"], times["ref_host"], times["cand"], times["cand_host"],
-                                      p.threshold("hidden_work_ms"))  # fmt: skip
+                found.append(
+                    p.found(
+                        "reference_slowdown",
+                        (
+                            f"the reference took {during:.4f} ms (median) while the candidate's process existed, against "
+                            f"{solo:.4f} ms measured before any candidate code was loaded: something of the candidate's kept the "
+                            "GPU busy while the reference ran (work left queued, or other processes). Leave no work running "
+                            "after forward returns."
+                        ),
+                    )
+                )
+        evidence = guards.hidden_work(
+            times["ref"], times["ref_host"], times["cand"], times["cand_host"], p.threshold("hidden_work_ms")
+        )
         if evidence:
             found.append(p.found("hidden_work", evidence))
         l2 = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or 0)
-        evidence, numbers = guards.speed_of_light(cost, peaks, result.candidate_timing.median,
-                                                  p.threshold("speed_of_light_margin"), l2)  # fmt: skip
+        evidence, numbers = guards.speed_of_light(
+            cost, peaks, result.candidate_timing.median, p.threshold("speed_of_light_margin"), l2
+        )
         result.fingerprint["speed_of_light"] = numbers
         if evidence:
             found.append(p.found("speed_of_light", evidence))
@@ -1181,18 +1372,26 @@ def _before_candidate(ref_model, ref_module, cand: Candidate, device, cfg, resul
     seed = secrets.randbits(40)
     try:
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), grad_mode(cfg["no_grad"]):
-            times = time_one(ref_model, trials=SOLO_TRIALS, warmup=3, flush_l2=cfg["flush_l2"], device=device,
-                             make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
-                             lead_us=cfg["timing_lead_us"])  # fmt: skip
+            times = time_one(
+                ref_model,
+                trials=SOLO_TRIALS,
+                warmup=3,
+                flush_l2=cfg["flush_l2"],
+                device=device,
+                make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
+                lead_us=cfg["timing_lead_us"],
+            )
             result.fingerprint["reference_solo_ms"] = sorted(times.event_ms)[len(times.event_ms) // 2]
             try:
                 _exchange_cost(ref_model, ref_module, cand, device, cfg, result, seed)
             except (_Failure, ArenaError, RuntimeError) as exc:  # the cross-check then stands on the reference's path
                 result.fingerprint.setdefault("guard_notes", []).append(
-                    f"the cross-check's exchange path was not measured: {exc}"[:300])
+                    f"the cross-check's exchange path was not measured: {exc}"[:300]
+                )
     except GpuLockTimeout:
         result.fingerprint.setdefault("guard_notes", []).append(
-            "reference_slowdown not checked: the GPU was busy when the reference would have been timed alone")
+            "reference_slowdown not checked: the GPU was busy when the reference would have been timed alone"
+        )
     except Exception as exc:  # noqa: BLE001 - the reference's own failure shows in correctness
         result.fingerprint.setdefault("guard_notes", []).append(f"reference not timed alone: {type(exc).__name__}")
 
@@ -1204,9 +1403,11 @@ def _probe_trace(cand: Candidate, result: EvalResult) -> None:
         reply = cand._request({"op": "trace", "action": "probe"})
     except _Failure as failure:
         reply = {"trace_ok": False, "note": failure.message}
-    result.fingerprint["timed_trace_probe"] = {"trace_ok": reply.get("trace_ok") is True,
-                                               "note": str(reply.get("note") or "")[:300],
-                                               "probe_s": _finite(reply.get("probe_s"))}  # fmt: skip
+    result.fingerprint["timed_trace_probe"] = {
+        "trace_ok": reply.get("trace_ok") is True,
+        "note": str(reply.get("note") or "")[:300],
+        "probe_s": _finite(reply.get("probe_s")),
+    }
 
 
 def _exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult, seed: int) -> None:
@@ -1230,7 +1431,9 @@ def _exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: 
         encoded = [encode(list(inputs), arena.put) for _ in range(calls)]
         _sync(device)
         started = time.perf_counter()
-        cand._request({"op": "exchange", "inputs": encoded, "outputs": shaped, "out_offset": -(-arena._next // 256) * 256})
+        cand._request(
+            {"op": "exchange", "inputs": encoded, "outputs": shaped, "out_offset": -(-arena._next // 256) * 256}
+        )
         best = min(best, time.perf_counter() - started)
     result.fingerprint["timing_crosscheck_exchange_ms"] = round(max(0.0, best - cand.process.rtt_s) * 1e3 / calls, 5)
 
@@ -1244,9 +1447,12 @@ def _quota_said(message: str, cfg: dict[str, Any]) -> str:
     (the host's own disk can be full too)."""
     if not _OVER_QUOTA.search(message[-20000:]):
         return message
-    return (message + f"\n(a write was refused for space: the candidate may write {float(cfg.get('sandbox_scratch_gb', 0)):g} "
-            f"GB and {int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp, "
-            "eval.sandbox_scratch_gb and eval.sandbox_scratch_files; write less, or keep it in memory)")
+    return (
+        message
+        + f"\n(a write was refused for space: the candidate may write {float(cfg.get('sandbox_scratch_gb', 0)):g} "
+        f"GB and {int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp, "
+        "eval.sandbox_scratch_gb and eval.sandbox_scratch_files; write less, or keep it in memory)"
+    )
 
 
 def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalResult) -> None:
@@ -1256,17 +1462,24 @@ def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalR
     if not late:
         return
     seconds = sum(max(0.0, float(r.seconds)) for r in late)
-    result.fingerprint["builds_after_compile"] = {"count": len(late), "seconds": round(seconds, 3),
-                                                  "cached": sum(bool(r.cached) for r in late)}  # fmt: skip
+    result.fingerprint["builds_after_compile"] = {
+        "count": len(late),
+        "seconds": round(seconds, 3),
+        "cached": sum(bool(r.cached) for r in late),
+    }
     compile_at = next((i for i, p in enumerate(phases) if p.phase is Phase.COMPILE), None)
     if compile_at is None:
         return
-    for record in phases[compile_at + 1:]:  # the first later phase long enough to have made them
+    for record in phases[compile_at + 1 :]:  # the first later phase long enough to have made them
         if record.seconds >= seconds:
             record.seconds -= seconds
             phases[compile_at].seconds += seconds
-            phases[compile_at].message = "; ".join(filter(None, [
-                phases[compile_at].message, f"{len(late)} build(s) at run time, {seconds:.2f} s, counted here"]))
+            phases[compile_at].message = "; ".join(
+                filter(
+                    None,
+                    [phases[compile_at].message, f"{len(late)} build(s) at run time, {seconds:.2f} s, counted here"],
+                )
+            )
             return
 
 
@@ -1318,7 +1531,9 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
                     torch.cuda.synchronize()
                     warm(device)  # the output screen's first launch (Triton's once-per-process costs)
                     if "process" in _PREPARED and _PREPARED["process"].hello:
-                        seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(_PREPARED["process"].scratch) / "triton")
+                        seed_trusted_stubs(
+                            os.environ.get("TRITON_CACHE_DIR"), Path(_PREPARED["process"].scratch) / "triton"
+                        )
                         _PREPARED["process"].request({"op": "cuda"}, timeout_s=60.0)
                     cuda_ready = True
                 break
@@ -1347,8 +1562,16 @@ JIT_AHEAD_MIN_S = 20.0
 took about 8 s on an H200)."""
 
 
-def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProcess, device: torch.device,
-               cfg: dict[str, Any], timeout_s: float, build: bool) -> dict[str, Any] | None:
+def _jit_ahead(
+    source: str,
+    task: Task,
+    init: list[Any],
+    process: CandidateProcess,
+    device: torch.device,
+    cfg: dict[str, Any],
+    timeout_s: float,
+    build: bool,
+) -> dict[str, Any] | None:
     """For a candidate in a JIT language that can be built ahead (Triton, TileLang; None for any other): how many
     compiled kernels its worker's cache of that language held after the candidate's import (what the CPU pool or
     an earlier evaluation built ahead, plus what the worker warmed with) and after the compile phase, as counted
@@ -1381,13 +1604,22 @@ def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProce
             raise ValueError(f"no JIT target for compute capability {major}.{minor}")
         ref = load_module(task.source, f"_cudaforge_jit_inputs_{task.source_hash[:12]}")
         sys.modules.pop(ref.__name__, None)
-        request = {"op": "prebuild", "language": name, "init": specs(init), "target": target, "seed": cfg["seed"],
-                   "inputs": input_sets(ref, task.input_variants if cfg["check_variants"] else (),
-                                        seed=cfg["seed"] * 1000),
-                   "timeout_s": timeout_s - 10.0}  # fmt: skip
+        request = {
+            "op": "prebuild",
+            "language": name,
+            "init": specs(init),
+            "target": target,
+            "seed": cfg["seed"],
+            "inputs": input_sets(ref, task.input_variants if cfg["check_variants"] else (), seed=cfg["seed"] * 1000),
+            "timeout_s": timeout_s - 10.0,
+        }
     except Exception as exc:  # noqa: BLE001 - the task's own code under fake tensors: anything may raise
-        record.update(kernels=[], kernels_after=record["kernels_seeded"], error=str(exc)[:300],
-                      note=f"{name} kernels not compiled ahead: {str(exc)[:200]}")  # fmt: skip
+        record.update(
+            kernels=[],
+            kernels_after=record["kernels_seeded"],
+            error=str(exc)[:300],
+            note=f"{name} kernels not compiled ahead: {str(exc)[:200]}",
+        )
         return record
     try:
         reply = process.request(request, timeout_s=timeout_s - 5.0)
@@ -1395,10 +1627,17 @@ def _jit_ahead(source: str, task: Task, init: list[Any], process: CandidateProce
         raise _Failure(EvalStatus(failure.status), failure.message) from None
     kernels = reported_kernels(reply)
     error = reply.get("error") if isinstance(reply.get("error"), str) else ""
-    record.update(kernels=kernels, error=error[:300], kernels_after=count_kernels(cache, marks),
-                  seconds=reply.get("seconds") if isinstance(reply.get("seconds"), (int, float)) else None)
-    record["note"] = (f"{name} kernels compiled ahead: {', '.join(kernels)}" if kernels
-                      else f"no {name} kernel compiled ahead" + (f" ({error[:200]})" if error else ""))  # fmt: skip
+    record.update(
+        kernels=kernels,
+        error=error[:300],
+        kernels_after=count_kernels(cache, marks),
+        seconds=reply.get("seconds") if isinstance(reply.get("seconds"), (int, float)) else None,
+    )
+    record["note"] = (
+        f"{name} kernels compiled ahead: {', '.join(kernels)}"
+        if kernels
+        else f"no {name} kernel compiled ahead" + (f" ({error[:200]})" if error else "")
+    )
     return record
 
 
@@ -1444,8 +1683,8 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
 
 def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
     from cudaforge.eval.build import BuildSettings
-    from cudaforge.eval.build.intercept import serve_build_counted
     from cudaforge.eval.build.deferred import reported_misses, reported_sites
+    from cudaforge.eval.build.intercept import serve_build_counted
     from cudaforge.eval.fingerprint import environment_fingerprint
 
     started = time.perf_counter()
@@ -1473,8 +1712,11 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
     def enter(phase: Phase, announce: bool = True) -> float:
         nonlocal phase_started
         phase_started = time.monotonic()
-        phase_budget[0] = {Phase.COMPILE: cfg["compile_timeout_s"], Phase.CORRECTNESS: cfg["correctness_timeout_s"],
-                           Phase.TIMING: cfg["timing_timeout_s"]}[phase]  # fmt: skip
+        phase_budget[0] = {
+            Phase.COMPILE: cfg["compile_timeout_s"],
+            Phase.CORRECTNESS: cfg["correctness_timeout_s"],
+            Phase.TIMING: cfg["timing_timeout_s"],
+        }[phase]
         return rec.start(phase) if announce else time.perf_counter()
 
     phase, t = Phase.COMPILE, time.perf_counter()
@@ -1493,8 +1735,20 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         elif not process.hello:
             process.wait_hello(cfg["static_timeout_s"])
         status = process.sandbox_status()
-        result.fingerprint["sandbox"] = {k: status.get(k) for k in (
-            "uid", "capabilities", "namespaces", "landlock", "pids_max", "kill_all", "missing", "notes", "mode")}
+        result.fingerprint["sandbox"] = {
+            k: status.get(k)
+            for k in (
+                "uid",
+                "capabilities",
+                "namespaces",
+                "landlock",
+                "pids_max",
+                "kill_all",
+                "missing",
+                "notes",
+                "mode",
+            )
+        }
         result.fingerprint["sandbox_summary"] = process.sandbox_line()
         cand = Candidate(process, device, remaining, notes)
         ref_module = load_module(task.source, REFERENCE_MODULE)
@@ -1505,9 +1759,14 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             _before_candidate(ref_model, ref_module, cand, device, cfg, result)
             _probe_trace(cand, result)
         t = enter(phase)
-        settings = BuildSettings.from_dict({**payload["build"], "sandbox": cfg["sandbox"],
-                                            "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True)),
-                                            "allow_weak_sandbox": bool(cfg.get("allow_weak_sandbox", False))})
+        settings = BuildSettings.from_dict(
+            {
+                **payload["build"],
+                "sandbox": cfg["sandbox"],
+                "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True)),
+                "allow_weak_sandbox": bool(cfg.get("allow_weak_sandbox", False)),
+            }
+        )
 
         def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
             return serve_build_counted(inputs, process.builds, settings, process.scratch, process.sandbox.uid)
@@ -1523,13 +1782,25 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
                 seed_own_jit_cache(store, Path(process.scratch) / language.jit_cache)
         loaded: dict[str, Any] = {}
         try:
-            loaded = process.request({"op": "load", "source": source, "module": CANDIDATE_MODULE_PREFIX + digest,
-                             "build": settings.to_dict(), "tf32": cfg["tf32"], "deterministic": cfg["deterministic"],
-                             "no_grad": cfg["no_grad"]}, timeout_s=remaining(), on_build=on_build)  # fmt: skip
+            loaded = process.request(
+                {
+                    "op": "load",
+                    "source": source,
+                    "module": CANDIDATE_MODULE_PREFIX + digest,
+                    "build": settings.to_dict(),
+                    "tf32": cfg["tf32"],
+                    "deterministic": cfg["deterministic"],
+                    "no_grad": cfg["no_grad"],
+                },
+                timeout_s=remaining(),
+                on_build=on_build,
+            )
         except WorkerFailure as failure:
             failed = [r for r in process.builds if r.status == "failed"]
             if failure.status == "compile_error" and failed:  # our own log, not the worker's account of it
-                raise _Failure(EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + failed[0].log_trimmed) from None
+                raise _Failure(
+                    EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + failed[0].log_trimmed
+                ) from None
             raise _Failure(EvalStatus(failure.status), failure.message) from None
         finally:
             result.compile_log = cap_text("".join(r.log for r in process.builds))  # the result stays readable
@@ -1552,7 +1823,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             jit = _jit_ahead(source, task, init, process, device, cfg, remaining(), build)
             if jit:
                 result.fingerprint["jit_ahead"] = jit
-                compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))  # fmt: skip
+                compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))
         rec.end(phase, t, message=compile_note)
         builds_at_compile = len(process.builds)
         phase = Phase.CORRECTNESS
@@ -1574,8 +1845,9 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             result.timing_unavailable_reason = "no GPU: correctness was checked on the CPU; timing needs a GPU"
             if result.fingerprint.get("inputs_variant") == "small":
                 weights_text += ", on the task's 'small' inputs (its own are sized for a GPU)"
-            result.message = (f"correct on {result.trials_passed} CPU trials ({weights_text}); "
-                              f"{result.timing_unavailable_reason}")  # fmt: skip
+            result.message = (
+                f"correct on {result.trials_passed} CPU trials ({weights_text}); {result.timing_unavailable_reason}"
+            )
         else:
             phase = Phase.TIMING
             t = enter(phase)
@@ -1611,13 +1883,17 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
                     jit = result.fingerprint.get("jit_ahead")
                     if isinstance(jit, dict) and languages.get(jit["language"]).jit_cache:
                         language = languages.get(jit["language"])
-                        jit["kernels_at_end"] = count_kernels(Path(process.scratch) / language.jit_cache,
-                                                              language.jit_kernel_marks)
+                        jit["kernels_at_end"] = count_kernels(
+                            Path(process.scratch) / language.jit_cache, language.jit_kernel_marks
+                        )
                     new_store = False
                     for folder, store in own_caches.items():
                         existed = store.exists()
-                        keep_own_jit_cache(Path(process.scratch) / folder, store, next(
-                            lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder))
+                        keep_own_jit_cache(
+                            Path(process.scratch) / folder,
+                            store,
+                            next(lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder),
+                        )
                         new_store = new_store or (not existed and store.exists())
                     if new_store:  # what was kept counts in the cache's size limit like a build (a later keep of
                         _evict(payload["build"])  # the same source adds at most to its own capped store)
@@ -1631,6 +1907,8 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         _count_late_builds(process.builds[builds_at_compile:], rec.phases, result)
     result.phases = rec.phases
     result.seconds = time.perf_counter() - started
-    result.fingerprint["verifier_s"] = {"total": round(result.seconds, 4),
-                                        "tail": round(time.perf_counter() - tail_started, 4)}
+    result.fingerprint["verifier_s"] = {
+        "total": round(result.seconds, 4),
+        "tail": round(time.perf_counter() - tail_started, 4),
+    }
     return result.to_dict()

@@ -15,8 +15,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 def mermaid() -> str:
     """The Mermaid source of the loop's graph (the routes do not depend on the services)."""
-    services = LoopServices(task=None, coder=None, judge=None, evaluator=None, store=None, ledger=None,
-                            strategy=get_strategy("cudaforge"))  # fmt: skip
+    services = LoopServices(
+        task=None, coder=None, judge=None, evaluator=None, store=None, ledger=None, strategy=get_strategy("cudaforge")
+    )
     return build_graph(services).get_graph().draw_mermaid()
 
 

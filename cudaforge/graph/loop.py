@@ -18,19 +18,19 @@ finished step and a resume asks again. A refused request (``LLMRequestError``) e
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
 from cudaforge.agents.coder import Coder
-from cudaforge.eval.bounded import cap_strings, cap_text
 from cudaforge.agents.judge import Judge
-from cudaforge.types import Feedback, JudgeMode
+from cudaforge.eval.bounded import cap_strings, cap_text
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError, LLMUnavailable
-from cudaforge.types import EvalResult, EvalStatus, RoundRecord, Task, TaskResult, source_hash
 from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE
+from cudaforge.types import EvalResult, EvalStatus, Feedback, JudgeMode, RoundRecord, Task, TaskResult, source_hash
 
 STORED_TEXT_LIMIT = 1 << 20
 """Characters of any one text (a reply, a prompt, a log, a message) a round's files keep: above any reply the agents
@@ -160,9 +160,18 @@ class LoopServices:
 def initial_state() -> LoopState:
     """The state a task starts from."""
     return LoopState(
-        round=0, mode="first_attempt", pending=None, kernel=None, evaluated={}, feedback=None, history=[],
-        best=None, seconds={}, active_s=0.0, stop_reason=None,
-    )  # fmt: skip
+        round=0,
+        mode="first_attempt",
+        pending=None,
+        kernel=None,
+        evaluated={},
+        feedback=None,
+        history=[],
+        best=None,
+        seconds={},
+        active_s=0.0,
+        stop_reason=None,
+    )
 
 
 def _add(seconds: dict[str, float], **parts: float) -> dict[str, float]:
@@ -170,7 +179,6 @@ def _add(seconds: dict[str, float], **parts: float) -> dict[str, float]:
     for key, value in parts.items():
         out[key] = out.get(key, 0.0) + value
     return out
-
 
 
 class _Nodes:
@@ -208,8 +216,11 @@ class _Nodes:
         if s.memory_rounds <= 0 or not history:
             return s.coder, s.judge, ""
         summary = history_summary(history, s.memory_rounds)
-        return (replace(s.coder, llm=WithHistory(s.coder.llm, summary)),
-                replace(s.judge, llm=WithHistory(s.judge.llm, summary)), summary)  # fmt: skip
+        return (
+            replace(s.coder, llm=WithHistory(s.coder.llm, summary)),
+            replace(s.judge, llm=WithHistory(s.judge.llm, summary)),
+            summary,
+        )
 
     # -------------------------------------------------------------- nodes
 
@@ -244,9 +255,14 @@ class _Nodes:
         except LLMError as exc:
             record.status, record.message = "llm_error", cap_text(str(exc), STATE_TEXT_LIMIT)
             elapsed = time.monotonic() - started
-            return {"round": number, "pending": None, "history": [*state["history"], record.to_dict()],
-                    "stop_reason": f"llm_error: {record.message}", "active_s": state["active_s"] + elapsed,
-                    "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
+            return {
+                "round": number,
+                "pending": None,
+                "history": [*state["history"], record.to_dict()],
+                "stop_reason": f"llm_error: {record.message}",
+                "active_s": state["active_s"] + elapsed,
+                "seconds": _add(state["seconds"], llm=elapsed),
+            }
         update: LoopState = {"round": number, "pending": None}
         if result is not None:
             stored = cap_strings({**result.to_dict(), "memory": memory}, STORED_TEXT_LIMIT)
@@ -283,13 +299,26 @@ class _Nodes:
         ci = [result.speedup.ci_low, result.speedup.ci_high] if result.speedup else None
         best = state.get("best")
         if result.correct and (best is None or (speedup or 0) > (best.get("speedup") or 0)):
-            best = {"round": number, "hash": digest, "speedup": speedup, "speedup_ci": ci,
-                    "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
-                    "reference_ms": result.reference_timing.median if result.reference_timing else None,
-                    "measurement": result.measurement()}
+            best = {
+                "round": number,
+                "hash": digest,
+                "speedup": speedup,
+                "speedup_ci": ci,
+                "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
+                "reference_ms": result.reference_timing.median if result.reference_timing else None,
+                "measurement": result.measurement(),
+            }
         ok = result.status in (EvalStatus.CORRECT, EvalStatus.COMPILED)
-        s.on_event({"event": "evaluated", "task_id": s.task.id, "round": number, "status": result.status.value,
-                    "speedup": speedup, "best": best})  # fmt: skip
+        s.on_event(
+            {
+                "event": "evaluated",
+                "task_id": s.task.id,
+                "round": number,
+                "status": result.status.value,
+                "speedup": speedup,
+                "best": best,
+            }
+        )
         elapsed = time.monotonic() - started
         return {
             "kernel": digest,
@@ -298,13 +327,23 @@ class _Nodes:
             "mode": "optimize" if ok else "repair",
             "feedback": None,
             "best": best,
-            "history": self._record(state, status=result.status.value, speedup=speedup, speedup_ci=ci,
-                                    message=result.message[:2000], reused_evaluation=reused),
+            "history": self._record(
+                state,
+                status=result.status.value,
+                speedup=speedup,
+                speedup_ci=ci,
+                message=result.message[:2000],
+                reused_evaluation=reused,
+            ),
             "active_s": state["active_s"] + elapsed,
-            "seconds": _add(state["seconds"], compile=phases.get("compile", 0.0),
-                            correctness=phases.get("correctness", 0.0), timing=phases.get("timing", 0.0),
-                            gpu_lock_wait=lock_wait),
-        }  # fmt: skip
+            "seconds": _add(
+                state["seconds"],
+                compile=phases.get("compile", 0.0),
+                correctness=phases.get("correctness", 0.0),
+                timing=phases.get("timing", 0.0),
+                gpu_lock_wait=lock_wait,
+            ),
+        }
 
     def profile(self, state: LoopState) -> LoopState:
         started = time.monotonic()
@@ -351,9 +390,16 @@ class _Nodes:
             if result.correct or result.status is EvalStatus.COMPILED:
                 profile = s.store.read_json(None, f"profile_{digest}.json") if self._profiled(digest) else None
                 metrics = (profile or {}).get("judge_metrics") or {}
-                verdict = judge.optimization(s.task, kernel, result, gpu=s.gpu_spec, metrics=metrics,
-                                               metric_set=s.metric_set, kernels=(profile or {}).get("kernels"),
-                                               **meta)  # fmt: skip
+                verdict = judge.optimization(
+                    s.task,
+                    kernel,
+                    result,
+                    gpu=s.gpu_spec,
+                    metrics=metrics,
+                    metric_set=s.metric_set,
+                    kernels=(profile or {}).get("kernels"),
+                    **meta,
+                )
             else:
                 verdict = judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
         except EmptyReply as exc:
@@ -362,23 +408,29 @@ class _Nodes:
             raise  # fatal for the run, or an outage that leaves the task unfinished, as in the Coder's step
         except LLMError as exc:
             elapsed = time.monotonic() - started
-            return {"stop_reason": cap_text(f"llm_error: {exc}", STATE_TEXT_LIMIT),
-                    "active_s": state["active_s"] + elapsed,
-                    "seconds": _add(state["seconds"], llm=elapsed)}  # fmt: skip
+            return {
+                "stop_reason": cap_text(f"llm_error: {exc}", STATE_TEXT_LIMIT),
+                "active_s": state["active_s"] + elapsed,
+                "seconds": _add(state["seconds"], llm=elapsed),
+            }
         feedback = None
         if verdict is not None:
-            s.store.write_json(state["round"], JUDGE_FILE, cap_strings({**verdict.to_dict(), "memory": memory},
-                                                                       STORED_TEXT_LIMIT))  # fmt: skip
+            s.store.write_json(
+                state["round"], JUDGE_FILE, cap_strings({**verdict.to_dict(), "memory": memory}, STORED_TEXT_LIMIT)
+            )
             feedback = cap_strings(verdict.feedback.to_dict(), STATE_TEXT_LIMIT) if verdict.ok else None
             failure = cap_text(verdict.failure, STATE_TEXT_LIMIT)
         elapsed = time.monotonic() - started
         return {
             "feedback": feedback,
-            "history": self._record(state, judge_mode=verdict.mode.value if verdict else None,
-                                    feedback=(feedback or {}).get("fields") if feedback else {"failure": failure}),
+            "history": self._record(
+                state,
+                judge_mode=verdict.mode.value if verdict else None,
+                feedback=(feedback or {}).get("fields") if feedback else {"failure": failure},
+            ),
             "active_s": state["active_s"] + elapsed,
             "seconds": _add(state["seconds"], llm=elapsed),
-        }  # fmt: skip
+        }
 
     def _profiled(self, digest: str) -> bool:
         return self._stored_profile(digest) is not None
@@ -450,8 +502,10 @@ def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | 
     if services.strategy.profile and hasattr(services.profiler, "prefetch"):
         services.profiler.prefetch(services.task)  # the task's cost, computed while the first rounds run
     graph = build_graph(services, checkpointer)
-    config = {"configurable": {"thread_id": thread_id or services.task.id},
-              "recursion_limit": recursion_limit(services.budgets)}  # fmt: skip
+    config = {
+        "configurable": {"thread_id": thread_id or services.task.id},
+        "recursion_limit": recursion_limit(services.budgets),
+    }
     start: LoopState | None = initial_state()
     earlier_s = 0.0  # steps run before a resume: the run's downtime in between is not the task's time
     if checkpointer is not None:

@@ -37,7 +37,9 @@ STRATEGIES: dict[str, Strategy] = {
     # The Judge only optimises; failures go back to the Coder with the raw error.
     "optimization_only": Strategy("optimization_only", judge_corrects=False, judge_optimizes=True, profile=True),
     # The full loop with ncu's full metric set instead of the chosen 24 metrics.
-    "full_metrics": Strategy("full_metrics", judge_corrects=True, judge_optimizes=True, profile=True, metric_set="full"),
+    "full_metrics": Strategy(
+        "full_metrics", judge_corrects=True, judge_optimizes=True, profile=True, metric_set="full"
+    ),
 }
 
 

@@ -13,8 +13,8 @@ import fcntl
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 DEFAULT_LOCK_DIR = "~/.cache/cudaforge/locks"
 """Where the lock files live unless ``$CUDAFORGE_LOCK_DIR`` or an explicit directory says otherwise."""

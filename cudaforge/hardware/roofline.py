@@ -14,10 +14,11 @@ floor (:func:`floor_ms`): a time below it is impossible.
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from cudaforge.types import Roofline
 from cudaforge.hardware.specs import peak_for_dtype, peak_rates
+from cudaforge.types import Roofline
 
 COST_TIMEOUT_S = 120.0
 """How long the CPU child that computes a task's cost may take."""
@@ -35,8 +36,15 @@ def task_cost(module: types.ModuleType, seed: int = 0) -> dict[str, Any]:
 
     from cudaforge.tasks.runtime import flatten_outputs, make_inputs
 
-    cost: dict[str, Any] = {"flops": None, "min_bytes": None, "input_bytes": None, "output_bytes": None,
-                            "parameter_bytes": None, "dtype": "", "notes": []}  # fmt: skip
+    cost: dict[str, Any] = {
+        "flops": None,
+        "min_bytes": None,
+        "input_bytes": None,
+        "output_bytes": None,
+        "parameter_bytes": None,
+        "dtype": "",
+        "notes": [],
+    }
     try:
         inputs = make_inputs(module, seed=seed, device="meta")
         torch.manual_seed(seed)
@@ -90,17 +98,21 @@ def task_cost_child(
     from cudaforge.isolation import run_isolated
 
     outcome = run_isolated(
-        "cudaforge.hardware.roofline:cost_entry", {"task_source": task_source, "seed": seed},
-        timeouts={}, default_timeout=timeout_s, gpu=gpu,
-    )  # fmt: skip
+        "cudaforge.hardware.roofline:cost_entry",
+        {"task_source": task_source, "seed": seed},
+        timeouts={},
+        default_timeout=timeout_s,
+        gpu=gpu,
+    )
     if outcome.status == "ok" and outcome.result is not None:
         return outcome.result, True
     reason = outcome.error.strip().splitlines()[-1] if outcome.error.strip() else outcome.status
     return {"flops": None, "min_bytes": None, "dtype": "", "notes": [f"cost child {outcome.status}: {reason}"]}, False
 
 
-def floor_ms(flops: float | None, min_bytes: float | None, peak_flops_per_s: float | None,
-             peak_bytes_per_s: float | None) -> tuple[float | None, float | None, float | None]:
+def floor_ms(
+    flops: float | None, min_bytes: float | None, peak_flops_per_s: float | None, peak_bytes_per_s: float | None
+) -> tuple[float | None, float | None, float | None]:
     """(floor, compute floor, memory floor) in ms; a floor is None where its inputs are unknown."""
     compute = flops / peak_flops_per_s * 1e3 if flops is not None and peak_flops_per_s else None
     memory = min_bytes / peak_bytes_per_s * 1e3 if min_bytes is not None and peak_bytes_per_s else None
@@ -118,7 +130,9 @@ def make_roofline(
     """The Roofline record from a task cost and a GPU's peak rates (``peak_rates`` output, or None
     without a GPU), with the fraction of speed of light when a time was measured."""
     notes = list(cost.get("notes", []))
-    result = Roofline(flops=cost.get("flops"), min_bytes=cost.get("min_bytes"), dtype=cost.get("dtype", ""), notes=notes)
+    result = Roofline(
+        flops=cost.get("flops"), min_bytes=cost.get("min_bytes"), dtype=cost.get("dtype", ""), notes=notes
+    )
     if result.flops is not None and result.min_bytes:
         result.arithmetic_intensity = result.flops / result.min_bytes
     if result.flops == 0.0:

@@ -126,8 +126,14 @@ def derived_peaks(
     memory = None
     if max_memory_clock_mhz and memory_bus_width_bits:
         memory = max_memory_clock_mhz * 1e6 * memory_bus_width_bits * 2 / 8 / 1e9
-    return {"memory_gbs": memory, "fp32_tflops": fp32, "tf32_tflops": None, "fp16_tflops": None,
-            "bf16_tflops": None, "int8_tops": None}  # fmt: skip
+    return {
+        "memory_gbs": memory,
+        "fp32_tflops": fp32,
+        "tf32_tflops": None,
+        "fp16_tflops": None,
+        "bf16_tflops": None,
+        "int8_tops": None,
+    }
 
 
 def peak_rates(name: str, **device: Any) -> dict[str, Any]:
@@ -139,8 +145,10 @@ def peak_rates(name: str, **device: Any) -> dict[str, Any]:
         peaks = asdict(PEAK_TABLE[key])
         label = peaks.pop("label")
         return {**peaks, "table_key": key, "label": label, "source": "table", "warnings": []}
-    args = {k: device.get(k) for k in ("sm_count", "compute_capability", "max_sm_clock_mhz",
-                                       "max_memory_clock_mhz", "memory_bus_width_bits")}  # fmt: skip
+    args = {
+        k: device.get(k)
+        for k in ("sm_count", "compute_capability", "max_sm_clock_mhz", "max_memory_clock_mhz", "memory_bus_width_bits")
+    }
     message = (
         f"GPU {name or '(unnamed)'!r} is not in cudaforge's peak table: memory bandwidth and FP32 rate are "
         "derived from clocks, SM count and bus width where known; tensor-core rates are unknown"
@@ -229,18 +237,43 @@ def gpu_spec_sheet(device_index: int | None = None) -> dict[str, Any]:
 
 
 ARCHITECTURES: dict[str, str] = {
-    "7.0": "Volta", "7.2": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere",
-    "8.9": "Ada Lovelace", "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell",
+    "7.0": "Volta",
+    "7.2": "Volta",
+    "7.5": "Turing",
+    "8.0": "Ampere",
+    "8.6": "Ampere",
+    "8.7": "Ampere",
+    "8.9": "Ada Lovelace",
+    "9.0": "Hopper",
+    "10.0": "Blackwell",
+    "10.3": "Blackwell",
+    "12.0": "Blackwell",
     "12.1": "Blackwell",
-}  # fmt: skip
+}
 """NVIDIA's architecture names by compute capability."""
 
 COMPUTE_CAPABILITIES: dict[str, str] = {
-    "b200": "10.0", "h200": "9.0", "h200-nvl": "9.0", "h100-sxm": "9.0", "h100-pcie": "9.0", "h100-nvl": "9.0",
-    "a100-40gb": "8.0", "a100-80gb": "8.0", "a100-80gb-pcie": "8.0", "l40s": "8.9", "l40": "8.9", "l4": "8.9",
-    "a10g": "8.6", "a10": "8.6", "t4": "7.5", "rtx-4090": "8.9", "rtx-3090": "8.6", "rtx-6000-ada": "8.9",
-    "quadro-rtx-6000": "7.5", "v100-sxm2": "7.0",
-}  # fmt: skip
+    "b200": "10.0",
+    "h200": "9.0",
+    "h200-nvl": "9.0",
+    "h100-sxm": "9.0",
+    "h100-pcie": "9.0",
+    "h100-nvl": "9.0",
+    "a100-40gb": "8.0",
+    "a100-80gb": "8.0",
+    "a100-80gb-pcie": "8.0",
+    "l40s": "8.9",
+    "l40": "8.9",
+    "l4": "8.9",
+    "a10g": "8.6",
+    "a10": "8.6",
+    "t4": "7.5",
+    "rtx-4090": "8.9",
+    "rtx-3090": "8.6",
+    "rtx-6000-ada": "8.9",
+    "quadro-rtx-6000": "7.5",
+    "v100-sxm2": "7.0",
+}
 """The compute capability of each GPU of ``cudaforge.hardware.specs.PEAK_TABLE``, by its key."""
 
 

@@ -95,8 +95,10 @@ def missing_message(name: str) -> str:
     if not missing:
         return ""
     language = get(name)
-    return (f"{language.title or name} kernels need the Python module{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(missing)}, which this interpreter cannot import: {language.install or 'install it'}")
+    return (
+        f"{language.title or name} kernels need the Python module{'s' if len(missing) > 1 else ''} "
+        f"{', '.join(missing)}, which this interpreter cannot import: {language.install or 'install it'}"
+    )
 
 
 def is_own_kernel(name: str, own_names: set[str]) -> bool:
@@ -140,6 +142,24 @@ def describe() -> str:
     return "; ".join(f"{lang.name}: {lang.summary}" for lang in languages())
 
 
-__all__ = ["KernelLanguage", "NO_KERNEL", "choice_languages", "coder_languages", "describe", "detect", "get",
-           "is_copy_or_fill", "is_own_kernel", "jit_cache_env", "jit_caches", "kernel_base_name", "kernel_builders",
-           "kernel_decorators", "kernel_names", "languages", "missing_message", "missing_modules", "names"]
+__all__ = [
+    "KernelLanguage",
+    "NO_KERNEL",
+    "choice_languages",
+    "coder_languages",
+    "describe",
+    "detect",
+    "get",
+    "is_copy_or_fill",
+    "is_own_kernel",
+    "jit_cache_env",
+    "jit_caches",
+    "kernel_base_name",
+    "kernel_builders",
+    "kernel_decorators",
+    "kernel_names",
+    "languages",
+    "missing_message",
+    "missing_modules",
+    "names",
+]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any
 
 
 def same_name(profiled: str, defined: str) -> bool:
@@ -54,7 +56,7 @@ class KernelLanguage:
     """The Coder's worked example: a folder under ``cudaforge/resources/agents/examples/``."""
     judge_notes: str = ""
     """What the Judge should know when reading a kernel in it (shown in its optimisation prompt; empty: nothing)."""
-    prebuild: Callable[[list[Any]], ContextManager[list[str]]] | None = None
+    prebuild: Callable[[list[Any]], AbstractContextManager[list[str]]] | None = None
     """Compile-only launches, for kernels JIT-compiled from Python at their first launch: ``prebuild(target)`` is a
     context manager inside which the language's launches compile for ``target`` (the vendor's ``jit_target``, e.g.
     ``["cuda", 90, 32]``) into the language's on-disk cache and run nothing; it yields the list it appends the

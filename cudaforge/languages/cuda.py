@@ -7,10 +7,11 @@ import re
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import cuda_kernel_names
 
-
 _LOAD_IMPORTED = re.compile(r"from[ \t]+torch\.utils\.cpp_extension[ \t]+import[ \t(]+[^\n]*\bload\b")
-_MODULE_IMPORTED = re.compile(r"import[ \t]+torch\.utils\.cpp_extension[ \t]+as[ \t]+(\w+)|from[ \t]+torch\.utils[ \t]+"
-                              r"import[ \t]+cpp_extension(?:[ \t]+as[ \t]+(\w+))?")
+_MODULE_IMPORTED = re.compile(
+    r"import[ \t]+torch\.utils\.cpp_extension[ \t]+as[ \t]+(\w+)|from[ \t]+torch\.utils[ \t]+"
+    r"import[ \t]+cpp_extension(?:[ \t]+as[ \t]+(\w+))?"
+)
 
 
 def _detect(source: str) -> bool:
@@ -18,7 +19,9 @@ def _detect(source: str) -> bool:
     (under any name), or the module imported under a name whose ``.load(`` is called."""
     if "load_inline" in source or "cpp_extension.load(" in source or _LOAD_IMPORTED.search(source):
         return True
-    return any(f"{m.group(1) or m.group(2) or 'cpp_extension'}.load(" in source for m in _MODULE_IMPORTED.finditer(source))
+    return any(
+        f"{m.group(1) or m.group(2) or 'cpp_extension'}.load(" in source for m in _MODULE_IMPORTED.finditer(source)
+    )
 
 
 LANGUAGE = KernelLanguage(

@@ -3,7 +3,6 @@ launched from a ``@cute.jit`` host function that ``cute.compile`` turns into a c
 
 from __future__ import annotations
 
-
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import decorated_names
 
@@ -19,7 +18,7 @@ def _kernel_names(source: str) -> set[str]:
 def _profiled_match(profiled: str, defined: str) -> bool:
     # CuTe DSL names the compiled kernel kernel_cutlass_<function>_<argument types>_<n> (4.2: seen on the H200)
     for prefix in ("kernel_cutlass_", "kernel_"):  # string tests, not a pattern compiled per (kernel, name) pair
-        rest = profiled[len(prefix):] if profiled.startswith(prefix) else None
+        rest = profiled[len(prefix) :] if profiled.startswith(prefix) else None
         if rest is not None and rest.startswith(defined) and (len(rest) == len(defined) or rest[len(defined)] == "_"):
             return True
     return False

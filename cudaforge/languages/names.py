@@ -38,7 +38,6 @@ namespaces, cuBLAS's and cuDNN's kernel families. A candidate that names an unus
 ``vectorized_elementwise_kernel`` does not make torch's launches of that kernel its own."""
 
 
-
 def cuda_kernel_names(source: str) -> set[str]:
     """``__global__`` functions named in ``source`` (a C++ string or a whole Python file holding one): in each stretch
     of text between delimiters (``( ; { }``) that holds ``__global__`` and ends at a ``(``, the identifier just
@@ -52,12 +51,17 @@ def cuda_kernel_names(source: str) -> set[str]:
         found = _GLOBAL.search(piece)
         if found is None:
             continue
-        tail = piece[found.end():].rstrip()
+        tail = piece[found.end() :].rstrip()
         start = len(tail)
         while start > 0 and (tail[start - 1].isalnum() or tail[start - 1] == "_"):
             start -= 1
         name = tail[start:]
-        if name and (name[0].isalpha() or name[0] == "_") and name.isascii() and name not in ("void", "static", "inline"):
+        if (
+            name
+            and (name[0].isalpha() or name[0] == "_")
+            and name.isascii()
+            and name not in ("void", "static", "inline")
+        ):
             names.add(name)
     return names
 
@@ -68,7 +72,9 @@ def _root_name(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def decorated_names(source: str, attrs: tuple[str, ...], roots: tuple[str, ...], bare: tuple[str, ...] = ()) -> set[str]:
+def decorated_names(
+    source: str, attrs: tuple[str, ...], roots: tuple[str, ...], bare: tuple[str, ...] = ()
+) -> set[str]:
     """Python functions of ``source`` decorated ``@<root>...<attr>`` (``roots`` the first name, ``attrs`` the last;
     called or not), or by a bare name in ``bare``: how the Python-embedded languages mark their kernels."""
     try:

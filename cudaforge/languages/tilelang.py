@@ -4,7 +4,8 @@ by a ``@tilelang.jit`` function (or ``tilelang.compile``) and called like Python
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import decorated_names
@@ -21,7 +22,7 @@ def _kernel_names(source: str) -> set[str]:
 def _profiled_match(profiled: str, defined: str) -> bool:
     # TileLang's CUDA code generator names the kernel of prim_func `main` main_kernel (main_kernel_1, ... after it)
     stem = f"{defined}_kernel"  # string tests, not a pattern compiled per (kernel, name) pair
-    return profiled == stem or (profiled.startswith(stem + "_") and profiled[len(stem) + 1:].isdigit())
+    return profiled == stem or (profiled.startswith(stem + "_") and profiled[len(stem) + 1 :].isdigit())
 
 
 def _output_shape(param: Any, inputs: list[tuple[Any, Any]]) -> list[int]:
@@ -32,8 +33,12 @@ def _output_shape(param: Any, inputs: list[tuple[Any, Any]]) -> list[int]:
         if isinstance(size, int):
             shape.append(size)
             continue
-        found = [int(t.shape[d]) for p, t in inputs for d, s in enumerate(getattr(p, "shape", []))
-                 if d < t.dim() and not isinstance(s, int) and s.same_as(size)]  # fmt: skip
+        found = [
+            int(t.shape[d])
+            for p, t in inputs
+            for d, s in enumerate(getattr(p, "shape", []))
+            if d < t.dim() and not isinstance(s, int) and s.same_as(size)
+        ]
         if not found:
             raise RuntimeError(f"an output size ({size}) that no input gives: not built ahead past this call")
         shape.append(found[0])
@@ -87,8 +92,9 @@ def _compile_only(target: list[Any]) -> Iterator[list[str]]:
         params, outs = list(self.params), [i % len(self.params) for i in (self.out_idx or [])]
         given = [p for i, p in enumerate(params) if i not in outs]
         tensors = [(p, a) for p, a in zip(given, args) if isinstance(a, torch.Tensor)]
-        made = [torch.empty(_output_shape(params[i], tensors), dtype=params[i].torch_dtype(), device="cuda")
-                for i in outs]  # fmt: skip
+        made = [
+            torch.empty(_output_shape(params[i], tensors), dtype=params[i].torch_dtype(), device="cuda") for i in outs
+        ]
         if not made:
             return None
         return made[0] if len(made) == 1 else made

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import jit_kernel_names

@@ -14,11 +14,10 @@ run (``replay_only``) works where litellm is missing and never touches the netwo
 
 from __future__ import annotations
 
-
 import random
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cudaforge.llm.cache import REQUEST_SCHEMA, CachedReply, CacheMode, ResponseCache, request_key
@@ -37,6 +36,7 @@ from cudaforge.llm.pricing import cost_for, price_source
 
 if TYPE_CHECKING:
     from cudaforge.llm.settings import LLMConfig
+
 
 @dataclass(frozen=True)
 class Backoff:
@@ -316,13 +316,17 @@ class LLMClient:
             cached_prompt_tokens=usage.cached_prompt_tokens,
             cost_usd=cost,
             priced=priced,
-            price_source="" if cache_hit else price_source(  # a replay never imports litellm
-                self.config.model, input_cost_per_token=self.config.input_cost_per_token,
-                output_cost_per_token=self.config.output_cost_per_token).value,
+            price_source=""
+            if cache_hit
+            else price_source(  # a replay never imports litellm
+                self.config.model,
+                input_cost_per_token=self.config.input_cost_per_token,
+                output_cost_per_token=self.config.output_cost_per_token,
+            ).value,
             latency_s=time.monotonic() - started,
             cache_hit=cache_hit,
             request_key=key,
-            timestamp=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            timestamp=datetime.now(UTC).isoformat(timespec="milliseconds"),
             error=error,
             attempts=attempts,
             meta=dict(meta),

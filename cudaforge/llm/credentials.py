@@ -50,10 +50,15 @@ def is_credentials_error(litellm: Any, err: Exception) -> bool:
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
-    "deepseek": ("DEEPSEEK_API_KEY",), "xai": ("XAI_API_KEY",), "mistral": ("MISTRAL_API_KEY",),
-    "groq": ("GROQ_API_KEY",), "together_ai": ("TOGETHERAI_API_KEY",), "openrouter": ("OPENROUTER_API_KEY",),
-}  # fmt: skip
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+}
 """What litellm's ``validate_environment`` asks of these providers (tests/test_llm_preflight.py compares the two)."""
 
 
@@ -62,8 +67,9 @@ def missing_keys(model: str, api_base: str | None = None) -> list[str]:
 
     ``[]`` when nothing is missing, and for models litellm cannot place (scripted, unknown).
     """
-    provider = model.split("/", 1)[0] if "/" in model else ("openai" if model.startswith(("gpt-", "o1", "o3", "o4"))
-                                                             else "")  # fmt: skip
+    provider = (
+        model.split("/", 1)[0] if "/" in model else ("openai" if model.startswith(("gpt-", "o1", "o3", "o4")) else "")
+    )
     if provider in KNOWN_KEYS and not api_base:  # the common providers without importing litellm (seconds)
         return [name for name in KNOWN_KEYS[provider] if not os.environ.get(name)]
     from cudaforge.llm.provider import litellm_module

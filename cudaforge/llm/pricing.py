@@ -67,7 +67,7 @@ def _price_entry(model: str) -> dict[str, Any] | None:
     return entry
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_overrides(path: str | Path = OVERRIDES_FILE) -> dict[str, dict[str, Any]]:
     """The override prices of a file (default: the shipped one), by model name; read once per path.
 

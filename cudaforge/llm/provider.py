@@ -33,8 +33,16 @@ _ERRORS = {
 class ScriptedLLM(CustomLLM):
     """A litellm custom handler answering from the script named by the model."""
 
-    def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                   model_response: Any, *args: Any, **kwargs: Any) -> Any:
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
         """Answer one call with the script's next entry (or raise the error it scripts)."""
         try:
             entry = get_script(model).next(messages)

@@ -20,9 +20,9 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
-Entry = Union[str, dict[str, Any]]
+Entry = str | dict[str, Any]
 """One scripted reply: text, ``{"text", "reasoning_tokens"}`` or ``{"error", "message"}``."""
 
 ERROR_KINDS = ("rate_limit", "timeout", "server_error", "connection", "auth", "bad_request", "context_window")

@@ -34,8 +34,13 @@ DEFAULT_CACHE_DIR = "~/.cache/cudaforge/profile"
 def cache_key(candidate_hash: str, task_hash: str, gpu_model: str, settings: dict[str, Any]) -> str:
     """The key of one profile: sha256 over the sources' hashes, the GPU model and ``settings``
     (the output-shaping settings, see ``ProfileSettings.cache_fields``), 24 hex digits."""
-    material = {"v": CACHE_VERSION, "candidate": candidate_hash, "task": task_hash, "gpu": gpu_model,
-                "settings": settings}  # fmt: skip
+    material = {
+        "v": CACHE_VERSION,
+        "candidate": candidate_hash,
+        "task": task_hash,
+        "gpu": gpu_model,
+        "settings": settings,
+    }
     return _digest(material)
 
 
@@ -51,8 +56,15 @@ def torch_version() -> str:
 def cost_key(task_hash: str, seed: int, device: str) -> str:
     """The key of one task's cost: sha256 over the task's source hash, the seed, ``device`` (``cpu``,
     or the GPU model the cost child could see) and the torch and cudaforge versions, 24 hex digits."""
-    material = {"v": CACHE_VERSION, "kind": "task_cost", "task": task_hash, "seed": seed, "device": device,
-                "torch": torch_version(), "cudaforge": cudaforge.__version__}  # fmt: skip
+    material = {
+        "v": CACHE_VERSION,
+        "kind": "task_cost",
+        "task": task_hash,
+        "seed": seed,
+        "device": device,
+        "torch": torch_version(),
+        "cudaforge": cudaforge.__version__,
+    }
     return _digest(material)
 
 

@@ -21,7 +21,8 @@ The candidate's exceptions come back as ``{"error": ...}``; the parent turns the
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _versions() -> dict[str, Any]:
@@ -40,8 +41,15 @@ def _versions() -> dict[str, Any]:
 def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, list[str]] | None = None) -> Any:
     """Import the candidate under the build hooks. In a sandbox (``delivered`` given) nothing is built: each
     ``load_inline`` gets the library the trusted side built before the profile, found by its build key."""
-    from cudaforge.eval.build import (BuildRecorder, BuildSettings, _Hooks, build_hooks, cache_key, keyed,
-                                      spec_from_inputs)
+    from cudaforge.eval.build import (
+        BuildRecorder,
+        BuildSettings,
+        _Hooks,
+        build_hooks,
+        cache_key,
+        keyed,
+        spec_from_inputs,
+    )
     from cudaforge.eval.verifier import CANDIDATE_MODULE_PREFIX
     from cudaforge.tasks.runtime import load_module
     from cudaforge.types import source_hash
@@ -49,13 +57,18 @@ def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, l
     settings = (BuildSettings.from_dict(build) if build else BuildSettings()).resolved()
     remote = None
     if delivered is not None:
+
         def remote(inputs: dict[str, Any]) -> dict[str, Any]:
             _spec, canonical = spec_from_inputs(_Hooks(settings, BuildRecorder()), inputs)
             key = cache_key(keyed(canonical), settings)
             if key not in delivered:
-                return {"status": "failed", "key": key, "error": "this extension was not built by the trusted side "
-                        "before profiling (the profiler builds a candidate first; a build whose sources or flags differ "
-                        "per process cannot be profiled in the sandbox)"}  # fmt: skip
+                return {
+                    "status": "failed",
+                    "key": key,
+                    "error": "this extension was not built by the trusted side "
+                    "before profiling (the profiler builds a candidate first; a build whose sources or flags differ "
+                    "per process cannot be profiled in the sandbox)",
+                }
             path, module = delivered[key]
             return {"status": "built", "cached": True, "path": path, "key": key, "module_name": module}
 

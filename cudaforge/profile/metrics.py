@@ -41,10 +41,8 @@ CUDAFORGE24: tuple[str, ...] = (
 """The CudaForge paper's 24 Nsight Compute metrics, in the paper's order."""
 
 NEWER_EQUIVALENTS: dict[str, str] = {
-    "sm__inst_executed_pipe_fp32.avg.pct_of_peak_sustained_active":
-        "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
-    "smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct":
-        "smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct",
+    "sm__inst_executed_pipe_fp32.avg.pct_of_peak_sustained_active": "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
+    "smsp__warp_issue_stalled_memory_dependency_per_warp_active.pct": "smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct",
 }
 """Two of the paper's metrics that ncu 2025.3 reports as ``n/a`` on an H200 (sm_90; recorded in
 tests/fixtures/ncu/), each with the nearest metric that chip has: FP32 work goes through the FMA pipes,

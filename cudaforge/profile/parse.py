@@ -19,16 +19,24 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from cudaforge.languages import kernel_base_name
 from cudaforge.profile.metrics import DURATION_METRIC
 from cudaforge.profile.records import KernelProfile, MetricValue, RuleMessage
 
 _TIME_UNITS_MS = {
-    "nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3,
-}  # fmt: skip
+    "nsecond": 1e-6,
+    "ns": 1e-6,
+    "usecond": 1e-3,
+    "us": 1e-3,
+    "msecond": 1.0,
+    "ms": 1.0,
+    "second": 1e3,
+    "s": 1e3,
+}
 _GROUPED = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d*)?([eE][-+]?\d+)?$")
 _RULE_TYPES = {1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}  # ncu_report.MsgType: OK, OPTIMIZATION, WARNING, ERROR
 
@@ -65,7 +73,7 @@ def _csv_rows(text: str) -> list[list[str]]:
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.lstrip().startswith('"ID",')), None)
     if start is None:
-        raise NcuParseError("no ncu CSV header (a line starting with \"ID\") in the output")
+        raise NcuParseError('no ncu CSV header (a line starting with "ID") in the output')
     table = [line for line in lines[start:] if line.strip() and not line.lstrip().startswith("==")]
     rows = list(csv.reader(table))
     header = rows[0]
@@ -209,12 +217,18 @@ def parse_ncu_report(path: str | Path, metric_names: Iterable[str] | None = None
             action = rng.action_by_idx(a)
             name = action.name(ncu_report.IAction.NameBase_DEMANGLED)
             kernel = KernelProfile(
-                id=len(kernels), name=name, base_name=kernel_base_name(name), own=False,
-                grid=_dims(action, "launch__grid_dim"), block=_dims(action, "launch__block_dim"),
-            )  # fmt: skip
-            names = wanted if wanted is not None else [
-                n for n in action.metric_names() if not n.startswith(("device__attribute", "profiler__"))
-            ]  # fmt: skip
+                id=len(kernels),
+                name=name,
+                base_name=kernel_base_name(name),
+                own=False,
+                grid=_dims(action, "launch__grid_dim"),
+                block=_dims(action, "launch__block_dim"),
+            )
+            names = (
+                wanted
+                if wanted is not None
+                else [n for n in action.metric_names() if not n.startswith(("device__attribute", "profiler__"))]
+            )
             for metric_name in names:
                 metric = action.metric_by_name(metric_name)
                 if metric is not None:
@@ -231,7 +245,9 @@ def parse_ncu_report(path: str | Path, metric_names: Iterable[str] | None = None
                         message=message.message,
                         section=rule["section_identifier"],
                         kernel=kernel.base_name,
-                        speedup_type=("local", "global")[int(speedup.type) - 1] if speedup and int(speedup.type) else "",
+                        speedup_type=("local", "global")[int(speedup.type) - 1]
+                        if speedup and int(speedup.type)
+                        else "",
                         speedup_pct=float(speedup.speedup) if speedup else None,
                     )
                 )

@@ -23,26 +23,27 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from cudaforge.isolation import IsolatedOutcome, run_isolated
-from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
-from cudaforge.eval.settings import EvalConfig
-from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
-from cudaforge.profile.settings import ProfileConfig
 from cudaforge import languages
-from cudaforge.languages import is_own_kernel, kernel_base_name
-from cudaforge.vendor import current
-from cudaforge.languages import kernel_names as candidate_kernel_names
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
-from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
+from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
+from cudaforge.isolation import IsolatedOutcome, run_isolated
+from cudaforge.languages import is_own_kernel, kernel_base_name
+from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.languages.names import KERNEL_NAME_MAX
+from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
+from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
 from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
-from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
+from cudaforge.profile.settings import ProfileConfig
+from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
 from cudaforge.types import Task, source_hash
+from cudaforge.vendor import current
 
 CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
 _PERMISSION = "ERR_NVGPUCTRPERM"
@@ -68,7 +69,7 @@ class ProfileSettings(ProfileConfig):
                 setattr(self, name, value.value)
 
     @classmethod
-    def from_config(cls, cfg: Any = None) -> "ProfileSettings":
+    def from_config(cls, cfg: Any = None) -> ProfileSettings:
         """From a ProfileConfig dataclass, an OmegaConf DictConfig or a dict; unknown keys are ignored."""
         if cfg is None:
             return cls()
@@ -90,11 +91,17 @@ class ProfileSettings(ProfileConfig):
     def cache_fields(self) -> dict[str, Any]:
         """The settings that change what a profile reports (part of the cache key)."""
         return {
-            "metric_set": self.metric_set, "metrics": sorted(self.metrics), "clock_control": self.clock_control,
+            "metric_set": self.metric_set,
+            "metrics": sorted(self.metrics),
+            "clock_control": self.clock_control,
             "units": self.units,
-            "warmup": self.warmup, "seed": self.seed, "include_library_kernels": self.include_library_kernels,
-            "max_kernels": self.max_kernels, "extra_args": self.extra_args, "allow_tf32": self.allow_tf32,
-        }  # fmt: skip
+            "warmup": self.warmup,
+            "seed": self.seed,
+            "include_library_kernels": self.include_library_kernels,
+            "max_kernels": self.max_kernels,
+            "extra_args": self.extra_args,
+            "allow_tf32": self.allow_tf32,
+        }
 
 
 def ncu_version(ncu: str) -> str | None:
@@ -123,8 +130,11 @@ def totals(kernels: list[KernelProfile]) -> dict[str, MetricValue]:
     out: dict[str, MetricValue] = {}
     names = list(dict.fromkeys(name for k in kernels for name in k.metrics))
     for name in names:
-        pairs = [(k.metrics[name], k.duration_ms) for k in kernels
-                 if name in k.metrics and isinstance(k.metrics[name].value, float)]  # fmt: skip
+        pairs = [
+            (k.metrics[name], k.duration_ms)
+            for k in kernels
+            if name in k.metrics and isinstance(k.metrics[name].value, float)
+        ]
         if not pairs:
             continue
         unit = pairs[0][0].unit
@@ -185,10 +195,20 @@ class Profiler:
         ``cudaProfilerStart``, the metric selection, and the output (CSV log or report)."""
         s = self.settings
         command = [
-            ncu, "--profile-from-start", "off", "--target-processes", s.target_processes,
-            "--clock-control", s.clock_control, "--launch-count", str(s.max_kernels),
-            *selection_args(s.metric_set, s.metrics), *s.extra_args, "--log-file", str(out_dir / "ncu.log"),
-        ]  # fmt: skip
+            ncu,
+            "--profile-from-start",
+            "off",
+            "--target-processes",
+            s.target_processes,
+            "--clock-control",
+            s.clock_control,
+            "--launch-count",
+            str(s.max_kernels),
+            *selection_args(s.metric_set, s.metrics),
+            *s.extra_args,
+            "--log-file",
+            str(out_dir / "ncu.log"),
+        ]
         if s.output == "report":
             return [*command, "--export", str(out_dir / "profile.ncu-rep"), "--force-overwrite"]
         return [*command, *self._csv_args(s.units)]
@@ -199,16 +219,26 @@ class Profiler:
 
     def _timeouts(self) -> dict[str, float]:
         s = self.settings
-        return {"start": s.timeout_s, "compile": s.compile_timeout_s, "setup": s.timeout_s,
-                "warmup": s.timeout_s, "profile": s.timeout_s}  # fmt: skip
+        return {
+            "start": s.timeout_s,
+            "compile": s.compile_timeout_s,
+            "setup": s.timeout_s,
+            "warmup": s.timeout_s,
+            "profile": s.timeout_s,
+        }
 
     def _payload(self, task: Task, source: str, mode: str, gpu: str) -> dict[str, Any]:
         return {
-            "task_source": task.source, "candidate": source, "build": self.build, "mode": mode,
-            "warmup": self.settings.warmup, "seed": self.settings.seed,
-            "want_spec": False, "want_cost": False,  # both from trusted children (gpu_spec, task_cost), never from the
+            "task_source": task.source,
+            "candidate": source,
+            "build": self.build,
+            "mode": mode,
+            "warmup": self.settings.warmup,
+            "seed": self.settings.seed,
+            "want_spec": False,
+            "want_cost": False,  # both from trusted children (gpu_spec, task_cost), never from the
             # candidate's process: a spec sheet it forged would set the peaks of every later profile on its GPU
-        }  # fmt: skip
+        }
 
     def _read_kernels(self, ncu: str, out_dir: Path) -> list[KernelProfile]:
         if self.settings.output != "report":
@@ -219,8 +249,13 @@ class Profiler:
         try:
             return parse_ncu_report(report, wanted)
         except Exception:  # noqa: BLE001 - no ncu_report module, or one whose API differs: ncu reads its own report
-            text = subprocess.run([ncu, "--import", str(report), *self._csv_args(self.settings.units)], capture_output=True,
-                                  text=True, timeout=self.settings.timeout_s, check=False).stdout  # fmt: skip
+            text = subprocess.run(
+                [ncu, "--import", str(report), *self._csv_args(self.settings.units)],
+                capture_output=True,
+                text=True,
+                timeout=self.settings.timeout_s,
+                check=False,
+            ).stdout
             return parse_ncu_csv(text)
 
     # ------------------------------------------------------------------ the API
@@ -244,9 +279,12 @@ class Profiler:
         started = time.monotonic()
         s = self.settings
         result = ProfileResult(
-            task_id=task.id, candidate_hash=source_hash(source), status=ProfileStatus.OK,
-            metric_set=s.metric_set, metrics=metric_list(s.metric_set, s.metrics),
-        )  # fmt: skip
+            task_id=task.id,
+            candidate_hash=source_hash(source),
+            status=ProfileStatus.OK,
+            metric_set=s.metric_set,
+            metrics=metric_list(s.metric_set, s.metrics),
+        )
         if gpu is None and self.gpus:  # round-robin, as the evaluator spreads its timing (the lock serialises each GPU)
             gpu = self.gpus[next(self._turn) % len(self.gpus)]
         if gpu is None:
@@ -273,8 +311,10 @@ class Profiler:
         try:
             with gpu_lock(gpu, self.lock_dir, s.lock_timeout_s) as waited:
                 result.phase_seconds["gpu_lock_wait"] = waited  # not the task's active time (TaskResult.active_minutes)
-                reason = self._run_ncu(run, ncu, out_dir) if ncu else (
-                    f"ncu not found ({s.ncu_path!r} is neither on PATH nor in $CUDA_HOME/bin)"
+                reason = (
+                    self._run_ncu(run, ncu, out_dir)
+                    if ncu
+                    else (f"ncu not found ({s.ncu_path!r} is neither on PATH nor in $CUDA_HOME/bin)")
                 )
                 if reason:
                     self._fallback(run, reason)
@@ -357,8 +397,9 @@ class Profiler:
         if gpu is None:
             return {}
         if gpu not in self._specs:
-            outcome = run_isolated("cudaforge.profile.child:spec_entry", {}, timeouts={},
-                                   default_timeout=self.settings.timeout_s, gpu=gpu)  # fmt: skip
+            outcome = run_isolated(
+                "cudaforge.profile.child:spec_entry", {}, timeouts={}, default_timeout=self.settings.timeout_s, gpu=gpu
+            )
             if outcome.status != "ok" or not outcome.result:
                 return {}
             self._specs[gpu] = outcome.result
@@ -367,35 +408,51 @@ class Profiler:
     # ------------------------------------------------------------------ steps
 
     def run_worker(
-        self, task: Task, source: str, gpu: str, mode: str, wrapper: list[str] | None = None, time_iters: int = 0,
-        *, sandbox: Sandbox | None = None, collect: Callable[[Path], None] | None = None,
+        self,
+        task: Task,
+        source: str,
+        gpu: str,
+        mode: str,
+        wrapper: list[str] | None = None,
+        time_iters: int = 0,
+        *,
+        sandbox: Sandbox | None = None,
+        collect: Callable[[Path], None] | None = None,
         libraries: dict[str, list[str]] | None = None,
     ) -> IsolatedOutcome:
         """Run the profiling worker once: ``mode`` ``ncu`` (under ``wrapper``, the ncu command),
         ``torch_profiler`` or ``plain`` (the same work unprofiled: the overhead baseline);
         ``time_iters`` > 0 adds a median CUDA-event time of the forward (``forward_ms``). With ``sandbox`` the
         worker (and the wrapper) runs in it, ``collect(scratch)`` reads what it left once it is dead, and the
-        candidate's extensions are copies of ``libraries`` (``_prebuild``) in its scratch: it builds nothing.""" 
+        candidate's extensions are copies of ``libraries`` (``_prebuild``) in its scratch: it builds nothing."""
         payload = {**self._payload(task, source, mode, gpu), "time_iters": time_iters}
         kwargs: dict[str, Any] = {"wrapper": wrapper} if wrapper else {}
         if sandbox is not None:
             kwargs.update(sandbox=sandbox, collect=collect)
             payload["delivered"] = _deliver(libraries or {}, Path(sandbox.scratch))
-        return run_isolated(CHILD_ENTRY, payload, timeouts=self._timeouts(), default_timeout=self.settings.timeout_s,
-                            gpu=gpu, **kwargs)  # fmt: skip
+        return run_isolated(
+            CHILD_ENTRY, payload, timeouts=self._timeouts(), default_timeout=self.settings.timeout_s, gpu=gpu, **kwargs
+        )
 
     def _prebuild(self, source: str, result: ProfileResult) -> dict[str, list[str]]:
         """Build a CUDA candidate's extensions on the trusted side before a sandboxed profile (a cache hit when the
         evaluator built them, as in a run); the libraries to hand to the sandbox, ``{key: [path, module name]}``. The
         sandbox never sees the build cache: it gets copies of these (``_deliver``)."""
         language = languages.detect(source)
-        if self.settings.sandbox == "off" or language == languages.NO_KERNEL or not languages.get(language).builds_extension:
+        if (
+            self.settings.sandbox == "off"
+            or language == languages.NO_KERNEL
+            or not languages.get(language).builds_extension
+        ):
             return {}
         from cudaforge.eval.build import BuildSettings, precompile
 
         started = time.monotonic()
-        outcome = precompile(source, BuildSettings.from_dict(self.build) if self.build else None,
-                             timeout_s=self.settings.compile_timeout_s)  # fmt: skip
+        outcome = precompile(
+            source,
+            BuildSettings.from_dict(self.build) if self.build else None,
+            timeout_s=self.settings.compile_timeout_s,
+        )
         result.phase_seconds["prebuild"] = time.monotonic() - started
         if outcome.status not in ("ok", "no_build", "compiled_only"):
             result.message = f"building the candidate before profiling: {outcome.status} {outcome.message}"[:500]
@@ -413,11 +470,15 @@ class Profiler:
         if s.sandbox == "off":
             return None
         budget = int(s.compile_timeout_s + 4 * s.timeout_s)
-        return Sandbox(mode=SandboxMode(s.sandbox), scratch=new_scratch("prof", 2 * NCU_OUTPUT_CAP + (1 << 30)),
-                       cpu_seconds=4 * budget + 60, file_bytes=NCU_OUTPUT_CAP,
-                       read=[*default_read_paths(), *_ncu_folders(resolve_ncu(s.ncu_path))])  # fmt: skip
+        return Sandbox(
+            mode=SandboxMode(s.sandbox),
+            scratch=new_scratch("prof", 2 * NCU_OUTPUT_CAP + (1 << 30)),
+            cpu_seconds=4 * budget + 60,
+            file_bytes=NCU_OUTPUT_CAP,
+            read=[*default_read_paths(), *_ncu_folders(resolve_ncu(s.ncu_path))],
+        )
 
-    def _run_ncu(self, run: "_Run", ncu: str, out_dir: Path) -> str:
+    def _run_ncu(self, run: _Run, ncu: str, out_dir: Path) -> str:
         """Profile under ncu and fill ``run.result``; returns why the fallback must run instead ('' if not)."""
         sandbox = self.sandbox()
         try:
@@ -426,26 +487,37 @@ class Profiler:
             if sandbox is not None:  # its scratch may be a tmpfs of its own: never left mounted
                 release_scratch(sandbox.scratch)
 
-    def _run_ncu_in(self, run: "_Run", ncu: str, out_dir: Path, sandbox: Sandbox | None) -> str:
+    def _run_ncu_in(self, run: _Run, ncu: str, out_dir: Path, sandbox: Sandbox | None) -> str:
         result = run.result
         if sandbox is None:
             outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, out_dir))
         else:  # ncu runs in the sandbox beside its target and writes into its scratch; its files are copied out after
-            outcome = self.run_worker(run.task, run.source, run.gpu, "ncu", self.ncu_command(ncu, Path(sandbox.scratch)),
-                                      sandbox=sandbox, collect=lambda scratch: _copy_ncu_output(scratch, out_dir),
-                                      libraries=run.libraries)  # fmt: skip
+            outcome = self.run_worker(
+                run.task,
+                run.source,
+                run.gpu,
+                "ncu",
+                self.ncu_command(ncu, Path(sandbox.scratch)),
+                sandbox=sandbox,
+                collect=lambda scratch: _copy_ncu_output(scratch, out_dir),
+                libraries=run.libraries,
+            )
             result.tools["sandbox"] = describe(outcome.sandbox or {})
         log = _read_capped(out_dir / "ncu.log")
         tool_text = "\n".join((log, outcome.stdout_tail, outcome.stderr_tail))
         result.phase_seconds.update({f"ncu:{k}": v for k, v in outcome.phase_seconds.items()})
         if _PERMISSION in tool_text:
             if sandbox is not None:
-                return (f"{_PERMISSION}: the GPU's performance counters are not readable from the candidate's sandbox "
-                        f"({result.tools.get('sandbox')}); on this machine they are for administrators "
-                        "(docs/profiling.md: allowing them for all users, or profile.sandbox=off, which profiles the "
-                        "candidate outside the sandbox with your user's rights)")  # fmt: skip
-            return (f"{_PERMISSION}: this user may not read the GPU's performance counters "
-                    "(docs/profiling.md says how to allow it)")  # fmt: skip
+                return (
+                    f"{_PERMISSION}: the GPU's performance counters are not readable from the candidate's sandbox "
+                    f"({result.tools.get('sandbox')}); on this machine they are for administrators "
+                    "(docs/profiling.md: allowing them for all users, or profile.sandbox=off, which profiles the "
+                    "candidate outside the sandbox with your user's rights)"
+                )
+            return (
+                f"{_PERMISSION}: this user may not read the GPU's performance counters "
+                "(docs/profiling.md says how to allow it)"
+            )
         if outcome.status == "timeout":
             return f"ncu timed out: {outcome.error}"
         child = self._child_result(outcome, result, "ncu")
@@ -473,7 +545,7 @@ class Profiler:
             result.message = f"{result.message}\nncu reported: {errors}".strip()
         return ""
 
-    def _fallback(self, run: "_Run", reason: str) -> None:
+    def _fallback(self, run: _Run, reason: str) -> None:
         """Kernel times from torch.profiler (status ``fallback``), or just the reason when disabled."""
         result = run.result
         result.status, result.message = ProfileStatus.OK, ""
@@ -486,14 +558,18 @@ class Profiler:
             return
         sandbox = self.sandbox()
         try:
-            outcome = self.run_worker(run.task, run.source, run.gpu, "torch_profiler", sandbox=sandbox,
-                                      libraries=run.libraries)  # fmt: skip
+            outcome = self.run_worker(
+                run.task, run.source, run.gpu, "torch_profiler", sandbox=sandbox, libraries=run.libraries
+            )
         finally:
             if sandbox is not None:
                 release_scratch(sandbox.scratch)
         result.phase_seconds.update({f"torch_profiler:{k}": v for k, v in outcome.phase_seconds.items()})
         if outcome.status == "timeout":
-            result.status, result.message = ProfileStatus.TIMEOUT, f"{reason}; the torch.profiler fallback timed out too"
+            result.status, result.message = (
+                ProfileStatus.TIMEOUT,
+                f"{reason}; the torch.profiler fallback timed out too",
+            )
             return
         child = self._child_result(outcome, result, "torch.profiler")
         if child is None:
@@ -501,10 +577,16 @@ class Profiler:
             return
         entries = child.get("kernels") if isinstance(child.get("kernels"), list) else []
         kernels = [  # the child's list lies in the candidate's scratch: only well-formed entries, at most MAX_LAUNCHES
-            KernelProfile(id=i, name=k["name"][:KERNEL_NAME_MAX], base_name=kernel_base_name(k["name"]), own=False,
-                          duration_ms=float(k["duration_ms"]) if isinstance(k.get("duration_ms"), (int, float)) else None)
-            for i, k in enumerate(entries[:MAX_LAUNCHES]) if isinstance(k, dict) and isinstance(k.get("name"), str)
-        ]  # fmt: skip
+            KernelProfile(
+                id=i,
+                name=k["name"][:KERNEL_NAME_MAX],
+                base_name=kernel_base_name(k["name"]),
+                own=False,
+                duration_ms=float(k["duration_ms"]) if isinstance(k.get("duration_ms"), (int, float)) else None,
+            )
+            for i, k in enumerate(entries[:MAX_LAUNCHES])
+            if isinstance(k, dict) and isinstance(k.get("name"), str)
+        ]
         self._assemble(run, child, kernels)
         result.status = ProfileStatus.FALLBACK
         result.metrics = []
@@ -522,10 +604,12 @@ class Profiler:
             result.message = f"the profiling worker ({tool}) raised:\n{traceback_tail}"
         else:
             tail = "\n".join(outcome.stderr_tail.strip().splitlines()[-10:])
-            result.message = f"the profiling worker ({tool}) {outcome.status}: {outcome.error}" + (f"\n{tail}" if tail else "")
+            result.message = f"the profiling worker ({tool}) {outcome.status}: {outcome.error}" + (
+                f"\n{tail}" if tail else ""
+            )
         return None
 
-    def _assemble(self, run: "_Run", child: dict[str, Any], kernels: list[KernelProfile]) -> None:
+    def _assemble(self, run: _Run, child: dict[str, Any], kernels: list[KernelProfile]) -> None:
         """Own vs library kernels, totals, rules, spec sheet, tools and roofline into ``run.result``."""
         result, own_names = run.result, run.own_names
         for kernel in kernels:
@@ -544,8 +628,10 @@ class Profiler:
         cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
         result.roofline = make_roofline(cost, result.spec.get("peaks"), allow_tf32=self.settings.allow_tf32)
         if own_names and kernels and not own:
-            result.message = (f"none of the candidate's kernels ({', '.join(sorted(own_names))}) ran in the forward; "
-                              f"it launched only {', '.join(result.library_kernel_names)}")  # fmt: skip
+            result.message = (
+                f"none of the candidate's kernels ({', '.join(sorted(own_names))}) ran in the forward; "
+                f"it launched only {', '.join(result.library_kernel_names)}"
+            )
 
     @staticmethod
     def _forward_ms(result: ProfileResult) -> tuple[float | None, str]:

@@ -15,14 +15,25 @@ import re
 from pathlib import Path
 
 from cudaforge.report.build import build_report, make_report, write_report
-from cudaforge.report.model import Report, TableRow
 from cudaforge.report.load import RunData, load_run, load_runs, task_level
+from cudaforge.report.model import Report, TableRow
 from cudaforge.report.published import PublishedRow, PublishedTable, load_published, select_published
 from cudaforge.report.stats import Estimate, FailedAs, GroupStats, group_stats, metrics, run_stats
 
 # Hydra's command-line flags that take the next argument as their value.
-_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
-                     "--config-dir", "-cd", "--experimental-rerun"}  # fmt: skip
+_FLAGS_WITH_VALUE = {
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--experimental-rerun",
+}
 _INFO_VALUES = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
 
 
@@ -63,7 +74,24 @@ def runs_override(args: list[str]) -> list[str]:
 
 
 __all__ = [
-    "Estimate", "FailedAs", "GroupStats", "PublishedRow", "PublishedTable", "Report", "RunData", "TableRow",
-    "build_report", "group_stats", "load_published", "load_run", "load_runs", "make_report", "metrics",
-    "run_stats", "runs_override", "select_published", "task_level", "write_report",
-]  # fmt: skip
+    "Estimate",
+    "FailedAs",
+    "GroupStats",
+    "PublishedRow",
+    "PublishedTable",
+    "Report",
+    "RunData",
+    "TableRow",
+    "build_report",
+    "group_stats",
+    "load_published",
+    "load_run",
+    "load_runs",
+    "make_report",
+    "metrics",
+    "run_stats",
+    "runs_override",
+    "select_published",
+    "task_level",
+    "write_report",
+]

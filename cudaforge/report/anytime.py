@@ -24,8 +24,15 @@ import numpy as np
 from cudaforge.report.scaling import task_states
 from cudaforge.report.seeds import Arm
 from cudaforge.report.stats import (
-    FailedAs, Metric, group_results, metrics, resample_indices, seeded_reduce, seeded_resamples, speedup_vectors,
-)  # fmt: skip
+    FailedAs,
+    Metric,
+    group_results,
+    metrics,
+    resample_indices,
+    seeded_reduce,
+    seeded_resamples,
+    speedup_vectors,
+)
 
 AXES = ("dollars", "minutes")
 """The budgets of the anytime curves: dollars and wall minutes per kernel."""
@@ -81,8 +88,16 @@ def _states_at(paths: list[tuple[np.ndarray, np.ndarray, np.ndarray]], budgets: 
     return best, correct
 
 
-def arm_curves(arm: Arm, axis: str, *, failed_as: FailedAs = FailedAs.zero, fast_p: list[float] = (0, 1, 1.5, 2),
-               bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> list[AnytimeCurve]:
+def arm_curves(
+    arm: Arm,
+    axis: str,
+    *,
+    failed_as: FailedAs = FailedAs.zero,
+    fast_p: list[float] = (0, 1, 1.5, 2),
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[AnytimeCurve]:
     """Every curve of one arm on one axis: per group (levels, then ``overall``) and per statistic."""
     if axis not in AXES:
         raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
@@ -122,8 +137,11 @@ def arm_curves(arm: Arm, axis: str, *, failed_as: FailedAs = FailedAs.zero, fast
                         lo, hi = (float(x) for x in np.percentile(resampled, [tail, 100 - tail]))
                 low.append(lo)
                 high.append(hi)
-            out.append(AnytimeCurve(arm.label, group, axis, metric.key, len(arm.runs), [float(b) for b in budgets],
-                                    point, low, high))  # fmt: skip
+            out.append(
+                AnytimeCurve(
+                    arm.label, group, axis, metric.key, len(arm.runs), [float(b) for b in budgets], point, low, high
+                )
+            )
     return out
 
 
@@ -139,15 +157,27 @@ def write_csv(curves: list[AnytimeCurve], path: Path) -> Path:
         writer.writerow(["arm", "seeds", "group", "axis", "metric", "budget", "value", "ci_low", "ci_high"])
         for c in curves:
             for b, v, lo, hi in zip(c.budgets, c.value, c.low, c.high):
-                writer.writerow([c.arm, c.seeds, c.group, c.axis, c.metric, repr(b),
-                                 *("" if x is None else repr(x) for x in (v, lo, hi))])  # fmt: skip
+                writer.writerow(
+                    [
+                        c.arm,
+                        c.seeds,
+                        c.group,
+                        c.axis,
+                        c.metric,
+                        repr(b),
+                        *("" if x is None else repr(x) for x in (v, lo, hi)),
+                    ]
+                )
     return path
 
 
 def drawable(curves: list[AnytimeCurve], axis: str, metric: str) -> list[AnytimeCurve]:
     """The overall curves of one panel that have a value somewhere (dollars: only when something was priced)."""
-    chosen = [c for c in curves if c.group == "overall" and c.axis == axis and c.metric == metric
-              and any(v is not None for v in c.value)]  # fmt: skip
+    chosen = [
+        c
+        for c in curves
+        if c.group == "overall" and c.axis == axis and c.metric == metric and any(v is not None for v in c.value)
+    ]
     if axis == "dollars":
         chosen = [c for c in chosen if c.budgets and c.budgets[-1] > 0]
     return chosen

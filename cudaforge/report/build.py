@@ -6,23 +6,28 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
+from cudaforge.report import tables
 from cudaforge.report.load import RunData, load_runs, run_concurrency
 from cudaforge.report.model import Report
 from cudaforge.report.paired import paired_lines
-from cudaforge.run.integrate import report_lines as integration_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
 from cudaforge.report.stats import (
-    FailedAs, group_results, held_out_summary, measurement_summary, metrics, run_stats, speedup_over_compile,
-)  # fmt: skip
-from cudaforge.report import tables
+    FailedAs,
+    group_results,
+    held_out_summary,
+    measurement_summary,
+    metrics,
+    run_stats,
+    speedup_over_compile,
+)
+from cudaforge.run.integrate import report_lines as integration_lines
 from cudaforge.tasks.identity import difference_text, other_problem_set, version_line
 from cudaforge.track.store import expand_run_dirs
-
 
 _FAILED_TEXT = {
     FailedAs.zero: "a task without a correct kernel counts as speedup 0 (failed_as=zero, the default: our reading "
@@ -48,20 +53,28 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
         "fast_0 is the correct rate. $ / min / tokens per kernel: means over all tasks (tokens in + out). "
         "wall min / kernel: wall clock from a task's first step to its last, what the CudaForge paper reports as "
         "minutes per kernel when tasks run one at a time"
-        + ("; active min / kernel: the same without the time spent waiting for a GPU's lock." if any(
-            m.key == "active_minutes" for m in report.metrics) else "."),
+        + (
+            "; active min / kernel: the same without the time spent waiting for a GPU's lock."
+            if any(m.key == "active_minutes" for m in report.metrics)
+            else "."
+        ),
         f"Intervals: {confidence:.0%} percentile bootstrap over tasks ({bootstrap} resamples, seed {seed})."
-        if bootstrap > 0 else "No intervals (report.bootstrap=0).",
+        if bootstrap > 0
+        else "No intervals (report.bootstrap=0).",
     ]
     for run, stats in zip(report.runs, report.stats):
         overall = stats["overall"]
         if overall.n_untimed:
-            notes.append(f"{run.label}: {overall.n_untimed} correct task(s) untimed (no GPU timing): counted in "
-                         "Correct % and fast_0, left out of every other speedup statistic and its denominator.")
+            notes.append(
+                f"{run.label}: {overall.n_untimed} correct task(s) untimed (no GPU timing): counted in "
+                "Correct % and fast_0, left out of every other speedup statistic and its denominator."
+            )
         if overall.unpriced_calls:
-            notes.append(f"{run.label}: {overall.unpriced_calls} LLM call(s) of unpriced models: $ / kernel "
-                         "leaves them out (a lower bound; tasks with only unpriced calls have no dollar figure, "
-                         "and a table without any shows `unpriced`).")
+            notes.append(
+                f"{run.label}: {overall.unpriced_calls} LLM call(s) of unpriced models: $ / kernel "
+                "leaves them out (a lower bound; tasks with only unpriced calls have no dollar figure, "
+                "and a table without any shows `unpriced`)."
+            )
         if run.not_run:
             reasons: dict[str, int] = {}
             for reason in run.not_run.values():
@@ -69,17 +82,24 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
             why = ", ".join(f"{n} {_NOT_RUN_TEXT.get(r, r)}" for r, n in sorted(reasons.items()))
             ids = sorted(run.not_run)
             more = " ..." if len(ids) > 5 else ""
-            notes.append(f"{run.label}: {len(ids)} task(s) not run ({why}): in no statistic, neither as failed nor "
-                         f"in any denominator; the same `cudaforge run` command runs them again: "
-                         f"{', '.join(ids[:5])}{more}")
+            notes.append(
+                f"{run.label}: {len(ids)} task(s) not run ({why}): in no statistic, neither as failed nor "
+                f"in any denominator; the same `cudaforge run` command runs them again: "
+                f"{', '.join(ids[:5])}{more}"
+            )
         if run.unfinished:
             more = " ..." if len(run.unfinished) > 5 else ""
-            notes.append(f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
-                         f"(not in the tables): {', '.join(run.unfinished[:5])}{more}")
-        notes += (_time_notes(run) + _measurement_notes(run) + _prompt_notes(run) + _held_out_notes(run)
-                  + _compile_notes(run))
-        notes.append(f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
-                     f"per-round minutes from {run.spend_source['minutes']}.")
+            notes.append(
+                f"{run.label}: {len(run.unfinished)} task(s) started but without a result "
+                f"(not in the tables): {', '.join(run.unfinished[:5])}{more}"
+            )
+        notes += (
+            _time_notes(run) + _measurement_notes(run) + _prompt_notes(run) + _held_out_notes(run) + _compile_notes(run)
+        )
+        notes.append(
+            f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
+            f"per-round minutes from {run.spend_source['minutes']}."
+        )
     for table in report.published:
         notes.append(f"{table.name}: {table.title}. Source: {table.source}. Missing cells: not published.")
     return notes
@@ -93,10 +113,12 @@ def _compile_notes(run: RunData) -> list[str]:
     modes = sorted({str(p.get("mode")) for p in pairs})
     cached = sum(1 for p in pairs if p.get("cached"))
     timed = sum(1 for r in run.results if r.correct and r.best_speedup)
-    return [f"{run.label}: vs compile: each timed correct kernel's speedup over eager divided by torch.compile's "
-            f"(mode {', '.join(modes)}) over eager, both timed in one child on the same GPU model "
-            f"({len(pairs)} of {timed} timed task(s); {cached} pair(s) from the cache). fast_p vs compile counts a "
-            "failed task as not fast and leaves out a correct one without the pair." + _graph_note(pairs)]
+    return [
+        f"{run.label}: vs compile: each timed correct kernel's speedup over eager divided by torch.compile's "
+        f"(mode {', '.join(modes)}) over eager, both timed in one child on the same GPU model "
+        f"({len(pairs)} of {timed} timed task(s); {cached} pair(s) from the cache). fast_p vs compile counts a "
+        "failed task as not fast and leaves out a correct one without the pair." + _graph_note(pairs)
+    ]
 
 
 def _graph_note(pairs: list[dict]) -> str:
@@ -105,10 +127,12 @@ def _graph_note(pairs: list[dict]) -> str:
     slower = [p for p in graphs if (p.get("compile_over_eager") or 1.0) < 1.0]
     if not slower:
         return ""
-    return (f" In {len(slower)} of {len(pairs)} pair(s) torch.compile was slower than eager: its mode replays CUDA "
-            "graphs, which copy every call's new inputs into the graph's own buffers (our reading of the H200 "
-            "figures, docs/evaluation.md); eval.compile_beside_mode=max-autotune-no-cudagraphs compares kernels "
-            "without that copy.")
+    return (
+        f" In {len(slower)} of {len(pairs)} pair(s) torch.compile was slower than eager: its mode replays CUDA "
+        "graphs, which copy every call's new inputs into the graph's own buffers (our reading of the H200 "
+        "figures, docs/evaluation.md); eval.compile_beside_mode=max-autotune-no-cudagraphs compares kernels "
+        "without that copy."
+    )
 
 
 def _held_out_notes(run: RunData) -> list[str]:
@@ -119,19 +143,28 @@ def _held_out_notes(run: RunData) -> list[str]:
     failed, none = [], {}
     for r in checked:
         if held_out_summary(r)["correct"] is False:
-            bad = [f"{row['shape']} ({', '.join(f'{k}={v}' for k, v in row['sizes'].items())}): {row['status']}"
-                   for row in r.held_out["shapes"] if row.get("status") != "skipped" and not row.get("correct")]
+            bad = [
+                f"{row['shape']} ({', '.join(f'{k}={v}' for k, v in row['sizes'].items())}): {row['status']}"
+                for row in r.held_out["shapes"]
+                if row.get("status") != "skipped" and not row.get("correct")
+            ]
             failed.append(f"{r.task_id} [{'; '.join(bad)}]")
         elif not held_out_summary(r)["checked"]:
             why = r.held_out.get("note") or "every shape skipped: " + "; ".join(
-                str(row.get("message")) for row in r.held_out.get("shapes", []))
+                str(row.get("message")) for row in r.held_out.get("shapes", [])
+            )
             none[why] = none.get(why, 0) + 1
-    notes = [f"{run.label}: held-out shapes (sizes the Coder never saw, checked after the loop): held-out correct % is "
-             "over the tasks with a correct kernel and at least one held-out shape evaluated; its geo. mean over those "
-             "correct on every shape and timed, of each task's geometric mean over its shapes."]
+    notes = [
+        f"{run.label}: held-out shapes (sizes the Coder never saw, checked after the loop): held-out correct % is "
+        "over the tasks with a correct kernel and at least one held-out shape evaluated; its geo. mean over those "
+        "correct on every shape and timed, of each task's geometric mean over its shapes."
+    ]
     if failed:
-        notes.append(f"{run.label}: {len(failed)} kernel(s) correct on the scored shape failed a held-out one: "
-                     + "; ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
+        notes.append(
+            f"{run.label}: {len(failed)} kernel(s) correct on the scored shape failed a held-out one: "
+            + "; ".join(failed[:5])
+            + (" ..." if len(failed) > 5 else "")
+        )
     for why, n in sorted(none.items()):
         notes.append(f"{run.label}: {n} task(s) without a held-out shape: {why}")
     return notes
@@ -149,12 +182,16 @@ def _prompt_notes(run: RunData) -> list[str]:
         record = None
     if isinstance(record, dict) and record.get("template_set") == "cudaforge_authors":
         commit = str(record.get("commit") or "no git commit")[:12]
-        return [f"{run.label}: prompts from the CudaForge authors' own builders ({record.get('authors_root')} at "
-                f"{commit}; their GPU sheet's {record.get('gpu_name')!r})."]
+        return [
+            f"{run.label}: prompts from the CudaForge authors' own builders ({record.get('authors_root')} at "
+            f"{commit}; their GPU sheet's {record.get('gpu_name')!r})."
+        ]
     template_set = (run.config.get("agents") or {}).get("template_set") if isinstance(run.config, dict) else None
     if template_set == "cudaforge_paper":
-        return [f"{run.label}: prompts: cudaforge_paper, our paraphrase of the CudaForge paper's prompts (not the "
-                "authors' text: agents=cudaforge_authors reads theirs from a checkout)."]
+        return [
+            f"{run.label}: prompts: cudaforge_paper, our paraphrase of the CudaForge paper's prompts (not the "
+            "authors' text: agents=cudaforge_authors reads theirs from a checkout)."
+        ]
     return []
 
 
@@ -165,22 +202,30 @@ def _measurement_notes(run: RunData) -> list[str]:
     notes = []
     if measured["precision"]:
         named = ", ".join(f"{n} task(s) under {name}" for name, n in sorted(measured["precision"].items()))
-        notes.append(f"{run.label}: the reference's precision in the best speedups: {named} (strict_fp32: no "
-                     "TF32; torch_default: cuDNN in TF32, as PyTorch and KernelBench's harness leave it; unrecorded: "
-                     "results made before precisions were kept).")
+        notes.append(
+            f"{run.label}: the reference's precision in the best speedups: {named} (strict_fp32: no "
+            "TF32; torch_default: cuDNN in TF32, as PyTorch and KernelBench's harness leave it; unrecorded: "
+            "results made before precisions were kept)."
+        )
     if measured["probe_reproduced"]:
         ids = measured["probe_reproduced"]
-        notes.append(f"{run.label}: {len(ids)} win(s) over strict fp32 that the reference alone reproduces at a "
-                     f"precision the task's tolerance allows (TF32 or bf16): {', '.join(ids[:5])}"
-                     f"{' ...' if len(ids) > 5 else ''}")
+        notes.append(
+            f"{run.label}: {len(ids)} win(s) over strict fp32 that the reference alone reproduces at a "
+            f"precision the task's tolerance allows (TF32 or bf16): {', '.join(ids[:5])}"
+            f"{' ...' if len(ids) > 5 else ''}"
+        )
     if measured["unclean"]:
         ids = measured["unclean"]
-        notes.append(f"{run.label}: {len(ids)} best speedup(s) timed without one clean batch (the GPU throttled or "
-                     f"its clock off in every batch): {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}")
+        notes.append(
+            f"{run.label}: {len(ids)} best speedup(s) timed without one clean batch (the GPU throttled or "
+            f"its clock off in every batch): {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}"
+        )
     if measured["launch_inclusive_geomean"] is not None:
-        notes.append(f"{run.label}: launch-inclusive speedup (CUDA events around each call with the launch inside, no "
-                     f"L2 flush: how KernelBench and the CudaForge paper time), geometric mean over "
-                     f"{measured['launch_inclusive_tasks']} task(s): {measured['launch_inclusive_geomean']:.3f}x.")
+        notes.append(
+            f"{run.label}: launch-inclusive speedup (CUDA events around each call with the launch inside, no "
+            f"L2 flush: how KernelBench and the CudaForge paper time), geometric mean over "
+            f"{measured['launch_inclusive_tasks']} task(s): {measured['launch_inclusive_geomean']:.3f}x."
+        )
     return notes
 
 
@@ -189,14 +234,18 @@ def _time_notes(run: RunData) -> list[str]:
     notes = []
     old = sum(1 for r in run.results if r.wall_minutes is None)
     if old:
-        notes.append(f"{run.label}: {old} task(s) recorded before wall and active minutes were: their wall min / "
-                     "kernel is TaskResult.minutes, the steps' summed time (GPU-lock waits included), and they "
-                     "have no active minutes.")
+        notes.append(
+            f"{run.label}: {old} task(s) recorded before wall and active minutes were: their wall min / "
+            "kernel is TaskResult.minutes, the steps' summed time (GPU-lock waits included), and they "
+            "have no active minutes."
+        )
     concurrency = run_concurrency(run.config)
     if concurrency and concurrency > 1:
-        notes.append(f"{run.label}: up to {concurrency} tasks ran at once (concurrency={concurrency}), so its wall "
-                     "minutes include waits for GPUs other tasks held and are not comparable with the CudaForge "
-                     "paper's minutes per kernel (one task at a time); active min / kernel leaves those waits out.")
+        notes.append(
+            f"{run.label}: up to {concurrency} tasks ran at once (concurrency={concurrency}), so its wall "
+            "minutes include waits for GPUs other tasks held and are not comparable with the CudaForge "
+            "paper's minutes per kernel (one task at a time); active min / kernel leaves those waits out."
+        )
     return notes
 
 
@@ -212,8 +261,10 @@ def problem_set_lines(runs: list[RunData]) -> list[str]:
     for run, record in zip(runs, records):
         other = other_problem_set(record)
         if other:
-            out.append(f"{run.label}: not the problem set its configuration pins ({other}; "
-                       "suite.allow_other_problem_set=true): its numbers are not comparable with the pinned set's.")
+            out.append(
+                f"{run.label}: not the problem set its configuration pins ({other}; "
+                "suite.allow_other_problem_set=true): its numbers are not comparable with the pinned set's."
+            )
     known = [(run, record) for run, record in zip(runs, records) if record]
     for run, record in known[1:]:
         first, base = known[0]
@@ -253,8 +304,10 @@ def build_report(
     fast_p = [float(p) for p in fast_p]
     run_dirs, skipped = expand_run_dirs(list(runs))  # a sweep folder: its jobs; multirun.yaml from a glob: skipped
     if labels and len(labels) == len(runs) and len(run_dirs) != len(runs):
-        raise ValueError(f"{len(labels)} labels for {len(runs)} paths that hold {len(run_dirs)} run directories: "
-                         "give one label per run directory, or none")  # fmt: skip
+        raise ValueError(
+            f"{len(labels)} labels for {len(runs)} paths that hold {len(run_dirs)} run directories: "
+            "give one label per run directory, or none"
+        )
     loaded = load_runs(list(run_dirs), labels)
     rebased_note = ""
     if baseline:
@@ -267,8 +320,10 @@ def build_report(
             missing += lost
             for r in run.results:  # a rebased speedup is no longer the one the torch.compile pair divides
                 r.compile_beside = {}
-        rebased_note = (f"Speedups are against the stored {baseline_mode} baseline {baseline} (no intervals: the two "
-                        f"medians come from different sessions); {missing} correct task(s) had no time to rebase.")
+        rebased_note = (
+            f"Speedups are against the stored {baseline_mode} baseline {baseline} (no intervals: the two "
+            f"medians come from different sessions); {missing} correct task(s) had no time to rebase."
+        )
     options = dict(failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap, confidence=confidence, seed=seed)
     stats = [run_stats(run.results, **options) for run in loaded]
     levels = {g for s in stats for g in s if g.startswith("level")}
@@ -277,23 +332,40 @@ def build_report(
     concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
     held_out = any(r.held_out for run in loaded for r in run.results)
     compiled = any(speedup_over_compile(r) for run in loaded for r in run.results)
-    report = Report(loaded, stats, select_published(list(compare), published_dir),
-                    metrics(fast_p, active_minutes=concurrent, held_out=held_out, compile_beside=compiled), groups,
-                    failed_as)  # fmt: skip
+    report = Report(
+        loaded,
+        stats,
+        select_published(list(compare), published_dir),
+        metrics(fast_p, active_minutes=concurrent, held_out=held_out, compile_beside=compiled),
+        groups,
+        failed_as,
+    )
     report.fast_p, report.bootstrap, report.confidence, report.seed = fast_p, bootstrap, confidence, seed
     report.arms = arms(loaded, pool=pool_seeds)
     report.arm_stats = [arm_stats(arm, **options) if arm.pooled else None for arm in report.arms]
     over = "seeds and tasks" if any(arm.pooled for arm in report.arms) else "tasks"
-    report.caption = (f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
-                      f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over {over}.")
-    report.notes = (_notes(report, bootstrap, confidence, seed) + arm_notes(report.arms)
-                    + ([rebased_note] if rebased_note else [])
-                    + [f"{note[0].upper()}{note[1:]}." for note in skipped])
+    report.caption = (
+        f"Perf is the mean best speedup, failed tasks as {failed_as.value}; fast_p: correct and "
+        f"more than p times faster; brackets: {confidence:.0%} bootstrap intervals over {over}."
+    )
+    report.notes = (
+        _notes(report, bootstrap, confidence, seed)
+        + arm_notes(report.arms)
+        + ([rebased_note] if rebased_note else [])
+        + [f"{note[0].upper()}{note[1:]}." for note in skipped]
+    )
     report.problem_sets = problem_set_lines(loaded)
     report.protocols = protocol_lines(loaded)
     report.integrations = integration_lines([run.path for run in loaded])
-    report.paired = paired_lines(loaded, failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed,
-                                 against=paired_with, arms=report.arms)
+    report.paired = paired_lines(
+        loaded,
+        failed_as=failed_as,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        seed=seed,
+        against=paired_with,
+        arms=report.arms,
+    )
     return report
 
 
@@ -305,11 +377,21 @@ def write_report(report: Report, out_dir: str | Path, plots: bool = True) -> lis
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    curves = [curve(run, [r.task_id for r in results], axis, report.failed_as, group)
-              for run in report.runs for group, results in group_results(run.results).items() for axis in AXES]
+    curves = [
+        curve(run, [r.task_id for r in results], axis, report.failed_as, group)
+        for run in report.runs
+        for group, results in group_results(run.results).items()
+        for axis in AXES
+    ]
     arms_ = report.arms or arms(report.runs, pool=False)
-    anytime_curves = anytime.all_curves(arms_, failed_as=report.failed_as, fast_p=report.fast_p,
-                                        bootstrap=report.bootstrap, confidence=report.confidence, seed=report.seed)
+    anytime_curves = anytime.all_curves(
+        arms_,
+        failed_as=report.failed_as,
+        fast_p=report.fast_p,
+        bootstrap=report.bootstrap,
+        confidence=report.confidence,
+        seed=report.seed,
+    )
     written = []
     if plots:  # first: a figure without data adds a note to the tables
         from cudaforge.report.plots import plot_all
@@ -323,8 +405,11 @@ def write_report(report: Report, out_dir: str | Path, plots: bool = True) -> lis
             for b, p in zip(c.budgets, c.perf):
                 writer.writerow([c.run, c.group, c.axis, repr(b), "" if p is None else repr(p)])
     written.append(out / "scaling.csv")
-    for name, text in (("report.md", tables.markdown(report)), ("report.tex", tables.latex(report)),
-                       ("report.csv", tables.csv_text(report))):  # fmt: skip
+    for name, text in (
+        ("report.md", tables.markdown(report)),
+        ("report.tex", tables.latex(report)),
+        ("report.csv", tables.csv_text(report)),
+    ):
         (out / name).write_text(text)
         written.append(out / name)
     return written
@@ -352,8 +437,20 @@ def make_report(
     With ``plots`` and no matplotlib, the tables are written all the same and one note names the figures
     skipped (``plot_all``).
     """
-    report = build_report(runs, labels=labels, compare=compare, failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap,
-                          confidence=confidence, seed=seed, published_dir=published_dir, baseline=baseline,
-                          baseline_mode=baseline_mode, paired_with=paired_with, pool_seeds=pool_seeds)  # fmt: skip
+    report = build_report(
+        runs,
+        labels=labels,
+        compare=compare,
+        failed_as=failed_as,
+        fast_p=fast_p,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        seed=seed,
+        published_dir=published_dir,
+        baseline=baseline,
+        baseline_mode=baseline_mode,
+        paired_with=paired_with,
+        pool_seeds=pool_seeds,
+    )
     target = Path(out_dir) if out_dir else report.runs[0].path / "report"
     return report, write_report(report, target, plots=plots)

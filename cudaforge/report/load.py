@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from cudaforge.tasks.identity import other_problem_set
 from cudaforge.track.store import RunDir, task_slug
 from cudaforge.types import TaskResult
@@ -99,8 +98,11 @@ def hydra_choices(run_dir: str | Path) -> dict[str, str]:
 
 def protocol_suffix(choices: dict[str, str]) -> str:
     """`` [eval=..., agents=...]`` for a run made with another evaluation protocol or template set than ours."""
-    parts = [f"{group}={choices[group]}" for group in ("eval", "agents")
-             if choices.get(group) not in (None, "default", "None")]  # fmt: skip
+    parts = [
+        f"{group}={choices[group]}"
+        for group in ("eval", "agents")
+        if choices.get(group) not in (None, "default", "None")
+    ]
     return f" [{', '.join(parts)}]" if parts else ""
 
 
@@ -141,8 +143,10 @@ def _spend(
     if history_secs:
         minutes = "RoundRecord.seconds (results.jsonl)"
     elif ledger_tasks:
-        minutes = ("ledger.jsonl LLM latency by round, rescaled so a task's rounds add up to its minutes "
-                   "(evaluation time is spread in proportion to LLM time)")
+        minutes = (
+            "ledger.jsonl LLM latency by round, rescaled so a task's rounds add up to its minutes "
+            "(evaluation time is spread in proportion to LLM time)"
+        )
     else:
         minutes = "each task's minutes split evenly over its rounds (no per-round record)"
 

@@ -60,8 +60,10 @@ class Report:
         published row for it."""
         by_path = {run.path: stats for run, stats in zip(self.runs, self.stats)}
         if self.arms:
-            tabled = [(arm.label, pooled if pooled is not None else by_path[arm.runs[0].path])
-                      for arm, pooled in zip(self.arms, self.arm_stats)]  # fmt: skip
+            tabled = [
+                (arm.label, pooled if pooled is not None else by_path[arm.runs[0].path])
+                for arm, pooled in zip(self.arms, self.arm_stats)
+            ]
         else:
             tabled = [(run.label, stats) for run, stats in zip(self.runs, self.stats)]
         out = [TableRow(label, "run", stats[group].values) for label, stats in tabled if group in stats]

@@ -10,14 +10,14 @@ Pure: reads ``TaskResult`` lists, imports nothing of the evaluation layer.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-import warnings
-
 from cudaforge.report.load import RunData
-from cudaforge.report.seeds import Arm, arms as as_arms
+from cudaforge.report.seeds import Arm
+from cudaforge.report.seeds import arms as as_arms
 from cudaforge.report.stats import FailedAs, task_vectors
 
 PAIRED_METRICS = (
@@ -61,23 +61,38 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def compare(a: list, b: list, *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000, confidence: float = 0.95,
-            seed: int = 0) -> tuple[list[str], list[Paired]]:
+def compare(
+    a: list,
+    b: list,
+    *,
+    failed_as: FailedAs = FailedAs.zero,
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[list[str], list[Paired]]:
     """The shared task ids and one ``Paired`` per metric (those with at least one task where both have a value)."""
     return compare_seeds([a], [b], failed_as=failed_as, bootstrap=bootstrap, confidence=confidence, seed=seed)
 
 
 def _seed_mean(per_seed: list[list], shared: list[str], failed_as: FailedAs) -> dict[str, np.ndarray]:
     """Each task's values, averaged over the seeds (NaN where no seed has one)."""
-    stacked = [task_vectors([{r.task_id: r for r in results}[t] for t in shared], failed_as, (1,))
-               for results in per_seed]  # fmt: skip
+    stacked = [
+        task_vectors([{r.task_id: r for r in results}[t] for t in shared], failed_as, (1,)) for results in per_seed
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a task no seed has a value for: NaN, left out
         return {key: np.nanmean(np.stack([v[key] for v in stacked]), axis=0) for key in stacked[0]}
 
 
-def compare_seeds(a: list[list], b: list[list], *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000,
-                  confidence: float = 0.95, seed: int = 0) -> tuple[list[str], list[Paired]]:
+def compare_seeds(
+    a: list[list],
+    b: list[list],
+    *,
+    failed_as: FailedAs = FailedAs.zero,
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[list[str], list[Paired]]:
     """``compare`` for two arms given as one result list per seed: the tasks every seed of both has, each task's
     value its mean over its arm's seeds (the geometric mean's row: the mean of the seeds' logs)."""
     ids = [{r.task_id for r in results} for results in [*a, *b]]
@@ -102,8 +117,11 @@ def compare_seeds(a: list[list], b: list[list], *, failed_as: FailedAs = FailedA
         worse = d < 0 if higher else d > 0
         wins, losses = int(better.sum()), int(worse.sum())
         ratio = key == "log_speedup"
-        value, low, high = (math.exp(x) for x in (float(d.mean()), float(low), float(high))) if ratio else \
-            (float(d.mean()), float(low), float(high))
+        value, low, high = (
+            (math.exp(x) for x in (float(d.mean()), float(low), float(high)))
+            if ratio
+            else (float(d.mean()), float(low), float(high))
+        )
         out.append(Paired(header, int(d.size), value, low, high, wins, losses, sign_test(wins, losses), ratio))
     return shared, out
 
@@ -121,9 +139,16 @@ def verdict(a: str, b: str, paired: list[Paired], confidence: float) -> str:
     return f"Neither run beats the other at {confidence:.0%} on the {perf.n} shared tasks: {shown}."
 
 
-def paired_lines(runs: list[RunData], *, failed_as: FailedAs = FailedAs.zero, bootstrap: int = 1000,
-                 confidence: float = 0.95, seed: int = 0, against: int | None = None,
-                 arms: list[Arm] | None = None) -> list[str]:
+def paired_lines(
+    runs: list[RunData],
+    *,
+    failed_as: FailedAs = FailedAs.zero,
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    against: int | None = None,
+    arms: list[Arm] | None = None,
+) -> list[str]:
     """Markdown of the paired comparisons: every other arm against the arm of ``runs[against]``
     (``report.paired_with``), or, with ``against`` None, the two arms of a report that has exactly two; nothing
     otherwise. ``arms``: the runs grouped by seed (default: each run its own arm)."""
@@ -141,27 +166,44 @@ def paired_lines(runs: list[RunData], *, failed_as: FailedAs = FailedAs.zero, bo
 
 
 def _pair(a: Arm, b: Arm, failed_as: FailedAs, bootstrap: int, confidence: float, seed: int) -> list[str]:
-    shared, paired = compare_seeds([r.results for r in a.runs], [r.results for r in b.runs], failed_as=failed_as,
-                                   bootstrap=bootstrap, confidence=confidence, seed=seed)
+    shared, paired = compare_seeds(
+        [r.results for r in a.runs],
+        [r.results for r in b.runs],
+        failed_as=failed_as,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        seed=seed,
+    )
     lines = ["", f"## Paired comparison: {a.label} (A) against {b.label} (B)", ""]
     if not shared:
         return lines + ["The two runs share no task: nothing to pair."]
-    lines += [verdict(a.label, b.label, paired, confidence), "",
-              f"| metric | tasks | A - B | {confidence:.0%} interval | A better / worse | sign test p |",
-              "| --- | ---: | ---: | --- | ---: | ---: |"]
+    lines += [
+        verdict(a.label, b.label, paired, confidence),
+        "",
+        f"| metric | tasks | A - B | {confidence:.0%} interval | A better / worse | sign test p |",
+        "| --- | ---: | ---: | --- | ---: | ---: |",
+    ]
     digits = {header: d for _, header, _, d, _ in PAIRED_METRICS}
     for p in paired:
         k = digits[p.header]
-        fmt = (lambda x: f"{x:.{k}f}x") if p.ratio else (lambda x: f"{x:+.{k}f}")
-        lines.append(f"| {p.header} | {p.n} | {fmt(p.diff)} | [{fmt(p.low)}, {fmt(p.high)}] | {p.wins} / {p.losses} | "
-                     f"{p.p_value:.3g} |")
+        fmt = (lambda x: f"{x:.{k}f}x") if p.ratio else (lambda x: f"{x:+.{k}f}")  # noqa: B023
+        lines.append(
+            f"| {p.header} | {p.n} | {fmt(p.diff)} | [{fmt(p.low)}, {fmt(p.high)}] | {p.wins} / {p.losses} | "
+            f"{p.p_value:.3g} |"
+        )
     tasks_a = {r.task_id for run in a.runs for r in run.results}
     tasks_b = {r.task_id for run in b.runs for r in run.results}
     only_a, only_b = len(tasks_a - set(shared)), len(tasks_b - set(shared))
-    seeds = (f" Each task's value is its mean over its arm's seeds ({len(a.runs)} in A, {len(b.runs)} in B)."
-             if len(a.runs) > 1 or len(b.runs) > 1 else "")
-    lines += ["", f"Paired over the {len(shared)} tasks both ran ({only_a} only in A, {only_b} only in B); intervals: "
-              f"paired bootstrap over tasks ({bootstrap} resamples, seed {seed}); Perf counts a failed task as "
-              f"{FailedAs(failed_as).value}; the geometric mean's row is the ratio of A's to B's over tasks timed in "
-              "both; $ and minutes: lower is better." + seeds]
+    seeds = (
+        f" Each task's value is its mean over its arm's seeds ({len(a.runs)} in A, {len(b.runs)} in B)."
+        if len(a.runs) > 1 or len(b.runs) > 1
+        else ""
+    )
+    lines += [
+        "",
+        f"Paired over the {len(shared)} tasks both ran ({only_a} only in A, {only_b} only in B); intervals: "
+        f"paired bootstrap over tasks ({bootstrap} resamples, seed {seed}); Perf counts a failed task as "
+        f"{FailedAs(failed_as).value}; the geometric mean's row is the ratio of A's to B's over tasks timed in "
+        "both; $ and minutes: lower is better." + seeds,
+    ]
     return lines

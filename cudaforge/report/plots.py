@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from cudaforge.report.anytime import AnytimeCurve, drawable, panel_metrics
-from cudaforge.report.scaling import Curve
 from cudaforge.report.model import Report
+from cudaforge.report.scaling import Curve
 from cudaforge.report.stats import group_results
 from cudaforge.report.tables import group_title
 
@@ -66,8 +66,13 @@ def _speedup_axis(ax, low: float, high: float) -> None:
 
 def _speedups(report: Report) -> list[dict[str, list[float]]]:
     """Per run: group -> best speedups of its correct timed tasks."""
-    return [{g: [r.best_speedup for r in rs if r.correct and r.best_speedup]
-             for g, rs in group_results(run.results).items()} for run in report.runs]  # fmt: skip
+    return [
+        {
+            g: [r.best_speedup for r in rs if r.correct and r.best_speedup]
+            for g, rs in group_results(run.results).items()
+        }
+        for run in report.runs
+    ]
 
 
 def _scaling_curves(curves: list[Curve], axis: str) -> list[Curve]:
@@ -119,8 +124,9 @@ def scaling(report: Report, curves: list[Curve], axis: str, path: Path) -> Path 
                 ax.plot(c.budgets, perf, marker="o", markersize=3, label=c.run)
             else:  # the best so far holds until the next round ends
                 ax.step(c.budgets, perf, where="post", label=c.run)
-        published = [row for table in report.published for row in table.rows
-                     if row.group == group and "perf" in row.values]  # fmt: skip
+        published = [
+            row for table in report.published for row in table.rows if row.group == group and "perf" in row.values
+        ]
         for i, row in enumerate(published):
             grey = plt.get_cmap("Greys")(0.75 - 0.4 * i / max(len(published) - 1, 1))
             ax.axhline(row.values["perf"], color=grey, linestyle="--", linewidth=0.8, label=row.label)
@@ -161,8 +167,16 @@ def anytime(report: Report, curves: list[AnytimeCurve], path: Path) -> Path | No
                 high = [np.nan if v is None else v for v in c.high]
                 ax.fill_between(c.budgets, low, high, step="post", alpha=0.2, color=line.get_color(), linewidth=0)
             if not chosen:
-                ax.text(0.5, 0.5, "no data (no correct timed kernel)" if metric != "correct_pct" else "no data",
-                        ha="center", va="center", transform=ax.transAxes, fontsize=8, color="gray")
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no data (no correct timed kernel)" if metric != "correct_pct" else "no data",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    fontsize=8,
+                    color="gray",
+                )
             ax.set_xlabel(_AXIS_LABELS[axis])
             ax.set_ylabel(_METRIC_LABELS.get(metric, metric.replace("_pct", " %")))
             if chosen and (i, j) == (0, 0):
@@ -174,25 +188,32 @@ def anytime(report: Report, curves: list[AnytimeCurve], path: Path) -> Path | No
     return path
 
 
-def plot_all(report: Report, curves: list[Curve], out_dir: Path,
-             anytime_curves: list[AnytimeCurve] | None = None) -> list[Path]:
+def plot_all(
+    report: Report, curves: list[Curve], out_dir: Path, anytime_curves: list[AnytimeCurve] | None = None
+) -> list[Path]:
     """Every figure into ``out_dir``; each one skipped adds a note to the tables (and nothing fails).
 
     A figure without data (e.g. no timed task) is skipped with a note saying so. Without matplotlib the
     figures that have data are skipped, with one note naming them and what to install.
     """
     anytime_curves = anytime_curves or []
-    has_anytime = any(drawable(anytime_curves, axis, m) for axis in ("dollars", "minutes")
-                      for m in panel_metrics(report.fast_p))  # fmt: skip
+    has_anytime = any(
+        drawable(anytime_curves, axis, m) for axis in ("dollars", "minutes") for m in panel_metrics(report.fast_p)
+    )
     timed = any(r.correct and r.best_speedup for run in report.runs for r in run.results)
     axes = ("round", "dollars", "minutes")
     no_data = [axis for axis in axes if not _scaling_curves(curves, axis)] if timed else list(axes)
     if matplotlib_missing():
-        with_data = (["speedup_distribution.png"] if timed else []) + [
-            f"best_vs_{axis}.png" for axis in axes if axis not in no_data] + (["anytime.png"] if has_anytime else [])
+        with_data = (
+            (["speedup_distribution.png"] if timed else [])
+            + [f"best_vs_{axis}.png" for axis in axes if axis not in no_data]
+            + (["anytime.png"] if has_anytime else [])
+        )
         if with_data:
-            report.notes.append(f"plots skipped ({', '.join(with_data)}): matplotlib is not installed "
-                                "(pip install matplotlib, or report.plots=false to leave plots out).")
+            report.notes.append(
+                f"plots skipped ({', '.join(with_data)}): matplotlib is not installed "
+                "(pip install matplotlib, or report.plots=false to leave plots out)."
+            )
         if not timed:
             report.notes.append(_NO_TIMED)
         return []

@@ -61,8 +61,10 @@ class PublishedTable:
 def _row(path: Path, name: str, row: dict) -> PublishedRow:
     group = str(row["group"])
     if not GROUP.fullmatch(group):
-        raise ValueError(f"{path}: table {name!r}, row {row.get('label')!r}: group {group!r} is not overall, "
-                         "level<N> or level<N>_<M>...")  # fmt: skip
+        raise ValueError(
+            f"{path}: table {name!r}, row {row.get('label')!r}: group {group!r} is not overall, "
+            "level<N> or level<N>_<M>..."
+        )
     values = {k: float(v) for k, v in row.items() if k not in _ROW_KEYS}
     return PublishedRow(str(row["label"]), group, values, str(row.get("note", "")), str(row.get("source", "")))
 
@@ -77,8 +79,9 @@ def load_published(directory: str | Path | None = None) -> dict[str, PublishedTa
             if name in tables:
                 raise ValueError(f"{path}: table {name!r} is also defined in {tables[name].file}")
             rows = [_row(path, name, row) for row in spec.get("rows") or []]
-            tables[name] = PublishedTable(name, str(spec.get("title", name)), str(spec.get("source", "")),
-                                          rows, str(path))  # fmt: skip
+            tables[name] = PublishedTable(
+                name, str(spec.get("title", name)), str(spec.get("source", "")), rows, str(path)
+            )
     return tables
 
 

@@ -82,5 +82,6 @@ def curve(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a budget where every task is left out
         perf = np.nanmean(table, axis=0) if paths else np.zeros(0)
-    return Curve(run.label, group, axis, [float(b) for b in budgets],
-                 [float(p) if math.isfinite(p) else None for p in perf])  # fmt: skip
+    return Curve(
+        run.label, group, axis, [float(b) for b in budgets], [float(p) if math.isfinite(p) else None for p in perf]
+    )

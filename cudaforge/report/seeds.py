@@ -18,8 +18,22 @@ from cudaforge.report.load import RunData
 from cudaforge.report.stats import GroupStats, group_results, seeded_group_stats
 from cudaforge.types import TaskResult
 
-NOT_THE_ARM = ("seed", "output", "report", "export", "skill", "plan", "rescore", "audit", "tracker", "campaign",
-               "concurrency", "llm_cache", "task", "candidate")  # fmt: skip
+NOT_THE_ARM = (
+    "seed",
+    "output",
+    "report",
+    "export",
+    "skill",
+    "plan",
+    "rescore",
+    "audit",
+    "tracker",
+    "campaign",
+    "concurrency",
+    "llm_cache",
+    "task",
+    "candidate",
+)
 """Top-level config keys that do not tell two arms apart."""
 
 
@@ -106,8 +120,10 @@ def arm_stats(arm: Arm, **options: Any) -> dict[str, GroupStats]:
     """Per group (levels, then ``overall``) the pooled statistics of an arm of several seeds (``group_stats``'s
     options)."""
     groups = group_results(arm.per_seed()[0])
-    return {name: seeded_group_stats(name, arm.per_seed([r.task_id for r in results]), **options)
-            for name, results in groups.items()}  # fmt: skip
+    return {
+        name: seeded_group_stats(name, arm.per_seed([r.task_id for r in results]), **options)
+        for name, results in groups.items()
+    }
 
 
 def arm_notes(arm_list: list[Arm]) -> list[str]:
@@ -116,11 +132,13 @@ def arm_notes(arm_list: list[Arm]) -> list[str]:
     for arm in arm_list:
         if not arm.pooled:
             continue
-        text = (f"{arm.label}: seeds {', '.join(map(str, arm.seeds))} ({', '.join(r.path.name for r in arm.runs)}) "
-                "pooled: each value is the mean over seeds of the per-seed statistic over the "
-                f"{len(arm.shared)} task(s) every seed finished; its interval resamples seeds and tasks jointly.")
+        text = (
+            f"{arm.label}: seeds {', '.join(map(str, arm.seeds))} ({', '.join(r.path.name for r in arm.runs)}) "
+            "pooled: each value is the mean over seeds of the per-seed statistic over the "
+            f"{len(arm.shared)} task(s) every seed finished; its interval resamples seeds and tasks jointly."
+        )
         if arm.left_out:
             ids = list(arm.left_out)
-            text += (f" Left out, missing from some seed: {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}.")
+            text += f" Left out, missing from some seed: {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}."
         notes.append(text)
     return notes

@@ -24,8 +24,9 @@ import enum
 import math
 import warnings
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -62,8 +63,12 @@ def fast_key(p: float) -> str:
     return f"fast_{p:g}_pct"
 
 
-def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = False,
-            held_out: bool = False, compile_beside: bool = False) -> list[Metric]:
+def metrics(
+    fast_p: Iterable[float] = (0, 1, 1.5, 2),
+    active_minutes: bool = False,
+    held_out: bool = False,
+    compile_beside: bool = False,
+) -> list[Metric]:
     """The report's columns, in table order (``active_minutes``: with the column of minutes without GPU-lock
     waits, which a report shows when some run had several tasks at once; ``held_out``: with the two columns of the
     held-out shapes, shown when some run checked them; ``compile_beside``: with the geometric mean and fast_p over
@@ -79,11 +84,16 @@ def metrics(fast_p: Iterable[float] = (0, 1, 1.5, 2), active_minutes: bool = Fal
     out += [Metric(fast_key(p), f"fast_{p:g} %", 1, f"fast_{p:g}", "pct") for p in fast_p]
     if compile_beside:
         out.append(Metric("compile_geomean", "Geo. mean vs compile", 3, "compile_log_speedup", "geomean"))
-        out += [Metric(f"fast_{p:g}_compile_pct", f"fast_{p:g} vs compile %", 1, f"fast_{p:g}_compile", "pct")
-                for p in fast_p if p > 0]  # fmt: skip
+        out += [
+            Metric(f"fast_{p:g}_compile_pct", f"fast_{p:g} vs compile %", 1, f"fast_{p:g}_compile", "pct")
+            for p in fast_p
+            if p > 0
+        ]
     if held_out:
-        out += [Metric("held_out_pct", "held-out correct %", 1, "held_out_correct", "pct"),
-                Metric("held_out_geomean", "held-out geo. mean", 3, "held_out_log_speedup", "geomean")]
+        out += [
+            Metric("held_out_pct", "held-out correct %", 1, "held_out_correct", "pct"),
+            Metric("held_out_geomean", "held-out geo. mean", 3, "held_out_log_speedup", "geomean"),
+        ]
     out += [
         Metric("dollars", "$ / kernel", 3, "dollars", "mean"),
         Metric("minutes", "wall min / kernel", 1, "minutes", "mean"),
@@ -137,8 +147,9 @@ def _unpriced(result: TaskResult) -> bool:
     return result.cost_usd is None or (result.unpriced_calls > 0 and not result.cost_usd)
 
 
-def speedup_vectors(correct: np.ndarray, raw: np.ndarray, failed_as: FailedAs,
-                    fast_p: Iterable[float]) -> dict[str, np.ndarray]:
+def speedup_vectors(
+    correct: np.ndarray, raw: np.ndarray, failed_as: FailedAs, fast_p: Iterable[float]
+) -> dict[str, np.ndarray]:
     """The speedup quantities of tasks given as arrays of any shape: ``correct`` (bool) and ``raw``, the best correct
     speedup (NaN where there is none: failed, or correct but untimed). NaN marks a task left out of a quantity's
     denominator (the module text's rules); ``task_vectors`` and the anytime curves both use it."""
@@ -186,13 +197,16 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
     correct = np.array([r.correct for r in results], dtype=bool)
     raw = np.array([r.best_speedup if r.correct and r.best_speedup is not None else math.nan for r in results], float)
     vectors = speedup_vectors(correct, raw, FailedAs(failed_as), fast_p)
-    vectors.update({
-        "dollars": np.array([math.nan if _unpriced(r) else r.cost_usd for r in results], dtype=float),
-        "minutes": np.array([wall_minutes(r) for r in results], dtype=float),
-        "active_minutes": np.array([math.nan if r.active_minutes is None else r.active_minutes for r in results],
-                                   dtype=float),
-        "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
-    })
+    vectors.update(
+        {
+            "dollars": np.array([math.nan if _unpriced(r) else r.cost_usd for r in results], dtype=float),
+            "minutes": np.array([wall_minutes(r) for r in results], dtype=float),
+            "active_minutes": np.array(
+                [math.nan if r.active_minutes is None else r.active_minutes for r in results], dtype=float
+            ),
+            "tokens": np.array([r.tokens_in + r.tokens_out for r in results], dtype=float),
+        }
+    )
     over_compile = np.array([speedup_over_compile(r) or math.nan for r in results], dtype=float)
     measured = ~np.isnan(over_compile)
     failed = np.array([not r.correct for r in results])
@@ -200,14 +214,18 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
         vectors["compile_log_speedup"] = np.where(measured, np.log(over_compile), math.nan)
     for p in fast_p:
         if p > 0:  # a failed task is never fast; a correct one without the compile pair is left out; none without any
-            vectors[f"fast_{p:g}_compile"] = np.where(failed, 0.0, np.where(
-                measured, (np.nan_to_num(over_compile) > p).astype(float), math.nan)) if measured.any() else \
-                np.full(len(results), math.nan)
+            vectors[f"fast_{p:g}_compile"] = (
+                np.where(failed, 0.0, np.where(measured, (np.nan_to_num(over_compile) > p).astype(float), math.nan))
+                if measured.any()
+                else np.full(len(results), math.nan)
+            )
     held = [held_out_summary(r) for r in results]
-    vectors["held_out_correct"] = np.array([math.nan if h["correct"] is None else float(h["correct"]) for h in held],
-                                           dtype=float)
-    vectors["held_out_log_speedup"] = np.array([math.log(h["speedup"]) if h["speedup"] else math.nan for h in held],
-                                               dtype=float)
+    vectors["held_out_correct"] = np.array(
+        [math.nan if h["correct"] is None else float(h["correct"]) for h in held], dtype=float
+    )
+    vectors["held_out_log_speedup"] = np.array(
+        [math.log(h["speedup"]) if h["speedup"] else math.nan for h in held], dtype=float
+    )
     return vectors
 
 
@@ -252,8 +270,9 @@ def group_stats(group: str, results: list[TaskResult], **options: Any) -> GroupS
     return seeded_group_stats(group, [results], **options)
 
 
-def resample_indices(rng: np.random.Generator, bootstrap: int, n_tasks: int,
-                     n_seeds: int) -> tuple[np.ndarray, np.ndarray]:
+def resample_indices(
+    rng: np.random.Generator, bootstrap: int, n_tasks: int, n_seeds: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap draws: tasks ``(bootstrap, n_tasks)``, then seeds ``(bootstrap, n_seeds)`` (all 0 for one seed, so a
     single run's draws are those of a task bootstrap alone)."""
     tasks = rng.integers(0, n_tasks, size=(bootstrap, n_tasks))
@@ -370,5 +389,10 @@ def measurement_summary(results: list[TaskResult]) -> dict[str, Any]:
         if isinstance(value, (int, float)) and value > 0:
             inclusive.append(float(value))
     geomean = float(np.exp(np.mean(np.log(inclusive)))) if inclusive else None
-    return {"precision": precisions, "probe_reproduced": sorted(probe), "unclean": sorted(unclean),
-            "launch_inclusive_geomean": geomean, "launch_inclusive_tasks": len(inclusive)}
+    return {
+        "precision": precisions,
+        "probe_reproduced": sorted(probe),
+        "unclean": sorted(unclean),
+        "launch_inclusive_geomean": geomean,
+        "launch_inclusive_tasks": len(inclusive),
+    }

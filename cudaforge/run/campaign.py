@@ -19,8 +19,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cudaforge.run.merge import (
     MergeError,
@@ -109,13 +110,19 @@ def connect(config: Any) -> bool:
     try:
         import ray
     except ImportError:
-        raise CampaignError("campaign.engine=ray needs Ray on this machine and every node: "
-                            "pip install 'cudaforge[ray]'") from None  # fmt: skip
+        raise CampaignError(
+            "campaign.engine=ray needs Ray on this machine and every node: pip install 'cudaforge[ray]'"
+        ) from None
     c = config.campaign
     started_here = not ray.is_initialized()
     try:
-        ray.init(address=c.address, log_to_driver=False, ignore_reinit_error=True, include_dashboard=False,
-                 runtime_env={"env_vars": {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}})  # fmt: skip
+        ray.init(
+            address=c.address,
+            log_to_driver=False,
+            ignore_reinit_error=True,
+            include_dashboard=False,
+            runtime_env={"env_vars": {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}},
+        )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise CampaignError(f"campaign.address={c.address}: cannot reach a Ray cluster ({exc})") from None
     if (c.gpus_per_task or 0) > 0 and not ray.cluster_resources().get("GPU"):
@@ -126,8 +133,13 @@ def connect(config: Any) -> bool:
 
 
 def run_on_ray(
-    config: Any, tasks: list[Task], run_dir: Path, *, on_result: Callable[[TaskResult], None],
-    say: Callable[[str], None], started_here: bool,
+    config: Any,
+    tasks: list[Task],
+    run_dir: Path,
+    *,
+    on_result: Callable[[TaskResult], None],
+    say: Callable[[str], None],
+    started_here: bool,
 ) -> tuple[list[TaskResult], list[str]]:
     """Run every unfinished task of ``tasks`` on the Ray cluster ``connect`` reached; returns the results (task
     order) and one line per task that failed (it stays unfinished: the same command runs it again).
@@ -148,19 +160,24 @@ def run_on_ray(
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         store.claim()  # RunDirBusy when another run is in this directory
         store.write_schema()  # RunDirTooNew when a newer cudaforge made it
-        check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
-                     "paid for) again")  # fmt: skip
+        check_sqlite(
+            cache_path,
+            "the run's recorded LLM replies: moved aside, the calls they answered are made (and paid for) again",
+        )
         for warning in [*store.quarantine(), record_problem_set(store, tasks, config.suite.root)]:
             if warning:
                 say(f"cudaforge run: {warning}")
         done = {r.task_id for r in store.results()}
         todo = [t for t in tasks if t.id not in done]
         root = work_root(config, run_dir)
-        say(f"campaign on Ray ({c.address or 'a local instance'}): {nodes} node(s), {gpus:g} GPU(s), "
+        say(
+            f"campaign on Ray ({c.address or 'a local instance'}): {nodes} node(s), {gpus:g} GPU(s), "
             f"{float(resources.get('CPU', 0)):g} CPU(s); {len(todo)} tasks to run ({per_task:g} GPU and "
-            f"{c.cpus_per_task:g} CPU each), {len(done)} already finished; workers keep tasks under {root}")
-        remote = ray.remote(run_task_remote).options(num_gpus=per_task, num_cpus=c.cpus_per_task,
-                                                     max_retries=c.max_retries, retry_exceptions=False)  # fmt: skip
+            f"{c.cpus_per_task:g} CPU each), {len(done)} already finished; workers keep tasks under {root}"
+        )
+        remote = ray.remote(run_task_remote).options(
+            num_gpus=per_task, num_cpus=c.cpus_per_task, max_retries=c.max_retries, retry_exceptions=False
+        )
         pending = {remote.remote(config, task, str(root)): task for task in todo}
         failures: list[str] = []
         try:
@@ -174,8 +191,11 @@ def run_on_ray(
                     if isinstance(cause, TaskAborted):
                         for ref in pending:
                             ray.cancel(ref, force=True)
-                        raise RunAborted(f"run stopped: {cause} ({len(done)}/{len(tasks)} tasks finished; resume "
-                                         "with the same command)", cause=cause) from None  # fmt: skip
+                        raise RunAborted(
+                            f"run stopped: {cause} ({len(done)}/{len(tasks)} tasks finished; resume "
+                            "with the same command)",
+                            cause=cause,
+                        ) from None
                     if isinstance(cause, TaskNotRun):
                         reason, _, message = str(cause).partition(": ")
                         store.record_not_run(task.id, reason, message)
@@ -196,8 +216,10 @@ def run_on_ray(
         except KeyboardInterrupt:
             for ref in pending:
                 ray.cancel(ref, force=True)
-            raise RunInterrupted(f"interrupted: {len(done)}/{len(tasks)} tasks finished; resume with the same "
-                                 f"command and hydra.run.dir={run_dir}") from None  # fmt: skip
+            raise RunInterrupted(
+                f"interrupted: {len(done)}/{len(tasks)} tasks finished; resume with the same "
+                f"command and hydra.run.dir={run_dir}"
+            ) from None
     finally:
         if started_here:
             ray.shutdown()

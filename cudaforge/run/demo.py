@@ -20,7 +20,9 @@ from cudaforge.llm.cache import TASK_IN_PROMPT
 from cudaforge.llm.scripted import install_script
 
 TRANSCRIPT = Path(__file__).resolve().parents[1] / "resources" / "demo" / "tiny_transcript.yaml"
-BANNER = "DEMO: agent replies come from a hand-written example transcript (cudaforge/resources/demo/), not from a model."
+BANNER = (
+    "DEMO: agent replies come from a hand-written example transcript (cudaforge/resources/demo/), not from a model."
+)
 DEMO_MODEL = "scripted/demo"
 
 

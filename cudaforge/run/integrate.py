@@ -132,8 +132,13 @@ def best_kernels(run_dirs: list[Path]) -> dict[str, dict[str, Any]]:
             task = (folder.task() or {}) if folder else {}
             if source is None or not task.get("source"):
                 continue
-            mine = {"source": source, "hash": result.best_candidate_hash, "speedup": result.best_speedup,
-                    "task_source": task["source"], "run": str(path)}  # fmt: skip
+            mine = {
+                "source": source,
+                "hash": result.best_candidate_hash,
+                "speedup": result.best_speedup,
+                "task_source": task["source"],
+                "run": str(path),
+            }
             known = found.get(result.task_id)
             if known is None or (mine["speedup"] or 0) > (known["speedup"] or 0):
                 found[result.task_id] = mine
@@ -235,8 +240,11 @@ def static_refusal(patch: Patch, eval_cfg: dict[str, Any]) -> str:
     from cudaforge.eval.guards.policy import GUARDS
     from cudaforge.eval.static import check_candidate
 
-    strict = {**eval_cfg, "guards_enforce": True,
-              **{g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"}}
+    strict = {
+        **eval_cfg,
+        "guards_enforce": True,
+        **{g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"},
+    }
     found = check_candidate(patch.kernel_source, strict, patch.task_source)
     if found.ok:
         return ""
@@ -248,8 +256,9 @@ def _census(recipe: Task) -> dict[str, int]:
     """Module class name -> instances in the recipe's model, from the reference built on the meta device."""
     from cudaforge.isolation import run_isolated
 
-    outcome = run_isolated("cudaforge.tasks.held_out_child:module_census", {"source": recipe.source}, timeouts={},
-                           default_timeout=180.0)  # fmt: skip
+    outcome = run_isolated(
+        "cudaforge.tasks.held_out_child:module_census", {"source": recipe.source}, timeouts={}, default_timeout=180.0
+    )
     if outcome.status != "ok" or not outcome.result:
         last = (outcome.error.strip().splitlines() or [outcome.status])[-1]
         raise IntegrateError(f"the recipe's model could not be built on the meta device: {last[:300]}")
@@ -275,18 +284,27 @@ def integrate(recipe_name: str, runs: list[str], evaluator: Any, out_dir: str | 
             patch.kernel_source = "" if patch.why_not else patch.kernel_source
     used = [p for p in patches if p.kernel_source]
     started = time.monotonic()
-    record: dict[str, Any] = {"recipe": recipe.id, "recipe_path": recipe.path, "runs": [str(p) for p in run_dirs],
-                              "patches": [_patch_row(p) for p in patches]}  # fmt: skip
+    record: dict[str, Any] = {
+        "recipe": recipe.id,
+        "recipe_path": recipe.path,
+        "runs": [str(p) for p in run_dirs],
+        "patches": [_patch_row(p) for p in patches],
+    }
     if not used:
         record.update(status="nothing_to_patch", message="no rule of the recipe has a kernel in these runs")
     else:
         result = evaluator.evaluate(recipe, candidate_source(recipe, used))
         speedup = result.speedup
-        record.update(status=result.status.value, correct=result.correct, message=result.message.strip()[:2000],
-                      in_model_speedup=speedup.median if speedup else None,
-                      in_model_ci=[speedup.ci_low, speedup.ci_high] if speedup else None,
-                      precision=speedup.precision if speedup else None,
-                      guard_findings=result.guard_findings, device=result.device)  # fmt: skip
+        record.update(
+            status=result.status.value,
+            correct=result.correct,
+            message=result.message.strip()[:2000],
+            in_model_speedup=speedup.median if speedup else None,
+            in_model_ci=[speedup.ci_low, speedup.ci_high] if speedup else None,
+            precision=speedup.precision if speedup else None,
+            guard_findings=result.guard_findings,
+            device=result.device,
+        )
         record["compile"] = _compile(recipe, evaluator) if speedup else {}
         ratio = (record["compile"] or {}).get("compile_over_eager")
         record["in_model_over_compile"] = speedup.median / ratio if speedup and ratio else None
@@ -310,9 +328,18 @@ def _compile(recipe: Task, evaluator: Any) -> dict[str, Any]:
 
 
 def _patch_row(p: Patch) -> dict[str, Any]:
-    return {"module": p.module, "task_glob": p.task_glob, "sizes": p.sizes, "task_id": p.task_id,
-            "kernel_hash": p.kernel_hash, "standalone_speedup": p.standalone_speedup, "run": p.run,
-            "instances": p.instances, "patched": bool(p.kernel_source), "why_not": p.why_not}  # fmt: skip
+    return {
+        "module": p.module,
+        "task_glob": p.task_glob,
+        "sizes": p.sizes,
+        "task_id": p.task_id,
+        "kernel_hash": p.kernel_hash,
+        "standalone_speedup": p.standalone_speedup,
+        "run": p.run,
+        "instances": p.instances,
+        "patched": bool(p.kernel_source),
+        "why_not": p.why_not,
+    }
 
 
 def _x(value: Any) -> str:
@@ -321,11 +348,17 @@ def _x(value: Any) -> str:
 
 def summary_lines(record: dict[str, Any]) -> list[str]:
     """Markdown: each kernel's standalone speedup beside the model's."""
-    out = [f"### {record['recipe']}", "", "| module | kernel of | instances | standalone speedup | patched |",
-           "| --- | --- | ---: | ---: | --- |"]
+    out = [
+        f"### {record['recipe']}",
+        "",
+        "| module | kernel of | instances | standalone speedup | patched |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
     for p in record["patches"]:
-        out.append(f"| {p['module']} | {p['task_id'] or '-'} | {p['instances']} | "
-                   f"{_x(p['standalone_speedup']) if p['task_id'] else '-'} | {'yes' if p['patched'] else p['why_not']} |")
+        out.append(
+            f"| {p['module']} | {p['task_id'] or '-'} | {p['instances']} | "
+            f"{_x(p['standalone_speedup']) if p['task_id'] else '-'} | {'yes' if p['patched'] else p['why_not']} |"
+        )
     out.append("")
     if record.get("status") == "nothing_to_patch":
         return out + [f"Nothing patched: {record['message']}."]
@@ -333,12 +366,16 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
     line = f"The model with the kernels patched in: {verdict}"
     if record.get("in_model_speedup") is not None:
         low, high = record["in_model_ci"]
-        line += (f"; end to end {_x(record['in_model_speedup'])} [{low:.3f}, {high:.3f}] over eager "
-                 f"({record.get('precision') or 'precision unrecorded'})")
+        line += (
+            f"; end to end {_x(record['in_model_speedup'])} [{low:.3f}, {high:.3f}] over eager "
+            f"({record.get('precision') or 'precision unrecorded'})"
+        )
         compiled = record.get("compile") or {}
         if record.get("in_model_over_compile") is not None:
-            line += (f", {_x(record['in_model_over_compile'])} over torch.compile ({compiled.get('mode')}; compile "
-                     f"itself {_x(compiled.get('compile_over_eager'))} over eager)")
+            line += (
+                f", {_x(record['in_model_over_compile'])} over torch.compile ({compiled.get('mode')}; compile "
+                f"itself {_x(compiled.get('compile_over_eager'))} over eager)"
+            )
         elif compiled:
             line += f"; torch.compile not timed ({compiled.get('status')}: {compiled.get('message', '')[:200]})"
     else:
@@ -356,6 +393,15 @@ def report_lines(run_paths: list[Path]) -> list[str]:
                 lines += [""] + summary_lines(record)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-    return (["", "## In a model", "", "Each kernel's standalone speedup (its task, as tabled above) beside the model's "
-             "end-to-end speedup with the kernels patched in (`cudaforge integrate`, docs/reports.md)."] + lines
-            if lines else [])  # fmt: skip
+    return (
+        [
+            "",
+            "## In a model",
+            "",
+            "Each kernel's standalone speedup (its task, as tabled above) beside the model's "
+            "end-to-end speedup with the kernels patched in (`cudaforge integrate`, docs/reports.md).",
+        ]
+        + lines
+        if lines
+        else []
+    )

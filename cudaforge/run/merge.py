@@ -23,21 +23,47 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
-from cudaforge.track.store import CONFIG_FILE, HYDRA_DIR, HYDRA_FILE, LEDGER_FILE, LLM_CACHE_FILE, MERGE_FILE, RunDir, RunStore
+from cudaforge.track.store import (
+    CONFIG_FILE,
+    HYDRA_DIR,
+    HYDRA_FILE,
+    LEDGER_FILE,
+    LLM_CACHE_FILE,
+    MERGE_FILE,
+    RunDir,
+    RunStore,
+)
 from cudaforge.types import TaskResult
 
 """A merged run's record of its shards."""
 
-IGNORED_KEYS = {"suite.shard_index", "concurrency", "eval.devices", "eval.build_cache_dir", "llm_cache.path",
-                "profile.cache_dir", "profile.lock_dir", "tracker.tags", "campaign.engine", "campaign.address",
-                "campaign.gpus_per_task", "campaign.cpus_per_task", "campaign.max_retries", "campaign.work_dir",
-                "plan.nodes", "plan.gpus", "plan.from_run", "plan.run"}  # fmt: skip
+IGNORED_KEYS = {
+    "suite.shard_index",
+    "concurrency",
+    "eval.devices",
+    "eval.build_cache_dir",
+    "llm_cache.path",
+    "profile.cache_dir",
+    "profile.lock_dir",
+    "tracker.tags",
+    "campaign.engine",
+    "campaign.address",
+    "campaign.gpus_per_task",
+    "campaign.cpus_per_task",
+    "campaign.max_retries",
+    "campaign.work_dir",
+    "plan.nodes",
+    "plan.gpus",
+    "plan.from_run",
+    "plan.run",
+}
 """Config keys shards of one campaign may differ in: which shard, where each machine keeps its caches and how many
 GPUs it has, how the shard was spread (locally or over Ray) and what its plan assumed."""
 
@@ -63,8 +89,11 @@ def read_config(run_dir: Path) -> dict[str, Any]:
 def config_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """``key: A vs B`` for every config key two shards disagree on (``IGNORED_KEYS`` aside)."""
     fa, fb = _flat(a), _flat(b)
-    return [f"{k}: {fa.get(k)!r} vs {fb.get(k)!r}" for k in sorted(set(fa) | set(fb))
-            if k not in IGNORED_KEYS and fa.get(k) != fb.get(k)]  # fmt: skip
+    return [
+        f"{k}: {fa.get(k)!r} vs {fb.get(k)!r}"
+        for k in sorted(set(fa) | set(fb))
+        if k not in IGNORED_KEYS and fa.get(k) != fb.get(k)
+    ]
 
 
 def task_pack(store: RunStore, result: TaskResult) -> dict[str, Any]:
@@ -182,8 +211,10 @@ def _merged_problem_set(records: list[dict[str, Any]]) -> dict[str, Any]:
     for record in records:
         for task_id, source_hash in record.get("tasks", {}).items():
             if tasks.get(task_id, source_hash) != source_hash:
-                raise MergeError(f"task {task_id} has another reference source in one shard than in another: the "
-                                 "shards ran different problem sets")  # fmt: skip
+                raise MergeError(
+                    f"task {task_id} has another reference source in one shard than in another: the "
+                    "shards ran different problem sets"
+                )
             tasks[task_id] = source_hash
     merged = dict(records[0])
     merged.pop("changed_on_resume", None)
@@ -211,8 +242,11 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
     for shard, config in zip(shards[1:], configs[1:]):
         diff = config_differences(configs[0], config)
         if diff:
-            raise MergeError(f"{shard} was run with other settings than {shards[0]}: " + "; ".join(diff[:8])
-                             + (f" (and {len(diff) - 8} more)" if len(diff) > 8 else ""))  # fmt: skip
+            raise MergeError(
+                f"{shard} was run with other settings than {shards[0]}: "
+                + "; ".join(diff[:8])
+                + (f" (and {len(diff) - 8} more)" if len(diff) > 8 else "")
+            )
     counts = {_flat(c).get("suite.shard_count") for c in configs if c}
     store = RunStore(out)
     store.claim()  # a merge into a directory that a run (or another merge) is using is refused
@@ -234,8 +268,9 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
         added = []
         for result in results:
             if result.task_id in done:
-                if previous.get(result.task_id) not in (None, result.to_json()) and \
-                        not any(d["task"] == result.task_id and d["shard"] == str(shard) for d in duplicates):
+                if previous.get(result.task_id) not in (None, result.to_json()) and not any(
+                    d["task"] == result.task_id and d["shard"] == str(shard) for d in duplicates
+                ):
                     duplicates.append({"task": result.task_id, "shard": str(shard), "kept": "the first merged"})
                 continue
             add_pack(store, task_pack(shard_store, result), done)
@@ -247,8 +282,10 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
         entry["tasks"] = sorted(set(entry["tasks"]) | finished)
         entry["unfinished"] = [t for t in selected if t not in finished]
         entry["shard"] = f"{_flat(config).get('suite.shard_index', 0)}/{_flat(config).get('suite.shard_count', 1)}"
-        say(f"{shard}: {len(added)} tasks added, {len(finished) - len(added)} already merged"
-            + (f", {len(entry['unfinished'])} not finished yet" if entry["unfinished"] else ""))
+        say(
+            f"{shard}: {len(added)} tasks added, {len(finished) - len(added)} already merged"
+            + (f", {len(entry['unfinished'])} not finished yet" if entry["unfinished"] else "")
+        )
     calls = merge_ledgers(out / LEDGER_FILE, [s / LEDGER_FILE for s in shards])
     replies = merge_caches(out / LLM_CACHE_FILE, [s / LLM_CACHE_FILE for s in shards])
     if records:
@@ -262,14 +299,23 @@ def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[
         if (shards[0] / HYDRA_FILE).is_file():
             shutil.copyfile(shards[0] / HYDRA_FILE, out / HYDRA_FILE)
     unfinished = sorted({t for e in entries.values() for t in e.get("unfinished", [])} - done)
-    record = {"shards": sorted(entries.values(), key=lambda e: e["path"]), "tasks": len(done),
-              "unfinished": unfinished, "duplicates": duplicates,
-              "shard_counts": sorted(c for c in counts if c is not None)}  # fmt: skip
+    record = {
+        "shards": sorted(entries.values(), key=lambda e: e["path"]),
+        "tasks": len(done),
+        "unfinished": unfinished,
+        "duplicates": duplicates,
+        "shard_counts": sorted(c for c in counts if c is not None),
+    }
     (out / MERGE_FILE).write_text(json.dumps(record, indent=1))
-    say(f"{out}: {len(done)} tasks, {calls} LLM calls and {replies} recorded replies added"
+    say(
+        f"{out}: {len(done)} tasks, {calls} LLM calls and {replies} recorded replies added"
         + (f"; {len(unfinished)} tasks not finished yet: resume their shards, then merge again" if unfinished else "")
-        + (f"; {len(duplicates)} tasks finished in more than one shard (the first kept; see {MERGE_FILE})"
-           if duplicates else ""))  # fmt: skip
+        + (
+            f"; {len(duplicates)} tasks finished in more than one shard (the first kept; see {MERGE_FILE})"
+            if duplicates
+            else ""
+        )
+    )
     return record
 
 

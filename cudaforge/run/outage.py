@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 class ProviderDown(RuntimeError):
@@ -23,11 +23,19 @@ class ProviderDown(RuntimeError):
 class OutageBreaker:
     """Counts tasks stopped by an outage; ``before_task`` waits while the breaker is open. Thread-safe."""
 
-    def __init__(self, trip_after: int = 3, pause_s: float = 120.0, max_pauses: int = 5,
-                 say: Callable[[str], None] = lambda line: None, sleep: Callable[[float], bool] | None = None) -> None:
+    def __init__(
+        self,
+        trip_after: int = 3,
+        pause_s: float = 120.0,
+        max_pauses: int = 5,
+        say: Callable[[str], None] = lambda line: None,
+        sleep: Callable[[float], bool] | None = None,
+    ) -> None:
         if trip_after < 1 or pause_s < 0 or max_pauses < 0:
-            raise ValueError(f"outage breaker: trip_after >= 1, pause_s >= 0, max_pauses >= 0, not "
-                             f"{trip_after}, {pause_s}, {max_pauses}")  # fmt: skip
+            raise ValueError(
+                f"outage breaker: trip_after >= 1, pause_s >= 0, max_pauses >= 0, not "
+                f"{trip_after}, {pause_s}, {max_pauses}"
+            )
         self.trip_after, self.pause_s, self.max_pauses, self.say = trip_after, pause_s, max_pauses, say
         self._stop = threading.Event()
         self._sleep = sleep or (lambda seconds: self._stop.wait(seconds))
@@ -53,9 +61,11 @@ class OutageBreaker:
                 self.pauses += 1
                 self.open_until = time.monotonic() + self.pause_s
                 if self.pauses <= self.max_pauses:
-                    self.say(f"cudaforge run: the provider failed {self.in_a_row} task{'' if self.in_a_row == 1 else 's'} in a row ({error[:200]}); "
-                             f"no task starts for {self.pause_s:g} s (pause {self.pauses} of {self.max_pauses}), "
-                             "then one probes it")  # fmt: skip
+                    self.say(
+                        f"cudaforge run: the provider failed {self.in_a_row} task{'' if self.in_a_row == 1 else 's'} in a row ({error[:200]}); "
+                        f"no task starts for {self.pause_s:g} s (pause {self.pauses} of {self.max_pauses}), "
+                        "then one probes it"
+                    )
 
     def finished(self) -> None:
         """A task finished (its calls were answered): the breaker closes."""
@@ -71,8 +81,10 @@ class OutageBreaker:
                 if self.open_until is None:
                     return
                 if self.pauses > self.max_pauses:
-                    raise ProviderDown(f"the model's provider failed {self.in_a_row} task(s) in a row through "
-                                       f"{self.max_pauses} pause(s) of {self.pause_s:g} s (last: {self.last_error[:300]})")
+                    raise ProviderDown(
+                        f"the model's provider failed {self.in_a_row} task(s) in a row through "
+                        f"{self.max_pauses} pause(s) of {self.pause_s:g} s (last: {self.last_error[:300]})"
+                    )
                 wait = self.open_until - time.monotonic()
                 if wait <= 0:  # half open: this task probes; one more failure opens it again
                     self.open_until = None

@@ -91,17 +91,27 @@ def measured_figures(run_dir: str | Path) -> Figures:
         paid = [r.latency_s for r in rows if not r.cache_hit]
         latency[role] = statistics.fmean(paid) if paid else 0.0
     where = f"measured in {run}"
-    return Figures(inputs, outputs, latency, max(0.0, wall_s - llm_s) / rounds, gpu_s / rounds,
-                   {"tokens": where, "llm_seconds": where, "round_seconds": where})  # fmt: skip
+    return Figures(
+        inputs,
+        outputs,
+        latency,
+        max(0.0, wall_s - llm_s) / rounds,
+        gpu_s / rounds,
+        {"tokens": where, "llm_seconds": where, "round_seconds": where},
+    )
 
 
 def default_figures(plan_cfg: Any, device: str) -> Figures:
     """The config's per-call defaults and the per-round time from ``plan.round_seconds`` or the stored benchmark."""
     calibrated = "plan.* defaults, calibrated on the CudaForge paper's o3 runs"
-    figures = Figures({r: float(plan_cfg.input_tokens_per_call) for r in ROLES},
-                      {r: float(plan_cfg.output_tokens_per_call) for r in ROLES},
-                      {r: float(plan_cfg.llm_seconds_per_call) for r in ROLES}, None, None,
-                      {"tokens": calibrated, "llm_seconds": calibrated})  # fmt: skip
+    figures = Figures(
+        {r: float(plan_cfg.input_tokens_per_call) for r in ROLES},
+        {r: float(plan_cfg.output_tokens_per_call) for r in ROLES},
+        {r: float(plan_cfg.llm_seconds_per_call) for r in ROLES},
+        None,
+        None,
+        {"tokens": calibrated, "llm_seconds": calibrated},
+    )
     if plan_cfg.round_seconds is not None:
         figures.round_seconds = float(plan_cfg.round_seconds)
         figures.gpu_seconds = float(plan_cfg.round_seconds) * (0.0 if device == "cpu" else 1.0)
@@ -112,17 +122,18 @@ def default_figures(plan_cfg: Any, device: str) -> Figures:
         figures.round_seconds, figures.gpu_seconds = float(stored["round_seconds"]), float(stored["gpu_seconds"])
         figures.sources["round_seconds"] = f"the stored benchmark for {device} ({stored['date']}: {stored['command']})"
     else:
-        figures.sources["round_seconds"] = (f"unknown: no stored benchmark for {device}; set plan.round_seconds or "
-                                            "plan.from_run=RUN_DIR (a run of a few tasks on this machine)")  # fmt: skip
+        figures.sources["round_seconds"] = (
+            f"unknown: no stored benchmark for {device}; set plan.round_seconds or "
+            "plan.from_run=RUN_DIR (a run of a few tasks on this machine)"
+        )
     return figures
 
 
 def make_plan(config: Any, n_tasks: int, figures: Figures, gpus: int) -> dict[str, Any]:
     """The plan of ``n_tasks`` tasks under ``config`` (a ``CudaforgeConfig``, object form)."""
     from cudaforge.graph.strategies import get_strategy
-    from cudaforge.llm.ledger import Usage
+    from cudaforge.llm.ledger import SCRIPTED_PREFIX, Usage
     from cudaforge.llm.pricing import cost_for
-    from cudaforge.llm.ledger import SCRIPTED_PREFIX
 
     name = str(getattr(config.strategy.name, "value", config.strategy.name))
     strategy = get_strategy(name)
@@ -133,12 +144,18 @@ def make_plan(config: Any, n_tasks: int, figures: Figures, gpus: int) -> dict[st
         if per_task[role] == 0:
             dollars[role] = 0.0
             continue
-        usage = Usage(prompt_tokens=round(figures.input_tokens[role]), completion_tokens=round(figures.output_tokens[role]))
+        usage = Usage(
+            prompt_tokens=round(figures.input_tokens[role]), completion_tokens=round(figures.output_tokens[role])
+        )
         if llm.model.startswith(SCRIPTED_PREFIX):
             cost: float | None = 0.0
         else:
-            cost, _ = cost_for(llm.model, usage, input_cost_per_token=llm.input_cost_per_token,
-                               output_cost_per_token=llm.output_cost_per_token)  # fmt: skip
+            cost, _ = cost_for(
+                llm.model,
+                usage,
+                input_cost_per_token=llm.input_cost_per_token,
+                output_cost_per_token=llm.output_cost_per_token,
+            )
         dollars[role] = None if cost is None else cost * per_task[role] * n_tasks
     seconds = dict(figures.llm_seconds)
     for role, llm in (("coder", config.coder), ("judge", config.judge)):
@@ -156,21 +173,33 @@ def make_plan(config: Any, n_tasks: int, figures: Figures, gpus: int) -> dict[st
     unpriced = [role for role, d in dollars.items() if d is None]
     total = None if unpriced else sum(d for d in dollars.values() if d is not None)
     return {
-        "tasks": n_tasks, "rounds": rounds, "strategy": name, "coder": config.coder.model, "judge": config.judge.model,
+        "tasks": n_tasks,
+        "rounds": rounds,
+        "strategy": name,
+        "coder": config.coder.model,
+        "judge": config.judge.model,
         "calls": {role: per_task[role] * n_tasks for role in ROLES},
         "tokens_in": sum(per_task[r] * figures.input_tokens[r] for r in ROLES) * n_tasks,
         "tokens_out": sum(per_task[r] * figures.output_tokens[r] for r in ROLES) * n_tasks,
-        "dollars": total, "dollars_by_role": dollars, "unpriced": unpriced,
+        "dollars": total,
+        "dollars_by_role": dollars,
+        "unpriced": unpriced,
         "minutes_per_kernel": None if task_s is None else task_s / 60,
         "task_hours": None if task_s is None else n_tasks * task_s / 3600,
         "wall_hours": None if wall_s is None else wall_s / 3600,
-        "concurrency": int(config.concurrency), "gpus": max(1, gpus), "nodes": nodes,
-        "figures": {"input_tokens": figures.input_tokens, "output_tokens": figures.output_tokens,
-                    "llm_seconds": seconds, "round_seconds": figures.round_seconds,
-                    "gpu_seconds": figures.gpu_seconds},
+        "concurrency": int(config.concurrency),
+        "gpus": max(1, gpus),
+        "nodes": nodes,
+        "figures": {
+            "input_tokens": figures.input_tokens,
+            "output_tokens": figures.output_tokens,
+            "llm_seconds": seconds,
+            "round_seconds": figures.round_seconds,
+            "gpu_seconds": figures.gpu_seconds,
+        },
         "sources": figures.sources,
         "made": datetime.now().astimezone().isoformat(timespec="seconds"),
-    }  # fmt: skip
+    }
 
 
 def measured(run_dir: str | Path) -> dict[str, Any]:
@@ -222,11 +251,14 @@ def table(plan: dict[str, Any], actual: dict[str, Any] | None = None) -> str:
         ("tokens in", _count(plan["tokens_in"]), actual and _count(actual["tokens_in"])),
         ("tokens out", _count(plan["tokens_out"]), actual and _count(actual["tokens_out"])),
         ("dollars", _money(plan["dollars"]), actual and _money(actual["dollars"])),
-        ("minutes per kernel", "unknown" if plan["minutes_per_kernel"] is None else f"{plan['minutes_per_kernel']:.1f}",
-         actual and ("-" if actual["minutes_per_kernel"] is None else f"{actual['minutes_per_kernel']:.1f}")),
+        (
+            "minutes per kernel",
+            "unknown" if plan["minutes_per_kernel"] is None else f"{plan['minutes_per_kernel']:.1f}",
+            actual and ("-" if actual["minutes_per_kernel"] is None else f"{actual['minutes_per_kernel']:.1f}"),
+        ),
         ("task-hours (summed)", _hours(plan["task_hours"]), actual and _hours(actual["task_hours"])),
         ("wall clock", _hours(plan["wall_hours"]), actual and _hours(actual["wall_hours"])),
-    ]  # fmt: skip
+    ]
     head = "| | planned | measured |\n| --- | --- | --- |" if actual else "| | planned |\n| --- | --- |"
     lines = [f"| {name} | {p} | {a} |" if actual else f"| {name} | {p} |" for name, p, a in rows]
     return "\n".join([head, *lines])
@@ -235,9 +267,14 @@ def table(plan: dict[str, Any], actual: dict[str, Any] | None = None) -> str:
 def explain(plan: dict[str, Any]) -> str:
     """Where the plan's figures came from, one line each."""
     f = plan["figures"]
-    per_call = ", ".join(f"{role} {f['input_tokens'][role]:,.0f} in / {f['output_tokens'][role]:,.0f} out tokens, "
-                         f"{f['llm_seconds'][role]:,.0f} s" for role in ROLES)  # fmt: skip
-    rs = "unknown" if f["round_seconds"] is None else f"{f['round_seconds']:,.1f} s ({f['gpu_seconds']:,.1f} s on a GPU)"
+    per_call = ", ".join(
+        f"{role} {f['input_tokens'][role]:,.0f} in / {f['output_tokens'][role]:,.0f} out tokens, "
+        f"{f['llm_seconds'][role]:,.0f} s"
+        for role in ROLES
+    )
+    rs = (
+        "unknown" if f["round_seconds"] is None else f"{f['round_seconds']:,.1f} s ({f['gpu_seconds']:,.1f} s on a GPU)"
+    )
     lines = [
         f"{plan['tasks']} tasks x {plan['rounds']} rounds, strategy {plan['strategy']}, coder {plan['coder']}, "
         f"judge {plan['judge']}; {plan['concurrency']} task(s) at a time on each of {plan['nodes']} node(s) with "
@@ -246,8 +283,10 @@ def explain(plan: dict[str, Any]) -> str:
         f"per round, besides LLM calls: {rs}; from {plan['sources']['round_seconds']}",
     ]
     if plan["unpriced"]:
-        lines.append(f"no price for the {' and '.join(plan['unpriced'])} model: dollars unknown (set its "
-                     "input_cost_per_token and output_cost_per_token)")  # fmt: skip
+        lines.append(
+            f"no price for the {' and '.join(plan['unpriced'])} model: dollars unknown (set its "
+            "input_cost_per_token and output_cost_per_token)"
+        )
     return "\n".join(lines)
 
 
@@ -273,4 +312,3 @@ def local_device() -> tuple[str, int]:
 
     count = torch.cuda.device_count()
     return (torch.cuda.get_device_name(0) if count else "cpu"), count
-

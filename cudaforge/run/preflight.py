@@ -122,8 +122,10 @@ def check_config(config: Any, task_ids: Sequence[str], *, run_dir: str | Path | 
 
     ``run_dir``: where the run writes, for the default cache path (``<run_dir>/llm_cache.sqlite``).
     """
-    models = [{"role": role, "model": llm.model, "api_base": llm.api_base}
-              for role, llm in (("coder", config.coder), ("judge", config.judge))]  # fmt: skip
+    models = [
+        {"role": role, "model": llm.model, "api_base": llm.api_base}
+        for role, llm in (("coder", config.coder), ("judge", config.judge))
+    ]
     cache = config.llm_cache
     cache_path = cache.path or (Path(run_dir) / LLM_CACHE_FILE if run_dir is not None else None)
     return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path)
@@ -161,8 +163,15 @@ def _check_keys(who: str, roles: str, model: str, api_base: str | None) -> list[
     if not missing:
         return []
     names = ", ".join(missing)
-    return [Problem("api_key", roles, model, f"{who} needs {names} (not set)",
-                    f"export {names} before the run, or pick another model ({_setting(roles, 'model')})")]  # fmt: skip
+    return [
+        Problem(
+            "api_key",
+            roles,
+            model,
+            f"{who} needs {names} (not set)",
+            f"export {names} before the run, or pick another model ({_setting(roles, 'model')})",
+        )
+    ]
 
 
 def _check_provider(who: str, roles: str, model: str, api_base: str | None) -> list[Problem]:
@@ -178,9 +187,11 @@ def _check_provider(who: str, roles: str, model: str, api_base: str | None) -> l
         pass
     roles_list = roles.split(" and ")
     if api_base:
-        fix = ("for a model your own OpenAI-compatible server (vLLM, SGLang, Ollama, a lab endpoint) serves, use "
-               + " ".join(f"{r}=openai_compatible {r}.model={model}" for r in roles_list)
-               + f" (or spell it {OPENAI_COMPATIBLE_PREFIX}{model}); docs/own-model.md")
+        fix = (
+            "for a model your own OpenAI-compatible server (vLLM, SGLang, Ollama, a lab endpoint) serves, use "
+            + " ".join(f"{r}=openai_compatible {r}.model={model}" for r in roles_list)
+            + f" (or spell it {OPENAI_COMPATIBLE_PREFIX}{model}); docs/own-model.md"
+        )
     else:
         fix = "name it as litellm does, <provider>/<model> (openai/o3, anthropic/claude-sonnet-4-20250514, ...)"
     return [Problem("provider", roles, model, f"{who}: litellm cannot tell which provider serves {model!r}", fix)]
@@ -197,33 +208,58 @@ def _check_served(who: str, roles: str, model: str, api_base: str) -> list[Probl
     if not model.startswith((OPENAI_COMPATIBLE_PREFIX, "openai/")):
         return []
     name = model.split("/", 1)[1]
-    key = os.environ.get("HOSTED_VLLM_API_KEY") if model.startswith(OPENAI_COMPATIBLE_PREFIX) else os.environ.get(
-        "OPENAI_API_KEY")
-    request = urllib.request.Request(api_base.rstrip("/") + "/models",
-                                     headers={"Authorization": f"Bearer {key}"} if key else {})  # fmt: skip
+    key = (
+        os.environ.get("HOSTED_VLLM_API_KEY")
+        if model.startswith(OPENAI_COMPATIBLE_PREFIX)
+        else os.environ.get("OPENAI_API_KEY")
+    )
+    request = urllib.request.Request(
+        api_base.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"} if key else {}
+    )
     try:
         with urllib.request.urlopen(request, timeout=MODELS_TIMEOUT_S) as answer:
             served = [str(m.get("id")) for m in json.loads(answer.read(1 << 20)).get("data", [])]
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             variable = "HOSTED_VLLM_API_KEY" if model.startswith(OPENAI_COMPATIBLE_PREFIX) else "OPENAI_API_KEY"
-            return [Problem("api_key", roles, model, f"{who}: the server {api_base} refused its key ({exc.code})",
-                            f"export {variable} with the key the server expects")]  # fmt: skip
+            return [
+                Problem(
+                    "api_key",
+                    roles,
+                    model,
+                    f"{who}: the server {api_base} refused its key ({exc.code})",
+                    f"export {variable} with the key the server expects",
+                )
+            ]
         return []
     except (OSError, ValueError, AttributeError):
         return []
     if name in served:
         return []
-    return [Problem("served", roles, model, f"{who}: the server {api_base} does not serve {name!r} (it serves "
-                    f"{', '.join(served[:5]) or 'nothing'})", f"set {_setting(roles, 'model')} to one of those")]
+    return [
+        Problem(
+            "served",
+            roles,
+            model,
+            f"{who}: the server {api_base} does not serve {name!r} (it serves {', '.join(served[:5]) or 'nothing'})",
+            f"set {_setting(roles, 'model')} to one of those",
+        )
+    ]
 
 
 def _check_server(who: str, roles: str, model: str, api_base: str, timeout_s: float) -> list[Problem]:
     failure = connect_failure(api_base, timeout_s)
     if failure is None:
         return []
-    return [Problem("server", roles, model, f"{who}: server {api_base} not answering ({failure})",
-                    f"start the server, or point {_setting(roles, 'api_base')} at one that runs")]  # fmt: skip
+    return [
+        Problem(
+            "server",
+            roles,
+            model,
+            f"{who}: server {api_base} not answering ({failure})",
+            f"start the server, or point {_setting(roles, 'api_base')} at one that runs",
+        )
+    ]
 
 
 def connect_failure(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:
@@ -260,11 +296,17 @@ def _check_demo(who: str, roles: str, model: str, task_ids: Sequence[str]) -> li
     missing = uncovered_tasks(task_ids)
     if not missing:
         return []
-    return [Problem("demo_coverage", roles, model,
-                    f"{who} is the offline demo: its transcript covers the `tiny` suite only, not {len(missing)} of "
-                    f"the {len(task_ids)} selected tasks ({_few(missing)})",
-                    f"use suite=tiny with the demo, or real models ({_setting(roles, 'model')})",
-                    tuple(missing))]  # fmt: skip
+    return [
+        Problem(
+            "demo_coverage",
+            roles,
+            model,
+            f"{who} is the offline demo: its transcript covers the `tiny` suite only, not {len(missing)} of "
+            f"the {len(task_ids)} selected tasks ({_few(missing)})",
+            f"use suite=tiny with the demo, or real models ({_setting(roles, 'model')})",
+            tuple(missing),
+        )
+    ]
 
 
 def _check_replay(
@@ -282,11 +324,17 @@ def _check_replay(
     missing = [t for t in task_ids if t not in recorded]
     if not missing:
         return []
-    return [Problem("replay_coverage", roles, model,
-                    f"{who}: the response cache {cache_path} recorded no prompt for {len(missing)} of the "
-                    f"{len(task_ids)} selected tasks ({_few(missing)})",
-                    "select only recorded tasks, or record them with llm_cache.mode=read_write",
-                    tuple(missing))]  # fmt: skip
+    return [
+        Problem(
+            "replay_coverage",
+            roles,
+            model,
+            f"{who}: the response cache {cache_path} recorded no prompt for {len(missing)} of the "
+            f"{len(task_ids)} selected tasks ({_few(missing)})",
+            "select only recorded tasks, or record them with llm_cache.mode=read_write",
+            tuple(missing),
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- cost
@@ -340,10 +388,17 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
     unpriced: list[str] = []
     unsized: list[str] = []  # priced (custom prices), but no token limits known for it
     for role, llm in roles:
-        bound = 0.0 if llm.model.startswith(SCRIPTED_PREFIX) else max_call_cost(
-            llm.model, max_tokens=llm.max_tokens, input_cost_per_token=llm.input_cost_per_token,
-            output_cost_per_token=llm.output_cost_per_token,
-            max_input_tokens=getattr(llm, "max_input_tokens", None))  # fmt: skip
+        bound = (
+            0.0
+            if llm.model.startswith(SCRIPTED_PREFIX)
+            else max_call_cost(
+                llm.model,
+                max_tokens=llm.max_tokens,
+                input_cost_per_token=llm.input_cost_per_token,
+                output_cost_per_token=llm.output_cost_per_token,
+                max_input_tokens=getattr(llm, "max_input_tokens", None),
+            )
+        )
         if bound is not None:
             bounds.append((role, bound))
         elif llm.input_cost_per_token is not None or llm.output_cost_per_token is not None:
@@ -351,14 +406,27 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
         else:
             unpriced.append(f"{role} model {llm.model}")
     if unpriced:
-        return CostEstimate(None, None, n_tasks, f"no price in litellm's map for {' or '.join(unpriced)} (set its "
-                                                 "input_cost_per_token and output_cost_per_token to bound it)")
+        return CostEstimate(
+            None,
+            None,
+            n_tasks,
+            f"no price in litellm's map for {' or '.join(unpriced)} (set its "
+            "input_cost_per_token and output_cost_per_token to bound it)",
+        )
     if unsized:
         sets = " and ".join(f"{role}.max_input_tokens (its context window) and {role}.max_tokens" for role in unsized)
-        stop = (f"; strategy.max_dollars={s.max_dollars:g} stops each task at its first step past it"
-                if s.max_dollars is not None else "")  # fmt: skip
-        return CostEstimate(None, None, n_tasks, f"the {' and '.join(unsized)} model is priced, but litellm knows no "
-                                                 f"token limits for it to bound one call: set {sets}{stop}")
+        stop = (
+            f"; strategy.max_dollars={s.max_dollars:g} stops each task at its first step past it"
+            if s.max_dollars is not None
+            else ""
+        )
+        return CostEstimate(
+            None,
+            None,
+            n_tasks,
+            f"the {' and '.join(unsized)} model is priced, but litellm knows no "
+            f"token limits for it to bound one call: set {sets}{stop}",
+        )
     round_usd = step_calls * sum(bound for _, bound in bounds)  # one step of each role
     if round_usd == 0:
         return CostEstimate(0.0, 0.0, n_tasks, "its models cost nothing (scripted, or priced at $0)")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cudaforge.types import TaskResult
 
@@ -34,8 +35,11 @@ class RunProgress:
         from rich.table import Table
 
         table = Table(title="cudaforge run", show_header=False)
-        table.add_row("tasks", f"{self.done}/{self.total} done, {len(self.running)} running, {self.failed} without a correct kernel"
-                      + (f", {self.not_run} not run (provider unreachable)" if self.not_run else ""))
+        table.add_row(
+            "tasks",
+            f"{self.done}/{self.total} done, {len(self.running)} running, {self.failed} without a correct kernel"
+            + (f", {self.not_run} not run (provider unreachable)" if self.not_run else ""),
+        )
         table.add_row("best speedup", "-" if self.best is None else f"{self.best:.3f}x")
         table.add_row("LLM", self.spent())
         for task_id, state in sorted(self.running.items())[:8]:
@@ -73,8 +77,14 @@ class RunProgress:
             self.running.pop(result.task_id, None)
             self.done += 1
             self.failed += not result.correct
-            best = f"{result.best_speedup:.3f}x" if result.best_speedup else ("correct" if result.correct else "no correct kernel")
-            self._refresh(f"done {result.task_id}: {best} after {result.rounds} round{'' if result.rounds == 1 else 's'} ({result.stop_reason})")
+            best = (
+                f"{result.best_speedup:.3f}x"
+                if result.best_speedup
+                else ("correct" if result.correct else "no correct kernel")
+            )
+            self._refresh(
+                f"done {result.task_id}: {best} after {result.rounds} round{'' if result.rounds == 1 else 's'} ({result.stop_reason})"
+            )
 
     def close(self) -> None:
         """Stop the live panel (its last state stays on screen)."""

@@ -16,11 +16,23 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cudaforge.run.merge import add_cache_rows, cache_rows, ledger_lines
-from cudaforge.track.store import CHECKPOINTS_FILE, CODER_FILE, JUDGE_FILE, LEDGER_FILE, LLM_CACHE_FILE, round_folder, RunDir, RunStore, task_slug, TASKS_DIR
+from cudaforge.track.store import (
+    CHECKPOINTS_FILE,
+    CODER_FILE,
+    JUDGE_FILE,
+    LEDGER_FILE,
+    LLM_CACHE_FILE,
+    TASKS_DIR,
+    RunDir,
+    RunStore,
+    round_folder,
+    task_slug,
+)
 
 CACHE_FILE = LLM_CACHE_FILE
 CHECKPOINT_FILE = CHECKPOINTS_FILE
@@ -81,13 +93,28 @@ def rebuild_rows(run_dir: Path) -> tuple[list[tuple], int]:
             continue
         text, messages = found
         meta = row.get("meta") or {}
-        request = {"model": row.get("model"), "messages": messages,
-                   "rebuilt_from": f"{TASKS_DIR}/{task_slug(meta['task_id'])}/{round_folder(meta['round'])}/"
-                                   f"{CODER_FILE if row['role'] == 'coder' else JUDGE_FILE}"}
-        usage = {k: row.get(k) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_prompt_tokens")}
-        rows.append((key, json.dumps(request, sort_keys=True, separators=(",", ":")), text, None,
-                     json.dumps(usage, sort_keys=True), row.get("cost_usd"), int(bool(row.get("priced"))),
-                     float(row.get("latency_s") or 0.0), time.time()))  # fmt: skip
+        request = {
+            "model": row.get("model"),
+            "messages": messages,
+            "rebuilt_from": f"{TASKS_DIR}/{task_slug(meta['task_id'])}/{round_folder(meta['round'])}/"
+            f"{CODER_FILE if row['role'] == 'coder' else JUDGE_FILE}",
+        }
+        usage = {
+            k: row.get(k) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_prompt_tokens")
+        }
+        rows.append(
+            (
+                key,
+                json.dumps(request, sort_keys=True, separators=(",", ":")),
+                text,
+                None,
+                json.dumps(usage, sort_keys=True),
+                row.get("cost_usd"),
+                int(bool(row.get("priced"))),
+                float(row.get("latency_s") or 0.0),
+                time.time(),
+            )
+        )
     return rows, missing
 
 
@@ -108,15 +135,23 @@ def repair(run_dir: str | Path, say: Callable[[str], None] = print) -> dict[str,
             if sqlite_problem(run / name):
                 moved = move_aside(run / name)
                 done["moved"].append(str(moved))
-                say(f"{run / name} could not be read: moved to {moved.name}"
-                    + (" (unfinished tasks start again from their first round; their calls replay from the cache)"
-                       if name == CHECKPOINT_FILE else ""))  # fmt: skip
+                say(
+                    f"{run / name} could not be read: moved to {moved.name}"
+                    + (
+                        " (unfinished tasks start again from their first round; their calls replay from the cache)"
+                        if name == CHECKPOINT_FILE
+                        else ""
+                    )
+                )
         rows, missing = rebuild_rows(run)
         before = len(cache_rows(run / CACHE_FILE))
         done["replies_added"] = add_cache_rows(run / CACHE_FILE, rows)
         done["replies_missing"] = missing
-        say(f"{run / CACHE_FILE}: {done['replies_added']} replies rebuilt from the round folders ({before} were there"
-            + (f"; {missing} paid calls have no reply on record" if missing else "") + ")")
+        say(
+            f"{run / CACHE_FILE}: {done['replies_added']} replies rebuilt from the round folders ({before} were there"
+            + (f"; {missing} paid calls have no reply on record" if missing else "")
+            + ")"
+        )
         return done
     finally:
         store.release()

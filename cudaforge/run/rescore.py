@@ -23,14 +23,14 @@ import datetime as dt
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from cudaforge.track.store import CANDIDATE_FILE, RESCORE_FILE, RESCORED_FILE, RunDir, RunStore, TASK_FILE, TaskStore
-from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
 from cudaforge.tasks.identity import PROBLEM_SET_FILE
-
+from cudaforge.track.store import CANDIDATE_FILE, RESCORE_FILE, RESCORED_FILE, TASK_FILE, RunDir, RunStore, TaskStore
+from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
 
 
 @dataclass
@@ -114,7 +114,9 @@ def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Ke
 _SAME_RUN_KEYS = ("source_run", "protocol", "eval", "all_rounds")
 
 
-def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kernel]) -> dict[int, tuple[dict, EvalResult]]:
+def _earlier_results(
+    out_dir: Path, summary: dict[str, Any], kernels: list[Kernel]
+) -> dict[int, tuple[dict, EvalResult]]:
     """What an interrupted rescore into ``out_dir`` already wrote (kernel index -> its row and EvalResult), so the
     same command carries on where it stopped. A directory holding another rescore (another source run, protocol or
     eval setting) is refused: its rows would be mixed with these."""
@@ -125,11 +127,17 @@ def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kerne
         before = json.loads(record.read_text())
     except ValueError as exc:
         raise ValueError(f"{record}: unreadable ({exc}); rescore into another directory (hydra.run.dir=...)") from exc
-    differs = [key for key in _SAME_RUN_KEYS if json.dumps(before.get(key), sort_keys=True, default=str)
-               != json.dumps(summary.get(key), sort_keys=True, default=str)]  # fmt: skip
+    differs = [
+        key
+        for key in _SAME_RUN_KEYS
+        if json.dumps(before.get(key), sort_keys=True, default=str)
+        != json.dumps(summary.get(key), sort_keys=True, default=str)
+    ]
     if differs:
-        raise ValueError(f"{out_dir} holds another rescore (its {', '.join(differs)} differ); rescore into another "
-                         f"directory (hydra.run.dir=...), or remove it to start again")  # fmt: skip
+        raise ValueError(
+            f"{out_dir} holds another rescore (its {', '.join(differs)} differ); rescore into another "
+            f"directory (hydra.run.dir=...), or remove it to start again"
+        )
     rows: dict[tuple[str, str], dict] = {}
     for row in RunDir(out_dir).rescored():  # a line cut by the interruption is left out: that kernel runs again
         if isinstance(row.get("task_id"), str) and isinstance(row.get("candidate_hash"), str):
@@ -140,7 +148,9 @@ def _earlier_results(out_dir: Path, summary: dict[str, Any], kernels: list[Kerne
         if row is None:
             continue
         try:
-            result = EvalResult.from_dict(TaskStore(out_dir, kernel.task.id).read_json(None, f"eval_{kernel.digest}.json"))
+            result = EvalResult.from_dict(
+                TaskStore(out_dir, kernel.task.id).read_json(None, f"eval_{kernel.digest}.json")
+            )
         except (OSError, ValueError, TypeError, KeyError):
             continue
         found[index] = (row, result)
@@ -158,8 +168,13 @@ def changed_by(result: EvalResult, before_weights: str = "") -> str:
     status = result.status
     after_weights = str(result.fingerprint.get("weights") or "")
     copied = re.match(r"authors \((\d+) tensors", before_weights)
-    if status is EvalStatus.INCORRECT and copied and int(copied.group(1)) > 0 and after_weights != before_weights and \
-            (result.diff is None or result.diff.variant == "default"):
+    if (
+        status is EvalStatus.INCORRECT
+        and copied
+        and int(copied.group(1)) > 0
+        and after_weights != before_weights
+        and (result.diff is None or result.diff.variant == "default")
+    ):
         return f"incorrect with the weights set by {after_weights or 'this protocol'} (the source's: {before_weights})"
     if status is EvalStatus.REJECTED:
         guards = [f["guard"] for f in result.guard_findings if f.get("verdict") == "reject"]
@@ -192,13 +207,23 @@ def _task_result(task_id: str, rescored: list[tuple[Kernel, EvalResult]], source
             result.best_speedup = best.speedup.median
             result.best_speedup_ci = [best.speedup.ci_low, best.speedup.ci_high]
         if best.candidate_timing is not None and best.reference_timing is not None:
-            result.best_candidate_ms, result.best_reference_ms = best.candidate_timing.median, best.reference_timing.median
+            result.best_candidate_ms, result.best_reference_ms = (
+                best.candidate_timing.median,
+                best.reference_timing.median,
+            )
         result.best_measurement = best.measurement()
     return result
 
 
-def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protocol: str, all_rounds: bool = False,
-            say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+def rescore(
+    run_dir: str | Path,
+    out_dir: str | Path,
+    evaluator: Any,
+    *,
+    protocol: str,
+    all_rounds: bool = False,
+    say: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
     """Evaluate ``run_dir``'s kept kernels with ``evaluator`` (its config is the protocol, named ``protocol``) into
     ``out_dir``; the summary written to ``rescore.json``. ``say`` gets a line per kernel as it finishes."""
     run_dir, out_dir = Path(run_dir).resolve(), Path(out_dir)
@@ -210,9 +235,14 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
         if (run_dir / name).is_file():
             (out_dir / name).write_text((run_dir / name).read_text())
     summary: dict[str, Any] = {
-        "source_run": str(run_dir), "protocol": protocol, "eval": dict(evaluator.cfg), "all_rounds": all_rounds,
-        "kernels": len(kernels), "notes": notes, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-    }  # fmt: skip
+        "source_run": str(run_dir),
+        "protocol": protocol,
+        "eval": dict(evaluator.cfg),
+        "all_rounds": all_rounds,
+        "kernels": len(kernels),
+        "notes": notes,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
     earlier = _earlier_results(out_dir, summary, kernels)
     out.write_schema()  # after the refusal of a directory holding another rescore
     if earlier:
@@ -230,26 +260,39 @@ def rescore(run_dir: str | Path, out_dir: str | Path, evaluator: Any, *, protoco
         store = out.task(kernel.task.id)
         store.write_json(None, f"eval_{kernel.digest}.json", result.to_dict())
         after = result.speedup.median if result.speedup is not None else None
-        row = {"task_id": kernel.task.id, "round": kernel.round, "candidate_hash": kernel.digest,
-               "before_status": kernel.before_status, "before_speedup": kernel.before_speedup,
-               "after_status": result.status.value, "after_speedup": after,
-               "changed": (result.status.value == "correct") != (kernel.before_status == "correct"),
-               "reason": "" if result.status is EvalStatus.CORRECT else changed_by(result, kernel.before_weights),
-               "message": result.message[:500]}  # fmt: skip
+        row = {
+            "task_id": kernel.task.id,
+            "round": kernel.round,
+            "candidate_hash": kernel.digest,
+            "before_status": kernel.before_status,
+            "before_speedup": kernel.before_speedup,
+            "after_status": result.status.value,
+            "after_speedup": after,
+            "changed": (result.status.value == "correct") != (kernel.before_status == "correct"),
+            "reason": "" if result.status is EvalStatus.CORRECT else changed_by(result, kernel.before_weights),
+            "message": result.message[:500],
+        }
         rows.append(row)
         with (out_dir / RESCORED_FILE).open("a") as f:
             f.write(json.dumps(row) + "\n")
         shown = f"{after:.3f}x" if after is not None else ""
-        say(f"{kernel.task.id}  {kernel.digest}  {kernel.before_status} -> {result.status.value} {shown}  "
-            f"{row['reason']}".rstrip())
+        say(
+            f"{kernel.task.id}  {kernel.digest}  {kernel.before_status} -> {result.status.value} {shown}  "
+            f"{row['reason']}".rstrip()
+        )
 
     for kernel in kernels:
         store = out.task(kernel.task.id)
         store.write_json(None, TASK_FILE, {**kernel.task.to_dict(), "source_hash": kernel.task.source_hash})
         store.save_candidate(kernel.digest, kernel.source)
     todo = [index for index in range(len(kernels)) if index not in earlier]
-    fresh = evaluator.evaluate_batch([(kernels[i].task, kernels[i].source) for i in todo],
-                                     on_result=lambda n, result: done(todo[n], result)) if todo else []
+    fresh = (
+        evaluator.evaluate_batch(
+            [(kernels[i].task, kernels[i].source) for i in todo], on_result=lambda n, result: done(todo[n], result)
+        )
+        if todo
+        else []
+    )
     by_index = {**{i: result for i, (_, result) in earlier.items()}, **dict(zip(todo, fresh))}
     for i, kernel in enumerate(kernels):
         by_task.setdefault(kernel.task.id, []).append((kernel, by_index[i]))

@@ -27,19 +27,20 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from cudaforge.agents.skills import read_skills
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge, judge_metric_names
 from cudaforge.agents.prompts import PromptLibrary
+from cudaforge.agents.skills import read_skills
 from cudaforge.eval.evaluator import Evaluator
-from cudaforge.hardware.specs import named_gpu_sheet
 from cudaforge.graph.loop import Budgets, LoopServices, run_task
 from cudaforge.graph.strategies import get_strategy
+from cudaforge.hardware.specs import named_gpu_sheet
 from cudaforge.llm.cache import ResponseCache
 from cudaforge.llm.client import Backoff, LLMClient
 from cudaforge.llm.errors import LLMAuthError, LLMUnavailable
@@ -47,7 +48,13 @@ from cudaforge.llm.ledger import Ledger
 from cudaforge.run.outage import OutageBreaker, ProviderDown
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
 from cudaforge.track.store import (
-    CHECKPOINTS_FILE, INTERRUPTED_DIR, LEDGER_FILE, LLM_CACHE_FILE, RunDir, RunStore, TASK_FILE,
+    CHECKPOINTS_FILE,
+    INTERRUPTED_DIR,
+    LEDGER_FILE,
+    LLM_CACHE_FILE,
+    TASK_FILE,
+    RunDir,
+    RunStore,
 )
 from cudaforge.types import GpuUnavailable, Task, TaskResult
 
@@ -69,8 +76,12 @@ class LedgerSpend:
         ``strategy.max_dollars``, which can only count priced calls; ``task_cost`` gives the honest figure.
         """
         t = self.ledger.totals(task_id=task_id)
-        return {"cost_usd": t.cost_usd or 0.0, "unpriced_calls": t.unpriced_calls,
-                "tokens_in": t.prompt_tokens, "tokens_out": t.completion_tokens}  # fmt: skip
+        return {
+            "cost_usd": t.cost_usd or 0.0,
+            "unpriced_calls": t.unpriced_calls,
+            "tokens_in": t.prompt_tokens,
+            "tokens_out": t.completion_tokens,
+        }
 
     def task_cost(self, task_id: str) -> float | None:
         """Dollars of one task's priced calls; None when it made calls and every one was unpriced."""
@@ -152,26 +163,45 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     store.write_schema()  # RunDirTooNew when a newer cudaforge made it
     ledger = Ledger(run_dir / LEDGER_FILE)
     cache_path = Path(cfg.llm_cache.path) if cfg.llm_cache.path else run_dir / LLM_CACHE_FILE
-    check_sqlite(cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and "
-                 "paid for) again")  # fmt: skip
-    check_sqlite(run_dir / CHECKPOINTS_FILE, "the loop's checkpoints: moved aside, unfinished tasks start again "
-                 "from their first round (finished ones stay in results.jsonl)")  # fmt: skip
+    check_sqlite(
+        cache_path, "the run's recorded LLM replies: moved aside, the calls they answered are made (and paid for) again"
+    )
+    check_sqlite(
+        run_dir / CHECKPOINTS_FILE,
+        "the loop's checkpoints: moved aside, unfinished tasks start again "
+        "from their first round (finished ones stay in results.jsonl)",
+    )
     cache = ResponseCache(cache_path, _value(cfg.llm_cache.mode))
     agents = cfg.agents  # the template set, the Judge's metrics and the spec sheet the prompts show
-    prompts = authors_prompts(agents) if _value(agents.template_set) == "cudaforge_authors" else \
-        PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
+    prompts = (
+        authors_prompts(agents)
+        if _value(agents.template_set) == "cudaforge_authors"
+        else PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
+    )
     if hasattr(prompts, "describe"):
         store.write_prompts(prompts.describe())
     backend = _value(cfg.strategy.backend)
-    coder = Coder(_client(cfg.coder, "coder", cache, ledger, seed=_seed(cfg)), prompts, backend=backend,
-                  max_follow_ups=cfg.strategy.max_follow_ups,
-                  skills=read_skills(getattr(cfg.coder, "skills", None) or []))  # fmt: skip
-    judge = Judge(_client(cfg.judge, "judge", cache, ledger, seed=_seed(cfg)), prompts, max_follow_ups=cfg.strategy.max_follow_ups,
-                  metric_names=judge_metric_names(_value(agents.judge_metrics),
-                                                  get_strategy(_value(cfg.strategy.name)).metric_set or
-                                                  _value(cfg.profile.metric_set), list(cfg.profile.metrics)))  # fmt: skip
+    coder = Coder(
+        _client(cfg.coder, "coder", cache, ledger, seed=_seed(cfg)),
+        prompts,
+        backend=backend,
+        max_follow_ups=cfg.strategy.max_follow_ups,
+        skills=read_skills(getattr(cfg.coder, "skills", None) or []),
+    )
+    judge = Judge(
+        _client(cfg.judge, "judge", cache, ledger, seed=_seed(cfg)),
+        prompts,
+        max_follow_ups=cfg.strategy.max_follow_ups,
+        metric_names=judge_metric_names(
+            _value(agents.judge_metrics),
+            get_strategy(_value(cfg.strategy.name)).metric_set or _value(cfg.profile.metric_set),
+            list(cfg.profile.metrics),
+        ),
+    )
     # one set of GPU locks for evaluator and profiler; a candidate whose evaluation died with the run is not re-run
-    evaluator = evaluator or Evaluator(cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / INTERRUPTED_DIR)
+    evaluator = evaluator or Evaluator(
+        cfg.eval, lock_dir=cfg.profile.lock_dir, interrupted_dir=run_dir / INTERRUPTED_DIR
+    )
     gpus = getattr(evaluator, "gpus", [])
     if profiler is None and cfg.profile.enabled:
         from cudaforge.profile import Profiler
@@ -183,9 +213,16 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
     else:
         gpu_spec = profiler.gpu_spec(gpus[0]) if gpus and hasattr(profiler, "gpu_spec") else None
     return RunContext(
-        cfg=cfg, store=store, ledger=ledger, coder=coder, judge=judge, evaluator=evaluator,
-        profiler=profiler, gpu_spec=gpu_spec, checkpointer=_checkpointer(run_dir / CHECKPOINTS_FILE),
-    )  # fmt: skip
+        cfg=cfg,
+        store=store,
+        ledger=ledger,
+        coder=coder,
+        judge=judge,
+        evaluator=evaluator,
+        profiler=profiler,
+        gpu_spec=gpu_spec,
+        checkpointer=_checkpointer(run_dir / CHECKPOINTS_FILE),
+    )
 
 
 def run_one(
@@ -197,14 +234,21 @@ def run_one(
     task_store = ctx.store.task(task.id)
     task_store.write_json(None, TASK_FILE, {**task.to_dict(), "source_hash": task.source_hash})
     services = LoopServices(
-        task=task, coder=ctx.coder, judge=ctx.judge, evaluator=ctx.evaluator, store=task_store,
-        ledger=LedgerSpend(ctx.ledger), strategy=strategy,
+        task=task,
+        coder=ctx.coder,
+        judge=ctx.judge,
+        evaluator=ctx.evaluator,
+        store=task_store,
+        ledger=LedgerSpend(ctx.ledger),
+        strategy=strategy,
         budgets=Budgets(cfg.strategy.max_rounds, cfg.strategy.max_dollars, cfg.strategy.max_minutes),
         profiler=ctx.profiler if cfg.profile.enabled else None,
         metric_set=strategy.metric_set or _value(cfg.profile.metric_set),
-        gpu_spec=ctx.gpu_spec, memory_rounds=cfg.strategy.memory_rounds, on_event=on_event or (lambda event: None),
+        gpu_spec=ctx.gpu_spec,
+        memory_rounds=cfg.strategy.memory_rounds,
+        on_event=on_event or (lambda event: None),
         profile_best=_value(getattr(cfg.strategy, "profiled_kernel", "latest")) == "best",
-    )  # fmt: skip
+    )
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
     _held_out(ctx, task, task_store, result)
     _compile_beside(ctx, task, result)
@@ -234,8 +278,11 @@ def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) 
     except GpuUnavailable:
         raise  # the machine's failure: the task stays unfinished and runs again (docs/campaigns.md)
     except Exception as exc:  # noqa: BLE001 - an aside of the run: its failure never costs the task its result
-        result.held_out = {"shapes": [], "note": f"the held-out check failed: {type(exc).__name__}: {exc}"[:500],
-                           "seconds": round(time.monotonic() - started, 3)}
+        result.held_out = {
+            "shapes": [],
+            "note": f"the held-out check failed: {type(exc).__name__}: {exc}"[:500],
+            "seconds": round(time.monotonic() - started, 3),
+        }
     result.time_split["held_out"] = result.held_out["seconds"]
 
 
@@ -253,8 +300,9 @@ def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:
     started = time.monotonic()
     name = local_gpu_name(gpus[0]) or f"gpu-{gpus[0]}"  # an unnamed GPU: its id stands for it (cached per id)
     try:
-        result.compile_beside = compile_beside(task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache,
-                                               lock_dir=ctx.evaluator.lock_dir)
+        result.compile_beside = compile_beside(
+            task, gpus[0], name, ctx.evaluator.cfg, ctx.evaluator.build_cache, lock_dir=ctx.evaluator.lock_dir
+        )
     except Exception as exc:  # noqa: BLE001 - an aside of the run: its failure never costs the task its result
         result.compile_beside = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
     result.time_split["compile_beside"] = round(time.monotonic() - started, 3)
@@ -282,8 +330,9 @@ def problem_set_refusal(suite: Any) -> str | None:
     return pin_refusal(status) if status else None
 
 
-def record_problem_set(store: RunStore, tasks: list[Task], root: str | None, pin: dict[str, Any] | None = None
-                       ) -> str | None:
+def record_problem_set(
+    store: RunStore, tasks: list[Task], root: str | None, pin: dict[str, Any] | None = None
+) -> str | None:
     """Write the run's ``problem_set.json`` when it has none (with ``pin``, the suite's pin status); on a resume
     whose problem set has another digest than the last one recorded, append the new one under ``changed_on_resume``
     and return a warning line."""
@@ -299,12 +348,17 @@ def record_problem_set(store: RunStore, tasks: list[Task], root: str | None, pin
         return None
     recorded.setdefault("changed_on_resume", []).append(current)
     store.write_problem_set(recorded)
-    return (f"warning: this run directory's problem set changed: {last.get('version')} -> {current['version']}, "
-            f"{difference_text(last, current)}; both are recorded in {store.root / PROBLEM_SET_FILE}")
+    return (
+        f"warning: this run directory's problem set changed: {last.get('version')} -> {current['version']}, "
+        f"{difference_text(last, current)}; both are recorded in {store.root / PROBLEM_SET_FILE}"
+    )
 
 
 def run_suite(
-    ctx: RunContext, tasks: list[Task], *, on_event: Callable[[dict], None] | None = None,
+    ctx: RunContext,
+    tasks: list[Task],
+    *,
+    on_event: Callable[[dict], None] | None = None,
     on_result: Callable[[TaskResult], None] | None = None,
 ) -> list[TaskResult]:
     """Run every task not finished yet in this run directory; returns all results, in task order.
@@ -322,14 +376,22 @@ def run_suite(
     done = {r.task_id: r for r in ctx.store.results()}
     todo = [t for t in tasks if t.id not in done]
     if done:
-        print(f"cudaforge run: resuming {ctx.store.root}: {plural(len(done), 'task')} of {len(tasks)} finished "
-              f"earlier, {plural(len(todo), 'task')} to run", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"cudaforge run: resuming {ctx.store.root}: {plural(len(done), 'task')} of {len(tasks)} finished "
+            f"earlier, {plural(len(todo), 'task')} to run",
+            file=sys.stderr,
+            flush=True,
+        )
     lock = threading.Lock()
     stopping = threading.Event()
     submitted = time.monotonic()
     c = ctx.cfg.campaign
-    breaker = OutageBreaker(c.outage_trip_after, c.outage_pause_s, c.outage_max_pauses,
-                            say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    breaker = OutageBreaker(
+        c.outage_trip_after,
+        c.outage_pause_s,
+        c.outage_max_pauses,
+        say=lambda line: print(line, file=sys.stderr, flush=True),
+    )
 
     def one(task: Task) -> None:
         if stopping.is_set():
@@ -346,7 +408,9 @@ def run_suite(
         except LLMAuthError:
             stopping.set()  # now, before this worker takes the next task
             raise
-        except GpuUnavailable as exc:  # the machine, not the kernel: no result; every later task would fail the same way
+        except (
+            GpuUnavailable
+        ) as exc:  # the machine, not the kernel: no result; every later task would fail the same way
             ctx.store.record_not_run(task.id, "gpu_unavailable", str(exc))
             stopping.set()
             raise
@@ -374,8 +438,9 @@ def run_suite(
         stopping.set()
         breaker.stop()
         pool.shutdown(wait=False, cancel_futures=True)
-        return (f"{len(done)}/{len(tasks)} tasks finished; resume with the same command and "
-                f"hydra.run.dir={ctx.store.root}")
+        return (
+            f"{len(done)}/{len(tasks)} tasks finished; resume with the same command and hydra.run.dir={ctx.store.root}"
+        )
 
     try:
         for future in as_completed(futures):
@@ -403,8 +468,9 @@ def not_run_lines(store: RunStore, tasks: list[Task]) -> list[str]:
     """One line per task of ``tasks`` that stopped for the infrastructure and has no result (the same command runs
     it again)."""
     rows = RunDir(store.root).not_run()
-    return [f"{t.id}: not run ({rows[t.id]['reason']}): {str(rows[t.id]['message'])[:300]}"
-            for t in tasks if t.id in rows]  # fmt: skip
+    return [
+        f"{t.id}: not run ({rows[t.id]['reason']}): {str(rows[t.id]['message'])[:300]}" for t in tasks if t.id in rows
+    ]
 
 
 class RunStateError(RuntimeError):
@@ -418,9 +484,11 @@ def check_sqlite(path: Path, what: str) -> None:
 
     problem = sqlite_problem(path)
     if problem:
-        raise RunStateError(f"{path} is not a readable SQLite database ({problem}). It holds {what}; "
-                            f"`cudaforge repair {path.parent}` moves it aside and rebuilds what the run's own records "
-                            "hold, or restore it from a copy")  # fmt: skip
+        raise RunStateError(
+            f"{path} is not a readable SQLite database ({problem}). It holds {what}; "
+            f"`cudaforge repair {path.parent}` moves it aside and rebuilds what the run's own records "
+            "hold, or restore it from a copy"
+        )
 
 
 class RunInterrupted(KeyboardInterrupt):

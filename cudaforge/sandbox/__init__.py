@@ -73,10 +73,26 @@ def _package_dir() -> str:
     return str(Path(__file__).resolve().parents[1])
 
 
-ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
-             "/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives", "/etc/os-release", "/etc/debian_version",
-             "/etc/host.conf", "/etc/hosts", "/etc/mime.types", "/etc/nvidia", "/etc/OpenCL", "/etc/vulkan",
-             "/etc/gai.conf", "/etc/timezone")  # fmt: skip
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/mime.types",
+    "/etc/nvidia",
+    "/etc/OpenCL",
+    "/etc/vulkan",
+    "/etc/gai.conf",
+    "/etc/timezone",
+)
 """What of /etc a Python, torch, Triton or compiler process reads; the rest of /etc (shadow, ssh keys,
 credentials some tools keep there) stays unreadable."""
 
@@ -87,7 +103,9 @@ def _toolchain_dirs() -> set[str]:
     helpers), except a home directory as a prefix."""
     home = lambda d: _inside(os.path.realpath(d), "/root") or _inside(os.path.realpath(d), "/home")  # noqa: E731
     bins = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d) and not home(d)}
-    for found in [shutil.which(t) for t in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja")] + [current().compiler(None)]:
+    for found in [shutil.which(t) for t in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja")] + [
+        current().compiler(None)
+    ]:
         if found:  # a compiler a home folder holds is bound, its own folder only
             bins.add(str(Path(os.path.realpath(found)).parent))
     dirs = set(bins)
@@ -102,9 +120,24 @@ def _toolchain_dirs() -> set[str]:
 def default_read_paths() -> list[str]:
     """What a candidate or a compiler needs to read: the interpreter and its packages, this package,
     system libraries and compilers, the CUDA toolkit and driver, /proc and /sys (for device discovery)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             _package_dir(), "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", *ETC_FILES,
-             *current().toolkit_roots(), *_toolchain_dirs()}  # fmt: skip
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        _package_dir(),
+        "/usr",
+        "/lib",
+        "/lib64",
+        "/lib32",
+        "/bin",
+        "/sbin",
+        "/proc",
+        "/sys",
+        *ETC_FILES,
+        *current().toolkit_roots(),
+        *_toolchain_dirs(),
+    }
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths().get(key, ""))
     cwd = os.path.realpath(os.getcwd())  # on sys.path under ``python -m``: a verifier's holds its payload.json
@@ -130,17 +163,56 @@ def _hidden(path: str) -> bool:
     return any(_inside(path, a) for a in around)
 
 
-ENV_NAMES = {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH",
-             "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONSAFEPATH", "PYTHONHASHSEED",
-             "PYTHONIOENCODING", "PYTHONWARNINGS", "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS", "CUDAFORGE_WORKER_DEVICE",
-             "CUDAFORGE_GPU_VENDOR"}  # fmt: skip
+ENV_NAMES = {
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONSAFEPATH",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONWARNINGS",
+    "CC",
+    "CXX",
+    "CUDAHOSTCXX",
+    "MAX_JOBS",
+    "CUDAFORGE_WORKER_DEVICE",
+    "CUDAFORGE_GPU_VENDOR",
+}
 """Environment variables a sandboxed program keeps by name (everything else is dropped: the evaluator's own settings,
 ``CUDAFORGE_STANDBY_EVAL`` with every guard's policy and threshold, among them)."""
-ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "CUBLAS_", "CUDNN_",
-                "XDG_", "TILELANG_", "CUTE_", "CUTLASS_", "CUPY_", "OMP_", "MKL_", "KMP_")  # fmt: skip
+ENV_PREFIXES = (
+    "LC_",
+    "CUDA_",
+    "NVIDIA_",
+    "TRITON_",
+    "TORCH_",
+    "TORCHINDUCTOR_",
+    "PYTORCH_",
+    "CUBLAS_",
+    "CUDNN_",
+    "XDG_",
+    "TILELANG_",
+    "CUTE_",
+    "CUTLASS_",
+    "CUPY_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+)
 """... and by prefix: the toolchains', the GPU's, the kernel languages' and torch's own settings."""
-_SANDBOX_SECRET_NAMES = re.compile(r"PASS|PWD|AUTH|DSN|COOKIE|WEBHOOK|KEY|SECRET|TOKEN|CREDENTIAL|PRIVATE",
-                                   re.IGNORECASE)
+_SANDBOX_SECRET_NAMES = re.compile(
+    r"PASS|PWD|AUTH|DSN|COOKIE|WEBHOOK|KEY|SECRET|TOKEN|CREDENTIAL|PRIVATE", re.IGNORECASE
+)
 """Words that make a name a credential's in the sandbox's eyes, wherever they stand in it."""
 _CREDENTIAL_VALUE = re.compile(r"://[^/\s@]*@|://[^/\s:]+:[^/\s@]+@")
 """A URL that carries a user or a password (``redis://:pw@host``, ``https://u:p@proxy``)."""
@@ -161,9 +233,14 @@ def sandbox_env(env: dict[str, str]) -> dict[str, str]:
     :data:`ENV_PREFIXES`), minus anything that still looks like a credential (a name with a word of one in it, a
     URL with a user or password in its value). A database URL, a proxy with a password or a webhook under a name no
     deny-list knows never reaches the candidate."""
-    return {k: v for k, v in env.items()
-            if (k in ENV_NAMES or k.startswith(ENV_PREFIXES)) and not SECRET_NAMES.search(k)
-            and not _SANDBOX_SECRET_NAMES.search(k) and not _CREDENTIAL_VALUE.search(v)}
+    return {
+        k: v
+        for k, v in env.items()
+        if (k in ENV_NAMES or k.startswith(ENV_PREFIXES))
+        and not SECRET_NAMES.search(k)
+        and not _SANDBOX_SECRET_NAMES.search(k)
+        and not _CREDENTIAL_VALUE.search(v)
+    }
 
 
 def default_device_paths() -> list[str]:
@@ -186,8 +263,13 @@ def new_scratch(kind: str, quota_bytes: int = 0, quota_files: int = 0) -> str:
         from cudaforge.sandbox import linux
 
         try:
-            linux.mount("tmpfs", path, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
-                        f"mode=0700,size={int(quota_bytes)},nr_inodes={int(quota_files or 1_000_000)}")  # fmt: skip
+            linux.mount(
+                "tmpfs",
+                path,
+                "tmpfs",
+                linux.MS_NOSUID | linux.MS_NODEV,
+                f"mode=0700,size={int(quota_bytes)},nr_inodes={int(quota_files or 1_000_000)}",
+            )
         except OSError:
             pass  # no quota: the sandbox's status says so (scratch_quota)
     return path
@@ -239,8 +321,11 @@ def sweep_stale_scratch() -> int:
     places = ["/sys/fs/cgroup", "/sys/fs/cgroup/*"]  # v2's root, v1's controllers; and this process's own cgroups
     try:
         places += ["/sys/fs/cgroup" + line.rstrip("\n").split(":", 2)[2] for line in open("/proc/self/cgroup")]
-        places += ["/sys/fs/cgroup/memory" + line.rstrip("\n").split(":", 2)[2] for line in open("/proc/self/cgroup")
-                   if ":memory:" in line]  # fmt: skip
+        places += [
+            "/sys/fs/cgroup/memory" + line.rstrip("\n").split(":", 2)[2]
+            for line in open("/proc/self/cgroup")
+            if ":memory:" in line
+        ]
     except (OSError, IndexError):
         pass
     for cgroup in sorted({c for place in places for c in glob.glob(f"{place}/cudaforge-sandbox-*")})[:1000]:
@@ -315,22 +400,37 @@ class Sandbox:
 
     def spec(self, control_fd: int | None, status_fd: int | None) -> dict[str, Any]:
         """The launcher's spec (JSON-serialisable)."""
-        rlimits = {"cpu": self.cpu_seconds, "fsize": self.file_bytes, "nofile": self.open_files, "core": 0,
-                   **({"nproc": self.processes} if self.nproc_limit else {})}  # fmt: skip
+        rlimits = {
+            "cpu": self.cpu_seconds,
+            "fsize": self.file_bytes,
+            "nofile": self.open_files,
+            "core": 0,
+            **({"nproc": self.processes} if self.nproc_limit else {}),
+        }
         uid = self.uid if self.uid else fresh_uid()
         self.uid = uid
         return {
-            "mode": self.mode.value, "scratch": self.scratch, "read": self.read,
+            "mode": self.mode.value,
+            "scratch": self.scratch,
+            "read": self.read,
             "list": [_package_root()],  # on PYTHONPATH: Python lists it to find the package bound below it
-            "write": [self.scratch, *self.write], "devices": self.devices,
-            "uid": uid, "gid": uid, "uid_must_read": [os.path.realpath(sys.executable), _package_dir(), sys.prefix,
-                                                     *self.read_needed()],
-            "rlimits": rlimits, "pids_max": self.processes, "memory_bytes": self.memory_bytes,
-            "tmp_bytes": self.scratch_bytes or (1 << 30), "tmp_files": self.scratch_files or 100_000,
-            "namespaces": self.namespaces, "allow_weak": self.allow_weak,
-            "control_fd": control_fd, "status_fd": status_fd, "parent_pid": os.getpid(),
+            "write": [self.scratch, *self.write],
+            "devices": self.devices,
+            "uid": uid,
+            "gid": uid,
+            "uid_must_read": [os.path.realpath(sys.executable), _package_dir(), sys.prefix, *self.read_needed()],
+            "rlimits": rlimits,
+            "pids_max": self.processes,
+            "memory_bytes": self.memory_bytes,
+            "tmp_bytes": self.scratch_bytes or (1 << 30),
+            "tmp_files": self.scratch_files or 100_000,
+            "namespaces": self.namespaces,
+            "allow_weak": self.allow_weak,
+            "control_fd": control_fd,
+            "status_fd": status_fd,
+            "parent_pid": os.getpid(),
             "landlock_skip": list(self.landlock_skip),
-        }  # fmt: skip
+        }
 
     @staticmethod
     def read_needed() -> list[str]:
@@ -344,26 +444,54 @@ class Sandbox:
                 needed.append(os.path.dirname(spec.origin))
         return needed
 
-    def start(self, argv: list[str], *, env: dict[str, str], pass_fds: tuple[int, ...] = (),
-              stdout: Any = subprocess.DEVNULL, stderr: Any = subprocess.DEVNULL,
-              stdin: Any = subprocess.DEVNULL) -> "SandboxedProcess":
+    def start(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        pass_fds: tuple[int, ...] = (),
+        stdout: Any = subprocess.DEVNULL,
+        stderr: Any = subprocess.DEVNULL,
+        stdin: Any = subprocess.DEVNULL,
+    ) -> SandboxedProcess:
         """Start ``argv`` in this sandbox (``mode=off``: in a plain new session). Never blocks on the program."""
         if not self.scratch:
             self.scratch = new_scratch("sbx", self.scratch_bytes, self.scratch_files)
         env = sandbox_env(env)
         if self.mode is SandboxMode.off:
-            proc = subprocess.Popen(argv, env=env, cwd=self.scratch, pass_fds=pass_fds, stdin=stdin, stdout=stdout,
-                                    stderr=stderr, start_new_session=True)  # fmt: skip
-            return SandboxedProcess(proc, None, None, self, {"ok": True, "mode": "off", "missing": ["sandbox: off"],
-                                                             "namespaces": [], "notes": []})  # fmt: skip
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=self.scratch,
+                pass_fds=pass_fds,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+            )
+            return SandboxedProcess(
+                proc,
+                None,
+                None,
+                self,
+                {"ok": True, "mode": "off", "missing": ["sandbox: off"], "namespaces": [], "notes": []},
+            )
         control_parent, control_child = socket.socketpair()
         status_r, status_w = os.pipe()
         spec = self.spec(control_child.fileno(), status_w)
         cmd = [sys.executable, "-m", "cudaforge.sandbox.launch", json.dumps(spec), "--", *argv]
         launcher_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)}
         try:
-            proc = subprocess.Popen(cmd, env=launcher_env, cwd=self.scratch, stdin=stdin, stdout=stdout, stderr=stderr,
-                                    pass_fds=(control_child.fileno(), status_w, *pass_fds), start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                cmd,
+                env=launcher_env,
+                cwd=self.scratch,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                pass_fds=(control_child.fileno(), status_w, *pass_fds),
+                start_new_session=True,
+            )
         finally:
             control_child.close()
             os.close(status_w)
@@ -373,8 +501,14 @@ class Sandbox:
 class SandboxedProcess:
     """A program running in a sandbox, seen from the trusted side."""
 
-    def __init__(self, proc: subprocess.Popen, control: socket.socket | None, status_fd: int | None,
-                 sandbox: Sandbox, status: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        control: socket.socket | None,
+        status_fd: int | None,
+        sandbox: Sandbox,
+        status: dict[str, Any] | None = None,
+    ) -> None:
         self.proc, self.control, self.sandbox = proc, control, sandbox
         self._status_fd = status_fd
         self._status = status
@@ -409,11 +543,19 @@ class SandboxedProcess:
         try:
             self._status = json.loads(data.split(b"\n")[0].decode())
         except (ValueError, UnicodeDecodeError):
-            self._status = {"ok": False, "missing": ["the launcher reported nothing (it died before the program ran)"],
-                            "namespaces": [], "notes": []}  # fmt: skip
+            self._status = {
+                "ok": False,
+                "missing": ["the launcher reported nothing (it died before the program ran)"],
+                "namespaces": [],
+                "notes": [],
+            }
         if not isinstance(self._status, dict):
-            self._status = {"ok": False, "missing": ["the launcher's report is not an object"], "namespaces": [],
-                            "notes": []}  # fmt: skip
+            self._status = {
+                "ok": False,
+                "missing": ["the launcher's report is not an object"],
+                "namespaces": [],
+                "notes": [],
+            }
         self._status["scratch_quota"] = scratch_quota(self.sandbox.scratch)
         if self._status["scratch_quota"] is None and self.sandbox.scratch_bytes:
             self._status.setdefault("notes", []).append("no size quota on the scratch folder (a tmpfs needs root)")
@@ -461,8 +603,11 @@ class SandboxedProcess:
             os.close(self._status_fd)
             self._status_fd = None
         for cgroup in (self._status or {}).get("cgroups") or []:  # the launcher removes them unless killed with it
-            if isinstance(cgroup, str) and cgroup.startswith("/sys/fs/cgroup/") and \
-                    os.path.basename(cgroup).startswith("cudaforge-sandbox-"):  # fmt: skip
+            if (
+                isinstance(cgroup, str)
+                and cgroup.startswith("/sys/fs/cgroup/")
+                and os.path.basename(cgroup).startswith("cudaforge-sandbox-")
+            ):
                 for _ in range(50):
                     try:
                         os.rmdir(cgroup)

@@ -140,8 +140,10 @@ def _cgroups(pids_max: int, memory_bytes: int, status: dict[str, Any]) -> list[s
             status["notes"].append(f"no process-count limit: {why}")
     if memory_bytes and status.get("memory_max") is None:
         v1 = "/sys/fs/cgroup/memory"
-        path, why = _make_cgroup([v1 + _own_cgroup("memory").rstrip("/"), v1],
-                                 {"memory.limit_in_bytes": str(memory_bytes), "memory.memsw.limit_in_bytes": str(memory_bytes)})  # fmt: skip
+        path, why = _make_cgroup(
+            [v1 + _own_cgroup("memory").rstrip("/"), v1],
+            {"memory.limit_in_bytes": str(memory_bytes), "memory.memsw.limit_in_bytes": str(memory_bytes)},
+        )
         status["memory_max"] = memory_bytes if path else None
         if path:
             made.append(path)
@@ -360,17 +362,29 @@ def _enter_root(spec: dict[str, Any], entries: list[rootfs.Entry], status: dict[
 def main() -> None:
     """Run the launcher (see the module docstring)."""
     spec = json.loads(sys.argv[1])
-    argv = sys.argv[sys.argv.index("--") + 1:]
+    argv = sys.argv[sys.argv.index("--") + 1 :]
     linux.set_parent_death_signal(signal.SIGKILL)
     if spec.get("parent_pid") and os.getppid() != spec["parent_pid"]:
         os._exit(1)  # the trusted side died before the death signal was set
-    status: dict[str, Any] = {"ok": False, "namespaces": [], "missing": [], "notes": [], "mode": spec.get("mode"),
-                              "rootfs": None, "seccomp": None}  # fmt: skip
+    status: dict[str, Any] = {
+        "ok": False,
+        "namespaces": [],
+        "missing": [],
+        "notes": [],
+        "mode": spec.get("mode"),
+        "rootfs": None,
+        "seccomp": None,
+    }
     missing = status["missing"]
     if os.geteuid() == 0 and spec.get("uid"):
         _give_scratch(spec)
-    entries = rootfs.plan(spec.get("read", []), spec.get("write", []), spec.get("devices", []),
-                          tmp_bytes=int(spec.get("tmp_bytes", 1 << 30)), tmp_files=int(spec.get("tmp_files", 100_000)))
+    entries = rootfs.plan(
+        spec.get("read", []),
+        spec.get("write", []),
+        spec.get("devices", []),
+        tmp_bytes=int(spec.get("tmp_bytes", 1 << 30)),
+        tmp_files=int(spec.get("tmp_files", 100_000)),
+    )
     # The outer launcher stays in the host's mount namespace (it removes the cgroups at the end); only a new pid
     # namespace (and, for a user without root, the user namespace that owns it) is made here. The init makes the
     # mount, network and IPC namespaces its own.
@@ -412,7 +426,11 @@ def main() -> None:
             _join_cgroup(cgroup)
         except OSError as exc:
             status["notes"].append(f"cgroup {cgroup}: {exc.strerror}")
-            for key, name in (("pids_max", "pids.max"), ("memory_max", "memory.max"), ("memory_max", "memory.limit_in_bytes")):
+            for key, name in (
+                ("pids_max", "pids.max"),
+                ("memory_max", "memory.max"),
+                ("memory_max", "memory.limit_in_bytes"),
+            ):
                 if os.path.exists(os.path.join(cgroup, name)):
                     status[key] = None
     in_namespace = namespaces

@@ -172,8 +172,15 @@ def pivot_root(new_root: str, put_old: str) -> None:
     _check(_libc.syscall(_SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
 
 
-_STATVFS_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_RDONLY: MS_RDONLY,
-                  os.ST_NOATIME: MS_NOATIME, os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+_STATVFS_TO_MS = {
+    os.ST_NOSUID: MS_NOSUID,
+    os.ST_NODEV: MS_NODEV,
+    os.ST_NOEXEC: MS_NOEXEC,
+    os.ST_RDONLY: MS_RDONLY,
+    os.ST_NOATIME: MS_NOATIME,
+    os.ST_NODIRATIME: MS_NODIRATIME,
+    os.ST_RELATIME: MS_RELATIME,
+}
 """The mount flags ``statvfs`` reports, as ``mount(2)`` spells them (a remount must keep the locked ones)."""
 
 
@@ -235,8 +242,19 @@ FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL
 """The rights a rule on a single file (not a directory) may carry."""
 READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 """Read and execute a hierarchy."""
-WRITE = (READ | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SYM
-         | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_REFER | FS_TRUNCATE)  # fmt: skip
+WRITE = (
+    READ
+    | FS_WRITE_FILE
+    | FS_REMOVE_DIR
+    | FS_REMOVE_FILE
+    | FS_MAKE_DIR
+    | FS_MAKE_REG
+    | FS_MAKE_SYM
+    | FS_MAKE_SOCK
+    | FS_MAKE_FIFO
+    | FS_REFER
+    | FS_TRUNCATE
+)
 """Everything but device nodes, within a hierarchy."""
 DEVICE = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV
 """Open a device node for reading and writing (``O_TRUNC`` too: compilers write to ``-o /dev/null``) and use its
@@ -261,8 +279,11 @@ def _fs_rights(abi: int) -> int:
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]  # fmt: skip
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -289,8 +310,10 @@ def landlock_restrict(rules: list[tuple[str, int]], abi: int, skip: tuple[str, .
         attr.handled_access_net, size = NET_BIND_TCP | NET_CONNECT_TCP, 16
     if abi >= 6 and "scopes" not in skip:
         attr.scoped, size = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL, 24
-    ruleset = _check(_libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0),
-                     "landlock_create_ruleset")  # fmt: skip
+    ruleset = _check(
+        _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0),
+        "landlock_create_ruleset",
+    )
     applied: list[str] = []
     skipped: list[str] = []
     try:
@@ -304,7 +327,10 @@ def landlock_restrict(rules: list[tuple[str, int]], abi: int, skip: tuple[str, .
                 if not os.path.isdir(path):
                     allowed &= FILE_RIGHTS
                 rule = _PathBeneath(allowed, fd)
-                if _libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0) < 0:
+                if (
+                    _libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+                    < 0
+                ):
                     skipped.append(path)  # e.g. a pipe behind /dev/stdout: nothing to grant there
                     continue
                 applied.append(path)
@@ -313,8 +339,13 @@ def landlock_restrict(rules: list[tuple[str, int]], abi: int, skip: tuple[str, .
         _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
     finally:
         os.close(ruleset)
-    return {"abi": abi, "tcp": abi >= 4 and "net" not in skip, "scopes": abi >= 6 and "scopes" not in skip,
-            "paths": applied, "skipped": skipped}
+    return {
+        "abi": abi,
+        "tcp": abi >= 4 and "net" not in skip,
+        "scopes": abi >= 6 and "scopes" not in skip,
+        "paths": applied,
+        "skipped": skipped,
+    }
 
 
 # ------------------------------------------------------------------------------------ rlimits

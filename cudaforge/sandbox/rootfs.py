@@ -121,8 +121,12 @@ def enter(entries: list[Entry]) -> list[str]:
                 _make_target(target, True)
                 linux.mount("tmpfs", target, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, entry.source)
                 if entry.path == "/dev":
-                    for name, link in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                                       ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+                    for name, link in (
+                        ("fd", "/proc/self/fd"),
+                        ("stdin", "/proc/self/fd/0"),
+                        ("stdout", "/proc/self/fd/1"),
+                        ("stderr", "/proc/self/fd/2"),
+                    ):
                         os.symlink(link, f"{target}/{name}")
             else:
                 _make_target(target, entry.is_dir)

@@ -24,9 +24,10 @@ import math
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cudaforge.isolation import run_isolated
 from cudaforge.types import Task
@@ -141,8 +142,12 @@ def _from_result(task: Task, r: dict[str, Any], seconds: float) -> TaskAudit:
 
 
 def _failed(task: Task, status: str, detail: str, seconds: float) -> TaskAudit:
-    return TaskAudit(task_id=task.id, seconds=round(seconds, 3), source_hash=task.source_hash,
-                     findings=[{"check": f"reference_{status}", "detail": detail}])  # fmt: skip
+    return TaskAudit(
+        task_id=task.id,
+        seconds=round(seconds, 3),
+        source_hash=task.source_hash,
+        findings=[{"check": f"reference_{status}", "detail": detail}],
+    )
 
 
 def _run_batch(batch: list[Task], gpu: str | None, config: dict[str, Any], timeout_s: float) -> list[TaskAudit]:
@@ -158,15 +163,17 @@ def _run_batch(batch: list[Task], gpu: str | None, config: dict[str, Any], timeo
     )
     if outcome.status == "ok" and outcome.result is not None:
         results = outcome.result["results"]
-        done = [_from_result(t, r, outcome.phase_seconds.get(f"task:{i}", 0.0))
-                for i, (t, r) in enumerate(zip(batch, results))]  # fmt: skip
-        return done + _run_batch(batch[len(results):], gpu, config, timeout_s)  # a CUDA error stopped the child
+        done = [
+            _from_result(t, r, outcome.phase_seconds.get(f"task:{i}", 0.0))
+            for i, (t, r) in enumerate(zip(batch, results))
+        ]
+        return done + _run_batch(batch[len(results) :], gpu, config, timeout_s)  # a CUDA error stopped the child
     detail = outcome.error.strip().splitlines()[-1] if outcome.error.strip() else outcome.status
     status = outcome.status if outcome.status != "ok" else "error"
     if outcome.phase.startswith("task:"):
         culprit = int(outcome.phase.split(":")[1])
         seconds = outcome.phase_seconds.get(outcome.phase, 0.0)
-        rest = _run_batch(batch[:culprit] + batch[culprit + 1:], gpu, config, timeout_s)
+        rest = _run_batch(batch[:culprit] + batch[culprit + 1 :], gpu, config, timeout_s)
         rest.insert(culprit, _failed(batch[culprit], status, detail, seconds))
         return rest
     if len(batch) > 1:  # the child died before its first task: try each task alone
@@ -174,9 +181,7 @@ def _run_batch(batch: list[Task], gpu: str | None, config: dict[str, Any], timeo
     return [_failed(batch[0], status, detail, outcome.seconds)]
 
 
-def audit_tasks(
-    tasks: list[Task], cfg: Any, on_result: Callable[[TaskAudit], None] | None = None
-) -> list[TaskAudit]:
+def audit_tasks(tasks: list[Task], cfg: Any, on_result: Callable[[TaskAudit], None] | None = None) -> list[TaskAudit]:
     """Audit every task (``cfg`` an ``AuditConfig``), batched into warm children on every lane; the audits come
     back in the order of ``tasks``. ``on_result`` sees each batch's audits as the batch ends (from one thread at a
     time)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gc
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -33,7 +34,7 @@ so a task with gigabytes of output costs neither a host copy nor a float64 copy 
 def _chunks(*tensors: torch.Tensor):
     flat = [t.reshape(-1) for t in tensors]
     for start in range(0, flat[0].numel(), CHUNK):
-        yield [f[start:start + CHUNK].double() for f in flat]
+        yield [f[start : start + CHUNK].double() for f in flat]
 
 
 def _close(x: torch.Tensor, y: torch.Tensor | float, atol: float, rtol: float) -> bool:
@@ -117,7 +118,11 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
         model = build_model(module.Model, init, seed=1, device=device)
     first = run(model, seed=11)
     if not first:
-        return {"device": str(device), "variant": base, "findings": [_finding("no_tensor_output", "forward returned no tensor")]}
+        return {
+            "device": str(device),
+            "variant": base,
+            "findings": [_finding("no_tensor_output", "forward returned no tensor")],
+        }
     atol, rtol = cfg["atol"], cfg["rtol"]
     if task.atol is not None or task.rtol is not None:
         atol, rtol = task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol
@@ -128,8 +133,10 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     if not all(torch.equal(a, b) for a, b in zip(first, again)):
         worst = max(_max_abs_diff(a, b) for a, b in zip(first, again))
         within = _same(first, again, atol, rtol)
-        finding = _finding("nondeterministic", f"two runs on the same inputs differ (max {worst:.3g}, "
-                                               f"{'within' if within else 'beyond'} the tolerance)")  # fmt: skip
+        finding = _finding(
+            "nondeterministic",
+            f"two runs on the same inputs differ (max {worst:.3g}, {'within' if within else 'beyond'} the tolerance)",
+        )
         findings.append({**finding, "within_tolerance": within})
     if _same(first, run(model, seed=12), atol, rtol):
         findings.append(_finding("input_independent", "outputs for two different input seeds agree"))

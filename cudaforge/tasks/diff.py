@@ -64,6 +64,8 @@ def main_diff(args: list[str]) -> int:
     print(f"A: {args[0]}\nB: {args[1]}")
     for d in diffs:
         print(d.line())
-    print(f"{same} problems the same, {sum(d.change == 'changed' for d in diffs)} changed, "
-          f"{sum(d.change == 'only_a' for d in diffs)} only in A, {sum(d.change == 'only_b' for d in diffs)} only in B")
+    print(
+        f"{same} problems the same, {sum(d.change == 'changed' for d in diffs)} changed, "
+        f"{sum(d.change == 'only_a' for d in diffs)} only in A, {sum(d.change == 'only_b' for d in diffs)} only in B"
+    )
     return 1 if diffs else 0

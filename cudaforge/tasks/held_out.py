@@ -74,8 +74,13 @@ def size_globals(source: str) -> list[SizeGlobal]:
         return []
     found: dict[str, SizeGlobal] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
         for target in targets:  # reassigned in any way: only a last plain literal assignment counts
             for named in ast.walk(target):
                 if isinstance(named, ast.Name):
@@ -88,14 +93,23 @@ def size_globals(source: str) -> list[SizeGlobal]:
             continue
         if (value.end_lineno or value.lineno) != value.lineno:
             continue  # a literal over several lines: not rewritten, so not a size
-        found[name] = SizeGlobal(name, number, (value.lineno, value.col_offset),
-                                 (value.end_lineno or value.lineno, value.end_col_offset or value.col_offset))
+        found[name] = SizeGlobal(
+            name,
+            number,
+            (value.lineno, value.col_offset),
+            (value.end_lineno or value.lineno, value.end_col_offset or value.col_offset),
+        )
     return sorted(found.values(), key=lambda g: g.start)
 
 
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a**b if 0 <= b <= 64 else None,
-        ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None}  # fmt: skip
+_OPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b if b else None,
+    ast.Pow: lambda a, b: a**b if 0 <= b <= 64 else None,
+    ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None,
+}
 
 
 def int_value(node: ast.expr) -> int | None:
@@ -144,18 +158,28 @@ def proposals(source: str) -> list[HeldOutShape]:
         return []
     out = []
     odd = {g.name: odd_size(g.value) for g in sizes}
-    out.append(HeldOutShape("odd", odd, with_sizes(source, sizes, odd),
-                            "every size a smaller number that is not a power of two"))
+    out.append(
+        HeldOutShape(
+            "odd", odd, with_sizes(source, sizes, odd), "every size a smaller number that is not a power of two"
+        )
+    )
     if len(sizes) > 1:
         for g in sizes:
             one = {g.name: odd_size(g.value)}
-            out.append(HeldOutShape(f"odd_{g.name}", one, with_sizes(source, sizes, one),
-                                    f"{g.name} alone a smaller number that is not a power of two"))
+            out.append(
+                HeldOutShape(
+                    f"odd_{g.name}",
+                    one,
+                    with_sizes(source, sizes, one),
+                    f"{g.name} alone a smaller number that is not a power of two",
+                )
+            )
     batch = batch_global(sizes)
     if batch is not None:
         large = {batch.name: batch.value * 2}
-        out.append(HeldOutShape("large", large, with_sizes(source, sizes, large),
-                                f"{batch.name} doubled: larger than scored"))
+        out.append(
+            HeldOutShape("large", large, with_sizes(source, sizes, large), f"{batch.name} doubled: larger than scored")
+        )
     return out
 
 

@@ -5,7 +5,8 @@ torch's ``meta`` device, which checks every shape and allocates nothing; and the
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -24,9 +25,12 @@ def _run_on_meta(source: str) -> dict[str, Any]:
     finally:
         sys.modules.pop(_MODULE, None)
     tensors = [t for t in flatten_outputs(inputs) if isinstance(t, torch.Tensor)]
-    return {"ok": True, "input_bytes": int(sum(t.numel() * t.element_size() for t in tensors)),
-            "inputs": [list(t.shape) for t in tensors],
-            "outputs": [list(t.shape) for t in flatten_outputs(output) if isinstance(t, torch.Tensor)]}
+    return {
+        "ok": True,
+        "input_bytes": int(sum(t.numel() * t.element_size() for t in tensors)),
+        "inputs": [list(t.shape) for t in tensors],
+        "outputs": [list(t.shape) for t in flatten_outputs(output) if isinstance(t, torch.Tensor)],
+    }
 
 
 def check_shapes(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:

@@ -17,8 +17,9 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from cudaforge.types import Task
 
@@ -55,8 +56,14 @@ def _git(folder: Path, *args: str) -> str | None:
     """Stdout of ``git -C folder ARGS`` (stripped), or None when git is missing, fails or times out."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
-        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
-                             timeout=GIT_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -100,13 +107,22 @@ def problem_set(tasks: Iterable[Task], root: str | None) -> dict[str, Any]:
     where = str(Path(root).expanduser().resolve()) if root else None
     checkout = git_checkout(where) if where else None
     record: dict[str, Any] = {
-        "version": f"hashes:{value[:12]}", "kind": "hashes", "commit": None, "dirty": None, "root": where,
-        "digest": value, "tasks": {t.id: t.source_hash for t in tasks},
-    }  # fmt: skip
+        "version": f"hashes:{value[:12]}",
+        "kind": "hashes",
+        "commit": None,
+        "dirty": None,
+        "root": where,
+        "digest": value,
+        "tasks": {t.id: t.source_hash for t in tasks},
+    }
     if checkout:
         dirty = "+dirty" if checkout["dirty"] else ""
-        record.update(version=f"{checkout['name']}@{checkout['commit'][:7]}{dirty}", kind="git",
-                      commit=checkout["commit"], dirty=checkout["dirty"])  # fmt: skip
+        record.update(
+            version=f"{checkout['name']}@{checkout['commit'][:7]}{dirty}",
+            kind="git",
+            commit=checkout["commit"],
+            dirty=checkout["dirty"],
+        )
     return record
 
 
@@ -125,12 +141,19 @@ def pin_status(tasks: Iterable[Task], levels: Iterable[int], expected: str, allo
     "matches", "allowed_other"}``. Raises ValueError for a pin that is not 12 to 16 hex digits."""
     pin = str(expected).strip().lower()
     if not re.fullmatch(rf"[0-9a-f]{{{PIN_MIN_DIGITS},16}}", pin):
-        raise ValueError(f"suite.expected_problem_set={expected!r}: expected {PIN_MIN_DIGITS} to 16 hex digits, as "
-                         "`cudaforge tasks pin ROOT` prints them")  # fmt: skip
+        raise ValueError(
+            f"suite.expected_problem_set={expected!r}: expected {PIN_MIN_DIGITS} to 16 hex digits, as "
+            "`cudaforge tasks pin ROOT` prints them"
+        )
     levels = sorted(set(levels))
     value = pin_digest(tasks, levels)
-    return {"expected": pin, "digest": value, "levels": levels, "matches": value.startswith(pin),
-            "allowed_other": bool(allow_other)}  # fmt: skip
+    return {
+        "expected": pin,
+        "digest": value,
+        "levels": levels,
+        "matches": value.startswith(pin),
+        "allowed_other": bool(allow_other),
+    }
 
 
 def pin_refusal(status: dict[str, Any]) -> str | None:
@@ -138,9 +161,11 @@ def pin_refusal(status: dict[str, Any]) -> str | None:
     if status["matches"] or status["allowed_other"]:
         return None
     levels = ", ".join(map(str, status["levels"])) or "all"
-    return (f"the suite's problem set (levels {levels}) has digest {status['digest']}, not the pinned "
-            f"{status['expected']} (suite.expected_problem_set): another copy of the problems; point suite.root at the "
-            "pinned copy, or set suite.allow_other_problem_set=true to run it anyway (the report marks the run)")
+    return (
+        f"the suite's problem set (levels {levels}) has digest {status['digest']}, not the pinned "
+        f"{status['expected']} (suite.expected_problem_set): another copy of the problems; point suite.root at the "
+        "pinned copy, or set suite.allow_other_problem_set=true to run it anyway (the report marks the run)"
+    )
 
 
 def other_problem_set(record: dict[str, Any] | None) -> str | None:
@@ -159,8 +184,10 @@ def main_pin(args: list[str]) -> int:
     from cudaforge.tasks.loader import TaskError, load_directory
 
     if not args or args[0].startswith("-") or "=" in args[0] or not all(a.isdigit() for a in args[1:]):
-        print("cudaforge tasks pin: say a problem-set folder and optionally levels: cudaforge tasks pin ROOT [1 2 3]",
-              file=sys.stderr)
+        print(
+            "cudaforge tasks pin: say a problem-set folder and optionally levels: cudaforge tasks pin ROOT [1 2 3]",
+            file=sys.stderr,
+        )
         return 2
     try:
         tasks = load_directory(args[0], suite="pin")
@@ -195,8 +222,12 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, int]:
     hb = {_problem_key(k): v for k, v in (b.get("tasks") or {}).items()}
     shared = set(ha) & set(hb)
     changed = sum(ha[k] != hb[k] for k in shared)
-    return {"changed": changed, "only_a": len(set(ha) - shared), "only_b": len(set(hb) - shared),
-            "same": len(shared) - changed}  # fmt: skip
+    return {
+        "changed": changed,
+        "only_a": len(set(ha) - shared),
+        "only_b": len(set(hb) - shared),
+        "same": len(shared) - changed,
+    }
 
 
 def difference_text(a: dict[str, Any], b: dict[str, Any]) -> str:

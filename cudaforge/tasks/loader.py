@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from cudaforge import pyast
 from cudaforge.types import Task
@@ -33,9 +34,7 @@ def _literal(node: ast.AST, where: str, name: str) -> Any:
         raise TaskError(f"{where}: {name} must be a literal value ({exc})") from None
 
 
-def parse_problem(
-    source: str, *, suite: str, level: int, problem_id: int, name: str, path: str
-) -> Task:
+def parse_problem(source: str, *, suite: str, level: int, problem_id: int, name: str, path: str) -> Task:
     """Check one problem source statically and return its ``Task``.
 
     Raises ``TaskError`` naming ``path`` when the source does not parse, lacks ``Model``,
@@ -102,9 +101,7 @@ def load_problem_file(path: str | Path, *, suite: str = "file", level: int | Non
     if level is None:
         parent = _LEVEL_RE.match(path.parent.name)
         level = int(parent.group(1)) if parent else 1
-    return parse_problem(
-        path.read_text(), suite=suite, level=level, problem_id=problem_id, name=name, path=str(path)
-    )
+    return parse_problem(path.read_text(), suite=suite, level=level, problem_id=problem_id, name=name, path=str(path))
 
 
 def load_directory(root: str | Path, *, suite: str) -> list[Task]:
@@ -112,9 +109,7 @@ def load_directory(root: str | Path, *, suite: str) -> list[Task]:
     root = Path(root).expanduser()
     if not root.is_dir():
         raise TaskError(f"{root}: suite root does not exist or is not a directory")
-    level_dirs = sorted(
-        (int(m.group(1)), d) for d in root.iterdir() if d.is_dir() and (m := _LEVEL_RE.match(d.name))
-    )
+    level_dirs = sorted((int(m.group(1)), d) for d in root.iterdir() if d.is_dir() and (m := _LEVEL_RE.match(d.name)))
     if not level_dirs:
         raise TaskError(f"{root}: no level<N>/ folders (expected KernelBench's layout)")
     tasks = []

@@ -21,8 +21,18 @@ def selection(name: str, kind: str = "bundled", root: str | None = None, **filte
     ``filters``: ``levels``, ``problem_ids``, ``names``, ``subset``, ``first_n``, ``shuffle_seed``, ``shard_count``,
     ``shard_index``, ``exclude_flagged``, ``audit_report``.
     """
-    fields = dict(levels=[], problem_ids=[], names=[], subset=None, first_n=None, shuffle_seed=None, shard_count=1,
-                  shard_index=0, exclude_flagged=False, audit_report=None)
+    fields = dict(
+        levels=[],
+        problem_ids=[],
+        names=[],
+        subset=None,
+        first_n=None,
+        shuffle_seed=None,
+        shard_count=1,
+        shard_index=0,
+        exclude_flagged=False,
+        audit_report=None,
+    )
     unknown = set(filters) - set(fields)
     if unknown:
         raise TypeError(f"unknown suite selection field(s): {', '.join(sorted(unknown))}")
@@ -63,9 +73,7 @@ def select(tasks: list[Task], cfg: Any) -> list[Task]:
     if cfg.problem_ids:
         chosen = [t for t in chosen if t.problem_id in set(cfg.problem_ids)]
     if cfg.names:
-        chosen = [
-            t for t in chosen if any(fnmatch.fnmatch(t.name.lower(), g.lower()) for g in cfg.names)
-        ]
+        chosen = [t for t in chosen if any(fnmatch.fnmatch(t.name.lower(), g.lower()) for g in cfg.names)]
     if cfg.subset:
         subset = resolve_subset(cfg.subset)
         chosen = [t for t in chosen if t.problem_id in subset.get(t.level, ())]
@@ -105,19 +113,25 @@ def without_flagged(tasks: list[Task], report: str | None) -> list[Task]:
     from cudaforge.tasks.audit import flagged_ids, read_report  # noqa: PLC0415
 
     if not report:
-        raise TaskError("suite.exclude_flagged=true needs suite.audit_report=FILE: write one with "
-                        "`cudaforge tasks audit <the same suite> output=FILE`")  # fmt: skip
+        raise TaskError(
+            "suite.exclude_flagged=true needs suite.audit_report=FILE: write one with "
+            "`cudaforge tasks audit <the same suite> output=FILE`"
+        )
     try:
         records = {r["task_id"]: r for r in read_report(audit_report_path(report))}
     except ValueError as exc:
         raise TaskError(str(exc)) from None
     missing = [t.id for t in tasks if t.id not in records]
-    stale = [t.id for t in tasks if t.id in records and records[t.id].get("source_hash") not in (None, "", t.source_hash)]
+    stale = [
+        t.id for t in tasks if t.id in records and records[t.id].get("source_hash") not in (None, "", t.source_hash)
+    ]
     for what, ids in (("does not cover", missing), ("audited another version of", stale)):
         if ids:
             shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-            raise TaskError(f"suite.audit_report={report} {what} {len(ids)} selected task(s) ({shown}): audit them "
-                            f"again with `cudaforge tasks audit ... output=FILE`")  # fmt: skip
+            raise TaskError(
+                f"suite.audit_report={report} {what} {len(ids)} selected task(s) ({shown}): audit them "
+                f"again with `cudaforge tasks audit ... output=FILE`"
+            )
     flagged = flagged_ids(list(records.values()))
     return [t for t in tasks if t.id not in flagged]
 
@@ -130,8 +144,9 @@ def shard(tasks: list[Task], index: int, count: int) -> list[Task]:
     if not 0 <= index < count:
         raise TaskError(f"suite.shard_index must be in 0..{count - 1} (suite.shard_count={count}), got {index}")
     if count > len(tasks):
-        raise TaskError(f"suite.shard_count={count} is more shards than the {len(tasks)} selected tasks: use at "
-                        f"most {len(tasks)}")  # fmt: skip
+        raise TaskError(
+            f"suite.shard_count={count} is more shards than the {len(tasks)} selected tasks: use at most {len(tasks)}"
+        )
     return tasks[index::count]
 
 
@@ -164,8 +179,12 @@ def find_task(cfg: Any, task_id: str) -> Task:
     matches = _matches(tasks, spec)
     where = f"suite {cfg.name!r}"
     if not matches and _kind(cfg) == "bundled" and not cfg.root:
-        others = [t for name in bundled_suites() if name != cfg.name
-                  for t in load_directory(BUNDLED_SUITES_DIR / name, suite=name)]  # fmt: skip
+        others = [
+            t
+            for name in bundled_suites()
+            if name != cfg.name
+            for t in load_directory(BUNDLED_SUITES_DIR / name, suite=name)
+        ]
         matches, where = _matches(others, spec), "any bundled suite"
         tasks = tasks + others
     if len(matches) == 1:

@@ -10,6 +10,8 @@
 Nothing here is needed for a run to succeed.
 """
 
+from cudaforge.agents.skills import read_skills  # read by the Coder; re-exported beside distill
+from cudaforge.teach.experiment import Effect, effect_table, skill_effect
 from cudaforge.teach.export import (
     ExportResult,
     build_rows,
@@ -41,13 +43,37 @@ from cudaforge.teach.skills import (
     distill,
     distill_from_config,
 )
-from cudaforge.agents.skills import read_skills  # read by the Coder; re-exported beside distill
-from cudaforge.teach.experiment import Effect, effect_table, skill_effect
 
 __all__ = [
-    "SCHEMAS", "DistillResult", "Effect", "Evidence", "ExportResult", "Filters", "RoundView", "RunView",
-    "SchemaError", "SkillDocument", "TaskView", "build_rows", "collect_evidence", "conform", "distill",
-    "distill_from_config", "effect_table", "expand_runs", "export_dataset", "guard_rejected", "load_run_view",
-    "load_tasks", "normalized_source_hash", "preference_rows", "read_skills", "reward", "sft_rows",
-    "skill_effect", "trajectory_rows", "verified", "write_dataset",
-]  # fmt: skip
+    "SCHEMAS",
+    "DistillResult",
+    "Effect",
+    "Evidence",
+    "ExportResult",
+    "Filters",
+    "RoundView",
+    "RunView",
+    "SchemaError",
+    "SkillDocument",
+    "TaskView",
+    "build_rows",
+    "collect_evidence",
+    "conform",
+    "distill",
+    "distill_from_config",
+    "effect_table",
+    "expand_runs",
+    "export_dataset",
+    "guard_rejected",
+    "load_run_view",
+    "load_tasks",
+    "normalized_source_hash",
+    "preference_rows",
+    "read_skills",
+    "reward",
+    "sft_rows",
+    "skill_effect",
+    "trajectory_rows",
+    "verified",
+    "write_dataset",
+]

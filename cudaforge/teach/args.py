@@ -9,8 +9,21 @@ from pathlib import Path
 from cudaforge.config import CudaforgeConfig
 
 _TOP_LEVEL = {f.name for f in dataclasses.fields(CudaforgeConfig)}
-_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
-                     "--config-dir", "-cd", "--info", "-i", "--experimental-rerun"}  # fmt: skip
+_FLAGS_WITH_VALUE = {
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--info",
+    "-i",
+    "--experimental-rerun",
+}
 
 
 def _quote(text: str) -> str:
@@ -37,7 +50,7 @@ def group_overrides(group: str, schema: type, args: list[str]) -> list[str]:
             key = arg.split("=", 1)[0]
             bare = key.lstrip("+~")
             prefix = arg[: len(key) - len(bare)]
-            rest.append(f"{prefix}{group}.{arg[len(prefix):]}" if bare.split(".")[0] in fields else arg)
+            rest.append(f"{prefix}{group}.{arg[len(prefix) :]}" if bare.split(".")[0] in fields else arg)
     if dirs:
         if any(a.lstrip("+~").startswith(f"{group}.runs=") for a in rest):
             raise ValueError(f"give run directories either as positional arguments or as {group}.runs=[...], not both")

@@ -67,8 +67,13 @@ def _num(x: float) -> float | None:
 
 
 def skill_effect(
-    with_run: str | Path, without_run: str | Path, *, failed_as: FailedAs | str = FailedAs.zero,
-    bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0,
+    with_run: str | Path,
+    without_run: str | Path,
+    *,
+    failed_as: FailedAs | str = FailedAs.zero,
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> tuple[list[Effect], list[str]]:
     """Paired effects of a skill (``correct_pct``, ``perf``, ``fast_1_pct``, ``geomean_ratio``) and notes."""
     a, b = load_run(with_run), load_run(without_run)
@@ -101,8 +106,17 @@ def skill_effect(
                 sample = sample[np.isfinite(sample)]
                 if sample.size:
                     low, high = (float(v) for v in np.percentile(sample, [tail, 100 - tail]))
-            effects.append(Effect(name, _num(reduce(x)) if x.size else None, _num(reduce(y)) if y.size else None,
-                                  _num(diff), low, high, int(x.size)))  # fmt: skip
+            effects.append(
+                Effect(
+                    name,
+                    _num(reduce(x)) if x.size else None,
+                    _num(reduce(y)) if y.size else None,
+                    _num(diff),
+                    low,
+                    high,
+                    int(x.size),
+                )
+            )
         la, lb = va["log_speedup"], vb["log_speedup"]
         timed = np.isfinite(la) & np.isfinite(lb) & (va["correct"] == 1) & (vb["correct"] == 1)
         logs = la[timed] - lb[timed]
@@ -111,12 +125,22 @@ def skill_effect(
         if bootstrap > 0 and logs.size:
             idx = rng.integers(0, logs.size, size=(bootstrap, logs.size))
             low, high = (float(v) for v in np.exp(np.percentile(logs[idx].mean(axis=1), [tail, 100 - tail])))
-        effects.append(Effect("geomean_ratio", _num(float(np.exp(la[timed].mean()))) if logs.size else None,
-                              _num(float(np.exp(lb[timed].mean()))) if logs.size else None, _num(ratio), low, high,
-                              int(logs.size)))  # fmt: skip
-    notes = [f"{n} shared task(s) ({len(ra) - n} only with the skill, {len(rb) - n} only without); "
-             f"{confidence:.0%} paired percentile bootstrap over tasks ({bootstrap} resamples, seed {seed}); "
-             f"failed tasks as {failed_as.value} in perf."]  # fmt: skip
+        effects.append(
+            Effect(
+                "geomean_ratio",
+                _num(float(np.exp(la[timed].mean()))) if logs.size else None,
+                _num(float(np.exp(lb[timed].mean()))) if logs.size else None,
+                _num(ratio),
+                low,
+                high,
+                int(logs.size),
+            )
+        )
+    notes = [
+        f"{n} shared task(s) ({len(ra) - n} only with the skill, {len(rb) - n} only without); "
+        f"{confidence:.0%} paired percentile bootstrap over tasks ({bootstrap} resamples, seed {seed}); "
+        f"failed tasks as {failed_as.value} in perf."
+    ]
     if not timed.any():
         notes.append("no task was timed in both arms (runs without a GPU): only correct_pct is defined.")
     return effects, notes
@@ -124,11 +148,14 @@ def skill_effect(
 
 def effect_table(effects: list[Effect], notes: list[str]) -> str:
     """A Markdown table of the effects, then the notes."""
+
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
 
-    lines = ["| metric | with skill | without | difference | interval | tasks |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| metric | with skill | without | difference | interval | tasks |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for e in effects:
         interval = f"[{f(e.low)}, {f(e.high)}]" if e.low is not None else "-"
         values = " | ".join(f(x) for x in (e.with_skill, e.without_skill, e.difference))

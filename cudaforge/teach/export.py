@@ -57,18 +57,31 @@ def provenance(view: TaskView, r: RoundView | None) -> dict[str, Any]:
     """Where a row came from (``r`` None: the whole task)."""
     info = view.run
     return {
-        "run": info.name, "run_dir": str(info.path), "task_id": view.task.id,
-        "round": r.round if r else None, "coder_model": info.coder_model, "judge_model": info.judge_model,
-        "strategy": info.strategy, "suite": info.suite, "config_hash": info.config_hash,
-        "candidate_hash": r.candidate_hash if r else None, "normalized_hash": r.normalized_hash if r else None,
-    }  # fmt: skip
+        "run": info.name,
+        "run_dir": str(info.path),
+        "task_id": view.task.id,
+        "round": r.round if r else None,
+        "coder_model": info.coder_model,
+        "judge_model": info.judge_model,
+        "strategy": info.strategy,
+        "suite": info.suite,
+        "config_hash": info.config_hash,
+        "candidate_hash": r.candidate_hash if r else None,
+        "normalized_hash": r.normalized_hash if r else None,
+    }
 
 
 def versions(result: EvalResult | None) -> dict[str, Any]:
     """Software versions from the evaluator's fingerprint."""
     fp = (result.fingerprint if result else None) or {}
-    names = {"torch": "torch", "torch_cuda": "torch_cuda", "triton": "triton", "nvcc": "nvcc", "python": "python",
-             "driver": "driver_version"}  # fmt: skip
+    names = {
+        "torch": "torch",
+        "torch_cuda": "torch_cuda",
+        "triton": "triton",
+        "nvcc": "nvcc",
+        "python": "python",
+        "driver": "driver_version",
+    }
     return {ours: str(fp[theirs]) if fp.get(theirs) is not None else None for ours, theirs in names.items()}
 
 
@@ -100,7 +113,7 @@ def measurement(r: RoundView | None) -> dict[str, Any]:
 def guard_notes(result: EvalResult | None) -> list[str]:
     """Integrity findings that did not pass (a positive can carry ``report`` findings, never ``reject``)."""
     notes = []
-    for f in (result.guard_findings if result else []):
+    for f in result.guard_findings if result else []:
         verdict = str(f.get("verdict", "")).strip()
         if verdict.lower() not in _FINDING_PASSES:
             notes.append(f"{f.get('guard', 'guard')} ({verdict or 'flagged'}): {f.get('evidence', '')}".strip())
@@ -165,14 +178,33 @@ def _sft_row(view: TaskView, r: RoundView, cfg: ExportConfig) -> dict[str, Any]:
     result = r.eval
     return {
         "id": _row_id("sft", str(view.run.path), view.task.id, r.round),
-        "task_id": view.task.id, "task_name": view.task.name, "level": view.level,
-        "messages": [*prompt, *completion], "prompt": prompt, "completion": completion, "source": r.source,
+        "task_id": view.task.id,
+        "task_name": view.task.name,
+        "level": view.level,
+        "messages": [*prompt, *completion],
+        "prompt": prompt,
+        "completion": completion,
+        "source": r.source,
         "timed": m["speedup"] is not None,
-        **{k: m[k] for k in ("speedup", "speedup_ci_low", "speedup_ci_high", "reference_ms", "candidate_ms",
-                             "baseline", "gpu", "device")},
-        "versions": versions(result), "trials_passed": result.trials_passed, "trials_total": result.trials_total,
-        "guard_notes": guard_notes(result), "provenance": provenance(view, r),
-    }  # fmt: skip
+        **{
+            k: m[k]
+            for k in (
+                "speedup",
+                "speedup_ci_low",
+                "speedup_ci_high",
+                "reference_ms",
+                "candidate_ms",
+                "baseline",
+                "gpu",
+                "device",
+            )
+        },
+        "versions": versions(result),
+        "trials_passed": result.trials_passed,
+        "trials_total": result.trials_total,
+        "guard_notes": guard_notes(result),
+        "provenance": provenance(view, r),
+    }
 
 
 # --------------------------------------------------------------------------- trajectories
@@ -191,8 +223,9 @@ def _judge_part(r: RoundView) -> tuple[str | None, list[dict[str, str]], str | N
         return None, [], None
     conversation = judge.get("conversation") or {}
     replies = conversation.get("replies") or []
-    messages = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
-                for m in conversation.get("messages") or []]  # fmt: skip
+    messages = [
+        {"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in conversation.get("messages") or []
+    ]
     if replies:
         messages.append({"role": "assistant", "content": str(replies[-1])})
     fields = ((judge.get("feedback") or {}).get("fields")) or {}
@@ -214,12 +247,21 @@ def trajectory_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, 
                 messages.extend(m for m in transcript if m["role"] == "system")
             messages.extend(body)
             judge_mode, judge_messages, judge_text = _judge_part(r)
-            rounds.append({
-                "round": r.round, "coder_mode": r.coder_mode, "coder_messages": transcript,
-                "candidate_hash": r.candidate_hash, "reused_evaluation": r.reused, "eval": measurement(r),
-                "eval_summary": _eval_summary(r), "judge_mode": judge_mode, "judge_messages": judge_messages,
-                "judge_feedback": judge_text, "reward": reward(r, cfg.reward),
-            })  # fmt: skip
+            rounds.append(
+                {
+                    "round": r.round,
+                    "coder_mode": r.coder_mode,
+                    "coder_messages": transcript,
+                    "candidate_hash": r.candidate_hash,
+                    "reused_evaluation": r.reused,
+                    "eval": measurement(r),
+                    "eval_summary": _eval_summary(r),
+                    "judge_mode": judge_mode,
+                    "judge_messages": judge_messages,
+                    "judge_feedback": judge_text,
+                    "reward": reward(r, cfg.reward),
+                }
+            )
         positives = [r for r in view.rounds if r.verified]
         timed = [r.speedup for r in positives if r.speedup is not None]
         best_speedup = max(timed) if timed else None
@@ -230,14 +272,23 @@ def trajectory_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, 
             continue
         seen.add(key)
         rewards = [x["reward"] for x in rounds]
-        rows.append({
-            "id": _row_id("trajectory", str(view.run.path), view.task.id),
-            "task_id": view.task.id, "task_name": view.task.name, "level": view.level,
-            "messages": messages, "rounds": rounds, "rewards": rewards, "final_reward": rewards[-1],
-            "best_reward": max(rewards), "best_speedup": best_speedup, "solved": bool(positives),
-            "versions": versions(next((r.eval for r in view.rounds if r.eval), None)),
-            "provenance": provenance(view, None),
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": _row_id("trajectory", str(view.run.path), view.task.id),
+                "task_id": view.task.id,
+                "task_name": view.task.name,
+                "level": view.level,
+                "messages": messages,
+                "rounds": rounds,
+                "rewards": rewards,
+                "final_reward": rewards[-1],
+                "best_reward": max(rewards),
+                "best_speedup": best_speedup,
+                "solved": bool(positives),
+                "versions": versions(next((r.eval for r in view.rounds if r.eval), None)),
+                "provenance": provenance(view, None),
+            }
+        )
     return rows
 
 
@@ -274,8 +325,10 @@ def preference_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, 
         for view, r in members:  # one candidate per normalised source: the first seen
             unique.setdefault(r.normalized_hash or "", (view, r))
         candidates = list(unique.values()) if cfg.dedup else members
-        chosen = sorted((vr for vr in candidates if vr[1].verified and _passes_min_speedup(vr[1], cfg.min_speedup)),
-                        key=lambda vr: _rank(vr[1]))  # fmt: skip
+        chosen = sorted(
+            (vr for vr in candidates if vr[1].verified and _passes_min_speedup(vr[1], cfg.min_speedup)),
+            key=lambda vr: _rank(vr[1]),
+        )
         losers = sorted(candidates, key=lambda vr: (not vr[1].hacked, vr[1].verified, *_rank(vr[1])))
         count = 0
         for cv, c in chosen:
@@ -295,18 +348,27 @@ def preference_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, 
 
 
 def _side(view: TaskView, r: RoundView, cfg: ExportConfig) -> dict[str, Any]:
-    return {"source": r.source, "eval": measurement(r), "reward": reward(r, cfg.reward),
-            "provenance": provenance(view, r)}  # fmt: skip
+    return {
+        "source": r.source,
+        "eval": measurement(r),
+        "reward": reward(r, cfg.reward),
+        "provenance": provenance(view, r),
+    }
 
 
 def _pair_row(cv: TaskView, c: RoundView, lv: TaskView, loser: RoundView, reason: str, cfg: ExportConfig) -> dict:
     return {
         "id": _row_id("pair", str(cv.run.path), c.round, str(lv.run.path), loser.round, cv.task.id),
-        "task_id": cv.task.id, "task_name": cv.task.name, "level": cv.level, "prompt": cv.first_prompt(),
+        "task_id": cv.task.id,
+        "task_name": cv.task.name,
+        "level": cv.level,
+        "prompt": cv.first_prompt(),
         "chosen": [{"role": "assistant", "content": fenced(c.source or "")}],
         "rejected": [{"role": "assistant", "content": fenced(loser.source or "")}],
-        "reason": reason, "chosen_info": _side(cv, c, cfg), "rejected_info": _side(lv, loser, cfg),
-    }  # fmt: skip
+        "reason": reason,
+        "chosen_info": _side(cv, c, cfg),
+        "rejected_info": _side(lv, loser, cfg),
+    }
 
 
 # --------------------------------------------------------------------------- turns
@@ -320,8 +382,14 @@ def label(r: RoundView) -> str:
 
 def findings(result: EvalResult | None) -> list[dict[str, Any]]:
     """Every integrity finding of an evaluation, as the schema's structs."""
-    return [{"guard": str(f.get("guard", "")), "verdict": str(f.get("verdict", "")),
-             "evidence": str(f.get("evidence", ""))[:2000]} for f in (result.guard_findings if result else [])]
+    return [
+        {
+            "guard": str(f.get("guard", "")),
+            "verdict": str(f.get("verdict", "")),
+            "evidence": str(f.get("evidence", ""))[:2000],
+        }
+        for f in (result.guard_findings if result else [])
+    ]
 
 
 def precision_info(result: EvalResult | None) -> dict[str, Any]:
@@ -333,11 +401,15 @@ def precision_info(result: EvalResult | None) -> dict[str, Any]:
         value = measured.get(key)
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
-    return {"reference": measured.get("precision"), "over_strict_fp32": number("over_strict_fp32"),
-            "best_allowed": str(best) if best is not None else None,
-            "over_best_allowed": number("over_best_allowed"),
-            "probe_reproduces_win": measured.get("probe_reproduces_win"),
-            "launch_inclusive": number("launch_inclusive"), "timing_clean": measured.get("timing_clean")}  # fmt: skip
+    return {
+        "reference": measured.get("precision"),
+        "over_strict_fp32": number("over_strict_fp32"),
+        "best_allowed": str(best) if best is not None else None,
+        "over_best_allowed": number("over_best_allowed"),
+        "probe_reproduces_win": measured.get("probe_reproduces_win"),
+        "launch_inclusive": number("launch_inclusive"),
+        "timing_clean": measured.get("timing_clean"),
+    }
 
 
 def profile_metrics(profile: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -345,8 +417,9 @@ def profile_metrics(profile: dict[str, Any] | None) -> list[dict[str, Any]]:
     out = []
     for name, value in ((profile or {}).get("judge_metrics") or {}).items():
         if isinstance(value, dict) and isinstance(value.get("value"), (int, float)):
-            out.append({"name": str(name), "value": float(value["value"]), "unit": str(value.get("unit") or ""),
-                        "text": None})  # fmt: skip
+            out.append(
+                {"name": str(name), "value": float(value["value"]), "unit": str(value.get("unit") or ""), "text": None}
+            )
         else:
             out.append({"name": str(name), "value": None, "unit": None, "text": str(value)[:500]})
     return out
@@ -368,28 +441,57 @@ def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
     rows = []
     for view in tasks:
         for r in view.rounds:
-            base = {"task_id": view.task.id, "task_name": view.task.name, "level": view.level, "round": r.round,
-                    "verified": r.verified, "hacked": r.hacked, "guard_findings": findings(r.eval),
-                    "precision": precision_info(r.eval), "eval": measurement(r), "eval_summary": _eval_summary(r),
-                    "provenance": provenance(view, r)}  # fmt: skip
+            base = {
+                "task_id": view.task.id,
+                "task_name": view.task.name,
+                "level": view.level,
+                "round": r.round,
+                "verified": r.verified,
+                "hacked": r.hacked,
+                "guard_findings": findings(r.eval),
+                "precision": precision_info(r.eval),
+                "eval": measurement(r),
+                "eval_summary": _eval_summary(r),
+                "provenance": provenance(view, r),
+            }
             transcript = r.transcript()
             if transcript:
                 prompt = transcript[:-1] if transcript[-1]["role"] == "assistant" else transcript
-                reply = transcript[len(prompt):]
+                reply = transcript[len(prompt) :]
                 own = (r.profile or {}).get("candidate_hash") == r.candidate_hash
-                rows.append({**base, "id": _row_id("turn", str(view.run.path), view.task.id, r.round, "coder"),
-                             "role": "coder", "mode": r.coder_mode, "messages": prompt, "completion": reply,
-                             "label": label(r), "profile_metrics": profile_metrics(r.profile) if own else [],
-                             "feedback": None, "reward": reward(r, cfg.reward),
-                             "held_out_correct": _held_out_correct(view, r)})  # fmt: skip
+                rows.append(
+                    {
+                        **base,
+                        "id": _row_id("turn", str(view.run.path), view.task.id, r.round, "coder"),
+                        "role": "coder",
+                        "mode": r.coder_mode,
+                        "messages": prompt,
+                        "completion": reply,
+                        "label": label(r),
+                        "profile_metrics": profile_metrics(r.profile) if own else [],
+                        "feedback": None,
+                        "reward": reward(r, cfg.reward),
+                        "held_out_correct": _held_out_correct(view, r),
+                    }
+                )
             judge_mode, judge_messages, judge_text = _judge_part(r)
             if judge_messages:
                 prompt = judge_messages[:-1] if judge_messages[-1]["role"] == "assistant" else judge_messages
-                rows.append({**base, "id": _row_id("turn", str(view.run.path), view.task.id, r.round, "judge"),
-                             "role": "judge", "mode": judge_mode, "messages": prompt,
-                             "completion": judge_messages[len(prompt):], "label": label(r),
-                             "profile_metrics": profile_metrics(r.profile), "feedback": judge_text, "reward": None,
-                             "held_out_correct": None})  # fmt: skip
+                rows.append(
+                    {
+                        **base,
+                        "id": _row_id("turn", str(view.run.path), view.task.id, r.round, "judge"),
+                        "role": "judge",
+                        "mode": judge_mode,
+                        "messages": prompt,
+                        "completion": judge_messages[len(prompt) :],
+                        "label": label(r),
+                        "profile_metrics": profile_metrics(r.profile),
+                        "feedback": judge_text,
+                        "reward": None,
+                        "held_out_correct": None,
+                    }
+                )
     unique: dict[str, dict[str, Any]] = {}
     for row in rows:  # a run directory given twice (itself and its sweep folder) gives its turns once
         unique.setdefault(row["id"], row)
@@ -450,12 +552,14 @@ def _card(fmt: str, rows: int, info: dict[str, Any]) -> str:
     runs = "\n".join(f"- `{r}`" for r in info["runs"])
     notices = "".join(f"> {notice}\n>\n" for notice in info.get("notices", [])).removesuffix(">\n")
     notices += "\n" if notices else ""
-    return (f"---\n{front}---\n\n# cudaforge {fmt} export\n\n{notices}{_DESCRIPTIONS[fmt]}\n\n"
-            f"{rows} rows. Positives are verified candidates only: evaluation status `correct` and no integrity-guard finding with verdict "
-            "`reject`. Speedups are null for kernels verified without a GPU (untimed).\n\n"
-            f"Runs:\n{runs}\n\nExport settings: `{filters}`\n\n"
-            "```python\nimport datasets\nds = datasets.load_dataset(\"json\", data_files=\"train.jsonl\", "
-            "split=\"train\")\n```\n")  # fmt: skip
+    return (
+        f"---\n{front}---\n\n# cudaforge {fmt} export\n\n{notices}{_DESCRIPTIONS[fmt]}\n\n"
+        f"{rows} rows. Positives are verified candidates only: evaluation status `correct` and no integrity-guard finding with verdict "
+        "`reject`. Speedups are null for kernels verified without a GPU (untimed).\n\n"
+        f"Runs:\n{runs}\n\nExport settings: `{filters}`\n\n"
+        '```python\nimport datasets\nds = datasets.load_dataset("json", data_files="train.jsonl", '
+        'split="train")\n```\n'
+    )
 
 
 def write_dataset(rows: list[dict[str, Any]], fmt: str, out_dir: str | Path, info: dict[str, Any]) -> list[Path]:
@@ -471,9 +575,14 @@ def write_dataset(rows: list[dict[str, Any]], fmt: str, out_dir: str | Path, inf
             f.write(json.dumps(row, sort_keys=False, allow_nan=False) + "\n")
     tmp.replace(data)
     meta = {
-        "description": _DESCRIPTIONS[fmt], "format": fmt, "num_rows": len(checked), "data_files": ["train.jsonl"],
-        "features": features(fmt), "schema": schema, **info,
-    }  # fmt: skip
+        "description": _DESCRIPTIONS[fmt],
+        "format": fmt,
+        "num_rows": len(checked),
+        "data_files": ["train.jsonl"],
+        "features": features(fmt),
+        "schema": schema,
+        **info,
+    }
     (out / "dataset_info.json").write_text(json.dumps(meta, indent=1) + "\n")
     (out / "README.md").write_text(_card(fmt, len(checked), info))
     return [data, out / "dataset_info.json", out / "README.md"]
@@ -482,6 +591,7 @@ def write_dataset(rows: list[dict[str, Any]], fmt: str, out_dir: str | Path, inf
 def source_notices(runs: list[Path], filters: Filters | None = None) -> list[str]:
     """One line per kind of run whose kernels did not come fresh from a language model (the runs the filters
     keep): the offline demo (model ``scripted/demo``: a hand-written transcript) and replayed runs."""
+
     def names(found: list[str]) -> str:
         return ", ".join(f"`{n}`" for n in found)
 
@@ -492,23 +602,33 @@ def source_notices(runs: list[Path], filters: Filters | None = None) -> list[str
     notices = []
     if demo:
         which = "These kernels" if len(demo) == len(infos) else f"The kernels of run(s) {names(demo)}"
-        notices.append(f"**Demo data, not model output.** {which} come from a hand-written demo transcript "
-                       f"(model `{DEMO_MODEL}`, cudaforge/resources/demo/), not from a language model; do not use "
-                       "them as training data or as evidence about any model. They show the export's format.")
+        notices.append(
+            f"**Demo data, not model output.** {which} come from a hand-written demo transcript "
+            f"(model `{DEMO_MODEL}`, cudaforge/resources/demo/), not from a language model; do not use "
+            "them as training data or as evidence about any model. They show the export's format."
+        )
     if demo_judge:
-        notices.append(f"**Demo Judge.** In run(s) {names(demo_judge)} the Judge's feedback comes from a hand-written "
-                       f"demo transcript (model `{DEMO_MODEL}`), not from a language model.")
+        notices.append(
+            f"**Demo Judge.** In run(s) {names(demo_judge)} the Judge's feedback comes from a hand-written "
+            f"demo transcript (model `{DEMO_MODEL}`), not from a language model."
+        )
     if replayed:
-        notices.append(f"**Replayed from cache.** The LLM replies of run(s) {names(replayed)} were served from a "
-                       "response cache recorded by an earlier run (`llm_cache.mode=replay_only`, or every call a "
-                       "cache hit), not sampled anew: the same kernels may be in that earlier run's export.")
+        notices.append(
+            f"**Replayed from cache.** The LLM replies of run(s) {names(replayed)} were served from a "
+            "response cache recorded by an earlier run (`llm_cache.mode=replay_only`, or every call a "
+            "cache hit), not sampled anew: the same kernels may be in that earlier run's export."
+        )
     return notices
 
 
 def filters_of(cfg: Any) -> Filters:
     """The run and task filters of an ``ExportConfig`` or ``SkillConfig``."""
-    return Filters(levels=list(cfg.levels), models=list(cfg.models), strategies=list(cfg.strategies),
-                   tasks=list(getattr(cfg, "tasks", []) or []))  # fmt: skip
+    return Filters(
+        levels=list(cfg.levels),
+        models=list(cfg.models),
+        strategies=list(cfg.strategies),
+        tasks=list(getattr(cfg, "tasks", []) or []),
+    )
 
 
 def build_rows(cfg: ExportConfig) -> list[dict[str, Any]]:
@@ -525,7 +645,10 @@ def export_dataset(cfg: ExportConfig) -> ExportResult:
     rows = build_rows(cfg)
     out_dir = Path(cfg.out_dir).expanduser() if cfg.out_dir else runs[0] / "export" / fmt
     notices = source_notices(runs, filters_of(cfg))
-    info = {"runs": [str(r) for r in runs], "export": _plain(cfg) | {"runs": [str(r) for r in runs]},
-            "notices": notices}  # fmt: skip
+    info = {
+        "runs": [str(r) for r in runs],
+        "export": _plain(cfg) | {"runs": [str(r) for r in runs]},
+        "notices": notices,
+    }
     files = write_dataset(rows, fmt, out_dir, info)
     return ExportResult(format=fmt, rows=len(rows), out_dir=out_dir, files=files, runs=runs, notices=notices)

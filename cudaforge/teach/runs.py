@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from cudaforge import pyast
 from cudaforge.track.store import RoundFiles, RunDir, TaskDir, expand_run_dirs
 from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
@@ -144,8 +143,10 @@ class RoundView:
     def transcript(self) -> list[dict[str, str]]:
         """The Coder's whole exchange this round: messages (follow-ups included), then the last reply."""
         conversation = (self.coder or {}).get("conversation") or {}
-        messages = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
-                    for m in conversation.get("messages") or []]  # fmt: skip
+        messages = [
+            {"role": str(m.get("role")), "content": str(m.get("content", ""))}
+            for m in conversation.get("messages") or []
+        ]
         replies = conversation.get("replies") or []
         return [*messages, {"role": "assistant", "content": str(replies[-1])}] if replies else messages
 
@@ -207,19 +208,28 @@ def run_info(path: Path) -> RunInfo:
     run = RunDir(path)
     run.schema()
     config = run.config()
-    config_hash = (hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
-                   if config else "unknown")  # fmt: skip
+    config_hash = (
+        hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        if config
+        else "unknown"
+    )
     ledger = run.ledger()
-    models = {role: (config.get(role) or {}).get("model") or _ledger_model(ledger, role) or "unknown"
-              for role in ("coder", "judge")}  # fmt: skip
+    models = {
+        role: (config.get(role) or {}).get("model") or _ledger_model(ledger, role) or "unknown"
+        for role in ("coder", "judge")
+    }
     replay_only = str((config.get("llm_cache") or {}).get("mode", "")) == "replay_only"
     return RunInfo(
-        path=path, name=path.name, config=config, config_hash=config_hash,
-        coder_model=str(models["coder"]), judge_model=str(models["judge"]),
+        path=path,
+        name=path.name,
+        config=config,
+        config_hash=config_hash,
+        coder_model=str(models["coder"]),
+        judge_model=str(models["judge"]),
         strategy=str((config.get("strategy") or {}).get("name", "unknown")),
         suite=str((config.get("suite") or {}).get("name", "unknown")),
         replayed=replay_only or (bool(ledger) and all(row.get("cache_hit") for row in ledger)),
-    )  # fmt: skip
+    )
 
 
 def _task(folder: TaskDir) -> Task | None:
@@ -245,9 +255,17 @@ def _round(files: RoundFiles, status_from_history: str | None, seen: set[str]) -
     if digest is not None:
         seen.add(digest)
     return RoundView(
-        round=files.number, coder_mode=(coder or {}).get("mode"), coder=coder, source=source, candidate_hash=digest,
-        eval=result, judge=files.judge, status=status, reused=reused, profile=files.profile,
-    )  # fmt: skip
+        round=files.number,
+        coder_mode=(coder or {}).get("mode"),
+        coder=coder,
+        source=source,
+        candidate_hash=digest,
+        eval=result,
+        judge=files.judge,
+        status=status,
+        reused=reused,
+        profile=files.profile,
+    )
 
 
 def load_run_view(path: str | Path) -> RunView:
@@ -256,8 +274,9 @@ def load_run_view(path: str | Path) -> RunView:
     info = run_info(path)
     run = RunDir(path)
     latest = run.latest_results()
-    history = {(task_id, record.round): record.status for task_id, result in latest.items()
-               for record in result.history}  # fmt: skip
+    history = {
+        (task_id, record.round): record.status for task_id, result in latest.items() for record in result.history
+    }
     tasks = []
     for folder in run.tasks():
         task = _task(folder)

@@ -171,8 +171,12 @@ TURNS = {
 """One agent turn: a Coder reply and the evaluator's verdict on its kernel, or a Judge reply and the verdict and
 profiler metrics it read."""
 
-SCHEMAS: dict[str, dict[str, Any]] = {"sft": SFT, "trajectories": TRAJECTORIES, "preferences": PREFERENCES,
-                                      "turns": TURNS}
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "sft": SFT,
+    "trajectories": TRAJECTORIES,
+    "preferences": PREFERENCES,
+    "turns": TURNS,
+}
 """Format name -> schema."""
 
 

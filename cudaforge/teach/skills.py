@@ -31,10 +31,31 @@ DEFAULT_CATEGORIES: dict[str, list[str]] = {
     "occupancy": ["occupancy", "register", "blocks per sm", "warps per", "active warps", "spill"],
     "stalls and latency": ["stall", "latency", "scoreboard", "dependency", "barrier", "synchron", "divergen"],
     "launch overhead and fusion": ["launch", "overhead", "fuse", "fusion", "kernel count", "tiny kernel"],
-    "compute-bound": ["compute-bound", "compute bound", "tensor core", "fma", "flop", "arithmetic", "mma",
-                      "instruction", "throughput of the sm", "alu"],
-    "memory-bound": ["memory", "bandwidth", "dram", "coalesc", "l2", "l1", "cache", "traffic", "load", "store",
-                     "vectori"],
+    "compute-bound": [
+        "compute-bound",
+        "compute bound",
+        "tensor core",
+        "fma",
+        "flop",
+        "arithmetic",
+        "mma",
+        "instruction",
+        "throughput of the sm",
+        "alu",
+    ],
+    "memory-bound": [
+        "memory",
+        "bandwidth",
+        "dram",
+        "coalesc",
+        "l2",
+        "l1",
+        "cache",
+        "traffic",
+        "load",
+        "store",
+        "vectori",
+    ],
 }
 """Bottleneck groups, matched in this order on the Judge's ``bottleneck`` text, then its method and plan."""
 OTHER = "other"
@@ -82,8 +103,10 @@ class Evidence:
 def categorize(advice: dict[str, Any], categories: dict[str, list[str]] | None = None) -> str:
     """The bottleneck group of one piece of advice (``OTHER`` when no keyword matches)."""
     rules = categories or DEFAULT_CATEGORIES
-    texts = [str(advice.get("bottleneck", "")),
-             " ".join(str(advice.get(k, "")) for k in ("optimisation_method", "modification_plan"))]  # fmt: skip
+    texts = [
+        str(advice.get("bottleneck", "")),
+        " ".join(str(advice.get(k, "")) for k in ("optimisation_method", "modification_plan")),
+    ]
     for text in texts:
         low = text.lower()
         for name, words in rules.items():
@@ -93,7 +116,10 @@ def categorize(advice: dict[str, Any], categories: dict[str, list[str]] | None =
 
 
 def collect_evidence(
-    tasks: list[TaskView], *, min_gain: float = 1.05, allow_untimed: bool = False,
+    tasks: list[TaskView],
+    *,
+    min_gain: float = 1.05,
+    allow_untimed: bool = False,
     categories: dict[str, list[str]] | None = None,
 ) -> list[Evidence]:
     """Advice that led to a verified speedup (or, ``allow_untimed``, to a new verified kernel), in task order."""
@@ -114,8 +140,18 @@ def collect_evidence(
             if not timed and not allow_untimed:
                 continue
             advice = {str(k): str(v) for k, v in fields.items()}
-            out.append(Evidence(view.task.id, view.level, view.run.name, r.round, r.speedup if timed else None,
-                                nxt.speedup if timed else None, advice, categorize(advice, categories)))  # fmt: skip
+            out.append(
+                Evidence(
+                    view.task.id,
+                    view.level,
+                    view.run.name,
+                    r.round,
+                    r.speedup if timed else None,
+                    nxt.speedup if timed else None,
+                    advice,
+                    categorize(advice, categories),
+                )
+            )
     return out
 
 
@@ -134,19 +170,34 @@ def group_evidence(
 
 def prompt_context(groups: dict[str, list[Evidence]], max_words: int) -> dict[str, Any]:
     """The context of ``skills/distill``."""
+
     def fmt(x: float | None) -> str:
         return f"{x:.2f}x" if x is not None else "untimed"
 
     return {
-        "groups": [{"name": name, "items": [
-            {"task": e.task_id, "level": e.level, "before": fmt(e.before), "after": fmt(e.after),
-             "gain": f"{e.gain:.2f}x faster" if e.gain else "verified correct, speed not measured",
-             "bottleneck": e.advice.get("bottleneck", ""), "method": e.advice.get("optimisation_method", ""),
-             "plan": e.advice.get("modification_plan", ""), "expected": e.advice.get("expected_effect", "")}
-            for e in items]} for name, items in groups.items()],
+        "groups": [
+            {
+                "name": name,
+                "items": [
+                    {
+                        "task": e.task_id,
+                        "level": e.level,
+                        "before": fmt(e.before),
+                        "after": fmt(e.after),
+                        "gain": f"{e.gain:.2f}x faster" if e.gain else "verified correct, speed not measured",
+                        "bottleneck": e.advice.get("bottleneck", ""),
+                        "method": e.advice.get("optimisation_method", ""),
+                        "plan": e.advice.get("modification_plan", ""),
+                        "expected": e.advice.get("expected_effect", ""),
+                    }
+                    for e in items
+                ],
+            }
+            for name, items in groups.items()
+        ],
         "max_words": max_words,
         "untimed": any(not e.timed for items in groups.values() for e in items),
-    }  # fmt: skip
+    }
 
 
 # --------------------------------------------------------------------------- the document
@@ -246,27 +297,42 @@ def no_evidence_message(
     """
     where = f"{len({t.run.path for t in tasks})} run(s), {len(tasks)} task(s)"
     timed = any(r.speedup is not None for t in tasks for r in t.rounds)
-    untimed = [] if allow_untimed else collect_evidence(tasks, min_gain=min_gain, allow_untimed=True,
-                                                        categories=categories)  # fmt: skip
+    untimed = (
+        [] if allow_untimed else collect_evidence(tasks, min_gain=min_gain, allow_untimed=True, categories=categories)
+    )
     if not timed and untimed:
-        return (f"nothing to distil: no kernel in the {where} was timed (a run without a GPU measures no speedup), "
-                f"so no advice can show one; {len(untimed)} piece(s) of Judge advice were followed by a new "
-                "verified-correct kernel of unknown speed: add allow_untimed=true to distil those (the skill then "
-                "marks its evidence untimed)")
+        return (
+            f"nothing to distil: no kernel in the {where} was timed (a run without a GPU measures no speedup), "
+            f"so no advice can show one; {len(untimed)} piece(s) of Judge advice were followed by a new "
+            "verified-correct kernel of unknown speed: add allow_untimed=true to distil those (the skill then "
+            "marks its evidence untimed)"
+        )
     if untimed:
-        return (f"no Judge advice led to a verified speedup of at least {min_gain:g}x in the {where}; "
-                f"{len(untimed)} piece(s) were followed by a new verified-correct but untimed kernel: "
-                "allow_untimed=true counts those (marked untimed), or lower min_gain")
+        return (
+            f"no Judge advice led to a verified speedup of at least {min_gain:g}x in the {where}; "
+            f"{len(untimed)} piece(s) were followed by a new verified-correct but untimed kernel: "
+            "allow_untimed=true counts those (marked untimed), or lower min_gain"
+        )
     untimed_too = ", nor to a new verified-correct untimed kernel" if allow_untimed else ""
-    return (f"no Judge advice led to a verified speedup of at least {min_gain:g}x in the {where}{untimed_too}: "
-            "evidence is Judge `optimization` advice followed by an `optimize` round whose new kernel is verified "
-            "(lower min_gain to count smaller gains)")
+    return (
+        f"no Judge advice led to a verified speedup of at least {min_gain:g}x in the {where}{untimed_too}: "
+        "evidence is Judge `optimization` advice followed by an `optimize` round whose new kernel is verified "
+        "(lower min_gain to count smaller gains)"
+    )
 
 
 def distill(
-    tasks: list[TaskView], llm: Any, *, max_words: int = 300, max_evidence: int = 3, min_gain: float = 1.05,
-    allow_untimed: bool = False, categories: dict[str, list[str]] | None = None, title: str = "",
-    prompts: Any = None, sources: list[str] | None = None,
+    tasks: list[TaskView],
+    llm: Any,
+    *,
+    max_words: int = 300,
+    max_evidence: int = 3,
+    min_gain: float = 1.05,
+    allow_untimed: bool = False,
+    categories: dict[str, list[str]] | None = None,
+    title: str = "",
+    prompts: Any = None,
+    sources: list[str] | None = None,
 ) -> DistillResult:
     """Distil a skill from the runs' tasks with ``llm`` (an ``LLMClient``, or anything with ``complete``).
 
@@ -280,8 +346,9 @@ def distill(
         raise ValueError(f"skill.max_words must be at least 20, not {max_words}")
     evidence = collect_evidence(tasks, min_gain=min_gain, allow_untimed=allow_untimed, categories=categories)
     if not evidence:
-        raise ValueError(no_evidence_message(tasks, min_gain=min_gain, allow_untimed=allow_untimed,
-                                             categories=categories))  # fmt: skip
+        raise ValueError(
+            no_evidence_message(tasks, min_gain=min_gain, allow_untimed=allow_untimed, categories=categories)
+        )
     groups = group_evidence(evidence, categories)
     library = prompts or PromptLibrary()
     message = library.render("skills/distill", **prompt_context(groups, max_words))
@@ -295,21 +362,33 @@ def distill(
         "distilled_by": model,
         "request_key": getattr(row, "request_key", None),
         "source_runs": sorted(sources or {str(t.run.path) for t in tasks}),
-        "evidence": {"advice": len(evidence), "tasks": len({e.task_id for e in evidence}),
-                     "timed": sum(e.timed for e in evidence), "min_gain": min_gain, "allow_untimed": allow_untimed},
+        "evidence": {
+            "advice": len(evidence),
+            "tasks": len({e.task_id for e in evidence}),
+            "timed": sum(e.timed for e in evidence),
+            "min_gain": min_gain,
+            "allow_untimed": allow_untimed,
+        },
         "max_words": max_words,
         "guidance_words": word_count(guidance),
         "truncated": cut,
-    }  # fmt: skip
+    }
     shown = {name: items[:max_evidence] for name, items in groups.items()}
     n_untimed = sum(not e.timed for e in evidence)
-    notice = (f"Untimed evidence: {n_untimed} of {len(evidence)} piece(s) of advice were followed by a new "
-              "verified-correct kernel whose speed was not measured (no GPU), not by a measured speedup."
-              if n_untimed else "")  # fmt: skip
-    what = ("optimisation advice followed by verified, untimed kernels" if n_untimed == len(evidence)
-            else "optimisation advice that paid off")
-    document = SkillDocument(title=title or f"{what} ({', '.join(names)})", guidance=guidance, evidence=shown,
-                             meta=meta, notice=notice)  # fmt: skip
+    notice = (
+        f"Untimed evidence: {n_untimed} of {len(evidence)} piece(s) of advice were followed by a new "
+        "verified-correct kernel whose speed was not measured (no GPU), not by a measured speedup."
+        if n_untimed
+        else ""
+    )
+    what = (
+        "optimisation advice followed by verified, untimed kernels"
+        if n_untimed == len(evidence)
+        else "optimisation advice that paid off"
+    )
+    document = SkillDocument(
+        title=title or f"{what} ({', '.join(names)})", guidance=guidance, evidence=shown, meta=meta, notice=notice
+    )
     return DistillResult(document=document, path=None, evidence=evidence, reply=reply)
 
 
@@ -332,14 +411,24 @@ def distill_from_config(skill: SkillConfig, judge: LLMConfig, cache_cfg: Any) ->
     mode = getattr(cache_cfg.mode, "value", cache_cfg.mode)
     cache = ResponseCache(Path(cache_cfg.path) if cache_cfg.path else out.parent / LLM_CACHE_FILE, mode)
     ledger = Ledger(out.parent / LEDGER_FILE)
-    client = LLMClient(config, role="distiller", cache=cache, ledger=ledger,
-                       backoff=Backoff(config.retry_base_delay_s, config.retry_max_delay_s))  # fmt: skip
+    client = LLMClient(
+        config,
+        role="distiller",
+        cache=cache,
+        ledger=ledger,
+        backoff=Backoff(config.retry_base_delay_s, config.retry_max_delay_s),
+    )
     try:
         result = distill(
-            tasks, client, max_words=skill.max_words, max_evidence=skill.max_evidence, min_gain=skill.min_gain,
-            allow_untimed=untimed_allowed(skill.allow_untimed, tasks), categories=dict(skill.categories) or None,
+            tasks,
+            client,
+            max_words=skill.max_words,
+            max_evidence=skill.max_evidence,
+            min_gain=skill.min_gain,
+            allow_untimed=untimed_allowed(skill.allow_untimed, tasks),
+            categories=dict(skill.categories) or None,
             sources=sorted({str(t.run.path) for t in tasks}),
-        )  # fmt: skip
+        )
     finally:
         cache.close()
         ledger.close()

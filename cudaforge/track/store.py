@@ -38,13 +38,12 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set  # noqa: F401 - a run directory's file
 from cudaforge.types import TaskResult
-
 
 RESULTS_FILE = "results.jsonl"
 """One TaskResult per finished task: what makes a folder a run directory."""
@@ -185,8 +184,10 @@ class RunStore:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 handle.close()
-                raise RunDirBusy(f"{self.root} is in use by {holder}: wait for it to finish (or stop it), or give "
-                                 "this run another hydra.run.dir") from None  # fmt: skip
+                raise RunDirBusy(
+                    f"{self.root} is in use by {holder}: wait for it to finish (or stop it), or give "
+                    "this run another hydra.run.dir"
+                ) from None
             try:  # the holder removes the file as it lets go: a lock on a file no longer there is no claim
                 if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
                     break
@@ -220,7 +221,9 @@ class RunStore:
         is refused (``RunDirTooNew``) before ``run.json`` or anything of the run is written into it."""
         RunDir(self.root).schema()
         if not (self.root / RUN_FILE).exists():
-            _atomic_write(self.root / RUN_FILE, json.dumps({"schema": SCHEMA_VERSION, "cudaforge": _version()}, indent=1))
+            _atomic_write(
+                self.root / RUN_FILE, json.dumps({"schema": SCHEMA_VERSION, "cudaforge": _version()}, indent=1)
+            )
 
     @property
     def ledger_path(self) -> Path:
@@ -262,8 +265,12 @@ class RunStore:
     def record_not_run(self, task_id: str, reason: str, message: str) -> None:
         """Append that ``task_id`` stopped for the infrastructure (``reason``: ``llm_unavailable``, ``gpu_unavailable``)
         without a result; ``message`` is cut to 2000 characters."""
-        row = {"task_id": task_id, "reason": reason, "message": message[:2000],
-               "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+        row = {
+            "task_id": task_id,
+            "reason": reason,
+            "message": message[:2000],
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
         with self._lock, (self.root / NOT_RUN_FILE).open("a") as f:
             f.write(json.dumps(row) + "\n")
             f.flush()
@@ -284,8 +291,10 @@ class RunStore:
                 good.append(line)
             except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as exc:
                 bad.append(line)
-                warnings.append(f"{self.results_path} line {number} is not a task result ({type(exc).__name__}); "
-                                f"moved to {QUARANTINE_FILE} (its task, if any, runs again)")  # fmt: skip
+                warnings.append(
+                    f"{self.results_path} line {number} is not a task result ({type(exc).__name__}); "
+                    f"moved to {QUARANTINE_FILE} (its task, if any, runs again)"
+                )
         if bad:
             with (self.root / QUARANTINE_FILE).open("ab") as f:
                 f.write(b"".join(line + b"\n" for line in bad))
@@ -446,7 +455,7 @@ class RunDir:
         """``results.jsonl`` is there."""
         return (self.root / RESULTS_FILE).is_file()
 
-    def require_results(self) -> "RunDir":
+    def require_results(self) -> RunDir:
         """This, or FileNotFoundError saying the folder is not a run directory."""
         if not self.has_results():
             raise FileNotFoundError(f"{self.root}: no {RESULTS_FILE} here (is it a `cudaforge run` directory?)")
@@ -459,8 +468,10 @@ class RunDir:
         version = data.get("schema", 0) if isinstance(data, dict) else 0
         if not isinstance(version, int) or version > SCHEMA_VERSION:
             made_by = data.get("cudaforge", "a newer cudaforge") if isinstance(data, dict) else "a newer cudaforge"
-            raise RunDirTooNew(f"{self.root} has run-directory schema {version!r} (written by cudaforge {made_by}); "
-                               f"this cudaforge reads schemas 0 to {SCHEMA_VERSION}: upgrade cudaforge to read it")
+            raise RunDirTooNew(
+                f"{self.root} has run-directory schema {version!r} (written by cudaforge {made_by}); "
+                f"this cudaforge reads schemas 0 to {SCHEMA_VERSION}: upgrade cudaforge to read it"
+            )
         return version
 
     def config(self) -> dict[str, Any]:
@@ -562,13 +573,17 @@ def expand_run_dirs(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
         if RunDir(path).is_run():
             out.append(path)
             continue
-        inner = sorted((p for p in path.iterdir() if p.is_dir() and RunDir(p).is_run()), key=order) if path.is_dir() else []
+        inner = (
+            sorted((p for p in path.iterdir() if p.is_dir() and RunDir(p).is_run()), key=order) if path.is_dir() else []
+        )
         if inner:
             out.extend(inner)
         else:
-            skipped.append(f"skipped {path}: not a `cudaforge run` directory (no tasks/ or results.jsonl), nor a folder "
-                           "of them")  # fmt: skip
+            skipped.append(
+                f"skipped {path}: not a `cudaforge run` directory (no tasks/ or results.jsonl), nor a folder of them"
+            )
     if not out:
-        raise ValueError("no run directory among " + ", ".join(str(p) for p in paths) + (f" ({skipped[0]})" if skipped else ""))
+        raise ValueError(
+            "no run directory among " + ", ".join(str(p) for p in paths) + (f" ({skipped[0]})" if skipped else "")
+        )
     return list(dict.fromkeys(out)), skipped
-

@@ -11,8 +11,8 @@ the run directory is the source of truth.
 from __future__ import annotations
 
 import logging
-import sys
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,33 +42,68 @@ class NullTracker:
 class WandbTracker:
     """Sends a run to W&B (online or offline)."""
 
-    def __init__(self, *, mode: str, project: str, entity: str | None, tags: list[str], run_dir: Path,
-                 config: dict[str, Any], name: str, group: str | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        mode: str,
+        project: str,
+        entity: str | None,
+        tags: list[str],
+        run_dir: Path,
+        config: dict[str, Any],
+        name: str,
+        group: str | None,
+    ) -> None:
         """Start the W&B run (``mode``: ``online`` or ``offline``), writing under ``run_dir/wandb``."""
         os.environ.setdefault("WANDB_SILENT", "true")  # our own line says where the run is
         import wandb
 
         self.wandb = wandb
         self.run = wandb.init(
-            mode=mode, project=project, entity=entity, tags=tags or None, dir=str(run_dir), config=config,
-            name=name, group=group, reinit="finish_previous",
-        )  # fmt: skip
+            mode=mode,
+            project=project,
+            entity=entity,
+            tags=tags or None,
+            dir=str(run_dir),
+            config=config,
+            name=name,
+            group=group,
+            reinit="finish_previous",
+        )
         self.best_kernels: dict[str, str] = {}
 
     def log_task(self, result: TaskResult, best_source: str | None) -> None:
         """Per-round metrics of one finished task, and its best kernel for the artifact."""
         for record in result.history:
-            self.run.log({
-                "task": result.task_id, "round": record.round, "round/status": record.status,
-                "round/correct": record.status == "correct", "round/speedup": record.speedup,
-            })  # fmt: skip
+            self.run.log(
+                {
+                    "task": result.task_id,
+                    "round": record.round,
+                    "round/status": record.status,
+                    "round/correct": record.status == "correct",
+                    "round/speedup": record.speedup,
+                }
+            )
         if best_source:
             self.best_kernels[result.task_id] = best_source
 
     def finish(self, results: list[TaskResult]) -> None:
         """The per-task summary table, the best kernels artifact, then close the run."""
-        columns = ["task_id", "correct", "best_speedup", "best_round", "rounds", "cost_usd", "unpriced_calls",
-                   "minutes", "wall_minutes", "active_minutes", "tokens_in", "tokens_out", "stop_reason"]  # fmt: skip
+        columns = [
+            "task_id",
+            "correct",
+            "best_speedup",
+            "best_round",
+            "rounds",
+            "cost_usd",
+            "unpriced_calls",
+            "minutes",
+            "wall_minutes",
+            "active_minutes",
+            "tokens_in",
+            "tokens_out",
+            "stop_reason",
+        ]
         table = self.wandb.Table(columns=columns, data=[[getattr(r, c) for c in columns] for r in results])
         self.run.log({"tasks": table})
         self.run.summary["correct_fraction"] = sum(r.correct for r in results) / max(1, len(results))
@@ -98,8 +133,11 @@ class SafeTracker:
         try:
             getattr(self.inner, name)(*args)
         except Exception as exc:  # noqa: BLE001
-            print(f"cudaforge run: warning: W&B {name} failed, tracking is off from here: {exc}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"cudaforge run: warning: W&B {name} failed, tracking is off from here: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
             self.inner = NullTracker()
 
     def log_task(self, result: TaskResult, best_source: str | None) -> None:
@@ -116,7 +154,15 @@ def make_tracker(tracker_cfg: Any, run_dir: Path, config: dict[str, Any], name: 
     mode = str(getattr(tracker_cfg.wandb_mode, "value", tracker_cfg.wandb_mode))
     if mode == "disabled" or os.environ.get("WANDB_MODE") == "disabled":
         return SafeTracker(NullTracker)
-    return SafeTracker(lambda: WandbTracker(
-        mode=mode, project=tracker_cfg.project, entity=tracker_cfg.entity, tags=list(tracker_cfg.tags),
-        run_dir=run_dir, config=config, name=name, group=group,
-    ))  # fmt: skip
+    return SafeTracker(
+        lambda: WandbTracker(
+            mode=mode,
+            project=tracker_cfg.project,
+            entity=tracker_cfg.entity,
+            tags=list(tracker_cfg.tags),
+            run_dir=run_dir,
+            config=config,
+            name=name,
+            group=group,
+        )
+    )

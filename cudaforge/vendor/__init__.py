@@ -10,6 +10,7 @@ in docs/architecture.md, "The vendor seam". No GPU of another vendor has been ru
 from __future__ import annotations
 
 import os
+
 from cudaforge.vendor.base import GpuVendor
 
 
@@ -17,8 +18,10 @@ def current() -> GpuVendor:
     """The vendor of this machine's GPUs: NVIDIA, the one implemented (``CUDAFORGE_GPU_VENDOR`` names another)."""
     name = os.environ.get("CUDAFORGE_GPU_VENDOR", "nvidia").strip().lower() or "nvidia"
     if name != "nvidia":
-        raise ValueError(f"CUDAFORGE_GPU_VENDOR={name!r}: only nvidia is implemented (docs/architecture.md, "
-                         "'The vendor seam', sketches what another vendor's module must provide)")  # fmt: skip
+        raise ValueError(
+            f"CUDAFORGE_GPU_VENDOR={name!r}: only nvidia is implemented (docs/architecture.md, "
+            "'The vendor seam', sketches what another vendor's module must provide)"
+        )
     from cudaforge.vendor.nvidia import NVIDIA
 
     return NVIDIA

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -55,4 +56,3 @@ class GpuVendor:
     """Why a physical GPU (index or UUID) no longer answers its management library (fallen off the bus, the driver
     gone), or None when it answers or nothing can tell: after a crash, the evaluator asks it before blaming the
     kernel."""
-

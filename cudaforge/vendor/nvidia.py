@@ -33,7 +33,10 @@ def detect_arch() -> str | None:
         try:
             out = subprocess.run(
                 ["nvidia-smi", "--query-gpu=index,compute_cap", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=20, check=True,
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
             ).stdout
             caps = dict(line.replace(" ", "").split(",", 1) for line in out.strip().splitlines() if "," in line)
             first = (visible or "").split(",")[0].strip()
@@ -152,8 +155,11 @@ def gpu_model_name(gpu: str | int) -> str:
         pynvml.nvmlInit()
         try:
             text = str(gpu)
-            handle = (pynvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
-                      else pynvml.nvmlDeviceGetHandleByUUID(text))  # fmt: skip
+            handle = (
+                pynvml.nvmlDeviceGetHandleByIndex(int(text))
+                if text.isdigit()
+                else pynvml.nvmlDeviceGetHandleByUUID(text)
+            )
             name = pynvml.nvmlDeviceGetName(handle)
             return name.decode() if isinstance(name, bytes) else str(name)
         finally:
@@ -177,8 +183,9 @@ def device_lost(gpu: str | int) -> str | None:
         return f"NVML does not start any more: {exc}"
     try:
         text = str(gpu)
-        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
-                  else pynvml.nvmlDeviceGetHandleByUUID(text))  # fmt: skip
+        handle = (
+            pynvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(text)
+        )
         pynvml.nvmlDeviceGetMemoryInfo(handle)
         return None
     except Exception as exc:  # noqa: BLE001 - NVMLError_GpuIsLost, NVMLError_NotFound, NVMLError_Unknown ...
@@ -215,30 +222,84 @@ def device_flags() -> dict[str, Any]:
     tool (``-ccbin``)."""
     arch = r"(sm|compute|lto)_\d+[a-z]?"
     return {
-        "plain": {"--use_fast_math", "-use_fast_math", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
-                  "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda", "-extended-lambda",
-                  "--restrict", "-restrict", "--resource-usage", "-res-usage", "--generate-line-info", "-lineinfo",
-                  "-G", "--disable-warnings", "-Wno-deprecated-gpu-targets", "-Xptxas=-v", "--ptxas-options=-v",
-                  "-rdc=true", "-rdc=false", "--relocatable-device-code=true", "--relocatable-device-code=false",
-                  "-dc"},
+        "plain": {
+            "--use_fast_math",
+            "-use_fast_math",
+            "--expt-relaxed-constexpr",
+            "-expt-relaxed-constexpr",
+            "--expt-extended-lambda",
+            "-expt-extended-lambda",
+            "--extended-lambda",
+            "-extended-lambda",
+            "--restrict",
+            "-restrict",
+            "--resource-usage",
+            "-res-usage",
+            "--generate-line-info",
+            "-lineinfo",
+            "-G",
+            "--disable-warnings",
+            "-Wno-deprecated-gpu-targets",
+            "-Xptxas=-v",
+            "--ptxas-options=-v",
+            "-rdc=true",
+            "-rdc=false",
+            "--relocatable-device-code=true",
+            "--relocatable-device-code=false",
+            "-dc",
+        },
         "patterns": [
-            rf"-(arch|code)[= ]?{arch}", rf"--gpu-(architecture|code)[= ]{arch}(,{arch})*",
-            r"-arch=(native|all|all-major)", rf"-gencode[= ]arch=compute_\d+[a-z]?,code=\[?({arch},?)+\]?",
-            r"--?maxrregcount[= ]?\d+", r"--(ftz|prec-div|prec-sqrt|fmad|extra-device-vectorization)=(true|false)",
-            r"-(ftz|prec-div|prec-sqrt|fmad)=(true|false)", r"(-Xptxas[= ]|--ptxas-options[= ])-?-?[A-Za-z0-9_=,\-]+",
-            r"-(dlcm|dscm)=(ca|cg|cs|cv|wb|wt)", r"--?default-stream[= ](per-thread|legacy|null)",
-            r"(-Xcudafe[= ])?--diag[_-]suppress[= ][A-Za-z0-9_,]+", r"--?(threads|split-compile)[= ]?\d+", r"-t\d+",
+            rf"-(arch|code)[= ]?{arch}",
+            rf"--gpu-(architecture|code)[= ]{arch}(,{arch})*",
+            r"-arch=(native|all|all-major)",
+            rf"-gencode[= ]arch=compute_\d+[a-z]?,code=\[?({arch},?)+\]?",
+            r"--?maxrregcount[= ]?\d+",
+            r"--(ftz|prec-div|prec-sqrt|fmad|extra-device-vectorization)=(true|false)",
+            r"-(ftz|prec-div|prec-sqrt|fmad)=(true|false)",
+            r"(-Xptxas[= ]|--ptxas-options[= ])-?-?[A-Za-z0-9_=,\-]+",
+            r"-(dlcm|dscm)=(ca|cg|cs|cv|wb|wt)",
+            r"--?default-stream[= ](per-thread|legacy|null)",
+            r"(-Xcudafe[= ])?--diag[_-]suppress[= ][A-Za-z0-9_,]+",
+            r"--?(threads|split-compile)[= ]?\d+",
+            r"-t\d+",
         ],
-        "split": {"-arch", "-code", "--gpu-architecture", "--gpu-code", "-gencode", "--maxrregcount", "-maxrregcount",
-                  "-Xptxas", "--ptxas-options", "-Xcudafe", "--diag-suppress", "--default-stream", "--threads", "-t"},
-    }  # fmt: skip
+        "split": {
+            "-arch",
+            "-code",
+            "--gpu-architecture",
+            "--gpu-code",
+            "-gencode",
+            "--maxrregcount",
+            "-maxrregcount",
+            "-Xptxas",
+            "--ptxas-options",
+            "-Xcudafe",
+            "--diag-suppress",
+            "--default-stream",
+            "--threads",
+            "-t",
+        },
+    }
 
 
 NVIDIA = GpuVendor(
-    name="nvidia", default_arch=DEFAULT_ARCH, detect_arch=detect_arch, arch_flags=arch_flags, names_arch=names_arch,
-    toolkit_home=cuda_home, compiler=nvcc_path, compiler_version=compiler_version, toolkit_roots=toolkit_roots,
-    device_nodes=device_nodes, profiler=resolve_ncu, profiler_version=ncu_version, model_name=gpu_model_name,
-    visible_devices=visible_devices, telemetry=telemetry, jit_target=jit_target, device_flags=device_flags,
+    name="nvidia",
+    default_arch=DEFAULT_ARCH,
+    detect_arch=detect_arch,
+    arch_flags=arch_flags,
+    names_arch=names_arch,
+    toolkit_home=cuda_home,
+    compiler=nvcc_path,
+    compiler_version=compiler_version,
+    toolkit_roots=toolkit_roots,
+    device_nodes=device_nodes,
+    profiler=resolve_ncu,
+    profiler_version=ncu_version,
+    model_name=gpu_model_name,
+    visible_devices=visible_devices,
+    telemetry=telemetry,
+    jit_target=jit_target,
+    device_flags=device_flags,
     device_lost=device_lost,
 )
 """The NVIDIA implementation of the vendor seam."""

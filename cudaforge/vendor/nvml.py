@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+
 def _load_nvml(notes: list[str]) -> Any | None:
     """The ``pynvml`` module, or None with a note."""
     try:
@@ -89,8 +90,10 @@ def _nvml_handle(nvml: Any, gpu: dict[str, Any] | None, device_index: int | None
         except Exception:  # noqa: BLE001 - try the next way
             continue
     if device_index is None:
-        notes.append(f"NVML has no device {(gpu or {}).get('uuid') or (gpu or {}).get('pci_bus_id')}"
-                     + (f" ({', '.join(h for h, _ in attempts)} failed)" if attempts else ": no UUID or PCI bus id"))
+        notes.append(
+            f"NVML has no device {(gpu or {}).get('uuid') or (gpu or {}).get('pci_bus_id')}"
+            + (f" ({', '.join(h for h, _ in attempts)} failed)" if attempts else ": no UUID or PCI bus id")
+        )
         return None
     if attempts:
         notes.append(f"NVML device matched by index {device_index} only ({', '.join(h for h, _ in attempts)} failed)")
@@ -103,8 +106,8 @@ def _nvml_handle(nvml: Any, gpu: dict[str, Any] | None, device_index: int | None
 
 def _clock_event_reasons(nvml: Any, handle: Any) -> list[str]:
     """Names of the active clock-event (throttle) reasons, e.g. ``sw_power_cap``; ``[]`` when none."""
-    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons"
+    getter = (
+        getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
     )
     mask = getter(handle)
     names = []
@@ -164,8 +167,9 @@ def _driver_versions(nvml: Any, notes: list[str]) -> dict[str, Any]:
 TELEMETRY_GROUPS = ("driver", "static", "memory_bus", "state")
 
 
-def telemetry(gpu: dict[str, Any] | None, device_index: int | None, notes: list[str],
-              what: tuple[str, ...] = ("static", "state")) -> dict[str, Any]:
+def telemetry(
+    gpu: dict[str, Any] | None, device_index: int | None, notes: list[str], what: tuple[str, ...] = ("static", "state")
+) -> dict[str, Any]:
     """Readings of one GPU in one NVML session; never raises (what cannot be read is left out, and ``notes`` says
     why). ``what``: ``driver`` (``driver_version``, ``cuda_driver_version``: asks no device), ``static``
     (``max_sm_clock_mhz``, ``max_memory_clock_mhz``, ``power_limit_w``, ``uuid``, ``pci_bus_id``, ``nvml_index``),
@@ -189,8 +193,9 @@ def telemetry(gpu: dict[str, Any] | None, device_index: int | None, notes: list[
         if "static" in what:
             out.update(_read_static(nvml, handle, notes))
         if "memory_bus" in what:
-            out["memory_bus_width_bits"] = _nvml_read(notes, "memory bus width",
-                                                      lambda: nvml.nvmlDeviceGetMemoryBusWidth(handle))
+            out["memory_bus_width_bits"] = _nvml_read(
+                notes, "memory bus width", lambda: nvml.nvmlDeviceGetMemoryBusWidth(handle)
+            )
         if "state" in what:
             out.update(_read_state(nvml, handle, notes))
     return out

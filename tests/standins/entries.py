@@ -81,8 +81,14 @@ def echo_prepared(payload, progress):
     import sys
 
     progress("work")
-    return {"prepared": PREPARED, "pid": os.getpid(), "stdin": sys.stdin.read(), "echo": payload,
-            "env": dict(os.environ), "cwd": os.getcwd()}
+    return {
+        "prepared": PREPARED,
+        "pid": os.getpid(),
+        "stdin": sys.stdin.read(),
+        "echo": payload,
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+    }
 
 
 def spam_phases(payload, progress):

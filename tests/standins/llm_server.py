@@ -58,11 +58,15 @@ class StandInServer:
                 self.wfile.write(data)
 
             def _refuse(self, path: str, body: dict | None = None) -> bool:
-                if server.mode == "auth" or (server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}"):
+                if server.mode == "auth" or (
+                    server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}"
+                ):
                     server.requests.append((path, "401"))
                     self._send(401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
                     return True
-                user = next((str(m.get("content")) for m in (body or {}).get("messages", []) if m.get("role") == "user"), "")
+                user = next(
+                    (str(m.get("content")) for m in (body or {}).get("messages", []) if m.get("role") == "user"), ""
+                )
                 found = TASK_IN_PROMPT.search(user)
                 task_down = bool(found and found.group(1).rsplit("/", 1)[-1] in server.down_tasks)
                 if server.mode == "down" or task_down:
@@ -72,7 +76,9 @@ class StandInServer:
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                     elif how == "429":
-                        self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"})
+                        self._send(
+                            429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"}
+                        )
                     else:
                         self._send(500, {"error": {"message": "internal error", "type": "server_error"}})
                     return True
@@ -84,8 +90,9 @@ class StandInServer:
                     return
                 if not self._refuse(self.path):
                     server.requests.append((self.path, "200"))
-                    self._send(200, {"object": "list", "data": [{"id": server.name, "object": "model",
-                                                                  "owned_by": "standin"}]})  # fmt: skip
+                    self._send(
+                        200, {"object": "list", "data": [{"id": server.name, "object": "model", "owned_by": "standin"}]}
+                    )
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -96,8 +103,15 @@ class StandInServer:
                     return
                 if body.get("model") != server.name:
                     server.requests.append((self.path, "404"))
-                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
-                                               "type": "NotFoundError"}})  # fmt: skip
+                    self._send(
+                        404,
+                        {
+                            "error": {
+                                "message": f"The model `{body.get('model')}` does not exist.",
+                                "type": "NotFoundError",
+                            }
+                        },
+                    )
                     return
                 try:
                     text = demo_reply(body["messages"], transcript)
@@ -107,13 +121,23 @@ class StandInServer:
                     return
                 server.requests.append((self.path, "200"))
                 prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4
-                self._send(200, {
-                    "id": f"standin-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": server.name,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4,
-                              "total_tokens": prompt + len(text) // 4},
-                })  # fmt: skip
+                self._send(
+                    200,
+                    {
+                        "id": f"standin-{len(server.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": server.name,
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": len(text) // 4,
+                            "total_tokens": prompt + len(text) // 4,
+                        },
+                    },
+                )
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
@@ -121,7 +145,7 @@ class StandInServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "StandInServer":
+    def __enter__(self) -> StandInServer:
         self.thread.start()
         return self
 

@@ -76,7 +76,6 @@ its locks, the precompiled header, eviction), ``intercept`` (the ``load_inline``
 side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahead, at load) and ``precompile`` (builds ahead of the GPU evaluation, in a CPU-only child).
 """
 
-
 from __future__ import annotations
 
 from cudaforge.eval.build.builder import _Builder, cache_key, module_name_of
@@ -90,9 +89,28 @@ from cudaforge.eval.build.toolchain import toolchain_fingerprint
 from cudaforge.isolation import scrubbed_env
 
 __all__ = [
-    "RECIPE_VERSION", "BuildError", "BuildOutcome", "BuildRecord", "BuildRecorder", "BuildSettings",
-    "FallbackMode", "ModuleNotLoadable", "ToolchainIncomplete", "_Builder", "_Hooks",
-    "build_hooks", "cache_key", "keyed", "light_cuda_source", "missing_toolkit_header", "module_name_of",
-    "precompile", "scrubbed_env", "serve_build", "spec_from_inputs", "toolchain_fingerprint", "trim_compiler_log",
+    "RECIPE_VERSION",
+    "BuildError",
+    "BuildOutcome",
+    "BuildRecord",
+    "BuildRecorder",
+    "BuildSettings",
+    "FallbackMode",
+    "ModuleNotLoadable",
+    "ToolchainIncomplete",
+    "_Builder",
+    "_Hooks",
+    "build_hooks",
+    "cache_key",
+    "keyed",
+    "light_cuda_source",
+    "missing_toolkit_header",
+    "module_name_of",
+    "precompile",
+    "scrubbed_env",
+    "serve_build",
+    "spec_from_inputs",
+    "toolchain_fingerprint",
+    "trim_compiler_log",
     "warm_pch",
-]  # fmt: skip
+]

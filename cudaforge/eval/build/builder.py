@@ -18,19 +18,26 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from cudaforge.caches import touch
-from cudaforge.isolation import scrubbed_env
-from cudaforge.sandbox.launch import REFUSED_EXIT
 from cudaforge.eval.build.flags import pch_order, pch_worthy
 from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
-from cudaforge.eval.build.logs import (_EDG_DIAG, _SOURCE_ONLY_ERROR, _UNDEFINED, _failed_targets,
-                                      failed_for_the_sources, missing_toolkit_header)
+from cudaforge.eval.build.logs import (
+    _EDG_DIAG,
+    _SOURCE_ONLY_ERROR,
+    _UNDEFINED,
+    _failed_targets,
+    failed_for_the_sources,
+    missing_toolkit_header,
+)
 from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.build.toolchain import _pip_cuda_includes, toolchain_fingerprint
+from cudaforge.isolation import scrubbed_env
+from cudaforge.sandbox.launch import REFUSED_EXIT
 from cudaforge.vendor import current
 
 
@@ -230,17 +237,18 @@ class _Builder:
 
     # -- ninja ---------------------------------------------------------------------------
 
-    def _write_ninja(self, spec: _Spec, directory: Path, module_name: str, extra_cflags: list[str],
-                     extra_cuda_cflags: list[str]) -> None:
-        ce = self.ce
+    def _write_ninja(
+        self, spec: _Spec, directory: Path, module_name: str, extra_cflags: list[str], extra_cuda_cflags: list[str]
+    ) -> None:
         sources = [str(directory / f) for f in spec.files if f.endswith((".cpp", ".cu", ".cc", ".cxx", ".c"))]
         with _TORCH_NINJA:  # torch's module-level CUDA_HOME, patched below: one writer at a time (a race's two
             text = self._torch_ninja(spec, sources, module_name, extra_cflags, extra_cuda_cflags)  # variants)
         self._ninja_text[directory] = text
         write_into(directory, "build.ninja", text)
 
-    def _torch_ninja(self, spec: _Spec, sources: list[str], module_name: str, extra_cflags: list[str],
-                     extra_cuda_cflags: list[str]) -> str:
+    def _torch_ninja(
+        self, spec: _Spec, sources: list[str], module_name: str, extra_cflags: list[str], extra_cuda_cflags: list[str]
+    ) -> str:
         """The text torch writes for a ninja build of ``sources``, written in a folder of ours."""
         ce = self.ce
         patched_home = spec.with_cuda and ce.CUDA_HOME is None
@@ -248,16 +256,27 @@ class _Builder:
             ce.CUDA_HOME = current().toolkit_home()
         try:
             ldflags = _call_filtered(
-                ce._prepare_ldflags, extra_ldflags=list(spec.extra_ldflags), with_cuda=spec.with_cuda,
-                with_sycl=False, verbose=False, is_standalone=False,
+                ce._prepare_ldflags,
+                extra_ldflags=list(spec.extra_ldflags),
+                with_cuda=spec.with_cuda,
+                with_sycl=False,
+                verbose=False,
+                is_standalone=False,
             )
             with tempfile.TemporaryDirectory(prefix="cudaforge-ninja-") as ours:  # torch writes it here, a folder no
                 _call_filtered(  # sandbox has seen; what the build folder gets is a copy of that text
                     ce._write_ninja_file_to_build_library,
-                    path=os.path.join(ours, "build.ninja"), name=module_name, sources=sources,
-                    extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_sycl_cflags=[],
-                    extra_ldflags=ldflags, extra_include_paths=list(spec.extra_include_paths),
-                    with_cuda=spec.with_cuda, with_sycl=False, is_standalone=False,
+                    path=os.path.join(ours, "build.ninja"),
+                    name=module_name,
+                    sources=sources,
+                    extra_cflags=extra_cflags,
+                    extra_cuda_cflags=extra_cuda_cflags,
+                    extra_sycl_cflags=[],
+                    extra_ldflags=ldflags,
+                    extra_include_paths=list(spec.extra_include_paths),
+                    with_cuda=spec.with_cuda,
+                    with_sycl=False,
+                    is_standalone=False,
                 )
                 return Path(ours, "build.ninja").read_text()
         finally:
@@ -265,8 +284,11 @@ class _Builder:
                 ce.CUDA_HOME = None
 
     def _ninja(self, attempt_id: str, directory: Path, targets: list[str]) -> tuple[int, str]:
-        cmd = [shutil.which("ninja") or "ninja", "-v"] + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs
-                                                          else []) + targets  # fmt: skip
+        cmd = (
+            [shutil.which("ninja") or "ninja", "-v"]
+            + (["-j", str(self.settings.max_jobs)] if self.settings.max_jobs else [])
+            + targets
+        )
         with self._lock:
             if self._cancel[attempt_id].is_set():
                 return -1, "(cancelled)\n"
@@ -312,15 +334,31 @@ class _Builder:
         env = scrubbed_env({"TMPDIR": str(directory), "HOME": str(directory)})
         mode = SandboxMode(self.settings.sandbox)
         if mode is SandboxMode.off:
-            return subprocess.Popen(cmd, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)  # fmt: skip
-        read = [*default_read_paths(), self.torch_include, str(self.settings.pch_root()), str(self.bind_include()),
-                str(self.settings.cache_root() / "cpu_shims"), *self.extra_read]
-        sandbox = Sandbox(mode=mode, scratch=str(directory), read=read, uid=self.uid, cpu_seconds=3600,
-                          file_bytes=4 << 30, devices=["/dev/null"],  # no endless input (#include "/dev/zero")
-                          namespaces=self.settings.sandbox_namespaces, allow_weak=self.settings.allow_weak_sandbox,
-                          scratch_bytes=0, nproc_limit=False,  # the candidate's uid: its processes must not count
-                          memory_bytes=int(min(self.settings.memory_gb or COMPILER_GB, COMPILER_GB) * (1 << 30)))  # fmt: skip
+            return subprocess.Popen(
+                cmd, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        read = [
+            *default_read_paths(),
+            self.torch_include,
+            str(self.settings.pch_root()),
+            str(self.bind_include()),
+            str(self.settings.cache_root() / "cpu_shims"),
+            *self.extra_read,
+        ]
+        sandbox = Sandbox(
+            mode=mode,
+            scratch=str(directory),
+            read=read,
+            uid=self.uid,
+            cpu_seconds=3600,
+            file_bytes=4 << 30,
+            devices=["/dev/null"],  # no endless input (#include "/dev/zero")
+            namespaces=self.settings.sandbox_namespaces,
+            allow_weak=self.settings.allow_weak_sandbox,
+            scratch_bytes=0,
+            nproc_limit=False,  # the candidate's uid: its processes must not count
+            memory_bytes=int(min(self.settings.memory_gb or COMPILER_GB, COMPILER_GB) * (1 << 30)),
+        )
         started = sandbox.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         status = started.status()
         if not status.get("ok"):
@@ -344,15 +382,18 @@ class _Builder:
         header = shim / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
         if not header.exists():
             header.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(header, "#pragma once\n// cudaforge: stands in for the header CUDA builds of torch generate\n"
-                                  "#define C10_CUDA_BUILD_SHARED_LIBS\n")
+            _write_atomic(
+                header,
+                "#pragma once\n// cudaforge: stands in for the header CUDA builds of torch generate\n"
+                "#define C10_CUDA_BUILD_SHARED_LIBS\n",
+            )
         return str(shim)
 
     def _read_ninja_var(self, directory: Path, var: str) -> str:
         """A variable of the ninja file this builder wrote for ``directory`` (its own copy, never the folder's)."""
         for line in self._ninja_text.get(directory, "").splitlines():
             if line.startswith(f"{var} = "):
-                return line[len(var) + 3:]
+                return line[len(var) + 3 :]
         return ""
 
     # -- precompiled header ---------------------------------------------------------------
@@ -394,14 +435,19 @@ class _Builder:
         failed = pch_dir / ("FAILED" if name == "torch/extension.h" else f"FAILED-{name.replace('/', '_')}")
         if failed.exists():  # this flag set cannot make a header: do not pay for trying again
             return False, ""
-        with _file_lock(pch_dir.with_suffix(".lock")):  # both headers of a flag set under the one lock cache admin respects
+        with _file_lock(
+            pch_dir.with_suffix(".lock")
+        ):  # both headers of a flag set under the one lock cache admin respects
             if gch.exists():
                 return True, ""
             if failed.exists():
                 return False, ""
             gch.parent.mkdir(parents=True, exist_ok=True)
-            header = (os.path.join(self.torch_include, "torch", "extension.h") if name == "torch/extension.h"
-                      else str(self.bind_include() / name))
+            header = (
+                os.path.join(self.torch_include, "torch", "extension.h")
+                if name == "torch/extension.h"
+                else str(self.bind_include() / name)
+            )
             from cudaforge.sandbox import new_scratch, release_scratch
 
             compiler = shutil.which(cxx) or cxx
@@ -439,8 +485,17 @@ class _Builder:
                 objs.append(f"{stem}.o")
         return objs
 
-    def _run_variant(self, attempt_id: str, spec: _Spec, files: dict[str, str], directory: Path,
-                     module_name: str, use_pch: bool, fresh: bool, make_pch: bool = True) -> _Attempt:
+    def _run_variant(
+        self,
+        attempt_id: str,
+        spec: _Spec,
+        files: dict[str, str],
+        directory: Path,
+        module_name: str,
+        use_pch: bool,
+        fresh: bool,
+        make_pch: bool = True,
+    ) -> _Attempt:
         """One variant's build; ``make_pch`` False: use the precompiled header if it is there, never build it (the
         plain build racing a light one: a cancelled race must not wait for a header the winner does not use)."""
         measures: list[str] = []
@@ -466,7 +521,8 @@ class _Builder:
         link = self.can_link_cuda or not spec.with_cuda
         cu_objects = [o for o in objects if o.endswith(".cuda.o")]
         host = files.get("main.cpp") or next(  # a load() call's own host file serves as well (its first line)
-            (files[f] for f in sorted(files) if f.endswith((".cpp", ".cc", ".cxx"))), "")
+            (files[f] for f in sorted(files) if f.endswith((".cpp", ".cc", ".cxx"))), ""
+        )
         first = host.split("\n", 1)[0].strip()
         pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
@@ -520,8 +576,10 @@ class _Builder:
             kept.mkdir(parents=True)
             library = attempt.directory / f"{module_name}.so"
             if attempt.ok and os.path.lexists(library):
-                with os.fdopen(open_artefact(library, LIBRARY_MAX), "rb") as src, \
-                        open(kept / f".{module_name}.so.tmp", "wb") as dst:  # fmt: skip
+                with (
+                    os.fdopen(open_artefact(library, LIBRARY_MAX), "rb") as src,
+                    open(kept / f".{module_name}.so.tmp", "wb") as dst,
+                ):
                     shutil.copyfileobj(src, dst, 1 << 20)
                 os.replace(kept / f".{module_name}.so.tmp", kept / f"{module_name}.so")
             attempt.directory = kept
@@ -540,16 +598,27 @@ class _Builder:
         race = bool(light) and self.settings.fallback_mode() is FallbackMode.RACE
 
         def run_plain() -> None:
-            plain_result.append(self._run_variant("plain", spec, plain_files, work / "plain", module_name,
-                                                  self.settings.use_pch, fresh=True, make_pch=not race))
+            plain_result.append(
+                self._run_variant(
+                    "plain",
+                    spec,
+                    plain_files,
+                    work / "plain",
+                    module_name,
+                    self.settings.use_pch,
+                    fresh=True,
+                    make_pch=not race,
+                )
+            )
 
         plain_thread = threading.Thread(target=run_plain)
         if race:
             plain_thread.start()
         winner = None
         for index, (variant, files) in enumerate(light):
-            attempt = self._run_variant("light", spec, files, work / "light", module_name,
-                                        self.settings.use_pch, fresh=index == 0)
+            attempt = self._run_variant(
+                "light", spec, files, work / "light", module_name, self.settings.use_pch, fresh=index == 0
+            )
             attempt.variant = variant
             if attempt.ok:
                 winner = attempt
@@ -557,8 +626,14 @@ class _Builder:
             fallbacks.append(f"{variant} failed ({', '.join(attempt.failed_targets)})")
             if missing_toolkit_header(attempt.log) or self._errors_are_the_sources(attempt):
                 winner = attempt  # the untouched source would fail the same way: report it now
-                fallbacks.append("plain skipped: " + ("toolkit header missing" if missing_toolkit_header(attempt.log)
-                                                      else "errors do not depend on torch headers"))
+                fallbacks.append(
+                    "plain skipped: "
+                    + (
+                        "toolkit header missing"
+                        if missing_toolkit_header(attempt.log)
+                        else "errors do not depend on torch headers"
+                    )
+                )
                 break
             if any(not t.endswith(".cuda.o") for t in attempt.failed_targets):
                 break  # the failure is not in the CUDA source: lighter headers would not help
@@ -581,8 +656,7 @@ class _Builder:
         """
         if attempt.failed_targets != ["cuda.cuda.o"]:
             return False
-        errors = [ln for ln in attempt.log.splitlines()
-                  if (m := _EDG_DIAG.match(ln)) and m.group("kind") != "warning"]
+        errors = [ln for ln in attempt.log.splitlines() if (m := _EDG_DIAG.match(ln)) and m.group("kind") != "warning"]
         if not errors:
             return False
         undefined = set()

@@ -30,7 +30,9 @@ def _value(node: ast.AST, namespace: dict[str, Any]) -> Any:
         if node.id not in namespace:
             raise _NotPlain(node.id)
         value = namespace[node.id]
-        if isinstance(value, _PLAIN) or (isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value)):
+        if isinstance(value, _PLAIN) or (
+            isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value)
+        ):
             return value
         raise _NotPlain(node.id)
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -177,10 +179,21 @@ def build_sites(source: str) -> dict[str, int]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return {"import": 0, "deferred": 0}
-    inside = {id(n) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-              for n in ast.walk(fn)}  # fmt: skip
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and (
-        (isinstance(n.func, ast.Attribute) and n.func.attr in BUILDERS) or (isinstance(n.func, ast.Name) and n.func.id in BUILDERS))]
+    inside = {
+        id(n)
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for n in ast.walk(fn)
+    }
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr in BUILDERS)
+            or (isinstance(n.func, ast.Name) and n.func.id in BUILDERS)
+        )
+    ]
     deferred = sum(id(n) in inside for n in calls)
     return {"import": len(calls) - deferred, "deferred": deferred}
 
@@ -199,21 +212,43 @@ def deferred_misses(source: str, namespace: dict[str, Any]) -> list[str]:
 
 
 def _why(what: str) -> str:
-    return f"its argument {what} is not known at import" if what in KNOWN_ARGUMENTS else "its arguments are not known at import"
+    return (
+        f"its argument {what} is not known at import"
+        if what in KNOWN_ARGUMENTS
+        else "its arguments are not known at import"
+    )
 
 
 NOT_BUILT_FROM = ("build_directory", "verbose", "keep_intermediates")
 """Arguments the build does not depend on (the trusted side picks the folder; the log is kept either way): one known
 only at run time does not keep a call from being built ahead."""
 
-KNOWN_ARGUMENTS = ("name", "cpp_sources", "cuda_sources", "sources", "functions", "extra_cflags", "extra_cuda_cflags",
-                   "extra_ldflags", "extra_include_paths", "build_directory", "verbose", "with_cuda",
-                   "is_python_module", "with_pytorch_error_handling", "keep_intermediates", "use_pch",
-                   "is_standalone", "no_implicit_headers")
+KNOWN_ARGUMENTS = (
+    "name",
+    "cpp_sources",
+    "cuda_sources",
+    "sources",
+    "functions",
+    "extra_cflags",
+    "extra_cuda_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "build_directory",
+    "verbose",
+    "with_cuda",
+    "is_python_module",
+    "with_pytorch_error_handling",
+    "keep_intermediates",
+    "use_pch",
+    "is_standalone",
+    "no_implicit_headers",
+)
 """torch's own parameter names of ``load_inline``/``load``: the only argument names a miss's reason may show."""
 
 
-def _scan(source: str, namespace: dict[str, Any]) -> tuple[list[tuple[str, int, list[Any], dict[str, Any], bool]], list[str]]:
+def _scan(
+    source: str, namespace: dict[str, Any]
+) -> tuple[list[tuple[str, int, list[Any], dict[str, Any], bool]], list[str]]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
@@ -242,7 +277,9 @@ def _scan(source: str, namespace: dict[str, Any]) -> tuple[list[tuple[str, int, 
                     try:
                         args.append(_value(a, scope))
                     except _NotPlain:
-                        raise _NotPlain(("name", "sources" if which == "load" else "cpp_sources")[min(index, 1)]) from None
+                        raise _NotPlain(
+                            ("name", "sources" if which == "load" else "cpp_sources")[min(index, 1)]
+                        ) from None
                 kwargs = {}
                 for kw in node.keywords:
                     if kw.arg is None:
@@ -262,23 +299,34 @@ def _scan(source: str, namespace: dict[str, Any]) -> tuple[list[tuple[str, int, 
 
 
 _SITE = re.compile(r"(?:load_inline|load) at line \d{1,6}")
-_MISS = re.compile(r"(?:load_inline|load) at line \d{1,6} (?:left to run time: (?:its argument (?:"
-                   + "|".join(KNOWN_ARGUMENTS) + r") is not known at import|its arguments are not known at import|torch "
-                   r"refused its arguments)|failed ahead, inside the candidate's own try: left to its handler)")
+_MISS = re.compile(
+    r"(?:load_inline|load) at line \d{1,6} (?:left to run time: (?:its argument (?:"
+    + "|".join(KNOWN_ARGUMENTS)
+    + r") is not known at import|its arguments are not known at import|torch "
+    r"refused its arguments)|failed ahead, inside the candidate's own try: left to its handler)"
+)
 
 
 def reported_sites(reply: Any) -> list[str]:
     """The ``prebuilt`` lines of a worker's reply that have the form :func:`prebuild` writes, at most 8: the worker
     runs the candidate's code, so its reply is read as data of a known shape, never shown as it came."""
     lines = reply.get("prebuilt") if isinstance(reply, dict) else None
-    return [line for line in lines if isinstance(line, str) and _SITE.fullmatch(line)][:8] if isinstance(lines, list) else []
+    return (
+        [line for line in lines if isinstance(line, str) and _SITE.fullmatch(line)][:8]
+        if isinstance(lines, list)
+        else []
+    )
 
 
 def reported_misses(reply: Any) -> list[str]:
     """The ``deferred`` lines of a worker's reply (calls left to run time, and why) that have the form
     :func:`prebuild` writes, at most 8; read as data of a known shape, like :func:`reported_sites`."""
     lines = reply.get("deferred") if isinstance(reply, dict) else None
-    return [line for line in lines if isinstance(line, str) and _MISS.fullmatch(line)][:8] if isinstance(lines, list) else []
+    return (
+        [line for line in lines if isinstance(line, str) and _MISS.fullmatch(line)][:8]
+        if isinstance(lines, list)
+        else []
+    )
 
 
 def prebuild(source: str, namespace: dict[str, Any]) -> tuple[list[str], list[str]]:

@@ -20,19 +20,44 @@ _MACRO = re.compile(r"^-([DU])([A-Za-z_][A-Za-z0-9_]*)(=[A-Za-z0-9_.+\-]*)?$")
 """``-DNAME``, ``-DNAME=value`` (value: letters, digits, ``_ . + -``), ``-UNAME``."""
 
 _PLAIN = {
-    "-O", "-O0", "-O1", "-O2", "-O3", "-Os", "-Ofast", "-Og", "-g", "-g0", "-g1", "-g2", "-g3", "-ggdb", "-w",
-    "-pedantic", "-pthread", "-fopenmp", "-fPIC", "-fpic", "-ffast-math", "-DNDEBUG", "-v", "--verbose", "-shared",
-}  # fmt: skip
+    "-O",
+    "-O0",
+    "-O1",
+    "-O2",
+    "-O3",
+    "-Os",
+    "-Ofast",
+    "-Og",
+    "-g",
+    "-g0",
+    "-g1",
+    "-g2",
+    "-g3",
+    "-ggdb",
+    "-w",
+    "-pedantic",
+    "-pthread",
+    "-fopenmp",
+    "-fPIC",
+    "-fpic",
+    "-ffast-math",
+    "-DNDEBUG",
+    "-v",
+    "--verbose",
+    "-shared",
+}
 """Host-compiler flags allowed exactly as written (the device compiler's come from the vendor: ``device_flags``)."""
 
 _PATTERNS = [
     re.compile(r"^--?std=(c|c\+\+|gnu|gnu\+\+)(\d\d|[0-9a-z]{2,3})$"),
     re.compile(r"^-W(?![lap],)[A-Za-z0-9][A-Za-z0-9_=+\-]*$"),  # warnings, not the -Wl, -Wa, -Wp pass-throughs
     re.compile(r"^-m[a-z0-9][a-z0-9_=.\-]*$"),  # -march=native, -mavx2, -mtune=...
-    re.compile(r"^-f(?!plugin|dump|profile|save-optimization|debug-prefix-map|file-prefix-map|macro-prefix-map|"
-               r"opt-info|callgraph-info|auto-profile|create-profile|record|stack-usage|pch|sanitize|"
-               r"instrument|coverage|test-coverage|lto|use-ld|diagnostics-|ident|working-directory)"
-               r"[a-z0-9][a-z0-9_=.,+\-]*$"),
+    re.compile(
+        r"^-f(?!plugin|dump|profile|save-optimization|debug-prefix-map|file-prefix-map|macro-prefix-map|"
+        r"opt-info|callgraph-info|auto-profile|create-profile|record|stack-usage|pch|sanitize|"
+        r"instrument|coverage|test-coverage|lto|use-ld|diagnostics-|ident|working-directory)"
+        r"[a-z0-9][a-z0-9_=.,+\-]*$"
+    ),
 ]
 """Families of allowed host-compiler flags (anything that names a file or loads a plugin excluded)."""
 
@@ -56,20 +81,36 @@ _DEVICE: tuple[set[str], list[re.Pattern[str]], set[str]] | None = None
 _REFUSED = {
     "-include": "reads a file of its choosing into every compile",
     "-imacros": "reads a file of its choosing into every compile",
-    "-B": "changes where the compiler finds its own programs", "-specs": "replaces the compiler's driver specs",
-    "-fplugin": "loads a plugin into the compiler", "-wrapper": "runs the compiler under another program",
-    "@": "reads more flags from a file", "-save-temps": "writes intermediate files outside the build",
-    "-M": "writes dependency files by name", "-o": "names the output file", "-ccbin": "replaces the host compiler",
-    "--compiler-bindir": "replaces the host compiler", "-Xlinker": "passes options to the linker",
-    "--linker-options": "passes options to the linker", "-Wl,": "passes options to the linker",
-    "-Wa,": "passes options to the assembler", "-Wp,": "passes options to the preprocessor",
-    "-odir": "names the output folder", "--output-directory": "names the output folder",
-    "--keep": "keeps intermediate files by name", "-keep": "keeps intermediate files by name",
-    "--sysroot": "replaces the system root", "-isysroot": "replaces the system root", "-T": "names a linker script",
-    "-L": "adds a library folder", "-fuse-ld": "replaces the linker", "-dumpdir": "names an output folder",
-    "-dumpbase": "names output files", "-iprefix": "names include folders indirectly",
-    "--dryrun": "does not compile", "-E": "does not compile",
-}  # fmt: skip
+    "-B": "changes where the compiler finds its own programs",
+    "-specs": "replaces the compiler's driver specs",
+    "-fplugin": "loads a plugin into the compiler",
+    "-wrapper": "runs the compiler under another program",
+    "@": "reads more flags from a file",
+    "-save-temps": "writes intermediate files outside the build",
+    "-M": "writes dependency files by name",
+    "-o": "names the output file",
+    "-ccbin": "replaces the host compiler",
+    "--compiler-bindir": "replaces the host compiler",
+    "-Xlinker": "passes options to the linker",
+    "--linker-options": "passes options to the linker",
+    "-Wl,": "passes options to the linker",
+    "-Wa,": "passes options to the assembler",
+    "-Wp,": "passes options to the preprocessor",
+    "-odir": "names the output folder",
+    "--output-directory": "names the output folder",
+    "--keep": "keeps intermediate files by name",
+    "-keep": "keeps intermediate files by name",
+    "--sysroot": "replaces the system root",
+    "-isysroot": "replaces the system root",
+    "-T": "names a linker script",
+    "-L": "adds a library folder",
+    "-fuse-ld": "replaces the linker",
+    "-dumpdir": "names an output folder",
+    "-dumpbase": "names output files",
+    "-iprefix": "names include folders indirectly",
+    "--dryrun": "does not compile",
+    "-E": "does not compile",
+}
 """Flags refused with the reason given (matched as prefixes)."""
 
 _LIBRARY = re.compile(r"^-l[A-Za-z0-9_+.\-]+$")
@@ -124,9 +165,12 @@ def check(flags: list[str], what: str, include_roots: tuple[str, ...] = ()) -> l
 
 
 def _check_one(flag: str, what: str, include_roots: tuple[str, ...]) -> None:
-    refuse = lambda why: FlagRefused(  # noqa: E731
-        f"{what}: the flag {flag[:80]!r} {why}; drop it (allowed: macros, -O levels, -std=, warnings, -f/-m "
-        "code-generation options, architectures, fast math, register limits, -l<library>)")
+    refuse = (  # noqa: E731
+        lambda why: FlagRefused(
+            f"{what}: the flag {flag[:80]!r} {why}; drop it (allowed: macros, -O levels, -std=, warnings, -f/-m "
+            "code-generation options, architectures, fast math, register limits, -l<library>)"
+        )
+    )
     if what == "extra_ldflags":
         if _LIBRARY.match(flag) or flag in ("-shared", "-pthread", "-fopenmp", "-lineinfo"):
             return
@@ -157,8 +201,15 @@ without one (a precompiled header per distinct set of macros would grow the cach
 
 def _family(flag: str) -> str:
     """What a flag sets (``-O2`` and ``-O3`` both set the optimisation level: the last one wins)."""
-    return "-O" if flag.startswith("-O") else "-g" if flag.startswith("-g") else "-std" if flag.startswith("-std") \
-        else flag  # fmt: skip
+    return (
+        "-O"
+        if flag.startswith("-O")
+        else "-g"
+        if flag.startswith("-g")
+        else "-std"
+        if flag.startswith("-std")
+        else flag
+    )
 
 
 def pch_worthy(extra_cflags: list[str]) -> bool:

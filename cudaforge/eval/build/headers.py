@@ -8,8 +8,6 @@ import os
 import re
 from pathlib import Path
 
-
-
 # --------------------------------------------------------------------------- light headers
 
 _HEAVY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch/(extension|torch|all)\.h)[>"].*$', re.M)
@@ -20,23 +18,41 @@ _NEEDS_FRONTEND = re.compile(
     r"|nested|sparse|cuda|python|Library|class_)\b"
 )
 _OP_CALL = re.compile(r"\b(?:torch|at)::(\w+)\s*\(")
-_TORCH_ALIASES = "namespace torch {\nusing namespace at;\nusing Dtype = at::ScalarType;\n" + "".join(
-    f"inline constexpr auto {alias} = at::{target};\n"
-    for alias, target in [
-        ("kUInt8", "kByte"), ("kInt8", "kChar"), ("kInt16", "kShort"), ("kInt32", "kInt"), ("kInt64", "kLong"),
-        ("kFloat16", "kHalf"), ("kFloat32", "kFloat"), ("kFloat64", "kDouble"), ("kU8", "kByte"), ("kI8", "kChar"),
-        ("kI16", "kShort"), ("kI32", "kInt"), ("kI64", "kLong"), ("kF16", "kHalf"), ("kF32", "kFloat"),
-        ("kF64", "kDouble"),
-    ]
-) + "}  // namespace torch"
+_TORCH_ALIASES = (
+    "namespace torch {\nusing namespace at;\nusing Dtype = at::ScalarType;\n"
+    + "".join(
+        f"inline constexpr auto {alias} = at::{target};\n"
+        for alias, target in [
+            ("kUInt8", "kByte"),
+            ("kInt8", "kChar"),
+            ("kInt16", "kShort"),
+            ("kInt32", "kInt"),
+            ("kInt64", "kLong"),
+            ("kFloat16", "kHalf"),
+            ("kFloat32", "kFloat"),
+            ("kFloat64", "kDouble"),
+            ("kU8", "kByte"),
+            ("kI8", "kChar"),
+            ("kI16", "kShort"),
+            ("kI32", "kInt"),
+            ("kI64", "kLong"),
+            ("kF16", "kHalf"),
+            ("kF32", "kFloat"),
+            ("kF64", "kDouble"),
+        ]
+    )
+    + "}  // namespace torch"
+)
 
 
 # The binding file (``main.cpp``) needs tensors, pybind11 and torch's casters, not the C++ frontend that
 # ``torch/extension.h`` adds (nn, optim, data ...): compiled against this lighter set (precompiled, like the full
 # header), it builds in about half the time.
 BIND_HEADER = "cudaforge/bind.h"
-BIND_HEADER_TEXT = ("#pragma once\n// cudaforge: what a load_inline binding file needs of torch/extension.h\n"
-                    "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n")
+BIND_HEADER_TEXT = (
+    "#pragma once\n// cudaforge: what a load_inline binding file needs of torch/extension.h\n"
+    "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n"
+)
 # Host code that needs more of the frontend than the binding header gives: its main.cpp stays as torch writes it.
 _MAIN_NEEDS_FRONTEND = re.compile(
     r"TORCH_LIBRARY|torch::(nn|optim|jit|data|serialize|autograd|fft|linalg|special|nested|sparse|cuda|python|Library"
@@ -60,9 +76,18 @@ _CUDA_NAMES = re.compile(r"\b(?:at|c10)::cuda::(\w+)")
 # What LLM kernels take from ATen/cuda/CUDAContext.h; all of it is c10/cuda/CUDAStream.h and
 # CUDAException.h (``at::cuda::getCurrentCUDAStream`` *is* ``c10::cuda::getCurrentCUDAStream``).
 # The guards come from the guard headers the source includes itself.
-_STREAM_ONLY = {"getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPool", "getStreamFromExternal",
-                "setCurrentCUDAStream", "CUDAStream", "CUDAGuard", "OptionalCUDAGuard", "CUDAStreamGuard",
-                "OptionalCUDAStreamGuard"}
+_STREAM_ONLY = {
+    "getCurrentCUDAStream",
+    "getDefaultCUDAStream",
+    "getStreamFromPool",
+    "getStreamFromExternal",
+    "setCurrentCUDAStream",
+    "CUDAStream",
+    "CUDAGuard",
+    "OptionalCUDAGuard",
+    "CUDAStreamGuard",
+    "OptionalCUDAStreamGuard",
+}
 
 
 MIN_TIER_OPS = 64
@@ -80,8 +105,12 @@ def _inline_op(torch_include: str, op: str) -> str:
     own = f"#include <ATen/ops/{op}_ops.h>"
     if own not in text:
         return f"#include <ATen/ops/{op}.h>\n"
-    text = re.sub(r"^#include <(?!ATen/ops/%s_ops\.h>)[^>]*>[ \t]*$|^#pragma once$|^//.*$" % re.escape(op), "", text,
-                  flags=re.M)
+    text = re.sub(
+        r"^#include <(?!ATen/ops/%s_ops\.h>)[^>]*>[ \t]*$|^#pragma once$|^//.*$" % re.escape(op),  # noqa: UP031
+        "",
+        text,
+        flags=re.M,
+    )
     return re.sub(r"\n{2,}", "\n", text).strip() + "\n"
 
 
@@ -105,7 +134,9 @@ def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
         return _HEAVY_INCLUDE.sub("#include <torch/types.h>", source)
     if tier != "min":
         raise ValueError(f"unknown header tier {tier!r}")
-    ops = sorted({m for m in _OP_CALL.findall(source) if os.path.exists(os.path.join(torch_include, "ATen", "ops", f"{m}.h"))})
+    ops = sorted(
+        {m for m in _OP_CALL.findall(source) if os.path.exists(os.path.join(torch_include, "ATen", "ops", f"{m}.h"))}
+    )
     if len(ops) > MIN_TIER_OPS:  # each is a header's wrappers inlined: past this, torch/types.h is the lighter way
         return None
     wrappers = "".join(_inline_op(torch_include, op) for op in ops)
@@ -115,8 +146,11 @@ def light_cuda_source(source: str, tier: str, torch_include: str) -> str | None:
         extra += "#include <ATen/TensorIndexing.h>\n"
     header = "#include <ATen/core/Tensor.h>\n#include <ATen/Dispatch.h>\n" + extra + wrappers + _TORCH_ALIASES
     body = _TYPES_INCLUDE.sub("", _HEAVY_INCLUDE.sub("", source))
-    if (_CUDA_CONTEXT_INCLUDE.search(body) and set(_CUDA_NAMES.findall(source)) <= _STREAM_ONLY
-            and "AT_CUDA_CHECK" not in source):
+    if (
+        _CUDA_CONTEXT_INCLUDE.search(body)
+        and set(_CUDA_NAMES.findall(source)) <= _STREAM_ONLY
+        and "AT_CUDA_CHECK" not in source
+    ):
         body = _CUDA_CONTEXT_INCLUDE.sub("", body)
         header += "\n#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAException.h>"
     return header + '\n#line 1 "cuda_sources"\n' + body
@@ -140,9 +174,11 @@ def light_file_variants(files: dict[str, str], torch_include: str) -> list[tuple
     host files that include ``torch/extension.h`` and need no more of the frontend take :data:`BIND_HEADER`; CUDA
     files take :func:`light_cuda_source`'s tiers. Every file keeps its name, and ``#line`` keeps the diagnostics on
     the candidate's own lines. Empty when nothing can be made lighter."""
-    host = {name: f'#include <{BIND_HEADER}>\n#line 1 "{name}"\n' + _HEAVY_INCLUDE.sub("", text)
-            for name, text in files.items()
-            if name.endswith(_HOST_SOURCE) and _heavy_include_first(text) and not _MAIN_NEEDS_FRONTEND.search(text)}
+    host = {
+        name: f'#include <{BIND_HEADER}>\n#line 1 "{name}"\n' + _HEAVY_INCLUDE.sub("", text)
+        for name, text in files.items()
+        if name.endswith(_HOST_SOURCE) and _heavy_include_first(text) and not _MAIN_NEEDS_FRONTEND.search(text)
+    }
     variants = []
     for tier in ("min", "types"):
         cuda = {}

@@ -9,17 +9,26 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.build import flags as build_flags
-from cudaforge.eval.build.builder import (LIBRARY_MAX, _as_list, _Builder, _file_lock, _Spec, _write_atomic,
-                                          cache_key, module_name_of, open_artefact)
+from cudaforge.eval.build.builder import (
+    LIBRARY_MAX,
+    _as_list,
+    _Builder,
+    _file_lock,
+    _Spec,
+    _write_atomic,
+    cache_key,
+    module_name_of,
+    open_artefact,
+)
 from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_file_variants, light_main_source
 from cudaforge.eval.build.logs import build_hints, failed_for_the_sources, missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
@@ -31,9 +40,14 @@ from cudaforge.vendor import current
 class _Hooks:
     """The state behind :func:`build_hooks`: settings, recorder, modules loaded in this process."""
 
-    def __init__(self, settings: BuildSettings, recorder: BuildRecorder,
-                 remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 extra_read: tuple[str, ...] = (), uid: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: BuildSettings,
+        recorder: BuildRecorder,
+        remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        extra_read: tuple[str, ...] = (),
+        uid: int | None = None,
+    ) -> None:
         self.settings = settings
         self.recorder = recorder
         self.remote = remote
@@ -45,10 +59,21 @@ class _Hooks:
 
     # -- sources, as load_inline assembles them -----------------------------------------------
 
-    def inline_spec(self, name: str, cpp_sources: Any, cuda_sources: Any, functions: Any, extra_cflags: Any,
-                    extra_cuda_cflags: Any, extra_ldflags: Any, extra_include_paths: Any, with_cuda: Any,
-                    is_python_module: bool, with_pytorch_error_handling: bool,
-                    no_implicit_headers: bool) -> tuple[_Spec, dict[str, Any]]:
+    def inline_spec(
+        self,
+        name: str,
+        cpp_sources: Any,
+        cuda_sources: Any,
+        functions: Any,
+        extra_cflags: Any,
+        extra_cuda_cflags: Any,
+        extra_ldflags: Any,
+        extra_include_paths: Any,
+        with_cuda: Any,
+        is_python_module: bool,
+        with_pytorch_error_handling: bool,
+        no_implicit_headers: bool,
+    ) -> tuple[_Spec, dict[str, Any]]:
         cpp = _as_list(cpp_sources)
         cuda = _as_list(cuda_sources)
         if isinstance(functions, str):
@@ -70,14 +95,21 @@ class _Hooks:
         main += ['#line 1 "cpp_sources"', *cpp]
         if bindings:
             main += ['#line 1 "load_inline_bindings"', *bindings]
-        files = {"main.cpp": "\n".join(main), "cpp_sources": "\n".join(cpp), "load_inline_bindings": "\n".join(bindings)}
+        files = {
+            "main.cpp": "\n".join(main),
+            "cpp_sources": "\n".join(cpp),
+            "load_inline_bindings": "\n".join(bindings),
+        }
         variants: list[tuple[str, dict[str, str]]] = []
         light = self.settings.light_headers and not no_implicit_headers
         main_light = light_main_source("\n".join(cpp), "\n".join(bindings)) if light else None
         lighter = {"main.cpp": main_light} if main_light is not None else {}
         if cuda:
-            prefix = [] if no_implicit_headers else [
-                "#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+            prefix = (
+                []
+                if no_implicit_headers
+                else ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+            )
             user = "\n".join(cuda)
             files["cuda_sources"] = user
             plain = "\n".join(prefix + ['#line 1 "cuda_sources"', user])
@@ -98,25 +130,46 @@ class _Hooks:
         variants.append(("plain", dict(files)))
         with_cuda_flag = bool(cuda) if with_cuda is None else bool(with_cuda)
         spec = _Spec(
-            name=name, files=files, variants=variants,
+            name=name,
+            files=files,
+            variants=variants,
             extra_cflags=[f.strip() for f in _as_list(extra_cflags) + self.settings.extra_cflags if f.strip()],
-            extra_cuda_cflags=[f.strip() for f in _as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags
-                               if f.strip()],
+            extra_cuda_cflags=[
+                f.strip() for f in _as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags if f.strip()
+            ],
             extra_ldflags=[f.strip() for f in _as_list(extra_ldflags) if f.strip()],
             extra_include_paths=[os.path.abspath(p) for p in _as_list(extra_include_paths)],
-            with_cuda=with_cuda_flag, is_python_module=is_python_module,
+            with_cuda=with_cuda_flag,
+            is_python_module=is_python_module,
         )
         inputs = {
-            "kind": "inline", "name": name, "cpp_sources": cpp, "cuda_sources": cuda, "functions": functions,
-            "extra_cflags": _as_list(extra_cflags), "extra_cuda_cflags": _as_list(extra_cuda_cflags),
-            "extra_ldflags": _as_list(extra_ldflags), "extra_include_paths": spec.extra_include_paths,
-            "with_cuda": with_cuda_flag, "is_python_module": is_python_module,
-            "with_pytorch_error_handling": with_pytorch_error_handling, "no_implicit_headers": no_implicit_headers,
+            "kind": "inline",
+            "name": name,
+            "cpp_sources": cpp,
+            "cuda_sources": cuda,
+            "functions": functions,
+            "extra_cflags": _as_list(extra_cflags),
+            "extra_cuda_cflags": _as_list(extra_cuda_cflags),
+            "extra_ldflags": _as_list(extra_ldflags),
+            "extra_include_paths": spec.extra_include_paths,
+            "with_cuda": with_cuda_flag,
+            "is_python_module": is_python_module,
+            "with_pytorch_error_handling": with_pytorch_error_handling,
+            "no_implicit_headers": no_implicit_headers,
         }
         return spec, inputs
 
-    def file_spec(self, name: str, sources: Any, extra_cflags: Any, extra_cuda_cflags: Any, extra_ldflags: Any,
-                  extra_include_paths: Any, with_cuda: Any, is_python_module: bool) -> tuple[_Spec, dict[str, Any]]:
+    def file_spec(
+        self,
+        name: str,
+        sources: Any,
+        extra_cflags: Any,
+        extra_cuda_cflags: Any,
+        extra_ldflags: Any,
+        extra_include_paths: Any,
+        with_cuda: Any,
+        is_python_module: bool,
+    ) -> tuple[_Spec, dict[str, Any]]:
         paths = [os.path.abspath(p) for p in _as_list(sources)]
         files: dict[str, str] = {}
         for i, path in enumerate(paths):
@@ -128,11 +181,28 @@ class _Hooks:
         if _includes_left_behind(files, folders):  # in a subfolder, of another suffix, past the bound: the folder
             includes += [f for f in folders if f not in includes]  # stays an include path, as torch builds it
         with_cuda_flag = any(p.endswith((".cu", ".cuh")) for p in paths) if with_cuda is None else bool(with_cuda)
-        inputs = {"kind": "files", "name": name, "files": files, "extra_cflags": _as_list(extra_cflags),
-                  "extra_cuda_cflags": _as_list(extra_cuda_cflags), "extra_ldflags": _as_list(extra_ldflags),
-                  "extra_include_paths": includes, "with_cuda": with_cuda_flag, "is_python_module": is_python_module}
-        return _files_spec(name, files, includes, with_cuda_flag, is_python_module, self.settings,
-                           _as_list(extra_cflags), _as_list(extra_cuda_cflags), _as_list(extra_ldflags)), inputs
+        inputs = {
+            "kind": "files",
+            "name": name,
+            "files": files,
+            "extra_cflags": _as_list(extra_cflags),
+            "extra_cuda_cflags": _as_list(extra_cuda_cflags),
+            "extra_ldflags": _as_list(extra_ldflags),
+            "extra_include_paths": includes,
+            "with_cuda": with_cuda_flag,
+            "is_python_module": is_python_module,
+        }
+        return _files_spec(
+            name,
+            files,
+            includes,
+            with_cuda_flag,
+            is_python_module,
+            self.settings,
+            _as_list(extra_cflags),
+            _as_list(extra_cuda_cflags),
+            _as_list(extra_ldflags),
+        ), inputs
 
     # -- build or hit, then import ----------------------------------------------------------
 
@@ -140,8 +210,9 @@ class _Hooks:
         started = time.perf_counter()
         key = cache_key(keyed(inputs), self.settings)
         module_name = module_name_of(key)
-        record = BuildRecord(name=spec.name, module_name=module_name, key=key, status="failed", cached=True,
-                             seconds=0.0)
+        record = BuildRecord(
+            name=spec.name, module_name=module_name, key=key, status="failed", cached=True, seconds=0.0
+        )
         self.recorder.records.append(record)
         if key in self.loaded:  # the same call again (a load_inline in forward, built before): no round trip
             record.status = "built"
@@ -162,8 +233,18 @@ class _Hooks:
     def _remote_build_and_load(self, spec: _Spec, inputs: dict[str, Any], record: BuildRecord) -> Any:
         """The sandboxed side: the trusted side builds (or finds) the extension and hands over a copy to load."""
         reply = self.remote(inputs)
-        for name in ("status", "variant", "measures", "fallbacks", "steps", "log", "log_trimmed", "error", "key",
-                     "module_name"):
+        for name in (
+            "status",
+            "variant",
+            "measures",
+            "fallbacks",
+            "steps",
+            "log",
+            "log_trimmed",
+            "error",
+            "key",
+            "module_name",
+        ):
             if name in reply:
                 setattr(record, name, reply[name])
         record.cached = bool(reply.get("cached"))
@@ -193,8 +274,10 @@ class _Hooks:
             if manifest is None:
                 record.cached = False
                 manifest = self._build(spec, key, module_name)
-                keep = {"failed": self.settings.cache_failures and failed_for_the_sources(manifest["log"]),
-                        "toolchain_error": False}
+                keep = {
+                    "failed": self.settings.cache_failures and failed_for_the_sources(manifest["log"]),
+                    "toolchain_error": False,
+                }
                 if keep.get(manifest["status"], True):
                     _write_atomic(manifest_path, json.dumps(manifest, indent=1))
             touch(root / key)  # when it was last used, for the size limit's eviction
@@ -210,15 +293,19 @@ class _Hooks:
         record.log_trimmed = manifest["log_trimmed"]
         record.build_dir = str(root / key / manifest["directory"])
         if record.status == "toolchain_error":
-            record.error = (f"extension '{spec.name}' could not be checked here: the CUDA toolkit lacks "
-                            f"{missing_toolkit_header(record.log)}, which the sources need (not the candidate's fault)")
+            record.error = (
+                f"extension '{spec.name}' could not be checked here: the CUDA toolkit lacks "
+                f"{missing_toolkit_header(record.log)}, which the sources need (not the candidate's fault)"
+            )
             raise ToolchainIncomplete(record.error, record)
         if record.status == "failed":
             record.error = f"Error building extension '{spec.name}':\n{record.log_trimmed}"
             raise BuildError(record.error, record)
         if record.status == "compiled_only":
-            record.error = (f"extension '{spec.name}' compiled, but this torch ({toolchain_fingerprint()['torch']}) "
-                            "has no CUDA: it was not linked or loaded")
+            record.error = (
+                f"extension '{spec.name}' compiled, but this torch ({toolchain_fingerprint()['torch']}) "
+                "has no CUDA: it was not linked or loaded"
+            )
             raise ModuleNotLoadable(record.error, record)
         return os.path.join(record.build_dir, f"{module_name}.so")
 
@@ -257,13 +344,21 @@ class _Hooks:
         if not attempt.ok:
             status = "toolchain_error" if missing_toolkit_header(attempt.log) else "failed"
         return {
-            "status": status, "variant": attempt.variant, "measures": measures, "fallbacks": fallbacks,
+            "status": status,
+            "variant": attempt.variant,
+            "measures": measures,
+            "fallbacks": fallbacks,
             "steps": attempt.steps,
-            "log": attempt.log, "log_trimmed": "\n".join([*(build_hints(attempt.log, spec.files) if not attempt.ok else []),
-                                                        trim_compiler_log(attempt.log)]),
+            "log": attempt.log,
+            "log_trimmed": "\n".join(
+                [*(build_hints(attempt.log, spec.files) if not attempt.ok else []), trim_compiler_log(attempt.log)]
+            ),
             "directory": attempt.directory.name,
-            "module_name": module_name, "seconds": round(time.perf_counter() - started, 3),
-            "fingerprint": toolchain_fingerprint(), "arch": self.settings.arch, "created": time.time(),
+            "module_name": module_name,
+            "seconds": round(time.perf_counter() - started, 3),
+            "fingerprint": toolchain_fingerprint(),
+            "arch": self.settings.arch,
+            "created": time.time(),
         }
 
 
@@ -359,8 +454,10 @@ def files_problem(files: dict[str, str]) -> str:
     sources = sum(1 for name in files if name.endswith((".cpp", ".cu", ".cc", ".cxx", ".c")))
     size = sum(len(text.encode("utf-8", "replace")) for text in files.values())
     if sources > FILES_SOURCES_MAX or len(files) - sources > LOCAL_HEADERS_MAX or size > FILES_BYTES_MAX:
-        return (f"load(): {sources} source file(s), {len(files) - sources} other(s), {size} bytes: at most "
-                f"{FILES_SOURCES_MAX} sources, {LOCAL_HEADERS_MAX} headers and {FILES_BYTES_MAX >> 20} MiB in all")
+        return (
+            f"load(): {sources} source file(s), {len(files) - sources} other(s), {size} bytes: at most "
+            f"{FILES_SOURCES_MAX} sources, {LOCAL_HEADERS_MAX} headers and {FILES_BYTES_MAX >> 20} MiB in all"
+        )
     return ""
 
 
@@ -397,14 +494,26 @@ def _includes_left_behind(files: dict[str, str], folders: list[str]) -> bool:
     """Whether a file includes (in quotes) a file of the sources' folders that is not among ``files`` (run in the
     candidate's sandbox, where those folders are): then the folders stay include paths, as before headers travelled
     (the folders are in the cache key then, and no precompiled header serves the build)."""
-    targets = {t for text in files.values() for t in _QUOTED_INCLUDE.findall(_COMMENTS.sub(" ", text))
-               if t not in files and not os.path.isabs(t) and ".." not in t.split("/")}
+    targets = {
+        t
+        for text in files.values()
+        for t in _QUOTED_INCLUDE.findall(_COMMENTS.sub(" ", text))
+        if t not in files and not os.path.isabs(t) and ".." not in t.split("/")
+    }
     return any(os.path.exists(os.path.join(folder, t)) for t in targets for folder in folders)
 
 
-
-def _files_spec(name: str, files: dict[str, str], includes: list[str], with_cuda: bool, is_module: bool,
-                settings: BuildSettings, cflags: list[str], cuda_cflags: list[str], ldflags: list[str]) -> _Spec:
+def _files_spec(
+    name: str,
+    files: dict[str, str],
+    includes: list[str],
+    with_cuda: bool,
+    is_module: bool,
+    settings: BuildSettings,
+    cflags: list[str],
+    cuda_cflags: list[str],
+    ldflags: list[str],
+) -> _Spec:
     """The spec of a ``load`` call's files: their lighter header tiers first (``light_file_variants``), then as
     written."""
     variants: list[tuple[str, dict[str, str]]] = []
@@ -412,12 +521,16 @@ def _files_spec(name: str, files: dict[str, str], includes: list[str], with_cuda
         torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
         variants = light_file_variants(files, torch_include)
     return _Spec(
-        name=name, files=dict(files), variants=[*variants, ("plain", dict(files))],
+        name=name,
+        files=dict(files),
+        variants=[*variants, ("plain", dict(files))],
         extra_cflags=[f.strip() for f in cflags + settings.extra_cflags if f.strip()],
         extra_cuda_cflags=[f.strip() for f in cuda_cflags + settings.extra_cuda_cflags if f.strip()],
         extra_ldflags=[f.strip() for f in ldflags if f.strip()],
-        extra_include_paths=list(includes), with_cuda=with_cuda, is_python_module=is_module,
-    )  # fmt: skip
+        extra_include_paths=list(includes),
+        with_cuda=with_cuda,
+        is_python_module=is_module,
+    )
 
 
 def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
@@ -428,11 +541,14 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
     kind, name = inputs.get("kind"), inputs.get("name")
     if not isinstance(name, str) or not name or len(name) > 200:
         raise ValueError("the extension's name must be a short string")
-    flags = {k: _strings(inputs.get(k), k) for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags",
-                                                     "extra_include_paths")}  # fmt: skip
+    flags = {
+        k: _strings(inputs.get(k), k)
+        for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths")
+    }
     if sum(len(f) for v in flags.values() for f in v) > 20_000 or sum(len(v) for v in flags.values()) > 200:
-        raise build_flags.FlagRefused("the build's flags are too many or too long (at most 200 flags, 20000 "
-                                      "characters)")  # fmt: skip
+        raise build_flags.FlagRefused(
+            "the build's flags are too many or too long (at most 200 flags, 20000 characters)"
+        )
     roots = include_roots(hooks)
     for what in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
         build_flags.check(flags[what], what, roots)
@@ -440,39 +556,71 @@ def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict
         if not os.path.isabs(path):  # the candidate's own hook sends absolute paths; a relative one would be made
             raise build_flags.FlagRefused(  # absolute here, against the trusted side's working folder
                 f"extra_include_paths: {path[:80]!r} is not an absolute path (the build made it absolute in the "
-                "candidate's folder; a raw request must too)")
+                "candidate's folder; a raw request must too)"
+            )
         build_flags.check([f"-I{path}"], "extra_include_paths", roots)
     if kind == "inline":
-        _strict_utf8([*_strings(inputs.get("cpp_sources"), "cpp_sources"),
-                      *_strings(inputs.get("cuda_sources"), "cuda_sources")], "sources")
+        _strict_utf8(
+            [
+                *_strings(inputs.get("cpp_sources"), "cpp_sources"),
+                *_strings(inputs.get("cuda_sources"), "cuda_sources"),
+            ],
+            "sources",
+        )
         functions = inputs.get("functions")
-        if functions is not None and not (isinstance(functions, dict) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in functions.items())):  # fmt: skip
+        if functions is not None and not (
+            isinstance(functions, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in functions.items())
+        ):
             raise ValueError("functions must map names to docstrings")
-        return hooks.inline_spec(name, _strings(inputs.get("cpp_sources"), "cpp_sources"),
-                                    _strings(inputs.get("cuda_sources"), "cuda_sources"), functions,
-                                    flags["extra_cflags"], flags["extra_cuda_cflags"], flags["extra_ldflags"],
-                                    flags["extra_include_paths"], inputs.get("with_cuda"),
-                                    bool(inputs.get("is_python_module", True)),
-                                    bool(inputs.get("with_pytorch_error_handling", True)),
-                                    bool(inputs.get("no_implicit_headers", False)))  # fmt: skip
+        return hooks.inline_spec(
+            name,
+            _strings(inputs.get("cpp_sources"), "cpp_sources"),
+            _strings(inputs.get("cuda_sources"), "cuda_sources"),
+            functions,
+            flags["extra_cflags"],
+            flags["extra_cuda_cflags"],
+            flags["extra_ldflags"],
+            flags["extra_include_paths"],
+            inputs.get("with_cuda"),
+            bool(inputs.get("is_python_module", True)),
+            bool(inputs.get("with_pytorch_error_handling", True)),
+            bool(inputs.get("no_implicit_headers", False)),
+        )
     if kind == "files":
         files = inputs.get("files")
-        if not isinstance(files, dict) or not files or not all(
-                isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items()):  # fmt: skip
+        if (
+            not isinstance(files, dict)
+            or not files
+            or not all(isinstance(k, str) and _FILE_NAME.match(k) and isinstance(v, str) for k, v in files.items())
+        ):
             raise ValueError("files must map plain file names to their text")
         _strict_utf8(files.values(), "files")
         too_many = files_problem(files)
         if too_many:
             raise build_flags.FlagRefused(too_many)
         with_cuda, is_module = bool(inputs.get("with_cuda")), bool(inputs.get("is_python_module", True))
-        canonical = {"kind": "files", "name": name, "files": dict(files), "extra_cflags": flags["extra_cflags"],
-                     "extra_cuda_cflags": flags["extra_cuda_cflags"], "extra_ldflags": flags["extra_ldflags"],
-                     "extra_include_paths": flags["extra_include_paths"], "with_cuda": with_cuda,
-                     "is_python_module": is_module}  # fmt: skip
-        return _files_spec(name, dict(files), flags["extra_include_paths"], with_cuda, is_module,
-                           hooks.settings, flags["extra_cflags"], flags["extra_cuda_cflags"],
-                           flags["extra_ldflags"]), canonical
+        canonical = {
+            "kind": "files",
+            "name": name,
+            "files": dict(files),
+            "extra_cflags": flags["extra_cflags"],
+            "extra_cuda_cflags": flags["extra_cuda_cflags"],
+            "extra_ldflags": flags["extra_ldflags"],
+            "extra_include_paths": flags["extra_include_paths"],
+            "with_cuda": with_cuda,
+            "is_python_module": is_module,
+        }
+        return _files_spec(
+            name,
+            dict(files),
+            flags["extra_include_paths"],
+            with_cuda,
+            is_module,
+            hooks.settings,
+            flags["extra_cflags"],
+            flags["extra_cuda_cflags"],
+            flags["extra_ldflags"],
+        ), canonical
     raise ValueError(f"unknown build kind {kind!r}")
 
 
@@ -483,25 +631,35 @@ KEPT_LOG = 64 << 10
 """Characters of a served build's log the caller keeps (head and tail); the Judge's trimmed log comes from it."""
 
 
-def serve_build_counted(inputs: Any, records: list[BuildRecord], settings: BuildSettings, deliver_dir: str,
-                        uid: int | None) -> dict[str, Any]:
+def serve_build_counted(
+    inputs: Any, records: list[BuildRecord], settings: BuildSettings, deliver_dir: str, uid: int | None
+) -> dict[str, Any]:
     """:func:`serve_build` for one worker whose earlier builds are ``records``: at most :data:`MAX_BUILD_REQUESTS`
     of them, each record kept with a bounded log. The worker's scratch folder is where its library goes and what its
     compiler may read. Returns the reply for the worker."""
     from cudaforge.eval.bounded import cap_text
 
     if len(records) >= MAX_BUILD_REQUESTS:
-        return {"status": "failed", "error": f"more than {MAX_BUILD_REQUESTS} builds requested in one evaluation: "
-                "build each extension once", "log_trimmed": ""}  # fmt: skip
-    reply, record = serve_build(inputs if isinstance(inputs, dict) else {}, settings, deliver_dir,
-                                extra_read=(deliver_dir,), uid=uid)
+        return {
+            "status": "failed",
+            "error": f"more than {MAX_BUILD_REQUESTS} builds requested in one evaluation: build each extension once",
+            "log_trimmed": "",
+        }
+    reply, record = serve_build(
+        inputs if isinstance(inputs, dict) else {}, settings, deliver_dir, extra_read=(deliver_dir,), uid=uid
+    )
     record.log = cap_text(record.log, KEPT_LOG)
     records.append(record)
     return reply
 
 
-def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: str | None,
-                extra_read: tuple[str, ...] = (), uid: int | None = None) -> tuple[dict[str, Any], BuildRecord]:
+def serve_build(
+    inputs: dict[str, Any],
+    settings: BuildSettings,
+    deliver_dir: str | None,
+    extra_read: tuple[str, ...] = (),
+    uid: int | None = None,
+) -> tuple[dict[str, Any], BuildRecord]:
     """The trusted side of a sandboxed worker's ``load_inline``/``load``: build (or find) the extension.
 
     The key is computed here, from the request as this side re-derived it; the compiler runs sandboxed
@@ -511,8 +669,9 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
     """
     started = time.perf_counter()
     hooks = _Hooks(settings, BuildRecorder(), extra_read=extra_read, uid=uid)
-    record = BuildRecord(name=str(inputs.get("name"))[:200], module_name="", key="", status="failed", cached=True,
-                         seconds=0.0)  # fmt: skip
+    record = BuildRecord(
+        name=str(inputs.get("name"))[:200], module_name="", key="", status="failed", cached=True, seconds=0.0
+    )
     try:
         spec, canonical = spec_from_inputs(hooks, inputs)
         key = cache_key(keyed(canonical), settings)
@@ -536,16 +695,25 @@ def serve_build(inputs: dict[str, Any], settings: BuildSettings, deliver_dir: st
         record.status, record.error = "crashed", f"{type(exc).__name__}: {exc}"
         reply = {}
     record.seconds = time.perf_counter() - started
-    reply.update(status=record.status, cached=record.cached, variant=record.variant, measures=record.measures,
-                 fallbacks=record.fallbacks, steps=record.steps, log_trimmed=record.log_trimmed[:20000],
-                 error=record.error[:20000],
-                 key=record.key, module_name=record.module_name)  # fmt: skip
+    reply.update(
+        status=record.status,
+        cached=record.cached,
+        variant=record.variant,
+        measures=record.measures,
+        fallbacks=record.fallbacks,
+        steps=record.steps,
+        log_trimmed=record.log_trimmed[:20000],
+        error=record.error[:20000],
+        key=record.key,
+        module_name=record.module_name,
+    )
     return reply, record
 
 
 @contextlib.contextmanager
-def build_hooks(settings: BuildSettings | None = None,
-                remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Iterator[BuildRecorder]:
+def build_hooks(
+    settings: BuildSettings | None = None, remote: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> Iterator[BuildRecorder]:
     """Patch ``torch.utils.cpp_extension.load_inline`` and ``load`` to build through the cache.
 
     Use it in the process that imports candidate code, around the import::
@@ -568,37 +736,106 @@ def build_hooks(settings: BuildSettings | None = None,
     original_inline, original_load = ce.load_inline, ce.load
 
     @functools.wraps(original_inline)
-    def load_inline(name, cpp_sources, cuda_sources=None, sycl_sources=None, functions=None, extra_cflags=None,
-                    extra_cuda_cflags=None, extra_sycl_cflags=None, extra_ldflags=None, extra_include_paths=None,
-                    build_directory=None, verbose=False, with_cuda=None, with_sycl=None, is_python_module=True,
-                    with_pytorch_error_handling=True, keep_intermediates=True, use_pch=False,
-                    no_implicit_headers=False):
+    def load_inline(
+        name,
+        cpp_sources,
+        cuda_sources=None,
+        sycl_sources=None,
+        functions=None,
+        extra_cflags=None,
+        extra_cuda_cflags=None,
+        extra_sycl_cflags=None,
+        extra_ldflags=None,
+        extra_include_paths=None,
+        build_directory=None,
+        verbose=False,
+        with_cuda=None,
+        with_sycl=None,
+        is_python_module=True,
+        with_pytorch_error_handling=True,
+        keep_intermediates=True,
+        use_pch=False,
+        no_implicit_headers=False,
+    ):
         if sycl_sources or with_sycl:
-            return original_inline(name, cpp_sources, cuda_sources=cuda_sources, sycl_sources=sycl_sources,
-                                   functions=functions, extra_cflags=extra_cflags,
-                                   extra_cuda_cflags=extra_cuda_cflags, extra_sycl_cflags=extra_sycl_cflags,
-                                   extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-                                   build_directory=build_directory, verbose=verbose, with_cuda=with_cuda,
-                                   with_sycl=with_sycl, is_python_module=is_python_module,
-                                   with_pytorch_error_handling=with_pytorch_error_handling,
-                                   keep_intermediates=keep_intermediates, use_pch=use_pch)
-        spec, inputs = hooks.inline_spec(name, cpp_sources, cuda_sources, functions, extra_cflags,
-                                         extra_cuda_cflags, extra_ldflags, extra_include_paths, with_cuda,
-                                         is_python_module, with_pytorch_error_handling, no_implicit_headers)
+            return original_inline(
+                name,
+                cpp_sources,
+                cuda_sources=cuda_sources,
+                sycl_sources=sycl_sources,
+                functions=functions,
+                extra_cflags=extra_cflags,
+                extra_cuda_cflags=extra_cuda_cflags,
+                extra_sycl_cflags=extra_sycl_cflags,
+                extra_ldflags=extra_ldflags,
+                extra_include_paths=extra_include_paths,
+                build_directory=build_directory,
+                verbose=verbose,
+                with_cuda=with_cuda,
+                with_sycl=with_sycl,
+                is_python_module=is_python_module,
+                with_pytorch_error_handling=with_pytorch_error_handling,
+                keep_intermediates=keep_intermediates,
+                use_pch=use_pch,
+            )
+        spec, inputs = hooks.inline_spec(
+            name,
+            cpp_sources,
+            cuda_sources,
+            functions,
+            extra_cflags,
+            extra_cuda_cflags,
+            extra_ldflags,
+            extra_include_paths,
+            with_cuda,
+            is_python_module,
+            with_pytorch_error_handling,
+            no_implicit_headers,
+        )
         return hooks.build_and_load(spec, inputs)
 
     @functools.wraps(original_load)
-    def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_sycl_cflags=None, extra_ldflags=None,
-             extra_include_paths=None, build_directory=None, verbose=False, with_cuda=None, with_sycl=None,
-             is_python_module=True, is_standalone=False, keep_intermediates=True):
+    def load(
+        name,
+        sources,
+        extra_cflags=None,
+        extra_cuda_cflags=None,
+        extra_sycl_cflags=None,
+        extra_ldflags=None,
+        extra_include_paths=None,
+        build_directory=None,
+        verbose=False,
+        with_cuda=None,
+        with_sycl=None,
+        is_python_module=True,
+        is_standalone=False,
+        keep_intermediates=True,
+    ):
         if is_standalone or with_sycl or any(str(s).endswith(".sycl") for s in _as_list(sources)):
-            return original_load(name, sources, extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags,
-                                 extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-                                 build_directory=build_directory, verbose=verbose, with_cuda=with_cuda,
-                                 is_python_module=is_python_module, is_standalone=is_standalone,
-                                 keep_intermediates=keep_intermediates)
-        spec, inputs = hooks.file_spec(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
-                                       extra_include_paths, with_cuda, is_python_module)
+            return original_load(
+                name,
+                sources,
+                extra_cflags=extra_cflags,
+                extra_cuda_cflags=extra_cuda_cflags,
+                extra_ldflags=extra_ldflags,
+                extra_include_paths=extra_include_paths,
+                build_directory=build_directory,
+                verbose=verbose,
+                with_cuda=with_cuda,
+                is_python_module=is_python_module,
+                is_standalone=is_standalone,
+                keep_intermediates=keep_intermediates,
+            )
+        spec, inputs = hooks.file_spec(
+            name,
+            sources,
+            extra_cflags,
+            extra_cuda_cflags,
+            extra_ldflags,
+            extra_include_paths,
+            with_cuda,
+            is_python_module,
+        )
         return hooks.build_and_load(spec, inputs)
 
     ce.load_inline, ce.load = load_inline, load
@@ -608,8 +845,9 @@ def build_hooks(settings: BuildSettings | None = None,
         ce.load_inline, ce.load = original_inline, original_load
 
 
-def warm_pch(settings: BuildSettings | None = None,
-             extra_cflags_sets: tuple[tuple[str, ...], ...] = ((), ("-O3",))) -> dict[str, str]:
+def warm_pch(
+    settings: BuildSettings | None = None, extra_cflags_sets: tuple[tuple[str, ...], ...] = ((), ("-O3",))
+) -> dict[str, str]:
     """Build the precompiled headers of ``main.cpp`` (``torch/extension.h`` and the lighter binding header
     ``cudaforge/bind.h``) for common host-flag sets ahead of any candidate.
 
@@ -623,9 +861,17 @@ def warm_pch(settings: BuildSettings | None = None,
     jobs = []
     with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
         for index, flags in enumerate(extra_cflags_sets):
-            spec = _Spec(name="pch_probe", files={"main.cpp": "", "cuda.cu": ""}, variants=[],
-                         extra_cflags=[f for f in list(flags) + settings.extra_cflags if f.strip()], extra_cuda_cflags=[],
-                         extra_ldflags=[], extra_include_paths=[], with_cuda=True, is_python_module=True)
+            spec = _Spec(
+                name="pch_probe",
+                files={"main.cpp": "", "cuda.cu": ""},
+                variants=[],
+                extra_cflags=[f for f in list(flags) + settings.extra_cflags if f.strip()],
+                extra_cuda_cflags=[],
+                extra_ldflags=[],
+                extra_include_paths=[],
+                with_cuda=True,
+                is_python_module=True,
+            )
             probe = Path(tmp) / str(index)
             probe.mkdir()
             cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as _Builder._run_variant writes them

@@ -7,8 +7,6 @@ import re
 
 from cudaforge.languages.names import cuda_kernel_names
 
-
-
 # --------------------------------------------------------------------------- log trimming
 
 _GCC_DIAG = re.compile(r"^(?P<loc>[^\s:][^:\n]*:\d+(?::\d+)?): (?P<kind>fatal error|error|warning)\b")
@@ -27,7 +25,9 @@ _NOT_THE_SOURCES = re.compile(
     r"Resource temporarily unavailable|Cannot allocate memory|No space left on device|out of memory|Killed signal|"
     r"internal compiler error|terminated by signal|vfork|fork: |Segmentation fault|the sandbox refused|"
     r"\(cancelled\)|Too many open files|Disk quota exceeded|timed out|File size limit exceeded|"
-    r"CPU time limit exceeded|memory exhausted|died due to signal", re.IGNORECASE)
+    r"CPU time limit exceeded|memory exhausted|died due to signal",
+    re.IGNORECASE,
+)
 """What a build's log says when it failed for want of a resource, or was stopped, rather than for its sources."""
 
 
@@ -38,8 +38,11 @@ def failed_for_the_sources(log: str) -> bool:
     another process could have caused (too many processes of one uid, memory, disk) is built again next time."""
     if _NOT_THE_SOURCES.search(log):
         return False
-    return any(_GCC_DIAG.match(ln) or _EDG_DIAG.match(ln) or _OTHER_ERROR.search(ln) for ln in log.splitlines()
-               if "warning" not in ln[:200])
+    return any(
+        _GCC_DIAG.match(ln) or _EDG_DIAG.match(ln) or _OTHER_ERROR.search(ln)
+        for ln in log.splitlines()
+        if "warning" not in ln[:200]
+    )
 
 
 _PATH_DELIMITERS = re.compile(r"([\s:()'\"]+)")
@@ -55,11 +58,11 @@ def _shorten_token(token: str) -> str:
         return token
     at = token.find(_TORCH_INCLUDE)
     if at >= 0:
-        return "<torch>/" + token[at + len(_TORCH_INCLUDE):]
+        return "<torch>/" + token[at + len(_TORCH_INCLUDE) :]
     found = None
-    for found in _BUILD_SOURCE.finditer(token):
+    for found in _BUILD_SOURCE.finditer(token):  # noqa: B007
         pass
-    return token[found.start() + 1:] if found is not None and found.start() > 0 else token
+    return token[found.start() + 1 :] if found is not None and found.start() > 0 else token
 
 
 def _shorten_paths(line: str) -> str:
@@ -146,7 +149,9 @@ def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_c
 
 _UNDEFINED = re.compile(r'error(?: #\d+-D)?: identifier "(\w+)" is undefined')
 # Errors that no header can cause or cure: syntax, and mismatches between built-in types.
-_BUILTIN = r'(?:const |volatile |unsigned |signed |long |short )*(?:void|bool|char|int|float|double|size_t|half|__half)\s*\**'
+_BUILTIN = (
+    r"(?:const |volatile |unsigned |signed |long |short )*(?:void|bool|char|int|float|double|size_t|half|__half)\s*\**"
+)
 _SOURCE_ONLY_ERROR = re.compile(
     r"error(?: #\d+-D)?: (expected an? |expected a \"|unrecognized token|missing closing quote"
     rf'|argument of type "{_BUILTIN}" is incompatible with parameter of type "{_BUILTIN}"'
@@ -178,9 +183,11 @@ def _failed_targets(log: str) -> list[str]:
 HINT_SOURCE_CHARS = 1 << 20
 """Characters of the candidate's sources the hints read (its sources are bounded earlier; this bounds the scan)."""
 _BOUND_NAME = re.compile(r'm\.def\("([A-Za-z_]\w{0,199})"')
-_PYBIND_UNDEFINED = re.compile(r'(identifier|name) "?(PYBIND11_MODULE|py|pybind11|torch)"? (is undefined|has not been '
-                               r'declared)|namespace "?(torch|pybind11)"? has no member|'
-                               r"'(PYBIND11_MODULE|py|pybind11|torch)' (was not declared|has not been declared)")
+_PYBIND_UNDEFINED = re.compile(
+    r'(identifier|name) "?(PYBIND11_MODULE|py|pybind11|torch)"? (is undefined|has not been '
+    r'declared)|namespace "?(torch|pybind11)"? has no member|'
+    r"'(PYBIND11_MODULE|py|pybind11|torch)' (was not declared|has not been declared)"
+)
 
 
 def build_hints(log: str, files: dict[str, str]) -> list[str]:
@@ -193,16 +200,22 @@ def build_hints(log: str, files: dict[str, str]) -> list[str]:
     bindings = files.get("load_inline_bindings", "")
     hints = []
     if bindings and "PYBIND11_MODULE" in cpp + cuda:
-        hints.append("Two Python bindings collide: your sources define their own PYBIND11_MODULE and "
-                     "load_inline(functions=[...]) generates another. Keep one: drop functions=[...], or remove "
-                     "your PYBIND11_MODULE block.")
+        hints.append(
+            "Two Python bindings collide: your sources define their own PYBIND11_MODULE and "
+            "load_inline(functions=[...]) generates another. Keep one: drop functions=[...], or remove "
+            "your PYBIND11_MODULE block."
+        )
     kernels = cuda_kernel_names(cuda + "\n" + cpp)  # one linear pass: these sources are the candidate's
     for name in [n for n in dict.fromkeys(_BOUND_NAME.findall(bindings)) if n in kernels][:8]:
-        hints.append(f"load_inline(functions=[...]) names {name!r}, a __global__ kernel: Python can call only "
-                     f"host functions. Write a host function that launches {name}<<<grid, block>>>(...) and "
-                     "name that one in functions (declared in cpp_sources).")
-    if cuda and "torch/extension.h" not in cuda and _PYBIND_UNDEFINED.search(log[:1 << 20]):
-        hints.append("cuda_sources use torch's Python bindings (PYBIND11_MODULE, py::, torch::) without "
-                     "#include <torch/extension.h>: add it at the top of cuda_sources, or move the binding to "
-                     "cpp_sources, which load_inline compiles with it.")
+        hints.append(
+            f"load_inline(functions=[...]) names {name!r}, a __global__ kernel: Python can call only "
+            f"host functions. Write a host function that launches {name}<<<grid, block>>>(...) and "
+            "name that one in functions (declared in cpp_sources)."
+        )
+    if cuda and "torch/extension.h" not in cuda and _PYBIND_UNDEFINED.search(log[: 1 << 20]):
+        hints.append(
+            "cuda_sources use torch's Python bindings (PYBIND11_MODULE, py::, torch::) without "
+            "#include <torch/extension.h>: add it at the top of cuda_sources, or move the binding to "
+            "cpp_sources, which load_inline compiles with it."
+        )
     return hints

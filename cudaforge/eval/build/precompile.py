@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.caches import GB, evict_lru
-from cudaforge.isolation import remove_noted, scrubbed_env
 from cudaforge.eval.build.builder import _write_atomic
 from cudaforge.eval.build.deferred import reported_misses, reported_sites
 from cudaforge.eval.build.intercept import serve_build_counted
 from cudaforge.eval.build.logs import trim_compiler_log
 from cudaforge.eval.build.records import BuildRecorder
 from cudaforge.eval.build.settings import BuildSettings
-
+from cudaforge.isolation import remove_noted, scrubbed_env
 
 # --------------------------------------------------------------------------- precompile
 
@@ -78,8 +77,13 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
-def precompile(source: str, settings: BuildSettings | None = None, timeout_s: float = 600.0,
-               env: dict[str, str] | None = None, task_source: str | None = None) -> BuildOutcome:
+def precompile(
+    source: str,
+    settings: BuildSettings | None = None,
+    timeout_s: float = 600.0,
+    env: dict[str, str] | None = None,
+    task_source: str | None = None,
+) -> BuildOutcome:
     """Build a candidate's extensions in a CPU-only child process, ahead of its GPU evaluation.
 
     The child (trusted, ``CUDA_VISIBLE_DEVICES=""``, its own session, a scrubbed environment plus
@@ -105,16 +109,33 @@ def precompile(source: str, settings: BuildSettings | None = None, timeout_s: fl
         task_file = Path(tmp) / "task.py"
         if task_source is not None:
             task_file.write_text(task_source)
-        child_env = scrubbed_env({
-            "CUDA_VISIBLE_DEVICES": "",
-            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
-            "PYTHONUNBUFFERED": "1",
-            **(env or {}),
-        })
-        cmd = [sys.executable, "-m", "cudaforge.eval.build.precompile", str(src), str(result), json.dumps(settings.to_dict()),
-               str(task_file) if task_source is not None else ""]
-        proc = subprocess.Popen(cmd, env=child_env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", start_new_session=True)
+        child_env = scrubbed_env(
+            {
+                "CUDA_VISIBLE_DEVICES": "",
+                "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
+                "PYTHONUNBUFFERED": "1",
+                **(env or {}),
+            }
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "cudaforge.eval.build.precompile",
+            str(src),
+            str(result),
+            json.dumps(settings.to_dict()),
+            str(task_file) if task_source is not None else "",
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            env=child_env,
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         try:
             output, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -122,14 +143,23 @@ def precompile(source: str, settings: BuildSettings | None = None, timeout_s: fl
                 os.killpg(proc.pid, signal.SIGKILL)
             output, _ = proc.communicate()
             remove_noted(tmp)  # the worker's scratch directory, which the killed child could not remove
-            return BuildOutcome(status="timeout", seconds=time.perf_counter() - started, log=output[-20000:],
-                                message=f"precompile killed after {timeout_s:g} s")
+            return BuildOutcome(
+                status="timeout",
+                seconds=time.perf_counter() - started,
+                log=output[-20000:],
+                message=f"precompile killed after {timeout_s:g} s",
+            )
         seconds = time.perf_counter() - started
         if not result.exists():
             remove_noted(tmp)
             tail = output[-20000:]
-            return BuildOutcome(status="crashed", seconds=seconds, log=tail, log_trimmed=trim_compiler_log(tail),
-                                message=f"precompile child exited with code {proc.returncode} and no result")
+            return BuildOutcome(
+                status="crashed",
+                seconds=seconds,
+                log=tail,
+                log_trimmed=trim_compiler_log(tail),
+                message=f"precompile child exited with code {proc.returncode} and no result",
+            )
         outcome = BuildOutcome(**json.loads(result.read_text()))
         outcome.seconds = seconds
         return outcome
@@ -160,9 +190,16 @@ def _outcome_from(recorder: BuildRecorder, error: BaseException | None) -> Build
         message = ("; ".join(broken) if broken else f"{type(error).__name__}: {error}")[:2000]
     else:
         message = "built" if records else "no extension was built"
-    return BuildOutcome(status=status, cached=recorder.cached, build_seconds=recorder.seconds, keys=recorder.keys,
-                        log=recorder.log, log_trimmed=recorder.log_trimmed, message=message,
-                        records=recorder.to_dict()["records"])
+    return BuildOutcome(
+        status=status,
+        cached=recorder.cached,
+        build_seconds=recorder.seconds,
+        keys=recorder.keys,
+        log=recorder.log,
+        log_trimmed=recorder.log_trimmed,
+        message=message,
+        records=recorder.to_dict()["records"],
+    )
 
 
 JIT_TIMEOUT_S = 300.0
@@ -184,9 +221,14 @@ def _jit_request(source: str, task_path: str, settings: BuildSettings) -> tuple[
         return None, f"no JIT target for architecture {settings.arch!r}"
     try:
         ref = load_module(Path(task_path).read_text(), "cudaforge_reference_precompile")
-        return {"op": "prebuild", "language": name, "init": specs(list(ref.get_init_inputs())), "target": target,
-                "inputs": input_sets(ref, tuple(getattr(ref, "INPUT_VARIANTS", ()))),
-                "timeout_s": JIT_TIMEOUT_S}, ""  # fmt: skip
+        return {
+            "op": "prebuild",
+            "language": name,
+            "init": specs(list(ref.get_init_inputs())),
+            "target": target,
+            "inputs": input_sets(ref, tuple(getattr(ref, "INPUT_VARIANTS", ()))),
+            "timeout_s": JIT_TIMEOUT_S,
+        }, ""
     except Exception as exc:  # noqa: BLE001 - the task's inputs could not be described: left to the GPU
         return None, f"the task's inputs could not be described: {type(exc).__name__}: {exc}"[:500]
 
@@ -206,9 +248,14 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     prebuilt: list[str] = []
     deferred: list[str] = []
     jit, jit_message = [], ""
-    worker = CandidateProcess(device="cpu", mode=SandboxMode(settings.sandbox), logs_dir=str(Path(result_path).parent),
-                              namespaces=settings.sandbox_namespaces, allow_weak=settings.allow_weak_sandbox,
-                              env={"TRITON_INTERPRET": "0"})  # compiled for the GPU, not interpreted  # fmt: skip
+    worker = CandidateProcess(
+        device="cpu",
+        mode=SandboxMode(settings.sandbox),
+        logs_dir=str(Path(result_path).parent),
+        namespaces=settings.sandbox_namespaces,
+        allow_weak=settings.allow_weak_sandbox,
+        env={"TRITON_INTERPRET": "0"},
+    )  # compiled for the GPU, not interpreted
     note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
 
     def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -218,8 +265,11 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
 
     try:
         worker.wait_hello(120.0)
-        reply = worker.request({"op": "load", "source": source, "module": "cudaforge_candidate",
-                                "build": settings.to_dict()}, timeout_s=24 * 3600, on_build=on_build)  # the parent's deadline
+        reply = worker.request(
+            {"op": "load", "source": source, "module": "cudaforge_candidate", "build": settings.to_dict()},
+            timeout_s=24 * 3600,
+            on_build=on_build,
+        )  # the parent's deadline
         prebuilt, deferred = reported_sites(reply), reported_misses(reply)
         request, jit_message = _jit_request(source, task_path, settings)
         if request is not None:

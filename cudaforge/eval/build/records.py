@@ -6,8 +6,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-
-
 # --------------------------------------------------------------------------- records
 
 

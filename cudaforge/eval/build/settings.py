@@ -11,11 +11,8 @@ from typing import Any
 
 from cudaforge.vendor import current
 
-
-
 RECIPE_VERSION = 4
 """Bumped whenever the way sources are rewritten or built changes; part of every cache key."""
-
 
 
 class FallbackMode(str, enum.Enum):
@@ -86,7 +83,7 @@ class BuildSettings:
         override = os.environ.get("CUDAFORGE_PCH_DIR")
         return Path(override).expanduser().resolve() if override else self.cache_root() / "pch"
 
-    def resolved(self) -> "BuildSettings":
+    def resolved(self) -> BuildSettings:
         """A copy with ``arch`` and ``cache_dir`` filled in (call this in the parent process)."""
         vendor = current()
         arch = self.arch or vendor.detect_arch() or vendor.default_arch
@@ -106,7 +103,7 @@ class BuildSettings:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BuildSettings":
+    def from_dict(cls, data: dict[str, Any]) -> BuildSettings:
         """Inverse of :meth:`to_dict` (unknown keys ignored)."""
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in names}

@@ -12,8 +12,6 @@ from pathlib import Path
 
 from cudaforge.vendor import current
 
-
-
 # --------------------------------------------------------------------------- environment
 
 
@@ -57,6 +55,7 @@ def _pip_cuda_includes() -> list[str]:
     for entry in sys.path:
         base = Path(entry or ".") / "nvidia"
         if base.is_dir():
-            found += sorted(str(p) for p in base.glob("*/include") if (p / "cusparse.h").exists()
-                            or (p / "cublas_v2.h").exists())
+            found += sorted(
+                str(p) for p in base.glob("*/include") if (p / "cusparse.h").exists() or (p / "cublas_v2.h").exists()
+            )
     return list(dict.fromkeys(found))

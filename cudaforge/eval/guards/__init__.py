@@ -11,5 +11,14 @@
 from cudaforge.eval.guards.policy import GUARDS, REJECT, REPORT, Guard, Policies, finding, rejection_message, rejections
 from cudaforge.eval.guards.source import static_findings
 
-__all__ = ["GUARDS", "REJECT", "REPORT", "Guard", "Policies", "finding", "rejection_message", "rejections",
-           "static_findings"]  # fmt: skip
+__all__ = [
+    "GUARDS",
+    "REJECT",
+    "REPORT",
+    "Guard",
+    "Policies",
+    "finding",
+    "rejection_message",
+    "rejections",
+    "static_findings",
+]

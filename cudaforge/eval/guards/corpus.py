@@ -76,7 +76,12 @@ class Entry:
         that needs CUDA expects that verdict.)"""
         if self.status == "invalid":
             return True
-        return bool(self.guard) and GUARDS[self.guard].where == "static" and self.status == "rejected" and not self.needs_cuda
+        return (
+            bool(self.guard)
+            and GUARDS[self.guard].where == "static"
+            and self.status == "rejected"
+            and not self.needs_cuda
+        )
 
     def missing_modules(self) -> list[str]:
         """The modules of ``needs_modules`` this interpreter cannot import (empty: it can run the entry)."""
@@ -114,7 +119,9 @@ def parse_entry(path: Path) -> Entry:
         raise ValueError(f"{path}: the docstring must declare TASK: and EXPECTED:")
     match = _EXPECTED.match(fields["EXPECTED"])
     if not match:
-        raise ValueError(f"{path}: EXPECTED: {fields['EXPECTED']!r} is not '<status> [by <guard>][, reported by <guard>]'")
+        raise ValueError(
+            f"{path}: EXPECTED: {fields['EXPECTED']!r} is not '<status> [by <guard>][, reported by <guard>]'"
+        )
     for guard in (match["guard"], match["reported"]):
         if guard and guard not in GUARDS:
             raise ValueError(f"{path}: unknown guard {guard!r} (known: {', '.join(GUARDS)})")
@@ -123,9 +130,17 @@ def parse_entry(path: Path) -> Entry:
         key, _, value = item.partition("=")
         config[key.strip()] = _value(value.strip())
     needs = [n.strip() for n in fields.get("NEEDS", "").split(",") if n.strip()]
-    return Entry(path=path, task=fields["TASK"], status=match["status"], guard=match["guard"] or "",
-                 reported=match["reported"] or "", needs_cuda="cuda" in needs, config=config,
-                 needs_modules=tuple(n for n in needs if n != "cuda"), threat=fields.get("THREAT", ""))  # fmt: skip
+    return Entry(
+        path=path,
+        task=fields["TASK"],
+        status=match["status"],
+        guard=match["guard"] or "",
+        reported=match["reported"] or "",
+        needs_cuda="cuda" in needs,
+        config=config,
+        needs_modules=tuple(n for n in needs if n != "cuda"),
+        threat=fields.get("THREAT", ""),
+    )
 
 
 def load_corpus(directory: Path = CORPUS_DIR) -> list[Entry]:
@@ -155,11 +170,17 @@ def check_static(entry: Entry, cfg: dict[str, Any], reference_source: str | None
     report = check_candidate(entry.source, {**cfg, **entry.config}, reference_source)
     rejected = _guards(report.findings, REJECT)
     if entry.status == "invalid":
-        return [] if report.status == "invalid" else [f"expected the static phase to find it invalid; got {report.status or 'ok'}"]
+        return (
+            []
+            if report.status == "invalid"
+            else [f"expected the static phase to find it invalid; got {report.status or 'ok'}"]
+        )
     if entry.static:
         if report.status != "rejected" or entry.guard not in rejected:
-            return [f"expected the static phase to reject it by {entry.guard}; got {report.status or 'ok'}"
-                    f" ({', '.join(rejected) or 'no rejection'})"]  # fmt: skip
+            return [
+                f"expected the static phase to reject it by {entry.guard}; got {report.status or 'ok'}"
+                f" ({', '.join(rejected) or 'no rejection'})"
+            ]
         return []
     if not report.ok:
         return [f"the static phase stopped it ({report.status}: {report.message.splitlines()[0]})"]

@@ -39,36 +39,108 @@ class Guard:
 GUARDS: dict[str, Guard] = {
     g.name: g
     for g in [
-        Guard("reference", "guard_reference", "static", "ModelNew = Model; ModelNew inheriting from, wrapping or copying the reference"),
-        Guard("no_custom_kernel", "guard_no_custom_kernel", "static", "no kernel of its own defined or launched (static); none ran (GPU profiler)"),
-        Guard("fallback", "guard_fallback", "static", "try/except that falls back to PyTorch or swallows a kernel's failure"),
+        Guard(
+            "reference",
+            "guard_reference",
+            "static",
+            "ModelNew = Model; ModelNew inheriting from, wrapping or copying the reference",
+        ),
+        Guard(
+            "no_custom_kernel",
+            "guard_no_custom_kernel",
+            "static",
+            "no kernel of its own defined or launched (static); none ran (GPU profiler)",
+        ),
+        Guard(
+            "fallback",
+            "guard_fallback",
+            "static",
+            "try/except that falls back to PyTorch or swallows a kernel's failure",
+        ),
         Guard("empty_body", "guard_empty_body", "static", "forward is only pass, ... or a docstring"),
-        Guard("torch_compute", "torch_ops", "static", "PyTorch compute ops in forward (static; under strict an allow-list: "
-              "kernels, layout ops and plain Python only); library kernels' share of GPU time (GPU)"),
+        Guard(
+            "torch_compute",
+            "torch_ops",
+            "static",
+            "PyTorch compute ops in forward (static; under strict an allow-list: "
+            "kernels, layout ops and plain Python only); library kernels' share of GPU time (GPU)",
+        ),
         Guard("concurrency", "guard_concurrency", "static", "threads, processes, new CUDA streams or graphs"),
-        Guard("monkey_patch", "guard_monkey_patch", "static", "assignments to torch, time, builtins ...; torch's global flags"),
+        Guard(
+            "monkey_patch",
+            "guard_monkey_patch",
+            "static",
+            "assignments to torch, time, builtins ...; torch's global flags",
+        ),
         Guard("io", "guard_io", "static", "reading files, environment variables or the network"),
-        Guard("introspection", "guard_introspection", "static",
-              "gc, inspect, frames, sys.modules reads, ctypes, dynamic getattr on modules"),
-        Guard("dynamic_code", "guard_introspection", "static", "exec/eval, hidden imports, modules written and loaded, "
-              "pickles, torch.fx and TorchScript from strings, interpreter internals, lookups by computed names: code the "
-              "guards cannot see", strict_rejects=True),
+        Guard(
+            "introspection",
+            "guard_introspection",
+            "static",
+            "gc, inspect, frames, sys.modules reads, ctypes, dynamic getattr on modules",
+        ),
+        Guard(
+            "dynamic_code",
+            "guard_introspection",
+            "static",
+            "exec/eval, hidden imports, modules written and loaded, "
+            "pickles, torch.fx and TorchScript from strings, interpreter internals, lookups by computed names: code the "
+            "guards cannot see",
+            strict_rejects=True,
+        ),
         Guard("input_mutation", "guard_input_mutation", "runtime", "inputs changed by the candidate's call"),
-        Guard("output_type", "guard_output_type", "runtime", "outputs that are not plain dense tensors on the device (lazy subclasses)"),
-        Guard("output_sensitivity", "guard_output_sensitivity", "runtime", "an output that never changes while the reference's does"),
+        Guard(
+            "output_type",
+            "guard_output_type",
+            "runtime",
+            "outputs that are not plain dense tensors on the device (lazy subclasses)",
+        ),
+        Guard(
+            "output_sensitivity",
+            "guard_output_sensitivity",
+            "runtime",
+            "an output that never changes while the reference's does",
+        ),
         Guard("precision", "guard_precision", "runtime", "fp32 outputs with fp16/bf16-sized errors (silent downgrade)"),
-        Guard("uninitialised_memory", None, "runtime", "outputs holding the poison written into free memory before the call"),
+        Guard(
+            "uninitialised_memory",
+            None,
+            "runtime",
+            "outputs holding the poison written into free memory before the call",
+        ),
         Guard("result_caching", None, "runtime", "an output equal to an earlier call's, on new inputs"),
-        Guard("shape_specialisation", None, "runtime", "correct on the default shape, wrong on a declared variant's shape"),
+        Guard(
+            "shape_specialisation", None, "runtime", "correct on the default shape, wrong on a declared variant's shape"
+        ),
         Guard("timed_output", None, "runtime", "a wrong output produced during the timed calls"),
-        Guard("untimed_work", "guard_untimed_work", "gpu", "a timed call's device work outside its timed region (other "
-              "streams, before the start event, after the end event) or kernels between calls (CUPTI record)"),
-        Guard("hidden_work", "guard_hidden_work", "gpu", "host time far beyond CUDA-event time (work on other streams or threads)"),
+        Guard(
+            "untimed_work",
+            "guard_untimed_work",
+            "gpu",
+            "a timed call's device work outside its timed region (other "
+            "streams, before the start event, after the end event) or kernels between calls (CUPTI record)",
+        ),
+        Guard(
+            "hidden_work",
+            "guard_hidden_work",
+            "gpu",
+            "host time far beyond CUDA-event time (work on other streams or threads)",
+        ),
         Guard("speed_of_light", "guard_speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
-        Guard("timing_crosscheck", "guard_timing_crosscheck", "gpu", "reported time far below the verifier's own clock over a batch of calls"),
-        Guard("reference_slowdown", "guard_reference_slowdown", "gpu", "the reference slower beside the candidate than alone"),
+        Guard(
+            "timing_crosscheck",
+            "guard_timing_crosscheck",
+            "gpu",
+            "reported time far below the verifier's own clock over a batch of calls",
+        ),
+        Guard(
+            "reference_slowdown",
+            "guard_reference_slowdown",
+            "gpu",
+            "the reference slower beside the candidate than alone",
+        ),
     ]
-}  # fmt: skip
+}
 """Every guard, by name."""
 
 
@@ -83,10 +155,16 @@ class Policies:
     """The guard policies of one evaluation, read from an eval config dict (defaults where absent)."""
 
     DEFAULTS: dict[str, Any] = {
-        "guards_enforce": True, "torch_ops": "lenient", "guard_precision": REPORT,
-        "hidden_work_ms": 0.05, "speed_of_light_margin": 0.5, "library_share_max": 0.5, "crosscheck_ratio": 1.5,
-        "crosscheck_slack_ms": 0.25, "reference_slowdown_tolerance": 0.2,
-    }  # fmt: skip
+        "guards_enforce": True,
+        "torch_ops": "lenient",
+        "guard_precision": REPORT,
+        "hidden_work_ms": 0.05,
+        "speed_of_light_margin": 0.5,
+        "library_share_max": 0.5,
+        "crosscheck_ratio": 1.5,
+        "crosscheck_slack_ms": 0.25,
+        "reference_slowdown_tolerance": 0.2,
+    }
     """Defaults that are not ``reject`` (every other guard field defaults to ``reject``)."""
 
     def __init__(self, cfg: dict[str, Any] | None = None) -> None:
@@ -152,20 +230,32 @@ def rejection_message(findings: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def share_findings(share: dict[str, Any], policies: "Policies") -> list[dict[str, str]]:
+def share_findings(share: dict[str, Any], policies: Policies) -> list[dict[str, str]]:
     """Findings from the profiler's split of the candidate's GPU time (``guards.runtime.kernel_share``):
     ``no_custom_kernel`` when none of its kernels is its own, ``torch_compute`` for a library share of 5% or
     more (a rejection above ``library_share_max`` under ``torch_ops=strict``, a report otherwise)."""
     p = policies
     names = ", ".join(name for name, _ in share["library"][:3])
     if share["own_ms"] == 0 and share["library_ms"] > 0:
-        return [p.found("no_custom_kernel", f"none of the GPU kernels ModelNew.forward ran is one it "
-                        f"defines; all {share['library_ms']:.4f} ms were library kernels ({names}).")]  # fmt: skip
+        return [
+            p.found(
+                "no_custom_kernel",
+                f"none of the GPU kernels ModelNew.forward ran is one it "
+                f"defines; all {share['library_ms']:.4f} ms were library kernels ({names}).",
+            )
+        ]
     if share["library_share"] >= 0.05:
-        text = (f"{share['library_share']:.0%} of ModelNew's GPU time ({share['library_ms']:.4f} of "
-                f"{share['library_ms'] + share['own_ms']:.4f} ms) is in library kernels: {names}")
+        text = (
+            f"{share['library_share']:.0%} of ModelNew's GPU time ({share['library_ms']:.4f} of "
+            f"{share['library_ms'] + share['own_ms']:.4f} ms) is in library kernels: {names}"
+        )
         if p.strict and share["library_share"] > p.threshold("library_share_max"):
-            return [p.found("torch_compute", f"{text}; eval.torch_ops=strict allows at most "
-                            f"{p.threshold('library_share_max'):.0%}: write those parts as kernels.")]  # fmt: skip
+            return [
+                p.found(
+                    "torch_compute",
+                    f"{text}; eval.torch_ops=strict allows at most "
+                    f"{p.threshold('library_share_max'):.0%}: write those parts as kernels.",
+                )
+            ]
         return [p.found("torch_compute", text + ".", verdict="report")]
     return []

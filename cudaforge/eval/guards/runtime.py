@@ -20,7 +20,8 @@ from __future__ import annotations
 import ctypes
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -140,8 +141,10 @@ def mutated_inputs(pristine: list[Any], passed: list[Any]) -> str | None:
                 changed.append(f"input {i} ({describe(before)}) became {describe(after)}")
     if not changed:
         return None
-    return ("ModelNew.forward wrote into its inputs: " + "; ".join(changed) + ". Inputs are read-only: write "
-            "results into new tensors (the reference and later calls see the same inputs).")  # fmt: skip
+    return (
+        "ModelNew.forward wrote into its inputs: " + "; ".join(changed) + ". Inputs are read-only: write "
+        "results into new tensors (the reference and later calls see the same inputs)."
+    )
 
 
 def output_type_problem(output: Any, expected: Any, device: torch.device) -> str | None:
@@ -152,9 +155,11 @@ def output_type_problem(output: Any, expected: Any, device: torch.device) -> str
         label = f"output {i}" if len(flatten_outputs(expected)) > 1 else "the output"
         kind = type(act)
         if kind is not torch.Tensor and kind is not type(exp):
-            return (f"{label} is a {kind.__qualname__}, a subclass of torch.Tensor, not a plain "
-                    "torch.Tensor: a subclass can defer the work until the result is read, outside the timed "
-                    "call. Return the computed tensor itself.")  # fmt: skip
+            return (
+                f"{label} is a {kind.__qualname__}, a subclass of torch.Tensor, not a plain "
+                "torch.Tensor: a subclass can defer the work until the result is read, outside the timed "
+                "call. Return the computed tensor itself."
+            )
         if act.layout != torch.strided:
             return f"{label} has layout {act.layout}; the reference returns a dense (strided) tensor."
         if act.device.type != device.type:
@@ -206,10 +211,12 @@ def precision_downgrade(expected: Any, actual: Any) -> str | None:
             rounding = float((rounded[ok] - e[ok]).abs().median()) / scale if bool(ok.any()) else 0.0
             if rounding > 0 and error >= 0.3 * rounding:
                 name = str(low).replace("torch.", "")
-                return (f"the {str(exp.dtype).replace('torch.', '')} output's median error is {error:.2g} of its RMS, "
-                        f"the size of {name} rounding ({rounding:.2g}); {str(exp.dtype).replace('torch.', '')} "
-                        "arithmetic gives ~1e-7. The kernel seems to compute in lower precision (fp16/bf16 "
-                        "inputs or accumulators, TF32 matmuls).")  # fmt: skip
+                return (
+                    f"the {str(exp.dtype).replace('torch.', '')} output's median error is {error:.2g} of its RMS, "
+                    f"the size of {name} rounding ({rounding:.2g}); {str(exp.dtype).replace('torch.', '')} "
+                    "arithmetic gives ~1e-7. The kernel seems to compute in lower precision (fp16/bf16 "
+                    "inputs or accumulators, TF32 matmuls)."
+                )
     return None
 
 
@@ -412,13 +419,23 @@ class TimedCalls:
             guard, evidence = explain_mismatch(actual, self.previous, self.device, f"timed trial {trial}")
             stale = self._stale_trial(actual, trial) if not guard else None
             if stale is not None:
-                guard, evidence = "result_caching", (
-                    f"timed trial {trial}: the output is the right result for the inputs of "
-                    f"{'warm-up call' if stale < 0 else 'timed trial'} {stale}, not for this call's: a result is "
-                    "cached across calls (keyed on shapes, pointers or the like). Compute on every call.")  # fmt: skip
-            self.failure = {"guard": guard or "timed_output", "evidence": evidence or (
-                f"timed trial {trial}: an output produced during the timed calls was wrong (each timed call gets "
-                "new inputs: results must not depend on earlier calls)"), "diff": diff.summary()}
+                guard, evidence = (
+                    "result_caching",
+                    (
+                        f"timed trial {trial}: the output is the right result for the inputs of "
+                        f"{'warm-up call' if stale < 0 else 'timed trial'} {stale}, not for this call's: a result is "
+                        "cached across calls (keyed on shapes, pointers or the like). Compute on every call."
+                    ),
+                )
+            self.failure = {
+                "guard": guard or "timed_output",
+                "evidence": evidence
+                or (
+                    f"timed trial {trial}: an output produced during the timed calls was wrong (each timed call gets "
+                    "new inputs: results must not depend on earlier calls)"
+                ),
+                "diff": diff.summary(),
+            }
             return
         self.previous = actual if self.owned_outputs else snapshot(actual)
         self._lap("snapshot", clock)
@@ -454,8 +471,13 @@ def explain_mismatch(actual: Any, previous: Any, device: torch.device, where: st
 # --------------------------------------------------------------------------- after timing (GPU)
 
 
-def hidden_work(reference_event: list[float], reference_host: list[float], candidate_event: list[float],
-                candidate_host: list[float], threshold_ms: float) -> str | None:
+def hidden_work(
+    reference_event: list[float],
+    reference_host: list[float],
+    candidate_event: list[float],
+    candidate_host: list[float],
+    threshold_ms: float,
+) -> str | None:
     """Evidence when the candidate's host time exceeds its CUDA-event time by far more than the reference's.
 
     Host time runs to a device-wide synchronisation, so work on other streams or threads is in it;
@@ -467,14 +489,17 @@ def hidden_work(reference_event: list[float], reference_host: list[float], candi
     event_c = statistics.median(candidate_event)
     excess = gap_c - gap_r
     if excess > threshold_ms and excess > 0.5 * event_c:
-        return (f"the candidate's median host time exceeds its CUDA-event time by {gap_c:.4f} ms, the reference's by "
-                f"{gap_r:.4f} ms: {excess:.4f} ms of work per call ran outside torch's current stream (another stream "
-                f"or thread) while its event time was {event_c:.4f} ms. Launch all work on the current stream.")  # fmt: skip
+        return (
+            f"the candidate's median host time exceeds its CUDA-event time by {gap_c:.4f} ms, the reference's by "
+            f"{gap_r:.4f} ms: {excess:.4f} ms of work per call ran outside torch's current stream (another stream "
+            f"or thread) while its event time was {event_c:.4f} ms. Launch all work on the current stream."
+        )
     return None
 
 
-def speed_of_light(cost: dict[str, Any], peaks: dict[str, Any] | None, measured_ms: float, margin: float,
-                   l2_bytes: int | None) -> tuple[str | None, dict[str, Any]]:
+def speed_of_light(
+    cost: dict[str, Any], peaks: dict[str, Any] | None, measured_ms: float, margin: float, l2_bytes: int | None
+) -> tuple[str | None, dict[str, Any]]:
     """(evidence or None, the numbers) for a median time below ``margin`` x the task's floor on this GPU.
 
     The floor here is generous: compute at the fastest peak of any dtype (tensor cores), bytes =
@@ -489,17 +514,31 @@ def speed_of_light(cost: dict[str, Any], peaks: dict[str, Any] | None, measured_
     peak_flops = max((r for r in rates if r), default=0.0) * 1e12
     bandwidth = (peaks.get("memory_gbs") or 0.0) * 1e9
     outputs = cost.get("output_bytes") or 0
-    moved = (cost.get("input_bytes") or 0) + (cost.get("parameter_bytes") or 0) + (outputs if outputs > (l2_bytes or 0) else 0)
+    moved = (
+        (cost.get("input_bytes") or 0)
+        + (cost.get("parameter_bytes") or 0)
+        + (outputs if outputs > (l2_bytes or 0) else 0)
+    )
     compute_ms = (cost.get("flops") or 0.0) / peak_flops * 1e3 if peak_flops else 0.0
     memory_ms = moved / bandwidth * 1e3 if bandwidth else 0.0
     floor = max(compute_ms, memory_ms)
-    numbers.update(floor_ms=floor, compute_floor_ms=compute_ms, memory_floor_ms=memory_ms, bytes=moved,
-                   flops=cost.get("flops"), peak_flops_per_s=peak_flops, peak_bytes_per_s=bandwidth)  # fmt: skip
+    numbers.update(
+        floor_ms=floor,
+        compute_floor_ms=compute_ms,
+        memory_floor_ms=memory_ms,
+        bytes=moved,
+        flops=cost.get("flops"),
+        peak_flops_per_s=peak_flops,
+        peak_bytes_per_s=bandwidth,
+    )
     if floor > 0 and measured_ms < margin * floor:
-        return (f"the candidate's median time {measured_ms:.4f} ms is below {margin:g} x this GPU's floor for the task, "
-                f"{floor:.4f} ms ({moved / 1e6:.1f} MB at {bandwidth / 1e9:.0f} GB/s: {memory_ms:.4f} ms; "
-                f"{(cost.get('flops') or 0) / 1e9:.2f} GFLOP at {peak_flops / 1e12:.0f} TFLOP/s: {compute_ms:.4f} ms). "
-                "No kernel can be that fast: the timed call did not do the work.", numbers)  # fmt: skip
+        return (
+            f"the candidate's median time {measured_ms:.4f} ms is below {margin:g} x this GPU's floor for the task, "
+            f"{floor:.4f} ms ({moved / 1e6:.1f} MB at {bandwidth / 1e9:.0f} GB/s: {memory_ms:.4f} ms; "
+            f"{(cost.get('flops') or 0) / 1e9:.2f} GFLOP at {peak_flops / 1e12:.0f} TFLOP/s: {compute_ms:.4f} ms). "
+            "No kernel can be that fast: the timed call did not do the work.",
+            numbers,
+        )
     return None, numbers
 
 
@@ -528,5 +567,10 @@ def kernel_share(forward: Callable[[], Any], own_names: set[str], calls: int = 3
     own_ms, library_ms = sum(own.values()), sum(library.values())
     top = lambda d: sorted(((k[:120], round(v, 4)) for k, v in d.items()), key=lambda kv: -kv[1])[:5]  # noqa: E731
     total = own_ms + library_ms
-    return {"own_ms": own_ms, "library_ms": library_ms, "library_share": library_ms / total if total else 0.0,
-            "own": top(own), "library": top(library)}  # fmt: skip
+    return {
+        "own_ms": own_ms,
+        "library_ms": library_ms,
+        "library_share": library_ms / total if total else 0.0,
+        "own": top(own),
+        "library": top(library),
+    }

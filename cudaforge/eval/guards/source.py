@@ -42,61 +42,320 @@ KERNEL_BUILDERS = languages.kernel_builders()
 """Last names of calls that build kernels from source text (plus ``torch.utils.cpp_extension.load``): the
 registry's."""
 
-ATEN_NAMESPACES = {"aten", "prims", "quantized", "_quantized", "rngprims", "higher_order", "inductor", "_c10d_functional"}
+ATEN_NAMESPACES = {
+    "aten",
+    "prims",
+    "quantized",
+    "_quantized",
+    "rngprims",
+    "higher_order",
+    "inductor",
+    "_c10d_functional",
+}
 """``torch.ops`` namespaces that are torch's own (any other namespace is a custom op)."""
 
 TORCH_LAYOUT = {
-    "empty", "empty_like", "empty_strided", "empty_permuted", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "arange", "tensor", "as_tensor", "asarray", "from_numpy", "as_strided", "is_tensor",
-    "is_floating_point", "is_complex", "numel", "broadcast_shapes", "broadcast_tensors", "get_default_dtype",
-    "no_grad", "nn.functional.pad",
-    "inference_mode", "enable_grad", "set_grad_enabled", "is_grad_enabled", "manual_seed", "Size", "device",
-    "dtype", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "cat", "concat", "concatenate", "stack",
-    "chunk", "split", "tensor_split", "narrow", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze",
-    "permute", "transpose", "swapaxes", "t", "movedim", "moveaxis", "view_as_real", "view_as_complex",
-    "broadcast_to", "unbind", "select", "atleast_1d", "atleast_2d", "atleast_3d", "clone", "detach", "Tensor",
-    "Generator", "get_device", "float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8",
-}  # fmt: skip
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "empty_permuted",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "arange",
+    "tensor",
+    "as_tensor",
+    "asarray",
+    "from_numpy",
+    "as_strided",
+    "is_tensor",
+    "is_floating_point",
+    "is_complex",
+    "numel",
+    "broadcast_shapes",
+    "broadcast_tensors",
+    "get_default_dtype",
+    "no_grad",
+    "nn.functional.pad",
+    "inference_mode",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "manual_seed",
+    "Size",
+    "device",
+    "dtype",
+    "finfo",
+    "iinfo",
+    "result_type",
+    "promote_types",
+    "can_cast",
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "chunk",
+    "split",
+    "tensor_split",
+    "narrow",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "unsqueeze",
+    "squeeze",
+    "permute",
+    "transpose",
+    "swapaxes",
+    "t",
+    "movedim",
+    "moveaxis",
+    "view_as_real",
+    "view_as_complex",
+    "broadcast_to",
+    "unbind",
+    "select",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "clone",
+    "detach",
+    "Tensor",
+    "Generator",
+    "get_device",
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int32",
+    "int64",
+    "bool",
+    "uint8",
+}
 """``torch.<name>`` calls that allocate, view, reshape or copy: allowed under ``torch_ops=strict``."""
 
 TORCH_NEUTRAL_PREFIXES = (
-    "cuda.", "utils.", "autograd.", "library.", "backends.", "_C.", "testing.", "profiler.", "version", "nn.init.",
-    "nn.Parameter", "nn.Module", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList", "nn.ParameterDict",
-    "nn.parameter.", "overrides.", "types.", "jit.annotations", "_assert", "amp.",
-)  # fmt: skip
+    "cuda.",
+    "utils.",
+    "autograd.",
+    "library.",
+    "backends.",
+    "_C.",
+    "testing.",
+    "profiler.",
+    "version",
+    "nn.init.",
+    "nn.Parameter",
+    "nn.Module",
+    "nn.ModuleList",
+    "nn.ModuleDict",
+    "nn.ParameterList",
+    "nn.ParameterDict",
+    "nn.parameter.",
+    "overrides.",
+    "types.",
+    "jit.annotations",
+    "_assert",
+    "amp.",
+)
 """``torch.`` prefixes that are neither compute nor kernels (other guards look at some of them)."""
 
 TORCH_COMPILERS = ("compile", "jit.script", "jit.trace", "_dynamo", "_inductor", "export")
 """torch's compilers: their kernels are torch's, not the candidate's."""
 
 TENSOR_COMPUTE_METHODS = {
-    "abs", "abs_", "acos", "add", "add_", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "all", "amax", "amin",
-    "any", "argmax", "argmin", "argsort", "asin", "atan", "atan2", "baddbmm", "bmm", "ceil", "clamp", "clamp_",
-    "clamp_max", "clamp_min", "clamp_min_", "clip", "clip_", "cos", "cosh", "cummax", "cumprod", "cumsum", "div",
-    "div_", "dot", "eq", "erf", "erfinv", "exp", "exp_", "exp2", "expm1", "floor", "floor_divide", "fmod", "frac",
-    "gather", "ge", "gelu", "gt", "hardtanh", "index_add", "index_add_", "index_fill", "index_put", "index_select",
-    "le", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logsumexp", "lt",
-    "masked_fill", "masked_fill_", "masked_scatter", "masked_select", "matmul", "max", "maximum", "mean", "median",
-    "min", "minimum", "mm", "mul", "mul_", "multiply", "mv", "nan_to_num", "nanmean", "nansum", "ne", "neg",
-    "neg_", "norm", "outer", "pow", "pow_", "prod", "reciprocal", "relu", "relu_", "remainder", "repeat",
-    "repeat_interleave", "roll", "round", "rsqrt", "scatter", "scatter_", "scatter_add", "scatter_add_",
-    "scatter_reduce", "sigmoid", "sigmoid_", "sign", "silu", "sin", "sinh", "softmax", "sort", "sqrt", "sqrt_",
-    "square", "std", "sub", "sub_", "sum", "tanh", "tanh_", "topk", "trace", "tril", "triu", "true_divide",
-    "trunc", "var", "where", "xlogy", "logical_and", "logical_or", "logical_not", "flip", "kthvalue", "cross",
-}  # fmt: skip
+    "abs",
+    "abs_",
+    "acos",
+    "add",
+    "add_",
+    "addbmm",
+    "addcdiv",
+    "addcmul",
+    "addmm",
+    "addmv",
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "asin",
+    "atan",
+    "atan2",
+    "baddbmm",
+    "bmm",
+    "ceil",
+    "clamp",
+    "clamp_",
+    "clamp_max",
+    "clamp_min",
+    "clamp_min_",
+    "clip",
+    "clip_",
+    "cos",
+    "cosh",
+    "cummax",
+    "cumprod",
+    "cumsum",
+    "div",
+    "div_",
+    "dot",
+    "eq",
+    "erf",
+    "erfinv",
+    "exp",
+    "exp_",
+    "exp2",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "fmod",
+    "frac",
+    "gather",
+    "ge",
+    "gelu",
+    "gt",
+    "hardtanh",
+    "index_add",
+    "index_add_",
+    "index_fill",
+    "index_put",
+    "index_select",
+    "le",
+    "lerp",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "log_softmax",
+    "logaddexp",
+    "logcumsumexp",
+    "logsumexp",
+    "lt",
+    "masked_fill",
+    "masked_fill_",
+    "masked_scatter",
+    "masked_select",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "median",
+    "min",
+    "minimum",
+    "mm",
+    "mul",
+    "mul_",
+    "multiply",
+    "mv",
+    "nan_to_num",
+    "nanmean",
+    "nansum",
+    "ne",
+    "neg",
+    "neg_",
+    "norm",
+    "outer",
+    "pow",
+    "pow_",
+    "prod",
+    "reciprocal",
+    "relu",
+    "relu_",
+    "remainder",
+    "repeat",
+    "repeat_interleave",
+    "roll",
+    "round",
+    "rsqrt",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "scatter_reduce",
+    "sigmoid",
+    "sigmoid_",
+    "sign",
+    "silu",
+    "sin",
+    "sinh",
+    "softmax",
+    "sort",
+    "sqrt",
+    "sqrt_",
+    "square",
+    "std",
+    "sub",
+    "sub_",
+    "sum",
+    "tanh",
+    "tanh_",
+    "topk",
+    "trace",
+    "tril",
+    "triu",
+    "true_divide",
+    "trunc",
+    "var",
+    "where",
+    "xlogy",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "flip",
+    "kthvalue",
+    "cross",
+}
 """Tensor methods that compute (views, casts, copies and fills are not here)."""
 
-CONCURRENCY_MODULES = ("threading", "_thread", "multiprocessing", "concurrent", "asyncio", "subprocess", "sched",
-                       "signal")  # a signal handler runs the candidate's code between the worker's steps
+CONCURRENCY_MODULES = (
+    "threading",
+    "_thread",
+    "multiprocessing",
+    "concurrent",
+    "asyncio",
+    "subprocess",
+    "sched",
+    "signal",
+)  # a signal handler runs the candidate's code between the worker's steps
 CONCURRENCY_NAMES = (
-    "os.fork", "os.forkpty", "os.system", "os.popen", "os.spawn", "os.exec", "os.posix_spawn", "pty.spawn",
-    "torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream", "torch.cuda.ExternalStream",
-    "torch.cuda.streams", "torch.Stream", "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.make_graphed",
-    "torch.cuda.graph_pool_handle", "cupy.cuda.Stream", "cupy.cuda.ExternalStream", "cupy.cuda.graph",
-    "numba.cuda.stream", "numba.cuda.external_stream", "torch.autograd.profiler", "torch.profiler",
-    "torch.autograd._enable_profiler", "torch.autograd._disable_profiler", "torch.autograd._prepare_profiler",
-    "torch.autograd._profiler_enabled", "torch._C._autograd", "torch.cuda.profiler", "torch.cuda.cudart",
-)  # fmt: skip
+    "os.fork",
+    "os.forkpty",
+    "os.system",
+    "os.popen",
+    "os.spawn",
+    "os.exec",
+    "os.posix_spawn",
+    "pty.spawn",
+    "torch.cuda.Stream",
+    "torch.cuda.stream",
+    "torch.cuda.set_stream",
+    "torch.cuda.ExternalStream",
+    "torch.cuda.streams",
+    "torch.Stream",
+    "torch.cuda.CUDAGraph",
+    "torch.cuda.graph",
+    "torch.cuda.make_graphed",
+    "torch.cuda.graph_pool_handle",
+    "cupy.cuda.Stream",
+    "cupy.cuda.ExternalStream",
+    "cupy.cuda.graph",
+    "numba.cuda.stream",
+    "numba.cuda.external_stream",
+    "torch.autograd.profiler",
+    "torch.profiler",
+    "torch.autograd._enable_profiler",
+    "torch.autograd._disable_profiler",
+    "torch.autograd._prepare_profiler",
+    "torch.autograd._profiler_enabled",
+    "torch._C._autograd",
+    "torch.cuda.profiler",
+    "torch.cuda.cudart",
+)
 """Qualified-name prefixes of threads, processes, streams, graphs, and the profiler that records the timed calls."""
 
 CUDA_CONCURRENCY = re.compile(
@@ -107,8 +366,10 @@ CUDA_CONCURRENCY = re.compile(
     r"dlvsym|execve|cupti\w*|CUpti\w*|\w*[Pp]rofiler(?:Start|Stop)\w*)\b|std::(?:j?thread|async)\b|"
     r"\bthread\s+\w+\s*[({]|\bthread\s*[({]\s*\[|\basync\s*\(\s*(?:std::)?launch\b|(?<![\w.>])(?:syscall|clone3?)\s*\("
 )
-CUDA_PATCH = re.compile(r"\bTORCH_LIBRARY_IMPL\s*\(\s*aten\b|\bTORCH_LIBRARY_FRAGMENT\s*\(\s*aten\b|"
-                        r"\bnamespace\s+at\s*(?:::\s*\w+\s*)*\{")
+CUDA_PATCH = re.compile(
+    r"\bTORCH_LIBRARY_IMPL\s*\(\s*aten\b|\bTORCH_LIBRARY_FRAGMENT\s*\(\s*aten\b|"
+    r"\bnamespace\s+at\s*(?:::\s*\w+\s*)*\{"
+)
 CUDA_IO = re.compile(
     r"\b(fopen|fopen64|freopen|open|open64|openat|creat|opendir|readlink|getenv|secure_getenv|socket|popen|system|"
     r"fork|vfork|exec[lv]p?e?|fexecve|posix_spawnp?)\s*\(|\b(?:std::)?[io]?fstream\b|"
@@ -118,35 +379,127 @@ CUDA_IO = re.compile(
 ``dlopen``/``mprotect`` are left to the walls: ``hack_native_timer`` shows the verifier's clock catching one.)"""
 
 GLOBAL_STATE_CALLS = (
-    "torch.nn.modules.module.register_module_", "torch.overrides.TorchFunctionMode", "torch.utils._python_dispatch",
-    "torch._C._set_torch_function_mode", "torch._C._push_on_torch", "torch.set_default_dtype", "torch.set_default_device", "torch.set_default_tensor_type",
-    "torch.set_float32_matmul_precision", "torch.set_flush_denormal", "torch.use_deterministic_algorithms",
-    "torch.set_num_threads", "torch.set_num_interop_threads", "torch.cuda.set_per_process",
-    "torch.cuda.memory._set_allocator", "torch.cuda.memory.change_current_allocator", "torch.cuda.set_sync_debug",
-    "torch._C._set", "unittest.mock", "mock.patch",
-)  # fmt: skip
+    "torch.nn.modules.module.register_module_",
+    "torch.overrides.TorchFunctionMode",
+    "torch.utils._python_dispatch",
+    "torch._C._set_torch_function_mode",
+    "torch._C._push_on_torch",
+    "torch.set_default_dtype",
+    "torch.set_default_device",
+    "torch.set_default_tensor_type",
+    "torch.set_float32_matmul_precision",
+    "torch.set_flush_denormal",
+    "torch.use_deterministic_algorithms",
+    "torch.set_num_threads",
+    "torch.set_num_interop_threads",
+    "torch.cuda.set_per_process",
+    "torch.cuda.memory._set_allocator",
+    "torch.cuda.memory.change_current_allocator",
+    "torch.cuda.set_sync_debug",
+    "torch._C._set",
+    "unittest.mock",
+    "mock.patch",
+)
 """Calls that change torch's (or the process's) global behaviour for the reference too: global module hooks,
 torch-function and dispatch modes, aten kernels registered over, default dtypes and devices, backend flags."""
 BACKEND_SETTERS = ("enable_", "set_", "allow_", "flags", "sdp_kernel", "preferred_")
 """``torch.backends.*`` calls whose last name starts so: they switch a backend for the whole process."""
 
-NETWORK_MODULES = ("socket", "ssl", "urllib", "http", "requests", "httpx", "aiohttp", "ftplib", "smtplib",
-                   "telnetlib", "urllib3", "websocket", "websockets", "paramiko", "xmlrpc", "grpc")  # fmt: skip
-FILE_READS = {"os.listdir", "os.scandir", "os.walk", "os.read", "os.pread", "os.preadv", "os.readv", "os.sendfile",
-              "os.fdopen", "os.readlink", "pickle.load", "torch.load", "torch.from_file", "numpy.load",
-              "numpy.fromfile", "numpy.loadtxt", "numpy.genfromtxt", "numpy.memmap", "numpy.fromregex", "json.load",
-              "io.FileIO", "io.open_code", "os.getenv", "os.environ.get", "tokenize.open", "codecs.open"}  # fmt: skip
-FILE_READ_MODULES = ("glob.", "shutil.", "linecache.", "fileinput.", "netrc.", "mmap.", "zipfile.", "tarfile.",
-                     "sqlite3.", "dbm.", "mailbox.", "filecmp.", "configparser.", "gzip.open", "bz2.open", "lzma.open",
-                     "plistlib.load", "tomllib.load", "wave.open", "mimetypes.read", "pathlib.Path.read")  # fmt: skip
+NETWORK_MODULES = (
+    "socket",
+    "ssl",
+    "urllib",
+    "http",
+    "requests",
+    "httpx",
+    "aiohttp",
+    "ftplib",
+    "smtplib",
+    "telnetlib",
+    "urllib3",
+    "websocket",
+    "websockets",
+    "paramiko",
+    "xmlrpc",
+    "grpc",
+)
+FILE_READS = {
+    "os.listdir",
+    "os.scandir",
+    "os.walk",
+    "os.read",
+    "os.pread",
+    "os.preadv",
+    "os.readv",
+    "os.sendfile",
+    "os.fdopen",
+    "os.readlink",
+    "pickle.load",
+    "torch.load",
+    "torch.from_file",
+    "numpy.load",
+    "numpy.fromfile",
+    "numpy.loadtxt",
+    "numpy.genfromtxt",
+    "numpy.memmap",
+    "numpy.fromregex",
+    "json.load",
+    "io.FileIO",
+    "io.open_code",
+    "os.getenv",
+    "os.environ.get",
+    "tokenize.open",
+    "codecs.open",
+}
+FILE_READ_MODULES = (
+    "glob.",
+    "shutil.",
+    "linecache.",
+    "fileinput.",
+    "netrc.",
+    "mmap.",
+    "zipfile.",
+    "tarfile.",
+    "sqlite3.",
+    "dbm.",
+    "mailbox.",
+    "filecmp.",
+    "configparser.",
+    "gzip.open",
+    "bz2.open",
+    "lzma.open",
+    "plistlib.load",
+    "tomllib.load",
+    "wave.open",
+    "mimetypes.read",
+    "pathlib.Path.read",
+)
 FILE_READ_METHODS = ("read_text", "read_bytes", "from_file", "open_code")
 """Methods that read a file whatever they are called on (``Path.read_text``, ``torch.UntypedStorage.from_file``)."""
 INTROSPECTION_MODULES = ("gc", "inspect", "ctypes", "builtins", "dis", "cudaforge", "__main__", "cudaforge_reference")
-INTROSPECTION_NAMES = ("sys.modules", "sys._getframe", "sys.settrace", "sys.setprofile", "sys._current_frames",
-                       "sys.addaudithook")  # fmt: skip
+INTROSPECTION_NAMES = (
+    "sys.modules",
+    "sys._getframe",
+    "sys.settrace",
+    "sys.setprofile",
+    "sys._current_frames",
+    "sys.addaudithook",
+)
 INTROSPECTION_BUILTINS = {"globals", "locals", "vars", "breakpoint"}
-INTROSPECTION_ATTRS = {"__globals__", "__code__", "__closure__", "__subclasses__", "__builtins__", "f_back",
-                       "f_globals", "f_locals", "f_code", "gi_frame", "tb_frame", "cr_frame"}  # fmt: skip
+INTROSPECTION_ATTRS = {
+    "__globals__",
+    "__code__",
+    "__closure__",
+    "__subclasses__",
+    "__builtins__",
+    "f_back",
+    "f_globals",
+    "f_locals",
+    "f_code",
+    "gi_frame",
+    "tb_frame",
+    "cr_frame",
+}
 
 DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__"}
 """Builtins that run code made from strings or import a module by a computed name."""
@@ -154,41 +507,146 @@ LOOKUP_BUILTINS = ("getattr", "setattr", "delattr")
 """Builtins that reach attributes by a string: the guards read literal names through them, so rebinding them (but
 by a module-level def of the candidate's own) is a finding."""
 DYNAMIC_MODULES = (
-    "importlib", "imp", "_imp", "runpy", "zipimport", "pkgutil", "site", "code", "codeop", "py_compile", "compileall",
-    "_frozen_importlib", "_frozen_importlib_external", "marshal", "pickle", "_pickle", "cPickle", "dill", "cloudpickle",
-    "shelve", "copyreg", "copy_reg", "pydoc", "timeit", "doctest", "trace", "profile", "cProfile", "pdb", "bdb",
-)  # fmt: skip
+    "importlib",
+    "imp",
+    "_imp",
+    "runpy",
+    "zipimport",
+    "pkgutil",
+    "site",
+    "code",
+    "codeop",
+    "py_compile",
+    "compileall",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "marshal",
+    "pickle",
+    "_pickle",
+    "cPickle",
+    "dill",
+    "cloudpickle",
+    "shelve",
+    "copyreg",
+    "copy_reg",
+    "pydoc",
+    "timeit",
+    "doctest",
+    "trace",
+    "profile",
+    "cProfile",
+    "pdb",
+    "bdb",
+)
 """Modules that import, unpickle, unmarshal or run code the candidate's text does not show (``timeit``, ``doctest``,
 ``profile``, ``pdb``: they run strings)."""
-DYNAMIC_SUBMODULES = ("importlib", "marshal", "pickle", "_pickle", "cPickle", "dill", "cloudpickle", "shelve",
-                      "copyreg", "runpy", "zipimport", "pkgutil")  # fmt: skip
+DYNAMIC_SUBMODULES = (
+    "importlib",
+    "marshal",
+    "pickle",
+    "_pickle",
+    "cPickle",
+    "dill",
+    "cloudpickle",
+    "shelve",
+    "copyreg",
+    "runpy",
+    "zipimport",
+    "pkgutil",
+)
 """The same, when another module hands them out as an attribute (``torch.serialization.pickle``)."""
 DYNAMIC_NAMES = (
-    "types.ModuleType", "types.FunctionType", "types.LambdaType", "types.CodeType", "logging.config",
-    "typing.get_type_hints", "typing.ForwardRef", "ctypes.CDLL", "ctypes.PyDLL", "ctypes.cdll", "ctypes.pydll",
-    "ctypes.LibraryLoader", "ctypes.util", "numpy.ctypeslib", "torch.ops.load_library", "torch.classes.load_library",
-    "torch.jit.load", "torch.jit._load", "torch.package", "torch.export.load", "torch.hub", "torch.serialization",
-    "torch.fx", "torch.jit.CompilationUnit", "torch.jit.ScriptModule", "torch.jit.ScriptFunction", "torch.jit.frontend",
-    "torch.jit._script", "torch.jit._serialization", "torch._C.CompilationUnit", "torch._C._jit",
-)  # fmt: skip
+    "types.ModuleType",
+    "types.FunctionType",
+    "types.LambdaType",
+    "types.CodeType",
+    "logging.config",
+    "typing.get_type_hints",
+    "typing.ForwardRef",
+    "ctypes.CDLL",
+    "ctypes.PyDLL",
+    "ctypes.cdll",
+    "ctypes.pydll",
+    "ctypes.LibraryLoader",
+    "ctypes.util",
+    "numpy.ctypeslib",
+    "torch.ops.load_library",
+    "torch.classes.load_library",
+    "torch.jit.load",
+    "torch.jit._load",
+    "torch.package",
+    "torch.export.load",
+    "torch.hub",
+    "torch.serialization",
+    "torch.fx",
+    "torch.jit.CompilationUnit",
+    "torch.jit.ScriptModule",
+    "torch.jit.ScriptFunction",
+    "torch.jit.frontend",
+    "torch.jit._script",
+    "torch.jit._serialization",
+    "torch._C.CompilationUnit",
+    "torch._C._jit",
+)
 """Qualified names (at any depth: ``os.sys.path`` is ``sys.path``) that build modules, functions or code objects, or
 load a library or a program from a file."""
 IMPORT_SYSTEM = ("sys.path", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.modules")
 """Where imports come from: changing any of them (or naming ``meta_path``/``path_hooks`` at all, or handing
 ``sys.path`` to a call) is dynamic code; reading ``sys.modules`` is the ``introspection`` guard's."""
-MUTATORS = {"append", "insert", "extend", "remove", "pop", "popitem", "clear", "update", "setdefault", "__setitem__",
-            "__delitem__", "__iadd__"}  # fmt: skip
+MUTATORS = {
+    "append",
+    "insert",
+    "extend",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "setdefault",
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+}
 """Methods that change a list or a dict in place."""
 DYNAMIC_DUNDERS = {"__dict__", "__getattribute__", "__getattr__", "__setattr__"}
 """Attributes that look other attributes up by a string the guards cannot follow."""
-INTERPRETER_INTERNALS = {"__func__", "__self__", "__globals__", "__builtins__", "__code__", "__closure__",
-                         "__subclasses__", "__mro__", "__bases__", "__base__", "__reduce__", "__reduce_ex__"}  # fmt: skip
+INTERPRETER_INTERNALS = {
+    "__func__",
+    "__self__",
+    "__globals__",
+    "__builtins__",
+    "__code__",
+    "__closure__",
+    "__subclasses__",
+    "__mro__",
+    "__bases__",
+    "__base__",
+    "__reduce__",
+    "__reduce_ex__",
+}
 """Attributes that lead from any object to the interpreter's internals (a function's globals and builtins, hence
 ``exec``; a class's subclasses): from there any code runs."""
-INTERNAL_NAMES = DYNAMIC_DUNDERS | INTERPRETER_INTERNALS | {
-    "__class__", "__delattr__", "__import__", "__loader__", "__spec__", "__init_subclass__", "f_globals", "f_locals",
-    "f_back", "f_builtins", "f_code", "gi_frame", "tb_frame", "cr_frame", "co_code",
-}  # fmt: skip
+INTERNAL_NAMES = (
+    DYNAMIC_DUNDERS
+    | INTERPRETER_INTERNALS
+    | {
+        "__class__",
+        "__delattr__",
+        "__import__",
+        "__loader__",
+        "__spec__",
+        "__init_subclass__",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "f_builtins",
+        "f_code",
+        "gi_frame",
+        "tb_frame",
+        "cr_frame",
+        "co_code",
+    }
+)
 """Names that, given as strings, let code made of strings (``torch.fx``'s ``call_method``, a lookup by name) reach the
 interpreter's internals: a string literal equal to one is a ``dynamic_code`` finding."""
 IMPORT_MACHINERY = {"__loader__", "__spec__"}
@@ -197,18 +655,36 @@ KNOWN_PACKAGES = ("torch", "triton", "numpy", "cupy", "cupyx", "cutlass", "cuda"
 """Packages a candidate may import besides the standard library and the kernel languages' own modules: torch, the
 kernel languages' packages (``cuda`` is cuda-python, which CuTe DSL candidates import; ``numba`` and ``pycuda`` are
 the other technologies the guards know kernels of)."""
-KNOWN_MODULES = frozenset(sys.stdlib_module_names) | set(KNOWN_PACKAGES) | set(languages.names()) | {
-    module.split(".")[0] for language in languages.languages() for module in language.modules
-}
+KNOWN_MODULES = (
+    frozenset(sys.stdlib_module_names)
+    | set(KNOWN_PACKAGES)
+    | set(languages.names())
+    | {module.split(".")[0] for language in languages.languages() for module in language.modules}
+)
 """Top-level names an ``import`` may use: anything else could only be a module the candidate wrote itself."""
 LOADABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd", ".pth")
 """File names Python can import or load: a candidate may not write them (CUDA and C++ sources it may)."""
-PATH_CALLS = ("os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
-              "pathlib.PurePosixPath", "os.path.abspath", "os.path.realpath", "os.path.normpath",
-              "os.path.expanduser", "os.fspath")  # fmt: skip
+PATH_CALLS = (
+    "os.path.join",
+    "posixpath.join",
+    "pathlib.Path",
+    "pathlib.PurePath",
+    "pathlib.PosixPath",
+    "pathlib.PurePosixPath",
+    "os.path.abspath",
+    "os.path.realpath",
+    "os.path.normpath",
+    "os.path.expanduser",
+    "os.fspath",
+)
 """Calls whose result ends as their last argument does."""
-TEMP_FILES = ("tempfile.NamedTemporaryFile", "tempfile.mkstemp", "tempfile.mktemp", "tempfile.TemporaryFile",
-              "tempfile.SpooledTemporaryFile")  # fmt: skip
+TEMP_FILES = (
+    "tempfile.NamedTemporaryFile",
+    "tempfile.mkstemp",
+    "tempfile.mktemp",
+    "tempfile.TemporaryFile",
+    "tempfile.SpooledTemporaryFile",
+)
 """Calls that make a file named by their ``suffix``."""
 
 MAX_LISTED = 6
@@ -216,7 +692,8 @@ MAX_LISTED = 6
 
 # --------------------------------------------------------------------------- torch_ops=strict: an allow-list
 
-TENSOR_ATTRIBUTES = frozenset("""
+TENSOR_ATTRIBUTES = frozenset(
+    """
 H T __abs__ __add__ __and__ __array__ __array_priority__ __array_wrap__ __bool__ __class__ __complex__ __contains__
 __cuda_array_interface__ __deepcopy__ __delattr__ __delitem__ __dir__ __div__ __dlpack__ __dlpack_c_exchange_api__
 __dlpack_device__ __eq__ __float__ __floordiv__ __format__ __ge__ __getattribute__ __getitem__ __getstate__ __gt__
@@ -279,61 +756,270 @@ to_sparse_bsr to_sparse_coo to_sparse_csc to_sparse_csr tolist topk trace transp
 tril_ triu triu_ true_divide true_divide_ trunc trunc_ type type_as unbind unflatten unfold uniform_ unique
 unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze unsqueeze_ untyped_storage values var
 vdot view view_as volatile vsplit where xlogy xlogy_ xpu zero_
-""".split())
+""".split()
+)
 """Every attribute of ``torch.Tensor`` (torch 2.13; tests/test_guards.py checks the installed torch against the list).
 Under ``torch_ops=strict`` a method of one of these names, on what may be a tensor, is PyTorch compute unless it is
 one of ``TENSOR_LAYOUT_METHODS`` or ``TENSOR_SCALAR_METHODS``; a name not here is no tensor's (calling it on a tensor
 fails), so it is some other object's method."""
 
-TENSOR_LAYOUT_METHODS = frozenset({
-    "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "ravel", "squeeze", "squeeze_",
-    "unsqueeze", "unsqueeze_", "permute", "transpose", "transpose_", "t", "t_", "swapaxes", "swapaxes_", "swapdims",
-    "swapdims_", "movedim", "moveaxis", "expand", "expand_as", "broadcast_to", "narrow", "select", "unbind", "split",
-    "split_with_sizes", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "unsafe_chunk", "unsafe_split",
-    "unsafe_split_with_sizes", "as_strided", "unfold", "diagonal", "to", "cuda", "cpu", "float", "half", "bfloat16",
-    "double", "int", "long", "short", "bool", "byte", "char", "cfloat", "cdouble", "chalf", "type", "type_as",
-    "clone", "detach", "detach_", "copy_", "zero_", "fill_", "new_empty", "new_empty_strided", "new_zeros",
-    "new_ones", "new_full", "new_tensor", "new", "requires_grad_", "pin_memory", "resize_", "resize_as_",
-    "record_stream", "numpy", "__getitem__", "__setitem__", "__iter__", "__deepcopy__", "__array__", "__dlpack__",
-})  # fmt: skip
+TENSOR_LAYOUT_METHODS = frozenset(
+    {
+        "contiguous",
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "flatten",
+        "unflatten",
+        "ravel",
+        "squeeze",
+        "squeeze_",
+        "unsqueeze",
+        "unsqueeze_",
+        "permute",
+        "transpose",
+        "transpose_",
+        "t",
+        "t_",
+        "swapaxes",
+        "swapaxes_",
+        "swapdims",
+        "swapdims_",
+        "movedim",
+        "moveaxis",
+        "expand",
+        "expand_as",
+        "broadcast_to",
+        "narrow",
+        "select",
+        "unbind",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "tensor_split",
+        "hsplit",
+        "vsplit",
+        "dsplit",
+        "unsafe_chunk",
+        "unsafe_split",
+        "unsafe_split_with_sizes",
+        "as_strided",
+        "unfold",
+        "diagonal",
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "int",
+        "long",
+        "short",
+        "bool",
+        "byte",
+        "char",
+        "cfloat",
+        "cdouble",
+        "chalf",
+        "type",
+        "type_as",
+        "clone",
+        "detach",
+        "detach_",
+        "copy_",
+        "zero_",
+        "fill_",
+        "new_empty",
+        "new_empty_strided",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "new_tensor",
+        "new",
+        "requires_grad_",
+        "pin_memory",
+        "resize_",
+        "resize_as_",
+        "record_stream",
+        "numpy",
+        "__getitem__",
+        "__setitem__",
+        "__iter__",
+        "__deepcopy__",
+        "__array__",
+        "__dlpack__",
+    }
+)
 """Tensor methods that allocate, view, reshape, cast, copy or fill: allowed under strict (their result is a tensor)."""
 
-TENSOR_SCALAR_METHODS = frozenset({
-    "size", "stride", "numel", "nelement", "dim", "ndimension", "data_ptr", "const_data_ptr", "element_size", "item",
-    "tolist", "is_contiguous", "get_device", "storage_offset", "is_floating_point", "is_complex", "is_signed",
-    "is_pinned", "is_shared", "is_set_to", "is_same_size", "is_inference", "is_conj", "is_neg", "dim_order",
-    "untyped_storage", "storage", "storage_type", "sparse_dim", "dense_dim", "__len__", "__int__", "__float__",
-    "__bool__", "__index__", "__complex__", "__long__", "__nonzero__", "__repr__", "__str__", "__format__",
-    "__hash__", "__sizeof__", "__dlpack_device__", "__dir__", "is_coalesced",
-})  # fmt: skip
+TENSOR_SCALAR_METHODS = frozenset(
+    {
+        "size",
+        "stride",
+        "numel",
+        "nelement",
+        "dim",
+        "ndimension",
+        "data_ptr",
+        "const_data_ptr",
+        "element_size",
+        "item",
+        "tolist",
+        "is_contiguous",
+        "get_device",
+        "storage_offset",
+        "is_floating_point",
+        "is_complex",
+        "is_signed",
+        "is_pinned",
+        "is_shared",
+        "is_set_to",
+        "is_same_size",
+        "is_inference",
+        "is_conj",
+        "is_neg",
+        "dim_order",
+        "untyped_storage",
+        "storage",
+        "storage_type",
+        "sparse_dim",
+        "dense_dim",
+        "__len__",
+        "__int__",
+        "__float__",
+        "__bool__",
+        "__index__",
+        "__complex__",
+        "__long__",
+        "__nonzero__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__hash__",
+        "__sizeof__",
+        "__dlpack_device__",
+        "__dir__",
+        "is_coalesced",
+    }
+)
 """Tensor methods whose result is plain Python data (sizes, strides, pointers, flags): allowed under strict."""
 
-TENSOR_SCALAR_ATTRIBUTES = frozenset({
-    "shape", "ndim", "dtype", "device", "layout", "is_cuda", "is_cpu", "is_leaf", "requires_grad", "itemsize",
-    "nbytes", "names", "name", "is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn", "is_nested",
-    "is_xpu", "is_mps", "is_ipu", "is_xla", "is_vulkan", "is_maia", "is_mtia", "grad_fn", "output_nr", "_version",
-    "__cuda_array_interface__", "retains_grad", "volatile", "__array_priority__", "grad_dtype",
-})  # fmt: skip
+TENSOR_SCALAR_ATTRIBUTES = frozenset(
+    {
+        "shape",
+        "ndim",
+        "dtype",
+        "device",
+        "layout",
+        "is_cuda",
+        "is_cpu",
+        "is_leaf",
+        "requires_grad",
+        "itemsize",
+        "nbytes",
+        "names",
+        "name",
+        "is_sparse",
+        "is_sparse_csr",
+        "is_quantized",
+        "is_meta",
+        "is_mkldnn",
+        "is_nested",
+        "is_xpu",
+        "is_mps",
+        "is_ipu",
+        "is_xla",
+        "is_vulkan",
+        "is_maia",
+        "is_mtia",
+        "grad_fn",
+        "output_nr",
+        "_version",
+        "__cuda_array_interface__",
+        "retains_grad",
+        "volatile",
+        "__array_priority__",
+        "grad_dtype",
+    }
+)
 """Tensor properties that are plain data."""
 
 TENSOR_VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag", "_base"})
 """Tensor properties that are tensors (views)."""
 
 TORCH_STRICT_NEUTRAL = (
-    "cuda.current_stream", "cuda.default_stream", "cuda.current_device", "cuda.device", "cuda.device_count",
-    "cuda.device_of", "cuda.get_device_properties", "cuda.get_device_capability", "cuda.get_device_name",
-    "cuda.is_available", "cuda.is_initialized", "cuda.synchronize", "cuda.set_device", "cuda.Event", "cuda.nvtx",
-    "cuda.memory_allocated", "cuda.max_memory_allocated", "cuda.memory_reserved", "cuda.max_memory_reserved",
-    "cuda.reset_peak_memory_stats", "cuda.empty_cache", "cuda.amp.autocast", "cuda.get_arch_list", "cuda.Stream",
-    "cuda.stream", "cuda.ExternalStream", "cuda.StreamContext", "cuda.manual_seed", "cuda.mem_get_info",
-    "utils.cpp_extension", "utils.dlpack", "autograd.Function", "autograd.function", "library", "backends",
-    "version", "__version__", "_assert", "amp", "autocast", "get_autocast", "is_autocast_enabled", "jit.is_scripting",
-    "jit.is_tracing", "jit.annotations", "jit.unused", "jit.ignore", "compiler.is_compiling", "compiler.disable",
-    "profiler.record_function", "nn.Parameter", "nn.parameter", "nn.Buffer", "nn.Module", "nn.ModuleList",
-    "nn.ModuleDict", "nn.ParameterList", "nn.ParameterDict", "nn.Sequential", "types", "get_default_device",
-    "is_inference_mode_enabled", "is_storage", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-    "Stream", "Event",
-)  # fmt: skip
+    "cuda.current_stream",
+    "cuda.default_stream",
+    "cuda.current_device",
+    "cuda.device",
+    "cuda.device_count",
+    "cuda.device_of",
+    "cuda.get_device_properties",
+    "cuda.get_device_capability",
+    "cuda.get_device_name",
+    "cuda.is_available",
+    "cuda.is_initialized",
+    "cuda.synchronize",
+    "cuda.set_device",
+    "cuda.Event",
+    "cuda.nvtx",
+    "cuda.memory_allocated",
+    "cuda.max_memory_allocated",
+    "cuda.memory_reserved",
+    "cuda.max_memory_reserved",
+    "cuda.reset_peak_memory_stats",
+    "cuda.empty_cache",
+    "cuda.amp.autocast",
+    "cuda.get_arch_list",
+    "cuda.Stream",
+    "cuda.stream",
+    "cuda.ExternalStream",
+    "cuda.StreamContext",
+    "cuda.manual_seed",
+    "cuda.mem_get_info",
+    "utils.cpp_extension",
+    "utils.dlpack",
+    "autograd.Function",
+    "autograd.function",
+    "library",
+    "backends",
+    "version",
+    "__version__",
+    "_assert",
+    "amp",
+    "autocast",
+    "get_autocast",
+    "is_autocast_enabled",
+    "jit.is_scripting",
+    "jit.is_tracing",
+    "jit.annotations",
+    "jit.unused",
+    "jit.ignore",
+    "compiler.is_compiling",
+    "compiler.disable",
+    "profiler.record_function",
+    "nn.Parameter",
+    "nn.parameter",
+    "nn.Buffer",
+    "nn.Module",
+    "nn.ModuleList",
+    "nn.ModuleDict",
+    "nn.ParameterList",
+    "nn.ParameterDict",
+    "nn.Sequential",
+    "types",
+    "get_default_device",
+    "is_inference_mode_enabled",
+    "is_storage",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "Stream",
+    "Event",
+)
 """``torch.<path>`` calls (a path, or a prefix ending at a dot) that are neither compute nor kernels: devices and
 streams, the build path, autograd.Function, custom-op registration (``torch.library``: the Python functions
 registered there are read as the candidate's own code), grad modes, autocast, module containers. Together with
@@ -341,9 +1027,23 @@ registered there are read as the candidate's own code), grad modes, autocast, mo
 ``torch.<path>`` (``torch._C...``, ``torch.nn.modules...``, ``torch.ops.aten...``) is compute."""
 
 TORCH_SCALAR = {
-    "numel", "is_tensor", "is_floating_point", "is_complex", "broadcast_shapes", "get_default_dtype", "result_type",
-    "promote_types", "can_cast", "Size", "device", "dtype", "finfo", "iinfo", "is_grad_enabled", "Generator",
-}  # fmt: skip
+    "numel",
+    "is_tensor",
+    "is_floating_point",
+    "is_complex",
+    "broadcast_shapes",
+    "get_default_dtype",
+    "result_type",
+    "promote_types",
+    "can_cast",
+    "Size",
+    "device",
+    "dtype",
+    "finfo",
+    "iinfo",
+    "is_grad_enabled",
+    "Generator",
+}
 """``torch.<name>`` calls whose result is plain data (sizes, dtypes, devices, flags)."""
 
 TORCH_CONSTANT = re.compile(
@@ -354,39 +1054,154 @@ TORCH_CONSTANT = re.compile(
 """Last names of ``torch.`` attributes that are values, not functions (dtypes, memory formats, layouts, constants)."""
 
 TORCH_MODULES = {
-    "nn", "nn.functional", "nn.init", "nn.modules", "nn.parameter", "nn.utils", "cuda", "cuda.amp", "linalg", "fft",
-    "special", "utils", "autograd", "library", "backends", "distributions", "jit", "ops", "testing", "profiler", "amp",
-    "cpu", "mps", "sparse", "nested", "overrides", "types", "random", "hub", "onnx", "quantization", "ao", "futures",
-    "distributed", "multiprocessing", "package", "fx", "export", "compiler", "_dynamo", "_inductor", "_C", "_ops",
-    "masked", "signal", "func", "xpu", "mtia", "accelerator", "storage", "serialization", "functional",
-}  # fmt: skip
+    "nn",
+    "nn.functional",
+    "nn.init",
+    "nn.modules",
+    "nn.parameter",
+    "nn.utils",
+    "cuda",
+    "cuda.amp",
+    "linalg",
+    "fft",
+    "special",
+    "utils",
+    "autograd",
+    "library",
+    "backends",
+    "distributions",
+    "jit",
+    "ops",
+    "testing",
+    "profiler",
+    "amp",
+    "cpu",
+    "mps",
+    "sparse",
+    "nested",
+    "overrides",
+    "types",
+    "random",
+    "hub",
+    "onnx",
+    "quantization",
+    "ao",
+    "futures",
+    "distributed",
+    "multiprocessing",
+    "package",
+    "fx",
+    "export",
+    "compiler",
+    "_dynamo",
+    "_inductor",
+    "_C",
+    "_ops",
+    "masked",
+    "signal",
+    "func",
+    "xpu",
+    "mtia",
+    "accelerator",
+    "storage",
+    "serialization",
+    "functional",
+}
 """``torch.`` submodules: taken as values they are modules, not compute functions (what is called on them is judged)."""
 
-KERNEL_MODULE_ROOTS = frozenset(languages.names()) | {
-    module.split(".")[0] for language in languages.languages() for module in language.modules
-} | {"numba", "cuda", "cupyx"}
+KERNEL_MODULE_ROOTS = (
+    frozenset(languages.names())
+    | {module.split(".")[0] for language in languages.languages() for module in language.modules}
+    | {"numba", "cuda", "cupyx"}
+)
 """Top-level modules whose decorators and host APIs are a kernel language's (triton, cutlass, tilelang, numba.cuda
 ...): only a decorator that resolves, through the candidate's imports, to one of them makes a kernel."""
 
-KERNEL_LIBRARY_OPS = ("triton.ops", "triton.testing", "cutlass.op", "cupyx.scipy", "cupyx.linalg", "cupy.linalg",
-                      "cupy.fft", "cupy.cublas", "cupy.cuda.cublas", "cupy.cuda.cudnn", "cupy.cudnn", "cupyx.cusparse",
-                      "cupyx.cudnn")  # fmt: skip
+KERNEL_LIBRARY_OPS = (
+    "triton.ops",
+    "triton.testing",
+    "cutlass.op",
+    "cupyx.scipy",
+    "cupyx.linalg",
+    "cupy.linalg",
+    "cupy.fft",
+    "cupy.cublas",
+    "cupy.cuda.cublas",
+    "cupy.cuda.cudnn",
+    "cupy.cudnn",
+    "cupyx.cusparse",
+    "cupyx.cudnn",
+)
 """Libraries of ready-made kernels shipped with kernel languages: under strict they are compute like torch's."""
 
 ARRAY_MODULES = ("numpy", "cupy", "cupyx")
 """Array libraries: their functions compute when given what may be a tensor or an array."""
 ARRAY_LAYOUT = {
-    "asarray", "ascontiguousarray", "array", "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "frombuffer", "from_dlpack", "fromDlpack", "dtype", "get_array_module", "ndarray", "uint64", "int64",
-    "int32", "uint32", "intp", "uintp", "float32", "float16", "float64", "cuda",
-}  # fmt: skip
+    "asarray",
+    "ascontiguousarray",
+    "array",
+    "empty",
+    "empty_like",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "frombuffer",
+    "from_dlpack",
+    "fromDlpack",
+    "dtype",
+    "get_array_module",
+    "ndarray",
+    "uint64",
+    "int64",
+    "int32",
+    "uint32",
+    "intp",
+    "uintp",
+    "float32",
+    "float16",
+    "float64",
+    "cuda",
+}
 """Array-library calls that allocate or convert (allowed under strict)."""
 
 PLAIN_BUILTINS = {
-    "len", "isinstance", "issubclass", "hasattr", "callable", "id", "hash", "repr", "str", "format", "print", "int",
-    "float", "bool", "complex", "chr", "ord", "bin", "hex", "oct", "range", "slice", "object", "ascii", "bytes",
-    "bytearray", "memoryview", "property", "staticmethod", "classmethod", "NotImplemented", "Ellipsis", "input",
-}  # fmt: skip
+    "len",
+    "isinstance",
+    "issubclass",
+    "hasattr",
+    "callable",
+    "id",
+    "hash",
+    "repr",
+    "str",
+    "format",
+    "print",
+    "int",
+    "float",
+    "bool",
+    "complex",
+    "chr",
+    "ord",
+    "bin",
+    "hex",
+    "oct",
+    "range",
+    "slice",
+    "object",
+    "ascii",
+    "bytes",
+    "bytearray",
+    "memoryview",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "NotImplemented",
+    "Ellipsis",
+    "input",
+}
 """Builtins that are plain Python whatever they are given (``int(t)`` reads a one-element tensor)."""
 ARITHMETIC_BUILTINS = {"abs", "pow", "round", "sum", "min", "max", "divmod", "sorted", "all", "any"}
 """Builtins that apply Python's operators: compute when what they are given may hold tensors."""
@@ -394,15 +1209,56 @@ STDLIB_ARITHMETIC = ("statistics", "fractions", "decimal", "heapq", "bisect", "i
 """Standard-library modules and functions that apply Python's operators to what they are given."""
 CONTAINER_READS = {"get", "pop", "popitem", "values", "keys", "items", "copy", "setdefault", "__getitem__", "index"}
 """Container methods whose result is (one of) the container's elements."""
-OPERATOR_PLAIN = {"itemgetter", "attrgetter", "methodcaller", "index", "is_", "is_not", "not_", "truth", "getitem",
-                  "contains", "countOf", "indexOf", "length_hint"}  # fmt: skip
+OPERATOR_PLAIN = {
+    "itemgetter",
+    "attrgetter",
+    "methodcaller",
+    "index",
+    "is_",
+    "is_not",
+    "not_",
+    "truth",
+    "getitem",
+    "contains",
+    "countOf",
+    "indexOf",
+    "length_hint",
+}
 """``operator`` functions that are no arithmetic."""
 NN_MODULE_METHODS = {
-    "forward", "apply", "cuda", "cpu", "to", "type", "float", "half", "double", "bfloat16", "parameters",
-    "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules", "named_modules", "train",
-    "eval", "requires_grad_", "zero_grad", "state_dict", "load_state_dict", "add_module", "register_module",
-    "get_submodule", "get_parameter", "get_buffer", "extra_repr", "register_buffer", "register_parameter",
-}  # fmt: skip
+    "forward",
+    "apply",
+    "cuda",
+    "cpu",
+    "to",
+    "type",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "children",
+    "named_children",
+    "modules",
+    "named_modules",
+    "train",
+    "eval",
+    "requires_grad_",
+    "zero_grad",
+    "state_dict",
+    "load_state_dict",
+    "add_module",
+    "register_module",
+    "get_submodule",
+    "get_parameter",
+    "get_buffer",
+    "extra_repr",
+    "register_buffer",
+    "register_parameter",
+}
 """Methods of an ``nn.Module``: on a torch layer, calling one runs the layer (or hands out its parts)."""
 LAYER_DATA = re.compile(r"(weight|bias)(_\w+)?|\w+_(weight|bias)|running_\w+|num_batches_tracked|bias_[kv]")
 """Attributes of a torch layer that are its tensors (parameters and buffers)."""
@@ -411,9 +1267,35 @@ LAYER_DATA = re.compile(r"(weight|bias)(_\w+)?|\w+_(weight|bias)|running_\w+|num
 # --------------------------------------------------------------------------- the candidate's module
 
 
-REROOTS = {"torch", "os", "sys", "subprocess", "glob", "shutil", "io", "builtins", "importlib", "pickle", "ctypes",
-           "socket", "threading", "multiprocessing", "pathlib", "tempfile", "signal", "marshal", "runpy", "inspect",
-           "gc", "types", "_thread", "concurrent", "asyncio", "numpy", "triton"}  # fmt: skip
+REROOTS = {
+    "torch",
+    "os",
+    "sys",
+    "subprocess",
+    "glob",
+    "shutil",
+    "io",
+    "builtins",
+    "importlib",
+    "pickle",
+    "ctypes",
+    "socket",
+    "threading",
+    "multiprocessing",
+    "pathlib",
+    "tempfile",
+    "signal",
+    "marshal",
+    "runpy",
+    "inspect",
+    "gc",
+    "types",
+    "_thread",
+    "concurrent",
+    "asyncio",
+    "numpy",
+    "triton",
+}
 """Modules that other modules hold as attributes (``torch.library.torch``, ``torch.utils.cpp_extension.os``): a path
 through one of them is the path from it."""
 
@@ -499,13 +1381,17 @@ class _LiteralNames:
             if bound:
                 self.bindings[bound] += 1
             if isinstance(node, ast.Import):
-                self.operator.update((a.asname or a.name, "operator") for a in node.names
-                                     if a.name in ("operator", "_operator"))  # fmt: skip
+                self.operator.update(
+                    (a.asname or a.name, "operator") for a in node.names if a.name in ("operator", "_operator")
+                )
             elif isinstance(node, ast.ImportFrom) and node.module in ("operator", "_operator") and not node.level:
                 self.operator.update((a.asname or a.name, f"operator.{a.name}") for a in node.names)
             stack.extend(ast.iter_child_nodes(node))
-        self.definitions = {node.name for node in _top_level(tree.body) if isinstance(
-            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and self.bindings[node.name] == 1}  # fmt: skip
+        self.definitions = {
+            node.name
+            for node in _top_level(tree.body)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and self.bindings[node.name] == 1
+        }
         for node in reversed(order):
             for name, value in ast.iter_fields(node):
                 if isinstance(value, ast.AST):
@@ -540,19 +1426,35 @@ class _LiteralNames:
         """The plain attribute access ``node`` stands for, or ``node`` itself."""
         if isinstance(node, ast.Subscript):
             value = node.value
-            if isinstance(value, ast.Attribute) and value.attr == "__dict__" and isinstance(node.ctx, ast.Load) \
-                    and _literal_name(node.slice):
+            if (
+                isinstance(value, ast.Attribute)
+                and value.attr == "__dict__"
+                and isinstance(node.ctx, ast.Load)
+                and _literal_name(node.slice)
+            ):
                 return self._attribute(value.value, node.slice.value, node)  # type: ignore[attr-defined]
             return node
         if not isinstance(node, ast.Call):
             return node
         func, args = node.func, node.args
-        if (isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.definitions
-                and 2 <= len(args) <= 3 and not node.keywords and _literal_name(args[1])):  # fmt: skip
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "getattr"
+            and "getattr" not in self.definitions
+            and 2 <= len(args) <= 3
+            and not node.keywords
+            and _literal_name(args[1])
+        ):
             return self._attribute(args[0], args[1].value, node)  # type: ignore[attr-defined]
-        if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Attribute) \
-                and func.value.attr == "__dict__" and 1 <= len(args) <= 2 and not node.keywords \
-                and _literal_name(args[0]):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "get"
+            and isinstance(func.value, ast.Attribute)
+            and func.value.attr == "__dict__"
+            and 1 <= len(args) <= 2
+            and not node.keywords
+            and _literal_name(args[0])
+        ):
             return self._attribute(func.value.value, args[0].value, node)  # type: ignore[attr-defined]
         if not isinstance(func, ast.Call) or len(args) != 1 or node.keywords or not func.args:
             return node
@@ -584,8 +1486,24 @@ def _strip_c_comments(text: str) -> str:
 
 
 def _looks_like_c(text: str) -> bool:
-    return any(k in text for k in ("#include", "__global__", "torch::", "extern \"C\"", "<<<", "__device__", "#define",
-                                   "#pragma", "std::", "PYBIND11_MODULE", "TORCH_LIBRARY", "__host__", "__shared__"))
+    return any(
+        k in text
+        for k in (
+            "#include",
+            "__global__",
+            "torch::",
+            'extern "C"',
+            "<<<",
+            "__device__",
+            "#define",
+            "#pragma",
+            "std::",
+            "PYBIND11_MODULE",
+            "TORCH_LIBRARY",
+            "__host__",
+            "__shared__",
+        )
+    )
 
 
 def _build_sources(m: _Module) -> set[int]:
@@ -597,8 +1515,12 @@ def _build_sources(m: _Module) -> set[int]:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Name):
                     values.setdefault(target.id, []).append(node.value)
-    queue: list[ast.AST] = [a for n in ast.walk(m.tree) if isinstance(n, ast.Call) and m.is_builder(n)
-                            for a in [*n.args, *(k.value for k in n.keywords)]]  # fmt: skip
+    queue: list[ast.AST] = [
+        a
+        for n in ast.walk(m.tree)
+        if isinstance(n, ast.Call) and m.is_builder(n)
+        for a in [*n.args, *(k.value for k in n.keywords)]
+    ]
     found: set[int] = set()
     seen: set[str] = set()
     while queue:
@@ -710,9 +1632,15 @@ class _Module:
 
     def literal_setattr(self, node: ast.AST) -> bool:
         """``setattr(obj, "<name>", value)`` with the builtin ``setattr`` and a literal name."""
-        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
-                and self.builtin("setattr") and len(node.args) == 3 and not node.keywords
-                and _literal_name(node.args[1]) is not None)  # fmt: skip
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and self.builtin("setattr")
+            and len(node.args) == 3
+            and not node.keywords
+            and _literal_name(node.args[1]) is not None
+        )
 
     def _find_kernels(self) -> bool:
         """Find the defs a kernel language's own decorator makes kernels; True when some are new."""
@@ -743,13 +1671,21 @@ class _Module:
                 binds.setdefault(id(self.tree), Counter()).update(node.names)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
                 decorated.append((node, chain))
-            inner = chain + (node,) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                         ast.ClassDef)) else chain  # fmt: skip
+            inner = (
+                chain + (node,)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+                else chain
+            )
             stack.extend((child, inner) for child in ast.iter_child_nodes(node))
         return binds, imports, decorated
 
-    def _is_kernel_decorator(self, node: ast.expr, chain: tuple[ast.AST, ...], binds: dict[int, Counter[str]],
-                             imports: dict[int, Counter[str]]) -> bool:
+    def _is_kernel_decorator(
+        self,
+        node: ast.expr,
+        chain: tuple[ast.AST, ...],
+        binds: dict[int, Counter[str]],
+        imports: dict[int, Counter[str]],
+    ) -> bool:
         """Whether a decorator is a kernel language's (``triton.jit``, ``cute.kernel``, ``T.prim_func``,
         ``numba.cuda.jit`` ...): its name must resolve, where the decorated def is, to that language's module through imports only
         (or one module-level assignment such as ``jit = triton.jit``). A decorator of the candidate's own named
@@ -780,8 +1716,10 @@ class _Module:
         """A call that builds kernels from source (load_inline, torch.utils.cpp_extension.load, RawKernel ...)."""
         q = self.qual(call.func) or ""
         last = q.split(".")[-1] if q else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
-        return last in KERNEL_BUILDERS or q == "torch.utils.cpp_extension.load" or (
-            q.startswith("triton.") and last == "jit"
+        return (
+            last in KERNEL_BUILDERS
+            or q == "torch.utils.cpp_extension.load"
+            or (q.startswith("triton.") and last == "jit")
         )
 
     def _refers_to_kernel(self, value: ast.AST) -> bool:
@@ -837,7 +1775,9 @@ class _Module:
         for node in _top_level(self.tree.body):
             if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
                 return node, None
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "ModelNew" for t in node.targets
+            ):
                 assigned = node.value
         if isinstance(assigned, ast.Name) and assigned.id in self.classes:
             return self.classes[assigned.id], assigned
@@ -893,7 +1833,11 @@ class _Module:
                     if found:
                         queue.append(found)
                     names |= self.self_refs.get(attr, set())
-                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.classes:
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in self.classes
+                ):
                     names.add(node.value.id)
                 for name in names:
                     if name in self.functions and name not in self.kernels:
@@ -1014,22 +1958,25 @@ class _Module:
             return None
         q = self.qual(node)
         if q and q.startswith("torch.") and not q.split(".")[-1].startswith("__"):
-            what, rest = self._torch_call(q), q[len("torch."):]
+            what, rest = self._torch_call(q), q[len("torch.") :]
             function = q.split(".")[-1] in TENSOR_COMPUTE_METHODS or rest.startswith(
-                ("nn.functional.", "special.", "linalg.", "fft.", "Tensor.", *TORCH_COMPILERS))
+                ("nn.functional.", "special.", "linalg.", "fft.", "Tensor.", *TORCH_COMPILERS)
+            )
             return f"{what} (taken as a value)" if what and function else None
         if isinstance(node, ast.Attribute) and node.attr in TENSOR_COMPUTE_METHODS and q is None:
             root = node.value
             while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                 root = root.func if isinstance(root, ast.Call) else root.value
-            if isinstance(root, ast.Name) and root.id != "self" and not (
-                root.id in self.kernels or root.id in self.extensions or root.id in self.aliases
+            if (
+                isinstance(root, ast.Name)
+                and root.id != "self"
+                and not (root.id in self.kernels or root.id in self.extensions or root.id in self.aliases)
             ):
                 return f".{node.attr} (a bound method taken as a value)"
         return None
 
     def _torch_call(self, q: str) -> str | None:
-        rest = q[len("torch."):]
+        rest = q[len("torch.") :]
         short = q.replace("torch.nn.functional.", "F.")
         if rest.startswith("ops."):
             parts = rest.split(".")
@@ -1056,18 +2003,71 @@ KERNEL = ("k",)
 EMPTY: frozenset = frozenset()
 BUILTIN_NAMES = frozenset(dir(builtins))
 CONTAINER_METHODS = {
-    "append", "extend", "insert", "remove", "pop", "popitem", "clear", "update", "setdefault", "get", "keys", "values",
-    "items", "copy", "index", "count", "sort", "reverse", "add", "discard", "union", "intersection", "difference",
-    "join", "split", "format", "startswith", "endswith", "strip", "replace", "lower", "upper", "appendleft",
-    "__getitem__", "__setitem__", "__len__", "__contains__", "__iter__", "most_common",
-}  # fmt: skip
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "setdefault",
+    "get",
+    "keys",
+    "values",
+    "items",
+    "copy",
+    "index",
+    "count",
+    "sort",
+    "reverse",
+    "add",
+    "discard",
+    "union",
+    "intersection",
+    "difference",
+    "join",
+    "split",
+    "format",
+    "startswith",
+    "endswith",
+    "strip",
+    "replace",
+    "lower",
+    "upper",
+    "appendleft",
+    "__getitem__",
+    "__setitem__",
+    "__len__",
+    "__contains__",
+    "__iter__",
+    "most_common",
+}
 """Methods of lists, dicts, sets and strings."""
 OPERATOR_SYMBOLS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-    ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
-    ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=",
-    ast.Gt: ">", ast.GtE: ">=",
-}  # fmt: skip
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.USub: "-",
+    ast.UAdd: "+",
+    ast.Invert: "~",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+}
 MODEL_ENTRIES = ("forward", "__call__", "_call_impl", "_wrapped_call_impl")
 """What calling a ModelNew may run: nn.Module's ``__call__`` runs ``_wrapped_call_impl``, ``_call_impl``, ``forward``."""
 STATE_STORES = ("register_buffer", "register_parameter", "add_module", "register_module")
@@ -1453,7 +2453,7 @@ class _Strict:
         decorators = [self._eval(d, job) for d in fn.decorator_list]
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
-        for param, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
             self._write(("v", id(fn), param.arg), self._eval(default, job))
         for param, default in zip(args.kwonlyargs, args.kw_defaults):
             if default is not None:
@@ -1476,7 +2476,7 @@ class _Strict:
                 out |= self._apply({d}, [(None, frozenset(function), False)], [], None)
             elif d == KERNEL:
                 out.add(KERNEL)
-            elif kind == "torch" and d[1][len("torch."):].startswith(TORCH_COMPILERS):
+            elif kind == "torch" and d[1][len("torch.") :].startswith(TORCH_COMPILERS):
                 out.add(d)
             elif kind in ("torch", "tobj") and d[1].startswith("torch.library"):
                 self._register(function)
@@ -1522,8 +2522,12 @@ class _Strict:
         if key is not None:
             return self._read(key)
         if name in BUILTIN_NAMES:
-            return {N} if name in ("None", "True", "False", "Ellipsis", "__debug__") or (
-                name.startswith("__") and name not in ("__import__", "__build_class__")) else {("builtin", name)}
+            return (
+                {N}
+                if name in ("None", "True", "False", "Ellipsis", "__debug__")
+                or (name.startswith("__") and name not in ("__import__", "__build_class__"))
+                else {("builtin", name)}
+            )
         return {U}
 
     def _assign(self, target: ast.AST, tokens, job: _Job, top: bool = False) -> None:
@@ -1659,8 +2663,11 @@ class _Strict:
             if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
                 return {N}
             if any(_may_tensor(p) for p in parts):
-                symbol = next(OPERATOR_SYMBOLS.get(type(op), "comparison") for op in node.ops
-                              if not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)))  # fmt: skip
+                symbol = next(
+                    OPERATOR_SYMBOLS.get(type(op), "comparison")
+                    for op in node.ops
+                    if not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn))
+                )
                 self._flag(node, lambda: f"{_text(node)} compares with PyTorch's {symbol} operator", "op")
                 return {T}
             return {N}
@@ -1679,8 +2686,9 @@ class _Strict:
             return {("tup", key)}
         if isinstance(node, (ast.List, ast.Set)):
             for element in node.elts:
-                self._write(("elems", id(node)), self._elements(v(element)) if isinstance(element, ast.Starred)
-                            else v(element))  # fmt: skip
+                self._write(
+                    ("elems", id(node)), self._elements(v(element)) if isinstance(element, ast.Starred) else v(element)
+                )
             return {("seq", id(node))}
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
@@ -1695,7 +2703,7 @@ class _Strict:
         if isinstance(node, ast.Lambda):
             args = node.args
             positional = [*args.posonlyargs, *args.args]
-            for param, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+            for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
                 self._write(("v", id(node), param.arg), v(default))
             return {("own", node, 0)}
         if isinstance(node, ast.NamedExpr):
@@ -1764,7 +2772,7 @@ class _Strict:
     def _inst_attr(self, cls: ast.ClassDef, attr: str, skip_first: bool = False) -> set:
         """``self.<attr>`` on an instance of the candidate's ``cls`` (``super().<attr>`` with ``skip_first``)."""
         out: set = set()
-        chain = self.m.bases(cls)[1 if skip_first else 0:]
+        chain = self.m.bases(cls)[1 if skip_first else 0 :]
         for c in chain:
             for t in self._read(("cls", id(c), attr)):
                 out |= self._bound(t)
@@ -1806,8 +2814,11 @@ class _Strict:
         out: set = set()
         for c in self.m.bases(cls):
             for t in self._read(("cls", id(c), attr)):
-                decorators = {_text(d) for d in getattr(t[1], "decorator_list", [])} if isinstance(t, tuple) \
-                    and t[0] == "own" else set()  # fmt: skip
+                decorators = (
+                    {_text(d) for d in getattr(t[1], "decorator_list", [])}
+                    if isinstance(t, tuple) and t[0] == "own"
+                    else set()
+                )
                 out.add(("own", t[1], t[2] + 1) if "classmethod" in decorators else t)
         if not out and attr == "apply" and self._autograd_function(cls):
             for t in self._class_attr(cls, "forward"):
@@ -1823,8 +2834,11 @@ class _Strict:
             for b in c.bases:
                 q = self.m.qual(b) or ""
                 last = q.split(".")[-1]
-                if q.startswith("torch.nn.") and last[:1].isupper() and last not in ("Module", "ModuleList",
-                                                                                     "ModuleDict", "Sequential"):
+                if (
+                    q.startswith("torch.nn.")
+                    and last[:1].isupper()
+                    and last not in ("Module", "ModuleList", "ModuleDict", "Sequential")
+                ):
                     return q
         return None
 
@@ -1853,8 +2867,9 @@ class _Strict:
 
     def _tensor_index(self, base, index, node: ast.AST) -> None:
         if T in base and (T in index or T in self._elements(index)):
-            self._flag(node, lambda: f"{_text(node)} indexes a tensor with a tensor (a PyTorch gather or scatter)",
-                       "op")
+            self._flag(
+                node, lambda: f"{_text(node)} indexes a tensor with a tensor (a PyTorch gather or scatter)", "op"
+            )
 
     def _binop(self, op: ast.operator, left, right, node: ast.AST) -> set:
         symbol = OPERATOR_SYMBOLS.get(type(op), "?")
@@ -1869,12 +2884,18 @@ class _Strict:
 
     def _call(self, node: ast.Call, values: dict[int, frozenset], job: _Job) -> set:
         callee = values.get(id(node.func), EMPTY) or ({U} if self.judging else EMPTY)
-        args = [(a.value if isinstance(a, ast.Starred) else a, values.get(id(a), EMPTY), isinstance(a, ast.Starred))
-                for a in node.args]  # fmt: skip
+        args = [
+            (a.value if isinstance(a, ast.Starred) else a, values.get(id(a), EMPTY), isinstance(a, ast.Starred))
+            for a in node.args
+        ]
         kwargs = [(k.arg, k.value, values.get(id(k.value), EMPTY)) for k in node.keywords]
         func = node.func
-        if isinstance(func, ast.Attribute) and len(args) >= 2 and _literal_name(node.args[0]) \
-                and func.attr in STATE_STORES:
+        if (
+            isinstance(func, ast.Attribute)
+            and len(args) >= 2
+            and _literal_name(node.args[0])
+            and func.attr in STATE_STORES
+        ):
             name = node.args[0].value  # type: ignore[attr-defined]
             self._store_attr(values.get(id(func.value), EMPTY), name, args[1][1])
         if isinstance(func, ast.Attribute) and func.attr.startswith("register_") and "hook" in func.attr:
@@ -1910,8 +2931,9 @@ class _Strict:
             self._edge(target)
             return set(self._read(("ret", id(target))))
         if kind == "inst":
-            called = {t for t in self._inst_attr(tok[1], "__call__") if t[0] in ("own", "layer")} or \
-                self._inst_attr(tok[1], "forward")  # fmt: skip
+            called = {t for t in self._inst_attr(tok[1], "__call__") if t[0] in ("own", "layer")} or self._inst_attr(
+                tok[1], "forward"
+            )
             return self._apply(called, args, kwargs, node)
         if tok == KERNEL:
             if self.mode == "reach" and node is not None:
@@ -1938,7 +2960,7 @@ class _Strict:
             if tok[1].startswith("torch.library"):
                 self._register({t for _, tokens, _ in args for t in tokens})
                 return {t for _, tokens, _ in args for t in tokens if isinstance(t, tuple) and t[0] == "own"} | {tok}
-            if self._neutral(tok[1][len("torch."):]):
+            if self._neutral(tok[1][len("torch.") :]):
                 return {N}
             self._flag(node, f"{self._callee_text(node)}(...) calls a PyTorch object ({tok[1]})")
             return {T}
@@ -1949,8 +2971,11 @@ class _Strict:
             return out
         if tok == N:
             return {N}
-        self._flag(node, f"{self._callee_text(node)}(...) calls what the guards cannot resolve to your kernel, your "
-                         "own code or an allowed operation: call your kernels and functions by name")  # fmt: skip
+        self._flag(
+            node,
+            f"{self._callee_text(node)}(...) calls what the guards cannot resolve to your kernel, your "
+            "own code or an allowed operation: call your kernels and functions by name",
+        )
         return {U}
 
     def _bind_args(self, fn: ast.AST, offset: int, args: list, kwargs: list) -> None:
@@ -1997,8 +3022,11 @@ class _Strict:
                     self._seed(t[1], t[2], {U})
                     self._edge(t[1])
                 elif t[0] == "layer" and layers:
-                    self._flag(node, f"{self._callee_text(node)}(...) is handed the nn layer {_text(arg)}, which "
-                                     "would run PyTorch when called")  # fmt: skip
+                    self._flag(
+                        node,
+                        f"{self._callee_text(node)}(...) is handed the nn layer {_text(arg)}, which "
+                        "would run PyTorch when called",
+                    )
 
     def _tensor_method(self, name: str, args: list, kwargs: list, node: ast.Call | None, what: str) -> set:
         if name in TENSOR_SCALAR_METHODS or (name == "type" and not args and not kwargs):
@@ -2028,7 +3056,7 @@ class _Strict:
         return any(rest == p or rest.startswith(p + ".") for p in TORCH_STRICT_NEUTRAL)
 
     def _torch_call(self, q: str, args: list, kwargs: list, node: ast.Call | None) -> set:
-        rest = q[len("torch."):] if q.startswith("torch.") else ""
+        rest = q[len("torch.") :] if q.startswith("torch.") else ""
         parts = rest.split(".")
         last = parts[-1]
         if last in KERNEL_BUILDERS or q == "torch.utils.cpp_extension.load":
@@ -2054,8 +3082,22 @@ class _Strict:
         if rest in TORCH_SCALAR:
             return {N}
         if rest in TORCH_LAYOUT:
-            return {N} if last in ("no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled",
-                                   "manual_seed", "is_tensor", "is_floating_point", "is_complex") else {T}  # fmt: skip
+            return (
+                {N}
+                if last
+                in (
+                    "no_grad",
+                    "enable_grad",
+                    "inference_mode",
+                    "set_grad_enabled",
+                    "is_grad_enabled",
+                    "manual_seed",
+                    "is_tensor",
+                    "is_floating_point",
+                    "is_complex",
+                )
+                else {T}
+            )
         if self._neutral(rest):
             if rest in ("nn.Parameter", "nn.parameter.Parameter", "nn.Buffer", "nn.parameter.Buffer"):
                 return {T}
@@ -2178,8 +3220,11 @@ class _Strict:
                 self._write(("elems", key), t)
             return {("seq", key)}
         if name in ("enumerate", "zip"):
-            columns = [frozenset({N}), self._elements(tokens[0])] if name == "enumerate" and tokens else \
-                [self._elements(t) for t in tokens]  # fmt: skip
+            columns = (
+                [frozenset({N}), self._elements(tokens[0])]
+                if name == "enumerate" and tokens
+                else [self._elements(t) for t in tokens]
+            )
             row = (key, "row")
             for i, column in enumerate(columns):
                 self._write(("tup", row, i), column)
@@ -2210,8 +3255,12 @@ class _Strict:
 
     def _value_flag(self, node: ast.AST, tokens) -> None:
         """A PyTorch compute function (or a tensor's compute method) taken as a value: it is called elsewhere."""
-        if not self.mode or id(node) in self.callees or id(node) in self.prefixes or not isinstance(
-                getattr(node, "ctx", None), ast.Load):  # fmt: skip
+        if (
+            not self.mode
+            or id(node) in self.callees
+            or id(node) in self.prefixes
+            or not isinstance(getattr(node, "ctx", None), ast.Load)
+        ):
             return
         for t in tokens:
             if isinstance(t, tuple) and t[0] == "torch" and self._torch_function(t[1]):
@@ -2221,7 +3270,7 @@ class _Strict:
 
     def _torch_function(self, q: str) -> bool:
         """Whether ``torch.<...>`` named as a value is a compute function (not a module, class, dtype or constant)."""
-        rest = q[len("torch."):]
+        rest = q[len("torch.") :]
         last = rest.split(".")[-1]
         if not rest or rest in TORCH_MODULES or TORCH_CONSTANT.match(last) or last[:1].isupper():
             return False
@@ -2231,8 +3280,11 @@ class _Strict:
         if rest.startswith(TORCH_COMPILERS):
             return True
         if rest.startswith("Tensor."):
-            return last in TENSOR_ATTRIBUTES and last not in TENSOR_LAYOUT_METHODS | TENSOR_SCALAR_METHODS | \
-                TENSOR_SCALAR_ATTRIBUTES | TENSOR_VIEW_ATTRIBUTES  # fmt: skip
+            return (
+                last in TENSOR_ATTRIBUTES
+                and last
+                not in TENSOR_LAYOUT_METHODS | TENSOR_SCALAR_METHODS | TENSOR_SCALAR_ATTRIBUTES | TENSOR_VIEW_ATTRIBUTES
+            )
         return not (rest in TORCH_LAYOUT or rest in TORCH_SCALAR or self._neutral(rest))
 
     def _starts(self) -> list[tuple]:
@@ -2265,8 +3317,9 @@ class _Strict:
             for index in self.unit_jobs.get(id(fn), []):
                 self._run(self.jobs[index])
         self.mode = "kept"
-        kept = [0] + [key for key, unit in self.units.items() if getattr(unit, "name", "") == "__init__"
-                      and key not in seen]  # fmt: skip
+        kept = [0] + [
+            key for key, unit in self.units.items() if getattr(unit, "name", "") == "__init__" and key not in seen
+        ]
         for key in kept:
             for index in self.unit_jobs.get(key, []):
                 self._run(self.jobs[index])
@@ -2299,20 +3352,29 @@ class _Strict:
     def _inside(inner: ast.AST, outer: ast.AST) -> bool:
         a = (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0))
         b = (getattr(inner, "end_lineno", 0), getattr(inner, "end_col_offset", 0))
-        return (getattr(outer, "lineno", 0), getattr(outer, "col_offset", 0)) <= a and \
-            b <= (getattr(outer, "end_lineno", 0), getattr(outer, "end_col_offset", 0))  # fmt: skip
+        return (getattr(outer, "lineno", 0), getattr(outer, "col_offset", 0)) <= a and b <= (
+            getattr(outer, "end_lineno", 0),
+            getattr(outer, "end_col_offset", 0),
+        )
 
 
 def _strict_compute(m: _Module, cls: ast.ClassDef | None, launches: list[str] | None = None) -> list[str]:
     """torch_ops=strict: every place the code ModelNew runs computes with PyTorch (``line N: what``), star imports
     from torch, and a ModelNew the guards cannot find. ``launches`` gets the kernel launches found on the way."""
-    found = [f"line {n.lineno}: from {n.module} import * puts PyTorch's functions under bare names the guards cannot "
-             "tell from yours; import the module and name what you use"
-             for n in _top_level(m.tree.body) if isinstance(n, ast.ImportFrom) and not n.level
-             and (n.module or "").split(".")[0] == "torch" and any(a.name == "*" for a in n.names)]  # fmt: skip
+    found = [
+        f"line {n.lineno}: from {n.module} import * puts PyTorch's functions under bare names the guards cannot "
+        "tell from yours; import the module and name what you use"
+        for n in _top_level(m.tree.body)
+        if isinstance(n, ast.ImportFrom)
+        and not n.level
+        and (n.module or "").split(".")[0] == "torch"
+        and any(a.name == "*" for a in n.names)
+    ]
     if cls is None:
-        return found + ["ModelNew is not a class the candidate's text defines (class ModelNew(nn.Module): ...), so "
-                        "what its forward runs cannot be read"]  # fmt: skip
+        return found + [
+            "ModelNew is not a class the candidate's text defines (class ModelNew(nn.Module): ...), so "
+            "what its forward runs cannot be read"
+        ]
     strict = _Strict(m, cls)
     found += strict.findings()
     if launches is not None:
@@ -2356,25 +3418,50 @@ def _structure(m: _Module, p: Policies, reference_source: str | None) -> list[di
     found: list[dict[str, str]] = []
     cls, assigned = m.model_new()
     if isinstance(assigned, ast.Name) and assigned.id == "Model":
-        found.append(p.found("reference", f"`ModelNew = Model` ({_where(assigned)}): ModelNew is the reference itself. "
-                                          "Define a ModelNew class whose forward launches your own kernels."))  # fmt: skip
+        found.append(
+            p.found(
+                "reference",
+                f"`ModelNew = Model` ({_where(assigned)}): ModelNew is the reference itself. "
+                "Define a ModelNew class whose forward launches your own kernels.",
+            )
+        )
     if cls is not None:
         chain = m.bases(cls)
         for c in chain:
             for base in c.bases:
                 if isinstance(base, ast.Name) and base.id == "Model":
-                    found.append(p.found("reference", f"class {c.name} inherits from Model ({_where(base)}), the "
-                                                      "reference: subclass nn.Module and implement forward yourself."))  # fmt: skip
+                    found.append(
+                        p.found(
+                            "reference",
+                            f"class {c.name} inherits from Model ({_where(base)}), the "
+                            "reference: subclass nn.Module and implement forward yourself.",
+                        )
+                    )
         reach = m.reachable(cls)
-        wraps = [f"{_where(n)}" for fn in reach + [m.method(cls, "__init__")] if fn is not None
-                 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == "Model"]  # fmt: skip
+        wraps = [
+            f"{_where(n)}"
+            for fn in reach + [m.method(cls, "__init__")]
+            if fn is not None
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Name) and n.id == "Model"
+        ]
         if wraps:
-            found.append(p.found("reference", f"ModelNew uses the reference's Model ({_listed(wraps)}): it wraps "
-                                              "the reference instead of computing the result itself."))  # fmt: skip
+            found.append(
+                p.found(
+                    "reference",
+                    f"ModelNew uses the reference's Model ({_listed(wraps)}): it wraps "
+                    "the reference instead of computing the result itself.",
+                )
+            )
         forward = m.method(cls, "forward")
         if forward is not None and _is_empty(forward):
-            found.append(p.found("empty_body", f"ModelNew.forward ({_where(forward)}) has an empty body (pass, ... "
-                                               "or a docstring): it computes nothing and returns None."))  # fmt: skip
+            found.append(
+                p.found(
+                    "empty_body",
+                    f"ModelNew.forward ({_where(forward)}) has an empty body (pass, ... "
+                    "or a docstring): it computes nothing and returns None.",
+                )
+            )
         runs = [fn for fn in reach if fn.name != "__init__"]
         launches: list[str] = []
         if p.strict:  # an allow-list over everything forward reaches
@@ -2392,27 +3479,48 @@ def _structure(m: _Module, p: Policies, reference_source: str | None) -> list[di
     if not defined:
         anywhere = compute or m.torch_compute([m.tree])
         tail = f" It computes with PyTorch: {_listed(anywhere)}." if anywhere else ""
-        found.append(p.found("no_custom_kernel", "the candidate defines no kernel of its own (no load_inline/load "
-                             "CUDA extension, @triton.jit function or CuPy RawKernel)." + tail +
-                             " Write the computation as a CUDA or Triton kernel and launch it from forward."))  # fmt: skip
+        found.append(
+            p.found(
+                "no_custom_kernel",
+                "the candidate defines no kernel of its own (no load_inline/load "
+                "CUDA extension, @triton.jit function or CuPy RawKernel)."
+                + tail
+                + " Write the computation as a CUDA or Triton kernel and launch it from forward.",
+            )
+        )
     elif cls is not None and not uses:
-        found.append(p.found("no_custom_kernel", f"kernels are defined ({_listed(defined)}) but nothing ModelNew."
-                             "forward runs refers to them: forward never launches them."))  # fmt: skip
+        found.append(
+            p.found(
+                "no_custom_kernel",
+                f"kernels are defined ({_listed(defined)}) but nothing ModelNew."
+                "forward runs refers to them: forward never launches them.",
+            )
+        )
     forward = m.method(cls, "forward") if cls is not None else None
     reference_body = _reference_forward(reference_source)
     if forward is not None and reference_body is not None and _body_dump(forward) == reference_body:
-        found.append(p.found("reference", f"ModelNew.forward ({_where(forward)}) is the reference's forward, "
-                                          "statement for statement: it runs PyTorch, not a kernel of yours."))  # fmt: skip
+        found.append(
+            p.found(
+                "reference",
+                f"ModelNew.forward ({_where(forward)}) is the reference's forward, "
+                "statement for statement: it runs PyTorch, not a kernel of yours.",
+            )
+        )
     if compute:
         if p.strict:
-            shown = "; ".join(compute[:MAX_LISTED]) + (f" (and {len(compute) - MAX_LISTED} more such places)"
-                                                       if len(compute) > MAX_LISTED else "")  # fmt: skip
-            evidence = (f"ModelNew.forward runs PyTorch compute: {shown}. eval.torch_ops=strict allows only your own "
-                        "kernels, allocation, views, reshapes, casts and copies, and plain Python on sizes (ints, "
-                        "shapes, grids): write the rest in your kernels.")  # fmt: skip
+            shown = "; ".join(compute[:MAX_LISTED]) + (
+                f" (and {len(compute) - MAX_LISTED} more such places)" if len(compute) > MAX_LISTED else ""
+            )
+            evidence = (
+                f"ModelNew.forward runs PyTorch compute: {shown}. eval.torch_ops=strict allows only your own "
+                "kernels, allocation, views, reshapes, casts and copies, and plain Python on sizes (ints, "
+                "shapes, grids): write the rest in your kernels."
+            )
         else:
-            evidence = (f"ModelNew.forward runs PyTorch compute: {_listed(compute)} (allowed: torch_ops=lenient; "
-                        "on a GPU their share of the time is measured).")  # fmt: skip
+            evidence = (
+                f"ModelNew.forward runs PyTorch compute: {_listed(compute)} (allowed: torch_ops=lenient; "
+                "on a GPU their share of the time is measured)."
+            )
         found.append(p.found("torch_compute", evidence))
     found += _fallbacks(m, p)
     return found
@@ -2430,18 +3538,35 @@ def _fallbacks(m: _Module, p: Policies) -> list[dict[str, str]]:
                 reraises = any(isinstance(n, ast.Raise) for n in ast.walk(wrapped))
                 if compute or model:
                     what = _listed(compute) if compute else "the reference's Model"
-                    found.append(p.found("fallback", f"the except branch at {_where(handler)} runs {what}: when the "
-                                         "kernel fails, PyTorch silently computes the result. Let the error surface."))  # fmt: skip
+                    found.append(
+                        p.found(
+                            "fallback",
+                            f"the except branch at {_where(handler)} runs {what}: when the "
+                            "kernel fails, PyTorch silently computes the result. Let the error surface.",
+                        )
+                    )
                 elif body_kernel and not reraises:
-                    found.append(p.found("fallback", f"the try at {_where(node)} wraps your kernel ({body_kernel[0]}) "
-                                         f"and the except branch at {_where(handler)} swallows its failure: let the "
-                                         "error surface instead."))  # fmt: skip
+                    found.append(
+                        p.found(
+                            "fallback",
+                            f"the try at {_where(node)} wraps your kernel ({body_kernel[0]}) "
+                            f"and the except branch at {_where(handler)} swallows its failure: let the "
+                            "error surface instead.",
+                        )
+                    )
         elif isinstance(node, ast.With):
             for item in node.items:
                 q = m.qual(item.context_expr.func) if isinstance(item.context_expr, ast.Call) else None
-                if q == "contextlib.suppress" and m.uses_kernel(m.closure([ast.Module(body=node.body, type_ignores=[])])):
-                    found.append(p.found("fallback", f"contextlib.suppress at {_where(node)} swallows your kernel's "
-                                         "failure: let the error surface instead."))  # fmt: skip
+                if q == "contextlib.suppress" and m.uses_kernel(
+                    m.closure([ast.Module(body=node.body, type_ignores=[])])
+                ):
+                    found.append(
+                        p.found(
+                            "fallback",
+                            f"contextlib.suppress at {_where(node)} swallows your kernel's "
+                            "failure: let the error surface instead.",
+                        )
+                    )
     return found
 
 
@@ -2456,8 +3581,11 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
     for node in ast.walk(m.tree):
         where = _where(node)
         reached = _reexported_module(m, node, prefixes)  # ``ce.subprocess``: as good as importing subprocess
-        if reached and _import_guard(reached) in ("concurrency", "introspection", "io") or \
-                reached in ("os", "glob", "shutil", "pathlib", "io", "tempfile"):  # fmt: skip
+        if (
+            reached
+            and _import_guard(reached) in ("concurrency", "introspection", "io")
+            or reached in ("os", "glob", "shutil", "pathlib", "io", "tempfile")
+        ):
             guard = _import_guard(reached) or "io"
             hits[guard].append(f"{_text(node, 60)} reaches {reached} through another module ({where})")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -2489,16 +3617,27 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
                 handled.update(id(n) for n in ast.walk(func))  # torch's current stream, wrapped: not a new one
             elif _import_system_call(m, node):  # the dynamic_code guard's
                 handled.update(id(n) for n in ast.walk(func))
-            elif isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args \
-                    and _module_rooted(m, node.args[0]):
+            elif (
+                isinstance(func, ast.Name)
+                and func.id in ("setattr", "delattr")
+                and node.args
+                and _module_rooted(m, node.args[0])
+            ):
                 hits["monkey_patch"].append(f"{func.id}({_text(node.args[0], 80)}, ...) ({where})")
-            elif isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 \
-                    and _module_rooted(m, node.args[0]) and not isinstance(node.args[1], ast.Constant):
+            elif (
+                isinstance(func, ast.Name)
+                and func.id == "getattr"
+                and len(node.args) >= 2
+                and _module_rooted(m, node.args[0])
+                and not isinstance(node.args[1], ast.Constant)
+            ):
                 hits["introspection"].append(f"getattr({_text(node.args[0], 80)}, <computed name>) ({where})")
             elif isinstance(func, ast.Name) and func.id in INTROSPECTION_BUILTINS and m.builtin(func.id):
                 hits["introspection"].append(f"{func.id}() ({where})")
             elif (isinstance(func, ast.Name) and func.id == "open" and m.builtin("open")) or q in (
-                "io.open", "codecs.open", "os.open"
+                "io.open",
+                "codecs.open",
+                "os.open",
             ):
                 if _opens_for_reading(node):
                     hits["io"].append(f"open(...) for reading ({where})")
@@ -2519,8 +3658,10 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
                     hits["io"].append(f"os.environ.{func.attr}() ({where}, reads the environment)")
             elif q in ("os.putenv", "os.unsetenv"):
                 env_writes.append(f"{q}() ({where})")
-            elif q in FILE_READS or q.startswith(FILE_READ_MODULES) or (
-                isinstance(func, ast.Attribute) and func.attr in FILE_READ_METHODS
+            elif (
+                q in FILE_READS
+                or q.startswith(FILE_READ_MODULES)
+                or (isinstance(func, ast.Attribute) and func.attr in FILE_READ_METHODS)
             ):
                 hits["io"].append(f"{q or func.attr}() ({where})")  # type: ignore[union-attr]
             elif isinstance(func, ast.Attribute) and not q and func.attr == "open" and _opens_for_reading(node, 0):
@@ -2540,35 +3681,47 @@ def _side_effects(m: _Module, p: Policies) -> list[dict[str, str]]:
                     handled.update(id(n) for n in ast.walk(node))
                 elif q == "os.environ":
                     hits["io"].append(f"os.environ ({where}, reads the environment)")
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                id(node) in build_sources or _looks_like_c(node.value)):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (id(node) in build_sources or _looks_like_c(node.value))
+        ):
             code = _strip_c_comments(node.value)
             for match in CUDA_CONCURRENCY.finditer(code):
                 hits["concurrency"].append(f"{match.group(0)} in the CUDA source ({where})")
             for match in CUDA_PATCH.finditer(code):
-                what = "defines code in ATen's namespace" if match.group(0).startswith("namespace") else "re-registers aten ops"
+                what = (
+                    "defines code in ATen's namespace"
+                    if match.group(0).startswith("namespace")
+                    else "re-registers aten ops"
+                )
                 hits["monkey_patch"].append(f"{match.group(0)} in the CUDA source ({where}): {what}")
             for match in CUDA_IO.finditer(code):
                 hits["io"].append(f"{match.group(0).rstrip('( ')} in the CUDA source ({where})")
 
     advice = {
         "concurrency": "work must run on the calling thread and torch's current stream, where the timing sees it; "
-                       "no threads, processes, signal handlers, new streams, CUDA graphs or profiler controls",
+        "no threads, processes, signal handlers, new streams, CUDA graphs or profiler controls",
         "monkey_patch": "a candidate may not change torch, the clocks or other modules the evaluator and the "
-                        "reference use",
+        "reference use",
         "io": "a kernel has no reason to read files, the environment or the network",
         "introspection": "these reach into the evaluator (the reference, its outputs, the clocks); a kernel "
-                         "needs none of them",
-    }  # fmt: skip
+        "needs none of them",
+    }
     found = [p.found(guard, f"{_listed(items)}: {advice[guard]}.") for guard, items in hits.items() if items]
     if env_writes:
-        found.append(p.found("io", f"sets environment variables ({_listed(env_writes)}); allowed, noted.", verdict=REPORT))
+        found.append(
+            p.found("io", f"sets environment variables ({_listed(env_writes)}); allowed, noted.", verdict=REPORT)
+        )
     return found
 
 
 def _opens_for_reading(call: ast.Call, mode_index: int = 1) -> bool:
-    mode = call.args[mode_index] if len(call.args) > mode_index else next(
-        (k.value for k in call.keywords if k.arg == "mode"), None)
+    mode = (
+        call.args[mode_index]
+        if len(call.args) > mode_index
+        else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    )
     if mode is None:
         return True
     if not isinstance(mode, ast.Constant) or not isinstance(mode.value, str):
@@ -2716,8 +3869,21 @@ class _Paths:
         if q in TEMP_FILES:
             suffix = next((k.value for k in call.keywords if k.arg == "suffix"), None)
             return [(what, suffix, True)] if suffix is not None else []
-        if q in ("os.rename", "os.replace", "os.renames", "os.link", "os.symlink", "shutil.copy", "shutil.copy2",
-                 "shutil.copyfile", "shutil.move") and len(args) >= 2:  # fmt: skip
+        if (
+            q
+            in (
+                "os.rename",
+                "os.replace",
+                "os.renames",
+                "os.link",
+                "os.symlink",
+                "shutil.copy",
+                "shutil.copy2",
+                "shutil.copyfile",
+                "shutil.move",
+            )
+            and len(args) >= 2
+        ):
             return [(what, args[1], False)]
         if q == "torch.save" and len(args) >= 2:
             return [(what, args[1], False)]
@@ -2801,7 +3967,7 @@ class _Paths:
         """The tails of what every call of ``fn`` in the module passes as ``param`` (None when it is never called)."""
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         bound = 1 if id(fn) in self.methods and positional[:1] in (["self"], ["cls"]) else 0  # staticmethods: 0
-        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults))
+        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults))
         defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
         index = positional.index(param) - bound if param in positional else -1
         found: set[str | None] = set()
@@ -2823,8 +3989,11 @@ PERCENT_FORMAT_AT_END = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.(?:\
 
 def _opens_for_writing(call: ast.Call, mode_index: int) -> bool:
     """Whether an ``open`` call's mode (argument ``mode_index`` or ``mode=``) is a literal that writes."""
-    mode = call.args[mode_index] if len(call.args) > mode_index else next(
-        (k.value for k in call.keywords if k.arg == "mode"), None)
+    mode = (
+        call.args[mode_index]
+        if len(call.args) > mode_index
+        else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    )
     return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
 
 
@@ -2834,8 +4003,10 @@ DYNAMIC_ADVICE = "write that code in the candidate itself"
 
 def _lookup(what: str) -> str:
     """The evidence for an attribute lookup the guards cannot follow."""
-    return f"{what} looks an attribute up by a name the guards cannot read, so they cannot tell what it reaches; " \
-           "name the attribute in the code (index an nn.ModuleList or a list by number)"
+    return (
+        f"{what} looks an attribute up by a name the guards cannot read, so they cannot tell what it reaches; "
+        "name the attribute in the code (index an nn.ModuleList or a list by number)"
+    )
 
 
 def _dynamic_imports(node: ast.Import | ast.ImportFrom, built: set[str]) -> list[str]:
@@ -2845,15 +4016,21 @@ def _dynamic_imports(node: ast.Import | ast.ImportFrom, built: set[str]) -> list
     for name in _imported(node):
         root = name.split(".")[0]
         if _import_guard(name) == "dynamic_code":
-            found.append(f"import {name} loads or rebuilds code the guards cannot see (modules, pickles, code "
-                         f"objects); {DYNAMIC_ADVICE}")  # fmt: skip
+            found.append(
+                f"import {name} loads or rebuilds code the guards cannot see (modules, pickles, code "
+                f"objects); {DYNAMIC_ADVICE}"
+            )
         elif not root:
-            found.append(f"from {name} import ...: the candidate is a single file with nothing beside it to import; "
-                         f"{DYNAMIC_ADVICE}")  # fmt: skip
+            found.append(
+                f"from {name} import ...: the candidate is a single file with nothing beside it to import; "
+                f"{DYNAMIC_ADVICE}"
+            )
         elif _import_guard(name) is None and root not in KNOWN_MODULES and root not in built:
-            found.append(f"import {name}: {root} is neither a package the evaluator provides (the standard library, "
-                         "torch, triton, numpy, cupy, cutlass, tilelang ...) nor built by the candidate, so only a "
-                         f"module the candidate wrote could answer; {DYNAMIC_ADVICE}")  # fmt: skip
+            found.append(
+                f"import {name}: {root} is neither a package the evaluator provides (the standard library, "
+                "torch, triton, numpy, cupy, cutlass, tilelang ...) nor built by the candidate, so only a "
+                f"module the candidate wrote could answer; {DYNAMIC_ADVICE}"
+            )
     return found
 
 
@@ -2861,9 +4038,15 @@ def _own_prefixed(obj: ast.expr, name: ast.expr) -> bool:
     """``getattr(self, f"scale_{i}")``: the model's own attribute under a name with a literal start (buffers and
     layers registered in a loop), common in honest code. It is not dynamic code: under ``torch_ops=strict`` what it
     returns is unknown to the analysis, and a call of an unknown is judged as compute there."""
-    return (isinstance(obj, ast.Name) and obj.id == "self" and isinstance(name, ast.JoinedStr) and bool(name.values)
-            and isinstance(name.values[0], ast.Constant) and str(name.values[0].value).isidentifier()
-            and not str(name.values[0].value).startswith("_"))
+    return (
+        isinstance(obj, ast.Name)
+        and obj.id == "self"
+        and isinstance(name, ast.JoinedStr)
+        and bool(name.values)
+        and isinstance(name.values[0], ast.Constant)
+        and str(name.values[0].value).isidentifier()
+        and not str(name.values[0].value).startswith("_")
+    )
 
 
 def _dynamic_call(m: _Module, call: ast.Call, paths: _Paths) -> list[str]:
@@ -2872,28 +4055,46 @@ def _dynamic_call(m: _Module, call: ast.Call, paths: _Paths) -> list[str]:
     func, args = call.func, call.args
     found = []
     changed = _import_system_call(m, call) or next(
-        ("sys.path" for a in args if _import_system_object(m, a) == "sys.path"), None)
+        ("sys.path" for a in args if _import_system_object(m, a) == "sys.path"), None
+    )
     if changed:
-        found.append(f"{_text(func, 60)}(...) can change {changed}, where imports come from; import only the "
-                     "standard library and the kernel languages' packages")  # fmt: skip
-    elif isinstance(func, ast.Name) and func.id in LOOKUP_BUILTINS and m.builtin(func.id) and len(args) >= 2 \
-            and not _literal_name(args[1]) and not _module_rooted(m, args[0]) and not _own_prefixed(args[0], args[1]):
+        found.append(
+            f"{_text(func, 60)}(...) can change {changed}, where imports come from; import only the "
+            "standard library and the kernel languages' packages"
+        )
+    elif (
+        isinstance(func, ast.Name)
+        and func.id in LOOKUP_BUILTINS
+        and m.builtin(func.id)
+        and len(args) >= 2
+        and not _literal_name(args[1])
+        and not _module_rooted(m, args[0])
+        and not _own_prefixed(args[0], args[1])
+    ):
         found.append(_lookup(f"{func.id}({_text(args[0], 40)}, {_text(args[1], 40)})"))
-    elif _under(m.qual(func) or "", ("operator.methodcaller", "operator.attrgetter", "_operator.methodcaller",
-                                     "_operator.attrgetter"), exact=True):  # fmt: skip
-        found.append(f"{_text(call, 60)} is kept or passed instead of applied at once (or its name is "
-                     "computed), so the guards cannot tell what it calls; call the method itself")  # fmt: skip
+    elif _under(
+        m.qual(func) or "",
+        ("operator.methodcaller", "operator.attrgetter", "_operator.methodcaller", "_operator.attrgetter"),
+        exact=True,
+    ):
+        found.append(
+            f"{_text(call, 60)} is kept or passed instead of applied at once (or its name is "
+            "computed), so the guards cannot tell what it calls; call the method itself"
+        )
     for what, expr, is_suffix in paths.writes(call):
         tails = paths.tails(expr)
         loadable = sorted(t for t in tails if t is not None and t.lower().endswith(LOADABLE_SUFFIXES))
         if loadable:
             written = f"a file ending in {loadable[0]!r}" if is_suffix else repr(loadable[0][-60:])
-            found.append(f"{what} writes {written}, which Python can import or load; the candidate is one file: "
-                         f"{DYNAMIC_ADVICE}")  # fmt: skip
+            found.append(
+                f"{what} writes {written}, which Python can import or load; the candidate is one file: {DYNAMIC_ADVICE}"
+            )
         elif None in tails:
-            found.append(f"{what} writes a file whose name the guards cannot work out (it may be a module the "
-                         "candidate then loads); write only CUDA/C++ sources, under a name that ends in a literal "
-                         ".cu, .cpp, .h or .cuh")  # fmt: skip
+            found.append(
+                f"{what} writes a file whose name the guards cannot work out (it may be a module the "
+                "candidate then loads); write only CUDA/C++ sources, under a name that ends in a literal "
+                ".cu, .cpp, .h or .cuh"
+            )
     return found
 
 
@@ -2915,20 +4116,32 @@ def _dynamic_name(m: _Module, node: ast.AST, called: set[int], prefixes: set[int
             return [f"{node.id} hands the import machinery (a loader for any file) to the candidate; {DYNAMIC_ADVICE}"]
     if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_DUNDERS:
         return [_lookup(_text(node, 60))]
-    if isinstance(node, ast.Attribute) and (node.attr in INTERPRETER_INTERNALS or (
-            isinstance(node.value, ast.Attribute) and node.value.attr == "__class__" and node.attr.startswith("__")
-            and node.attr not in ("__name__", "__qualname__", "__module__", "__doc__"))):
-        return [f"{_text(node)} reaches the interpreter's internals (a function's globals and builtins, a class's "
-                f"subclasses), from which any code runs; {DYNAMIC_ADVICE}"]  # fmt: skip
+    if isinstance(node, ast.Attribute) and (
+        node.attr in INTERPRETER_INTERNALS
+        or (
+            isinstance(node.value, ast.Attribute)
+            and node.value.attr == "__class__"
+            and node.attr.startswith("__")
+            and node.attr not in ("__name__", "__qualname__", "__module__", "__doc__")
+        )
+    ):
+        return [
+            f"{_text(node)} reaches the interpreter's internals (a function's globals and builtins, a class's "
+            f"subclasses), from which any code runs; {DYNAMIC_ADVICE}"
+        ]
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in INTERNAL_NAMES:
-        return [f"the string {node.value!r} names an interpreter internal: code that looks names up from strings "
-                f"(torch.fx's call_method, a lookup by name) reaches anything through it; {DYNAMIC_ADVICE}"]  # fmt: skip
+        return [
+            f"the string {node.value!r} names an interpreter internal: code that looks names up from strings "
+            f"(torch.fx's call_method, a lookup by name) reaches anything through it; {DYNAMIC_ADVICE}"
+        ]
     if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in prefixes:
         return []
     q = m.qual(node) or ""
     if _under(q, DYNAMIC_NAMES) or any(part in DYNAMIC_SUBMODULES for part in q.split(".")[1:]):
-        return [f"{q} builds or loads code, a module or a library the guards cannot see; build kernels from source "
-                "in the candidate (load_inline, @triton.jit)"]  # fmt: skip
+        return [
+            f"{q} builds or loads code, a module or a library the guards cannot see; build kernels from source "
+            "in the candidate (load_inline, @triton.jit)"
+        ]
     if _under(q, ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache")):
         return [f"{q} is the import machinery; import only the standard library and the kernel languages' packages"]
     return []
@@ -2943,21 +4156,32 @@ def _dynamic_code(m: _Module, p: Policies) -> list[dict[str, str]]:
     nodes = list(ast.walk(m.tree))
     prefixes = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    built = {name for n in nodes if isinstance(n, ast.Call) and m.is_builder(n)
-             for name in map(_literal_name, [*n.args[:1], *(k.value for k in n.keywords if k.arg == "name")]) if name}
+    built = {
+        name
+        for n in nodes
+        if isinstance(n, ast.Call) and m.is_builder(n)
+        for name in map(_literal_name, [*n.args[:1], *(k.value for k in n.keywords if k.arg == "name")])
+        if name
+    }
     items: list[tuple[ast.AST, str]] = []
     for node in nodes:
         found = _dynamic_name(m, node, called, prefixes)
         reached = _reexported_module(m, node, prefixes)
         if reached and _import_guard(reached) == "dynamic_code":
-            found.append(f"{_text(node, 60)} reaches {reached} through another module; import only the standard "
-                         "library and the kernel languages' packages, and load nothing at run time")
+            found.append(
+                f"{_text(node, 60)} reaches {reached} through another module; import only the standard "
+                "library and the kernel languages' packages, and load nothing at run time"
+            )
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found += _dynamic_imports(node, built)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            found += [f"{_text(t, 60)} = ... changes where imports come from; import only the standard "
-                      "library and the kernel languages' packages" for t in targets if _import_system(m, t)]
+            found += [
+                f"{_text(t, 60)} = ... changes where imports come from; import only the standard "
+                "library and the kernel languages' packages"
+                for t in targets
+                if _import_system(m, t)
+            ]
         elif isinstance(node, ast.Call):
             found += _dynamic_call(m, node, paths)
         items += [(node, text) for text in found]
@@ -2966,7 +4190,7 @@ def _dynamic_code(m: _Module, p: Policies) -> list[dict[str, str]]:
         first.setdefault(_where(node), f"{_where(node)}: {text}")
     lines = list(first.values())
     if len(lines) > MAX_LISTED:
-        lines = lines[:MAX_LISTED - 1] + [f"{lines[MAX_LISTED - 1]} (and {len(lines) - MAX_LISTED} more such places)"]
+        lines = lines[: MAX_LISTED - 1] + [f"{lines[MAX_LISTED - 1]} (and {len(lines) - MAX_LISTED} more such places)"]
     return [p.found("dynamic_code", line + ".") for line in lines]
 
 
@@ -2977,7 +4201,9 @@ def _module_rooted(m: _Module, node: ast.AST) -> str | None:
     return m.aliases.get(node.id) if isinstance(node, ast.Name) else None
 
 
-def static_findings(source: str, policies: Policies | None = None, reference_source: str | None = None) -> list[dict[str, str]]:
+def static_findings(
+    source: str, policies: Policies | None = None, reference_source: str | None = None
+) -> list[dict[str, str]]:
     """Every static guard's findings for a candidate that parses and defines ``ModelNew``.
 
     ``reference_source`` (the task's source) lets the ``reference`` guard see a copied forward.
