@@ -16,7 +16,7 @@ authors' harness and ours:
 - ``level1/3_Softmax``: an honest Triton softmax (``benchmarks/candidates/triton_softmax.py``), the control.
 
 Then ``cudaforge rescore RUN_DIR eval=default`` and ``cudaforge report RUN_DIR RESCORE_DIR`` show, per kernel, the
-verdict under each protocol and the check of ours that changed it (benchmarks/results/2026-12-04_h200_call13/).
+verdict under each protocol and the check of ours that changed it (benchmarks/results/2026-12-04_h200/ (call13)).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ every round with a fixed JSON in the keys our templates ask for. The replies dep
 prompt's role and mode, so a killed run resumed with the same command replays the same answers.
 
 The process's exit status is the run's. Used by the H200 call that kills such a run mid-way and resumes it
-(benchmarks/results/2026-12-03_h200_README.md).
+(benchmarks/results/2026-12-03_h200/README.md).
 """
 
 from __future__ import annotations

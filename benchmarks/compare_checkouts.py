@@ -13,7 +13,7 @@ and their difference in percent, and exits 1 when a verdict differs or a differe
 ``--pairs`` keeps some pairs, by their index in ``PAIRS``; with ``--repeats 0`` each pair is only built and
 warmed once, which is how a device call fills both checkouts' build caches in parallel, one process per pair,
 before the timed runs (that take them one at a time). This is how the sandbox's "no false positives, speedups within 2%" target was checked on the H200
-(benchmarks/results/2026-12-01_h200_README.md). Needs a GPU for the first form.
+(benchmarks/results/2026-12-01_h200/README.md). Needs a GPU for the first form.
 
 ``--interleave`` runs both checkouts at once, each in its own process (``PYTHONPATH`` set to its root), and
 alternates them one evaluation at a time, pair by pair (before, after, after, before ...), so a drift in clocks

@@ -18,7 +18,7 @@ the hooks compile objects only (status ``compiled_only``). With a GPU, each buil
 checked against the PyTorch reference. Writes ``compile_bench.json`` and ``compile_bench.md``
 to --out and prints the table.
 
-    python benchmarks/compile_bench.py --out benchmarks/results/compile-$(date +%F)
+    python benchmarks/compile_bench.py --out benchmarks/results/$(date +%F)_GPU_compile
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("candidates", nargs="*", help="candidate files (default: benchmarks/candidates/cuda_*.py)")
-    parser.add_argument("--out", default="benchmarks/results/compile-bench", help="output directory")
+    parser.add_argument("--out", default="outputs/compile-bench", help="output directory")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per measurement")
     parser.add_argument("--no-check", action="store_true", help="skip the GPU correctness check")

@@ -1,6 +1,6 @@
 """Harness benchmark of the evaluator on a GPU: precision, overhead and multi-GPU throughput.
 
-    python benchmarks/eval_bench.py --out benchmarks/results/DATE_GPU [--repeats 5] [--batch 20]
+    python benchmarks/eval_bench.py --out benchmarks/results/DATE_GPU_callN [--repeats 5] [--batch 20]
 
 Targets (issue: evaluation engine):
 - precision: one candidate/task pair evaluated ``--repeats`` times in a row; the speedup

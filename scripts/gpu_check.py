@@ -1,6 +1,6 @@
 """Verify cudaforge on this machine's GPU in one go, and write a dated summary.
 
-    python scripts/gpu_check.py --out benchmarks/results/2026-11-29_h200 [--only tests,audit,...] [--gpu 1]
+    python scripts/gpu_check.py --out benchmarks/results/DATE_GPU_callN [--only tests,audit,...] [--gpu 1]
 
 ``--gpu`` pins every step to one physical GPU (``CUDA_VISIBLE_DEVICES``), so two checks can run side by side
 on a two-GPU box (`evalbench` wants every GPU for its throughput figure: run it alone). All steps share one

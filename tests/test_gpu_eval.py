@@ -70,7 +70,7 @@ def test_realistic_candidates_are_correct_and_timed(evaluator, tiny, task, file)
 )
 def test_cute_dsl_and_tilelang_candidates_are_correct_timed_and_profiled_as_their_own(tiny, task, file):
     """Each language's candidates through the guarded evaluator and ncu; skipped where its package is not installed
-    (benchmarks/languages_gpu.py runs the same on the H200: benchmarks/results/2026-12-03_h200_call7 and _call9)."""
+    (benchmarks/languages_gpu.py runs the same on the H200: benchmarks/results/2026-12-03_h200/ (call7) and _call9)."""
     from cudaforge import languages
     from cudaforge.profile import Profiler
 

@@ -47,5 +47,5 @@ LANGUAGE = KernelLanguage(
     prebuild_note="not built ahead: cute.compile reads its tensors' types, layouts and alignment through DLPack, "
     "which a fake tensor cannot give, so its kernels compile at their first call, in the correctness phase; for our "
     "candidates that whole phase took 0.6-1.1 s on an H200, compile included (benchmarks/languages_gpu.py "
-    "--language cute_dsl, 2026-12-03, benchmarks/results/2026-12-03_h200_call7).",
+    "--language cute_dsl, 2026-12-03, benchmarks/results/2026-12-03_h200/ (call7)).",
 )
