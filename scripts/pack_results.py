@@ -7,7 +7,8 @@ summary ``benchmarks/results/2026-12-05_h200_README.md``. This script makes of t
     benchmarks/results/2026-12-05_h200/MANIFEST.json  every file of every call: size and sha256, each call's script,
                                                       and the commit that still holds the files
 
-and removes the call folders from the tree. Nothing is lost: ``git archive`` on the manifest's commit gives the whole
+and ``docs/results/<date>_<gpu>.md``, the site's page for it (add it to ``nav`` in ``mkdocs.yml`` and to the tables
+in ``docs/results/index.md`` and ``benchmarks/results/README.md``), and removes the call folders from the tree. Nothing is lost: ``git archive`` on the manifest's commit gives the whole
 session back (the manifest's ``restore`` line is that command). Candidates a Coder model wrote (``class ModelNew``)
 are copied first to ``tests/fixtures/recorded_candidates/`` (one copy of each), where the guards' tests read them.
 
@@ -31,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 RECORDED = REPO / "tests" / "fixtures" / "recorded_candidates"
+DOCS = REPO / "docs" / "results"
 SESSION = re.compile(r"^(?P<session>\d{4}-\d{2}-\d{2}_[a-z0-9]+)_(?P<part>.+)$")
 """A part of a session: ``<date>_<gpu>_<part>`` (a folder, or the summary ``..._README.md``)."""
 PACKED = re.compile(r"^\d{4}-\d{2}-\d{2}_[a-z0-9]+$")
@@ -116,6 +118,11 @@ def pack(session: str, parts: list[Path], commit: str, seen: set[str]) -> dict[s
             "files": [[str(p.relative_to(REPO)), p.stat().st_size, _sha256(p)] for p in files],
         }
     manifest["recorded_candidates_kept"] = recorded
+    DOCS.mkdir(parents=True, exist_ok=True)  # the site's page for the session includes the summary as it is
+    (DOCS / f"{session}.md").write_text(
+        f"<!-- The session's summary, kept in benchmarks/results/{session}/README.md (its MANIFEST.json lists every "
+        f'file with its hash). -->\n\n--8<-- "benchmarks/results/{session}/README.md"\n'
+    )
     (target / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
     for part in parts:
         shutil.rmtree(part) if part.is_dir() else part.unlink()

@@ -53,6 +53,7 @@ def test_every_citation_of_a_result_resolves_to_a_summary_or_a_manifest_entry():
     for source in _citing_files():
         for match in CITED.finditer(source.read_text()):
             session, file, part = match[1], (match[2] or "/").strip("/"), match[3]
+            part = None if file else part  # `<session>/<file> (...)`: the parentheses are prose
             folder = RESULTS / session
             assert folder.is_dir(), (source, match[0])
             if file:
@@ -66,6 +67,18 @@ def test_every_citation_of_a_result_resolves_to_a_summary_or_a_manifest_entry():
                     assert any(p[0] == cited or p[0].startswith(cited + "/") for p in parts[call]["files"]), match[0]
             seen += 1
     assert seen >= 35  # the docs cite the results often; a regex that stopped matching would pass vacuously
+
+
+def test_every_session_has_a_page_on_the_site_that_includes_its_summary():
+    import yaml
+
+    nav = json.dumps(yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"])
+    for folder in sorted(p for p in RESULTS.iterdir() if p.is_dir()):
+        page = REPO / "docs" / "results" / f"{folder.name}.md"
+        assert f'--8<-- "benchmarks/results/{folder.name}/README.md"' in page.read_text(), page
+        assert f"results/{folder.name}.md" in nav, folder.name
+        assert f"({folder.name}.md)" in (REPO / "docs" / "results" / "index.md").read_text(), folder.name
+        assert f"({folder.name}/README.md)" in (RESULTS / "README.md").read_text(), folder.name
 
 
 def test_no_citation_names_an_unpacked_call_folder():
@@ -98,6 +111,7 @@ def test_packing_a_session_keeps_every_file_restorable_and_each_model_candidate_
     monkeypatch.setattr(pack, "REPO", repo)
     monkeypatch.setattr(pack, "RESULTS", results)
     monkeypatch.setattr(pack, "RECORDED", recorded)
+    monkeypatch.setattr(pack, "DOCS", repo / "docs" / "results")
 
     assert pack.main(["--check"]) == 1
     assert pack.main([]) == 0
@@ -113,6 +127,8 @@ def test_packing_a_session_keeps_every_file_restorable_and_each_model_candidate_
     for path, size, sha in files:  # every file comes back from the named commit, byte for byte
         data = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=repo, check=True, capture_output=True).stdout
         assert (len(data), hashlib.sha256(data).hexdigest()) == (size, sha)
+    page = (repo / "docs" / "results" / "2030-01-01_h200.md").read_text()
+    assert '--8<-- "benchmarks/results/2030-01-01_h200/README.md"' in page
     kept = sorted(recorded.rglob("*.py"))
     assert [p.read_text() for p in kept] == [candidate]
 
@@ -126,6 +142,7 @@ def test_packing_refuses_files_not_committed(tmp_path, monkeypatch):
     (results / "2030-01-01_h200_call1" / "log.txt").write_text("not committed\n")
     monkeypatch.setattr(pack, "REPO", repo)
     monkeypatch.setattr(pack, "RESULTS", results)
+    monkeypatch.setattr(pack, "DOCS", repo / "docs" / "results")
     with pytest.raises(SystemExit, match="commit benchmarks/results first"):
         pack.main([])
     assert (results / "2030-01-01_h200_call1" / "log.txt").exists()
