@@ -173,7 +173,7 @@ def main_cache(args: list[str], cfg: Any = None, out: Any = None) -> int:
     values then win and whose overrides ``args`` may still hold (they are ignored). Without ``cfg`` the
     defaults hold, changed by the ``key=value`` overrides of :data:`OVERRIDES` in ``args`` (no Hydra needed).
 
-    From ``cudaforge/cli.py``: ``return main_cache(rest)`` (``rest``: the arguments after ``cache``).
+    From ``cudaforge/cli/cache.py``: ``return main_cache(rest)`` (``rest``: the arguments after ``cache``).
     """
     out = out or sys.stdout
     words, overrides = split_cache_args(list(args))

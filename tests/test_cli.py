@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -253,7 +254,7 @@ def test_doctor_says_what_stops_a_run(monkeypatch):
 
 
 def test_sweeps_are_not_refused_by_the_override_check():
-    from cudaforge.cli_checks import check_overrides
+    from cudaforge.cli.checks import check_overrides
     from cudaforge.config import register_configs
     from cudaforge.paths import CONFIG_DIR
 
@@ -352,3 +353,23 @@ def test_a_mapping_key_is_set_as_written(tmp_path):
     out = cudaforge("run", "strategy.templates={coder/first_attempt: coder/optimize}", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "coder/first_attempt: coder/optimize" in out.stdout
+
+
+def test_each_command_is_one_module_with_its_help_beside_it():
+    """``cudaforge/cli/``: a module per command holding ``HELP`` and ``main``; every command of the usage page has
+    one; Hydra's flags are listed in one place only (the one Hydra-argument helper)."""
+    import re
+
+    import cudaforge.cli as cli
+
+    for command in cli.COMMANDS:
+        mod = cli.module(command)
+        assert callable(mod.main) and mod.HELP, command
+        pages = mod.HELP if isinstance(mod.HELP, dict) else {command: mod.HELP}
+        for name, page in pages.items():
+            assert page.startswith(f"usage: cudaforge {name}"), name
+    listed = set(re.findall(r"^  ([a-z]+)", cli.USAGE, re.M))
+    assert listed == set(cli.COMMANDS)
+    package = Path(cli.__file__).parent.parent
+    holders = [p for p in package.rglob("*.py") if '"--experimental-rerun"' in p.read_text()]
+    assert [p.relative_to(package).as_posix() for p in holders] == ["cli/hydra_args.py"]

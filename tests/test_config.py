@@ -181,7 +181,7 @@ def test_the_profile_defaults_are_defined_once():
 
 
 def test_the_paper_overlays_profile_as_the_authors_ncu_does_and_bad_ncu_values_are_refused():
-    from cudaforge.cli_checks import check_values
+    from cudaforge.cli.checks import check_values
 
     for name in ("cudaforge_table1", "cudaforge_metric_sets", "cudaforge_dstar"):
         cfg = compose_with([f"experiment={name}"])

@@ -43,10 +43,10 @@ def doc_commands() -> list[tuple[str, str]]:
 
 
 def help_commands() -> list[tuple[str, str]]:
-    from cudaforge.cli_checks import HELP
+    from cudaforge.cli import help_texts
 
     found = []
-    for name, text in HELP.items():
+    for name, text in help_texts().items():
         if "examples:" in text:
             for line in text.split("examples:", 1)[1].split("\n\n", 1)[0].splitlines():
                 line = re.sub(r"\s+#.*$", "", line.strip())

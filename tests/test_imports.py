@@ -11,7 +11,7 @@ import cudaforge
 PACKAGE = Path(cudaforge.__file__).resolve().parent
 
 LAYERS = [
-    ["cudaforge", "types", "paths", "pyast"],
+    ["cudaforge", "types", "paths", "pyast", "plugins"],
     ["languages"],
     ["vendor"],
     ["caches"],
@@ -29,9 +29,9 @@ LAYERS = [
     ["report"],
     ["config"],
     ["teach"],
-    ["cli_checks", "cache_admin"],
+    ["cache_admin"],
     ["doctor"],
-    ["cli", "__main__"],
+    ["cli"],
 ]
 """Each layer (a package, or a module directly under cudaforge/) may import only the layers before it and itself."""
 

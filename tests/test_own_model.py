@@ -36,7 +36,7 @@ def test_one_command_spells_the_model_for_litellm_and_the_judge_follows_the_code
 
 
 def test_the_model_and_server_are_required():
-    from cudaforge.cli_checks import check_values
+    from cudaforge.cli.checks import check_values
 
     problems = check_values(compose_with(OWN))
     assert any(p.startswith("coder.model: not set; coder=openai_compatible needs coder.model=NAME") for p in problems)

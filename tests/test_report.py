@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+from cudaforge.cli.hydra_args import positional_runs
 from cudaforge.report import (
     FailedAs,
     build_report,
@@ -24,7 +25,6 @@ from cudaforge.report import (
     load_run,
     make_report,
     run_stats,
-    runs_override,
     select_published,
     write_report,
 )
@@ -487,21 +487,24 @@ def test_errors_are_clear(two_runs):
 
 def test_runs_override(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert runs_override(["a", "report.bootstrap=10", "--cfg", "job", "/x/b"]) == [
+    assert positional_runs(["a", "report.bootstrap=10", "--cfg", "job", "/x/b"], "report.runs") == [
         f"report.runs=['{tmp_path / 'a'}','/x/b']",
         "report.bootstrap=10",
         "--cfg",
         "job",
     ]
-    assert runs_override(["report.seed=1", "a"]) == ["report.seed=1", f"report.runs=['{tmp_path / 'a'}']"]
-    assert runs_override(["--info", "defaults", "a"])[-1].startswith("report.runs=")
-    assert runs_override(["report.runs=[/x]"]) == ["report.runs=[/x]"]
+    assert positional_runs(["report.seed=1", "a"], "report.runs") == [
+        "report.seed=1",
+        f"report.runs=['{tmp_path / 'a'}']",
+    ]
+    assert positional_runs(["--info", "defaults", "a"], "report.runs")[-1].startswith("report.runs=")
+    assert positional_runs(["report.runs=[/x]"], "report.runs") == ["report.runs=[/x]"]
     with pytest.raises(ValueError, match="not both"):
-        runs_override(["a", "report.runs=[/x]"])
+        positional_runs(["a", "report.runs=[/x]"], "report.runs")
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     odd = "/tmp/it's, odd\\"
-    parsed = OverridesParser.create().parse_overrides(runs_override([odd]))[0]
+    parsed = OverridesParser.create().parse_overrides(positional_runs([odd], "report.runs"))[0]
     assert parsed.value() == [odd]
 
 
@@ -587,7 +590,7 @@ def test_two_runs_are_compared_task_by_task_with_an_interval_a_sign_test_and_a_v
 def test_an_ablation_multirun_compares_every_arm_with_its_baseline_arm(tmp_path):
     from test_config import compose_with
 
-    from cudaforge.cli_checks import check_values
+    from cudaforge.cli.checks import check_values
 
     tasks = [f"kb/level1/{i}_T" for i in range(1, 7)]
     arms = [

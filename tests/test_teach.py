@@ -22,6 +22,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from cudaforge.agents import Coder, PromptLibrary  # noqa: E402
 from cudaforge.agents.records import Feedback, JudgeMode  # noqa: E402
 from cudaforge.agents.skills import strip_front_matter  # noqa: E402
+from cudaforge.cli.hydra_args import group_keys, positional_runs  # noqa: E402
 from cudaforge.config import (  # noqa: E402
     CudaforgeConfig,
     ExportConfig,
@@ -41,7 +42,6 @@ from cudaforge.teach import (  # noqa: E402
     read_skills,
     skill_effect,
 )
-from cudaforge.teach.args import group_overrides  # noqa: E402
 from cudaforge.teach.skills import cap_words, categorize  # noqa: E402
 from cudaforge.track.store import RunStore  # noqa: E402
 from cudaforge.types import (  # noqa: E402
@@ -524,11 +524,8 @@ def test_schema_check_names_the_mismatch():
 
 
 def test_run_directories_come_as_positional_arguments(tmp_path):
-    args = group_overrides(
-        "export",
-        ExportConfig,
-        [str(tmp_path), "format=trajectories", "reward.kind=binary", "levels=[1]", "--cfg", "job", "suite=tiny"],
-    )
+    given = [str(tmp_path), "format=trajectories", "reward.kind=binary", "levels=[1]", "--cfg", "job", "suite=tiny"]
+    args = positional_runs(group_keys("export", ExportConfig, given), "export.runs")
     assert args[0] == f"export.runs=['{tmp_path.resolve()}']"
     assert args[1:] == [
         "export.format=trajectories",

@@ -28,7 +28,7 @@ def test_the_current_vendor_is_nvidia_with_every_fact_of_the_interface(monkeypat
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
     assert nvidia.visible_devices() == ["3", "1"]
     monkeypatch.setenv("CUDAFORGE_GPU_VENDOR", "amd")
-    with pytest.raises(ValueError, match="CUDAFORGE_GPU_VENDOR='amd': only nvidia is implemented"):
+    with pytest.raises(ValueError, match="CUDAFORGE_GPU_VENDOR='amd': known vendors are nvidia "):
         current()
 
 

@@ -1,9 +1,11 @@
 """The registry of kernel languages: what a "kernel" is, decided in one place.
 
 Each language is one module (``cuda.py``, ``triton.py``, ``cupy.py``, ``cute_dsl.py``, ``tilelang.py``) defining
-``LANGUAGE``, a :class:`~cudaforge.languages.base.KernelLanguage`. The static guards, the evaluator's ``backend``,
-the build path, the profiler and the Coder's prompts (``strategy.backend``) ask this registry; adding a language
-means adding its module here and its worked example (docs/architecture.md, "Kernel languages"). This package imports nothing heavy (no torch, no Hydra), so
+``LANGUAGE``, a :class:`~cudaforge.languages.base.KernelLanguage`; an installed package may add more through the
+entry-point group ``cudaforge.languages`` (:mod:`cudaforge.plugins`; ``tests/fixtures/out_of_tree_language/`` is a
+worked example). The static guards, the evaluator's ``backend``, the build path, the profiler and the Coder's
+prompts (``strategy.backend``) ask this registry; adding a language means adding its module here, or shipping it as
+a package, and its worked example (docs/architecture.md, "Kernel languages"). This package imports nothing heavy (no torch, no Hydra), so
 ``eval`` and ``profile`` both use it without importing each other.
 """
 
@@ -12,13 +14,44 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import warnings
+from functools import cache
 
+from cudaforge import plugins
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import LIBRARY_KERNEL, NEVER_OWN, is_copy_or_fill, kernel_base_name
 
-_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "names")))
-"""The registered languages: every module of this package but ``base`` and ``names``, in name order, which is also
-the order a source is tested against them (the first that matches names it)."""
+BUILT_IN = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "names")))
+"""The languages of this package: every module of it but ``base`` and ``names``, in name order."""
+
+
+@cache
+def _names() -> tuple[str, ...]:
+    """The registered languages: the built-in ones, then those installed packages add, each part in name order, which
+    is also the order a source is tested against them (the first that matches names it). A package's language named
+    like a built-in one is left out, with a warning."""
+    added = sorted(plugins.declared()[plugins.LANGUAGES])
+    for name in [n for n in added if n in BUILT_IN or n in (NO_KERNEL, "any")]:
+        warnings.warn(
+            f"the kernel language {name!r} of an installed package is left out: the name is cudaforge's own",
+            stacklevel=2,
+        )
+    return BUILT_IN + tuple(n for n in added if n not in BUILT_IN and n not in (NO_KERNEL, "any"))
+
+
+@cache
+def _load(name: str) -> KernelLanguage:
+    if name in BUILT_IN:
+        language = importlib.import_module(f"cudaforge.languages.{name}").LANGUAGE
+    else:
+        language = plugins.load(plugins.LANGUAGES, name)
+    if not isinstance(language, KernelLanguage) or language.name != name:
+        raise ValueError(
+            f"the kernel language entry point {name!r} names {type(language).__name__} "
+            f"{getattr(language, 'name', '')!r}, not a KernelLanguage called {name!r}"
+        )
+    return language
+
 
 NO_KERNEL = "torch"
 """The ``backend`` of a source no language claims (PyTorch ops only)."""
@@ -33,19 +66,19 @@ OTHER_BUILDERS = ("_create_jit_fn", "SourceModule", "DynamicSourceModule")
 
 def languages() -> list[KernelLanguage]:
     """Every registered language, in detection order."""
-    return [importlib.import_module(f"cudaforge.languages.{name}").LANGUAGE for name in _MODULES]
+    return [_load(name) for name in _names()]
 
 
 def names() -> list[str]:
     """The registered languages' names."""
-    return list(_MODULES)
+    return list(_names())
 
 
 def get(name: str) -> KernelLanguage:
     """The language called ``name`` (ValueError naming the known ones otherwise)."""
-    if name not in _MODULES:
-        raise ValueError(f"unknown kernel language {name!r}; known: {', '.join(_MODULES)}")
-    return importlib.import_module(f"cudaforge.languages.{name}").LANGUAGE
+    if name not in _names():
+        raise ValueError(f"unknown kernel language {name!r}; known: {', '.join(_names())}")
+    return _load(name)
 
 
 def detect(source: str) -> str:
@@ -143,6 +176,7 @@ def describe() -> str:
 
 
 __all__ = [
+    "BUILT_IN",
     "KernelLanguage",
     "NO_KERNEL",
     "choice_languages",

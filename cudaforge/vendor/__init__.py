@@ -3,28 +3,37 @@
 NVIDIA's implementation is ``cudaforge/vendor/nvidia.py`` (nvcc, ``sm_XX`` architectures, Nsight Compute,
 NVML, ``/dev/nvidia*``). The build path (``eval/build/toolchain.py``, ``settings.py``), the profiler and the
 sandbox's device list ask :func:`current` and never name a vendor's tool. An AMD implementation (hipcc, ``gfxXXXX``
-architectures, rocprof, amd-smi, ``/dev/kfd`` and ``/dev/dri``) would be a second module; its contract is sketched
-in docs/architecture.md, "The vendor seam". No GPU of another vendor has been run here.
+architectures, rocprof, amd-smi, ``/dev/kfd`` and ``/dev/dri``) would be a second module, here or in a package of its
+own that names its ``GpuVendor`` in the entry-point group ``cudaforge.vendors`` (:mod:`cudaforge.plugins`); its
+contract is sketched in docs/architecture.md, "The vendor seam". No GPU of another vendor has been run here.
 """
 
 from __future__ import annotations
 
 import os
 
+from cudaforge import plugins
 from cudaforge.vendor.base import GpuVendor
 
 
 def current() -> GpuVendor:
-    """The vendor of this machine's GPUs: NVIDIA, the one implemented (``CUDAFORGE_GPU_VENDOR`` names another)."""
+    """The vendor of this machine's GPUs: NVIDIA, the one built in, unless ``CUDAFORGE_GPU_VENDOR`` names one an
+    installed package adds (entry-point group ``cudaforge.vendors``)."""
     name = os.environ.get("CUDAFORGE_GPU_VENDOR", "nvidia").strip().lower() or "nvidia"
-    if name != "nvidia":
-        raise ValueError(
-            f"CUDAFORGE_GPU_VENDOR={name!r}: only nvidia is implemented (docs/architecture.md, "
-            "'The vendor seam', sketches what another vendor's module must provide)"
-        )
-    from cudaforge.vendor.nvidia import NVIDIA
+    if name == "nvidia":
+        from cudaforge.vendor.nvidia import NVIDIA
 
-    return NVIDIA
+        return NVIDIA
+    added = plugins.declared()[plugins.VENDORS]
+    if name not in added:
+        raise ValueError(
+            f"CUDAFORGE_GPU_VENDOR={name!r}: known vendors are nvidia{''.join(f', {n}' for n in sorted(added))} "
+            "(docs/architecture.md, 'The vendor seam', sketches what another vendor's module must provide)"
+        )
+    vendor = plugins.load(plugins.VENDORS, name)
+    if not isinstance(vendor, GpuVendor):
+        raise ValueError(f"the vendor entry point {name!r} names {type(vendor).__name__}, not a GpuVendor")
+    return vendor
 
 
 __all__ = ["GpuVendor", "current"]

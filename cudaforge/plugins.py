@@ -1,0 +1,73 @@
+"""Packages that extend cudaforge: kernel languages and GPU vendors named in entry-point groups.
+
+A package adds a kernel language by naming a :class:`~cudaforge.languages.base.KernelLanguage` in the group
+``cudaforge.languages`` (``numba = "cudaforge_numba_lang:LANGUAGE"`` under ``[project.entry-points."cudaforge.languages"]``
+in its pyproject.toml), and a GPU vendor by naming a :class:`~cudaforge.vendor.base.GpuVendor` in
+``cudaforge.vendors``; ``tests/fixtures/out_of_tree_language/`` is a worked example (docs/architecture.md).
+
+Only installed packages count: a distribution found through the working directory is ignored, since a process
+started with ``python -m`` has that folder on ``sys.path`` and a working directory may be a candidate's scratch.
+The first scan in a process tree is passed down to its children in ``CUDAFORGE_ENTRY_POINTS``, so the evaluator's
+short-lived children do not scan the installed packages again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import cache
+
+LANGUAGES = "cudaforge.languages"
+VENDORS = "cudaforge.vendors"
+GROUPS = (LANGUAGES, VENDORS)
+ENV = "CUDAFORGE_ENTRY_POINTS"
+"""Set by the first process that scanned: ``{group: {name: "module:attribute"}}`` for its children."""
+
+
+def _scan() -> dict[str, dict[str, str]]:
+    from importlib.metadata import distributions
+
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # a working directory already removed
+        here = ""
+    paths = [p for p in sys.path if p and os.path.realpath(p) != here]
+    found: dict[str, dict[str, str]] = {group: {} for group in GROUPS}
+    for dist in distributions(path=paths):
+        for group in GROUPS:
+            for ep in dist.entry_points.select(group=group):
+                found[group].setdefault(ep.name, ep.value)
+    return found
+
+
+@cache
+def declared() -> dict[str, dict[str, str]]:
+    """Every entry point of the two groups, by group and name (``module:attribute``), from the environment when an
+    ancestor scanned, else from the installed packages."""
+    inherited = os.environ.get(ENV)
+    if inherited:
+        try:
+            data = json.loads(inherited)
+            if isinstance(data, dict) and all(isinstance(data.get(g), dict) for g in GROUPS):
+                return {g: {str(k): str(v) for k, v in data[g].items()} for g in GROUPS}
+        except ValueError:
+            pass  # not ours: scan
+    found = _scan()
+    os.environ[ENV] = json.dumps(found, sort_keys=True)
+    return found
+
+
+def load(group: str, name: str) -> object:
+    """The object the entry point ``name`` of ``group`` names (ValueError when it cannot be imported)."""
+    import importlib
+
+    value = declared()[group][name]
+    module, _, attribute = value.partition(":")
+    try:
+        target: object = importlib.import_module(module.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"the {group} entry point {name} = {value!r} cannot be loaded: {exc}") from exc
+    return target
