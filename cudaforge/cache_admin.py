@@ -14,11 +14,11 @@ from cudaforge.caches import (
     KIND_NAMES,
     CacheKind,
     CachePaths,
-    _check_names,
-    _last_used,
-    _measure,
-    _registry,
+    cache_registry,
+    check_names,
     clear_kind,
+    last_used,
+    measure_path,
 )
 
 
@@ -36,7 +36,7 @@ def cache_paths(cfg: Any = None) -> CachePaths:
     """From the whole config (a ``CudaforgeConfig``, its DictConfig or a dict of its groups; None: the
     defaults), resolved as the evaluator, the profiler and the runner resolve them."""
     from cudaforge.eval.build import BuildSettings
-    from cudaforge.eval.evaluator import DEFAULT_BUILD_CACHE, _default_eval_config
+    from cudaforge.eval.evaluator import DEFAULT_BUILD_CACHE, default_eval_config
     from cudaforge.profile.cache import ProfileCache
 
     build = _setting(cfg, "eval.build_cache_dir") or DEFAULT_BUILD_CACHE  # as the evaluator resolves it
@@ -44,7 +44,7 @@ def cache_paths(cfg: Any = None) -> CachePaths:
     llm = _setting(cfg, "llm_cache.path")
     max_gb = _setting(cfg, "eval.build_cache_max_gb")
     if max_gb is None:
-        max_gb = _default_eval_config()["build_cache_max_gb"]
+        max_gb = default_eval_config()["build_cache_max_gb"]
     return CachePaths(
         build=settings.cache_root(),
         pch=settings.pch_root(),
@@ -61,14 +61,14 @@ def _paths(source: Any) -> CachePaths:
 def cache_kinds(source: Any = None) -> list[CacheKind]:
     """The kinds of cached data, where each lives. ``source``: :class:`CachePaths`, or a config for
     :func:`cache_paths` (None: the defaults)."""
-    return _registry(_paths(source))
+    return cache_registry(_paths(source))
 
 
 def _select(kinds: list[str] | tuple[str, ...] | None, source: Any) -> list[CacheKind]:
     registry = cache_kinds(source)
     if kinds is None:
         return registry
-    _check_names(kinds, [k.name for k in registry])
+    check_names(kinds, [k.name for k in registry])
     return [k for k in registry if k.name in kinds]
 
 
@@ -81,9 +81,9 @@ def cache_info(source: Any = None, kinds: list[str] | None = None) -> list[dict[
         size = files = 0
         used = []
         for entry in kind.entries():
-            entry_bytes, entry_files = _measure(entry)
+            entry_bytes, entry_files = measure_path(entry)
             size, files = size + entry_bytes, files + entry_files
-            used.append(_last_used(entry))
+            used.append(last_used(entry))
         rows.append(
             {
                 "name": kind.name,

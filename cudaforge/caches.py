@@ -1,6 +1,6 @@
 """What cudaforge caches, where, how big; removing entries; keeping the build cache under its size limit.
 
-The kinds of cached data (:func:`cache_kinds`, one line each in :func:`_registry`):
+The kinds of cached data (:func:`cache_kinds`, one line each in :func:`cache_registry`):
 
 - ``build``: compiled CUDA extensions, one folder per build key (``<build cache>/<48 hex digits>/``, with its
   ``build.json``); the build cache is ``eval.build_cache_dir`` (default ``~/.cache/cudaforge/build``);
@@ -102,7 +102,7 @@ class CachePaths:
     """The build cache's limit (``eval.build_cache_max_gb``; 0: none), for display."""
 
 
-def _registry(paths: CachePaths) -> list[CacheKind]:
+def cache_registry(paths: CachePaths) -> list[CacheKind]:
     """Every kind of cached data, one line each: a new cache is added here."""
     return [
         _build_kind(paths.build),
@@ -172,8 +172,8 @@ def _llm_kind(path: Path | None) -> CacheKind:
     )
 
 
-KIND_NAMES = tuple(kind.name for kind in _registry(CachePaths(Path("."), Path("."), Path("."))))
-"""The kinds' names, in :func:`_registry`'s order."""
+KIND_NAMES = tuple(kind.name for kind in cache_registry(CachePaths(Path("."), Path("."), Path("."))))
+"""The kinds' names, in :func:`cache_registry`'s order."""
 
 DEFAULT_CLEAR = tuple(name for name in KIND_NAMES if name != "llm")
 """What ``cudaforge cache clear`` with no kinds clears: all but ``llm`` (a recording is not made again for free)."""
@@ -183,7 +183,7 @@ class UnknownCacheKind(ValueError):
     """A kind name that is not one of :data:`KIND_NAMES`."""
 
 
-def _check_names(names: list[str] | tuple[str, ...], known: list[str]) -> None:
+def check_names(names: list[str] | tuple[str, ...], known: list[str]) -> None:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UnknownCacheKind(
@@ -194,7 +194,7 @@ def _check_names(names: list[str] | tuple[str, ...], known: list[str]) -> None:
 # --------------------------------------------------------------------------- sizes
 
 
-def _measure(path: Path) -> tuple[int, int]:
+def measure_path(path: Path) -> tuple[int, int]:
     """Bytes and files under ``path`` (itself when not a folder); links count as themselves, never followed."""
     try:
         info = path.lstat()
@@ -211,7 +211,7 @@ def _measure(path: Path) -> tuple[int, int]:
     return size, files
 
 
-def _last_used(path: Path) -> float:
+def last_used(path: Path) -> float:
     """When an entry was last used: its own mtime (a build-cache hit touches it)."""
     try:
         return path.lstat().st_mtime
@@ -266,11 +266,11 @@ def _remove_entry(kind: CacheKind, entry: Path, now: float) -> int | None:
     """Remove one entry unless it is in use; the bytes freed, None when it was skipped."""
     lock = kind.folder / kind.lock.format(name=entry.name) if kind.lock and kind.folder else None
     with _unless_locked(lock) as free:
-        if not free or (kind.in_use_s and now - _last_used(entry) < kind.in_use_s):
+        if not free or (kind.in_use_s and now - last_used(entry) < kind.in_use_s):
             return None
-        size, _ = _measure(entry)
+        size, _ = measure_path(entry)
         _delete(entry)
-        return size - _measure(entry)[0]
+        return size - measure_path(entry)[0]
 
 
 @dataclass
@@ -315,7 +315,7 @@ def evict_lru(
     with _unless_locked(root / "locks" / "evict.lock", create=True) as ours:
         if not ours:
             return 0
-        entries = [(_last_used(e), _measure(e)[0], kind, e) for kind in kinds for e in kind.entries()]
+        entries = [(last_used(e), measure_path(e)[0], kind, e) for kind in kinds for e in kind.entries()]
         total = sum(size for _, size, _, _ in entries)
         for _, size, kind, entry in sorted(entries, key=lambda item: item[0]):
             if total <= max_bytes:

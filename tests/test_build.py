@@ -105,7 +105,7 @@ def _key(settings: BuildSettings, **changes) -> tuple[str, str]:
         no_implicit_headers=False,
     )
     args.update(changes)
-    hooks = build._Hooks(settings.resolved(), build.BuildRecorder())
+    hooks = build.Hooks(settings.resolved(), build.BuildRecorder())
     spec, inputs = hooks.inline_spec(**args)
     key = cache_key(keyed(inputs), hooks.settings)
     return key, build.module_name_of(key)
@@ -600,7 +600,7 @@ def test_gpu_candidates_match_reference(cache_dir):
 
 def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
     settings = settings_for(str(tmp_path), use_pch=True).resolved()
-    hooks = build._Hooks(settings, build.BuildRecorder())
+    hooks = build.Hooks(settings, build.BuildRecorder())
     spec, _ = hooks.inline_spec(
         "m",
         "torch::Tensor f(torch::Tensor x);",
@@ -615,14 +615,14 @@ def test_warm_pch_prepares_the_header_a_build_would_use(tmp_path, monkeypatch):
         True,
         False,
     )
-    builder = build._Builder(settings)
+    builder = build.Builder(settings)
     (tmp_path / "probe").mkdir()
     cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as a build writes them
     builder._write_ninja(spec, tmp_path / "probe", "m_0123", cflags, current().arch_flags("9.0"))
     expected = builder._pch_dir(tmp_path / "probe")[0]
     seen = []
     monkeypatch.setattr(
-        build._Builder,
+        build.Builder,
         "_ensure_pch",
         lambda self, pch_dir, cxx, cflags, name: (seen.append((pch_dir, name)), (True, ""))[1],
     )
@@ -847,7 +847,7 @@ def test_the_workers_account_of_its_deferred_builds_is_read_as_data_of_one_shape
 
 
 def test_light_variants_compile_the_binding_file_against_the_lighter_header(tmp_path):
-    hooks = build._Hooks(settings_for(str(tmp_path)), build.BuildRecorder())
+    hooks = build.Hooks(settings_for(str(tmp_path)), build.BuildRecorder())
     kernel = (
         "#include <torch/extension.h>\n__global__ void k(float* y) {}\ntorch::Tensor f(torch::Tensor x) { return x; }"
     )
@@ -895,7 +895,7 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
     """Racing, a cancelled plain build must not hold the winner back while it makes torch/extension.h's header;
     in sequence (it runs because the light build failed) it makes the header as before."""
     settings = settings_for(str(tmp_path), use_pch=True, fallback=mode).resolved()
-    hooks = build._Hooks(settings, build.BuildRecorder())
+    hooks = build.Hooks(settings, build.BuildRecorder())
     spec, _ = hooks.inline_spec(
         "m",
         "torch::Tensor f(torch::Tensor x);",
@@ -912,7 +912,7 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
     )
     asked = []
     monkeypatch.setattr(
-        build._Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags, name: (asked.append(name), (False, ""))[1]
+        build.Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags, name: (asked.append(name), (False, ""))[1]
     )
     light_fails = mode is FallbackMode.SEQUENTIAL
 
@@ -921,8 +921,8 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
             return 1, "FAILED: main.o\nmain.cpp:1:1: error: something only the light file lacks\n"
         return 0, ""
 
-    monkeypatch.setattr(build._Builder, "_ninja", ninja)
-    winner, fallbacks = build._Builder(settings).build(spec, "k" * 48, "m_k")
+    monkeypatch.setattr(build.Builder, "_ninja", ninja)
+    winner, fallbacks = build.Builder(settings).build(spec, "k" * 48, "m_k")
     assert winner.ok and winner.variant == ("plain" if light_fails else "light:min")
     if light_fails:
         assert asked == ["cudaforge/bind.h", "torch/extension.h"] and fallbacks
@@ -943,7 +943,7 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
 def test_an_undefined_name_no_removed_header_declares_fails_fast(tmp_path, names, sources_alone):
     log = "".join(f'cuda_sources({n + 3}): error: identifier "{name}" is undefined\n' for n, name in enumerate(names))
     attempt = build.builder._Attempt("light", False, log, ["cuda.cuda.o"], tmp_path, [])
-    assert build._Builder(settings_for(str(tmp_path)))._errors_are_the_sources(attempt) is sources_alone
+    assert build.Builder(settings_for(str(tmp_path)))._errors_are_the_sources(attempt) is sources_alone
 
 
 def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkeypatch):
@@ -951,18 +951,18 @@ def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkey
     land in another folder, which changes the flags that sign its precompiled header; an unwritable header folder
     falls back to the build cache's."""
     settings = settings_for(str(tmp_path / "cache"), use_pch=True).resolved()
-    first = build._Builder(settings).bind_include()
+    first = build.Builder(settings).bind_include()
     assert (
         first.parent == settings.pch_root()
         and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
     )
     monkeypatch.setattr(build.builder, "BIND_HEADER_TEXT", build.headers.BIND_HEADER_TEXT + "// another\n")
-    second = build._Builder(settings).bind_include()
+    second = build.Builder(settings).bind_include()
     assert second != first and (first / "cudaforge" / "bind.h").read_text() == build.headers.BIND_HEADER_TEXT
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")  # a precompiled-header folder nothing can be written under
     monkeypatch.setenv("CUDAFORGE_PCH_DIR", str(blocked))
-    fallback = build._Builder(settings).bind_include()
+    fallback = build.Builder(settings).bind_include()
     assert fallback.parent == settings.cache_root() and (fallback / "cudaforge" / "bind.h").is_file()
 
 

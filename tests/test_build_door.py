@@ -19,7 +19,7 @@ import pytest
 
 from cudaforge.eval.build import BuildSettings, FallbackMode, serve_build
 from cudaforge.eval.build import flags as build_flags
-from cudaforge.eval.build.builder import _Builder, read_bounded, write_into
+from cudaforge.eval.build.builder import Builder, read_bounded, write_into
 from cudaforge.eval.build.intercept import deliver
 from cudaforge.sandbox import linux
 
@@ -138,7 +138,7 @@ def test_the_header_build_takes_an_argument_list_and_keeps_no_log(tmp_path):
     (which would quote what the compile read)."""
     marker = tmp_path / f"pwned-{secrets.token_hex(4)}"
     settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0").resolved()
-    builder = _Builder(settings)
+    builder = Builder(settings)
     pch_dir = settings.pch_root() / "0123456789abcdef01234567"
     ok, log = builder._ensure_pch(pch_dir, "c++", f"-O0 -DX=$(touch {marker}) -DY=`touch {marker}`", "cudaforge/bind.h")
     assert not marker.exists()
@@ -313,10 +313,10 @@ def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_pa
 def test_no_precompiled_header_is_made_per_macro_set_or_include_folder():
     """The red team's ninth finding: an include folder in the candidate's scratch (new every evaluation) made a new
     half-gigabyte header every evaluation of one source."""
-    from cudaforge.eval.build.builder import _Spec, wants_pch
+    from cudaforge.eval.build.builder import BuildSpec, wants_pch
 
     def spec(cflags, includes):
-        return _Spec(
+        return BuildSpec(
             name="x",
             files={},
             variants=[],
@@ -372,10 +372,10 @@ def test_a_compiler_made_to_wait_is_killed_at_the_builds_deadline_and_nothing_is
 def test_a_relative_include_folder_in_a_raw_request_is_refused(tmp_path):
     """Red team, round 3: a raw build request with ``extra_include_paths=["."]`` was made absolute against the trusted
     side's working folder (the verifier's, where its payload lies) and named it in the compile line."""
-    from cudaforge.eval.build.intercept import _Hooks, spec_from_inputs
+    from cudaforge.eval.build.intercept import Hooks, spec_from_inputs
     from cudaforge.eval.build.records import BuildRecorder
 
-    hooks = _Hooks(BuildSettings(cache_dir=str(tmp_path / "cache")), BuildRecorder(), extra_read=(str(tmp_path),))
+    hooks = Hooks(BuildSettings(cache_dir=str(tmp_path / "cache")), BuildRecorder(), extra_read=(str(tmp_path),))
     request = {
         "kind": "inline",
         "name": "relinc",

@@ -170,7 +170,7 @@ def test_evict_lru_never_takes_an_entry_in_use(tmp_path):
 
 
 def test_a_cache_hit_touches_its_entry_and_a_new_build_evicts(tmp_path, monkeypatch):
-    from cudaforge.eval.build import BuildRecord, BuildRecorder, BuildSettings, _Hooks
+    from cudaforge.eval.build import BuildRecord, BuildRecorder, BuildSettings, Hooks
 
     build = tmp_path / "build"
     for i in range(3):
@@ -180,7 +180,7 @@ def test_a_cache_hit_touches_its_entry_and_a_new_build_evicts(tmp_path, monkeypa
             '"log_trimmed": "", "directory": "plain"}'
         )
         age(build / key(i), 3600 * (3 - i))
-    hooks = _Hooks(BuildSettings(cache_dir=str(build), max_cache_gb=5000 / GB), BuildRecorder())
+    hooks = Hooks(BuildSettings(cache_dir=str(build), max_cache_gb=5000 / GB), BuildRecorder())
 
     def fake_build(spec, k, module_name):
         write(build / k / "plain" / f"{module_name}.so", 2000)

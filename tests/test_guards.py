@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cudaforge.eval.evaluator import Evaluator, _default_eval_config
+from cudaforge.eval.evaluator import Evaluator, default_eval_config
 from cudaforge.eval.guards import GUARDS, Policies, static_findings
 from cudaforge.eval.guards import runtime as rt
 from cudaforge.eval.guards.corpus import check_result, check_static, find_entry_task, load_corpus, parse_entry
@@ -70,7 +70,7 @@ def test_the_corpus_covers_every_known_hack_and_has_legitimate_kernels():
 @pytest.mark.parametrize("entry", CORPUS, ids=ids(CORPUS))
 def test_static_verdicts_of_the_corpus(entry):
     task = find_entry_task(entry)
-    assert check_static(entry, _default_eval_config(), task.source) == []
+    assert check_static(entry, default_eval_config(), task.source) == []
 
 
 @pytest.fixture(scope="module")
@@ -288,7 +288,7 @@ def test_fallbacks_and_empty_bodies_are_found():
 def test_check_candidate_runs_the_guards_only_with_a_config():
     source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
     assert check_candidate(source).ok  # the worker still guards a caller that gives no config
-    report = check_candidate(source, _default_eval_config())
+    report = check_candidate(source, default_eval_config())
     assert not report.ok and report.status == "rejected" and "no_custom_kernel" in report.message
     assert check_candidate("class Other: pass\n", {}).status == "invalid"
 
@@ -814,12 +814,12 @@ def test_every_guard_with_a_policy_has_a_config_field_and_a_default():
     from cudaforge.config import EvalConfig
 
     fields = {f for f in EvalConfig.__dataclass_fields__}
-    defaults = _default_eval_config()
+    defaults = default_eval_config()
     for guard in GUARDS.values():
         if guard.field:
             assert guard.field in fields and guard.field in defaults, guard
     for name in fields:
-        assert name in defaults, f"_default_eval_config() lacks {name}"
+        assert name in defaults, f"default_eval_config() lacks {name}"
         value = getattr(EvalConfig(), name)
         assert getattr(value, "value", value) == defaults[name], name
     with pytest.raises(ValueError, match="reject or report"):

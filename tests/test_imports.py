@@ -98,3 +98,18 @@ def test_no_module_imports_itself_back_through_others():
         if module not in state:
             visit(module, [module])
     assert not cycles, [" -> ".join(c) for c in cycles]
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """``from cudaforge.x import _name`` is refused: what another module needs is public there (issue 38). Tests
+    may reach into privates; the package may not."""
+    modules = _modules()
+    private = sorted(
+        f"{module}: from {node.module} import {alias.name}"
+        for module, path in modules.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("cudaforge")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert private == []

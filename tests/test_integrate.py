@@ -54,13 +54,13 @@ def write_run(path: Path, kernels: dict[str, tuple[str, float | None]]) -> Path:
 def evaluator(tmp_path_factory):
     # the protocol `cudaforge integrate` evaluates under: the guards enforcing, but for the static ones the generated
     # model trips by construction
-    from cudaforge.eval.evaluator import _default_eval_config
+    from cudaforge.eval.evaluator import default_eval_config
     from cudaforge.run.integrate import evaluation_config
 
     evaluator = Evaluator(
         evaluation_config(
             {
-                **_default_eval_config(),
+                **default_eval_config(),
                 "device": "cpu",
                 "correctness_trials": 2,
                 "correctness_timeout_s": 120,
@@ -143,10 +143,10 @@ def test_the_command(tmp_path):
 
 
 def test_only_the_static_guards_the_generated_model_trips_report():
-    from cudaforge.eval.evaluator import _default_eval_config
+    from cudaforge.eval.evaluator import default_eval_config
     from cudaforge.run.integrate import STATIC_REPORTED, evaluation_config
 
-    base = _default_eval_config()
+    base = default_eval_config()
     cfg = evaluation_config(base)
     assert cfg["guards_enforce"] is True and all(cfg[key] == "report" for key in STATIC_REPORTED)
     kept = {k: v for k, v in base.items() if k.startswith("guard_") and k not in STATIC_REPORTED}

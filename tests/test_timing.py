@@ -188,7 +188,7 @@ class _FakeStopwatch:
 
 @pytest.fixture
 def fake_stopwatch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(timing, "_Stopwatch", _FakeStopwatch)
+    monkeypatch.setattr(timing, "Stopwatch", _FakeStopwatch)
 
 
 def test_interleaving_alternates_order_and_skips_warmup(fake_stopwatch: None) -> None:
@@ -244,14 +244,14 @@ def test_the_lead_reaches_the_stopwatch(monkeypatch) -> None:
             super().__init__(device, flush_l2, lead_us)
             seen.append(lead_us)
 
-    monkeypatch.setattr(timing, "_Stopwatch", Recording)
+    monkeypatch.setattr(timing, "Stopwatch", Recording)
     time_one(lambda: 1.0, trials=1, warmup=0, lead_us=250)
     time_interleaved(lambda: 1.0, lambda: 1.0, trials=1, warmup=0)
     assert seen == [250, 0.0]
 
 
 def _fake_cuda_torch(log: list, with_sleep: bool = True):
-    """A torch stand-in with just what ``_Stopwatch`` uses, logging the order of the calls."""
+    """A torch stand-in with just what ``Stopwatch`` uses, logging the order of the calls."""
 
     class Event:
         def __init__(self, enable_timing: bool = False) -> None:

@@ -50,7 +50,7 @@ def _plain(cfg: Any) -> dict[str, Any]:
     return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in data.items()}
 
 
-def _default_eval_config() -> dict[str, Any]:
+def default_eval_config() -> dict[str, Any]:
     """The protocol's defaults: ``EvalConfig``'s, the one definition (``cudaforge/eval/settings.py``)."""
     return _plain(EvalConfig())
 
@@ -106,7 +106,7 @@ class Evaluator:
         ``$CUDAFORGE_LOCK_DIR`` or ~/.cache/cudaforge/locks); ``interrupted_dir``: where a marker is kept while a
         candidate is evaluated (a run directory's, so that a resumed run does not re-run a candidate whose
         evaluation died with the run)."""
-        self.cfg = _default_eval_config()
+        self.cfg = default_eval_config()
         if cfg is not None:
             self.cfg.update(_plain(cfg))
         self.interrupted_dir = str(interrupted_dir) if interrupted_dir else None

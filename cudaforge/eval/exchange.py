@@ -120,7 +120,7 @@ class Arena:
     def put(self, tensor: torch.Tensor) -> dict[str, Any]:
         """Copy ``tensor`` into the arena (same shape, dtype and strides when they are dense); its descriptor."""
         t = tensor.detach()
-        if not (t.layout == torch.strided and _compact(t)):
+        if not (t.layout == torch.strided and is_compact(t)):
             t = t.contiguous()
         numel = t.numel()
         span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
@@ -163,7 +163,7 @@ def layout(desc: Any) -> tuple[torch.dtype, list[int], list[int], int]:
     return dtype, shape, stride, offset
 
 
-def _compact(t: torch.Tensor) -> bool:
+def is_compact(t: torch.Tensor) -> bool:
     """Strides that address exactly ``numel`` elements, each once (a permutation of a contiguous block, such
     as a transpose): ``put`` keeps such a layout; anything else crosses as a contiguous copy."""
     if any(s < 0 for s in t.stride()):

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from cudaforge.eval.exchange import DTYPES, _compact, decode, encode
+from cudaforge.eval.exchange import DTYPES, decode, encode, is_compact
 
 MAX_REPORT = 64 << 10
 """Bytes of the forked child's report read back."""
@@ -48,7 +48,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 def _spec(t: torch.Tensor) -> dict[str, Any]:
     """A tensor as the arena would hand it to the worker: its dtype and shape, its strides when compact (else
     contiguous ones), at an aligned offset."""
-    if t.layout == torch.strided and _compact(t):
+    if t.layout == torch.strided and is_compact(t):
         stride = list(t.stride())
     else:
         stride, step = [], 1

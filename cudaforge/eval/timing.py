@@ -270,7 +270,7 @@ class L2Flusher:
         self._buffer.fill_(self._fills)
 
 
-class _Stopwatch:
+class Stopwatch:
     """Times single calls on one device: flush, sync, [lead], event, call, event, sync."""
 
     def __init__(self, device: Any, flush_l2: bool, lead_us: float = 0.0) -> None:
@@ -407,7 +407,7 @@ class _Series:
 
     def run(
         self,
-        stopwatch: _Stopwatch,
+        stopwatch: Stopwatch,
         role: str,
         trial: int,
         args: Sequence[Any],
@@ -454,11 +454,11 @@ def time_interleaved(
     every call fresh ones), else the fixed ``args``. ``on_output(role, trial, args, output)``
     with role ``"reference"`` or ``"candidate"`` sees every timed call's output, outside
     the timed region; only the last trial's outputs are kept. ``lead_us`` > 0 queues a GPU spin
-    of that length before each start event (see ``_Stopwatch.measure``). Raises
+    of that length before each start event (see ``Stopwatch.measure``). Raises
     TimingUnavailable without CUDA; exceptions of the callables propagate.
     """
     _check_counts(trials, warmup)
-    stopwatch = _Stopwatch(device, flush_l2, lead_us)
+    stopwatch = Stopwatch(device, flush_l2, lead_us)
     series = {"reference": _Series(reference_fn), "candidate": _Series(candidate_fn)}
     with stopwatch.torch.cuda.device(stopwatch.device):
         for trial in range(-warmup, trials):
@@ -497,7 +497,7 @@ def time_one(
     TimingUnavailable without CUDA.
     """
     _check_counts(trials, warmup)
-    stopwatch = _Stopwatch(device, flush_l2, lead_us)
+    stopwatch = Stopwatch(device, flush_l2, lead_us)
     single = _Series(fn)
     with stopwatch.torch.cuda.device(stopwatch.device):
         for trial in range(-warmup, trials):

@@ -611,12 +611,12 @@ class _Timing:
         trials: _Trials,
         source: str,
     ) -> None:
-        from cudaforge.eval.timing import _Stopwatch
+        from cudaforge.eval.timing import Stopwatch
 
         self.task, self.ref_module, self.ref_model, self.cand, self.source = task, ref_module, ref_model, cand, source
         self.device, self.cfg, self.result, self.guard, self.trials = device, cfg, result, guard, trials
         self.seed = secrets.randbits(40)  # the candidate cannot know the timed inputs before it gets them
-        self.stopwatch = _Stopwatch(device, cfg["flush_l2"], cfg["timing_lead_us"])
+        self.stopwatch = Stopwatch(device, cfg["flush_l2"], cfg["timing_lead_us"])
         try:
             self.driver: Driver | None = Driver()
         except ArenaError:
@@ -873,12 +873,12 @@ class _Timing:
         """The number KernelBench's harness and the CudaForge paper report, measured here on the same kernels: CUDA
         events around each call with no timing lead (the host's launch cost inside) and no L2 flush, interleaved, every
         output still checked. Stored beside ours (``EvalResult.launch_inclusive``), never as the speedup."""
-        from cudaforge.eval.timing import _Stopwatch, speedup
+        from cudaforge.eval.timing import Stopwatch, speedup
 
         n = int(self.cfg["launch_inclusive_trials"])
         if n <= 0:
             return
-        main, self.stopwatch = self.stopwatch, _Stopwatch(self.device, False, 0.0)
+        main, self.stopwatch = self.stopwatch, Stopwatch(self.device, False, 0.0)
         times: dict[str, list[float]] = {
             "ref": [],
             "ref_host": [],

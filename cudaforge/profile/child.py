@@ -44,7 +44,7 @@ def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, l
     from cudaforge.eval.build import (
         BuildRecorder,
         BuildSettings,
-        _Hooks,
+        Hooks,
         build_hooks,
         cache_key,
         keyed,
@@ -59,7 +59,7 @@ def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, l
     if delivered is not None:
 
         def remote(inputs: dict[str, Any]) -> dict[str, Any]:
-            _spec, canonical = spec_from_inputs(_Hooks(settings, BuildRecorder()), inputs)
+            _spec, canonical = spec_from_inputs(Hooks(settings, BuildRecorder()), inputs)
             key = cache_key(keyed(canonical), settings)
             if key not in delivered:
                 return {

@@ -78,9 +78,9 @@ side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahe
 
 from __future__ import annotations
 
-from cudaforge.eval.build.builder import _Builder, cache_key, module_name_of
+from cudaforge.eval.build.builder import Builder, cache_key, module_name_of
 from cudaforge.eval.build.headers import light_cuda_source
-from cudaforge.eval.build.intercept import _Hooks, build_hooks, keyed, serve_build, spec_from_inputs, warm_pch
+from cudaforge.eval.build.intercept import Hooks, build_hooks, keyed, serve_build, spec_from_inputs, warm_pch
 from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
 from cudaforge.eval.build.precompile import BuildOutcome, precompile
 from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
@@ -98,8 +98,8 @@ __all__ = [
     "FallbackMode",
     "ModuleNotLoadable",
     "ToolchainIncomplete",
-    "_Builder",
-    "_Hooks",
+    "Builder",
+    "Hooks",
     "build_hooks",
     "cache_key",
     "keyed",

@@ -27,15 +27,15 @@ from cudaforge.caches import touch
 from cudaforge.eval.build.flags import pch_order, pch_worthy
 from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
 from cudaforge.eval.build.logs import (
-    _EDG_DIAG,
-    _SOURCE_ONLY_ERROR,
-    _UNDEFINED,
-    _failed_targets,
+    EDG_DIAG,
+    SOURCE_ONLY_ERROR,
+    UNDEFINED,
     failed_for_the_sources,
+    find_failed_targets,
     missing_toolkit_header,
 )
 from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
-from cudaforge.eval.build.toolchain import _pip_cuda_includes, toolchain_fingerprint
+from cudaforge.eval.build.toolchain import pip_cuda_includes, toolchain_fingerprint
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
 from cudaforge.vendor import current
@@ -46,7 +46,7 @@ def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:
     payload = {
         "inputs": inputs,
         "toolchain": toolchain_fingerprint(),
-        "cpu_only_includes": _pip_cuda_includes() if toolchain_fingerprint()["torch_cuda"] == "None" else [],
+        "cpu_only_includes": pip_cuda_includes() if toolchain_fingerprint()["torch_cuda"] == "None" else [],
         "arch": settings.arch,
         "recipe": {
             "version": RECIPE_VERSION,
@@ -63,7 +63,7 @@ def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """An exclusive ``fcntl`` lock: released by the kernel if the holder dies."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
@@ -74,7 +74,7 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # threads of one build race too
     tmp.write_text(text)
     os.replace(tmp, path)
@@ -163,7 +163,7 @@ def _call_filtered(fn: Any, **kwargs: Any) -> Any:
 
 
 @dataclass
-class _Spec:
+class BuildSpec:
     """One extension to build: its files (name -> text) and torch's build arguments."""
 
     name: str
@@ -204,7 +204,7 @@ def _ninja_steps(directory: Path) -> dict[str, float]:
     return steps
 
 
-def wants_pch(spec: _Spec) -> bool:
+def wants_pch(spec: BuildSpec) -> bool:
     """Whether a build may use (and make) a precompiled header: only for the common host-flag sets and without
     include folders of the candidate's (a scratch path is new every evaluation): a header per macro set or folder
     would grow the cache by half a gigabyte each time."""
@@ -215,8 +215,8 @@ def wants_pch(spec: _Spec) -> bool:
 _PCH_HEADERS = {"#include <torch/extension.h>": "torch/extension.h", f"#include <{BIND_HEADER}>": BIND_HEADER}
 
 
-class _Builder:
-    """Builds one :class:`_Spec` into ``<cache>/<key>`` (under the key's lock)."""
+class Builder:
+    """Builds one :class:`BuildSpec` into ``<cache>/<key>`` (under the key's lock)."""
 
     def __init__(self, settings: BuildSettings, extra_read: tuple[str, ...] = (), uid: int | None = None) -> None:
         import torch
@@ -238,7 +238,7 @@ class _Builder:
     # -- ninja ---------------------------------------------------------------------------
 
     def _write_ninja(
-        self, spec: _Spec, directory: Path, module_name: str, extra_cflags: list[str], extra_cuda_cflags: list[str]
+        self, spec: BuildSpec, directory: Path, module_name: str, extra_cflags: list[str], extra_cuda_cflags: list[str]
     ) -> None:
         sources = [str(directory / f) for f in spec.files if f.endswith((".cpp", ".cu", ".cc", ".cxx", ".c"))]
         with _TORCH_NINJA:  # torch's module-level CUDA_HOME, patched below: one writer at a time (a race's two
@@ -247,7 +247,12 @@ class _Builder:
         write_into(directory, "build.ninja", text)
 
     def _torch_ninja(
-        self, spec: _Spec, sources: list[str], module_name: str, extra_cflags: list[str], extra_cuda_cflags: list[str]
+        self,
+        spec: BuildSpec,
+        sources: list[str],
+        module_name: str,
+        extra_cflags: list[str],
+        extra_cuda_cflags: list[str],
     ) -> str:
         """The text torch writes for a ninja build of ``sources``, written in a folder of ours."""
         ce = self.ce
@@ -382,7 +387,7 @@ class _Builder:
         header = shim / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
         if not header.exists():
             header.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(
+            write_atomic(
                 header,
                 "#pragma once\n// cudaforge: stands in for the header CUDA builds of torch generate\n"
                 "#define C10_CUDA_BUILD_SHARED_LIBS\n",
@@ -417,7 +422,7 @@ class _Builder:
             try:
                 if not header.exists() or header.read_text() != BIND_HEADER_TEXT:
                     header.parent.mkdir(parents=True, exist_ok=True)
-                    _write_atomic(header, BIND_HEADER_TEXT)
+                    write_atomic(header, BIND_HEADER_TEXT)
                 return root / name
             except OSError:
                 continue
@@ -435,7 +440,7 @@ class _Builder:
         failed = pch_dir / ("FAILED" if name == "torch/extension.h" else f"FAILED-{name.replace('/', '_')}")
         if failed.exists():  # this flag set cannot make a header: do not pay for trying again
             return False, ""
-        with _file_lock(
+        with file_lock(
             pch_dir.with_suffix(".lock")
         ):  # both headers of a flag set under the one lock cache admin respects
             if gch.exists():
@@ -462,7 +467,7 @@ class _Builder:
                         fd = open_artefact(work / "header.gch", PCH_MAX)
                 if fd is None:
                     if proc.returncode not in (0, REFUSED_EXIT) and failed_for_the_sources(out):
-                        _write_atomic(failed, "failed\n")  # only the compiler's own verdict, never a resource's
+                        write_atomic(failed, "failed\n")  # only the compiler's own verdict, never a resource's
                     first = next((ln for ln in out.splitlines() if "error" in ln), out.strip()[:200])
                     return False, f"[pch] could not be built ({first[:200]}); compiling without it\n"
                 tmp = gch.with_name(f".{gch.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -475,7 +480,7 @@ class _Builder:
 
     # -- one variant ------------------------------------------------------------------------
 
-    def _objects(self, spec: _Spec) -> list[str]:
+    def _objects(self, spec: BuildSpec) -> list[str]:
         objs = []
         for f in spec.files:
             stem, ext = os.path.splitext(f)
@@ -488,7 +493,7 @@ class _Builder:
     def _run_variant(
         self,
         attempt_id: str,
-        spec: _Spec,
+        spec: BuildSpec,
         files: dict[str, str],
         directory: Path,
         module_name: str,
@@ -513,7 +518,7 @@ class _Builder:
         if spec.with_cuda and not self.can_link_cuda:
             # CPU torch: the header CUDA wheels generate at build time, and CUDA library headers
             # from pip's wheels if any are installed. Only compile checks see these; nothing links.
-            for include in [self._cpu_shims()] + _pip_cuda_includes():
+            for include in [self._cpu_shims()] + pip_cuda_includes():
                 extra_cuda += ["-isystem", include]
         self._write_ninja(spec, directory, module_name, extra_cflags, extra_cuda)
         log = ""
@@ -547,7 +552,7 @@ class _Builder:
                 early_steps = _ninja_steps(directory)
             log += pch_log
             if thread is not None and early["r"][0] != 0:
-                return _Attempt(attempt_id, False, log, _failed_targets(log), directory, measures, early_steps)
+                return _Attempt(attempt_id, False, log, find_failed_targets(log), directory, measures, early_steps)
             if ok:
                 extra_cflags = [f"-I{pch_dir}", "-Winvalid-pch", *extra_cflags]  # before the header's own folder
                 self._write_ninja(spec, directory, module_name, extra_cflags, extra_cuda)
@@ -557,11 +562,13 @@ class _Builder:
         steps = {**(early_steps if use_pch and pch_header else {}), **_ninja_steps(directory)}
         if pch_seconds:
             steps["pch"] = round(pch_seconds, 2)
-        return _Attempt(attempt_id, rc == 0, log, _failed_targets(log) if rc != 0 else [], directory, measures, steps)
+        return _Attempt(
+            attempt_id, rc == 0, log, find_failed_targets(log) if rc != 0 else [], directory, measures, steps
+        )
 
     # -- the whole build -------------------------------------------------------------------
 
-    def build(self, spec: _Spec, key: str, module_name: str) -> tuple[_Attempt, list[str]]:
+    def build(self, spec: BuildSpec, key: str, module_name: str) -> tuple[_Attempt, list[str]]:
         """Build the light variants (in order) and the plain one; return the winner and fallbacks. The compiler works
         in a folder of its own (a tmpfs of at most :data:`BUILD_BYTES`, as root: a build cannot fill the disk);
         the cache keeps only the winner's checked library, in ``<cache>/<key>/<light|plain>/``."""
@@ -587,7 +594,7 @@ class _Builder:
         finally:
             release_scratch(str(work))
 
-    def _build_in(self, spec: _Spec, work: Path, module_name: str) -> tuple[_Attempt, list[str]]:
+    def _build_in(self, spec: BuildSpec, work: Path, module_name: str) -> tuple[_Attempt, list[str]]:
         light = [(v, f) for v, f in spec.variants if v != "plain"]
         plain_files = dict(spec.variants)["plain"]
         fallbacks: list[str] = []
@@ -656,17 +663,17 @@ class _Builder:
         """
         if attempt.failed_targets != ["cuda.cuda.o"]:
             return False
-        errors = [ln for ln in attempt.log.splitlines() if (m := _EDG_DIAG.match(ln)) and m.group("kind") != "warning"]
+        errors = [ln for ln in attempt.log.splitlines() if (m := EDG_DIAG.match(ln)) and m.group("kind") != "warning"]
         if not errors:
             return False
         undefined = set()
         for line in errors:
             if not line.startswith("cuda_sources("):
                 return False
-            found = _UNDEFINED.search(line)
+            found = UNDEFINED.search(line)
             if found:
                 undefined.add(found.group(1))
-            elif not _SOURCE_ONLY_ERROR.search(line):
+            elif not SOURCE_ONLY_ERROR.search(line):
                 return False
         # A single lowercase letter (a loop index the source forgot to declare, say) is declared by no header at a
         # scope the source could see (no C, POSIX, CUDA or torch name is one letter): grep would find it in some
@@ -687,7 +694,7 @@ def module_name_of(key: str) -> str:
     return f"ext_{key[:24]}"
 
 
-def _as_list(value: Any) -> list[str]:
+def as_list(value: Any) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)

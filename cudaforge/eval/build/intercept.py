@@ -20,14 +20,14 @@ from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.build import flags as build_flags
 from cudaforge.eval.build.builder import (
     LIBRARY_MAX,
-    _as_list,
-    _Builder,
-    _file_lock,
-    _Spec,
-    _write_atomic,
+    Builder,
+    BuildSpec,
+    as_list,
     cache_key,
+    file_lock,
     module_name_of,
     open_artefact,
+    write_atomic,
 )
 from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_file_variants, light_main_source
 from cudaforge.eval.build.logs import build_hints, failed_for_the_sources, missing_toolkit_header, trim_compiler_log
@@ -37,7 +37,7 @@ from cudaforge.eval.build.toolchain import toolchain_fingerprint
 from cudaforge.vendor import current
 
 
-class _Hooks:
+class Hooks:
     """The state behind :func:`build_hooks`: settings, recorder, modules loaded in this process."""
 
     def __init__(
@@ -73,9 +73,9 @@ class _Hooks:
         is_python_module: bool,
         with_pytorch_error_handling: bool,
         no_implicit_headers: bool,
-    ) -> tuple[_Spec, dict[str, Any]]:
-        cpp = _as_list(cpp_sources)
-        cuda = _as_list(cuda_sources)
+    ) -> tuple[BuildSpec, dict[str, Any]]:
+        cpp = as_list(cpp_sources)
+        cuda = as_list(cuda_sources)
         if isinstance(functions, str):
             functions = [functions]
         if isinstance(functions, list):
@@ -129,16 +129,16 @@ class _Hooks:
             variants.append(("light:bind", {**files, **lighter}))  # torch, nvcc is the longer step: not worth two)
         variants.append(("plain", dict(files)))
         with_cuda_flag = bool(cuda) if with_cuda is None else bool(with_cuda)
-        spec = _Spec(
+        spec = BuildSpec(
             name=name,
             files=files,
             variants=variants,
-            extra_cflags=[f.strip() for f in _as_list(extra_cflags) + self.settings.extra_cflags if f.strip()],
+            extra_cflags=[f.strip() for f in as_list(extra_cflags) + self.settings.extra_cflags if f.strip()],
             extra_cuda_cflags=[
-                f.strip() for f in _as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags if f.strip()
+                f.strip() for f in as_list(extra_cuda_cflags) + self.settings.extra_cuda_cflags if f.strip()
             ],
-            extra_ldflags=[f.strip() for f in _as_list(extra_ldflags) if f.strip()],
-            extra_include_paths=[os.path.abspath(p) for p in _as_list(extra_include_paths)],
+            extra_ldflags=[f.strip() for f in as_list(extra_ldflags) if f.strip()],
+            extra_include_paths=[os.path.abspath(p) for p in as_list(extra_include_paths)],
             with_cuda=with_cuda_flag,
             is_python_module=is_python_module,
         )
@@ -148,9 +148,9 @@ class _Hooks:
             "cpp_sources": cpp,
             "cuda_sources": cuda,
             "functions": functions,
-            "extra_cflags": _as_list(extra_cflags),
-            "extra_cuda_cflags": _as_list(extra_cuda_cflags),
-            "extra_ldflags": _as_list(extra_ldflags),
+            "extra_cflags": as_list(extra_cflags),
+            "extra_cuda_cflags": as_list(extra_cuda_cflags),
+            "extra_ldflags": as_list(extra_ldflags),
             "extra_include_paths": spec.extra_include_paths,
             "with_cuda": with_cuda_flag,
             "is_python_module": is_python_module,
@@ -169,13 +169,13 @@ class _Hooks:
         extra_include_paths: Any,
         with_cuda: Any,
         is_python_module: bool,
-    ) -> tuple[_Spec, dict[str, Any]]:
-        paths = [os.path.abspath(p) for p in _as_list(sources)]
+    ) -> tuple[BuildSpec, dict[str, Any]]:
+        paths = [os.path.abspath(p) for p in as_list(sources)]
         files: dict[str, str] = {}
         for i, path in enumerate(paths):
             base = os.path.basename(path)
             files[base if base not in files else f"{i}_{base}"] = Path(path).read_text()
-        includes = [os.path.abspath(p) for p in _as_list(extra_include_paths)]
+        includes = [os.path.abspath(p) for p in as_list(extra_include_paths)]
         folders = sorted({os.path.dirname(p) for p in paths})
         files.update(_local_headers(folders, files))  # their "local.h" files
         if _includes_left_behind(files, folders):  # in a subfolder, of another suffix, past the bound: the folder
@@ -185,9 +185,9 @@ class _Hooks:
             "kind": "files",
             "name": name,
             "files": files,
-            "extra_cflags": _as_list(extra_cflags),
-            "extra_cuda_cflags": _as_list(extra_cuda_cflags),
-            "extra_ldflags": _as_list(extra_ldflags),
+            "extra_cflags": as_list(extra_cflags),
+            "extra_cuda_cflags": as_list(extra_cuda_cflags),
+            "extra_ldflags": as_list(extra_ldflags),
             "extra_include_paths": includes,
             "with_cuda": with_cuda_flag,
             "is_python_module": is_python_module,
@@ -199,14 +199,14 @@ class _Hooks:
             with_cuda_flag,
             is_python_module,
             self.settings,
-            _as_list(extra_cflags),
-            _as_list(extra_cuda_cflags),
-            _as_list(extra_ldflags),
+            as_list(extra_cflags),
+            as_list(extra_cuda_cflags),
+            as_list(extra_ldflags),
         ), inputs
 
     # -- build or hit, then import ----------------------------------------------------------
 
-    def build_and_load(self, spec: _Spec, inputs: dict[str, Any]) -> Any:
+    def build_and_load(self, spec: BuildSpec, inputs: dict[str, Any]) -> Any:
         started = time.perf_counter()
         key = cache_key(keyed(inputs), self.settings)
         module_name = module_name_of(key)
@@ -230,7 +230,7 @@ class _Hooks:
         finally:
             record.seconds = time.perf_counter() - started
 
-    def _remote_build_and_load(self, spec: _Spec, inputs: dict[str, Any], record: BuildRecord) -> Any:
+    def _remote_build_and_load(self, spec: BuildSpec, inputs: dict[str, Any], record: BuildRecord) -> Any:
         """The sandboxed side: the trusted side builds (or finds) the extension and hands over a copy to load."""
         reply = self.remote(inputs)
         for name in (
@@ -259,13 +259,13 @@ class _Hooks:
             raise RuntimeError(record.error or "the build service gave no library")
         return self._load(spec, record.key, record.module_name, reply["path"], record)
 
-    def resolve(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> str:
+    def resolve(self, spec: BuildSpec, key: str, module_name: str, record: BuildRecord) -> str:
         """The trusted side: build ``spec`` into the cache (or find it there); the path of its library.
 
         Raises ToolchainIncomplete, BuildError or ModuleNotLoadable as the build went."""
         root = self.settings.cache_root()
         manifest_path = root / key / "build.json"
-        with _file_lock(root / "locks" / f"{key}.lock"):
+        with file_lock(root / "locks" / f"{key}.lock"):
             manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
             if manifest is not None and manifest["status"] == "failed" and not self.settings.cache_failures:
                 manifest = None
@@ -279,7 +279,7 @@ class _Hooks:
                     "toolchain_error": False,
                 }
                 if keep.get(manifest["status"], True):
-                    _write_atomic(manifest_path, json.dumps(manifest, indent=1))
+                    write_atomic(manifest_path, json.dumps(manifest, indent=1))
             touch(root / key)  # when it was last used, for the size limit's eviction
         if not record.cached and self.settings.max_cache_gb > 0:
             with contextlib.suppress(OSError):  # a cache we may not trim still serves this build
@@ -309,10 +309,10 @@ class _Hooks:
             raise ModuleNotLoadable(record.error, record)
         return os.path.join(record.build_dir, f"{module_name}.so")
 
-    def _build_and_load(self, spec: _Spec, key: str, module_name: str, record: BuildRecord) -> Any:
+    def _build_and_load(self, spec: BuildSpec, key: str, module_name: str, record: BuildRecord) -> Any:
         return self._load(spec, key, module_name, self.resolve(spec, key, module_name, record), record)
 
-    def _load(self, spec: _Spec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
+    def _load(self, spec: BuildSpec, key: str, module_name: str, library: str, record: BuildRecord) -> Any:
         if not spec.is_python_module:
             import torch
 
@@ -332,8 +332,8 @@ class _Hooks:
         self.loaded[key] = module
         return module
 
-    def _build(self, spec: _Spec, key: str, module_name: str) -> dict[str, Any]:
-        builder = _Builder(self.settings, self.extra_read, self.uid)
+    def _build(self, spec: BuildSpec, key: str, module_name: str) -> dict[str, Any]:
+        builder = Builder(self.settings, self.extra_read, self.uid)
         started = time.perf_counter()
         attempt, fallbacks = builder.build(spec, key, module_name)
         measures = list(attempt.measures)
@@ -366,13 +366,13 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,120}\Z")
 
 
 def _strings(value: Any, what: str) -> list[str]:
-    items = _as_list(value)
+    items = as_list(value)
     if not all(isinstance(v, str) for v in items):
         raise ValueError(f"{what} must be strings")
     return items
 
 
-def include_roots(hooks: _Hooks) -> tuple[str, ...]:
+def include_roots(hooks: Hooks) -> tuple[str, ...]:
     """Where a candidate's include folders may be: its own scratch folder (``extra_read``), the toolkit, the
     interpreter's packages and torch's headers, the system's; all of it read-only to the compiler's sandbox."""
     import sysconfig
@@ -513,14 +513,14 @@ def _files_spec(
     cflags: list[str],
     cuda_cflags: list[str],
     ldflags: list[str],
-) -> _Spec:
+) -> BuildSpec:
     """The spec of a ``load`` call's files: their lighter header tiers first (``light_file_variants``), then as
     written."""
     variants: list[tuple[str, dict[str, str]]] = []
     if settings.light_headers:
         torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
         variants = light_file_variants(files, torch_include)
-    return _Spec(
+    return BuildSpec(
         name=name,
         files=dict(files),
         variants=[*variants, ("plain", dict(files))],
@@ -533,8 +533,8 @@ def _files_spec(
     )
 
 
-def spec_from_inputs(hooks: _Hooks, inputs: dict[str, Any]) -> tuple[_Spec, dict[str, Any]]:
-    """The trusted side's own ``_Spec`` for a build request (``load_inline``/``load`` arguments as data), and the
+def spec_from_inputs(hooks: Hooks, inputs: dict[str, Any]) -> tuple[BuildSpec, dict[str, Any]]:
+    """The trusted side's own ``BuildSpec`` for a build request (``load_inline``/``load`` arguments as data), and the
     request re-written the way a local call writes it (what the cache key hashes).
 
     Everything is validated: strings where strings belong, plain file names (no paths); raises ValueError."""
@@ -668,7 +668,7 @@ def serve_build(
     worker and the build's record (for the result). Never raises for a bad request: it fails the build.
     """
     started = time.perf_counter()
-    hooks = _Hooks(settings, BuildRecorder(), extra_read=extra_read, uid=uid)
+    hooks = Hooks(settings, BuildRecorder(), extra_read=extra_read, uid=uid)
     record = BuildRecord(
         name=str(inputs.get("name"))[:200], module_name="", key="", status="failed", cached=True, seconds=0.0
     )
@@ -732,7 +732,7 @@ def build_hooks(
 
     settings = (settings or BuildSettings()).resolved()
     recorder = BuildRecorder()
-    hooks = _Hooks(settings, recorder, remote)
+    hooks = Hooks(settings, recorder, remote)
     original_inline, original_load = ce.load_inline, ce.load
 
     @functools.wraps(original_inline)
@@ -811,7 +811,7 @@ def build_hooks(
         is_standalone=False,
         keep_intermediates=True,
     ):
-        if is_standalone or with_sycl or any(str(s).endswith(".sycl") for s in _as_list(sources)):
+        if is_standalone or with_sycl or any(str(s).endswith(".sycl") for s in as_list(sources)):
             return original_load(
                 name,
                 sources,
@@ -856,12 +856,12 @@ def warm_pch(
     candidate pays for it. Returns ``{flags: "ready" | "failed"}`` (ready: both headers).
     """
     settings = (settings or BuildSettings()).resolved()
-    builder = _Builder(settings)
+    builder = Builder(settings)
     settings.cache_root().mkdir(parents=True, exist_ok=True)
     jobs = []
     with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
         for index, flags in enumerate(extra_cflags_sets):
-            spec = _Spec(
+            spec = BuildSpec(
                 name="pch_probe",
                 files={"main.cpp": "", "cuda.cu": ""},
                 variants=[],
@@ -874,7 +874,7 @@ def warm_pch(
             )
             probe = Path(tmp) / str(index)
             probe.mkdir()
-            cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as _Builder._run_variant writes them
+            cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as Builder._run_variant writes them
             builder._write_ninja(spec, probe, "pch_probe", cflags, current().arch_flags(settings.arch))
             found = builder._pch_dir(probe)
             jobs += [(" ".join(flags), found, name) for name in ("torch/extension.h", BIND_HEADER)]

@@ -10,7 +10,7 @@ from cudaforge.languages.names import cuda_kernel_names
 # --------------------------------------------------------------------------- log trimming
 
 _GCC_DIAG = re.compile(r"^(?P<loc>[^\s:][^:\n]*:\d+(?::\d+)?): (?P<kind>fatal error|error|warning)\b")
-_EDG_DIAG = re.compile(r"^(?P<loc>\S[^\n]*?\(\d+\)): (?P<kind>catastrophic error|error|warning)\b")
+EDG_DIAG = re.compile(r"^(?P<loc>\S[^\n]*?\(\d+\)): (?P<kind>catastrophic error|error|warning)\b")
 _OTHER_ERROR = re.compile(
     r"(undefined reference to|^/usr/bin/ld:|collect2: error|^nvcc (fatal|error)|^(c\+\+|g\+\+|gcc|cc1plus): "
     r"(fatal )?error|^ptxas (fatal|error)|undefined symbol|No such file or directory)"
@@ -39,7 +39,7 @@ def failed_for_the_sources(log: str) -> bool:
     if _NOT_THE_SOURCES.search(log):
         return False
     return any(
-        _GCC_DIAG.match(ln) or _EDG_DIAG.match(ln) or _OTHER_ERROR.search(ln)
+        _GCC_DIAG.match(ln) or EDG_DIAG.match(ln) or _OTHER_ERROR.search(ln)
         for ln in log.splitlines()
         if "warning" not in ln[:200]
     )
@@ -102,7 +102,7 @@ def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_c
             summaries.append(line.strip())
             i += 1
             continue
-        m = _GCC_DIAG.match(line) or _EDG_DIAG.match(line)
+        m = _GCC_DIAG.match(line) or EDG_DIAG.match(line)
         kind = None
         if m:
             kind = "warning" if m.group("kind") == "warning" else "error"
@@ -116,7 +116,7 @@ def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_c
         taken = 0
         while i < len(lines) and taken < max_context:
             nxt = lines[i]
-            if not nxt.strip() or _GCC_DIAG.match(nxt) or _EDG_DIAG.match(nxt) or _FAILED.match(nxt):
+            if not nxt.strip() or _GCC_DIAG.match(nxt) or EDG_DIAG.match(nxt) or _FAILED.match(nxt):
                 break
             if not _CONTEXT.match(nxt) and not nxt.lstrip().startswith("detected during"):
                 break
@@ -147,12 +147,12 @@ def trim_compiler_log(log: str, max_errors: int = 5, max_context: int = 4, max_c
     return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (truncated)"
 
 
-_UNDEFINED = re.compile(r'error(?: #\d+-D)?: identifier "(\w+)" is undefined')
+UNDEFINED = re.compile(r'error(?: #\d+-D)?: identifier "(\w+)" is undefined')
 # Errors that no header can cause or cure: syntax, and mismatches between built-in types.
 _BUILTIN = (
     r"(?:const |volatile |unsigned |signed |long |short )*(?:void|bool|char|int|float|double|size_t|half|__half)\s*\**"
 )
-_SOURCE_ONLY_ERROR = re.compile(
+SOURCE_ONLY_ERROR = re.compile(
     r"error(?: #\d+-D)?: (expected an? |expected a \"|unrecognized token|missing closing quote"
     rf'|argument of type "{_BUILTIN}" is incompatible with parameter of type "{_BUILTIN}"'
     rf'|a value of type "{_BUILTIN}" cannot be (used to initialize|assigned to) an entity of type "{_BUILTIN}")'
@@ -174,7 +174,7 @@ def missing_toolkit_header(log: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _failed_targets(log: str) -> list[str]:
+def find_failed_targets(log: str) -> list[str]:
     return [m.group("target").strip() for m in map(_FAILED.match, log.splitlines()) if m] or ["?"]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.caches import GB, evict_lru
-from cudaforge.eval.build.builder import _write_atomic
+from cudaforge.eval.build.builder import write_atomic
 from cudaforge.eval.build.deferred import reported_misses, reported_sites
 from cudaforge.eval.build.intercept import serve_build_counted
 from cudaforge.eval.build.logs import trim_compiler_log
@@ -290,7 +290,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     outcome.prebuilt, outcome.deferred, outcome.jit, outcome.jit_message = prebuilt, deferred, jit, jit_message
     if jit and outcome.status == "no_build":
         outcome.message = f"compiled ahead for the GPU: {', '.join(jit)}"
-    _write_atomic(Path(result_path), json.dumps(outcome.to_dict()))
+    write_atomic(Path(result_path), json.dumps(outcome.to_dict()))
     return 0
 
 

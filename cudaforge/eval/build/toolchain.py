@@ -49,7 +49,7 @@ def toolchain_fingerprint() -> dict[str, str]:
     }
 
 
-def _pip_cuda_includes() -> list[str]:
+def pip_cuda_includes() -> list[str]:
     """Header folders of pip's CUDA library wheels (``nvidia/cu13/include`` ...) on ``sys.path``."""
     found = []
     for entry in sys.path:
