@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge.paths import PROJECT_ROOT
 from cudaforge.sandbox import SECRET_NAMES
 
 
@@ -159,7 +160,7 @@ def _child_env(gpu: str | int | None, env: dict[str, str] | None) -> dict[str, s
     child_env["CUDAFORGE_PARENT_PID"] = str(os.getpid())  # the child ends itself when this process is gone
     child_env["CUDA_VISIBLE_DEVICES"] = "" if gpu is None else str(gpu)
     child_env["PYTHONUNBUFFERED"] = "1"
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(PROJECT_ROOT)
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH", "")) if p)
     return child_env
 
@@ -173,6 +174,7 @@ def _launch(
             [
                 *(wrapper or []),
                 sys.executable,
+                "-P",  # its working folder is never where imports are found
                 "-m",
                 "cudaforge._child",
                 entry,
@@ -388,7 +390,7 @@ def _run_sandboxed(
             "PYTHONDONTWRITEBYTECODE": "1",
         }
     )
-    argv = [*(wrapper or []), sys.executable, "-m", "cudaforge._child", entry, s]
+    argv = [*(wrapper or []), sys.executable, "-P", "-m", "cudaforge._child", entry, s]
     started = time.monotonic()
     with (logs / "stdout.log").open("wb") as out, (logs / "stderr.log").open("wb") as err:
         process = sandbox.start(argv, env=child_env, stdout=out, stderr=err)

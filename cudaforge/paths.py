@@ -6,7 +6,9 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The folder holding the package: a checkout's root, or site-packages when installed."""
-RESOURCES = Path(__file__).resolve().parent / "resources"
+PACKAGE_DIR = Path(__file__).resolve().parent
+"""The package itself (``cudaforge/``)."""
+RESOURCES = PACKAGE_DIR / "resources"
 """The package data: configs, agent templates, suites, the demo transcript, published tables, candidates."""
 CONFIG_DIR = RESOURCES / "configs"
 """The Hydra config tree."""

@@ -7,8 +7,10 @@ in its pyproject.toml), and a GPU vendor by naming a :class:`~cudaforge.vendor.b
 
 Only installed packages count: a distribution found through the working directory is ignored, since a process
 started with ``python -m`` has that folder on ``sys.path`` and a working directory may be a candidate's scratch.
-The first scan in a process tree is passed down to its children in ``CUDAFORGE_ENTRY_POINTS``, so the evaluator's
-short-lived children do not scan the installed packages again.
+A module an entry point names is not imported from there either. The first scan in a process tree is passed down to
+its children in ``CUDAFORGE_ENTRY_POINTS``, so the evaluator's short-lived children do not scan the installed
+packages again (a variable exported by hand is trusted as it is: unset it after installing a package). A package
+that fails to load is left out of the languages with a warning; asking for it by name raises.
 """
 
 from __future__ import annotations
@@ -61,13 +63,26 @@ def declared() -> dict[str, dict[str, str]]:
 def load(group: str, name: str) -> object:
     """The object the entry point ``name`` of ``group`` names (ValueError when it cannot be imported)."""
     import importlib
+    import importlib.util
 
     value = declared()[group][name]
-    module, _, attribute = value.partition(":")
+    module, _, attribute = (part.strip() for part in value.partition(":"))
     try:
-        target: object = importlib.import_module(module.strip())
-        for part in filter(None, attribute.strip().split(".")):
+        spec = importlib.util.find_spec(module.split(".")[0])
+        folder = next(iter(spec.submodule_search_locations or []), None) if spec else None
+        entry = os.path.dirname(folder) if folder else os.path.dirname(spec.origin) if spec and spec.origin else None
+        if entry and _is_working_directory(entry):  # shadowed by a file of the working directory: never loaded
+            raise ImportError(f"{module} is found in the working directory, not in an installed package")
+        target: object = importlib.import_module(module)
+        for part in filter(None, attribute.split(".")):
             target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever a package's import raises, said as one line
         raise ValueError(f"the {group} entry point {name} = {value!r} cannot be loaded: {exc}") from exc
     return target
+
+
+def _is_working_directory(path: str) -> bool:
+    try:
+        return os.path.realpath(path) == os.path.realpath(os.getcwd())
+    except OSError:
+        return False

@@ -1163,3 +1163,20 @@ def test_a_build_failure_under_what_the_candidate_raises_keeps_its_verdict():
     assert _build_status(wrapped(ToolchainIncomplete("no cusparse.h", None))) == "unsupported"
     assert _build_status(wrapped(ModuleNotLoadable("no CUDA in torch", None))) == "compiled"
     assert _build_status(ValueError("a plain bug")) is None
+
+
+def test_a_load_request_takes_only_sources_and_headers(tmp_path):
+    """Red team (2026-12-05): a ``load()`` whose "sources" held ``json.py`` got that file written into the build
+    folder, where the compiler's launcher imported it as root. The trusted side now refuses any file that is not a C,
+    C++ or CUDA source or header, in one line the Coder can read, before anything is written."""
+    from cudaforge.eval.build.intercept import serve_build
+
+    for name in ("json.py", "x.pth", "k.pyc", "build.ninja", "notes.txt"):
+        files = {"k.cpp": "int f() { return 1; }\n", name: "import os\n"}
+        reply, record = serve_build(
+            {"kind": "files", "name": "k_ext", "files": files, "with_cuda": False}, settings_for(str(tmp_path)), None
+        )
+        assert reply["status"] == "failed" and f"{name!r} is neither a C, C++ or CUDA source nor a header" in (
+            record.error
+        ), (name, record.error)
+        assert not list(tmp_path.rglob(name)), name

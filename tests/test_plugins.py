@@ -49,7 +49,9 @@ def install(site: Path, extra_entry_points: dict[str, dict[str, str]] | None = N
     info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
-    groups = {**project["entry-points"], **(extra_entry_points or {})}
+    groups = {group: dict(eps) for group, eps in project["entry-points"].items()}
+    for group, eps in (extra_entry_points or {}).items():
+        groups.setdefault(group, {}).update(eps)
     (info / "entry_points.txt").write_text(
         "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n" for g, eps in groups.items())
     )
@@ -71,7 +73,7 @@ LIST = f"""
 import json
 from cudaforge import languages
 src = {NUMBA_SOURCE!r}
-names = languages.names()
+names = [lang.name for lang in languages.languages()]
 found = {{"names": names, "detect": languages.detect(src), "kernels": sorted(languages.kernel_names(src))}}
 if "numba" in names:
     lang = languages.get("numba")
@@ -112,16 +114,44 @@ def test_children_take_the_scan_of_their_parent_from_the_environment(tmp_path):
     assert ask(LIST, cwd=tmp_path, pythonpath=site, inherited=parent)["names"][-1] == "numba"
 
 
-def test_an_entry_point_that_is_not_a_language_is_refused_by_name(tmp_path):
-    (tmp_path / "site" / "broken_lang").mkdir(parents=True)
-    (tmp_path / "site" / "broken_lang" / "__init__.py").write_text("LANGUAGE = 'not a language'\n")
-    site = install(tmp_path / "site", {"cudaforge.languages": {"broken": "broken_lang:LANGUAGE"}})
-    code = (
-        "import json\nfrom cudaforge import languages\ntry:\n    languages.languages()\n"
-        "except ValueError as exc:\n    print(json.dumps(str(exc)))\n"
+def test_a_broken_package_is_left_out_with_a_warning_and_refused_by_name(tmp_path):
+    """One package that is not a language, one that raises on import: the rest of the languages still work."""
+    for name, body in [
+        ("broken_lang", "LANGUAGE = 'not a language'\n"),
+        ("raising_lang", "raise RuntimeError('boom')\n"),
+    ]:
+        (tmp_path / "site" / name).mkdir(parents=True)
+        (tmp_path / "site" / name / "__init__.py").write_text(body)
+    site = install(
+        tmp_path / "site",
+        {"cudaforge.languages": {"broken": "broken_lang:LANGUAGE", "raising": "raising_lang:LANGUAGE"}},
     )
-    message = ask(code, cwd=tmp_path, pythonpath=site)
-    assert "'broken'" in message and "not a KernelLanguage" in message
+    code = (
+        "import json, warnings\nfrom cudaforge import languages\nwith warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n    names = [lang.name for lang in languages.languages()]\n"
+        "errors = []\nfor name in ('broken', 'raising'):\n    try:\n        languages.get(name)\n"
+        "    except ValueError as exc:\n        errors.append(str(exc))\n"
+        "print(json.dumps({'names': names, 'warned': [str(x.message) for x in w], 'errors': errors}))\n"
+    )
+    seen = ask(code, cwd=tmp_path, pythonpath=site)
+    assert seen["names"][-1] == "numba" and "broken" not in seen["names"] and "raising" not in seen["names"]
+    assert any("'broken'" in m and "not a KernelLanguage" in m for m in seen["warned"]), seen["warned"]
+    assert any("raising" in m and "boom" in m for m in seen["warned"]), seen["warned"]
+    assert "not a KernelLanguage" in seen["errors"][0] and "boom" in seen["errors"][1]
+
+
+def test_a_module_in_the_working_directory_never_stands_in_for_an_installed_plugin(tmp_path):
+    """The installed package's entry point names ``cudaforge_numba_lang``; a file of that name where the process
+    starts is not what gets imported (red team, 2026-12-05)."""
+    site = install(tmp_path / "site")
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "cudaforge_numba_lang.py").write_text("raise SystemExit('imported from the working directory')\n")
+    code = LIST.replace(
+        "from cudaforge import languages", "import sys; sys.path.insert(0, '')\nfrom cudaforge import languages"
+    )
+    seen = ask(code, cwd=here, pythonpath=site)
+    assert "numba" not in seen["names"]  # refused (with a warning), never imported from there
 
 
 def test_an_installed_package_adds_a_gpu_vendor(tmp_path):

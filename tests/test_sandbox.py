@@ -570,3 +570,24 @@ def test_a_candidate_writes_its_own_tmp_and_caches_and_a_write_past_its_quota_is
     over = evaluator.evaluate(task, flood)
     assert over.status is EvalStatus.RUNTIME_ERROR, over.report()
     assert "(a write was refused for space: the candidate may write 0.01 GB" in over.message, over.message[-400:]
+
+
+@needs_landlock
+@pytest.mark.parametrize("planted", ["json.py", "cudaforge.py", "sitecustomize.py"])
+def test_the_launcher_never_imports_from_the_scratch_it_starts_in(tmp_path, planted):
+    """Red team (2026-12-05): a ``load()`` "source" named ``json.py``, written into the compiler's build folder, was
+    imported by the sandbox's launcher (``python -m``, working folder = that scratch), as root, before the wall went
+    up. The launcher now starts with ``-P`` from ``/`` and moves into the scratch itself: the program still starts
+    there, and nothing planted there runs on the trusted side."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(parents=True)
+    marker = tmp_path / "PWNED"
+    (scratch / planted).write_text(f"open({str(marker)!r}, 'w').write(str(__import__('os').getuid()))\n")
+    sandbox = Sandbox(scratch=str(scratch))
+    started = sandbox.start(
+        ["/bin/sh", "-c", "pwd"], env={"PATH": os.environ["PATH"]}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    out = started.proc.communicate(timeout=60)[0].decode()
+    started.kill()
+    assert not marker.exists(), marker.read_text()
+    assert started.proc.returncode == 0 and out.strip().splitlines()[-1] == str(scratch), out

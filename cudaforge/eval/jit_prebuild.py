@@ -223,7 +223,7 @@ def compile_ahead(
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cudaforge.eval.jit_prebuild", request_path],
+                [sys.executable, "-P", "-m", "cudaforge.eval.jit_prebuild", request_path],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 env=env,

@@ -22,6 +22,7 @@ from typing import Any
 from cudaforge.eval.channel import Channel, ChannelError
 from cudaforge.isolation import scrubbed_env
 from cudaforge.languages import jit_cache_env
+from cudaforge.paths import PROJECT_ROOT
 from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
 
 LOG_CAP = 64 << 20
@@ -121,9 +122,7 @@ class CandidateProcess:
                 "PYTHONSAFEPATH": "1",  # its working folder (the scratch it writes) is not where imports are found
                 "USER": "cudaforge",
                 "LOGNAME": "cudaforge",  # its uid has no entry in /etc/passwd
-                "PYTHONPATH": os.pathsep.join(
-                    p for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p
-                ),
+                "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p),
                 **(env or {}),
             }
         )
@@ -142,7 +141,7 @@ class CandidateProcess:
         )
         with (self.logs / "worker_stdout.log").open("wb") as out, (self.logs / "worker_stderr.log").open("wb") as err:
             self.process: SandboxedProcess = self.sandbox.start(
-                [sys.executable, "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())],
+                [sys.executable, "-P", "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())],
                 env=child_env,
                 pass_fds=(theirs.fileno(),),
                 stdout=out,

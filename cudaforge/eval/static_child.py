@@ -29,8 +29,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, BinaryIO
+
+from cudaforge.paths import PROJECT_ROOT
 
 MAX_REPORT = 32 << 20
 """The most bytes of report the helper reads from a child (past it the child is killed and the analysis failed)."""
@@ -56,11 +57,11 @@ class _Helper:
     """One helper process of ``entry`` and its pipes (used by one caller at a time)."""
 
     def __init__(self, entry: str) -> None:
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(PROJECT_ROOT)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         # stderr is dropped: compiling a candidate prints its SyntaxWarnings there, as many as it likes
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cudaforge.eval.static_child", entry],
+            [sys.executable, "-P", "-m", "cudaforge.eval.static_child", entry],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -191,7 +191,7 @@ class _Nodes:
 
     def _budget_stop(self, state: LoopState) -> str | None:
         b, strategy = self.s.budgets, self.s.strategy
-        max_rounds = min(b.max_rounds, strategy.max_rounds or b.max_rounds)
+        max_rounds = strategy.round_cap(b.max_rounds)
         if state["round"] >= max_rounds:
             return "max_rounds"
         if b.max_dollars is not None and self.s.ledger.task_totals(self.s.task.id)["cost_usd"] >= b.max_dollars:

@@ -24,6 +24,10 @@ class Strategy:
     max_rounds: int | None = None
     """A round cap this strategy insists on (``one_shot``: 1)."""
 
+    def round_cap(self, configured: int) -> int:
+        """The rounds a task gets: ``strategy.max_rounds`` as configured, or this strategy's own cap when lower."""
+        return min(configured, self.max_rounds or configured)
+
 
 STRATEGIES: dict[str, Strategy] = {
     # The CudaForge loop: the Judge corrects failures and, with ncu metrics, guides optimisation.

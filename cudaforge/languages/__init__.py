@@ -65,8 +65,22 @@ OTHER_BUILDERS = ("_create_jit_fn", "SourceModule", "DynamicSourceModule")
 
 
 def languages() -> list[KernelLanguage]:
-    """Every registered language, in detection order."""
-    return [_load(name) for name in _names()]
+    """Every registered language, in detection order (a package's language that fails to load is left out, with a
+    warning: one broken package must not stop every evaluation)."""
+    loaded = []
+    for name in _names():
+        try:
+            loaded.append(_load(name))
+        except ValueError as exc:
+            if name in BUILT_IN:
+                raise
+            _warn_once(str(exc))
+    return loaded
+
+
+@cache
+def _warn_once(message: str) -> None:
+    warnings.warn(f"{message}; left out of the kernel languages", stacklevel=3)
 
 
 def names() -> list[str]:

@@ -137,7 +137,7 @@ def make_plan(config: Any, n_tasks: int, figures: Figures, gpus: int) -> dict[st
 
     name = str(getattr(config.strategy.name, "value", config.strategy.name))
     strategy = get_strategy(name)
-    rounds = min(config.strategy.max_rounds, strategy.max_rounds or config.strategy.max_rounds)
+    rounds = strategy.round_cap(config.strategy.max_rounds)
     per_task = calls_per_task(strategy, rounds)
     dollars: dict[str, float | None] = {}
     for role, llm in (("coder", config.coder), ("judge", config.judge)):

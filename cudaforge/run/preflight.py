@@ -379,7 +379,7 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
     if CacheMode(getattr(config.llm_cache.mode, "value", config.llm_cache.mode)) is CacheMode.replay_only:
         return CostEstimate(0.0, 0.0, n_tasks, "replay_only: no call reaches a provider")
     strategy = get_strategy(s.name)
-    rounds = min(s.max_rounds, strategy.max_rounds or s.max_rounds)
+    rounds = strategy.round_cap(s.max_rounds)
     step_calls = 1 + s.max_follow_ups
     roles = [("coder", config.coder)]
     if strategy.judge_corrects or strategy.judge_optimizes:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge.paths import PACKAGE_DIR, PROJECT_ROOT
 from cudaforge.vendor import current
 
 SANDBOX_UIDS = range(1_500_000_000, 1_500_000_000 + (1 << 24))
@@ -65,12 +66,12 @@ class SandboxRefused(RuntimeError):
 
 def _package_root() -> str:
     """The folder that holds the ``cudaforge`` package (a checkout's root, or site-packages): on PYTHONPATH."""
-    return str(Path(__file__).resolve().parents[2])
+    return str(PROJECT_ROOT)
 
 
 def _package_dir() -> str:
     """The ``cudaforge`` package itself: what a sandbox may read of it (not the rest of a checkout)."""
-    return str(Path(__file__).resolve().parents[1])
+    return str(PACKAGE_DIR)
 
 
 ETC_FILES = (
@@ -479,13 +480,15 @@ class Sandbox:
         control_parent, control_child = socket.socketpair()
         status_r, status_w = os.pipe()
         spec = self.spec(control_child.fileno(), status_w)
-        cmd = [sys.executable, "-m", "cudaforge.sandbox.launch", json.dumps(spec), "--", *argv]
+        # -P: the scratch (its working folder, which the program inside may have written) is never on the launcher's
+        # sys.path; the launcher runs as root until it drops to the sandbox's uid, and chdirs to the scratch itself
+        cmd = [sys.executable, "-P", "-m", "cudaforge.sandbox.launch", json.dumps(spec), "--", *argv]
         launcher_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)}
         try:
             proc = subprocess.Popen(
                 cmd,
                 env=launcher_env,
-                cwd=self.scratch,
+                cwd="/",
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,

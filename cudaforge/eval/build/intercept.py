@@ -436,6 +436,9 @@ subfolders of it are not taken."""
 
 FILES_SOURCES_MAX = 16
 FILES_BYTES_MAX = 4 << 20
+SOURCE_SUFFIXES = (".cpp", ".cu", ".cc", ".cxx", ".c")
+"""What a ``load`` request's files may be: C, C++ and CUDA sources and (``LOCAL_HEADER_SUFFIXES``) headers. Nothing
+else reaches the build folder: a ``json.py`` there would be Python's to import by any program started in it."""
 
 
 def _strict_utf8(texts: Any, what: str) -> None:
@@ -450,8 +453,15 @@ def _strict_utf8(texts: Any, what: str) -> None:
 def files_problem(files: dict[str, str]) -> str:
     """Why a ``load`` request's files are more than the trusted side takes (checked there, whatever the request):
     at most :data:`FILES_SOURCES_MAX` sources and :data:`LOCAL_HEADERS_MAX` other files, :data:`FILES_BYTES_MAX`
-    bytes in all; "" when they are within it."""
-    sources = sum(1 for name in files if name.endswith((".cpp", ".cu", ".cc", ".cxx", ".c")))
+    bytes in all, and only sources and headers (``SOURCE_SUFFIXES``, ``LOCAL_HEADER_SUFFIXES``); "" when they are
+    within it."""
+    odd = sorted(name for name in files if not name.endswith(SOURCE_SUFFIXES + LOCAL_HEADER_SUFFIXES))
+    if odd:
+        return (
+            f"load(): {odd[0][:80]!r} is neither a C, C++ or CUDA source nor a header "
+            f"({' '.join(SOURCE_SUFFIXES + LOCAL_HEADER_SUFFIXES)}): a build takes only those"
+        )
+    sources = sum(1 for name in files if name.endswith(SOURCE_SUFFIXES))
     size = sum(len(text.encode("utf-8", "replace")) for text in files.values())
     if sources > FILES_SOURCES_MAX or len(files) - sources > LOCAL_HEADERS_MAX or size > FILES_BYTES_MAX:
         return (

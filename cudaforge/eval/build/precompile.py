@@ -119,6 +119,7 @@ def precompile(
         )
         cmd = [
             sys.executable,
+            "-P",  # its working folder is never where imports are found
             "-m",
             "cudaforge.eval.build.precompile",
             str(src),
