@@ -1083,3 +1083,26 @@ def test_the_models_own_attributes_by_a_prefixed_name_are_no_dynamic_code():
     assert rejected("y", {}) == set() and rejected("y", {"torch_ops": "strict"}) == set()
     assert "torch_compute" in rejected("getattr(self, f'act_{0}')(y)", {"torch_ops": "strict"})
     assert "dynamic_code" in rejected("getattr(self, NAME)(y)".replace("NAME", "str(len(x.shape))"), {})
+
+
+def test_a_guard_absent_from_the_config_has_the_protocols_default():
+    """The policies hold no second copy of the defaults: an empty config gives ``EvalConfig``'s every guard verdict
+    and threshold (issue 38)."""
+    import dataclasses
+
+    from cudaforge.eval.guards.policy import GUARDS, Policies
+    from cudaforge.eval.settings import EvalConfig
+
+    empty, full = Policies({}), Policies(dataclasses.asdict(EvalConfig()))
+    for name in GUARDS:
+        assert empty.verdict(name) == full.verdict(name), name
+    for key in (
+        "hidden_work_ms",
+        "speed_of_light_margin",
+        "library_share_max",
+        "crosscheck_ratio",
+        "crosscheck_slack_ms",
+        "reference_slowdown_tolerance",
+    ):
+        assert empty.threshold(key) == full.threshold(key) == getattr(EvalConfig(), key), key
+    assert (empty.enforce, empty.strict) == (full.enforce, full.strict)

@@ -11,7 +11,8 @@ the worker); ``guards_enforce=False`` turns every rejection into a report. No to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cache
 from typing import Any
 
 REJECT = "reject"
@@ -151,21 +152,21 @@ def finding(guard: str, verdict: str, evidence: str) -> dict[str, str]:
     return {"guard": guard, "verdict": verdict, "evidence": evidence.strip()}
 
 
-class Policies:
-    """The guard policies of one evaluation, read from an eval config dict (defaults where absent)."""
+@cache
+def _defaults() -> dict[str, Any]:
+    """``EvalConfig``'s defaults as plain values: a key absent from a config dict has the protocol's default, never a
+    second copy of it kept here."""
+    from cudaforge.eval.settings import EvalConfig
 
-    DEFAULTS: dict[str, Any] = {
-        "guards_enforce": True,
-        "torch_ops": "lenient",
-        "guard_precision": REPORT,
-        "hidden_work_ms": 0.05,
-        "speed_of_light_margin": 0.5,
-        "library_share_max": 0.5,
-        "crosscheck_ratio": 1.5,
-        "crosscheck_slack_ms": 0.25,
-        "reference_slowdown_tolerance": 0.2,
+    return {
+        f.name: getattr(v, "value", v)
+        for f in fields(EvalConfig)
+        if (v := getattr(EvalConfig, f.name, None)) is not None
     }
-    """Defaults that are not ``reject`` (every other guard field defaults to ``reject``)."""
+
+
+class Policies:
+    """The guard policies of one evaluation, read from an eval config dict (``EvalConfig``'s defaults where absent)."""
 
     def __init__(self, cfg: dict[str, Any] | None = None) -> None:
         """``cfg``: the evaluation's config as plain values (enum members are read by value)."""
@@ -174,7 +175,7 @@ class Policies:
     def _get(self, key: str) -> Any:
         if key in self.cfg and self.cfg[key] is not None:
             return self.cfg[key]
-        return self.DEFAULTS.get(key, REJECT)
+        return _defaults().get(key, REJECT)
 
     @property
     def enforce(self) -> bool:
