@@ -67,6 +67,16 @@ ATTACKS = {
     "-fprofile-generate=/tmp": "allow-list",
     "-DX=1;id": "shell",
     "-O3 -DX": "spaces",
+    # red team, 2026-12-05: flags that make the compiler read or write files by name, or escape the include check
+    "-fmodules-ts": "allow-list",
+    "-fmodule-mapper=map.h": "allow-list",
+    "-fdeps-file=x.json": "allow-list",
+    "-fcompare-debug": "allow-list",
+    "-I=/etc": "include folder",
+    "-isystem=/root": "include folder",
+    "-iquote=/": "include folder",
+    "-idirafter=/proc": "include folder",
+    "-Xcompiler": "passes nothing on",
 }
 """A flag that must be refused, and a word of why."""
 

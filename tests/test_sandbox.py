@@ -591,3 +591,33 @@ def test_the_launcher_never_imports_from_the_scratch_it_starts_in(tmp_path, plan
     started.kill()
     assert not marker.exists(), marker.read_text()
     assert started.proc.returncode == 0 and out.strip().splitlines()[-1] == str(scratch), out
+
+
+@needs_landlock
+def test_the_launcher_runs_no_user_site_of_the_home_it_is_given(tmp_path, monkeypatch):
+    """Red team (2026-12-05): a compiler's HOME is its build folder, which a compile wrote and the next compile's
+    launcher (root until the drop) starts with; an interpreter with user site-packages on (not a venv: conda, a
+    system Python) ran a ``.pth`` planted under ``$HOME/.local``. The launcher starts with ``-s``. Checked with this
+    venv's base interpreter, which has user site-packages on."""
+    import cudaforge.sandbox as sandbox_module
+
+    base = getattr(sys, "_base_executable", sys.executable)
+    probe = subprocess.run([base, "-c", "import site; print(site.ENABLE_USER_SITE)"], capture_output=True, text=True)
+    assert probe.stdout.strip() == "True", "the base interpreter must have user site-packages on for this check"
+    scratch = tmp_path / "scratch"
+    marker = tmp_path / "PWNED"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    user_site = scratch / ".local" / "lib" / version / "site-packages"
+    user_site.mkdir(parents=True)
+    (user_site / "x.pth").write_text(f"import os; open({str(marker)!r}, 'w').write(str(os.getuid()))\n")
+    monkeypatch.setattr(sandbox_module.sys, "executable", base)
+    started = Sandbox(scratch=str(scratch)).start(
+        ["/bin/sh", "-c", "echo ran"],
+        env={"PATH": os.environ["PATH"], "HOME": str(scratch)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    out = started.proc.communicate(timeout=60)[0].decode()
+    started.kill()
+    assert not marker.exists(), f"ran as uid {marker.read_text()}"
+    assert "ran" in out, out

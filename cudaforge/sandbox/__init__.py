@@ -481,8 +481,10 @@ class Sandbox:
         status_r, status_w = os.pipe()
         spec = self.spec(control_child.fileno(), status_w)
         # -P: the scratch (its working folder, which the program inside may have written) is never on the launcher's
-        # sys.path; the launcher runs as root until it drops to the sandbox's uid, and chdirs to the scratch itself
-        cmd = [sys.executable, "-P", "-m", "cudaforge.sandbox.launch", json.dumps(spec), "--", *argv]
+        # sys.path; -s: nor is a user site under $HOME, which may be that scratch too (a compiler's HOME is its build
+        # folder, reused by its next run). The launcher runs as root until it drops to the sandbox's uid, and chdirs
+        # to the scratch itself
+        cmd = [sys.executable, "-s", "-P", "-m", "cudaforge.sandbox.launch", json.dumps(spec), "--", *argv]
         launcher_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)}
         try:
             proc = subprocess.Popen(

@@ -55,7 +55,8 @@ _PATTERNS = [
     re.compile(
         r"^-f(?!plugin|dump|profile|save-optimization|debug-prefix-map|file-prefix-map|macro-prefix-map|"
         r"opt-info|callgraph-info|auto-profile|create-profile|record|stack-usage|pch|sanitize|"
-        r"instrument|coverage|test-coverage|lto|use-ld|diagnostics-|ident|working-directory)"
+        r"instrument|coverage|test-coverage|lto|use-ld|diagnostics-|ident|working-directory|modules|module-|deps|"
+        r"compare-debug|self-test)"
         r"[a-z0-9][a-z0-9_=.,+\-]*$"
     ),
 ]
@@ -132,6 +133,8 @@ def _reason(flag: str) -> str:
 def _include_ok(path: str, roots: tuple[str, ...]) -> bool:
     if not path or any(c in path for c in "`$;|&<>(){}\\'\"\n\r\t *?![]#~"):
         return False
+    if path.startswith("="):  # GCC reads a leading = as the system root: any absolute folder
+        return False
     if not os.path.isabs(path):
         return ".." not in path.split("/")
     real = os.path.normpath(path)
@@ -182,6 +185,8 @@ def _check_one(flag: str, what: str, include_roots: tuple[str, ...]) -> None:
         raise refuse("names an include folder outside the build and the toolchain")
     if flag.startswith(("-Xcompiler", "--compiler-options")):
         inner = re.sub(r"^(-Xcompiler|--compiler-options)[= ]?", "", flag)
+        if not inner.strip(","):  # a last one would pass on whatever the build appends after it
+            raise refuse("passes nothing on")
         for part in inner.split(","):
             if part:
                 _check_one(part, what, include_roots)
