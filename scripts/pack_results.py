@@ -140,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if todo else 0
     if _git("status", "--porcelain", "--", str(RESULTS)):
         sys.exit("pack_results: commit benchmarks/results first (the manifest names HEAD as the files' home)")
+    packed = sorted(s for s in todo if (RESULTS / s).exists())
+    if packed:  # its README and MANIFEST would be written over: the first calls' record lost
+        sys.exit(
+            f"pack_results: {', '.join(packed)} is packed already; give the new calls another session name "
+            f"(a new date, or another GPU token: {packed[0].split('_')[0]}_h200b_call1)"
+        )
     commit = _git("rev-parse", "HEAD")
     seen = {_sha256(p) for p in RECORDED.rglob("*.py")} if RECORDED.exists() else set()
     for session, parts in todo.items():

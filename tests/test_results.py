@@ -146,3 +146,23 @@ def test_packing_refuses_files_not_committed(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="commit benchmarks/results first"):
         pack.main([])
     assert (results / "2030-01-01_h200_call1" / "log.txt").exists()
+
+
+def test_packing_never_writes_over_a_session_packed_before(tmp_path, monkeypatch):
+    pack = _pack_module()
+    repo = tmp_path / "repo"
+    results = repo / "benchmarks" / "results"
+    (results / "2030-01-01_h200").mkdir(parents=True)
+    (results / "2030-01-01_h200" / "README.md").write_text("# the first calls\n")
+    (results / "2030-01-01_h200_call9").mkdir()
+    (results / "2030-01-01_h200_call9" / "log.txt").write_text("a later call\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "later call")
+    monkeypatch.setattr(pack, "REPO", repo)
+    monkeypatch.setattr(pack, "RESULTS", results)
+    monkeypatch.setattr(pack, "DOCS", repo / "docs" / "results")
+    with pytest.raises(SystemExit, match="packed already"):
+        pack.main([])
+    assert (results / "2030-01-01_h200" / "README.md").read_text() == "# the first calls\n"
+    assert (results / "2030-01-01_h200_call9" / "log.txt").exists()
