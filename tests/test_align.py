@@ -109,9 +109,9 @@ def test_the_authors_preset_decides_as_their_harness():
 
 def test_without_poisoning_no_memory_is_poisoned_and_a_wrong_timed_output_is_reported():
     from cudaforge.eval.guards.policy import Policies
-    from cudaforge.eval.verifier import _Timing, _Trials
+    from cudaforge.eval.verifier import Timing, Trials
 
-    trials = _Trials()
+    trials = Trials()
     trials.poison = False
     trials.record("default", [torch.zeros(4)], torch.zeros(4), torch.zeros(4))
     assert trials.poison_sizes == []
@@ -121,11 +121,11 @@ def test_without_poisoning_no_memory_is_poisoned_and_a_wrong_timed_output_is_rep
         result=result,
         guard=SimpleNamespace(policies=Policies({"guards_enforce": False})),
     )
-    timing.reported_wrong = lambda evidence, diff: _Timing.reported_wrong(timing, evidence, diff)
+    timing.reported_wrong = lambda evidence, diff: Timing.reported_wrong(timing, evidence, diff)
     calls = SimpleNamespace(failure={"guard": "", "evidence": "timed trial 3", "diff": "values differ"})
-    assert _Timing._only_reported(timing, calls) is True and calls.failure is None
+    assert Timing._only_reported(timing, calls) is True and calls.failure is None
     assert result.guard_findings[0]["guard"] == "timed_output" and result.guard_findings[0]["verdict"] == "report"
     mutated = SimpleNamespace(failure={"guard": "input_mutation", "evidence": "x", "diff": ""})
-    assert _Timing._only_reported(timing, mutated) is False  # an input changed keeps its guard's policy
+    assert Timing._only_reported(timing, mutated) is False  # an input changed keeps its guard's policy
     timing.cfg["stricter_checks_decide"] = True
-    assert _Timing._only_reported(timing, calls) is False
+    assert Timing._only_reported(timing, calls) is False

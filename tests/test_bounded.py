@@ -94,14 +94,14 @@ def test_180000_descriptors_in_one_reply_stop_at_the_tensor_cap():
 
 def test_the_budget_the_verifier_derives_holds_what_an_honest_candidate_returns():
     from cudaforge.eval.exchange import Budget, decode, encode, host_arena
-    from cudaforge.eval.verifier import _out_bytes
+    from cudaforge.eval.verifier import output_budget
 
     reference = (torch.randn(64, 33), torch.zeros(7, dtype=torch.int64), [torch.ones(3)])
     arena = host_arena(1 << 20)
     for candidate in (reference, tuple(t.double() if isinstance(t, torch.Tensor) else t for t in reference)):
         arena.reset()
         encoded = json.loads(json.dumps(encode(candidate, arena.put)))
-        value = decode(encoded, lambda desc: arena.view(desc).clone(), Budget(_out_bytes(reference)))
+        value = decode(encoded, lambda desc: arena.view(desc).clone(), Budget(output_budget(reference)))
         assert torch.equal(value[0].float(), reference[0].float()) and len(value[2]) == 1
 
 

@@ -935,7 +935,7 @@ def test_the_timed_reference_runs_once_on_its_own_copy():
 
     from cudaforge.eval import verifier
 
-    timing = verifier._Timing.__new__(verifier._Timing)
+    timing = verifier.Timing.__new__(verifier.Timing)
     frozen = []
     timing.cand = SimpleNamespace(
         process=SimpleNamespace(stop=lambda: frozen.append("stop") or True, cont=lambda: frozen.append("cont"))
@@ -966,7 +966,7 @@ def test_the_reference_gets_its_copy_right_before_its_own_call():
     make_args, draw = calls.make_args, calls.draw
     calls.make_args = lambda trial: events.append(f"copy {trial}") or make_args(trial)
     calls.draw = lambda trial: events.append(f"draw {trial}") or draw(trial)
-    timing = verifier._Timing.__new__(verifier._Timing)
+    timing = verifier.Timing.__new__(verifier.Timing)
     timing.cfg = {"interleave": True}
 
     def timed(role, trial, inputs, calls_, times):

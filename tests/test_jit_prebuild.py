@@ -304,12 +304,12 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
             timeout_s=120,
         )
         gpu = torch.device("cuda")
-        built = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 150.0, True)
+        built = verifier.jit_ahead(source, task, [], worker, gpu, cfg, 150.0, True)
         assert built["kernels"] == ["relu_kernel"] and built["kernels_seeded"] == 0 < built["kernels_after"], built
         assert built["note"] == "triton kernels compiled ahead: relu_kernel"
-        late = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 12.0, True)
+        late = verifier.jit_ahead(source, task, [], worker, gpu, cfg, 12.0, True)
         assert late["kernels"] == [] and "12 s of the compile phase left" in late["note"]
-        counted = verifier._jit_ahead(source, task, [], worker, gpu, cfg, 150.0, False)
+        counted = verifier.jit_ahead(source, task, [], worker, gpu, cfg, 150.0, False)
         assert counted["kernels_seeded"] == counted["kernels_after"] == built["kernels_after"]
         assert "found built ahead" in counted["note"]
         data_dependent = dataclasses.replace(
@@ -320,8 +320,8 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
                 1,
             ),
         )
-        failed = verifier._jit_ahead(source, data_dependent, [], worker, gpu, cfg, 150.0, True)
+        failed = verifier.jit_ahead(source, data_dependent, [], worker, gpu, cfg, 150.0, True)
         assert failed["kernels"] == [] and failed["note"].startswith("triton kernels not compiled ahead"), failed
-        assert verifier._jit_ahead("import torch\n", task, [], worker, gpu, cfg, 150.0, True) is None
+        assert verifier.jit_ahead("import torch\n", task, [], worker, gpu, cfg, 150.0, True) is None
     finally:
         worker.close()

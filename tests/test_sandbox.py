@@ -101,7 +101,7 @@ def test_the_sandbox_sees_a_minimal_root_as_an_unprivileged_uid_of_its_own(tmp_p
 import ctypes, json, os, socket
 out = {{"uid": os.getuid()}}
 out["checkout"] = os.path.exists({str(REPO / "tests")!r}) or os.path.exists({str(REPO / "README.md")!r})
-out["package"] = os.path.exists({str(REPO / "cudaforge" / "eval" / "verifier.py")!r})
+out["package"] = os.path.exists({str(REPO / "cudaforge" / "eval" / "verifier" / "__init__.py")!r})
 out["home"] = os.path.exists(os.path.expanduser("~root") + "/.bashrc")
 out["host_tmp"] = os.path.exists({str(tmp_path / "payload.json")!r})
 s = socket.socket(socket.AF_UNIX)

@@ -444,7 +444,7 @@ def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
     from cudaforge.eval import verifier
     from cudaforge.types import EvalResult, EvalStatus
 
-    timing = verifier._Timing.__new__(verifier._Timing)
+    timing = verifier.Timing.__new__(verifier.Timing)
     timing.cfg = {
         "timing_trials": 100,
         "telemetry_batch": 25,

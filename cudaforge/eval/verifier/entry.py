@@ -1,0 +1,336 @@
+"""The verifier's entry: one evaluation from its payload to its result, phase by phase."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cudaforge import languages
+from cudaforge.eval.bounded import cap_text, source_size_problem
+from cudaforge.eval.guards.source import static_findings
+from cudaforge.eval.jit_cache import (
+    count_kernels,
+    keep_own_jit_cache,
+    own_store,
+    seed_own_jit_cache,
+    seed_trusted_stubs,
+)
+from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+from cudaforge.eval.verifier.candidate import Candidate, start_worker
+from cudaforge.eval.verifier.common import CANDIDATE_MODULE_PREFIX, REFERENCE_MODULE, Failure, Guards, Recorder
+from cudaforge.eval.verifier.correctness import run_correctness, set_weights
+from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit_ahead, probe_trace
+from cudaforge.eval.verifier.timing import Timing
+from cudaforge.sandbox import SandboxMode
+from cudaforge.tasks.runtime import apply_numerics, build_model, load_module
+from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
+
+_OVER_QUOTA = re.compile(r"\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded")
+
+
+def _quota_said(message: str, cfg: dict[str, Any]) -> str:
+    """A failure whose text shows a write refused for space (``ENOSPC``, ``EDQUOT``) ends by saying which quota the
+    candidate has: the sandbox's scratch folder and its private /tmp are bounded tmpfs. Only said, never a verdict
+    (the host's own disk can be full too)."""
+    if not _OVER_QUOTA.search(message[-20000:]):
+        return message
+    return (
+        message
+        + f"\n(a write was refused for space: the candidate may write {float(cfg.get('sandbox_scratch_gb', 0)):g} "
+        f"GB and {int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp, "
+        "eval.sandbox_scratch_gb and eval.sandbox_scratch_files; write less, or keep it in memory)"
+    )
+
+
+def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalResult) -> None:
+    """Builds a candidate made after its compile phase (a ``load_inline`` whose arguments only run time knows) are
+    compile time: their seconds move from the phase that made them to the compile phase, and the result says how
+    many and how long (``fingerprint["builds_after_compile"]``)."""
+    if not late:
+        return
+    seconds = sum(max(0.0, float(r.seconds)) for r in late)
+    result.fingerprint["builds_after_compile"] = {
+        "count": len(late),
+        "seconds": round(seconds, 3),
+        "cached": sum(bool(r.cached) for r in late),
+    }
+    compile_at = next((i for i, p in enumerate(phases) if p.phase is Phase.COMPILE), None)
+    if compile_at is None:
+        return
+    for record in phases[compile_at + 1 :]:  # the first later phase long enough to have made them
+        if record.seconds >= seconds:
+            record.seconds -= seconds
+            phases[compile_at].seconds += seconds
+            phases[compile_at].message = "; ".join(
+                filter(
+                    None,
+                    [phases[compile_at].message, f"{len(late)} build(s) at run time, {seconds:.2f} s, counted here"],
+                )
+            )
+            return
+
+
+def _phase_status(status: EvalStatus) -> str:
+    return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
+
+
+PROFILE_DIR_ENV = "CUDAFORGE_PROFILE_DIR"
+"""A folder (set in the evaluator's environment, for benchmarks): each evaluation of this process writes a
+``cProfile`` dump of its trusted side there (``verifier-<pid>-<ns>.prof``). Unset, nothing is profiled."""
+
+
+def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    """Evaluate ``payload = {task, candidate, eval, build, device}``; return an EvalResult dict."""
+    folder = os.environ.get(PROFILE_DIR_ENV)
+    if not folder:
+        return _evaluate(payload, progress)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        return _evaluate(payload, progress)
+    finally:
+        profiler.disable()
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(str(Path(folder) / f"verifier-{os.getpid()}-{time.time_ns()}.prof"))
+
+
+def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.build.deferred import reported_misses, reported_sites
+    from cudaforge.eval.build.intercept import serve_build_counted
+    from cudaforge.eval.fingerprint import environment_fingerprint
+
+    started = time.perf_counter()
+    task = Task.from_dict(payload["task"])
+    source, cfg = payload["candidate"], payload["eval"]
+    apply_numerics(cfg["tf32"], cfg["deterministic"])
+    device = torch.device(payload["device"])
+    digest = source_hash(source)
+    result = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
+    result.fingerprint = environment_fingerprint(0 if device.type == "cuda" else None)
+    result.fingerprint["worker_setup_s"] = round(time.perf_counter() - started, 4)
+    result.fingerprint["standby"] = {k: v for k, v in PREPARED.items() if k != "process"} or None
+    rec = Recorder(progress)
+    guard = Guards(cfg, result)
+    notes: list[str] = result.fingerprint.setdefault("guard_notes", [])
+    from cudaforge.eval import early
+
+    process: CandidateProcess | None = PREPARED.pop("process", None) or early.take()
+    phase_started = time.monotonic()
+    phase_budget = [cfg["static_timeout_s"]]
+
+    def remaining() -> float:
+        return max(0.5, phase_budget[0] - (time.monotonic() - phase_started) - 1.0)
+
+    def enter(phase: Phase, announce: bool = True) -> float:
+        nonlocal phase_started
+        phase_started = time.monotonic()
+        phase_budget[0] = {
+            Phase.COMPILE: cfg["compile_timeout_s"],
+            Phase.CORRECTNESS: cfg["correctness_timeout_s"],
+            Phase.TIMING: cfg["timing_timeout_s"],
+        }[phase]
+        return rec.start(phase) if announce else time.perf_counter()
+
+    phase, t = Phase.COMPILE, time.perf_counter()
+    own_caches: dict[str, Path] = {}  # a JIT language's folder of the worker's scratch -> the source's kept copy
+    builds_at_compile: int | None = None  # how many builds the worker had made when its compile phase ended
+    try:
+        too_large = source_size_problem(source, int(cfg["max_source_bytes"]))  # the parent's limit, here too
+        if too_large:
+            raise Failure(EvalStatus.INVALID, too_large)
+        guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
+        if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg["sandbox"]):
+            if process is not None:
+                process.close()
+            process = start_worker(device, cfg, os.getcwd())
+            process.wait_hello(cfg["static_timeout_s"])
+        elif not process.hello:
+            process.wait_hello(cfg["static_timeout_s"])
+        status = process.sandbox_status()
+        result.fingerprint["sandbox"] = {
+            k: status.get(k)
+            for k in (
+                "uid",
+                "capabilities",
+                "namespaces",
+                "landlock",
+                "pids_max",
+                "kill_all",
+                "missing",
+                "notes",
+                "mode",
+            )
+        }
+        result.fingerprint["sandbox_summary"] = process.sandbox_line()
+        cand = Candidate(process, device, remaining, notes)
+        ref_module = load_module(task.source, REFERENCE_MODULE)
+        sys.modules.pop(REFERENCE_MODULE, None)
+        init = list(ref_module.get_init_inputs())
+        ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
+        if device.type == "cuda":
+            before_candidate(ref_model, ref_module, cand, device, cfg, result)
+            probe_trace(cand, result)
+        t = enter(phase)
+        settings = BuildSettings.from_dict(
+            {
+                **payload["build"],
+                "sandbox": cfg["sandbox"],
+                "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True)),
+                "allow_weak_sandbox": bool(cfg.get("allow_weak_sandbox", False)),
+            }
+        )
+
+        def on_build(inputs: dict[str, Any]) -> dict[str, Any]:
+            return serve_build_counted(inputs, process.builds, settings, process.scratch, process.sandbox.uid)
+
+        cand.on_build = on_build
+        seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
+        prepared = False  # the source's JIT kernels were kept before (by the CPU pool, or an earlier evaluation)
+        if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
+            for language in languages.jit_caches(source):  # when they are read (keep_own_jit_cache); only the
+                store = own_store(settings.cache_root(), language.jit_cache, digest)  # languages it is written in
+                own_caches[language.jit_cache] = store
+                prepared = prepared or count_kernels(store, language.jit_kernel_marks) > 0
+                seed_own_jit_cache(store, Path(process.scratch) / language.jit_cache)
+        loaded: dict[str, Any] = {}
+        try:
+            loaded = process.request(
+                {
+                    "op": "load",
+                    "source": source,
+                    "module": CANDIDATE_MODULE_PREFIX + digest,
+                    "build": settings.to_dict(),
+                    "tf32": cfg["tf32"],
+                    "deterministic": cfg["deterministic"],
+                    "no_grad": cfg["no_grad"],
+                },
+                timeout_s=remaining(),
+                on_build=on_build,
+            )
+        except WorkerFailure as failure:
+            failed = [r for r in process.builds if r.status == "failed"]
+            if failure.status == "compile_error" and failed:  # our own log, not the worker's account of it
+                raise Failure(
+                    EvalStatus.COMPILE_ERROR, "the CUDA source did not compile:\n" + failed[0].log_trimmed
+                ) from None
+            raise Failure(EvalStatus(failure.status), failure.message) from None
+        finally:
+            result.compile_log = cap_text("".join(r.log for r in process.builds))  # the result stays readable
+            result.compile_cached = bool(process.builds) and all(r.cached for r in process.builds)
+            failed = [r for r in process.builds if r.status == "failed"]
+            if failed:
+                result.compile_log_trimmed = cap_text(failed[0].log_trimmed)
+        ahead = reported_sites(loaded)
+        result.fingerprint["builds_ahead"] = ahead
+        left = reported_misses(loaded)
+        if left:
+            result.fingerprint["builds_left_to_run_time"] = left
+        compile_note = "cache hit" if result.compile_cached else ""
+        if ahead:
+            compile_note = "; ".join(filter(None, [compile_note, "built ahead: " + ", ".join(ahead)]))
+        if left:
+            compile_note = "; ".join(filter(None, [compile_note, "; ".join(left)]))
+        if device.type == "cuda":
+            build = cfg.get("jit_ahead") == "compile" and not prepared
+            jit = jit_ahead(source, task, init, process, device, cfg, remaining(), build)
+            if jit:
+                result.fingerprint["jit_ahead"] = jit
+                compile_note = "; ".join(filter(None, [compile_note, jit["note"]]))
+        rec.end(phase, t, message=compile_note)
+        builds_at_compile = len(process.builds)
+        phase = Phase.CORRECTNESS
+        t = enter(phase)
+        clock = time.perf_counter()
+        encoded, _ = cand.put_inputs(init, 0)
+        cand._request({"op": "model", "init": encoded, "seed": cfg["seed"]})
+        set_weights(ref_model, cand, cfg, result)
+        cand._add("model", clock)
+        try:
+            trials = run_correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+        finally:
+            result.fingerprint["correctness_breakdown_s"] = {k: round(v, 4) for k, v in cand.spent.items()}
+            cand.spent = {}
+        rec.end(phase, t, message=f"{result.trials_passed}/{result.trials_total} trials passed")
+        weights = result.fingerprint.get("weights", "seed")
+        weights_text = "weights from the same seed" if weights == "seed" else f"weights {weights}"
+        if device.type != "cuda":
+            result.timing_unavailable_reason = "no GPU: correctness was checked on the CPU; timing needs a GPU"
+            if result.fingerprint.get("inputs_variant") == "small":
+                weights_text += ", on the task's 'small' inputs (its own are sized for a GPU)"
+            result.message = (
+                f"correct on {result.trials_passed} CPU trials ({weights_text}); {result.timing_unavailable_reason}"
+            )
+        else:
+            phase = Phase.TIMING
+            t = enter(phase)
+            timing = Timing(task, ref_module, ref_model, cand, device, cfg, result, guard, trials, source)
+            timing.known_probe = payload.get("known_probe")
+            timing.run(progress, on_locked=lambda: enter(Phase.TIMING, announce=False))
+            rec.end(phase, t)
+            s = result.speedup
+            result.message = (
+                f"correct ({result.trials_passed} trials, {weights_text}); candidate {result.candidate_timing.median:.4f} "
+                f"ms vs reference {result.reference_timing.median:.4f} ms ({cfg['baseline']}): speedup {s.median:.3f}x "
+                f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+            )
+    except Failure as failure:
+        result.status, result.message = failure.status, failure.message
+        if failure.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
+            result.message = f"{phase.value} phase: {failure.message}"
+        if failure.status in (EvalStatus.RUNTIME_ERROR, EvalStatus.CRASHED):
+            result.message = _quota_said(result.message, cfg)
+        ok = failure.status is EvalStatus.COMPILED
+        rec.end(phase, t, status="ok" if ok else _phase_status(failure.status), message=failure.message[:500])
+    except WorkerFailure as failure:
+        result.status, result.message = EvalStatus(failure.status), failure.message
+        if result.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
+            result.message = f"{phase.value} phase: {failure.message}"
+        rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
+    finally:
+        tail_started = time.perf_counter()  # the worker's end and its files kept: no phase's time
+        if process is not None:
+            try:
+                if own_caches:
+                    process.process.kill()  # every process of the sandbox dead before its files are read
+                    jit = result.fingerprint.get("jit_ahead")
+                    if isinstance(jit, dict) and languages.get(jit["language"]).jit_cache:
+                        language = languages.get(jit["language"])
+                        jit["kernels_at_end"] = count_kernels(
+                            Path(process.scratch) / language.jit_cache, language.jit_kernel_marks
+                        )
+                    new_store = False
+                    for folder, store in own_caches.items():
+                        existed = store.exists()
+                        keep_own_jit_cache(
+                            Path(process.scratch) / folder,
+                            store,
+                            next(lang.jit_keep for lang in languages.jit_caches() if lang.jit_cache == folder),
+                        )
+                        new_store = new_store or (not existed and store.exists())
+                    if new_store:  # what was kept counts in the cache's size limit like a build (a later keep of
+                        evict(payload["build"])  # the same source adds at most to its own capped store)
+            except Exception as exc:  # noqa: BLE001 - the candidate's files never decide the verdict or the cleanup
+                result.fingerprint["jit_keep_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            finally:
+                process.close()  # the scratch released and the worker ended, whatever the keep met
+    if not notes:
+        result.fingerprint.pop("guard_notes", None)
+    if builds_at_compile is not None and process is not None:
+        _count_late_builds(process.builds[builds_at_compile:], rec.phases, result)
+    result.phases = rec.phases
+    result.seconds = time.perf_counter() - started
+    result.fingerprint["verifier_s"] = {
+        "total": round(result.seconds, 4),
+        "tail": round(time.perf_counter() - tail_started, 4),
+    }
+    return result.to_dict()
