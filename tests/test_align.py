@@ -109,6 +109,7 @@ def test_the_authors_preset_decides_as_their_harness():
 
 def test_without_poisoning_no_memory_is_poisoned_and_a_wrong_timed_output_is_reported():
     from cudaforge.eval.guards.policy import Policies
+    from cudaforge.eval.settings import EvalConfig
     from cudaforge.eval.verifier import Timing, Trials
 
     trials = Trials()
@@ -117,7 +118,7 @@ def test_without_poisoning_no_memory_is_poisoned_and_a_wrong_timed_output_is_rep
     assert trials.poison_sizes == []
     result = SimpleNamespace(guard_findings=[])
     timing = SimpleNamespace(
-        cfg={"stricter_checks_decide": False},
+        cfg=EvalConfig(stricter_checks_decide=False),
         result=result,
         guard=SimpleNamespace(policies=Policies({"guards_enforce": False})),
     )
@@ -127,5 +128,5 @@ def test_without_poisoning_no_memory_is_poisoned_and_a_wrong_timed_output_is_rep
     assert result.guard_findings[0]["guard"] == "timed_output" and result.guard_findings[0]["verdict"] == "report"
     mutated = SimpleNamespace(failure={"guard": "input_mutation", "evidence": "x", "diff": ""})
     assert Timing._only_reported(timing, mutated) is False  # an input changed keeps its guard's policy
-    timing.cfg["stricter_checks_decide"] = True
+    timing.cfg = EvalConfig()
     assert Timing._only_reported(timing, calls) is False

@@ -294,7 +294,7 @@ def test_the_worker_side_guards_refuse_an_oversized_source_too(tiny, tmp_path):
     payload = {
         "task": tiny["ReLU"].to_dict(),
         "candidate": (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text(),
-        "eval": {**ev.cfg, "max_source_bytes": 100},
+        "eval": {**ev.cfg.to_dict(), "max_source_bytes": 100},
         "build": ev.build_settings().to_dict(),
         "device": "cpu",
     }

@@ -12,7 +12,7 @@ from test_report import write_run
 
 from cudaforge.eval.baseline import Baseline
 from cudaforge.eval.compile_beside import CACHE_DIR, cache_key, compile_beside
-from cudaforge.eval.evaluator import default_eval_config
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.report import build_report
 from cudaforge.report.stats import speedup_over_compile
 from cudaforge.types import Task, TaskResult, TimingStats
@@ -25,10 +25,10 @@ def stats(ms: float) -> TimingStats:
 
 
 def test_a_pair_is_cached_per_task_gpu_torch_mode_and_timing(tmp_path):
-    cfg = {**default_eval_config(), "compile_beside_mode": "max-autotune"}
+    cfg = EvalConfig(compile_beside_mode="max-autotune")
     key = cache_key(TASK, "H200", "max-autotune", cfg)
     assert key != cache_key(TASK, "H100", "max-autotune", cfg) != cache_key(TASK, "H200", "default", cfg)
-    assert key != cache_key(TASK, "H200", "max-autotune", {**cfg, "timing_trials": cfg["timing_trials"] + 1})
+    assert key != cache_key(TASK, "H200", "max-autotune", cfg.replace(timing_trials=cfg.timing_trials + 1))
     other = Task(**{**TASK.to_dict(), "source": "class Model: other\n"})
     assert key != cache_key(other, "H200", "max-autotune", cfg)
     # a pair measured on an H200 before: served from the cache, no GPU needed
@@ -90,7 +90,7 @@ def test_a_graph_replaying_compile_slower_than_eager_is_explained_in_the_notes(t
 
 
 def test_a_protocol_the_pair_cannot_match_measures_nothing(tmp_path):
-    cfg = {**default_eval_config(), "tf32": "torch_default", "speedup_statistic": "mean"}
+    cfg = EvalConfig(tf32="torch_default", speedup_statistic="mean")
     record = compile_beside(TASK, "0", "H200", cfg, tmp_path)  # no GPU is touched: nothing is measured at all
     assert record["status"] == "not_comparable" and record["compile_over_eager"] is None
     assert "eval.tf32=torch_default, eval.speedup_statistic=mean" in record["message"]

@@ -125,9 +125,9 @@ def test_the_eval_defaults_are_defined_once():
 
     composed = OmegaConf.to_object(compose_with([])).eval
     assert composed == EvalConfig()
+    assert Evaluator().cfg == EvalConfig() == EvalConfig.from_dict(EvalConfig().to_dict())
     plain = {f.name: getattr(EvalConfig(), f.name) for f in dataclasses.fields(EvalConfig)}
-    plain = {k: (v.value if hasattr(v, "value") else v) for k, v in plain.items()}
-    assert Evaluator().cfg == plain
+    assert EvalConfig().to_dict() == {k: (v.value if hasattr(v, "value") else v) for k, v in plain.items()}
 
 
 def test_the_layers_that_only_need_a_path_or_their_settings_do_not_load_hydra():

@@ -298,7 +298,7 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     payload = {
         "task": task.to_dict(),
         "candidate": (CANDIDATES / "triton_relu.py").read_text(),
-        "eval": evaluator.cfg,
+        "eval": evaluator.cfg.to_dict(),
         "build": evaluator.build_settings().to_dict(),
         "device": "cpu",
     }

@@ -25,6 +25,7 @@ from cudaforge.eval.evaluator import Evaluator, default_eval_config
 from cudaforge.eval.guards import GUARDS, Policies, static_findings
 from cudaforge.eval.guards import runtime as rt
 from cudaforge.eval.guards.corpus import check_result, check_static, find_entry_task, load_corpus, parse_entry
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.static import check_candidate
 from cudaforge.types import EvalStatus, Phase
 
@@ -967,7 +968,7 @@ def test_the_reference_gets_its_copy_right_before_its_own_call():
     calls.make_args = lambda trial: events.append(f"copy {trial}") or make_args(trial)
     calls.draw = lambda trial: events.append(f"draw {trial}") or draw(trial)
     timing = verifier.Timing.__new__(verifier.Timing)
-    timing.cfg = {"interleave": True}
+    timing.cfg = EvalConfig()
 
     def timed(role, trial, inputs, calls_, times):
         assert float(inputs[0][0]) == trial and (inputs is calls.pristine) == (role == "candidate")

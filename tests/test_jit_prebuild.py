@@ -13,6 +13,7 @@ import torch
 
 from cudaforge import languages
 from cudaforge.eval.jit_prebuild import compile_ahead, fake_specs, reported_kernels, specs
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.tasks import load_suite, selection
 from cudaforge.tasks.runtime import load_module
 from cudaforge.vendor import current
@@ -269,7 +270,7 @@ def test_the_evaluator_compiles_triton_ahead_in_its_pool_unless_told_not_to(tmp_
     off = Evaluator({"jit_ahead": "off", "build_cache_dir": str(tmp_path / "off"), "target_arch": "9.0"})
     assert off.precompile(source, task) is None  # nothing to build: Triton compiles at its first call
     pool = Evaluator({"build_cache_dir": str(tmp_path / "pool"), "target_arch": "9.0"})
-    assert pool.cfg["jit_ahead"] == "pool" and pool.precompile(source) is None  # no task: nothing to run it on
+    assert pool.cfg.jit_ahead == "pool" and pool.precompile(source) is None  # no task: nothing to run it on
     outcome = pool.precompile(source, task)
     assert outcome is not None and outcome.jit == ["softmax_kernel"], outcome
 
@@ -288,7 +289,7 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     task = {t.name: t for t in load_suite(selection("tiny"))}["ReLU"]
     source = (CANDIDATES / "triton_relu.py").read_text()
-    cfg = {"seed": 42, "check_variants": True}
+    cfg = EvalConfig(seed=42, check_variants=True)
     worker = CandidateProcess(
         device="cpu", mode=SandboxMode.auto, logs_dir=str(tmp_path), env={"TRITON_INTERPRET": "0"}
     )

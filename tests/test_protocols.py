@@ -93,7 +93,7 @@ def test_the_paper_settings_are_checked_together():
         Evaluator({"device": "cpu", "interleave": False})
     with pytest.raises(ValueError, match="eval.speedup_statistic='mode'"):
         Evaluator({"device": "cpu", "speedup_statistic": "mode"})
-    assert Evaluator(paper_cfg()).cfg["compare_outputs"] == "first"
+    assert Evaluator(paper_cfg()).cfg.compare_outputs == "first"
 
 
 TUPLE_RELU = (

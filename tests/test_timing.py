@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from cudaforge.eval import timing
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.timing import (
     L2Flusher,
     TimingUnavailable,
@@ -403,7 +404,7 @@ def test_a_negative_lead_is_refused() -> None:
         Evaluator({"device": "cpu", "timing_lead_us": -5})
     with pytest.raises(ValueError, match="timing_lead_us"):
         Evaluator({"device": "cpu", "timing_lead_us": "fast"})
-    assert Evaluator({"device": "cpu", "timing_lead_us": 200}).cfg["timing_lead_us"] == 200
+    assert Evaluator({"device": "cpu", "timing_lead_us": 200}).cfg.timing_lead_us == 200
 
 
 def test_the_timing_stops_early_on_the_interval_width_alone():
@@ -445,16 +446,15 @@ def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
     from cudaforge.types import EvalResult, EvalStatus
 
     timing = verifier.Timing.__new__(verifier.Timing)
-    timing.cfg = {
-        "timing_trials": 100,
-        "telemetry_batch": 25,
-        "telemetry_remeasure": 0,
-        "interleave": interleave,
-        "timing_min_trials": 25,
-        "timing_stop_halfwidth": halfwidth,
-        "baseline": "eager",
-        "speedup_statistic": "median",
-    }
+    timing.cfg = EvalConfig(
+        timing_trials=100,
+        telemetry_batch=25,
+        telemetry_remeasure=0,
+        interleave=interleave,
+        fresh_inputs=interleave,
+        timing_min_trials=25,
+        timing_stop_halfwidth=halfwidth,
+    )
     timing.result = EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT)
     rng = np.random.default_rng(0)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.isolation import run_isolated
 from cudaforge.types import Record, Task, TimingStats
 
@@ -48,12 +49,12 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
     from cudaforge.tasks.runtime import build_model, load_module, make_inputs, strict_fp32
 
     strict_fp32()
-    task, cfg = Task.from_dict(payload["task"]), payload["eval"]
+    task, cfg = Task.from_dict(payload["task"]), EvalConfig.from_dict(payload["eval"])
     device = torch.device("cuda")
     module = load_module(task.source, "cudaforge_reference")
-    model = build_model(module.Model, list(module.get_init_inputs()), cfg["seed"], device)
-    inputs = make_inputs(module, seed=cfg["seed"] * 7919, device=device)
-    out: dict[str, Any] = {"task_id": task.id, "status": "ok", "compile_mode": cfg["compile_mode"]}
+    model = build_model(module.Model, list(module.get_init_inputs()), cfg.seed, device)
+    inputs = make_inputs(module, seed=cfg.seed * 7919, device=device)
+    out: dict[str, Any] = {"task_id": task.id, "status": "ok", "compile_mode": cfg.compile_mode}
     out["fingerprint"] = environment_fingerprint(0)
     import os
 
@@ -61,19 +62,19 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
 
     for mode in MODES:
         progress(mode)
-        fn = model if mode == "eager" else torch.compile(model, mode=cfg["compile_mode"])
+        fn = model if mode == "eager" else torch.compile(model, mode=cfg.compile_mode)
         # the GPU's lock, as the verifier's timing holds it: nothing else times on this GPU meanwhile, and
         # torch.compile's autotuning benchmarks disturb no other timing
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
             try:
                 times = time_one(
                     fn,
-                    trials=cfg["timing_trials"],
-                    warmup=cfg["warmup"],
-                    flush_l2=cfg["flush_l2"],
+                    trials=cfg.timing_trials,
+                    warmup=cfg.warmup,
+                    flush_l2=cfg.flush_l2,
                     device=device,
                     args=inputs,
-                    lead_us=cfg["timing_lead_us"],
+                    lead_us=cfg.timing_lead_us,
                 )
             except Exception as exc:  # noqa: BLE001 - a failing torch.compile is a result
                 out["message"] = f"{mode}: {type(exc).__name__}: {exc}"[:1000]
@@ -85,7 +86,7 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
 
 def time_suite(
     tasks: list[Task],
-    eval_cfg: dict[str, Any],
+    eval_cfg: EvalConfig,
     gpu: str | None,
     on_result: Callable[[Baseline], None] | None = None,
     lock_dir: str | None = None,
@@ -100,9 +101,9 @@ def time_suite(
         else:
             outcome = run_isolated(
                 "cudaforge.eval.baseline:time_reference",
-                {"task": task.to_dict(), "eval": eval_cfg},
-                timeouts={"start": eval_cfg["static_timeout_s"]},
-                default_timeout=eval_cfg["timing_timeout_s"],
+                {"task": task.to_dict(), "eval": eval_cfg.to_dict()},
+                timeouts={"start": eval_cfg.static_timeout_s},
+                default_timeout=eval_cfg.timing_timeout_s,
                 gpu=gpu,
                 env={"CUDAFORGE_LOCK_DIR": lock_dir} if lock_dir else None,
             )

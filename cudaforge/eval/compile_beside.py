@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.eval.baseline import Baseline, time_suite
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.types import Task
 
 CACHE_DIR = "baselines"
@@ -44,14 +45,15 @@ def _torch_version() -> str:
         return "unknown"
 
 
-def cache_key(task: Task, gpu_name: str, mode: str, cfg: dict[str, Any]) -> str:
+def cache_key(task: Task, gpu_name: str, mode: str, cfg: EvalConfig) -> str:
     """What a cached pair stands for: the reference's source, the GPU model, torch, the mode and the timing settings."""
+    plain = cfg.to_dict()
     identity = {
         "task": task.source_hash,
         "gpu": gpu_name,
         "torch": _torch_version(),
         "mode": mode,
-        "timing": {k: cfg.get(k) for k in TIMING_KEYS},
+        "timing": {k: plain[k] for k in TIMING_KEYS},
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
@@ -72,13 +74,10 @@ def summary(baseline: Baseline, mode: str, gpu_name: str, cached: bool) -> dict[
     }
 
 
-def not_comparable(cfg: dict[str, Any]) -> str:
+def not_comparable(cfg: EvalConfig) -> str:
     """Why the protocol's speedups cannot be set beside the pair (``COMPARABLE``), or ""."""
-    other = [
-        f"eval.{k}={getattr(cfg.get(k), 'value', cfg.get(k))}"
-        for k, v in COMPARABLE.items()
-        if getattr(cfg.get(k), "value", cfg.get(k)) != v
-    ]
+    plain = cfg.to_dict()
+    other = [f"eval.{k}={plain[k]}" for k, v in COMPARABLE.items() if plain[k] != v]
     return (
         (
             f"{', '.join(other)}: the torch.compile pair is timed in strict fp32, by medians, without autograd, so it "
@@ -90,12 +89,12 @@ def not_comparable(cfg: dict[str, Any]) -> str:
 
 
 def compile_beside(
-    task: Task, gpu: str, gpu_name: str, cfg: dict[str, Any], cache_root: Path, lock_dir: str | None = None
+    task: Task, gpu: str, gpu_name: str, cfg: EvalConfig, cache_root: Path, lock_dir: str | None = None
 ) -> dict[str, Any]:
     """The reference's eager and compiled times on physical GPU ``gpu`` (model ``gpu_name``), from the cache when this
     task, GPU model, torch, mode and timing were measured before; a failed measurement is returned, never cached.
     ``lock_dir``: the GPU locks' folder the evaluator uses."""
-    mode = str(cfg.get("compile_beside_mode") or "max-autotune")
+    mode = str(cfg.compile_beside_mode or "max-autotune")
     why = not_comparable(cfg)
     if why:
         return {
@@ -116,7 +115,7 @@ def compile_beside(
             return summary(stored, mode, gpu_name, cached=True)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    measured = time_suite([task], {**cfg, "compile_mode": mode}, gpu, lock_dir=lock_dir)[0]
+    measured = time_suite([task], cfg.replace(compile_mode=mode), gpu, lock_dir=lock_dir)[0]
     if measured.ms("eager") and measured.ms("compile"):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")

@@ -10,29 +10,29 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from cudaforge.eval.remote import CandidateProcess
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.isolation import note_scratch
 from cudaforge.sandbox import SandboxMode
 
 _STARTED: dict[str, CandidateProcess] = {}
 
 
-def new_worker(device: str, cfg: dict[str, Any], logs: str) -> CandidateProcess:
+def new_worker(device: str, cfg: EvalConfig, logs: str) -> CandidateProcess:
     """A sandboxed worker for one evaluation with the eval settings ``cfg`` on ``device`` (``cuda`` or ``cpu``)."""
-    budget = cfg["compile_timeout_s"] + cfg["correctness_timeout_s"] + cfg["timing_timeout_s"]
+    budget = cfg.compile_timeout_s + cfg.correctness_timeout_s + cfg.timing_timeout_s
     process = CandidateProcess(
         device=device,
-        mode=SandboxMode(cfg["sandbox"]),
+        mode=SandboxMode(cfg.sandbox),
         logs_dir=logs,
         env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
         cpu_seconds=int(budget * 4) + 60,
-        namespaces=bool(cfg.get("sandbox_namespaces", True)),
-        allow_weak=bool(cfg.get("allow_weak_sandbox", False)),
-        memory_bytes=int(float(cfg.get("sandbox_memory_gb", 16.0)) * (1 << 30)),
-        scratch_bytes=int(float(cfg.get("sandbox_scratch_gb", 2.0)) * (1 << 30)),
-        scratch_files=int(cfg.get("sandbox_scratch_files", 50_000)),
+        namespaces=bool(cfg.sandbox_namespaces),
+        allow_weak=bool(cfg.allow_weak_sandbox),
+        memory_bytes=int(float(cfg.sandbox_memory_gb) * (1 << 30)),
+        scratch_bytes=int(float(cfg.sandbox_scratch_gb) * (1 << 30)),
+        scratch_files=int(cfg.sandbox_scratch_files),
     )
     note_scratch(process.scratch, logs)  # ``logs`` is the child's working directory: removed with it, if we are killed
     return process
@@ -41,7 +41,7 @@ def new_worker(device: str, cfg: dict[str, Any], logs: str) -> CandidateProcess:
 def start_worker(workdir: str) -> None:
     """Start the worker of the payload in ``workdir`` (the verifier's child, before it imports torch)."""
     payload = json.loads((Path(workdir) / "payload.json").read_text())
-    _STARTED["process"] = new_worker(payload["device"], payload["eval"], os.getcwd())
+    _STARTED["process"] = new_worker(payload["device"], EvalConfig.from_dict(payload["eval"]), os.getcwd())
 
 
 def take() -> CandidateProcess | None:

@@ -9,7 +9,6 @@ other candidates' GPU work; the GPU worker then finds the build in the cache.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import os
 import queue
@@ -25,7 +24,7 @@ from cudaforge import languages, vendor
 from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.eval.precision import kept_probe
-from cudaforge.eval.settings import EvalConfig, JitAhead, OutputsCompared, SpeedupStatistic, Tf32Mode, WeightsMode
+from cudaforge.eval.settings import EvalConfig, JitAhead
 from cudaforge.eval.static import check_candidate
 from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
 from cudaforge.sandbox import SandboxMode
@@ -39,20 +38,23 @@ PHASE_GRACE_S = 30.0
 overruns by itself, and the parent's deadline only catches a verifier that could not."""
 
 
-def _plain(cfg: Any) -> dict[str, Any]:
-    """An EvalConfig (dataclass, DictConfig or dict) as a dict of plain values."""
-    if dataclasses.is_dataclass(cfg):
-        data = dataclasses.asdict(cfg)
-    elif hasattr(cfg, "items"):
-        data = {k: cfg[k] for k in cfg}
-    else:
-        raise TypeError(f"expected an eval config, got {type(cfg).__name__}")
-    return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in data.items()}
+def as_eval_config(cfg: Any = None) -> EvalConfig:
+    """An ``EvalConfig`` from an EvalConfig (copied), a DictConfig or a dict (over the defaults; checked), or None
+    (the protocol's defaults)."""
+    if cfg is None:
+        return EvalConfig()
+    if isinstance(cfg, EvalConfig):
+        return cfg.replace()
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return EvalConfig.from_dict(dataclasses.asdict(cfg))
+    if hasattr(cfg, "items"):
+        return EvalConfig.from_dict({str(k): cfg[k] for k in cfg})
+    raise TypeError(f"expected an eval config, got {type(cfg).__name__}")
 
 
 def default_eval_config() -> dict[str, Any]:
-    """The protocol's defaults: ``EvalConfig``'s, the one definition (``cudaforge/eval/settings.py``)."""
-    return _plain(EvalConfig())
+    """The protocol's defaults as plain values: ``EvalConfig``'s, the one definition (``cudaforge/eval/settings.py``)."""
+    return EvalConfig().to_dict()
 
 
 INTERRUPTED_ATTEMPTS = 2
@@ -106,56 +108,15 @@ class Evaluator:
         ``$CUDAFORGE_LOCK_DIR`` or ~/.cache/cudaforge/locks); ``interrupted_dir``: where a marker is kept while a
         candidate is evaluated (a run directory's, so that a resumed run does not re-run a candidate whose
         evaluation died with the run)."""
-        self.cfg = default_eval_config()
-        if cfg is not None:
-            self.cfg.update(_plain(cfg))
+        self.cfg = as_eval_config(cfg)
         self.interrupted_dir = str(interrupted_dir) if interrupted_dir else None
-        try:
-            SandboxMode(self.cfg["sandbox"])
-        except ValueError:
-            raise ValueError(f"eval.sandbox={self.cfg['sandbox']!r}: expected required, auto or off") from None
-        for key, kind in (
-            ("weights", WeightsMode),
-            ("compare_outputs", OutputsCompared),
-            ("speedup_statistic", SpeedupStatistic),
-            ("tf32", Tf32Mode),
-            ("jit_ahead", JitAhead),
-        ):
-            allowed = [member.value for member in kind]
-            if self.cfg[key] not in allowed:
-                raise ValueError(f"eval.{key}={self.cfg[key]!r}: expected {' or '.join(allowed)}")
-        if not self.cfg["interleave"] and self.cfg["fresh_inputs"]:
-            raise ValueError(
-                "eval.interleave=false times the reference's calls before the candidate's, which needs "
-                "the same inputs for both: set eval.fresh_inputs=false too"
-            )
-        lead = self.cfg["timing_lead_us"]
-        if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead <= 100_000:
-            raise ValueError(f"eval.timing_lead_us={lead!r}: expected microseconds between 0 and 100000")
-        for key, low in (
-            ("crosscheck_calls", 2),
-            ("crosscheck_max_gb", 0),
-            ("crosscheck_ratio", 1),
-            ("crosscheck_slack_ms", 0),
-            ("reference_slowdown_tolerance", 0),
-            ("build_cache_max_gb", 0),
-            ("sandbox_memory_gb", 0),
-            ("sandbox_scratch_gb", 0),
-            ("sandbox_scratch_files", 0),
-            ("launch_inclusive_trials", 0),
-            ("telemetry_batch", 1),
-            ("telemetry_remeasure", 0),
-        ):
-            value = self.cfg[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
-                raise ValueError(f"eval.{key}={value!r}: expected a number of at least {low}")
-        if self.cfg["device"] == "cpu":
+        if self.cfg.device == "cpu":
             self.gpus: list[str] = []
         else:
-            self.gpus = gpus if gpus is not None else visible_gpus(self.cfg["devices"])
-            if self.cfg["device"] == "cuda" and not self.gpus:
+            self.gpus = gpus if gpus is not None else visible_gpus(self.cfg.devices)
+            if self.cfg.device == "cuda" and not self.gpus:
                 raise ValueError("eval.device=cuda but no GPU is visible")
-        self.build_cache = Path(self.cfg["build_cache_dir"] or DEFAULT_BUILD_CACHE).expanduser()
+        self.build_cache = Path(self.cfg.build_cache_dir or DEFAULT_BUILD_CACHE).expanduser()
         self.compile_workers = compile_workers or max(1, (os.cpu_count() or 2) // 2)
         self.lock_dir = str(Path(lock_dir).expanduser().resolve()) if lock_dir else None
         self._build = None
@@ -188,7 +149,7 @@ class Evaluator:
         protocol (``eval.timing_lead_us=0``) the host's jitter is in the timed calls, and on an H200 five
         evaluations of one pair spread 3.4-4.9% with standbys against 0.43% with cold workers
         (docs/evaluation.md), so every candidate then starts cold."""
-        return bool(self.cfg["standby_workers"]) and self.cfg["timing_lead_us"] > 0
+        return bool(self.cfg.standby_workers) and self.cfg.timing_lead_us > 0
 
     def _worker(self, payload: dict[str, Any], gpu: str | None, env: dict[str, str]) -> IsolatedOutcome:
         """Run one payload in a fresh worker: the GPU's standby when there is one, else a cold start.
@@ -208,7 +169,7 @@ class Evaluator:
         """Whether the verifier's result may be taken as soon as it marks it delivered (``isolation.run_isolated``):
         only while the candidate runs behind the whole wall (``eval.sandbox`` not ``off``, no weak sandbox allowed),
         where nothing of it can write the verifier's working folder."""
-        return str(self.cfg.get("sandbox", "auto")) != "off" and not self.cfg.get("allow_weak_sandbox", False)
+        return self.cfg.sandbox is not SandboxMode.off and not self.cfg.allow_weak_sandbox
 
     def wait_for_standbys(self, timeout_s: float = 120.0) -> bool:
         """Block until every waiting standby worker has finished its start-up (or died), at most ``timeout_s``.
@@ -260,24 +221,24 @@ class Evaluator:
         if self._build is None:
             self._build = BuildSettings(
                 cache_dir=str(self.build_cache),
-                arch=self.cfg["target_arch"],
-                sandbox=SandboxMode(self.cfg["sandbox"]).value,
-                sandbox_namespaces=bool(self.cfg["sandbox_namespaces"]),
-                allow_weak_sandbox=bool(self.cfg["allow_weak_sandbox"]),
-                memory_gb=float(self.cfg["sandbox_memory_gb"]),
-                timeout_s=float(self.cfg["compile_timeout_s"]),
-                max_cache_gb=float(self.cfg["build_cache_max_gb"]),
+                arch=self.cfg.target_arch,
+                sandbox=SandboxMode(self.cfg.sandbox).value,
+                sandbox_namespaces=bool(self.cfg.sandbox_namespaces),
+                allow_weak_sandbox=bool(self.cfg.allow_weak_sandbox),
+                memory_gb=float(self.cfg.sandbox_memory_gb),
+                timeout_s=float(self.cfg.compile_timeout_s),
+                max_cache_gb=float(self.cfg.build_cache_max_gb),
             ).resolved()
         return self._build
 
     def _timeouts(self) -> dict[str, float]:
         grace = PHASE_GRACE_S
         return {
-            "start": self.cfg["static_timeout_s"] + grace,
-            Phase.COMPILE.value: self.cfg["compile_timeout_s"] + grace,
-            Phase.CORRECTNESS.value: self.cfg["correctness_timeout_s"] + grace,
-            Phase.TIMING.value: self.cfg["timing_timeout_s"] + grace,
-            "gpu_wait": self.cfg["gpu_wait_timeout_s"],  # queued for the GPU's lock: not the candidate's time
+            "start": self.cfg.static_timeout_s + grace,
+            Phase.COMPILE.value: self.cfg.compile_timeout_s + grace,
+            Phase.CORRECTNESS.value: self.cfg.correctness_timeout_s + grace,
+            Phase.TIMING.value: self.cfg.timing_timeout_s + grace,
+            "gpu_wait": self.cfg.gpu_wait_timeout_s,  # queued for the GPU's lock: not the candidate's time
         }
 
     def _env(self, device: str) -> dict[str, str]:
@@ -288,7 +249,9 @@ class Evaluator:
         )
         if self.lock_dir:
             env["CUDAFORGE_LOCK_DIR"] = self.lock_dir
-        env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(self.cfg)  # a standby starts its sandboxed worker with these
+        env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(
+            self.cfg.to_dict()
+        )  # a standby starts its sandboxed worker with these
         env["CUDAFORGE_CHILD_EARLY"] = "cudaforge.eval.early:start_worker"  # a cold one, before it imports torch
         return env
 
@@ -378,7 +341,7 @@ class Evaluator:
         payload = {
             "task": task.to_dict(),
             "candidate": source,
-            "eval": self.cfg,
+            "eval": self.cfg.to_dict(),
             "build": self.build_settings().to_dict(),
             "device": device,
         }
@@ -468,7 +431,7 @@ class Evaluator:
         backend = check_candidate(source, self.cfg, guards=False).backend
         jit = (
             task is not None
-            and self.cfg["jit_ahead"] != JitAhead.off.value
+            and self.cfg.jit_ahead is not JitAhead.off
             and backend != languages.NO_KERNEL
             and languages.get(backend).prebuild is not None
         )
@@ -477,7 +440,7 @@ class Evaluator:
         return precompile(
             source,
             self.build_settings(),
-            timeout_s=self.cfg["compile_timeout_s"],
+            timeout_s=self.cfg.compile_timeout_s,
             task_source=task.source if jit and task is not None else None,
         )
 

@@ -7,8 +7,12 @@ registers the same class with Hydra's ConfigStore as the ``eval`` group's schema
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cudaforge.sandbox import SandboxMode
 
@@ -304,3 +308,73 @@ class EvalConfig:
     gradients, as the CudaForge code runs both (it slows references with trainable parameters)."""
     tf32: Tf32Mode = Tf32Mode.off
     """TF32 off for fp32 matmuls and convolutions, or PyTorch's defaults (cuDNN convolutions may use TF32)."""
+
+    def __post_init__(self) -> None:
+        """Each field's value checked against its type and limits (``ValueError`` naming ``eval.<field>``); enum
+        fields given as their names become the enums."""
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value, kind = getattr(self, f.name), hints[f.name]
+            if isinstance(kind, type) and issubclass(kind, enum.Enum):
+                try:
+                    setattr(self, f.name, kind(value.value if isinstance(value, enum.Enum) else value))
+                except ValueError:
+                    allowed = " or ".join(str(m.value) for m in kind)
+                    raise ValueError(f"eval.{f.name}={value!r}: expected {allowed}") from None
+            elif kind is bool and not isinstance(value, bool):
+                raise ValueError(f"eval.{f.name}={value!r}: expected true or false")
+            elif kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"eval.{f.name}={value!r}: expected a number")
+            elif kind is int and isinstance(value, float):
+                if not value.is_integer():
+                    raise ValueError(f"eval.{f.name}={value!r}: expected a whole number")
+                setattr(self, f.name, int(value))
+        if not self.interleave and self.fresh_inputs:
+            raise ValueError(
+                "eval.interleave=false times the reference's calls before the candidate's, which needs "
+                "the same inputs for both: set eval.fresh_inputs=false too"
+            )
+        if not 0 <= self.timing_lead_us <= 100_000:
+            raise ValueError(f"eval.timing_lead_us={self.timing_lead_us!r}: expected microseconds between 0 and 100000")
+        for key, low in MINIMUMS.items():
+            if getattr(self, key) < low:
+                raise ValueError(f"eval.{key}={getattr(self, key)!r}: expected a number of at least {low}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalConfig:
+        """The settings of ``data`` (a dict, a DictConfig, or what ``to_dict`` wrote) over the defaults, checked; an
+        unknown key is a ``ValueError`` that names it."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(str(k) for k in data if k not in names)
+        if unknown:
+            raise ValueError(f"unknown eval setting(s): {', '.join(unknown)} (known: see docs/configuration.md)")
+        return cls(**{str(k): data[k] for k in data})
+
+    def replace(self, **changes: Any) -> EvalConfig:
+        """A copy with ``changes``, checked."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (enums as their names): what crosses a process boundary, and what a result records."""
+        return {
+            f.name: (v.value if isinstance(v, enum.Enum) else list(v) if isinstance(v, list) else v)
+            for f in dataclasses.fields(self)
+            for v in [getattr(self, f.name)]
+        }
+
+
+MINIMUMS: dict[str, float] = {
+    "crosscheck_calls": 2,
+    "crosscheck_max_gb": 0,
+    "crosscheck_ratio": 1,
+    "crosscheck_slack_ms": 0,
+    "reference_slowdown_tolerance": 0,
+    "build_cache_max_gb": 0,
+    "sandbox_memory_gb": 0,
+    "sandbox_scratch_gb": 0,
+    "sandbox_scratch_files": 0,
+    "launch_inclusive_trials": 0,
+    "telemetry_batch": 1,
+    "telemetry_remeasure": 0,
+}
+"""The least value of the numeric settings that have one (checked in ``EvalConfig.__post_init__``)."""

@@ -47,11 +47,15 @@ def _invalid(message: str) -> StaticReport:
 
 
 def check_candidate(
-    source: str, cfg: dict[str, Any] | None = None, reference_source: str | None = None, *, guards: bool = True
+    source: str,
+    cfg: EvalConfig | dict[str, Any] | None = None,
+    reference_source: str | None = None,
+    *,
+    guards: bool = True,
 ) -> StaticReport:
     """Parse the candidate and check that it defines ``ModelNew`` at top level.
 
-    With ``cfg`` (the eval config as a dict), also run the static guards under its policies (unless ``guards`` is
+    With ``cfg`` (the eval config: an ``EvalConfig``, or a dict of some of its fields), also run the static guards under its policies (unless ``guards`` is
     false: the format and the kernel language only): a rejection makes the report not ok with status ``rejected``;
     every finding is in ``findings``. ``reference_source`` (the task's source) lets the guards see a copied
     reference forward.
@@ -61,6 +65,8 @@ def check_candidate(
     ``EvalConfig``'s default), and one that overruns either is invalid too. Raises RuntimeError only when the
     analysis itself failed (a fault of ours, not the candidate's).
     """
+    if isinstance(cfg, EvalConfig):
+        cfg = cfg.to_dict()  # it crosses into the analysis child as JSON
     limits = {
         key: (cfg or {}).get(key, getattr(EvalConfig, key))
         for key in ("max_source_bytes", "static_timeout_s", "static_memory_gb")

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.paths import RESOURCES
 from cudaforge.pyast import parse
 from cudaforge.tasks.loader import parse_problem
@@ -233,7 +234,7 @@ def candidate_source(recipe: Task, patches: list[Patch]) -> str:
     return _CANDIDATE.format(sources=repr(sources), patches=repr(rules))
 
 
-def static_refusal(patch: Patch, eval_cfg: dict[str, Any]) -> str:
+def static_refusal(patch: Patch, eval_cfg: EvalConfig) -> str:
     """Why a chosen kernel may not be patched in, or "": each kernel is checked again by the static guards on its own,
     every one of them rejecting (inside the generated candidate it is a string they cannot see, and the run it came
     from may have let them report: a paper preset, a guard set to report, an older version)."""
@@ -241,7 +242,7 @@ def static_refusal(patch: Patch, eval_cfg: dict[str, Any]) -> str:
     from cudaforge.eval.static import check_candidate
 
     strict = {
-        **eval_cfg,
+        **eval_cfg.to_dict(),
         "guards_enforce": True,
         **{g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"},
     }

@@ -237,7 +237,7 @@ def rescore(
     summary: dict[str, Any] = {
         "source_run": str(run_dir),
         "protocol": protocol,
-        "eval": dict(evaluator.cfg),
+        "eval": evaluator.cfg.to_dict(),
         "all_rounds": all_rounds,
         "kernels": len(kernels),
         "notes": notes,

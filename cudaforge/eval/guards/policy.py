@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
+from cudaforge.eval.settings import EvalConfig
+
 REJECT = "reject"
 REPORT = "report"
 
@@ -156,7 +158,6 @@ def finding(guard: str, verdict: str, evidence: str) -> dict[str, str]:
 def _defaults() -> dict[str, Any]:
     """``EvalConfig``'s defaults as plain values: a key absent from a config dict has the protocol's default, never a
     second copy of it kept here."""
-    from cudaforge.eval.settings import EvalConfig
 
     return {
         f.name: getattr(v, "value", v)
@@ -168,9 +169,11 @@ def _defaults() -> dict[str, Any]:
 class Policies:
     """The guard policies of one evaluation, read from an eval config dict (``EvalConfig``'s defaults where absent)."""
 
-    def __init__(self, cfg: dict[str, Any] | None = None) -> None:
-        """``cfg``: the evaluation's config as plain values (enum members are read by value)."""
-        self.cfg = {k: getattr(v, "value", v) for k, v in (cfg or {}).items()}
+    def __init__(self, cfg: EvalConfig | dict[str, Any] | None = None) -> None:
+        """``cfg``: the evaluation's ``EvalConfig``, or some of its fields as a dict (enum members are read by value;
+        the defaults fill the rest)."""
+        plain = cfg.to_dict() if isinstance(cfg, EvalConfig) else (cfg or {})
+        self.cfg = {k: getattr(v, "value", v) for k, v in plain.items()}
 
     def _get(self, key: str) -> Any:
         if key in self.cfg and self.cfg[key] is not None:

@@ -20,6 +20,7 @@ from cudaforge.eval.exchange import (
     tensor_bytes,
 )
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.common import Failure, sync
 from cudaforge.types import EvalStatus
 
@@ -136,7 +137,7 @@ class Candidate:
             raise Failure(EvalStatus(failure.status), failure.message) from None
 
 
-def start_worker(device: torch.device, cfg: dict[str, Any], logs: str) -> CandidateProcess:
+def start_worker(device: torch.device, cfg: EvalConfig, logs: str) -> CandidateProcess:
     from cudaforge.eval.early import new_worker
 
     return new_worker(device.type, cfg, logs)

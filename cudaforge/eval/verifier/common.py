@@ -13,6 +13,7 @@ from cudaforge.eval.bounded import finite_number
 from cudaforge.eval.correctness import compare, compare_first
 from cudaforge.eval.exchange import tensor_bytes
 from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.tasks.runtime import default_tolerance, flatten_outputs
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task
 
@@ -40,7 +41,7 @@ class Failure(Exception):
 class Guards:
     """The guard policies of this evaluation and the findings so far (they end up in the result)."""
 
-    def __init__(self, cfg: dict[str, Any], result: EvalResult) -> None:
+    def __init__(self, cfg: EvalConfig, result: EvalResult) -> None:
         self.policies = Policies(cfg)
         self.result = result
 
@@ -97,25 +98,23 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def tolerance(task: Task, output: Any, cfg: dict[str, Any]) -> tuple[float, float]:
+def tolerance(task: Task, output: Any, cfg: EvalConfig) -> tuple[float, float]:
     tensors = [t for t in flatten_outputs(output) if isinstance(t, torch.Tensor)]
     dtype = tensors[0].dtype if tensors else torch.float32
-    atol, rtol = default_tolerance(dtype, cfg["atol_fp32"], cfg["rtol_fp32"], cfg["atol_half"], cfg["rtol_half"])
+    atol, rtol = default_tolerance(dtype, cfg.atol_fp32, cfg.rtol_fp32, cfg.atol_half, cfg.rtol_half)
     return (task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol)
 
 
-def compare_outputs(
-    cfg: dict[str, Any], expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str
-):
+def compare_outputs(cfg: EvalConfig, expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str):
     """The comparison of ``eval.compare_outputs``: every output (our protocol) or the first tensor by
     ``torch.allclose`` (the CudaForge authors'), with ``eval.equal_nan``; None or the diff."""
-    check = compare_first if cfg["compare_outputs"] == "first" else compare
-    return check(expected, actual, atol=atol, rtol=rtol, trial=trial, variant=variant, equal_nan=cfg["equal_nan"])
+    check = compare_first if cfg.compare_outputs.value == "first" else compare
+    return check(expected, actual, atol=atol, rtol=rtol, trial=trial, variant=variant, equal_nan=cfg.equal_nan)
 
 
-def structure(cfg: dict[str, Any], expected: Any, actual: Any) -> str | None:
+def structure(cfg: EvalConfig, expected: Any, actual: Any) -> str | None:
     """``structure_problem``, except under ``compare_outputs=first`` (only the first tensor counts there)."""
-    return None if cfg["compare_outputs"] == "first" else structure_problem(expected, actual)
+    return None if cfg.compare_outputs.value == "first" else structure_problem(expected, actual)
 
 
 def shapes_of(values: list[Any]) -> str:

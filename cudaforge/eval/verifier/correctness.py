@@ -10,6 +10,7 @@ import torch
 
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
     Failure,
@@ -107,11 +108,11 @@ def check_output(
         )
 
 
-def set_weights(ref_model: Any, cand: Candidate, cfg: dict[str, Any], result: EvalResult) -> None:
+def set_weights(ref_model: Any, cand: Candidate, cfg: EvalConfig, result: EvalResult) -> None:
     """``eval.weights=copy_matching``: the reference's parameters and buffers copied into ModelNew where names and
     shapes match (reported); ``authors``: the CudaForge authors' aligner (``cudaforge.eval.align``); ``seed`` (the
     default, KernelBench's way): both built with the same seed, nothing copied."""
-    mode = cfg.get("weights", "seed")
+    mode = cfg.weights.value
     if mode not in ("copy_matching", "authors") or not isinstance(ref_model, torch.nn.Module):
         result.fingerprint["weights"] = "seed"
         return
@@ -161,20 +162,20 @@ def cpu_scaled(task, device, module: Any = None) -> bool:
 
 def run_correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: Guards):
     base = "small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT
-    plan = [(base, t) for t in range(cfg["correctness_trials"])]
-    if cfg["check_variants"] and base == DEFAULT_VARIANT:
+    plan = [(base, t) for t in range(cfg.correctness_trials)]
+    if cfg.check_variants and base == DEFAULT_VARIANT:
         plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
     result.trials_total = len(plan)
     if base != DEFAULT_VARIANT:
         result.fingerprint["inputs_variant"] = base
     trials = Trials(base)
-    trials.poison = bool(cfg.get("poison_memory", True))
+    trials.poison = bool(cfg.poison_memory)
     for variant, trial in plan:
         clock = time.perf_counter()
-        inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000 + trial, variant=variant, device=device)
+        inputs = make_inputs(ref_module, seed=cfg.seed * 1000 + trial, variant=variant, device=device)
         sync(device)
         clock = cand._add("draw_inputs", clock)
-        with grad_mode(cfg["no_grad"]):
+        with grad_mode(cfg.no_grad):
             ref_out = call_reference(ref_model, clone_inputs(inputs))
         sync(device)
         clock = cand._add("reference", clock)
@@ -217,7 +218,7 @@ def sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: Tri
             "passes this task's tolerance. Compute the result from the inputs.",
         )
         return
-    inputs = make_inputs(ref_module, seed=cfg["seed"] * 1000, variant=trials.base, device=device)
+    inputs = make_inputs(ref_module, seed=cfg.seed * 1000, variant=trials.base, device=device)
 
     def call_candidate(xs: list[Any]) -> Any:
         try:
@@ -227,7 +228,7 @@ def sensitivity(ref_module, ref_model, cand: Candidate, device, cfg, trials: Tri
                 raise RuntimeError(failure.message) from None  # a candidate that fails on a probe reacted to it
             raise
 
-    with grad_mode(cfg["no_grad"]):
+    with grad_mode(cfg.no_grad):
         verdict = guards.sensitivity_probe(
             lambda xs: ref_model(*xs), call_candidate, inputs, trials.reference_base, trials.candidate_base
         )

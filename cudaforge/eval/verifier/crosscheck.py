@@ -47,7 +47,7 @@ class CrossCheck:
         kernel was rejected once while another process profiled with ncu on the same GPU (2026-12-03, call 1)."""
         cfg = self.cfg
         per_call = tensor_bytes(self.fresh_inputs(-1)) + self.trials.out_bytes
-        calls = crosscheck_calls(per_call, int(cfg["crosscheck_calls"]), float(cfg["crosscheck_max_gb"]))
+        calls = crosscheck_calls(per_call, int(cfg.crosscheck_calls), float(cfg.crosscheck_max_gb))
         numbers: dict[str, Any] = {"calls": calls}
         free = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
         if free is not None and 2 * calls * per_call > free:  # the arena, and this side's inputs and outputs
@@ -157,7 +157,7 @@ class CrossCheck:
                 raise Failure(EvalStatus.INCORRECT, f"the cross-check's outputs could not be read: {exc}") from None
             diff = structure(self.cfg, exp, actual)
             mismatch = self.check(exp, actual, k) if diff is None else None
-            if (diff or mismatch is not None) and not self.cfg.get("stricter_checks_decide", True):
+            if (diff or mismatch is not None) and not self.cfg.stricter_checks_decide:
                 self.reported_wrong(f"cross-check call {k} of {calls}: a wrong output", diff or mismatch.summary())
                 continue
             if diff or mismatch is not None:
@@ -180,7 +180,7 @@ def exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: E
     inputs = make_inputs(ref_module, seed=seed + 10_000, device=device)
     outputs = call_reference(ref_model, clone_inputs(inputs))
     per_call = tensor_bytes(inputs) + output_budget(outputs)
-    calls = crosscheck_calls(per_call, int(cfg["crosscheck_calls"]), float(cfg["crosscheck_max_gb"]))
+    calls = crosscheck_calls(per_call, int(cfg.crosscheck_calls), float(cfg.crosscheck_max_gb))
     if 2 * calls * per_call > torch.cuda.mem_get_info(device)[0]:
         return
     arena = cand.ensure_arena(calls * per_call + tensor_bytes(outputs) + (1 << 20))

@@ -23,6 +23,7 @@ from cudaforge.eval.jit_cache import (
     seed_trusted_stubs,
 )
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
 from cudaforge.eval.verifier.common import CANDIDATE_MODULE_PREFIX, REFERENCE_MODULE, Failure, Guards, Recorder
 from cudaforge.eval.verifier.correctness import run_correctness, set_weights
@@ -35,16 +36,15 @@ from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, so
 _OVER_QUOTA = re.compile(r"\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded")
 
 
-def _quota_said(message: str, cfg: dict[str, Any]) -> str:
+def _quota_said(message: str, cfg: EvalConfig) -> str:
     """A failure whose text shows a write refused for space (``ENOSPC``, ``EDQUOT``) ends by saying which quota the
     candidate has: the sandbox's scratch folder and its private /tmp are bounded tmpfs. Only said, never a verdict
     (the host's own disk can be full too)."""
     if not _OVER_QUOTA.search(message[-20000:]):
         return message
     return (
-        message
-        + f"\n(a write was refused for space: the candidate may write {float(cfg.get('sandbox_scratch_gb', 0)):g} "
-        f"GB and {int(cfg.get('sandbox_scratch_files', 0))} files in its scratch folder and as much in its /tmp, "
+        message + f"\n(a write was refused for space: the candidate may write {cfg.sandbox_scratch_gb:g} "
+        f"GB and {cfg.sandbox_scratch_files} files in its scratch folder and as much in its /tmp, "
         "eval.sandbox_scratch_gb and eval.sandbox_scratch_files; write less, or keep it in memory)"
     )
 
@@ -111,8 +111,8 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
 
     started = time.perf_counter()
     task = Task.from_dict(payload["task"])
-    source, cfg = payload["candidate"], payload["eval"]
-    apply_numerics(cfg["tf32"], cfg["deterministic"])
+    source, cfg = payload["candidate"], EvalConfig.from_dict(payload["eval"])
+    apply_numerics(cfg.tf32.value, cfg.deterministic)
     device = torch.device(payload["device"])
     digest = source_hash(source)
     result = EvalResult(task_id=task.id, candidate_hash=digest, status=EvalStatus.CORRECT, device=str(device))
@@ -126,7 +126,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
 
     process: CandidateProcess | None = PREPARED.pop("process", None) or early.take()
     phase_started = time.monotonic()
-    phase_budget = [cfg["static_timeout_s"]]
+    phase_budget = [cfg.static_timeout_s]
 
     def remaining() -> float:
         return max(0.5, phase_budget[0] - (time.monotonic() - phase_started) - 1.0)
@@ -135,9 +135,9 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         nonlocal phase_started
         phase_started = time.monotonic()
         phase_budget[0] = {
-            Phase.COMPILE: cfg["compile_timeout_s"],
-            Phase.CORRECTNESS: cfg["correctness_timeout_s"],
-            Phase.TIMING: cfg["timing_timeout_s"],
+            Phase.COMPILE: cfg.compile_timeout_s,
+            Phase.CORRECTNESS: cfg.correctness_timeout_s,
+            Phase.TIMING: cfg.timing_timeout_s,
         }[phase]
         return rec.start(phase) if announce else time.perf_counter()
 
@@ -145,17 +145,17 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
     own_caches: dict[str, Path] = {}  # a JIT language's folder of the worker's scratch -> the source's kept copy
     builds_at_compile: int | None = None  # how many builds the worker had made when its compile phase ended
     try:
-        too_large = source_size_problem(source, int(cfg["max_source_bytes"]))  # the parent's limit, here too
+        too_large = source_size_problem(source, int(cfg.max_source_bytes))  # the parent's limit, here too
         if too_large:
             raise Failure(EvalStatus.INVALID, too_large)
         guard.add(static_findings(source, guard.policies, task.source))  # nothing of the candidate has run yet
-        if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg["sandbox"]):
+        if process is None or not process.process.alive() or process.mode is not SandboxMode(cfg.sandbox):
             if process is not None:
                 process.close()
             process = start_worker(device, cfg, os.getcwd())
-            process.wait_hello(cfg["static_timeout_s"])
+            process.wait_hello(cfg.static_timeout_s)
         elif not process.hello:
-            process.wait_hello(cfg["static_timeout_s"])
+            process.wait_hello(cfg.static_timeout_s)
         status = process.sandbox_status()
         result.fingerprint["sandbox"] = {
             k: status.get(k)
@@ -176,7 +176,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         ref_module = load_module(task.source, REFERENCE_MODULE)
         sys.modules.pop(REFERENCE_MODULE, None)
         init = list(ref_module.get_init_inputs())
-        ref_model = build_model(ref_module.Model, init, cfg["seed"], device)
+        ref_model = build_model(ref_module.Model, init, cfg.seed, device)
         if device.type == "cuda":
             before_candidate(ref_model, ref_module, cand, device, cfg, result)
             probe_trace(cand, result)
@@ -184,9 +184,9 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         settings = BuildSettings.from_dict(
             {
                 **payload["build"],
-                "sandbox": cfg["sandbox"],
-                "sandbox_namespaces": bool(cfg.get("sandbox_namespaces", True)),
-                "allow_weak_sandbox": bool(cfg.get("allow_weak_sandbox", False)),
+                "sandbox": cfg.sandbox.value,
+                "sandbox_namespaces": bool(cfg.sandbox_namespaces),
+                "allow_weak_sandbox": bool(cfg.allow_weak_sandbox),
             }
         )
 
@@ -210,9 +210,9 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
                     "source": source,
                     "module": CANDIDATE_MODULE_PREFIX + digest,
                     "build": settings.to_dict(),
-                    "tf32": cfg["tf32"],
-                    "deterministic": cfg["deterministic"],
-                    "no_grad": cfg["no_grad"],
+                    "tf32": cfg.tf32.value,
+                    "deterministic": cfg.deterministic,
+                    "no_grad": cfg.no_grad,
                 },
                 timeout_s=remaining(),
                 on_build=on_build,
@@ -241,7 +241,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         if left:
             compile_note = "; ".join(filter(None, [compile_note, "; ".join(left)]))
         if device.type == "cuda":
-            build = cfg.get("jit_ahead") == "compile" and not prepared
+            build = cfg.jit_ahead.value == "compile" and not prepared
             jit = jit_ahead(source, task, init, process, device, cfg, remaining(), build)
             if jit:
                 result.fingerprint["jit_ahead"] = jit
@@ -252,7 +252,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         t = enter(phase)
         clock = time.perf_counter()
         encoded, _ = cand.put_inputs(init, 0)
-        cand._request({"op": "model", "init": encoded, "seed": cfg["seed"]})
+        cand._request({"op": "model", "init": encoded, "seed": cfg.seed})
         set_weights(ref_model, cand, cfg, result)
         cand._add("model", clock)
         try:
@@ -280,7 +280,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             s = result.speedup
             result.message = (
                 f"correct ({result.trials_passed} trials, {weights_text}); candidate {result.candidate_timing.median:.4f} "
-                f"ms vs reference {result.reference_timing.median:.4f} ms ({cfg['baseline']}): speedup {s.median:.3f}x "
+                f"ms vs reference {result.reference_timing.median:.4f} ms ({cfg.baseline.value}): speedup {s.median:.3f}x "
                 f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
             )
     except Failure as failure:

@@ -29,7 +29,7 @@ class Probes:
         output still checked. Stored beside ours (``EvalResult.launch_inclusive``), never as the speedup."""
         from cudaforge.eval.timing import Stopwatch, speedup
 
-        n = int(self.cfg["launch_inclusive_trials"])
+        n = int(self.cfg.launch_inclusive_trials)
         if n <= 0:
             return
         main, self.stopwatch = self.stopwatch, Stopwatch(self.device, False, 0.0)
@@ -51,9 +51,9 @@ class Probes:
         s = speedup(
             times["ref"],
             times["cand"],
-            self.cfg["baseline"],
-            paired=bool(self.cfg["interleave"]),
-            statistic=self.cfg["speedup_statistic"],
+            self.cfg.baseline.value,
+            paired=bool(self.cfg.interleave),
+            statistic=self.cfg.speedup_statistic.value,
         )
         median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
         self.result.launch_inclusive = {
@@ -72,16 +72,16 @@ class Probes:
         from cudaforge.eval import precision
 
         cfg, result = self.cfg, self.result
-        main = precision.policy_name(cfg["tf32"])
+        main = precision.policy_name(cfg.tf32.value)
         inputs = [self.fresh_inputs(70_000)]
         expected = [clone_output(call_reference(self.ref_model, clone_inputs(x))) for x in inputs]
         dtypes = [
             str(t.dtype).replace("torch.", "") for t in flatten_outputs(expected[0]) if isinstance(t, torch.Tensor)
         ]
-        record = precision.policy_record(cfg["tf32"], dtypes)
+        record = precision.policy_record(cfg.tf32.value, dtypes)
         result.precision = record
-        if not cfg["precision_probe"] or cfg["baseline"] != "eager":
-            record["probe"] = "off" if not cfg["precision_probe"] else "only for the eager baseline"
+        if not cfg.precision_probe or cfg.baseline.value != "eager":
+            record["probe"] = "off" if not cfg.precision_probe else "only for the eager baseline"
             return
         known = precision.reusable_probe(self.known_probe, main)
         if known is not None:
@@ -143,9 +143,9 @@ class Probes:
                 run,
                 trials=PRECISION_TRIALS,
                 warmup=2,
-                flush_l2=self.cfg["flush_l2"],
+                flush_l2=self.cfg.flush_l2,
                 device=self.device,
-                lead_us=self.cfg["timing_lead_us"],
+                lead_us=self.cfg.timing_lead_us,
                 make_args=lambda t: [self.fresh_inputs(seed + t)],
             )
             .stats()

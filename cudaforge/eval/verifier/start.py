@@ -17,6 +17,7 @@ from cudaforge import languages
 from cudaforge.eval.exchange import ArenaError
 from cudaforge.eval.jit_cache import count_kernels, seed_trusted_stubs
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
 from cudaforge.eval.verifier.common import SOLO_TRIALS, Failure, finite_or_none
 from cudaforge.eval.verifier.crosscheck import exchange_cost
@@ -33,15 +34,15 @@ def before_candidate(ref_model, ref_module, cand: Candidate, device, cfg, result
 
     seed = secrets.randbits(40)
     try:
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), grad_mode(cfg["no_grad"]):
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), grad_mode(cfg.no_grad):
             times = time_one(
                 ref_model,
                 trials=SOLO_TRIALS,
                 warmup=3,
-                flush_l2=cfg["flush_l2"],
+                flush_l2=cfg.flush_l2,
                 device=device,
                 make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
-                lead_us=cfg["timing_lead_us"],
+                lead_us=cfg.timing_lead_us,
             )
             result.fingerprint["reference_solo_ms"] = sorted(times.event_ms)[len(times.event_ms) // 2]
             try:
@@ -97,16 +98,15 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
 
     warm_caches()
     warm_host()
-    payload = standby_payload()
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
     device = torch.device("cuda" if gpu and torch.cuda.is_available() else "cpu")
-    cfg = payload.get("eval")
-    if cfg:
+    cfg = standby_settings()
+    if cfg is not None:
         logs = os.getcwd()
         process = start_worker(device, cfg, logs)
         PREPARED["process"] = process
         try:
-            process.wait_hello(cfg["static_timeout_s"])
+            process.wait_hello(cfg.static_timeout_s)
         except WorkerFailure:
             pass  # the evaluation finds the worker dead and says why
     cuda_ready = False
@@ -131,14 +131,14 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     PREPARED.update(prepare_s=round(time.perf_counter() - started, 4), cuda_ready=cuda_ready)
 
 
-def standby_payload() -> dict[str, Any]:
+def standby_settings() -> EvalConfig | None:
     """The settings a standby was started with (``CUDAFORGE_STANDBY_EVAL``, JSON), to start its worker ahead."""
     import json
 
     try:
-        return {"eval": json.loads(os.environ["CUDAFORGE_STANDBY_EVAL"])}
-    except (KeyError, ValueError):
-        return {}
+        return EvalConfig.from_dict(json.loads(os.environ["CUDAFORGE_STANDBY_EVAL"]))
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 JIT_AHEAD_MIN_S = 20.0
@@ -152,7 +152,7 @@ def jit_ahead(
     init: list[Any],
     process: CandidateProcess,
     device: torch.device,
-    cfg: dict[str, Any],
+    cfg: EvalConfig,
     timeout_s: float,
     build: bool,
 ) -> dict[str, Any] | None:
@@ -193,8 +193,8 @@ def jit_ahead(
             "language": name,
             "init": specs(init),
             "target": target,
-            "seed": cfg["seed"],
-            "inputs": input_sets(ref, task.input_variants if cfg["check_variants"] else (), seed=cfg["seed"] * 1000),
+            "seed": cfg.seed,
+            "inputs": input_sets(ref, task.input_variants if cfg.check_variants else (), seed=cfg.seed * 1000),
             "timeout_s": timeout_s - 10.0,
         }
     except Exception as exc:  # noqa: BLE001 - the task's own code under fake tensors: anything may raise

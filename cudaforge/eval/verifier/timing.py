@@ -53,7 +53,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         self.task, self.ref_module, self.ref_model, self.cand, self.source = task, ref_module, ref_model, cand, source
         self.device, self.cfg, self.result, self.guard, self.trials = device, cfg, result, guard, trials
         self.seed = secrets.randbits(40)  # the candidate cannot know the timed inputs before it gets them
-        self.stopwatch = Stopwatch(device, cfg["flush_l2"], cfg["timing_lead_us"])
+        self.stopwatch = Stopwatch(device, cfg.flush_l2, cfg.timing_lead_us)
         try:
             self.driver: Driver | None = Driver()
         except ArenaError:
@@ -68,12 +68,12 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         """The trials of the candidate's timed calls in the order they ran under the trace (None: no trace)."""
         self.trace_note = ""
         self.reference_fn = ref_model
-        if cfg["baseline"] == "compile":
-            self.reference_fn = torch.compile(ref_model, mode=cfg["compile_mode"])
+        if cfg.baseline.value == "compile":
+            self.reference_fn = torch.compile(ref_model, mode=cfg.compile_mode)
 
     def fresh_inputs(self, trial: int) -> list[Any]:
         """The inputs of timed trial ``trial``: new ones every trial, or (``eval.fresh_inputs=false``) the same."""
-        offset = trial if self.cfg["fresh_inputs"] else 0
+        offset = trial if self.cfg.fresh_inputs else 0
         return make_inputs(self.ref_module, seed=self.seed + TIMING_SEED_OFFSET + offset, device=self.device)
 
     def check(self, expected: Any, actual: Any, trial: int):
@@ -130,7 +130,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             self.device,
             [],
             reference=self.ref_model,
-            same_inputs=not cfg["fresh_inputs"],
+            same_inputs=not cfg.fresh_inputs,
             owned_outputs=True,
         )
         clock = time.perf_counter()
@@ -145,14 +145,14 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             "cand_trial": [],
         }
         progress("gpu_wait")  # the trusted side takes the GPU's lock, on the candidate's behalf
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, grad_mode(cfg["no_grad"]):
+        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, grad_mode(cfg.no_grad):
             progress(Phase.TIMING.value)
             on_locked()  # the wait for the lock is not the candidate's time
             result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
             clock = time.perf_counter()
             self.start_trace()
             with torch.cuda.device(self.device):
-                self._series(range(-cfg["warmup"], 0), calls, times)
+                self._series(range(-cfg.warmup, 0), calls, times)
                 self._batches(calls, times, spent)
             spent["trials"] = time.perf_counter() - clock - spent.get("telemetry", 0.0)
             clock = time.perf_counter()
@@ -197,7 +197,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         """Timed calls of ``trials`` (negative: warm-up, timed and not kept): interleaved (reference first on even
         trials, candidate first on odd ones), or all of the reference's, then all of the candidate's. A wrong output
         stops the series, unless ``eval.stricter_checks_decide=false``: then it is a reported finding."""
-        if self.cfg["interleave"]:
+        if self.cfg.interleave:
             for trial in trials:
                 calls.draw(trial)
                 for role in ("reference", "candidate") if trial % 2 == 0 else ("candidate", "reference"):
@@ -225,7 +225,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         """Under ``eval.stricter_checks_decide=false``, a wrong timed output (not an input changed, not a lazy output:
         those keep their guards' policies) becomes a reported ``timed_output`` finding and the series goes on."""
         failure = calls.failure
-        if self.cfg.get("stricter_checks_decide", True) or not failure or not failure.get("diff"):
+        if self.cfg.stricter_checks_decide or not failure or not failure.get("diff"):
             return False
         self.reported_wrong(failure["evidence"], failure["diff"])
         calls.failure = None
@@ -246,10 +246,10 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         from cudaforge.eval import telemetry
 
         cfg = self.cfg
-        trials = list(range(cfg["timing_trials"]))
-        size = int(cfg["telemetry_batch"]) if cfg["interleave"] and int(cfg["telemetry_batch"]) > 0 else len(trials)
+        trials = list(range(cfg.timing_trials))
+        size = int(cfg.telemetry_batch) if cfg.interleave and int(cfg.telemetry_batch) > 0 else len(trials)
         max_clock = (self.result.fingerprint.get("gpu") or {}).get("max_sm_clock_mhz")
-        left, fresh, records = int(cfg["telemetry_remeasure"]), 100_000, []
+        left, fresh, records = int(cfg.telemetry_remeasure), 100_000, []
         for start in range(0, len(trials), size):
             batch = trials[start : start + size]
             while True:
@@ -274,7 +274,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
                 fresh += 100_000
             if calls.failure is not None:
                 break
-            stopped = self._stopped_early(times, len(trials)) if cfg["interleave"] else None
+            stopped = self._stopped_early(times, len(trials)) if cfg.interleave else None
             if stopped is not None:
                 self.result.fingerprint["timing_stopped_early"] = stopped
                 break
@@ -289,12 +289,12 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
 
         cfg = self.cfg
         rule = {
-            "min_trials": int(cfg.get("timing_min_trials", of)),
+            "min_trials": int(cfg.timing_min_trials),
             "max_trials": of,
-            "baseline": cfg["baseline"],
-            "statistic": cfg["speedup_statistic"],
+            "baseline": cfg.baseline.value,
+            "statistic": cfg.speedup_statistic.value,
         }
-        halfwidth = float(cfg.get("timing_stop_halfwidth", 0.0))
+        halfwidth = float(cfg.timing_stop_halfwidth)
         stopped = stop_early(times["ref"], times["cand"], halfwidth=halfwidth, **rule)
         walled = stop_early(times["ref"], times["cand_wall"], halfwidth=2 * halfwidth, **rule) if stopped else None
         if stopped is None or walled is None:

@@ -27,11 +27,11 @@ class Verdict:
         result.speedup = speedup(
             times["ref"],
             times["cand"],
-            cfg["baseline"],
-            paired=bool(cfg["interleave"]),
-            statistic=cfg["speedup_statistic"],
+            cfg.baseline.value,
+            paired=bool(cfg.interleave),
+            statistic=cfg.speedup_statistic.value,
         )
-        result.speedup.precision = precision_policy_name(cfg["tf32"])
+        result.speedup.precision = precision_policy_name(cfg.tf32.value)
         if self.probe is not None:
             main, solo, allowed = self.probe
             try:
@@ -39,7 +39,7 @@ class Verdict:
             except ValueError as exc:
                 result.precision["speedups_note"] = str(exc)[:200]
         peaks = peak_rates(torch.cuda.get_device_name(self.device))
-        cost = task_cost(self.ref_module, seed=cfg["seed"])
+        cost = task_cost(self.ref_module, seed=cfg.seed)
         result.fingerprint["roofline"] = make_roofline(
             cost, peaks, result.candidate_timing.median, "evaluator"
         ).to_dict()
