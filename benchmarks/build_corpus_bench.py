@@ -40,8 +40,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cudaforge.eval.build import BuildSettings, precompile, warm_pch  # noqa: E402
-from cudaforge.eval.build.deferred import build_sites  # noqa: E402
+from cudaforge.eval.extensions import BuildSettings, precompile, warm_pch  # noqa: E402
+from cudaforge.eval.extensions.deferred import build_sites  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from build_corpus import write_corpus  # noqa: E402

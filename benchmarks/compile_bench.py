@@ -66,7 +66,7 @@ def child(mode: str, candidate: str, cache: str, nonce: str, check: bool) -> dic
 
     import torch
 
-    from cudaforge.eval.build import BuildSettings, build_hooks
+    from cudaforge.eval.extensions import BuildSettings, build_hooks
 
     settings = None
     if mode != "torch":
@@ -160,8 +160,8 @@ def machine_info() -> dict:
     sys.path.insert(0, str(ROOT))
     import torch
 
-    from cudaforge.eval.build import toolchain_fingerprint
-    from cudaforge.vendor import current
+    from cudaforge.eval.extensions import toolchain_fingerprint
+    from cudaforge.vendors import current
 
     gpu = "none"
     if shutil.which("nvidia-smi"):

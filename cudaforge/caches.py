@@ -22,10 +22,10 @@ process holds, or that was used in the last :data:`IN_USE_S` seconds.
 
 The build cache's limit (``eval.build_cache_max_gb``, :func:`evict_lru`) removes whole least-recently-used
 ``build`` entries, precompiled header sets and kept JIT caches after each new build is stored; a cache hit touches
-its entry's folder (``cudaforge.eval.build``), so its mtime is when it was last used.
+its entry's folder (``cudaforge.eval.extensions``), so its mtime is when it was last used.
 
 Importing this module imports nothing of cudaforge's but the language registry (``cudaforge.languages``, which
-imports nothing heavy: the JIT-cache kinds come from it) and no torch, litellm or Hydra: the build path (``eval/build``)
+imports nothing heavy: the JIT-cache kinds come from it) and no torch, litellm or Hydra: the build path (``eval/extensions``)
 keeps its cache in bounds with it, and ``cudaforge/cache_admin.py`` (the ``cudaforge cache`` command, which resolves the
 folders from a config) lists and clears through it.
 """

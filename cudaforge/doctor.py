@@ -59,7 +59,7 @@ def _tool_version(path: str, args: list[str]) -> str:
 
 
 def _nvcc() -> Check:
-    from cudaforge.vendor import current
+    from cudaforge.vendors import current
 
     nvcc = current().compiler(None)
     if not nvcc:

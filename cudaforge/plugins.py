@@ -2,7 +2,7 @@
 
 A package adds a kernel language by naming a :class:`~cudaforge.languages.base.KernelLanguage` in the group
 ``cudaforge.languages`` (``numba = "cudaforge_numba_lang:LANGUAGE"`` under ``[project.entry-points."cudaforge.languages"]``
-in its pyproject.toml), and a GPU vendor by naming a :class:`~cudaforge.vendor.base.GpuVendor` in
+in its pyproject.toml), and a GPU vendor by naming a :class:`~cudaforge.vendors.base.GpuVendor` in
 ``cudaforge.vendors``; ``tests/fixtures/out_of_tree_language/`` is a worked example (docs/architecture.md).
 
 Only installed packages count: a distribution found through the working directory is ignored, since a process

@@ -1,4 +1,4 @@
-"""Tests of cudaforge.eval.build: cache keys, module names, logs, precompile, timeouts, env scrubbing.
+"""Tests of cudaforge.eval.extensions: cache keys, module names, logs, precompile, timeouts, env scrubbing.
 
 Runs without a GPU. Builds are kept small: tiny sources that include no torch header (a couple
 of seconds each), and one realistic candidate (benchmarks/candidates/cuda_relu.py, light headers,
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.eval import build
-from cudaforge.eval.build import (
+from cudaforge.eval import extensions as build
+from cudaforge.eval.extensions import (
     BuildSettings,
     FallbackMode,
     build_hooks,
@@ -31,7 +31,7 @@ from cudaforge.eval.build import (
     scrubbed_env,
     trim_compiler_log,
 )
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 torch = pytest.importorskip("torch")
 
@@ -132,7 +132,7 @@ def test_cache_key_includes_toolchain(tmp_path, monkeypatch):
     base, _ = _key(settings)
     fingerprint = dict(build.toolchain_fingerprint())
     monkeypatch.setattr(
-        "cudaforge.eval.build.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"}
+        "cudaforge.eval.extensions.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"}
     )
     assert _key(settings)[0] != base
 
@@ -169,7 +169,7 @@ def test_arch_flags_come_from_the_vendor():
 
 def test_resolved_settings_fill_arch_and_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "cudaforge.eval.build.settings.current", lambda: dataclasses.replace(current(), detect_arch=lambda: None)
+        "cudaforge.eval.extensions.settings.current", lambda: dataclasses.replace(current(), detect_arch=lambda: None)
     )  # no GPU visible
     resolved = BuildSettings(cache_dir=str(tmp_path)).resolved()
     assert resolved.arch == current().default_arch == "9.0" and Path(resolved.cache_dir).is_absolute()
@@ -395,7 +395,7 @@ def test_files_written_to_a_fresh_folder_each_run_hit_the_cache_and_key_their_he
 def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
     """The sandbox's hook sends at most 64 headers, but a candidate can send a raw request: the trusted side counts
     the files itself, and refuses too many in one line the Coder can read (red team: 70x its size in memory)."""
-    from cudaforge.eval.build.intercept import FILES_SOURCES_MAX, serve_build
+    from cudaforge.eval.extensions.intercept import FILES_SOURCES_MAX, serve_build
 
     files = {f"k{i}.cu": "__global__ void k() {}\n" for i in range(FILES_SOURCES_MAX + 1)}
     reply, record = serve_build(
@@ -412,7 +412,7 @@ def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
 def test_the_order_of_a_loads_files_is_in_the_key_and_a_surrogate_is_the_candidates_error(tmp_path):
     """The files' order is the link order, so it is in the key; a text that is not UTF-8 fails the build as the
     candidate's mistake, not as a crash of ours (second red-team round)."""
-    from cudaforge.eval.build.intercept import serve_build
+    from cudaforge.eval.extensions.intercept import serve_build
 
     a, b = "int a() { return 1; }\n", "int b() { return 2; }\n"
     forward = build.cache_key(keyed({"kind": "files", "files": {"a.cpp": a, "b.cpp": b}}), settings_for(str(tmp_path)))
@@ -427,7 +427,7 @@ def test_the_order_of_a_loads_files_is_in_the_key_and_a_surrogate_is_the_candida
 
 
 def test_a_source_calling_more_ops_than_the_min_tier_takes_gets_the_types_tier():
-    from cudaforge.eval.build.headers import MIN_TIER_OPS, light_cuda_source
+    from cudaforge.eval.extensions.headers import MIN_TIER_OPS, light_cuda_source
 
     torch_include = str(Path(torch.__file__).parent / "include")
     ops = sorted(p.stem for p in (Path(torch_include) / "ATen" / "ops").glob("*.h") if "_" not in p.stem)
@@ -439,7 +439,7 @@ def test_a_source_calling_more_ops_than_the_min_tier_takes_gets_the_types_tier()
 
 
 def test_the_light_tiers_of_a_loads_files_keep_the_candidates_names_and_lines():
-    from cudaforge.eval.build.headers import BIND_HEADER, light_file_variants
+    from cudaforge.eval.extensions.headers import BIND_HEADER, light_file_variants
 
     torch_include = str(Path(torch.__file__).parent / "include")
     cu = "#include <torch/extension.h>\n__global__ void k(float* x) { x[0] = 1; }\ntorch::Tensor f(torch::Tensor x);\n"
@@ -679,7 +679,7 @@ def deferred_source(name: str, value: int, where: str = "forward") -> str:
 
 
 def test_deferred_calls_are_found_when_their_arguments_are_plain_data():
-    from cudaforge.eval.build.deferred import build_sites, deferred_calls
+    from cudaforge.eval.extensions.deferred import build_sites, deferred_calls
 
     source = deferred_source("lazy_ext", 3)
     namespace = exec_source(source, "cand_deferred")
@@ -792,7 +792,7 @@ def _pattern(source: str, pattern: str) -> str:
     ],
 )
 def test_every_way_public_releases_call_load_inline_is_found_ahead(pattern):
-    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
+    from cudaforge.eval.extensions.deferred import deferred_calls, deferred_misses
 
     source = _pattern(deferred_source("lazy_pattern", 3, "__init__"), pattern)
     namespace = exec_source(source, "cand_pattern_" + pattern.replace(" ", "_").replace("/", "_").replace(".", "_"))
@@ -809,7 +809,7 @@ def test_every_way_public_releases_call_load_inline_is_found_ahead(pattern):
 
 
 def test_a_call_left_to_run_time_says_which_argument_and_only_in_torchs_words():
-    from cudaforge.eval.build.deferred import deferred_misses, reported_misses
+    from cudaforge.eval.extensions.deferred import deferred_misses, reported_misses
 
     source = deferred_source("lazy_named", 3, "__init__").replace("name=NAME", "name=f'ext_{id(self)}'")
     missed = deferred_misses(source, exec_source(source, "cand_named"))
@@ -826,7 +826,7 @@ def test_a_call_left_to_run_time_says_which_argument_and_only_in_torchs_words():
 
 
 def test_the_workers_account_of_its_deferred_builds_is_read_as_data_of_one_shape():
-    from cudaforge.eval.build.deferred import reported_sites
+    from cudaforge.eval.extensions.deferred import reported_sites
 
     forged = {
         "prebuilt": [
@@ -979,7 +979,7 @@ def test_ninja_step_times_read_a_bounded_and_parsed_part_of_the_build_folder(tmp
 
 
 def test_known_load_inline_mistakes_are_said_in_one_line_each():
-    from cudaforge.eval.build.logs import build_hints
+    from cudaforge.eval.extensions.logs import build_hints
 
     own = {
         "cpp_sources": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu", &relu); }',
@@ -1086,8 +1086,8 @@ def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import build_corpus
 
-    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
     from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval.extensions.deferred import deferred_calls, deferred_misses
     from cudaforge.eval.static import check_candidate
 
     paths = build_corpus.write_corpus(tmp_path)
@@ -1114,7 +1114,7 @@ def test_every_deferred_style_of_the_build_corpus_is_built_ahead_or_says_why_not
 
 
 def test_a_list_the_function_changes_in_place_is_not_taken_for_a_constant():
-    from cudaforge.eval.build.deferred import deferred_calls, deferred_misses
+    from cudaforge.eval.extensions.deferred import deferred_calls, deferred_misses
 
     source = deferred_source("lazy_mutated", 3, "__init__")
     grown = source.replace(
@@ -1132,7 +1132,7 @@ def test_a_list_the_function_changes_in_place_is_not_taken_for_a_constant():
 
 
 def test_only_a_handler_of_the_calls_own_function_that_does_not_re_raise_takes_a_failed_build_ahead():
-    from cudaforge.eval.build.deferred import deferred_calls
+    from cudaforge.eval.extensions.deferred import deferred_calls
 
     source = _pattern(deferred_source("lazy_handlers", 3, "__init__"), "try/except with options")
     assert deferred_calls(source, exec_source(source, "cand_handled"))[0][4] is True
@@ -1147,8 +1147,8 @@ def test_only_a_handler_of_the_calls_own_function_that_does_not_re_raise_takes_a
 
 
 def test_a_build_failure_under_what_the_candidate_raises_keeps_its_verdict():
-    from cudaforge.eval.build import BuildError, ModuleNotLoadable, ToolchainIncomplete
     from cudaforge.eval.candidate_worker import _build_status
+    from cudaforge.eval.extensions import BuildError, ModuleNotLoadable, ToolchainIncomplete
 
     def wrapped(inner):
         try:
@@ -1169,7 +1169,7 @@ def test_a_load_request_takes_only_sources_and_headers(tmp_path):
     """Red team (2026-12-05): a ``load()`` whose "sources" held ``json.py`` got that file written into the build
     folder, where the compiler's launcher imported it as root. The trusted side now refuses any file that is not a C,
     C++ or CUDA source or header, in one line the Coder can read, before anything is written."""
-    from cudaforge.eval.build.intercept import serve_build
+    from cudaforge.eval.extensions.intercept import serve_build
 
     for name in ("json.py", "x.pth", "k.pyc", "build.ninja", "notes.txt"):
         files = {"k.cpp": "int f() { return 1; }\n", name: "import os\n"}

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.eval.build import BuildSettings, FallbackMode, serve_build
-from cudaforge.eval.build import flags as build_flags
-from cudaforge.eval.build.builder import Builder, read_bounded, write_into
-from cudaforge.eval.build.intercept import deliver
+from cudaforge.eval.extensions import BuildSettings, FallbackMode, serve_build
+from cudaforge.eval.extensions import flags as build_flags
+from cudaforge.eval.extensions.builder import Builder, read_bounded, write_into
+from cudaforge.eval.extensions.intercept import deliver
 from cudaforge.sandbox import linux
 
 pytest.importorskip("torch")
@@ -198,7 +198,7 @@ def test_a_library_is_delivered_under_a_fresh_name_without_following_links(tmp_p
 
 
 def test_only_a_regular_elf_library_of_bounded_size_leaves_a_build_folder(tmp_path, monkeypatch):
-    from cudaforge.eval.build import builder
+    from cudaforge.eval.extensions import builder
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -213,7 +213,7 @@ def test_only_a_regular_elf_library_of_bounded_size_leaves_a_build_folder(tmp_pa
     with pytest.raises(OSError):
         deliver(script, scratch, "m")
     monkeypatch.setattr(builder, "LIBRARY_MAX", 16)
-    import cudaforge.eval.build.intercept as intercept
+    import cudaforge.eval.extensions.intercept as intercept
 
     monkeypatch.setattr(intercept, "LIBRARY_MAX", 16)
     big = tmp_path / "big.so"
@@ -270,7 +270,7 @@ def test_a_build_cannot_fill_the_disk_and_such_a_failure_is_not_kept(tmp_path, m
     """The red team's sixth finding: objects of gigabytes (``char a[1 << 30] = {1};``) filled the build folder in the
     cache. The compiler now works in a tmpfs of bounded size; the build fails for want of space, and that failure is
     not cached (the same inputs are built again next time), since it says nothing of the sources."""
-    from cudaforge.eval.build import builder
+    from cudaforge.eval.extensions import builder
 
     monkeypatch.setattr(builder, "BUILD_BYTES", 32 << 20)
     settings = BuildSettings(
@@ -303,7 +303,7 @@ def test_a_build_cannot_fill_the_disk_and_such_a_failure_is_not_kept(tmp_path, m
 def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_path, monkeypatch):
     """The red team's fifth finding: a loop of failing ``load_inline`` calls grew the verifier to 7.5 GB of kept logs.
     Each worker's builds are counted and their logs kept head and tail."""
-    from cudaforge.eval.build import intercept
+    from cudaforge.eval.extensions import intercept
 
     monkeypatch.setattr(intercept, "MAX_BUILD_REQUESTS", 3)
     monkeypatch.setattr(intercept, "KEPT_LOG", 1000)
@@ -323,7 +323,7 @@ def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_pa
 def test_no_precompiled_header_is_made_per_macro_set_or_include_folder():
     """The red team's ninth finding: an include folder in the candidate's scratch (new every evaluation) made a new
     half-gigabyte header every evaluation of one source."""
-    from cudaforge.eval.build.builder import BuildSpec, wants_pch
+    from cudaforge.eval.extensions.builder import BuildSpec, wants_pch
 
     def spec(cflags, includes):
         return BuildSpec(
@@ -382,8 +382,8 @@ def test_a_compiler_made_to_wait_is_killed_at_the_builds_deadline_and_nothing_is
 def test_a_relative_include_folder_in_a_raw_request_is_refused(tmp_path):
     """Red team, round 3: a raw build request with ``extra_include_paths=["."]`` was made absolute against the trusted
     side's working folder (the verifier's, where its payload lies) and named it in the compile line."""
-    from cudaforge.eval.build.intercept import Hooks, spec_from_inputs
-    from cudaforge.eval.build.records import BuildRecorder
+    from cudaforge.eval.extensions.intercept import Hooks, spec_from_inputs
+    from cudaforge.eval.extensions.records import BuildRecorder
 
     hooks = Hooks(BuildSettings(cache_dir=str(tmp_path / "cache")), BuildRecorder(), extra_read=(str(tmp_path),))
     request = {
@@ -433,7 +433,7 @@ def test_trimming_a_log_is_linear_in_what_the_candidate_made_the_compiler_print(
     deadline and the correct kernel came out ``timeout``."""
     import time as clock
 
-    from cudaforge.eval.build.logs import _shorten_paths, trim_compiler_log
+    from cudaforge.eval.extensions.logs import _shorten_paths, trim_compiler_log
 
     started = clock.monotonic()
     for line in ("/" * 5000, "/a" * 5000, "x.cpp:1:1: warning: #warning " + "/" * 5000):

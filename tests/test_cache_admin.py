@@ -170,7 +170,7 @@ def test_evict_lru_never_takes_an_entry_in_use(tmp_path):
 
 
 def test_a_cache_hit_touches_its_entry_and_a_new_build_evicts(tmp_path, monkeypatch):
-    from cudaforge.eval.build import BuildRecord, BuildRecorder, BuildSettings, Hooks
+    from cudaforge.eval.extensions import BuildRecord, BuildRecorder, BuildSettings, Hooks
 
     build = tmp_path / "build"
     for i in range(3):

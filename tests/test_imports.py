@@ -13,7 +13,7 @@ PACKAGE = Path(cudaforge.__file__).resolve().parent
 LAYERS = [
     ["cudaforge", "types", "paths", "pyast", "plugins"],
     ["languages"],
-    ["vendor"],
+    ["vendors"],
     ["caches"],
     ["sandbox"],
     ["isolation", "_child"],

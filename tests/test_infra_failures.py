@@ -12,7 +12,7 @@ from conftest import REPO
 
 
 def test_device_lost_asks_nvml(monkeypatch):
-    from cudaforge.vendor.nvidia import device_lost
+    from cudaforge.vendors.nvidia import device_lost
 
     class GpuIsLost(Exception):
         pass
@@ -56,7 +56,7 @@ def _lost_gpu_evaluator(monkeypatch, tmp_path, lost: str | None):
     """The real evaluator, told it has GPU 0, whose worker comes back crashed (as when the GPU falls off the bus)."""
     from cudaforge.eval import evaluator as module
     from cudaforge.isolation import IsolatedOutcome
-    from cudaforge.vendor.nvidia import NVIDIA
+    from cudaforge.vendors.nvidia import NVIDIA
 
     ev = module.Evaluator({"build_cache_dir": str(tmp_path / "cache")}, gpus=["0"], interrupted_dir=tmp_path / "int")
     monkeypatch.setattr(
@@ -66,7 +66,7 @@ def _lost_gpu_evaluator(monkeypatch, tmp_path, lost: str | None):
             status="crashed", error="the worker died (signal 9)", phase="correctness"
         ),
     )
-    monkeypatch.setattr(module.vendor, "current", lambda: dataclasses.replace(NVIDIA, device_lost=lambda gpu: lost))
+    monkeypatch.setattr(module.vendors, "current", lambda: dataclasses.replace(NVIDIA, device_lost=lambda gpu: lost))
     return ev
 
 

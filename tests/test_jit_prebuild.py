@@ -16,7 +16,7 @@ from cudaforge.eval.jit_prebuild import compile_ahead, fake_specs, reported_kern
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.tasks import load_suite, selection
 from cudaforge.tasks.runtime import load_module
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 triton = pytest.importorskip("triton")
 
@@ -189,7 +189,7 @@ def test_a_process_the_copy_leaves_behind_does_not_hold_up_the_report(cache, tmp
 
 
 def test_the_cpu_pool_compiles_a_triton_candidate_for_the_gpu_and_keeps_it_for_the_source(tmp_path, monkeypatch):
-    from cudaforge.eval.build import BuildSettings, precompile
+    from cudaforge.eval.extensions import BuildSettings, precompile
     from cudaforge.types import source_hash
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # as in CPU evaluations: the pool compiles for the GPU anyway
@@ -222,7 +222,7 @@ def test_a_fresh_copy_compiles_where_forking_is_unsafe(cache):
 
 
 def test_the_sandboxed_worker_compiles_ahead_in_a_fresh_copy_inside_its_sandbox(tmp_path):
-    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.extensions import BuildSettings
     from cudaforge.eval.jit_cache import count_kernels
     from cudaforge.eval.remote import CandidateProcess
     from cudaforge.sandbox import SandboxMode
@@ -282,7 +282,7 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
     import dataclasses
 
     from cudaforge.eval import verifier
-    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.extensions import BuildSettings
     from cudaforge.eval.remote import CandidateProcess
     from cudaforge.sandbox import SandboxMode
 

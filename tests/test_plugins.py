@@ -157,14 +157,14 @@ def test_a_module_in_the_working_directory_never_stands_in_for_an_installed_plug
 def test_an_installed_package_adds_a_gpu_vendor(tmp_path):
     (tmp_path / "site" / "sim_vendor").mkdir(parents=True)
     (tmp_path / "site" / "sim_vendor" / "__init__.py").write_text(
-        "import dataclasses\nfrom cudaforge.vendor.nvidia import NVIDIA\nVENDOR = dataclasses.replace(NVIDIA, name='sim')\n"
+        "import dataclasses\nfrom cudaforge.vendors.nvidia import NVIDIA\nVENDOR = dataclasses.replace(NVIDIA, name='sim')\n"
     )
     site = install(tmp_path / "site", {"cudaforge.vendors": {"sim": "sim_vendor:VENDOR"}})
-    code = "import json, os\nfrom cudaforge import vendor\nprint(json.dumps(vendor.current().name))"
+    code = "import json, os\nfrom cudaforge import vendors\nprint(json.dumps(vendors.current().name))"
     env_code = "import os\nos.environ['CUDAFORGE_GPU_VENDOR'] = 'sim'\n" + code
     assert ask(env_code, cwd=tmp_path, pythonpath=site) == "sim"
-    unknown = "import os, json\nos.environ['CUDAFORGE_GPU_VENDOR'] = 'other'\nfrom cudaforge import vendor\n"
-    unknown += "try:\n    vendor.current()\nexcept ValueError as exc:\n    print(json.dumps(str(exc)))\n"
+    unknown = "import os, json\nos.environ['CUDAFORGE_GPU_VENDOR'] = 'other'\nfrom cudaforge import vendors\n"
+    unknown += "try:\n    vendors.current()\nexcept ValueError as exc:\n    print(json.dumps(str(exc)))\n"
     message = ask(unknown, cwd=tmp_path, pythonpath=site)
     assert "known vendors are nvidia, sim" in message
 

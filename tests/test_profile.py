@@ -54,13 +54,13 @@ def prebuilds(request, monkeypatch):
     tens of seconds per test here); GPU tests build for real."""
     calls: list[str] = []
     if request.node.get_closest_marker("gpu") is None:
-        from cudaforge.eval.build import BuildOutcome
+        from cudaforge.eval.extensions import BuildOutcome
 
         def fake_precompile(source, settings=None, timeout_s=600.0, env=None):
             calls.append(source)
             return BuildOutcome(status="ok", cached=True)
 
-        monkeypatch.setattr("cudaforge.eval.build.precompile", fake_precompile)
+        monkeypatch.setattr("cudaforge.eval.extensions.precompile", fake_precompile)
     return calls
 
 
@@ -899,7 +899,7 @@ def test_ncu_output_is_copied_out_of_the_sandbox_without_following_links(tmp_pat
 def test_a_sandboxed_profile_child_builds_nothing_itself(tmp_path):
     """In the profiling sandbox each load_inline gets the library the trusted side built before the profile, by build
     key; an extension it did not build is a build error naming why, and nothing is written to the build cache."""
-    from cudaforge.eval.build import BuildError
+    from cudaforge.eval.extensions import BuildError
     from cudaforge.profile.child import _import_candidate
 
     cache = tmp_path / "build"

@@ -226,7 +226,7 @@ def test_a_candidates_processes_do_not_stop_its_compilers_forks(tmp_path):
 
 
 def test_only_a_failure_of_the_sources_is_kept():
-    from cudaforge.eval.build.logs import failed_for_the_sources
+    from cudaforge.eval.extensions.logs import failed_for_the_sources
 
     assert failed_for_the_sources('cuda_sources(3): error: identifier "j" is undefined\nFAILED: cuda.cuda.o\n')
     assert failed_for_the_sources("main.cpp:4:1: error: expected ';' before '}' token\n")

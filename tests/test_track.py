@@ -253,7 +253,7 @@ def test_the_run_directory_file_names_are_spelled_only_by_the_store():
     allowed = {
         package / "track" / "store.py",
         package / "tasks" / "identity.py",  # where they are defined
-        package / "eval" / "build" / "precompile.py",
+        package / "eval" / "extensions" / "precompile.py",
     }  # its candidate.py: a build's scratch file, not a run's
     spelled = []
     for path in package.rglob("*.py"):

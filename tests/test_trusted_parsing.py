@@ -65,7 +65,7 @@ def test_a_forged_ncu_output_is_read_up_to_a_bounded_number_of_launches():
 
 
 def test_a_long_build_log_of_warnings_is_trimmed_in_linear_time():
-    from cudaforge.eval.build.logs import trim_compiler_log
+    from cudaforge.eval.extensions.logs import trim_compiler_log
 
     log = "".join(f"/b/main.cpp:{i}:1: warning: #warning w{i}\n" for i in range(40_000))
     out = _timed(trim_compiler_log, log)

@@ -40,7 +40,7 @@ def _build_status(exc: BaseException) -> str | None:
     """The verdict a failed build under ``exc`` (raised, or the cause of what the candidate raised instead) calls for:
     ``unsupported`` for this machine's toolkit, ``compiled`` for a torch without CUDA, ``compile_error`` for the
     candidate's sources; None when no build failed."""
-    from cudaforge.eval.build import BuildError, ModuleNotLoadable, ToolchainIncomplete
+    from cudaforge.eval.extensions import BuildError, ModuleNotLoadable, ToolchainIncomplete
 
     seen: BaseException | None = exc
     for _ in range(16):
@@ -90,8 +90,8 @@ class Worker:
         """The candidate's source, as ``load`` got it."""
         self.prebuilt: list[str] = []
         self.deferred: list[str] = []
-        """Build calls inside functions left to run time, and why (``cudaforge.eval.build.deferred.prebuild``)."""
-        """The deferred builds made at ``load`` (``cudaforge.eval.build.deferred``)."""
+        """Build calls inside functions left to run time, and why (``cudaforge.eval.extensions.deferred.prebuild``)."""
+        """The deferred builds made at ``load`` (``cudaforge.eval.extensions.deferred``)."""
         self.trace: Any = None
         """The record of the timed calls (``cudaforge.eval.timed_trace.TimedTrace``) while one runs."""
         self.trace_probe: dict[str, Any] | None = None
@@ -194,8 +194,14 @@ class Worker:
         return {"ok": True}
 
     def op_load(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        from cudaforge.eval.build import BuildError, BuildSettings, ModuleNotLoadable, ToolchainIncomplete, build_hooks
-        from cudaforge.eval.build.deferred import prebuild
+        from cudaforge.eval.extensions import (
+            BuildError,
+            BuildSettings,
+            ModuleNotLoadable,
+            ToolchainIncomplete,
+            build_hooks,
+        )
+        from cudaforge.eval.extensions.deferred import prebuild
 
         self.module_name = str(msg["module"])
         self.source = str(msg["source"])
@@ -486,7 +492,7 @@ def prepare(device: torch.device) -> dict[str, Any]:
         pass
     import torch.utils.cpp_extension  # noqa: F401
 
-    import cudaforge.eval.build  # noqa: F401
+    import cudaforge.eval.extensions  # noqa: F401
 
     if device.type == "cuda":
         import torch._inductor  # noqa: F401 - what a first profiler session imports (seconds on a GPU node)

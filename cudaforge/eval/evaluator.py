@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cudaforge import languages, vendor
+from cudaforge import languages, vendors
 from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.eval.precision import kept_probe
@@ -216,7 +216,7 @@ class Evaluator:
 
     def build_settings(self):
         """The ``BuildSettings`` every worker and precompile of this evaluator uses (arch resolved here)."""
-        from cudaforge.eval.build import BuildSettings
+        from cudaforge.eval.extensions import BuildSettings
 
         if self._build is None:
             self._build = BuildSettings(
@@ -370,7 +370,7 @@ class Evaluator:
         if gpu is not None:
             result.device = f"cuda (physical GPU {gpu})"
             if result.status in (EvalStatus.CRASHED, EvalStatus.RUNTIME_ERROR, EvalStatus.TIMEOUT):
-                lost = vendor.current().device_lost(gpu)
+                lost = vendors.current().device_lost(gpu)
                 if lost:
                     raise GpuUnavailable(
                         f"GPU {gpu} stopped answering during the evaluation of {task.id} ({lost}); "
@@ -426,7 +426,7 @@ class Evaluator:
         architecture and kept for its GPU worker. Returns the build outcome, or None when there is nothing to build.
 
         The candidate's import runs in a sandboxed worker; its builds are served by a trusted child."""
-        from cudaforge.eval.build import precompile
+        from cudaforge.eval.extensions import precompile
 
         backend = check_candidate(source, self.cfg, guards=False).backend
         jit = (

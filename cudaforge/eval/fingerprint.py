@@ -7,8 +7,8 @@ present: anything that could not be read is None, and the ``notes`` list says wh
 raises for a missing GPU, driver, NVML or tool.
 
 GPU identity comes from torch (device properties); clocks, temperature, power and driver
-versions come from the vendor's telemetry (``cudaforge.vendor``: NVIDIA's is NVML,
-``cudaforge/vendor/nvml.py``), which matches the torch device to its own handle.
+versions come from the vendor's telemetry (``cudaforge.vendors``: NVIDIA's is NVML,
+``cudaforge/vendors/nvml.py``), which matches the torch device to its own handle.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 NVCC_TIMEOUT_S = 10.0
 """How long ``nvcc --version`` may take before it is given up on."""
@@ -101,7 +101,7 @@ def _optional_version(module: str, notes: list[str]) -> str | None:
 
 
 def _find_nvcc() -> str | None:
-    """Path of the vendor's compiler (nvcc: ``cudaforge.vendor``)."""
+    """Path of the vendor's compiler (nvcc: ``cudaforge.vendors``)."""
     return current().compiler(None)
 
 

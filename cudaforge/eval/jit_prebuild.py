@@ -7,7 +7,7 @@ evaluator runs it once, on *fake* tensors (``torch._subclasses.fake_tensor``: sh
 memory, no GPU) of the task's inputs, with the language's launches made compile-only (its ``prebuild`` hook,
 ``cudaforge.languages``), for the target GPU named by the vendor (``jit_target``):
 
-* in the CPU pool, ahead of the GPU evaluation (``cudaforge.eval.build.precompile``): the kernels land in the
+* in the CPU pool, ahead of the GPU evaluation (``cudaforge.eval.extensions.precompile``): the kernels land in the
   sandboxed worker's private cache of that language (Triton's, TileLang's), which the trusted side keeps for that
   source once the worker is dead (``jit_cache.keep_own_jit_cache``) and copies into the GPU worker's cache before
   the candidate loads;

@@ -13,7 +13,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 
 class UnknownGPUWarning(UserWarning):

@@ -41,7 +41,7 @@ def _versions() -> dict[str, Any]:
 def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, list[str]] | None = None) -> Any:
     """Import the candidate under the build hooks. In a sandbox (``delivered`` given) nothing is built: each
     ``load_inline`` gets the library the trusted side built before the profile, found by its build key."""
-    from cudaforge.eval.build import (
+    from cudaforge.eval.extensions import (
         BuildRecorder,
         BuildSettings,
         Hooks,

@@ -43,7 +43,7 @@ from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult,
 from cudaforge.profile.settings import ProfileConfig
 from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
 from cudaforge.types import Task, source_hash
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
 _PERMISSION = "ERR_NVGPUCTRPERM"
@@ -105,7 +105,7 @@ class ProfileSettings(ProfileConfig):
 
 
 def ncu_version(ncu: str) -> str | None:
-    """``ncu --version``'s version (``2025.3.1.0``), or None (the vendor's profiler: ``cudaforge.vendor``)."""
+    """``ncu --version``'s version (``2025.3.1.0``), or None (the vendor's profiler: ``cudaforge.vendors``)."""
     return current().profiler_version(ncu)
 
 
@@ -169,7 +169,7 @@ class Profiler:
     ) -> None:
         """``cfg``: a ProfileConfig/ProfileSettings/dict; ``cache_dir``: profile cache (default
         ~/.cache/cudaforge/profile); ``lock_dir``: GPU lock files, shared with the evaluator;
-        ``build``: ``cudaforge.eval.build.BuildSettings`` fields for importing candidates (use the
+        ``build``: ``cudaforge.eval.extensions.BuildSettings`` fields for importing candidates (use the
         evaluator's, so that its builds are cache hits); ``gpus``: physical GPU ids to use when a
         call names none (default: the visible ones; ``[]``: none)."""
         self.settings = ProfileSettings.from_config(cfg)
@@ -445,7 +445,7 @@ class Profiler:
             or not languages.get(language).builds_extension
         ):
             return {}
-        from cudaforge.eval.build import BuildSettings, precompile
+        from cudaforge.eval.extensions import BuildSettings, precompile
 
         started = time.monotonic()
         outcome = precompile(
@@ -670,7 +670,7 @@ class _Run:
 def _deliver(libraries: dict[str, list[str]], scratch: Path) -> dict[str, list[str]]:
     """Copy the candidate's built extensions into its sandbox's scratch (never through a link, each a checked
     library: ``deliver``); the payload's map from build key to (the copy, its module name)."""
-    from cudaforge.eval.build.intercept import deliver
+    from cudaforge.eval.extensions.intercept import deliver
 
     return {key: [deliver(library, scratch, module), module] for key, (library, module) in libraries.items()}
 

@@ -123,7 +123,7 @@ def _checkpointer(path: Path) -> Any:
 def local_gpu_name(gpu: str | int | None = None) -> str | None:
     """The model name of GPU ``gpu`` (a physical id; None: the first GPU this process may use), through the vendor
     seam (``H200`` for ``NVIDIA H200``; no torch, no CUDA context in the parent); None without one."""
-    from cudaforge.vendor import current
+    from cudaforge.vendors import current
 
     try:
         vendor = current()

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.paths import PACKAGE_DIR, PROJECT_ROOT
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 SANDBOX_UIDS = range(1_500_000_000, 1_500_000_000 + (1 << 24))
 """When the trusted side is root, each sandbox runs as a uid of its own drawn from here (and the same gid): no

@@ -104,9 +104,9 @@ def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[s
 
 
 def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
-    from cudaforge.eval.build import BuildSettings
-    from cudaforge.eval.build.deferred import reported_misses, reported_sites
-    from cudaforge.eval.build.intercept import serve_build_counted
+    from cudaforge.eval.extensions import BuildSettings
+    from cudaforge.eval.extensions.deferred import reported_misses, reported_sites
+    from cudaforge.eval.extensions.intercept import serve_build_counted
     from cudaforge.eval.fingerprint import environment_fingerprint
 
     started = time.perf_counter()

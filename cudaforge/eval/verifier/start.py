@@ -82,7 +82,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     imports, the fingerprint's constant parts, the sandboxed worker (started and waited for), and the CUDA
     contexts of both processes, made while holding the GPU's lock (so neither lands inside another process's
     timed calls) and only until the standby is claimed."""
-    from cudaforge.eval import build  # noqa: F401 - torch.utils.cpp_extension and the build service
+    from cudaforge.eval import extensions  # noqa: F401 - torch.utils.cpp_extension and the build service
     from cudaforge.eval.fastclose import warm, warm_host
     from cudaforge.eval.fingerprint import warm_caches
     from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
@@ -166,7 +166,7 @@ def jit_ahead(
     What cannot be described, or a copy that fails, is a note, not a verdict; a worker that stops answering is the
     candidate's failure, in the compile phase."""
     from cudaforge.eval.jit_prebuild import input_sets, reported_kernels, specs
-    from cudaforge.vendor import current
+    from cudaforge.vendors import current
 
     name = languages.detect(source)
     if name == languages.NO_KERNEL or languages.get(name).prebuild is None or not languages.get(name).jit_cache:
@@ -231,7 +231,7 @@ def evict(build: dict[str, Any]) -> None:
     import contextlib
 
     from cudaforge.caches import GB, evict_lru
-    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.extensions import BuildSettings
 
     settings = BuildSettings.from_dict(build)
     if settings.max_cache_gb > 0:

@@ -1,5 +1,5 @@
 """The toolchain a build depends on (nvcc, the host compiler, torch, ninja): where it is and what it is. The vendor's
-facts (nvcc's path and version, architectures and their flags) come from ``cudaforge.vendor``."""
+facts (nvcc's path and version, architectures and their flags) come from ``cudaforge.vendors``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 # --------------------------------------------------------------------------- environment
 

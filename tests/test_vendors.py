@@ -1,4 +1,4 @@
-"""The GPU vendor seam (cudaforge/vendor/__init__.py): NVIDIA's facts in one module, asked by the build path, the
+"""The GPU vendor seam (cudaforge/vendors/__init__.py): NVIDIA's facts in one module, asked by the build path, the
 profiler, the fingerprint and the sandbox; another vendor is refused by name until it has a module."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge import vendor
-from cudaforge.vendor import GpuVendor, current
+from cudaforge import vendors
+from cudaforge.vendors import GpuVendor, current
 
-PACKAGE = Path(vendor.__file__).resolve().parents[1]
+PACKAGE = Path(vendors.__file__).resolve().parents[1]
 
 
 def test_the_current_vendor_is_nvidia_with_every_fact_of_the_interface(monkeypatch):
@@ -33,7 +33,7 @@ def test_the_current_vendor_is_nvidia_with_every_fact_of_the_interface(monkeypat
 
 
 def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_path):
-    from cudaforge.eval.build import BuildSettings
+    from cudaforge.eval.extensions import BuildSettings
     from cudaforge.profile import profiler
     from cudaforge.sandbox import default_device_paths
 
@@ -46,7 +46,7 @@ def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_
         visible_devices=lambda: ["7"],
         profiler=lambda path: f"/opt/other/{path}",
     )
-    for module in ("cudaforge.sandbox", "cudaforge.eval.build.settings", "cudaforge.profile.profiler"):
+    for module in ("cudaforge.sandbox", "cudaforge.eval.extensions.settings", "cudaforge.profile.profiler"):
         monkeypatch.setattr(f"{module}.current", lambda: fake)
     assert "/dev/other0" in default_device_paths() and "/dev/null" in default_device_paths()
     assert BuildSettings(cache_dir=str(tmp_path)).resolved().arch == "x1"
@@ -54,10 +54,10 @@ def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_
 
 
 def test_no_module_but_the_nvidia_one_looks_for_nvidias_tools_or_devices():
-    """Finding nvcc, ncu or nvidia-smi, NVIDIA's device files and architecture flags is vendor/nvidia.py's job
-    (``nvcc`` as a record's key elsewhere is a name, not a lookup); reading NVML is vendor/nvml.py's (the fingerprint's
+    """Finding nvcc, ncu or nvidia-smi, NVIDIA's device files and architecture flags is vendors/nvidia.py's job
+    (``nvcc`` as a record's key elsewhere is a name, not a lookup); reading NVML is vendors/nvml.py's (the fingerprint's
     telemetry and the spec sheet ask ``current().telemetry``)."""
-    allowed = {"vendor/nvidia.py", "vendor/nvml.py"}
+    allowed = {"vendors/nvidia.py", "vendors/nvml.py"}
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         rel = str(path.relative_to(PACKAGE))

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.caches import touch
-from cudaforge.eval.build.flags import pch_order, pch_worthy
-from cudaforge.eval.build.headers import BIND_HEADER, BIND_HEADER_TEXT
-from cudaforge.eval.build.logs import (
+from cudaforge.eval.extensions.flags import pch_order, pch_worthy
+from cudaforge.eval.extensions.headers import BIND_HEADER, BIND_HEADER_TEXT
+from cudaforge.eval.extensions.logs import (
     EDG_DIAG,
     SOURCE_ONLY_ERROR,
     UNDEFINED,
@@ -34,11 +34,11 @@ from cudaforge.eval.build.logs import (
     find_failed_targets,
     missing_toolkit_header,
 )
-from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
-from cudaforge.eval.build.toolchain import pip_cuda_includes, toolchain_fingerprint
+from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
+from cudaforge.eval.extensions.toolchain import pip_cuda_includes, toolchain_fingerprint
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 
 def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:

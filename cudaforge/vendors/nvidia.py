@@ -1,4 +1,4 @@
-"""NVIDIA's facts for the vendor seam (``cudaforge.vendor``): nvcc and ``sm_XX`` architectures, Nsight
+"""NVIDIA's facts for the vendor seam (``cudaforge.vendors``): nvcc and ``sm_XX`` architectures, Nsight
 Compute, NVML and the ``/dev/nvidia*`` device files."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cudaforge.vendor.base import GpuVendor
-from cudaforge.vendor.nvml import telemetry
+from cudaforge.vendors.base import GpuVendor
+from cudaforge.vendors.nvml import telemetry
 
 DEFAULT_ARCH = "9.0"
 """Architecture built when none is configured and no GPU is visible (H100/H200, sm_90)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaforge.vendor import current
+from cudaforge.vendors import current
 
 RECIPE_VERSION = 4
 """Bumped whenever the way sources are rewritten or built changes; part of every cache key."""

@@ -338,7 +338,7 @@ def prebuild(source: str, namespace: dict[str, Any]) -> tuple[list[str], list[st
     compile). A call whose arguments torch refuses is left to run time."""
     import torch.utils.cpp_extension as ce
 
-    from cudaforge.eval.build.records import BuildError, ToolchainIncomplete
+    from cudaforge.eval.extensions.records import BuildError, ToolchainIncomplete
 
     built, missed = [], deferred_misses(source, namespace)
     for which, line, args, kwargs, guarded in deferred_calls(source, namespace):

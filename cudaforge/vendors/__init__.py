@@ -1,7 +1,7 @@
 """The GPU vendor seam: what cudaforge needs to know of a vendor's compiler, architectures, profiler and devices.
 
-NVIDIA's implementation is ``cudaforge/vendor/nvidia.py`` (nvcc, ``sm_XX`` architectures, Nsight Compute,
-NVML, ``/dev/nvidia*``). The build path (``eval/build/toolchain.py``, ``settings.py``), the profiler and the
+NVIDIA's implementation is ``cudaforge/vendors/nvidia.py`` (nvcc, ``sm_XX`` architectures, Nsight Compute,
+NVML, ``/dev/nvidia*``). The build path (``eval/extensions/toolchain.py``, ``settings.py``), the profiler and the
 sandbox's device list ask :func:`current` and never name a vendor's tool. An AMD implementation (hipcc, ``gfxXXXX``
 architectures, rocprof, amd-smi, ``/dev/kfd`` and ``/dev/dri``) would be a second module, here or in a package of its
 own that names its ``GpuVendor`` in the entry-point group ``cudaforge.vendors`` (:mod:`cudaforge.plugins`); its
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from cudaforge import plugins
-from cudaforge.vendor.base import GpuVendor
+from cudaforge.vendors.base import GpuVendor
 
 
 def current() -> GpuVendor:
@@ -21,7 +21,7 @@ def current() -> GpuVendor:
     installed package adds (entry-point group ``cudaforge.vendors``)."""
     name = os.environ.get("CUDAFORGE_GPU_VENDOR", "nvidia").strip().lower() or "nvidia"
     if name == "nvidia":
-        from cudaforge.vendor.nvidia import NVIDIA
+        from cudaforge.vendors.nvidia import NVIDIA
 
         return NVIDIA
     added = plugins.declared()[plugins.VENDORS]

@@ -70,7 +70,7 @@ def _device() -> tuple[set[str], list[re.Pattern[str]], set[str]]:
     """The vendor's device-compiler flags (``GpuVendor.device_flags``), compiled once."""
     global _DEVICE
     if _DEVICE is None:
-        from cudaforge.vendor import current
+        from cudaforge.vendors import current
 
         found = current().device_flags()
         _DEVICE = (set(found["plain"]), [re.compile(f"^(?:{p})$") for p in found["patterns"]], set(found["split"]))

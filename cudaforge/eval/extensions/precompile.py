@@ -1,7 +1,7 @@
 """Builds ahead of a GPU evaluation: ``precompile`` imports a candidate in a sandboxed CPU-only worker whose
 ``load_inline`` calls this package serves, under a hard timeout, so compiles overlap GPU work.
 
-``python -m cudaforge.eval.build.precompile SOURCE RESULT SETTINGS_JSON`` is the child it starts."""
+``python -m cudaforge.eval.extensions.precompile SOURCE RESULT SETTINGS_JSON`` is the child it starts."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.caches import GB, evict_lru
-from cudaforge.eval.build.builder import write_atomic
-from cudaforge.eval.build.deferred import reported_misses, reported_sites
-from cudaforge.eval.build.intercept import serve_build_counted
-from cudaforge.eval.build.logs import trim_compiler_log
-from cudaforge.eval.build.records import BuildRecorder
-from cudaforge.eval.build.settings import BuildSettings
+from cudaforge.eval.extensions.builder import write_atomic
+from cudaforge.eval.extensions.deferred import reported_misses, reported_sites
+from cudaforge.eval.extensions.intercept import serve_build_counted
+from cudaforge.eval.extensions.logs import trim_compiler_log
+from cudaforge.eval.extensions.records import BuildRecorder
+from cudaforge.eval.extensions.settings import BuildSettings
 from cudaforge.isolation import remove_noted, scrubbed_env
 
 # --------------------------------------------------------------------------- precompile
@@ -121,7 +121,7 @@ def precompile(
             sys.executable,
             "-P",  # its working folder is never where imports are found
             "-m",
-            "cudaforge.eval.build.precompile",
+            "cudaforge.eval.extensions.precompile",
             str(src),
             str(result),
             json.dumps(settings.to_dict()),
@@ -212,7 +212,7 @@ def _jit_request(source: str, task_path: str, settings: BuildSettings) -> tuple[
     from cudaforge import languages
     from cudaforge.eval.jit_prebuild import input_sets, specs
     from cudaforge.tasks.runtime import load_module
-    from cudaforge.vendor import current
+    from cudaforge.vendors import current
 
     name = languages.detect(source)
     if not task_path or name == languages.NO_KERNEL or languages.get(name).prebuild is None:

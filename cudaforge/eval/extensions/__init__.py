@@ -70,7 +70,7 @@ The package imports torch lazily: :func:`precompile`, :func:`scrubbed_env` and
 :func:`trim_compiler_log` work in a parent process that never imports torch or candidate code.
 
 One module per job: ``settings`` (BuildSettings), ``toolchain`` (nvcc, the host compiler, the architecture flags:
-NVIDIA's facts, from ``cudaforge.vendor``), ``headers`` (light headers), ``logs`` (log trimming and what a
+NVIDIA's facts, from ``cudaforge.vendors``), ``headers`` (light headers), ``logs`` (log trimming and what a
 failed log says), ``records`` (BuildRecord, the errors, the recorder), ``builder`` (one build through the cache,
 its locks, the precompiled header, eviction), ``intercept`` (the ``load_inline``/``load`` hooks and the trusted
 side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahead, at load) and ``precompile`` (builds ahead of the GPU evaluation, in a CPU-only child).
@@ -78,14 +78,20 @@ side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahe
 
 from __future__ import annotations
 
-from cudaforge.eval.build.builder import Builder, cache_key, module_name_of
-from cudaforge.eval.build.headers import light_cuda_source
-from cudaforge.eval.build.intercept import Hooks, build_hooks, keyed, serve_build, spec_from_inputs, warm_pch
-from cudaforge.eval.build.logs import missing_toolkit_header, trim_compiler_log
-from cudaforge.eval.build.precompile import BuildOutcome, precompile
-from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
-from cudaforge.eval.build.settings import RECIPE_VERSION, BuildSettings, FallbackMode
-from cudaforge.eval.build.toolchain import toolchain_fingerprint
+from cudaforge.eval.extensions.builder import Builder, cache_key, module_name_of
+from cudaforge.eval.extensions.headers import light_cuda_source
+from cudaforge.eval.extensions.intercept import Hooks, build_hooks, keyed, serve_build, spec_from_inputs, warm_pch
+from cudaforge.eval.extensions.logs import missing_toolkit_header, trim_compiler_log
+from cudaforge.eval.extensions.precompile import BuildOutcome, precompile
+from cudaforge.eval.extensions.records import (
+    BuildError,
+    BuildRecord,
+    BuildRecorder,
+    ModuleNotLoadable,
+    ToolchainIncomplete,
+)
+from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
+from cudaforge.eval.extensions.toolchain import toolchain_fingerprint
 from cudaforge.isolation import scrubbed_env
 
 __all__ = [

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.caches import GB, evict_lru, touch
-from cudaforge.eval.build import flags as build_flags
-from cudaforge.eval.build.builder import (
+from cudaforge.eval.extensions import flags as build_flags
+from cudaforge.eval.extensions.builder import (
     LIBRARY_MAX,
     Builder,
     BuildSpec,
@@ -29,12 +29,23 @@ from cudaforge.eval.build.builder import (
     open_artefact,
     write_atomic,
 )
-from cudaforge.eval.build.headers import BIND_HEADER, light_cuda_source, light_file_variants, light_main_source
-from cudaforge.eval.build.logs import build_hints, failed_for_the_sources, missing_toolkit_header, trim_compiler_log
-from cudaforge.eval.build.records import BuildError, BuildRecord, BuildRecorder, ModuleNotLoadable, ToolchainIncomplete
-from cudaforge.eval.build.settings import BuildSettings
-from cudaforge.eval.build.toolchain import toolchain_fingerprint
-from cudaforge.vendor import current
+from cudaforge.eval.extensions.headers import BIND_HEADER, light_cuda_source, light_file_variants, light_main_source
+from cudaforge.eval.extensions.logs import (
+    build_hints,
+    failed_for_the_sources,
+    missing_toolkit_header,
+    trim_compiler_log,
+)
+from cudaforge.eval.extensions.records import (
+    BuildError,
+    BuildRecord,
+    BuildRecorder,
+    ModuleNotLoadable,
+    ToolchainIncomplete,
+)
+from cudaforge.eval.extensions.settings import BuildSettings
+from cudaforge.eval.extensions.toolchain import toolchain_fingerprint
+from cudaforge.vendors import current
 
 
 class Hooks:

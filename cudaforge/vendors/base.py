@@ -1,4 +1,4 @@
-"""The interface a GPU vendor implements (``cudaforge.vendor``): one dataclass of functions."""
+"""The interface a GPU vendor implements (``cudaforge.vendors``): one dataclass of functions."""
 
 from __future__ import annotations
 
@@ -41,11 +41,11 @@ class GpuVendor:
     """Physical ids of the GPUs this process may use, asked without torch (``CUDA_VISIBLE_DEVICES``, else NVML)."""
     telemetry: Callable[[dict[str, Any] | None, int | None, list[str], tuple[str, ...]], dict[str, Any]]
     """``telemetry(gpu, device_index, notes, what)``: readings of one GPU from the vendor's management library
-    (NVIDIA: NVML), by group: ``driver``, ``static``, ``memory_bus``, ``state`` (``cudaforge/vendor/nvml.py`` lists
+    (NVIDIA: NVML), by group: ``driver``, ``static``, ``memory_bus``, ``state`` (``cudaforge/vendors/nvml.py`` lists
     each group's keys; the fingerprint and the spec sheet keep those names). What cannot be read is left out, with a
     note; it never raises."""
     device_flags: Callable[[], dict[str, Any]] = lambda: {"plain": set(), "patterns": [], "split": set()}
-    """The device compiler's own flags a candidate may pass (``cudaforge.eval.build.flags`` adds the host compiler's):
+    """The device compiler's own flags a candidate may pass (``cudaforge.eval.extensions.flags`` adds the host compiler's):
     ``plain`` flags allowed as written, ``patterns`` (regular expressions a flag must match in full) and ``split``
     (options whose value may come as the next item). None of them may name a file or change the toolchain."""
     jit_target: Callable[[str], list[Any] | None] = lambda arch: None
