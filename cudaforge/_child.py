@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cudaforge.files import write_atomic
+
 
 def _resolve(name: str) -> Callable[..., Any]:
     module_name, func_name = name.split(":")
@@ -116,9 +118,7 @@ def main() -> None:
         text = json.dumps({"__error__": traceback.format_exc()})
     sys.stdout.flush()  # before the result: a trusted child's parent may kill it once the result is there
     sys.stderr.flush()
-    tmp = workdir / "result.json.tmp"
-    tmp.write_text(text)
-    os.replace(tmp, workdir / "result.json")
+    write_atomic(workdir / "result.json", text, make_parents=False)
     (workdir / "result.delivered").touch()  # isolation.RESULT_DELIVERED: the parent may take the result now
     # Skip interpreter teardown: a candidate's broken CUDA state must not turn a result into a crash.
     os._exit(0)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge.files import write_atomic
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.sandbox import SECRET_NAMES
 
@@ -491,9 +492,7 @@ class Standby:
         if self.used:
             raise RuntimeError("a standby serves one payload; this one has been used")
         self.used = True
-        tmp = self.workdir / "payload.json.tmp"
-        tmp.write_text(json.dumps(payload))
-        os.replace(tmp, self.workdir / "payload.json")
+        write_atomic(self.workdir / "payload.json", json.dumps(payload), make_parents=False)
         watch = self.watch
         now = watch.read()
         watch.started = now  # the run's overall deadline counts from the hand-over

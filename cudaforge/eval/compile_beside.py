@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 from pathlib import Path
 from typing import Any
 
 from cudaforge.eval.baseline import Baseline, time_suite
 from cudaforge.eval.settings import EvalConfig
+from cudaforge.files import write_atomic
 from cudaforge.types import Task
 
 CACHE_DIR = "baselines"
@@ -117,8 +116,5 @@ def compile_beside(
         pass
     measured = time_suite([task], cfg.replace(compile_mode=mode), gpu, lock_dir=lock_dir)[0]
     if measured.ms("eager") and measured.ms("compile"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(measured.to_dict()))
-        tmp.replace(path)
+        write_atomic(path, json.dumps(measured.to_dict()))
     return summary(measured, mode, gpu_name, cached=False)

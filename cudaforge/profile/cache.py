@@ -18,11 +18,11 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import cudaforge
+from cudaforge.files import write_atomic
 from cudaforge.profile.records import ProfileResult
 
 CACHE_VERSION = 1
@@ -93,7 +93,7 @@ class ProfileCache:
 
     def put(self, key: str, result: ProfileResult) -> None:
         """Store ``result`` under ``key``, atomically."""
-        _write_atomic(self.path(key), result.to_json())
+        write_atomic(self.path(key), result.to_json())
 
     def cost_path(self, key: str) -> Path:
         """Where the task cost of ``key`` (:func:`cost_key`) is stored."""
@@ -109,12 +109,4 @@ class ProfileCache:
 
     def put_cost(self, key: str, cost: dict[str, Any], task_id: str = "") -> None:
         """Store the task cost ``cost`` under ``key``, atomically (``task_id`` is kept for a reader)."""
-        _write_atomic(self.cost_path(key), json.dumps({"key": key, "task_id": task_id, "cost": cost}, indent=1))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+        write_atomic(self.cost_path(key), json.dumps({"key": key, "task_id": task_id, "cost": cost}, indent=1))

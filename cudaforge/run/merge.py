@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from cudaforge.files import write_atomic
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
 from cudaforge.track.store import (
     CONFIG_FILE,
@@ -116,10 +117,7 @@ def add_pack(store: RunStore, pack: dict[str, Any], done: set[str]) -> TaskResul
         path = (folder / rel).resolve()
         if folder.resolve() not in path.parents:
             raise MergeError(f"task pack of {result.task_id}: file {rel!r} is outside its folder")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".merge-tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_atomic(path, data)
     store.append_result(result)
     done.add(result.task_id)
     return result

@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cudaforge.files import write_atomic
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set  # noqa: F401 - a run directory's file
 from cudaforge.types import TaskResult
 
@@ -105,13 +106,6 @@ def round_folder(number: int) -> str:
     return f"round_{number:02d}"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 class TaskStore:
     """One task's folder in the run directory."""
 
@@ -124,7 +118,7 @@ class TaskStore:
     def write_text(self, round: int | None, name: str, text: str) -> str:
         """Write a text artifact (``round`` None: at the task level); returns its path."""
         path = self._path(round, name)
-        _atomic_write(path, text)
+        write_atomic(path, text)
         return str(path)
 
     def write_json(self, round: int | None, name: str, data: Any) -> str:
@@ -221,7 +215,7 @@ class RunStore:
         is refused (``RunDirTooNew``) before ``run.json`` or anything of the run is written into it."""
         RunDir(self.root).schema()
         if not (self.root / RUN_FILE).exists():
-            _atomic_write(
+            write_atomic(
                 self.root / RUN_FILE, json.dumps({"schema": SCHEMA_VERSION, "cudaforge": _version()}, indent=1)
             )
 
@@ -232,7 +226,7 @@ class RunStore:
 
     def write_prompts(self, record: dict[str, Any]) -> None:
         """Write ``prompts.json`` (atomically)."""
-        _atomic_write(self.root / PROMPTS_FILE, json.dumps(record, indent=1, sort_keys=True))
+        write_atomic(self.root / PROMPTS_FILE, json.dumps(record, indent=1, sort_keys=True))
 
     def prompts(self) -> dict[str, Any] | None:
         """``prompts.json`` (None when the run used our own templates or the paraphrase)."""
@@ -243,7 +237,7 @@ class RunStore:
 
     def write_problem_set(self, record: dict[str, Any]) -> None:
         """Write ``problem_set.json`` (atomically)."""
-        _atomic_write(self.root / PROBLEM_SET_FILE, json.dumps(record, indent=1, sort_keys=True))
+        write_atomic(self.root / PROBLEM_SET_FILE, json.dumps(record, indent=1, sort_keys=True))
 
     def task(self, task_id: str) -> TaskStore:
         """The store of one task."""

@@ -36,6 +36,7 @@ from cudaforge.eval.extensions.logs import (
 )
 from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.extensions.toolchain import pip_cuda_includes, toolchain_fingerprint
+from cudaforge.files import write_atomic
 from cudaforge.isolation import scrubbed_env
 from cudaforge.sandbox.launch import REFUSED_EXIT
 from cudaforge.vendors import current
@@ -72,12 +73,6 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # threads of one build race too
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 _TORCH_NINJA = threading.Lock()
