@@ -29,17 +29,6 @@ class SuiteKind(str, enum.Enum):
     file = "file"  # a single problem file
 
 
-class StrategyName(str, enum.Enum):
-    """How the Coder and Judge alternate (see docs/agents.md)."""
-
-    cudaforge = "cudaforge"
-    one_shot = "one_shot"
-    self_refine = "self_refine"
-    correction_only = "correction_only"
-    optimization_only = "optimization_only"
-    full_metrics = "full_metrics"
-
-
 class WandbMode(str, enum.Enum):
     """Weights & Biases mode."""
 
@@ -112,8 +101,19 @@ class ProfiledKernel(str, enum.Enum):
 class StrategyConfig:
     """The loop's shape and budgets."""
 
-    name: StrategyName = StrategyName.cudaforge
-    """Which routing to use."""
+    name: str = "cudaforge"
+    """The strategy's name, as results and reports label it (choose a packaged one with ``strategy=NAME``)."""
+    judge_corrects: bool | None = None
+    """A failed candidate goes to the Judge (correction) before the Coder repairs it. Strategies are defined in
+    YAML alone (``configs/strategy/<name>.yaml``); null here takes the packaged strategy of ``name``'s value."""
+    judge_optimizes: bool | None = None
+    """A correct candidate goes to the Judge (optimisation) before the Coder optimises it (null: as above)."""
+    profile: bool | None = None
+    """Correct candidates are profiled; the metrics go to whoever speaks next (null: as above)."""
+    metric_set: str | None = None
+    """A metric set this strategy insists on, over ``profile.metric_set`` (``full_metrics``: ``full``)."""
+    round_cap: int | None = None
+    """A round cap this strategy insists on whatever ``max_rounds`` says (``one_shot``: 1; null: none)."""
     max_rounds: int = 10
     """Round budget per task (CudaForge: 10)."""
     max_dollars: float | None = None

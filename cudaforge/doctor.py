@@ -140,13 +140,13 @@ def _fit(config: Any, task_ids: list[str], checks: list[Check]) -> list[Check]:
     """What this machine cannot give the selected run, before it pays for a model: without a GPU no kernel is
     timed (no speedup, only correctness), without Nsight Compute the Judge gets no hardware metrics. Blocking when
     the run would pay for its models; a note for the offline demo and replays, which cost nothing."""
-    from cudaforge.graph.strategies import get_strategy
+    from cudaforge.graph.strategies import Strategy
     from cudaforge.run.preflight import estimate_cost
 
     estimate = estimate_cost(config, len(task_ids))
     paid = estimate.max_usd is None or estimate.max_usd > 0
     ok = {c.name: c.ok for c in checks}
-    strategy = get_strategy(getattr(config.strategy.name, "value", config.strategy.name))
+    strategy = Strategy.from_config(config.strategy)
     found = []
     if not ok.get("gpu", True):
         found.append(

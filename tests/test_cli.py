@@ -114,7 +114,7 @@ def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
         (
             ["run", "strategy.max_roundz=3"],
             "cudaforge run: error: no config key 'strategy.max_roundz'; did you mean "
-            "strategy.max_rounds or strategy.memory_rounds or strategy.max_minutes? (docs/configuration.md lists every key)",
+            "strategy.max_rounds or strategy.memory_rounds or strategy.round_cap? (docs/configuration.md lists every key)",
         ),
         (["run", "strategy.max_rounds=0"], "cudaforge run: error: strategy.max_rounds=0: must be at least 1"),
         (["run", "concurrency=0"], "cudaforge run: error: concurrency=0: must be at least 1"),

@@ -210,3 +210,65 @@ def test_the_table1_overlay_with_the_authors_prompts_composes_their_protocol_who
     assert (cfg.strategy.max_follow_ups, cfg.strategy.profiled_kernel.value, cfg.strategy.max_rounds) == (0, "best", 10)
     assert (cfg.profile.units, cfg.profile.clock_control) == ("auto", "base")
     assert cfg.suite.expected_problem_set == "b7d841ce26e051dd" and not cfg.suite.allow_other_problem_set
+
+
+@pytest.mark.parametrize("name", options("strategy"))
+def test_a_strategy_is_its_yaml_file_alone(name):
+    """Each packaged strategy's flags come from its own file, composed or read by name alike."""
+    from cudaforge.cli.checks import strategy_problems
+    from cudaforge.graph.strategies import FLAGS, Strategy, get_strategy
+
+    cfg = compose_with([f"strategy={name}"])
+    assert all(isinstance(cfg.strategy[key], bool) for key in FLAGS), name  # set in the file, not by the schema
+    assert Strategy.from_config(cfg.strategy) == get_strategy(name)
+    assert strategy_problems(cfg.strategy) == []
+
+
+def test_a_strategy_of_ones_own_is_one_file_in_ones_config_dir(tmp_path):
+    """No Python: a YAML file in the user's config folder is a strategy the loop routes by."""
+    import subprocess
+    import sys
+
+    from cudaforge.cli.checks import strategy_problems
+    from cudaforge.graph.strategies import Strategy, get_strategy
+
+    (tmp_path / "strategy").mkdir()
+    (tmp_path / "strategy" / "judge_fixes_only_twice.yaml").write_text(
+        "defaults:\n  - schema\nname: judge_fixes_only_twice\njudge_corrects: true\njudge_optimizes: false\n"
+        "profile: false\nround_cap: 2\nmax_rounds: 10\n"
+    )
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name="cudaforge",
+            overrides=[f"hydra.searchpath=[file://{tmp_path}]", "strategy=judge_fixes_only_twice"],
+        )
+    mine = Strategy.from_config(cfg.strategy)
+    assert (mine.judge_corrects, mine.judge_optimizes, mine.profile, mine.round_cap(10)) == (True, False, False, 2)
+    assert strategy_problems(cfg.strategy) == []
+    # what the plan command prints for it: one Judge call fewer than Coder calls per task, two rounds
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "plan",
+            "--config-dir",
+            str(tmp_path),
+            "strategy=judge_fixes_only_twice",
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "judge_fixes_only_twice" in out.stdout
+    # a packaged name with other flags is refused; so is an unknown name that sets none
+    relabelled = compose_with(["strategy.name=one_shot"]).strategy
+    assert "choose it with strategy=one_shot" in strategy_problems(relabelled)[0]
+    unknown = OmegaConf.create({"name": "nowhere", "judge_corrects": None, "judge_optimizes": None, "profile": None})
+    assert "unknown strategy 'nowhere'" in strategy_problems(unknown)[0]
+    # a config written before strategies moved to YAML (no flags) routes as its name's packaged strategy
+    old = {"name": "self_refine", "max_rounds": 10}
+    assert Strategy.from_config(old) == get_strategy("self_refine")
+    assert Strategy.from_config(CudaforgeConfig().strategy) == get_strategy("cudaforge")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.config import CudaforgeConfig, StrategyName
+from cudaforge.config import CudaforgeConfig
 from cudaforge.llm.errors import LLMAuthError
 from cudaforge.llm.scripted import RATE_LIMIT, SERVER_ERROR, TIMEOUT, install_script, remove_script
 from cudaforge.run.runner import RunAborted, make_context, run_one, run_suite
@@ -62,7 +62,7 @@ def config(tmp_path: Path, strategy: str = "cudaforge", rounds: int = 3, **strat
     cfg.coder.model, cfg.judge.model = "scripted/t_coder", "scripted/t_judge"
     for llm in (cfg.coder, cfg.judge):
         llm.retry_base_delay_s, llm.retry_max_delay_s = 0.001, 0.002
-    cfg.strategy.name = StrategyName(strategy)
+    cfg.strategy.name = strategy
     cfg.strategy.max_rounds = rounds
     for key, value in strategy_kw.items():
         setattr(cfg.strategy, key, value)

@@ -16,7 +16,7 @@ import litellm  # noqa: E402
 import pytest  # noqa: E402
 from conftest import o3_config  # noqa: E402
 
-from cudaforge.config import CudaforgeConfig, LLMConfig, StrategyName  # noqa: E402
+from cudaforge.config import CudaforgeConfig, LLMConfig  # noqa: E402
 from cudaforge.llm import (  # noqa: E402
     SERVER_ERROR,
     Backoff,
@@ -199,7 +199,7 @@ def test_cost_bound_by_rounds_and_by_dollars():
     assert by_rounds.max_usd == pytest.approx(30 * by_rounds.per_task_usd) and "10 rounds" in by_rounds.basis
     by_dollars = estimate_cost(o3_config(max_rounds=10, max_dollars=2.0), 30)
     assert by_dollars.per_task_usd == pytest.approx(2.0 + 4 * call) and "max_dollars=2" in by_dollars.line()
-    one_shot = estimate_cost(o3_config(name=StrategyName.one_shot), 1)
+    one_shot = estimate_cost(o3_config(name="one_shot"), 1)
     assert one_shot.per_task_usd == pytest.approx(2 * call)  # one round, no Judge
 
 

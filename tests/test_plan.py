@@ -12,7 +12,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import pytest  # noqa: E402
 from conftest import o3_config as o3  # noqa: E402
 
-from cudaforge.config import CudaforgeConfig, StrategyName  # noqa: E402
+from cudaforge.config import CudaforgeConfig  # noqa: E402
 from cudaforge.graph.strategies import get_strategy  # noqa: E402
 from cudaforge.run import plan as planning  # noqa: E402
 
@@ -21,7 +21,7 @@ def test_calls_follow_the_strategy():
     assert planning.calls_per_task(get_strategy("cudaforge"), 10) == {"coder": 10, "judge": 9}
     assert planning.calls_per_task(get_strategy("one_shot"), 1) == {"coder": 1, "judge": 0}
     assert planning.calls_per_task(get_strategy("self_refine"), 10) == {"coder": 10, "judge": 0}
-    plan = planning.make_plan(o3(name=StrategyName.one_shot), 4, planning.default_figures(o3().plan, "cpu"), 1)
+    plan = planning.make_plan(o3(name="one_shot"), 4, planning.default_figures(o3().plan, "cpu"), 1)
     assert plan["rounds"] == 1 and plan["calls"] == {"coder": 4, "judge": 0}
 
 

@@ -28,7 +28,6 @@ from cudaforge.config import (  # noqa: E402
     ExportConfig,
     LLMConfig,
     RewardConfig,
-    StrategyName,
 )
 from cudaforge.llm import Ledger, LLMClient, ResponseCache, install_script  # noqa: E402
 from cudaforge.teach import (  # noqa: E402
@@ -116,7 +115,7 @@ def result(task_id: str, source: str, status: str, speedup: float | None = None,
 def write_run(path: Path, model: str, strategy: str, tasks: list[tuple[Task, list[dict]]]) -> Path:
     """A run directory: config, and per task the rounds ``{mode, source, eval, judge}`` through the store."""
     cfg = CudaforgeConfig()
-    cfg.coder.model, cfg.judge.model, cfg.strategy.name = model, "scripted/judge", StrategyName(strategy)
+    cfg.coder.model, cfg.judge.model, cfg.strategy.name = model, "scripted/judge", strategy
     (path / ".hydra").mkdir(parents=True)
     (path / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
     store = RunStore(path)

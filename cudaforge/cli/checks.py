@@ -194,4 +194,29 @@ def check_values(cfg: Any) -> list[str]:
     )
     if backend in languages.names() and languages.missing_message(backend):
         problems.append(f"strategy.backend={backend}: {languages.missing_message(backend)}")
+    problems += strategy_problems(OmegaConf.select(cfg, "strategy"))
     return problems
+
+
+def strategy_problems(node: Any) -> list[str]:
+    """A strategy that cannot be told apart from another: a packaged name with flags other than its file's (results
+    would carry the name of a strategy that did not run), or an unknown name that leaves its flags unset."""
+    from cudaforge.graph.strategies import FLAGS, Strategy, get_strategy, strategy_names
+
+    if node is None:
+        return []
+    name = str(getattr(node, "name", ""))
+    try:
+        mine = Strategy.from_config(node)
+    except ValueError as exc:
+        return [f"strategy.name={name}: {exc}; a strategy of your own sets {', '.join(FLAGS)} in its YAML file"]
+    if name in strategy_names() and mine != get_strategy(name):
+        changed = [
+            k for k in (*FLAGS, "metric_set", "max_rounds") if getattr(mine, k) != getattr(get_strategy(name), k)
+        ]
+        return [
+            f"strategy.name={name}: {', '.join('round_cap' if k == 'max_rounds' else k for k in changed)} differ from "
+            f"the packaged {name} strategy; choose it with strategy={name}, or give the changed strategy a name of "
+            "its own (strategy.name=...)"
+        ]
+    return []

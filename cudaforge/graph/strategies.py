@@ -1,11 +1,22 @@
 """Strategies: which agent answers after each evaluation (docs/agents.md).
 
-A strategy is data, not a code fork: the graph reads these flags when it routes.
+A strategy is data, not a code fork, and it is defined in YAML alone: ``configs/strategy/<name>.yaml`` sets the
+flags the graph reads when it routes (``judge_corrects``, ``judge_optimizes``, ``profile``) and what it insists on
+(``metric_set``, ``round_cap``). A strategy of your own is one such file in your ``--config-dir``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cudaforge.paths import RESOURCES
+
+STRATEGY_DIR = RESOURCES / "configs" / "strategy"
+"""The packaged strategies, one YAML file each (``schema.yaml`` aside)."""
+FLAGS = ("judge_corrects", "judge_optimizes", "profile")
+"""The routing flags every strategy sets."""
 
 
 @dataclass(frozen=True)
@@ -28,28 +39,43 @@ class Strategy:
         """The rounds a task gets: ``strategy.max_rounds`` as configured, or this strategy's own cap when lower."""
         return min(configured, self.max_rounds or configured)
 
+    @classmethod
+    def from_config(cls, node: Any) -> Strategy:
+        """The strategy of a config's ``strategy`` group (a DictConfig, a ``StrategyConfig`` or a dict): its own
+        flags, and for those left null (a config written before strategies moved to YAML, or a schema default) the
+        packaged strategy of its name's."""
+        get = node.get if isinstance(node, dict) else lambda key, default=None: getattr(node, key, default)
+        name = str(getattr(get("name", "cudaforge"), "value", get("name", "cudaforge")))
+        values = {key: get(key) for key in FLAGS}
+        metric_set, cap = get("metric_set"), get("round_cap")
+        if any(v is None for v in values.values()):
+            packaged = get_strategy(name)
+            values = {key: getattr(packaged, key) if v is None else v for key, v in values.items()}
+            if metric_set is None:
+                metric_set = packaged.metric_set
+            if cap is None:
+                cap = packaged.max_rounds
+        return cls(name, **{k: bool(v) for k, v in values.items()}, metric_set=metric_set, max_rounds=cap)
 
-STRATEGIES: dict[str, Strategy] = {
-    # The CudaForge loop: the Judge corrects failures and, with ncu metrics, guides optimisation.
-    "cudaforge": Strategy("cudaforge", judge_corrects=True, judge_optimizes=True, profile=True),
-    # One Coder reply, evaluated once.
-    "one_shot": Strategy("one_shot", judge_corrects=False, judge_optimizes=False, profile=False, max_rounds=1),
-    # No Judge: the Coder reads its own compiler, correctness and hardware feedback.
-    "self_refine": Strategy("self_refine", judge_corrects=False, judge_optimizes=False, profile=True),
-    # The Judge only corrects; correct kernels go back to the Coder with their timing.
-    "correction_only": Strategy("correction_only", judge_corrects=True, judge_optimizes=False, profile=False),
-    # The Judge only optimises; failures go back to the Coder with the raw error.
-    "optimization_only": Strategy("optimization_only", judge_corrects=False, judge_optimizes=True, profile=True),
-    # The full loop with ncu's full metric set instead of the chosen 24 metrics.
-    "full_metrics": Strategy(
-        "full_metrics", judge_corrects=True, judge_optimizes=True, profile=True, metric_set="full"
-    ),
-}
+
+def strategy_names() -> list[str]:
+    """The packaged strategies' names."""
+    return sorted(p.stem for p in STRATEGY_DIR.glob("*.yaml") if p.stem != "schema")
 
 
+@cache
 def get_strategy(name: str) -> Strategy:
-    """The strategy called ``name``; an unknown name is an error listing the known ones."""
-    try:
-        return STRATEGIES[str(getattr(name, "value", name))]
-    except KeyError:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+    """The packaged strategy called ``name`` (its YAML file); an unknown name is an error listing the known ones."""
+    import yaml
+
+    name = str(getattr(name, "value", name))
+    path = STRATEGY_DIR / f"{name}.yaml"
+    if name == "schema" or not path.is_file():
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(strategy_names())}")
+    data = yaml.safe_load(path.read_text()) or {}
+    missing = [key for key in FLAGS if not isinstance(data.get(key), bool)]
+    if missing:
+        raise ValueError(f"{path}: the strategy sets no {', '.join(missing)} (true or false)")
+    return Strategy(
+        name, **{key: data[key] for key in FLAGS}, metric_set=data.get("metric_set"), max_rounds=data.get("round_cap")
+    )

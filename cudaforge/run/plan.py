@@ -131,12 +131,12 @@ def default_figures(plan_cfg: Any, device: str) -> Figures:
 
 def make_plan(config: Any, n_tasks: int, figures: Figures, gpus: int) -> dict[str, Any]:
     """The plan of ``n_tasks`` tasks under ``config`` (a ``CudaforgeConfig``, object form)."""
-    from cudaforge.graph.strategies import get_strategy
+    from cudaforge.graph.strategies import Strategy
     from cudaforge.llm.ledger import SCRIPTED_PREFIX, Usage
     from cudaforge.llm.pricing import cost_for
 
-    name = str(getattr(config.strategy.name, "value", config.strategy.name))
-    strategy = get_strategy(name)
+    strategy = Strategy.from_config(config.strategy)
+    name = strategy.name
     rounds = strategy.round_cap(config.strategy.max_rounds)
     per_task = calls_per_task(strategy, rounds)
     dollars: dict[str, float | None] = {}

@@ -372,13 +372,13 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
     is called has no price and no custom price: neither its calls nor ``max_dollars`` (which
     counts priced calls only) bound what it costs.
     """
-    from cudaforge.graph.strategies import get_strategy
+    from cudaforge.graph.strategies import Strategy
     from cudaforge.llm.pricing import max_call_cost
 
     s = config.strategy
     if CacheMode(getattr(config.llm_cache.mode, "value", config.llm_cache.mode)) is CacheMode.replay_only:
         return CostEstimate(0.0, 0.0, n_tasks, "replay_only: no call reaches a provider")
-    strategy = get_strategy(s.name)
+    strategy = Strategy.from_config(s)
     rounds = strategy.round_cap(s.max_rounds)
     step_calls = 1 + s.max_follow_ups
     roles = [("coder", config.coder)]

@@ -39,7 +39,7 @@ from cudaforge.agents.prompts import PromptLibrary
 from cudaforge.agents.skills import read_skills
 from cudaforge.eval.evaluator import Evaluator
 from cudaforge.graph.loop import Budgets, LoopServices, run_task
-from cudaforge.graph.strategies import get_strategy
+from cudaforge.graph.strategies import Strategy
 from cudaforge.hardware.specs import named_gpu_sheet
 from cudaforge.llm.cache import ResponseCache
 from cudaforge.llm.client import Backoff, LLMClient
@@ -194,7 +194,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
         max_follow_ups=cfg.strategy.max_follow_ups,
         metric_names=judge_metric_names(
             _value(agents.judge_metrics),
-            get_strategy(_value(cfg.strategy.name)).metric_set or _value(cfg.profile.metric_set),
+            Strategy.from_config(cfg.strategy).metric_set or _value(cfg.profile.metric_set),
             list(cfg.profile.metrics),
         ),
     )
@@ -230,7 +230,7 @@ def run_one(
 ) -> TaskResult:
     """Run (or resume) the loop on one task and record its result (``queued_s``: time it waited to start)."""
     cfg = ctx.cfg
-    strategy = get_strategy(_value(cfg.strategy.name))
+    strategy = Strategy.from_config(cfg.strategy)
     task_store = ctx.store.task(task.id)
     task_store.write_json(None, TASK_FILE, {**task.to_dict(), "source_hash": task.source_hash})
     services = LoopServices(
