@@ -1051,7 +1051,7 @@ def test_a_build_in_the_candidates_own_try_that_fails_ahead_is_left_to_its_handl
             "build_cache_dir": cache_dir,
             "correctness_trials": 2,
             "guard_no_custom_kernel": "report",
-            "guard_torch_compute": "report",
+            "torch_ops": "lenient",
             "guard_fallback": "report",
         }
     ).evaluate(task, source)
@@ -1180,3 +1180,39 @@ def test_a_load_request_takes_only_sources_and_headers(tmp_path):
             record.error
         ), (name, record.error)
         assert not list(tmp_path.rglob(name)), name
+
+
+def test_the_worker_and_the_profiler_import_a_candidate_one_way(tmp_path):
+    """``CandidateLoader`` is the one importer: the sandboxed worker and the profiler's child both use it and neither
+    enters the build hooks itself; it names the module by the source's hash, leaves ``load_inline`` patched until
+    closed, and a build service of delivered libraries refuses a build it was not given."""
+    import ast
+
+    import torch.utils.cpp_extension as cpp
+
+    import cudaforge
+    from cudaforge.eval.extensions import BuildSettings, CandidateLoader, candidate_module_name, delivered_builds
+
+    package = Path(cudaforge.__file__).parent
+    for rel in ("eval/candidate_worker.py", "profile/child.py"):
+        calls = {
+            ast.unparse(n.func) for n in ast.walk(ast.parse((package / rel).read_text())) if isinstance(n, ast.Call)
+        }
+        assert "CandidateLoader" in calls and "build_hooks" not in calls, rel
+    source = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\nSEEN = torch.utils.cpp_extension.load_inline\n"
+    original = cpp.load_inline
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0")
+    loader = CandidateLoader(settings)
+    module = loader.load(source)
+    try:
+        assert module.__name__ == candidate_module_name(source) and hasattr(module, "ModelNew")
+        assert module.SEEN is not original and cpp.load_inline is not original  # every call goes through the hooks
+        assert loader.recorder is not None and loader.recorder.records == []
+        with pytest.raises(RuntimeError, match="one candidate"):
+            loader.load(source)
+    finally:
+        loader.close()
+    assert cpp.load_inline is original
+    serve = delivered_builds(settings, {})
+    reply = serve({"kind": "inline", "name": "ext", "cpp_sources": ["int f();"], "cuda_sources": [], "functions": {"f": "f"}})
+    assert reply["status"] == "failed" and "not built by the trusted side" in reply["error"]

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from cudaforge.eval.exchange import Arena, ArenaError, Channel, DeviceArena, decode, encode, host_arena
-from cudaforge.tasks.runtime import apply_numerics, build_model, flatten_outputs, grad_mode, load_module, strict_fp32
+from cudaforge.tasks.runtime import apply_numerics, build_model, flatten_outputs, grad_mode, strict_fp32
 
 WORKER_MODULE_PREFIX = "cudaforge_candidate_"
 
@@ -197,9 +197,9 @@ class Worker:
         from cudaforge.eval.extensions import (
             BuildError,
             BuildSettings,
+            CandidateLoader,
             ModuleNotLoadable,
             ToolchainIncomplete,
-            build_hooks,
         )
         from cudaforge.eval.extensions.deferred import prebuild
 
@@ -215,18 +215,19 @@ class Worker:
 
         if self.hooks is not None:
             raise _Fail("crashed", "the candidate is loaded once per worker")
-        self.hooks = build_hooks(BuildSettings.from_dict(msg["build"]), remote=remote)
-        recorder = self.hooks.__enter__()  # never left: the worker ends with its candidate
-        try:
-            self.module = load_module(msg["source"], self.module_name)
+        self.hooks = CandidateLoader(BuildSettings.from_dict(msg["build"]), remote=remote)
+        try:  # the hooks are never left: the worker ends with its candidate
+            self.module = self.hooks.load(msg["source"], self.module_name)
             self.prebuilt, self.deferred = prebuild(msg["source"], self.module.__dict__)  # in __init__/forward: now
         except ToolchainIncomplete as exc:
             raise _Fail("unsupported", f"this machine cannot build the candidate: {exc}") from None
         except ModuleNotLoadable as exc:
             raise _Fail("compiled", f"the CUDA sources compiled; {exc}") from None
         except Exception as exc:  # noqa: BLE001
-            if isinstance(exc, BuildError) or recorder.failed:
-                raise _Fail("compile_error", "the CUDA source did not compile:\n" + recorder.log_trimmed) from None
+            recorder = self.hooks.recorder
+            if isinstance(exc, BuildError) or (recorder is not None and recorder.failed):
+                log = recorder.log_trimmed if recorder is not None else str(exc)
+                raise _Fail("compile_error", "the CUDA source did not compile:\n" + log) from None
             raise _Fail(
                 "runtime_error", "importing the candidate raised\n" + _traceback(exc, self.module_name)
             ) from None

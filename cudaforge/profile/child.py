@@ -39,41 +39,17 @@ def _versions() -> dict[str, Any]:
 
 
 def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, list[str]] | None = None) -> Any:
-    """Import the candidate under the build hooks. In a sandbox (``delivered`` given) nothing is built: each
-    ``load_inline`` gets the library the trusted side built before the profile, found by its build key."""
-    from cudaforge.eval.extensions import (
-        BuildRecorder,
-        BuildSettings,
-        Hooks,
-        build_hooks,
-        cache_key,
-        keyed,
-        spec_from_inputs,
-    )
-    from cudaforge.eval.verifier import CANDIDATE_MODULE_PREFIX
-    from cudaforge.tasks.runtime import load_module
-    from cudaforge.types import source_hash
+    """Import the candidate under the build hooks (``CandidateLoader``, as the evaluation's worker does). In a sandbox
+    (``delivered`` given) nothing is built: each ``load_inline`` gets the library the trusted side built before the
+    profile, found by its build key."""
+    from cudaforge.eval.extensions import BuildSettings, CandidateLoader, delivered_builds
 
     settings = (BuildSettings.from_dict(build) if build else BuildSettings()).resolved()
-    remote = None
-    if delivered is not None:
-
-        def remote(inputs: dict[str, Any]) -> dict[str, Any]:
-            _spec, canonical = spec_from_inputs(Hooks(settings, BuildRecorder()), inputs)
-            key = cache_key(keyed(canonical), settings)
-            if key not in delivered:
-                return {
-                    "status": "failed",
-                    "key": key,
-                    "error": "this extension was not built by the trusted side "
-                    "before profiling (the profiler builds a candidate first; a build whose sources or flags differ "
-                    "per process cannot be profiled in the sandbox)",
-                }
-            path, module = delivered[key]
-            return {"status": "built", "cached": True, "path": path, "key": key, "module_name": module}
-
-    with build_hooks(settings, remote=remote):
-        return load_module(source, CANDIDATE_MODULE_PREFIX + source_hash(source))
+    loader = CandidateLoader(settings, remote=delivered_builds(settings, delivered) if delivered is not None else None)
+    try:
+        return loader.load(source)
+    finally:
+        loader.close()
 
 
 def _torch_profiler_kernels(forward: Callable[[], Any]) -> list[dict[str, Any]]:

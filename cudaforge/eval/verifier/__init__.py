@@ -31,9 +31,9 @@ precision, the profiler's share) and ``verdict`` (the speedup and the guards on 
 they share (the limits, ``Failure``, the guards' findings, the comparison).
 """
 
+from cudaforge.eval.extensions.loading import CANDIDATE_MODULE_PREFIX
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
-    CANDIDATE_MODULE_PREFIX,
     compare_outputs,
     facts_problem,
     output_budget,

@@ -17,7 +17,6 @@ from cudaforge.eval.settings import EvalConfig
 from cudaforge.tasks.runtime import default_tolerance, flatten_outputs
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task
 
-CANDIDATE_MODULE_PREFIX = "cudaforge_candidate_"
 REFERENCE_MODULE = "cudaforge_reference"
 PROFILED_CALLS = 3
 PRECISION_TRIALS = 6  # timed calls of the reference under each precision of the probe

@@ -14,6 +14,7 @@ import torch
 
 from cudaforge import languages
 from cudaforge.eval.bounded import cap_text, source_size_problem
+from cudaforge.eval.extensions.loading import candidate_module_name
 from cudaforge.eval.guards.source import static_findings
 from cudaforge.eval.jit_cache import (
     count_kernels,
@@ -25,7 +26,7 @@ from cudaforge.eval.jit_cache import (
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
-from cudaforge.eval.verifier.common import CANDIDATE_MODULE_PREFIX, REFERENCE_MODULE, Failure, Guards, Recorder
+from cudaforge.eval.verifier.common import REFERENCE_MODULE, Failure, Guards, Recorder
 from cudaforge.eval.verifier.correctness import run_correctness, set_weights
 from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit_ahead, probe_trace
 from cudaforge.eval.verifier.timing import Timing
@@ -208,7 +209,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
                 {
                     "op": "load",
                     "source": source,
-                    "module": CANDIDATE_MODULE_PREFIX + digest,
+                    "module": candidate_module_name(source),
                     "build": settings.to_dict(),
                     "tf32": cfg.tf32.value,
                     "deterministic": cfg.deterministic,
