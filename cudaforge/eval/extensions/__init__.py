@@ -11,44 +11,15 @@ unchanged, so everything here happens by wrapping that call inside the evaluatio
   imports the finished ``.so`` in milliseconds (torch's own staleness check is bypassed). An
   ``fcntl`` lock per key makes concurrent builds of one key from several processes safe, and a
   killed build leaves no stale lock behind (torch's ``FileBaton`` does).
-* What cuts a cold build. The time goes to parsing torch's headers: nvcc parses them three
-  times (cudafe++, cicc, then the host compiler, each ~1/3 of the time) and g++ once more for the
-  binding file ``main.cpp``. Measured with ``benchmarks/compile_bench.py`` on an H200 box (16
-  cores, torch 2.11+cu130, nvcc 13.0): torch's own load_inline takes 48-63 s for the one-kernel
-  candidates in benchmarks/candidates; with these hooks 7.9-10.3 s (cuda.cuda.o 7-10 s, main.o
-  5.5-6.6 s, in parallel), a cache hit 0.3 s. Per measure:
-
-  - light headers in the CUDA source (the big one). ``#include <torch/extension.h>`` pulls in
-    the whole C++ frontend and pybind11, which no kernel needs. Tier ``min`` replaces it (and
-    the ``<torch/types.h>`` that load_inline prepends) by ``<ATen/core/Tensor.h>``,
-    ``<ATen/Dispatch.h>``, the wrappers of the ATen operators the source calls (the
-    ``ATen/ops/<op>.h`` text without its includes: those pull in ``ATen/Context.h`` and cost
-    more than the tensor itself) and torch's dtype aliases; and ``ATen/cuda/CUDAContext.h`` by
-    ``c10/cuda/CUDAStream.h`` + ``CUDAException.h`` when the source only takes streams from it.
-    nvcc on a ReLU kernel, 2-core box: 73 s (extension.h), 27 s (types.h), 14 s (min with the
-    op headers), 7.8 s (min as built here). Tier ``types`` swaps extension.h for types.h. A
-    tier that fails falls back to the next and finally to the untouched source, so a candidate
-    never fails because of us;
-  - a precompiled header (GCC ``.gch``) of ``torch/extension.h`` for ``main.cpp``, built once
-    per host-flag set into ``<cache_dir>/pch`` (~750 MB each; not into torch's site-packages as
-    torch's ``use_pch`` does, which also deletes it whenever another build passes
-    ``use_pch=False``): main.cpp 17 s -> 7 s at -O0 and 32 s -> 11 s at -O3 (2-core box); the
-    first build of a flag set pays ~30 s for it, see :func:`warm_pch`;
-  - failures come back early: when a light build fails with errors no torch header can cause
-    (syntax, built-in type mismatches, identifiers no torch header declares), or for want of a
-    toolkit header, the untouched build is skipped (H200: a compile error is reported after
-    6.5 s instead of ~55 s);
-  - with ``fallback=race`` the untouched build runs beside the light one from the start, so a
-    candidate whose light build fails for want of a header is never slower than torch's plain
-    build; it is killed once the light one succeeds;
-  - only the target architecture is built (explicit ``-gencode``): the key names it, and a
-    CPU-only precompile needs it (torch picks architectures from the visible GPUs). On a
-    one-GPU box torch's default is that architecture plus PTX, so this saves little there.
-
-  Measured and not kept: host ``-O0`` for nvcc (nvcc compiles host code at -O0 unless the
-  candidate asks for more; forcing it moved 26.8 s to 24.9 s, within noise, and would change
-  the candidate's host code); ccache (not installed on either machine, and the per-key cache
-  already serves every exact repeat).
+* What cuts a cold build (the time goes to parsing torch's headers, three times in nvcc and once more in g++ for
+  the binding file): light headers in the CUDA source (tier ``min``: ``<ATen/core/Tensor.h>``, ``ATen/Dispatch.h``
+  and the wrappers of the ATen operators the source calls instead of ``torch/extension.h``; tier ``types``:
+  ``torch/types.h``; a tier that fails falls back to the next and finally to the untouched source); a precompiled
+  header (GCC ``.gch``) of ``torch/extension.h`` for ``main.cpp``, once per host-flag set into ``<cache_dir>/pch``
+  (:func:`warm_pch`); failures that no torch header can cause reported without the untouched build;
+  ``fallback=race`` (the untouched build beside the light one from the start); only the target architecture
+  built. What each one saved, measured with ``benchmarks/compile_bench.py``, and what was tried and not kept:
+  docs/results/evaluator.md, "Cold builds of ``load_inline``".
 * The whole compiler output is captured, also on success (warnings), and
   :func:`trim_compiler_log` cuts it down to the first errors with their source lines for the
   Judge. Sources are compiled with ``#line`` markers, so errors point at lines of the
