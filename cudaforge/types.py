@@ -48,6 +48,14 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
     return value
 
 
+class DevicePreference(str, enum.Enum):
+    """Where task audits and evaluations run."""
+
+    auto = "auto"  # the GPU when there is one, else the CPU
+    cuda = "cuda"
+    cpu = "cpu"
+
+
 class Record:
     """Mixin: JSON round-tripping for the dataclasses below."""
 

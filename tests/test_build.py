@@ -1214,5 +1214,7 @@ def test_the_worker_and_the_profiler_import_a_candidate_one_way(tmp_path):
         loader.close()
     assert cpp.load_inline is original
     serve = delivered_builds(settings, {})
-    reply = serve({"kind": "inline", "name": "ext", "cpp_sources": ["int f();"], "cuda_sources": [], "functions": {"f": "f"}})
+    reply = serve(
+        {"kind": "inline", "name": "ext", "cpp_sources": ["int f();"], "cuda_sources": [], "functions": {"f": "f"}}
+    )
     assert reply["status"] == "failed" and "not built by the trusted side" in reply["error"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudaforge.sandbox import SandboxMode
+from cudaforge.types import DevicePreference  # the task audit's too: defined below both layers
 
 
 class BaselineMode(str, enum.Enum):
@@ -79,14 +80,6 @@ class Tf32Mode(str, enum.Enum):
 
     off = "off"  # both off: fp32 references are fp32-accurate (our protocol)
     torch_default = "torch_default"  # PyTorch's defaults (cuDNN convolutions in TF32; the CudaForge code leaves them)
-
-
-class DevicePreference(str, enum.Enum):
-    """Where task audits and evaluations run."""
-
-    auto = "auto"  # the GPU when there is one, else the CPU
-    cuda = "cuda"
-    cpu = "cpu"
 
 
 @dataclass

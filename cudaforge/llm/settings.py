@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cudaforge.llm.cache import CacheMode
+
 OPENAI_COMPATIBLE_PREFIX = "hosted_vllm/"
 """litellm's provider for any OpenAI-compatible server (vLLM, SGLang, Ollama's /v1, a lab's endpoint): it sends the
 served name as is, to ``api_base``, and asks for no key (``HOSTED_VLLM_API_KEY`` is sent when set)."""
@@ -45,3 +47,13 @@ class LLMConfig:
     def __post_init__(self) -> None:
         if self.openai_compatible and self.model and not self.model.startswith(OPENAI_COMPATIBLE_PREFIX):
             self.model = OPENAI_COMPATIBLE_PREFIX + self.model
+
+
+@dataclass
+class LLMCacheConfig:
+    """Record/replay of LLM replies (SQLite)."""
+
+    mode: CacheMode = CacheMode.read_write
+    """``off``, ``read_write`` (record) or ``replay_only`` (offline; a miss is an error)."""
+    path: str | None = None
+    """The cache file (null: <run dir>/llm_cache.sqlite)."""

@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from cudaforge.config import ExportConfig, ExportFormat, RewardConfig, RewardKind, SftPrompt
 from cudaforge.run.demo import DEMO_MODEL
 from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load_tasks, run_info, verified
 from cudaforge.teach.schema import SCHEMAS, conform, features
+from cudaforge.teach.settings import ExportConfig, ExportFormat, RewardConfig, RewardKind, SftPrompt
 from cudaforge.types import EvalResult
 
 _FINDING_PASSES = ("pass", "passed", "ok", "clean")

@@ -23,8 +23,9 @@ from typing import Any
 
 import yaml
 
-from cudaforge.config import LLMConfig, SkillConfig
+from cudaforge.llm.settings import LLMConfig
 from cudaforge.teach.runs import Filters, TaskView, load_tasks
+from cudaforge.teach.settings import SkillConfig
 from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE
 
 DEFAULT_CATEGORIES: dict[str, list[str]] = {
