@@ -69,8 +69,9 @@ def _open_plain(path: Path):
     return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
-    """The last ``limit`` bytes of a file (read without reading the rest)."""
+def tail(path: Path, limit: int = 4000) -> str:
+    """The last ``limit`` bytes of a file, read without reading the rest and never through a link ("" when it
+    cannot be read): the one reader of a child's logs, here and for the evaluation's worker (``eval/remote.py``)."""
     try:
         with _open_plain(path) as f:
             f.seek(0, os.SEEK_END)
@@ -98,23 +99,42 @@ def _plain_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
+SANDBOX_REFUSED = 97
+"""The exit status of a sandbox that refused to start its program (``cudaforge.sandbox``: a protection missing)."""
+SIGNAL_HINTS = {
+    signal.SIGKILL: "killed: often the out-of-memory killer",
+    signal.SIGSEGV: "segmentation fault",
+    signal.SIGABRT: "aborted",
+    signal.SIGBUS: "bus error",
+    signal.SIGFPE: "floating-point exception",
+    signal.SIGXFSZ: "it wrote past its file-size limit",
+    signal.SIGXCPU: "it used up its CPU-time limit",
+}
+
+
+def describe_exit(code: int | None, *, who: str = "the process", sandboxed: bool = False, gone: str = "") -> str:
+    """What an exit status means, in words, for every child of ours: a negative status is the signal that ended
+    it; through a sandbox's init (``sandboxed``) a status above 128 is one too, and ``SANDBOX_REFUSED`` says the
+    sandbox would not start it. ``gone``: what None (no status) means for this caller."""
+    if code is None:
+        return gone or f"{who} left no exit status"
+    if sandboxed and code == SANDBOX_REFUSED:
+        return f"the sandbox refused to start {who} (eval.sandbox=required and a protection is missing)"
+    sig = -code if code < 0 else (code - 128 if sandboxed and code > 128 else 0)
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        hint = SIGNAL_HINTS.get(sig, "")  # type: ignore[call-overload]
+        return f"{who} died of {name}" + (f" ({hint})" if hint else "")
+    return f"{who} exited with code {code}"
+
+
 def _describe_exit(code: int | None) -> str:
     if code is None:
         return "the process was killed by the evaluator after it marked a result delivered, and left no result"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        hint = {
-            "SIGSEGV": "segmentation fault",
-            "SIGKILL": "killed (often the out-of-memory killer)",
-            "SIGABRT": "aborted",
-            "SIGBUS": "bus error",
-            "SIGFPE": "floating-point exception",
-        }.get(name, "")
-        return f"the process died of {name}" + (f" ({hint})" if hint else "")
-    return f"the process exited with code {code} before reporting a result"
+    return describe_exit(code) + ("" if code < 0 else " before reporting a result")
 
 
 def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
@@ -273,8 +293,8 @@ class _Watch:
             phase=self.phase,
             phase_seconds=self.phase_seconds,
             returncode=self.proc.returncode,
-            stdout_tail=_tail(self.logs / "stdout.log"),
-            stderr_tail=_tail(self.logs / "stderr.log"),
+            stdout_tail=tail(self.logs / "stdout.log"),
+            stderr_tail=tail(self.logs / "stderr.log"),
             seconds=time.monotonic() - self.started,
         )
         if killed_for:

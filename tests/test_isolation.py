@@ -342,3 +342,20 @@ def test_a_program_the_sandbox_cannot_execute_is_named(tmp_path):
     tool.chmod(0o755)
     outcome = run("echo", {}, sandbox=_test_sandbox(), wrapper=[str(tool)])
     assert outcome.status == "crashed" and f"could not run {tool}" in outcome.error, outcome.error
+
+
+def test_every_child_of_ours_has_its_exit_said_by_one_describer():
+    """The isolated children and the evaluation's sandboxed worker share one exit describer and one log reader."""
+    import signal
+
+    from cudaforge.eval import remote
+    from cudaforge.isolation import SANDBOX_REFUSED, describe_exit, tail
+
+    assert remote.describe_exit is describe_exit and remote.tail is tail
+    assert describe_exit(-signal.SIGSEGV) == "the process died of SIGSEGV (segmentation fault)"
+    worker = describe_exit(128 + signal.SIGKILL, who="the worker", sandboxed=True)
+    assert worker == "the worker died of SIGKILL (killed: often the out-of-memory killer)"
+    assert describe_exit(128 + signal.SIGKILL) == "the process exited with code 137"  # no init in between: a status
+    assert "sandbox refused to start the worker" in describe_exit(SANDBOX_REFUSED, who="the worker", sandboxed=True)
+    assert describe_exit(None, gone="the worker stopped answering") == "the worker stopped answering"
+    assert describe_exit(-200) == "the process died of signal 200"

@@ -11,7 +11,6 @@ checked here before it is used; a worker that times out, dies or breaks the prot
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.eval.channel import Channel, ChannelError
-from cudaforge.isolation import scrubbed_env
+from cudaforge.isolation import describe_exit, scrubbed_env, tail
 from cudaforge.languages import jit_cache_env
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
@@ -47,39 +46,6 @@ class WorkerFailure(Exception):
     def __init__(self, status: str, message: str) -> None:
         super().__init__(message)
         self.status, self.message = status, message
-
-
-def describe_exit(code: int | None) -> str:
-    """What an exit status of the sandbox (the worker's, through its init) means, in words."""
-    if code is None:
-        return "the worker stopped answering"
-    if code == 97:
-        return "the sandbox refused to start the worker (eval.sandbox=required and a protection is missing)"
-    sig = code - 128 if code > 128 else (-code if code < 0 else 0)
-    if sig:
-        name = {
-            signal.SIGKILL: "SIGKILL (killed: often the out-of-memory killer)",
-            signal.SIGSEGV: "SIGSEGV (segmentation fault)",
-            signal.SIGABRT: "SIGABRT (aborted)",
-            signal.SIGBUS: "SIGBUS",
-            signal.SIGFPE: "SIGFPE",
-            signal.SIGXFSZ: f"SIGXFSZ (it wrote past the {LOG_CAP >> 20} MB file limit)",
-            signal.SIGXCPU: "SIGXCPU (it used up its CPU-time limit)",
-        }.get(sig, f"signal {sig}")
-        return f"the worker died of {name}"
-    return f"the worker exited with code {code}"
-
-
-def _tail(path: Path, limit: int = 4000) -> str:
-    """The last ``limit`` bytes of a file, read without reading the rest."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read(limit).decode(errors="replace")
-    except OSError:
-        return ""
 
 
 class CandidateProcess:
@@ -170,8 +136,8 @@ class CandidateProcess:
             code = self.process.proc.wait(timeout=5)
         except Exception:  # noqa: BLE001
             code = None
-        text = describe_exit(code)
-        stderr = _tail(self.logs / "worker_stderr.log").strip()
+        text = describe_exit(code, who="the worker", sandboxed=True, gone="the worker stopped answering")
+        stderr = tail(self.logs / "worker_stderr.log").strip()
         if stderr:
             text += "\nlast lines of its stderr:\n" + "\n".join(stderr.splitlines()[-10:])
         return text
