@@ -100,7 +100,7 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
             evaluator.wait_for_standbys()
         r = evaluator.evaluate(task, source)
         assert r.status.value == "correct", r.report()
-        calls = r.candidate_timing.n + evaluator.cfg["warmup"]  # the timing may stop early (timing_min_trials)
+        calls = r.candidate_timing.n + evaluator.cfg.warmup  # the timing may stop early (timing_min_trials)
         timed_calls_s = calls * (r.reference_timing.mean + r.candidate_timing.mean) / 1000
         rows.append(
             {

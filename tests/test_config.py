@@ -272,3 +272,25 @@ def test_a_strategy_of_ones_own_is_one_file_in_ones_config_dir(tmp_path):
     old = {"name": "self_refine", "max_rounds": 10}
     assert Strategy.from_config(old) == get_strategy("self_refine")
     assert Strategy.from_config(CudaforgeConfig().strategy) == get_strategy("cudaforge")
+
+
+def test_eval_settings_are_checked_whenever_they_are_set():
+    """``EvalConfig`` checks a value at construction, from a dict, and on every later assignment; the evaluator
+    judges the sandbox by value, so an assigned name cannot make an unsandboxed verifier look trusted."""
+    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval.settings import EvalConfig
+    from cudaforge.sandbox import SandboxMode
+
+    cfg = EvalConfig()
+    for key, bad in [("sandbox", "offf"), ("guards_enforce", "false"), ("timing_lead_us", -1), ("crosscheck_calls", 1)]:
+        with pytest.raises(ValueError, match=f"eval.{key}="):
+            setattr(cfg, key, bad)
+    with pytest.raises(ValueError, match="unknown eval setting"):
+        EvalConfig.from_dict({"guard_torch_compute": "report"})
+    with pytest.raises(ValueError, match="fresh_inputs=false"):
+        cfg.replace(interleave=False)
+    assert cfg.replace(interleave=False, fresh_inputs=False).interleave is False
+    evaluator = Evaluator({"device": "cpu"})
+    evaluator.cfg.sandbox = "off"  # a name, made the enum on assignment
+    assert evaluator.cfg.sandbox is SandboxMode.off and not evaluator._trusted_verifier()
+    assert EvalConfig.from_dict({"timing_trials": 50.0}).timing_trials == 50

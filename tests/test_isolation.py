@@ -359,3 +359,33 @@ def test_every_child_of_ours_has_its_exit_said_by_one_describer():
     assert "sandbox refused to start the worker" in describe_exit(SANDBOX_REFUSED, who="the worker", sandboxed=True)
     assert describe_exit(None, gone="the worker stopped answering") == "the worker stopped answering"
     assert describe_exit(-200) == "the process died of signal 200"
+
+
+def test_the_atomic_writer_never_writes_through_what_is_planted_beside_it(tmp_path):
+    """``write_atomic`` makes its temporary file new under a name no one can guess: a link planted at any name
+    beside the target is not written through, and a failed write leaves no temporary file behind."""
+    import os
+
+    from cudaforge.files import write_atomic
+
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    for name in (".result.json.tmp", f".result.json.{os.getpid()}.tmp", "result.json.tmp"):
+        os.symlink(victim, tmp_path / name)
+    write_atomic(tmp_path / "result.json", '{"ok": true}')
+    assert victim.read_text() == "untouched" and not (tmp_path / "result.json").is_symlink()
+    assert (tmp_path / "result.json").read_text() == '{"ok": true}'
+    assert oct((tmp_path / "result.json").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    write_atomic(tmp_path / "deep" / "b.bin", b"\x00\x01")
+    assert (tmp_path / "deep" / "b.bin").read_bytes() == b"\x00\x01"
+    with pytest.raises(TypeError):
+        write_atomic(tmp_path / "c", 3)  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()) == []
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -169,7 +169,7 @@ class Evaluator:
         """Whether the verifier's result may be taken as soon as it marks it delivered (``isolation.run_isolated``):
         only while the candidate runs behind the whole wall (``eval.sandbox`` not ``off``, no weak sandbox allowed),
         where nothing of it can write the verifier's working folder."""
-        return self.cfg.sandbox is not SandboxMode.off and not self.cfg.allow_weak_sandbox
+        return SandboxMode(self.cfg.sandbox) is not SandboxMode.off and not self.cfg.allow_weak_sandbox
 
     def wait_for_standbys(self, timeout_s: float = 120.0) -> bool:
         """Block until every waiting standby worker has finished its start-up (or died), at most ``timeout_s``.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -302,36 +303,21 @@ class EvalConfig:
     tf32: Tf32Mode = Tf32Mode.off
     """TF32 off for fp32 matmuls and convolutions, or PyTorch's defaults (cuDNN convolutions may use TF32)."""
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Every field checked against its type and limits whenever it is set, at construction and after
+        (``ValueError`` naming ``eval.<field>``); enum fields given as their names become the enums."""
+        kind = _field_types().get(name)
+        if kind is not None:
+            value = _checked(name, kind, value)
+        object.__setattr__(self, name, value)
+
     def __post_init__(self) -> None:
-        """Each field's value checked against its type and limits (``ValueError`` naming ``eval.<field>``); enum
-        fields given as their names become the enums."""
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
-            value, kind = getattr(self, f.name), hints[f.name]
-            if isinstance(kind, type) and issubclass(kind, enum.Enum):
-                try:
-                    setattr(self, f.name, kind(value.value if isinstance(value, enum.Enum) else value))
-                except ValueError:
-                    allowed = " or ".join(str(m.value) for m in kind)
-                    raise ValueError(f"eval.{f.name}={value!r}: expected {allowed}") from None
-            elif kind is bool and not isinstance(value, bool):
-                raise ValueError(f"eval.{f.name}={value!r}: expected true or false")
-            elif kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"eval.{f.name}={value!r}: expected a number")
-            elif kind is int and isinstance(value, float):
-                if not value.is_integer():
-                    raise ValueError(f"eval.{f.name}={value!r}: expected a whole number")
-                setattr(self, f.name, int(value))
+        """The rule between two fields (checked when the settings are made: change both with ``replace``)."""
         if not self.interleave and self.fresh_inputs:
             raise ValueError(
                 "eval.interleave=false times the reference's calls before the candidate's, which needs "
                 "the same inputs for both: set eval.fresh_inputs=false too"
             )
-        if not 0 <= self.timing_lead_us <= 100_000:
-            raise ValueError(f"eval.timing_lead_us={self.timing_lead_us!r}: expected microseconds between 0 and 100000")
-        for key, low in MINIMUMS.items():
-            if getattr(self, key) < low:
-                raise ValueError(f"eval.{key}={getattr(self, key)!r}: expected a number of at least {low}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalConfig:
@@ -371,3 +357,33 @@ MINIMUMS: dict[str, float] = {
     "telemetry_remeasure": 0,
 }
 """The least value of the numeric settings that have one (checked in ``EvalConfig.__post_init__``)."""
+
+
+@functools.cache
+def _field_types() -> dict[str, Any]:
+    return {f.name: typing.get_type_hints(EvalConfig)[f.name] for f in dataclasses.fields(EvalConfig)}
+
+
+def _checked(name: str, kind: Any, value: Any) -> Any:
+    """``value`` for the field ``name`` of type ``kind``, coerced (an enum's name, a whole float for an int) or
+    refused."""
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        try:
+            return kind(value.value if isinstance(value, enum.Enum) else value)
+        except ValueError:
+            allowed = " or ".join(str(m.value) for m in kind)
+            raise ValueError(f"eval.{name}={value!r}: expected {allowed}") from None
+    if kind is bool and not isinstance(value, bool):
+        raise ValueError(f"eval.{name}={value!r}: expected true or false")
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"eval.{name}={value!r}: expected a number")
+        if kind is int and isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(f"eval.{name}={value!r}: expected a whole number")
+            value = int(value)
+        if name == "timing_lead_us" and not 0 <= value <= 100_000:
+            raise ValueError(f"eval.timing_lead_us={value!r}: expected microseconds between 0 and 100000")
+        if name in MINIMUMS and value < MINIMUMS[name]:
+            raise ValueError(f"eval.{name}={value!r}: expected a number of at least {MINIMUMS[name]}")
+    return value
