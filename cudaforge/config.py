@@ -8,6 +8,7 @@ with Hydra's own error naming the key. See docs/configuration.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # Each layer owns its settings (its ``settings.py``); this module puts them together and registers them.
 from cudaforge.agents.settings import AgentsConfig, CoderConfig, JudgeMetrics, TemplateSetName
@@ -51,6 +52,7 @@ __all__ = [
     "TemplateSetName",
     "TrackerConfig",
     "WandbMode",
+    "field_limits",
     "mapping_keys",
     "register_configs",
 ]
@@ -102,9 +104,9 @@ class CudaforgeConfig:
     """Where a subcommand writes its JSON result (null: stdout only)."""
     tags: list[str] = field(default_factory=list)
     """Free-form labels recorded with the run (experiment overlays set them)."""
-    concurrency: int = 1
+    concurrency: int = field(default=1, metadata={"min": 1})
     """Tasks in flight at once in ``cudaforge run``."""
-    seed: int = 0
+    seed: int = field(default=0, metadata={"min": 0})
     """The sampling seed of ``cudaforge run``: a run under another seed samples every reply afresh (its LLM requests
     are cached apart, and providers that take a seed get it), so ``cudaforge run -m seed=0,1,2`` repeats each task
     three times independently and ``cudaforge report`` pools the three into one row with intervals over seeds and
@@ -138,6 +140,24 @@ def mapping_keys(schema: type | None = None, prefix: str = "") -> set[str]:
         elif dataclasses.is_dataclass(hint):
             keys |= mapping_keys(typing.cast(type, hint), f"{prefix}{name}.")
     return keys
+
+
+def field_limits(schema: type | None = None, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every dotted key whose field declares its limits beside it (``metadata``: ``min``, ``max``,
+    ``positive_or_null``), with them: what ``cudaforge``'s value check reads (``cli/checks.py``)."""
+    import dataclasses
+    import typing
+
+    found: list[tuple[str, dict[str, Any]]] = []
+    schema = schema or CudaforgeConfig
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            found += field_limits(typing.cast(type, hint), f"{prefix}{f.name}.")
+        elif f.metadata:
+            found.append((prefix + f.name, dict(f.metadata)))
+    return found
 
 
 def register_configs() -> None:

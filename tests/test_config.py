@@ -294,3 +294,20 @@ def test_eval_settings_are_checked_whenever_they_are_set():
     evaluator.cfg.sandbox = "off"  # a name, made the enum on assignment
     assert evaluator.cfg.sandbox is SandboxMode.off and not evaluator._trusted_verifier()
     assert EvalConfig.from_dict({"timing_trials": 50.0}).timing_trials == 50
+
+
+def test_value_limits_are_declared_once_beside_their_fields():
+    """The CLI's value check and ``EvalConfig``'s own read the same declaration (a field's ``metadata``)."""
+    from cudaforge.cli.checks import check_values
+    from cudaforge.config import field_limits
+    from cudaforge.eval.settings import EvalConfig
+
+    limits = dict(field_limits())
+    assert limits["strategy.max_rounds"] == {"min": 1} and limits["eval.crosscheck_calls"] == {"min": 2}
+    assert limits["strategy.max_dollars"] == {"positive_or_null": True}
+    for key, low in [(k, v["min"]) for k, v in limits.items() if k.startswith("eval.") and "max" not in v]:
+        field = key.removeprefix("eval.")
+        with pytest.raises(ValueError, match=f"at least {low}"):
+            EvalConfig.from_dict({field: low - 1})
+        (problem,) = check_values(compose_with([f"{key}={low - 1}"]))
+        assert problem.startswith(f"{key}={low - 1}") and problem.endswith(f": must be at least {low}")

@@ -119,40 +119,6 @@ def _bad_override(text: str, overrides: list[str], keys: list[str], options: dic
     return f"{override or key}: {lines[-1] if lines else text}" if (override or key) else (lines[0] if lines else text)
 
 
-_MINIMUMS = [
-    ("strategy.max_rounds", 1),
-    ("strategy.memory_rounds", 0),
-    ("strategy.max_follow_ups", 0),
-    ("concurrency", 1),
-    ("seed", 0),
-    ("eval.correctness_trials", 1),
-    ("eval.timing_trials", 1),
-    ("eval.timing_min_trials", 2),
-    ("eval.timing_stop_halfwidth", 0),
-    ("eval.warmup", 0),
-    ("eval.launch_inclusive_trials", 0),
-    ("eval.telemetry_batch", 1),
-    ("eval.telemetry_remeasure", 0),
-    ("audit.batch_size", 1),
-    ("audit.workers_per_gpu", 1),
-    ("audit.cpu_workers", 1),
-    ("audit.timeout_s", 1),
-    ("plan.nodes", 1),
-    ("plan.gpus", 1),
-    ("plan.input_tokens_per_call", 0),
-    ("plan.output_tokens_per_call", 0),
-    ("plan.llm_seconds_per_call", 0),
-    ("plan.round_seconds", 0),
-    ("campaign.gpus_per_task", 0),
-    ("campaign.cpus_per_task", 0),
-    ("campaign.max_retries", 0),
-    ("campaign.outage_trip_after", 1),
-    ("campaign.outage_pause_s", 0),
-    ("campaign.outage_max_pauses", 0),
-]
-_POSITIVE_OR_NULL = ["strategy.max_dollars", "strategy.max_minutes"]
-
-
 _CHOICES = (("profile.units", ("base", "auto")), ("profile.clock_control", ("none", "base")))
 """String settings passed to ncu as they are, and the values it takes."""
 
@@ -161,15 +127,19 @@ def check_values(cfg: Any) -> list[str]:
     """Values that compose but cannot work, each as ``key=value: why``."""
     from omegaconf import OmegaConf
 
+    from cudaforge.config import field_limits
+
     problems = []
-    for key, low in _MINIMUMS:
+    for key, limits in field_limits():  # declared beside each field, in its layer's settings.py
         value = OmegaConf.select(cfg, key)
-        if value is not None and value < low:
-            problems.append(f"{key}={value}: must be at least {low}")
-    for key in _POSITIVE_OR_NULL:
-        value = OmegaConf.select(cfg, key)
-        if value is not None and value <= 0:
+        if value is None:
+            continue
+        if limits.get("positive_or_null") and value <= 0:
             problems.append(f"{key}={value}: must be positive, or null for no budget")
+        elif "max" in limits and not limits["min"] <= value <= limits["max"]:
+            problems.append(f"{key}={value}: must be between {limits['min']} and {limits['max']}")
+        elif "min" in limits and value < limits["min"]:
+            problems.append(f"{key}={value}: must be at least {limits['min']}")
     for role in ("coder", "judge"):
         if OmegaConf.select(cfg, f"{role}.openai_compatible"):
             for key, what in (

@@ -87,7 +87,7 @@ class Tf32Mode(str, enum.Enum):
 class EvalConfig:
     """The evaluation protocol (docs/evaluation.md states it in full)."""
 
-    correctness_trials: int = 5
+    correctness_trials: int = field(default=5, metadata={"min": 1})
     """Correctness trials, each with fresh seeded inputs."""
     check_variants: bool = True
     """Also check the input variants a task declares (distributions, second shapes)."""
@@ -112,16 +112,16 @@ class EvalConfig:
     """Absolute tolerance for fp16/bf16 outputs."""
     rtol_half: float = 1e-2
     """Relative tolerance for fp16/bf16 outputs."""
-    timing_trials: int = 100
+    timing_trials: int = field(default=100, metadata={"min": 1})
     """Timed calls of each of reference and candidate (interleaved): the most, when the timing may stop early."""
-    timing_min_trials: int = 25
+    timing_min_trials: int = field(default=25, metadata={"min": 2})
     """Kept trials before the interleaved timing may stop early (checked after each ``telemetry_batch``): it stops
     once the paired speedup's 95% interval is within ``timing_stop_halfwidth`` of the speedup, on average on either
     side. The rule fixes the interval's width, not where it lies, so a speedup that looks good stops nothing early.
     At least ``timing_trials``: always ``timing_trials``."""
-    timing_stop_halfwidth: float = 0.01
+    timing_stop_halfwidth: float = field(default=0.01, metadata={"min": 0})
     """The interval's relative half-width at which the timing stops early (0: never; ``timing_min_trials``)."""
-    warmup: int = 10
+    warmup: int = field(default=10, metadata={"min": 0})
     """Untimed calls of each before timing."""
     flush_l2: bool = True
     """Flush the L2 cache before each timed call."""
@@ -132,18 +132,18 @@ class EvalConfig:
     """A wrong output in a timed call, the cross-check or the launch-inclusive calls makes the candidate
     ``incorrect``; false keeps it as a reported ``timed_output`` finding and lets the correctness trials alone decide
     (the authors' harness checks one forward per input set: ``eval=cudaforge_authors``)."""
-    launch_inclusive_trials: int = 6
+    launch_inclusive_trials: int = field(default=6, metadata={"min": 0})
     """Trials timed again the way KernelBench and the CudaForge paper time (no lead, no L2 flush), outputs checked,
     for ``EvalResult.launch_inclusive`` beside our number (0: not measured)."""
     precision_probe: bool = True
     """Run the reference under TF32 and in bf16 through the task's tolerance and time it alone
     (``EvalResult.precision``): the speedup over strict fp32, over the best precision the tolerance allows, and a flag
     where that precision alone reproduces the candidate's win."""
-    telemetry_batch: int = 25
+    telemetry_batch: int = field(default=25, metadata={"min": 1})
     """Kept trials per batch between two readings of the GPU's clocks, temperature, power and throttle reasons."""
-    telemetry_remeasure: int = 2
+    telemetry_remeasure: int = field(default=2, metadata={"min": 0})
     """Batches measured again, at most, per evaluation when the GPU was throttled or its clock off (0: never)."""
-    timing_lead_us: float = 500.0
+    timing_lead_us: float = field(default=500.0, metadata={"min": 0, "max": 100_000})
     """Microseconds of GPU spin queued before each timed call's start event. The host then launches the call's
     first kernel while the GPU is still busy, so the event time is GPU time: it leaves out that launch's host
     latency, and the host's jitter with it (on an H200 five evaluations of one pair spread 0.04% with the default
@@ -183,7 +183,7 @@ class EvalConfig:
     before the timed trials; the wait is not charged to ``timing_timeout_s``."""
     build_cache_dir: str | None = None
     """Where compiled candidates are cached (null: ~/.cache/cudaforge/build)."""
-    build_cache_max_gb: float = 20.0
+    build_cache_max_gb: float = field(default=20.0, metadata={"min": 0})
     """Size limit of the build cache's builds and kept Triton kernels, in GB (0: none): after each new build the
     least recently used entries are removed until the rest fits; entries in use are kept, precompiled headers
     are not counted (docs/evaluation.md, "Caches"; ``cudaforge cache info``)."""
@@ -237,19 +237,19 @@ class EvalConfig:
     """GPU: the candidate's reported time far below what the verifier's own clock saw over a batch of calls."""
     guard_reference_slowdown: GuardPolicy = GuardPolicy.reject
     """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
-    crosscheck_calls: int = 8
+    crosscheck_calls: int = field(default=8, metadata={"min": 2})
     """Calls in the timing cross-check's batch (fewer when their inputs and outputs exceed ``crosscheck_max_gb``,
     never fewer than 2)."""
-    crosscheck_max_gb: float = 8.0
+    crosscheck_max_gb: float = field(default=8.0, metadata={"min": 0})
     """GPU memory the cross-check's batch may hold (inputs and outputs of all its calls) beyond its first two calls,
     which always run unless the GPU's free memory cannot hold them (then a guard note says it did not run)."""
-    crosscheck_ratio: float = 1.5
+    crosscheck_ratio: float = field(default=1.5, metadata={"min": 1})
     """timing_crosscheck fires when the verifier's time per call exceeds this multiple of the reported median ..."""
-    crosscheck_slack_ms: float = 0.25
+    crosscheck_slack_ms: float = field(default=0.25, metadata={"min": 0})
     """... and the part of it no reported time or reference overhead explains exceeds this many ms per call, or the
     timing lead when longer (host launch costs of honest kernels stay under both; docs/evaluation.md says what a lie
     below them can gain)."""
-    reference_slowdown_tolerance: float = 0.2
+    reference_slowdown_tolerance: float = field(default=0.2, metadata={"min": 0})
     """reference_slowdown fires when the reference's median beside the candidate exceeds its median alone by this
     fraction (and by 5 us)."""
     sandbox: SandboxMode = SandboxMode.auto
@@ -263,13 +263,13 @@ class EvalConfig:
     sandbox_namespaces: bool = True
     """Give each sandbox new pid, network, mount and IPC namespaces. Off only where they break a tool: the wall is
     then missing (see ``allow_weak_sandbox``)."""
-    sandbox_memory_gb: float = 16.0
+    sandbox_memory_gb: float = field(default=16.0, metadata={"min": 0})
     """Memory the candidate's processes may hold together (a memory cgroup, where this machine delegates one; 0: no
     limit). Past it the kernel ends the candidate's process, which fails as ``crashed``; nothing outside is hurt."""
-    sandbox_scratch_gb: float = 2.0
+    sandbox_scratch_gb: float = field(default=2.0, metadata={"min": 0})
     """Size quota of the candidate's scratch folder and of its private /tmp, each (a tmpfs of its own: needs root;
     0: none). A write past it fails with "No space left on device"."""
-    sandbox_scratch_files: int = 50_000
+    sandbox_scratch_files: int = field(default=50_000, metadata={"min": 0})
     """Files and folders each of the two may hold."""
     weights: WeightsMode = WeightsMode.seed
     """How ModelNew gets its weights: the reference's seed, as KernelBench does (init-time transforms stay), or
@@ -306,9 +306,10 @@ class EvalConfig:
     def __setattr__(self, name: str, value: Any) -> None:
         """Every field checked against its type and limits whenever it is set, at construction and after
         (``ValueError`` naming ``eval.<field>``); enum fields given as their names become the enums."""
-        kind = _field_types().get(name)
-        if kind is not None:
-            value = _checked(name, kind, value)
+        known = _field_types().get(name)
+        if known is not None:
+            kind, limits = known
+            value = _checked(name, kind, limits, value)
         object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
@@ -342,31 +343,15 @@ class EvalConfig:
         }
 
 
-MINIMUMS: dict[str, float] = {
-    "crosscheck_calls": 2,
-    "crosscheck_max_gb": 0,
-    "crosscheck_ratio": 1,
-    "crosscheck_slack_ms": 0,
-    "reference_slowdown_tolerance": 0,
-    "build_cache_max_gb": 0,
-    "sandbox_memory_gb": 0,
-    "sandbox_scratch_gb": 0,
-    "sandbox_scratch_files": 0,
-    "launch_inclusive_trials": 0,
-    "telemetry_batch": 1,
-    "telemetry_remeasure": 0,
-}
-"""The least value of the numeric settings that have one (checked in ``EvalConfig.__post_init__``)."""
-
-
 @functools.cache
 def _field_types() -> dict[str, Any]:
-    return {f.name: typing.get_type_hints(EvalConfig)[f.name] for f in dataclasses.fields(EvalConfig)}
+    hints = typing.get_type_hints(EvalConfig)
+    return {f.name: (hints[f.name], f.metadata) for f in dataclasses.fields(EvalConfig)}
 
 
-def _checked(name: str, kind: Any, value: Any) -> Any:
+def _checked(name: str, kind: Any, limits: Mapping[str, Any], value: Any) -> Any:
     """``value`` for the field ``name`` of type ``kind``, coerced (an enum's name, a whole float for an int) or
-    refused."""
+    refused; ``limits``: the field's metadata (``min``, ``max``)."""
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         try:
             return kind(value.value if isinstance(value, enum.Enum) else value)
@@ -382,8 +367,9 @@ def _checked(name: str, kind: Any, value: Any) -> Any:
             if not value.is_integer():
                 raise ValueError(f"eval.{name}={value!r}: expected a whole number")
             value = int(value)
-        if name == "timing_lead_us" and not 0 <= value <= 100_000:
-            raise ValueError(f"eval.timing_lead_us={value!r}: expected microseconds between 0 and 100000")
-        if name in MINIMUMS and value < MINIMUMS[name]:
-            raise ValueError(f"eval.{name}={value!r}: expected a number of at least {MINIMUMS[name]}")
+        low, high = limits.get("min"), limits.get("max")
+        if high is not None and not low <= value <= high:
+            raise ValueError(f"eval.{name}={value!r}: expected a number between {low} and {high}")
+        if low is not None and value < low:
+            raise ValueError(f"eval.{name}={value!r}: expected a number of at least {low}")
     return value

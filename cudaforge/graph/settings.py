@@ -35,17 +35,17 @@ class StrategyConfig:
     """A metric set this strategy insists on, over ``profile.metric_set`` (``full_metrics``: ``full``)."""
     round_cap: int | None = None
     """A round cap this strategy insists on whatever ``max_rounds`` says (``one_shot``: 1; null: none)."""
-    max_rounds: int = 10
+    max_rounds: int = field(default=10, metadata={"min": 1})
     """Round budget per task (CudaForge: 10)."""
-    max_dollars: float | None = None
+    max_dollars: float | None = field(default=None, metadata={"positive_or_null": True})
     """Dollar budget per task (null: none)."""
-    max_minutes: float | None = None
+    max_minutes: float | None = field(default=None, metadata={"positive_or_null": True})
     """Wall-clock budget per task (null: none)."""
-    memory_rounds: int = 0
+    memory_rounds: int = field(default=0, metadata={"min": 0})
     """How many earlier rounds each agent sees a summary of, besides the latest kernel (CudaForge: 0)."""
     backend: KernelBackend = KernelBackend["any"]  # a member made at run time, from the language registry
     """Which kernel technology the Coder is asked for (the CudaForge paper: ``cuda``)."""
-    max_follow_ups: int = 1
+    max_follow_ups: int = field(default=1, metadata={"min": 0})
     """Follow-up prompts after an unusable reply before the round counts as failed."""
     templates: dict[str, str] = field(default_factory=dict)
     """Template overrides: name (``coder/repair``) -> file path or another template's name."""

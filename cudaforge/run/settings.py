@@ -50,21 +50,21 @@ class CampaignConfig:
     address: str | None = None
     """The Ray cluster (``auto``: the one this machine belongs to, ``ray://HOST:10001``); null starts a Ray
     instance on this machine."""
-    gpus_per_task: float | None = None
+    gpus_per_task: float | None = field(default=None, metadata={"min": 0})
     """GPUs each task asks Ray for (null: 1 when the cluster has GPUs, else 0)."""
-    cpus_per_task: float = 1.0
+    cpus_per_task: float = field(default=1.0, metadata={"min": 0})
     """CPUs each task asks Ray for."""
-    max_retries: int = 3
+    max_retries: int = field(default=3, metadata={"min": 0})
     """Times a task whose node or worker is lost is run again (elsewhere if need be)."""
     work_dir: str | None = None
     """Where workers keep each task's own run directory (null: the node's temporary folder). On storage every node
     shares, a task retried on another node resumes from its checkpoint and replays its paid LLM calls."""
-    outage_trip_after: int = 3
+    outage_trip_after: int = field(default=3, metadata={"min": 1})
     """Tasks in a row stopped by the model's provider (unreachable, rate-limited, failing after every retry) before
     the run pauses: such tasks are not failures, they stay unfinished for a resume (``cudaforge/run/outage.py``)."""
-    outage_pause_s: float = 120.0
+    outage_pause_s: float = field(default=120.0, metadata={"min": 0})
     """How long no task starts once the breaker opened; then one task probes the provider."""
-    outage_max_pauses: int = 5
+    outage_max_pauses: int = field(default=5, metadata={"min": 0})
     """Pauses in a row without a finished task before the run stops (exit 1; the same command resumes it)."""
 
 
@@ -78,15 +78,15 @@ class PlanConfig:
     """A run directory: set its plan beside what it measured (the positional RUN_DIR)."""
     from_run: str | None = None
     """A finished run whose measured tokens, call latencies and round times replace the defaults below."""
-    nodes: int = 1
+    nodes: int = field(default=1, metadata={"min": 1})
     """Machines the campaign is spread over (shards, docs/campaigns.md), each running ``concurrency`` tasks."""
-    gpus: int | None = None
+    gpus: int | None = field(default=None, metadata={"min": 1})
     """GPUs per node (null: this machine's count, at least 1)."""
-    input_tokens_per_call: int = 4000
+    input_tokens_per_call: int = field(default=4000, metadata={"min": 0})
     """Prompt tokens of one agent call."""
-    output_tokens_per_call: int = 1000
+    output_tokens_per_call: int = field(default=1000, metadata={"min": 0})
     """Reply tokens of one agent call, reasoning included."""
-    llm_seconds_per_call: float = 80.0
+    llm_seconds_per_call: float = field(default=80.0, metadata={"min": 0})
     """Seconds one hosted agent call takes (scripted models take none)."""
-    round_seconds: float | None = None
+    round_seconds: float | None = field(default=None, metadata={"min": 0})
     """Seconds of one round besides its LLM calls (null: the stored benchmark for this machine's device)."""

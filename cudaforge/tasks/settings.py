@@ -73,7 +73,7 @@ class AuditConfig:
     """Run references on the GPU if there is one, else on the CPU."""
     cpu_variant: str = "small"
     """On the CPU, use this declared input variant (scaled-down shapes) when the task has it."""
-    timeout_s: float = 300.0
+    timeout_s: float = field(default=300.0, metadata={"min": 1})
     """Per-task timeout."""
     min_reference_ms: float = 0.0
     """On a GPU, flag references faster than this (the main suite asks for 0.5 ms)."""
@@ -81,11 +81,11 @@ class AuditConfig:
     """Tolerance used to decide that two outputs are the same (tasks' ATOL/RTOL override)."""
     rtol: float = 1e-4
     """Relative tolerance, as ``atol``."""
-    batch_size: int = 16
+    batch_size: int = field(default=16, metadata={"min": 1})
     """Tasks audited one after another in one warm child process (each keeps its own ``timeout_s``)."""
-    workers_per_gpu: int = 2
+    workers_per_gpu: int = field(default=2, metadata={"min": 1})
     """Children at a time on each local GPU (every local GPU is used)."""
-    cpu_workers: int = 1
+    cpu_workers: int = field(default=1, metadata={"min": 1})
     """Children at a time when the audit runs on the CPU."""
     fail_on: list[AuditSeverity] = field(default_factory=lambda: list(EXCLUDED_SEVERITIES))
     """Finding severities that make the command exit 1: ``hack_enabling``, ``broken``, ``note``."""
