@@ -100,7 +100,7 @@ def _run(cfg: DictConfig) -> int:
     from cudaforge.run.runner import plural
 
     print(
-        f"run directory: {run_dir}\n{plural(len(tasks), 'task')}, strategy {config.strategy.name.value}, "
+        f"run directory: {run_dir}\n{plural(len(tasks), 'task')}, strategy {config.strategy.name}, "
         f"coder {config.coder.model}, judge {config.judge.model}; {estimate_cost(config, len(tasks)).line()}",
         flush=True,
     )

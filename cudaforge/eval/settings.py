@@ -358,6 +358,10 @@ def _checked(name: str, kind: Any, limits: Mapping[str, Any], value: Any) -> Any
         except ValueError:
             allowed = " or ".join(str(m.value) for m in kind)
             raise ValueError(f"eval.{name}={value!r}: expected {allowed}") from None
+    if typing.get_origin(kind) is list:  # a ListConfig from Hydra, a tuple: a plain list
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise ValueError(f"eval.{name}={value!r}: expected a list")
+        return list(value)
     if kind is bool and not isinstance(value, bool):
         raise ValueError(f"eval.{name}={value!r}: expected true or false")
     if kind in (int, float):
