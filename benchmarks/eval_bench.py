@@ -241,7 +241,9 @@ def main() -> None:
 
 
 def profile_summary(folder: Path) -> str:
-    """The verifier's dumps in ``folder`` merged: the top functions by cumulative and by own time."""
+    """The verifier's dumps in ``folder`` merged: the top functions by cumulative and by own time; then the last
+    evaluation's alone (a ready worker's, as the overhead's runs are), with who waits: the callers of the sleeps,
+    the syncs, the socket reads and the comparisons."""
     import io
     import pstats
 
@@ -253,6 +255,19 @@ def profile_summary(folder: Path) -> str:
     print(f"{len(dumps)} evaluations' trusted sides (every evaluation of the run, warm-up ones included)", file=out)
     stats.sort_stats("cumulative").print_stats(70)
     stats.sort_stats("tottime").print_stats(40)
+    newest = max(dumps, key=lambda p: p.stat().st_mtime)
+    print(f"\nthe last evaluation alone ({newest.name})", file=out)
+    last = pstats.Stats(str(newest), stream=out)
+    last.sort_stats("cumulative").print_stats(80)
+    for name in (
+        "time.sleep",
+        "recvmsg",
+        "_cuda_synchronize",
+        "torch.equal",
+        "posix.waitpid",
+        r"subprocess.py:\d+\(wait\)",
+    ):
+        last.print_callers(name)
     return out.getvalue()
 
 

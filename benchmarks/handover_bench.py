@@ -40,7 +40,7 @@ def main() -> int:
     payload = {
         "task": task.to_dict(),
         "candidate": source,
-        "eval": evaluator.cfg,
+        "eval": evaluator.cfg.to_dict(),
         "build": evaluator.build_settings().to_dict(),
         "device": device,
     }

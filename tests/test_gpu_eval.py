@@ -96,6 +96,22 @@ def test_a_repeated_cuda_candidate_hits_the_build_cache(evaluator, tiny):
     assert compile_phase.seconds < 1.0, compile_phase
 
 
+def test_what_is_measured_before_a_candidate_is_reused_by_the_next_of_its_task(tiny, tmp_path):
+    evaluator = Evaluator({"timing_trials": 30, "warmup": 5, "build_cache_dir": str(tmp_path)})
+    relu, softmax = (CANDIDATES / "triton_relu.py").read_text(), (CANDIDATES / "triton_softmax.py").read_text()
+    first = evaluator.evaluate(tiny["ReLU"], relu)
+    second = evaluator.evaluate(tiny["ReLU"], relu + "\n# another candidate\n")
+    other = evaluator.evaluate(tiny["Softmax"], softmax)
+    for result in (first, second, other):
+        assert result.status is EvalStatus.CORRECT, result.report()
+        assert result.fingerprint["reference_solo_ms"] > 0
+    assert "measured_before_reused" not in first.fingerprint and "measured_before_reused" not in other.fingerprint
+    reused = second.fingerprint["measured_before_reused"]
+    assert reused["from"] == first.candidate_hash and 0 <= reused["age_s"] < 600
+    for key in ("reference_solo_ms", "timing_crosscheck_exchange_ms"):
+        assert second.fingerprint.get(key) == first.fingerprint.get(key)
+
+
 def test_compile_error_is_trimmed_for_the_judge(evaluator, tiny):
     result = evaluator.evaluate(tiny["ReLU"], (CANDIDATES / "cuda_compile_error.py").read_text())
     assert result.status is EvalStatus.COMPILE_ERROR

@@ -263,3 +263,25 @@ def test_task_json_with_or_without_source_hash_loads():
     old = task.to_dict()
     assert "source_hash" not in old and Task.from_dict(old) == task
     assert Task.from_dict({**old, "source_hash": task.source_hash}) == task
+
+
+def test_seed_torch_draws_what_torch_manual_seed_draws():
+    import torch
+
+    from cudaforge.tasks.runtime import seed_torch
+
+    for seed in (0, 7, 2**40 + 3):
+        seed_torch(seed)
+        ours = (torch.randn(16), torch.randint(0, 1000, (8,)), torch.rand(4, dtype=torch.float64))
+        torch.manual_seed(seed)
+        theirs = (torch.randn(16), torch.randint(0, 1000, (8,)), torch.rand(4, dtype=torch.float64))
+        assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+    seed_torch(1)
+    first = torch.randn(4)
+    seed_torch(2)
+    assert not torch.equal(first, torch.randn(4))
+    if torch.cuda.is_available():  # the GPU's generator too (the timed trials' inputs are drawn there)
+        seed_torch(5)
+        ours_gpu = torch.randn(1000, device="cuda")
+        torch.manual_seed(5)
+        assert torch.equal(ours_gpu, torch.randn(1000, device="cuda"))

@@ -23,6 +23,7 @@ from typing import Any
 from cudaforge import languages, vendors
 from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.jit_cache import trusted_cache
+from cudaforge.eval.known import kept_before, known_before
 from cudaforge.eval.precision import kept_probe
 from cudaforge.eval.settings import EvalConfig, JitAhead
 from cudaforge.eval.static import check_candidate
@@ -125,6 +126,8 @@ class Evaluator:
         self._standbys: dict[tuple[str, str], Standby] = {}
         self._standby_lock = threading.Lock()
         self._probes: dict[tuple[str, str], dict[str, Any]] = {}
+        self._before: dict[tuple[str, str], dict[str, Any]] = {}
+        """What evaluations measured before their candidates, by task and GPU (``verifier.start.kept_before``)."""
         """The precision probe of each (task, GPU), measured once while a correct candidate of the task was evaluated
         and handed to the task's later candidates (it depends on the reference alone; ``EvalResult.precision`` says
         ``probe_reused``)."""
@@ -348,6 +351,8 @@ class Evaluator:
         probe_key = (task.id + ":" + source_hash(task.source), str(gpu))
         if gpu is not None and probe_key in self._probes:
             payload["known_probe"] = self._probes[probe_key]
+        if gpu is not None and known_before(self._before.get(probe_key)) is not None:
+            payload["known_before"] = self._before[probe_key]
         handed = time.monotonic()
         outcome = self._worker(payload, gpu, self._env(device))
         result = self._from_outcome(task, source, outcome)
@@ -365,6 +370,9 @@ class Evaluator:
             kept = kept_probe(result.precision)
             if kept is not None:
                 self._probes[probe_key] = {**kept, "probe_from": result.candidate_hash}
+        kept = kept_before(result.fingerprint, result.candidate_hash) if gpu is not None else None
+        if kept is not None:  # measured before the candidate's code existed: whatever its verdict
+            self._before[probe_key] = kept
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:

@@ -80,17 +80,31 @@ def to_device(value: Any, device: torch.device | str) -> Any:
     return value
 
 
+def seed_torch(seed: int) -> None:
+    """Seed torch's CPU generator and every CUDA device's, as ``torch.manual_seed(seed)`` does (the same numbers
+    follow), without its cost on a CUDA host: ``torch.manual_seed`` also seeds the backends this process never
+    started (XPU, ...), and each of those records its caller's whole stack (``traceback.format_stack``) for a
+    lazy start that never comes, about 1.5 ms per call, paid on every timed trial's inputs."""
+    seed = int(seed)
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        for generator in torch.cuda.default_generators:
+            generator.manual_seed(seed)
+    elif torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)  # queued until CUDA starts, as torch.manual_seed does
+
+
 def make_inputs(
     module: types.ModuleType, seed: int, variant: str = DEFAULT_VARIANT, device: torch.device | str = "cpu"
 ) -> list[Any]:
     """Fresh forward inputs from the task module, seeded, generated directly on ``device``.
 
     ``get_inputs()`` runs with ``device`` as torch's default device, so its random tensors are
-    drawn by that device's generator (seeded by ``torch.manual_seed``): gigabytes of inputs
-    cost milliseconds on a GPU instead of seconds on the host. Tensors a task creates on an
+    drawn by that device's generator (seeded as ``torch.manual_seed`` seeds it, :func:`seed_torch`): gigabytes
+    of inputs cost milliseconds on a GPU instead of seconds on the host. Tensors a task creates on an
     explicit device are moved to ``device`` afterwards, keeping their dtype.
     """
-    torch.manual_seed(seed)
+    seed_torch(seed)
     with torch.device(device):
         if variant == DEFAULT_VARIANT:
             inputs = module.get_inputs()
@@ -101,7 +115,7 @@ def make_inputs(
 
 def build_model(cls: type, init_inputs: list[Any], seed: int, device: torch.device | str) -> torch.nn.Module:
     """Construct ``cls(*init_inputs)`` after seeding, in eval mode, on ``device``."""
-    torch.manual_seed(seed)
+    seed_torch(seed)
     model = cls(*init_inputs)
     if isinstance(model, torch.nn.Module):
         model = model.to(device).eval()

@@ -179,7 +179,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         init = list(ref_module.get_init_inputs())
         ref_model = build_model(ref_module.Model, init, cfg.seed, device)
         if device.type == "cuda":
-            before_candidate(ref_model, ref_module, cand, device, cfg, result)
+            before_candidate(ref_model, ref_module, cand, device, cfg, result, payload.get("known_before"))
             probe_trace(cand, result)
         t = enter(phase)
         settings = BuildSettings.from_dict(

@@ -16,6 +16,7 @@ import torch
 from cudaforge import languages
 from cudaforge.eval.exchange import ArenaError
 from cudaforge.eval.jit_cache import count_kernels, seed_trusted_stubs
+from cudaforge.eval.known import known_before
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
@@ -25,13 +26,23 @@ from cudaforge.tasks.runtime import grad_mode, load_module, make_inputs
 from cudaforge.types import EvalResult, EvalStatus, Task
 
 
-def before_candidate(ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult) -> None:
+def before_candidate(
+    ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult, known: Any = None
+) -> None:
     """What is measured before any candidate code exists, under the GPU's lock if it is free within a few seconds
     (a note when it is not): the reference timed alone (the baseline of the reference_slowdown guard), and the
-    cost of the timing cross-check's path through this worker (``exchange_cost``)."""
+    cost of the timing cross-check's path through this worker (``exchange_cost``). Neither depends on the
+    candidate: ``known`` figures of an earlier evaluation of the same task on this GPU under these settings, at
+    most ``BEFORE_MAX_AGE_S`` old, are used as they are (``fingerprint["measured_before_reused"]`` says whose
+    and how old) instead of being measured again."""
     from cudaforge.eval.timing import time_one
     from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 
+    reused = known_before(known)
+    if reused is not None:
+        result.fingerprint.update(reused["values"])
+        result.fingerprint["measured_before_reused"] = {"from": reused["from"], "age_s": reused["age_s"]}
+        return
     seed = secrets.randbits(40)
     try:
         with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), grad_mode(cfg.no_grad):
@@ -117,6 +128,8 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
                     torch.empty(1, device="cuda").add_(1)
                     torch.cuda.synchronize()
                     warm(device)  # the output screen's first launch (Triton's once-per-process costs)
+                    if cfg is not None:
+                        warm_checks(device, cfg)
                     if "process" in PREPARED and PREPARED["process"].hello:
                         seed_trusted_stubs(
                             os.environ.get("TRITON_CACHE_DIR"), Path(PREPARED["process"].scratch) / "triton"
@@ -129,6 +142,30 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
             except WorkerFailure:
                 break
     PREPARED.update(prepare_s=round(time.perf_counter() - started, 4), cuda_ready=cuda_ready)
+
+
+def warm_checks(device: torch.device, cfg: EvalConfig) -> None:
+    """The first launches of the kernels every evaluation's checks run (drawing inputs, comparing outputs, the
+    inputs' bit-for-bit check, the precision guard's statistics), in the usual dtypes, paid by a standby before its
+    candidate is known: under lazy module loading, CUDA loads each kernel's module at its first launch in a
+    process, and each verifier is a new process. Never raises (what fails here fails again, and is reported,
+    where it counts)."""
+    from cudaforge.eval.guards import runtime as guards
+    from cudaforge.eval.verifier.common import compare_outputs
+
+    try:
+        for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+            expected = torch.randn(4096, device=device).to(dtype)
+            actual = expected + (expected.abs() * 1e-3).to(dtype)
+            compare_outputs(cfg, expected, actual, atol=1e-2, rtol=1e-2, trial=0, variant="warm")
+            guards.same_bits(expected, expected.clone())
+            if dtype in (torch.float32, torch.float64):
+                guards.precision_downgrade(expected, actual)
+        torch.rand(4096, device=device)
+        torch.randint(0, 7, (4096,), device=device)
+        torch.cuda.synchronize(device)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def standby_settings() -> EvalConfig | None:
