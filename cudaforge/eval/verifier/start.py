@@ -101,6 +101,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     started = time.perf_counter()
     # torch._inductor (torch._dynamo, sympy ...) is what a first FlopCounterMode imports (the cost model after the
     # timed trials): about 1 s on a laptop core, seconds on a GPU node.
+    import numpy.ma  # noqa: F401 - numpy's median imports it at its first call (the timing's early stop): 0.09 s
     import torch._inductor  # noqa: F401
     import torch.utils.flop_counter  # noqa: F401
 

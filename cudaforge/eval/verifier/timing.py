@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import time
@@ -151,9 +152,15 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
             clock = time.perf_counter()
             self.start_trace()
-            with torch.cuda.device(self.device):
-                self._series(range(-cfg.warmup, 0), calls, times)
-                self._batches(calls, times, spent)
+            collecting = gc.isenabled()
+            gc.disable()  # as timeit does: no collection's pause inside the wall clock around a candidate's call
+            try:
+                with torch.cuda.device(self.device):
+                    self._series(range(-cfg.warmup, 0), calls, times)
+                    self._batches(calls, times, spent)
+            finally:
+                if collecting:
+                    gc.enable()
             spent["trials"] = time.perf_counter() - clock - spent.get("telemetry", 0.0)
             clock = time.perf_counter()
             untimed = self.stop_trace(times)
