@@ -47,3 +47,21 @@ def test_stale_or_malformed_figures_are_measured_again():
         assert known_before(bad, now=now) is None, bad
     odd = known_before({**good, "from": "not a hash!"}, now=now)
     assert odd is not None and odd["from"] is None
+
+
+def test_the_evaluator_keeps_only_what_an_evaluation_measured_alone_on_its_gpu(tmp_path):
+    from cudaforge.eval.evaluator import Evaluator
+
+    evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)})
+    a = evaluator._enter_gpu("0")
+    assert evaluator._leave_gpu("0", a)  # alone
+    a = evaluator._enter_gpu("0")
+    b = evaluator._enter_gpu("0")  # overlaps a
+    c = evaluator._enter_gpu("1")  # another GPU: alone
+    assert not evaluator._leave_gpu("0", a)
+    d = evaluator._enter_gpu("0")  # starts while b still runs
+    assert not evaluator._leave_gpu("0", b)
+    assert not evaluator._leave_gpu("0", d)
+    assert evaluator._leave_gpu("1", c)
+    e = evaluator._enter_gpu("0")  # after all of them ended: alone again
+    assert evaluator._leave_gpu("0", e)

@@ -127,6 +127,11 @@ class Evaluator:
         self._standby_lock = threading.Lock()
         self._probes: dict[tuple[str, str], dict[str, Any]] = {}
         self._before: dict[tuple[str, str], dict[str, Any]] = {}
+        self._on_gpu: dict[str, set[int]] = {}
+        """The evaluations of this evaluator running on each GPU (tokens of ``_enter_gpu``)."""
+        self._overlapped: set[int] = set()
+        self._gpu_tokens = iter(range(1 << 62))
+        self._gpu_guard = threading.Lock()
         """What evaluations measured before their candidates, by task and GPU (``verifier.start.kept_before``)."""
         """The precision probe of each (task, GPU), measured once while a correct candidate of the task was evaluated
         and handed to the task's later candidates (it depends on the reference alone; ``EvalResult.precision`` says
@@ -207,6 +212,26 @@ class Evaluator:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+    def _enter_gpu(self, gpu: str | None) -> int:
+        """Mark an evaluation running on ``gpu``; returns its token for :meth:`_leave_gpu`."""
+        with self._gpu_guard:
+            token = next(self._gpu_tokens)
+            running = self._on_gpu.setdefault(str(gpu), set())
+            if running:  # they overlap: each one's own measurements may have been slowed by the other
+                self._overlapped.update(running)
+                self._overlapped.add(token)
+            running.add(token)
+            return token
+
+    def _leave_gpu(self, gpu: str | None, token: int) -> bool:
+        """End :meth:`_enter_gpu`'s mark; True when no other evaluation of this evaluator ran on ``gpu`` meanwhile
+        (only such an evaluation's measurements before its candidate are kept for the next ones)."""
+        with self._gpu_guard:
+            self._on_gpu.get(str(gpu), set()).discard(token)
+            overlapped = token in self._overlapped
+            self._overlapped.discard(token)
+            return not overlapped
 
     def _next_gpu(self) -> str:
         """Round-robin over this evaluator's GPUs (timing itself is serialised per GPU by a lock)."""
@@ -354,7 +379,11 @@ class Evaluator:
         if gpu is not None and known_before(self._before.get(probe_key)) is not None:
             payload["known_before"] = self._before[probe_key]
         handed = time.monotonic()
-        outcome = self._worker(payload, gpu, self._env(device))
+        token = self._enter_gpu(gpu)
+        try:
+            outcome = self._worker(payload, gpu, self._env(device))
+        finally:
+            ran_alone = self._leave_gpu(gpu, token)
         result = self._from_outcome(task, source, outcome)
         verifier = result.fingerprint.get("verifier_s")
         if isinstance(verifier, dict) and isinstance(verifier.get("total"), (int, float)):
@@ -370,9 +399,9 @@ class Evaluator:
             kept = kept_probe(result.precision)
             if kept is not None:
                 self._probes[probe_key] = {**kept, "probe_from": result.candidate_hash}
-        kept = kept_before(result.fingerprint, result.candidate_hash) if gpu is not None else None
-        if kept is not None:  # measured before the candidate's code existed: whatever its verdict
-            self._before[probe_key] = kept
+        kept = kept_before(result.fingerprint, result.candidate_hash) if gpu is not None and ran_alone else None
+        if kept is not None:  # measured before the candidate's code existed (whatever its verdict), and with no other
+            self._before[probe_key] = kept  # evaluation of ours on the GPU that could have slowed the measurement
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:
