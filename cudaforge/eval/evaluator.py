@@ -126,16 +126,16 @@ class Evaluator:
         self._standbys: dict[tuple[str, str], Standby] = {}
         self._standby_lock = threading.Lock()
         self._probes: dict[tuple[str, str], dict[str, Any]] = {}
-        self._before: dict[tuple[str, str], dict[str, Any]] = {}
-        self._on_gpu: dict[str, set[int]] = {}
-        """The evaluations of this evaluator running on each GPU (tokens of ``_enter_gpu``)."""
-        self._overlapped: set[int] = set()
-        self._gpu_tokens = iter(range(1 << 62))
-        self._gpu_guard = threading.Lock()
-        """What evaluations measured before their candidates, by task and GPU (``verifier.start.kept_before``)."""
         """The precision probe of each (task, GPU), measured once while a correct candidate of the task was evaluated
         and handed to the task's later candidates (it depends on the reference alone; ``EvalResult.precision`` says
         ``probe_reused``)."""
+        self._before: dict[tuple[str, str, str], dict[str, Any]] = {}
+        """What evaluations measured before their candidates, by task, GPU and settings (``eval.known``)."""
+        self._running: set[int] = set()
+        """The evaluations and builds of this evaluator running now (tokens of ``_begin_work``)."""
+        self._overlapped: set[int] = set()
+        self._work_tokens = iter(range(1 << 62))
+        self._work_guard = threading.Lock()
 
     # ------------------------------------------------------------------ standby workers
 
@@ -213,22 +213,22 @@ class Evaluator:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-    def _enter_gpu(self, gpu: str | None) -> int:
-        """Mark an evaluation running on ``gpu``; returns its token for :meth:`_leave_gpu`."""
-        with self._gpu_guard:
-            token = next(self._gpu_tokens)
-            running = self._on_gpu.setdefault(str(gpu), set())
-            if running:  # they overlap: each one's own measurements may have been slowed by the other
-                self._overlapped.update(running)
+    def _begin_work(self) -> int:
+        """Mark an evaluation or a build of this evaluator running; returns its token for :meth:`_end_work`."""
+        with self._work_guard:
+            token = next(self._work_tokens)
+            if self._running:  # they overlap: each one's measurements may have been slowed by the other
+                self._overlapped.update(self._running)
                 self._overlapped.add(token)
-            running.add(token)
+            self._running.add(token)
             return token
 
-    def _leave_gpu(self, gpu: str | None, token: int) -> bool:
-        """End :meth:`_enter_gpu`'s mark; True when no other evaluation of this evaluator ran on ``gpu`` meanwhile
-        (only such an evaluation's measurements before its candidate are kept for the next ones)."""
-        with self._gpu_guard:
-            self._on_gpu.get(str(gpu), set()).discard(token)
+    def _end_work(self, token: int) -> bool:
+        """End :meth:`_begin_work`'s mark; True when this evaluator ran nothing else meanwhile (no other
+        evaluation, on any GPU, and no build): only then are an evaluation's measurements before its candidate
+        kept for the next ones (``cudaforge.eval.known``)."""
+        with self._work_guard:
+            self._running.discard(token)
             overlapped = token in self._overlapped
             self._overlapped.discard(token)
             return not overlapped
@@ -376,14 +376,15 @@ class Evaluator:
         probe_key = (task.id + ":" + source_hash(task.source), str(gpu))
         if gpu is not None and probe_key in self._probes:
             payload["known_probe"] = self._probes[probe_key]
-        if gpu is not None and known_before(self._before.get(probe_key)) is not None:
-            payload["known_before"] = self._before[probe_key]
+        before_key = (*probe_key, source_hash(json.dumps(payload["eval"], sort_keys=True, default=str)))
+        if gpu is not None and known_before(self._before.get(before_key)) is not None:
+            payload["known_before"] = self._before[before_key]
         handed = time.monotonic()
-        token = self._enter_gpu(gpu)
+        token = self._begin_work()
         try:
             outcome = self._worker(payload, gpu, self._env(device))
         finally:
-            ran_alone = self._leave_gpu(gpu, token)
+            ran_alone = self._end_work(token)
         result = self._from_outcome(task, source, outcome)
         verifier = result.fingerprint.get("verifier_s")
         if isinstance(verifier, dict) and isinstance(verifier.get("total"), (int, float)):
@@ -400,8 +401,8 @@ class Evaluator:
             if kept is not None:
                 self._probes[probe_key] = {**kept, "probe_from": result.candidate_hash}
         kept = kept_before(result.fingerprint, result.candidate_hash) if gpu is not None and ran_alone else None
-        if kept is not None:  # measured before the candidate's code existed (whatever its verdict), and with no other
-            self._before[probe_key] = kept  # evaluation of ours on the GPU that could have slowed the measurement
+        if kept is not None:  # measured before the candidate's code existed (whatever its verdict), with no other
+            self._before[before_key] = kept  # evaluation or build of ours that could have slowed the measurement
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
         if gpu is not None:
@@ -474,12 +475,16 @@ class Evaluator:
         )
         if backend != "cuda" and not jit:
             return None
-        return precompile(
-            source,
-            self.build_settings(),
-            timeout_s=self.cfg.compile_timeout_s,
-            task_source=task.source if jit and task is not None else None,
-        )
+        token = self._begin_work()  # the candidate's import runs: what it does may slow a measurement beside it
+        try:
+            return precompile(
+                source,
+                self.build_settings(),
+                timeout_s=self.cfg.compile_timeout_s,
+                task_source=task.source if jit and task is not None else None,
+            )
+        finally:
+            self._end_work(token)
 
     def evaluate_batch(
         self, jobs: list[tuple[Task, str]], on_result: Callable[[int, EvalResult], None] | None = None

@@ -1,10 +1,14 @@
 """What one evaluation measured before its candidate existed that the next evaluation of the same task, on the same
 GPU under the same settings, may use as it is (the ``Evaluator`` keeps it; ``verifier.start.before_candidate``
-reads it). No torch here: the evaluator's process imports it."""
+reads it). No torch here: the evaluator's process imports it.
+
+Such figures can only be made larger by what else runs at the time (a slower reference alone, a dearer exchange
+path), and larger figures loosen the guards that read them. So the ``Evaluator`` keeps only figures measured while
+it ran nothing else (no other evaluation, no build), both of them, through an arena in GPU memory; and they stand
+for ``BEFORE_MAX_AGE_S`` from the moment they were measured."""
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -14,6 +18,23 @@ BEFORE_KEYS = ("reference_solo_ms", "timing_crosscheck_exchange_ms")
 BEFORE_MAX_AGE_S = 600.0
 """How long an earlier evaluation's ``before_candidate`` figures stand in for a new measurement."""
 
+MAX_MS = 1e6
+"""No figure of a real measurement is larger (the timing's timeout is far shorter)."""
+
+
+def _number(value: Any, upper: float) -> bool:
+    """A number in [0, upper) (not a bool, not NaN; an integer too large for a float is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return 0 <= float(value) < upper
+    except OverflowError:
+        return False
+
+
+def _figure(value: Any) -> bool:
+    return _number(value, MAX_MS)
+
 
 def known_before(known: Any, now: float | None = None) -> dict[str, Any] | None:
     """The figures of ``known`` (an earlier evaluation's :func:`kept_before`, of the same task on the same GPU under
@@ -22,13 +43,11 @@ def known_before(known: Any, now: float | None = None) -> dict[str, Any] | None:
     if not isinstance(known, dict) or not isinstance(known.get("values"), dict):
         return None
     values, at = known["values"], known.get("measured_at")
-    if "reference_solo_ms" not in values or set(values) - set(BEFORE_KEYS):
+    if set(values) != set(BEFORE_KEYS) or not all(_figure(v) for v in values.values()):
         return None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()):
+    if not values["reference_solo_ms"] > 0 or not _number(at, 1e11):
         return None
-    if values["reference_solo_ms"] <= 0 or any(v < 0 for v in values.values()):
-        return None
-    age = (time.time() if now is None else now) - at if isinstance(at, (int, float)) else math.inf
+    age = (time.time() if now is None else now) - float(at)
     if not 0 <= age <= BEFORE_MAX_AGE_S:
         return None
     source = known.get("from")
@@ -40,13 +59,14 @@ def known_before(known: Any, now: float | None = None) -> dict[str, Any] | None:
 
 
 def kept_before(fingerprint: dict[str, Any], candidate_hash: str) -> dict[str, Any] | None:
-    """What an evaluation measured before its candidate (None when it reused earlier figures or measured nothing),
-    for the ``Evaluator`` to pass to the next evaluation of the same task on the same GPU."""
-    if fingerprint.get("measured_before_reused") or "reference_solo_ms" not in fingerprint:
+    """What an evaluation measured before its candidate, for the ``Evaluator`` to pass to the next evaluation of
+    the same task on the same GPU: None when it reused earlier figures, measured only some of them (the GPU was
+    busy, or its memory could not hold the exchange's batch), or crossed through host memory."""
+    if fingerprint.get("measured_before_reused") or fingerprint.get("timing_crosscheck_exchange_arena") != "device":
         return None
     kept = {
-        "values": {k: fingerprint[k] for k in BEFORE_KEYS if k in fingerprint},
-        "measured_at": time.time(),
+        "values": {k: fingerprint.get(k) for k in BEFORE_KEYS},
+        "measured_at": fingerprint.get("measured_before_at"),
         "from": candidate_hash,
     }
     return kept if known_before(kept) is not None else None

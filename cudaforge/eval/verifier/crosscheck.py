@@ -196,3 +196,4 @@ def exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: E
         )
         best = min(best, time.perf_counter() - started)
     result.fingerprint["timing_crosscheck_exchange_ms"] = round(max(0.0, best - cand.process.rtt_s) * 1e3 / calls, 5)
+    result.fingerprint["timing_crosscheck_exchange_arena"] = arena.kind

@@ -55,6 +55,7 @@ def before_candidate(
                 make_args=lambda t: make_inputs(ref_module, seed=seed + t, device=device),
                 lead_us=cfg.timing_lead_us,
             )
+            result.fingerprint["measured_before_at"] = time.time()
             result.fingerprint["reference_solo_ms"] = sorted(times.event_ms)[len(times.event_ms) // 2]
             try:
                 exchange_cost(ref_model, ref_module, cand, device, cfg, result, seed)
