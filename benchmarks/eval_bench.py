@@ -100,7 +100,8 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
             evaluator.wait_for_standbys()
         r = evaluator.evaluate(task, source)
         assert r.status.value == "correct", r.report()
-        calls = r.candidate_timing.n + evaluator.cfg.warmup  # the timing may stop early (timing_min_trials)
+        before = r.fingerprint.get("trials_before_main") or {"warmup": evaluator.cfg.warmup}
+        calls = r.candidate_timing.n + sum(before.values())  # the timing may stop early (timing_min_trials)
         timed_calls_s = calls * (r.reference_timing.mean + r.candidate_timing.mean) / 1000
         rows.append(
             {
@@ -268,7 +269,45 @@ def profile_summary(folder: Path) -> str:
         r"subprocess.py:\d+\(wait\)",
     ):
         last.print_callers(name)
+    out.write(series_summary(folder))
     return out.getvalue()
+
+
+def series_summary(folder: Path) -> str:
+    """Each evaluation's kept trials (``series-*.json``, ``Timing.dump_series``): the spread of the reference's and
+    the candidate's times, of the verifier's wall around each candidate request and of that wall less the worker's
+    own span (the exchange: inputs, poison, outputs, the socket), by the trial's parity too (even trials time the
+    reference first); and the wall's interval at the early stop's first look, which decides whether it stops."""
+    import numpy as np
+
+    from cudaforge.eval.timing import speedup
+
+    dumps = sorted(folder.glob("series-*.json"), key=lambda p: p.stat().st_mtime)
+    out = [f"\n{len(dumps)} timed series (kept trials, ms: median [p10, p90])"]
+
+    def spread(xs) -> str:
+        if len(xs) == 0:
+            return "-"
+        p10, p50, p90 = np.percentile(np.asarray(xs, dtype=float), [10, 50, 90])
+        return f"{p50:.4f} [{p10:.4f}, {p90:.4f}]"
+
+    for path in dumps:
+        s = json.loads(path.read_text())
+        ref, wall, host = np.asarray(s["ref"]), np.asarray(s["cand_wall"]), np.asarray(s["cand_host"])
+        parity = np.asarray(s["cand_trial"]) % 2
+        out.append(f"{path.name}: {len(ref)} kept, warm-up {s.get('warmup')}, stopped {s.get('stopped_early')}")
+        for key in ("ref", "ref_host", "cand", "cand_host", "cand_wall"):
+            out.append(f"  {key:10s} {spread(s[key])}")
+        out.append(f"  wall-host  {spread(wall - host)}")
+        for p, name in ((0, "even (reference first)"), (1, "odd (candidate first)")):
+            out.append(f"  {name}: wall {spread(wall[parity == p])}, wall-host {spread((wall - host)[parity == p])}")
+        for n in (25, 50):
+            if len(ref) >= n:
+                st = speedup(ref[:n], wall[:n], paired=True)
+                out.append(f"  wall interval at {n}: {(st.ci_high - st.ci_low) / 2 / st.median:.4f} of the speedup")
+        worst = np.argsort(wall)[-3:][::-1]
+        out.append("  slowest walls: " + ", ".join(f"trial {s['cand_trial'][i]} {wall[i]:.3f}" for i in worst))
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

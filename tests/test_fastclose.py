@@ -130,3 +130,60 @@ def test_the_screen_on_a_gpu_agrees_with_isclose():
     for dtype in (torch.float16, torch.bfloat16):
         h = e.to(dtype)
         assert fastclose.screen(h, h.clone(), 1e-2, 1e-2) is True
+
+
+WORD_CASES = r"""
+import json, torch
+from cudaforge.eval.fastclose import same_words, MIN_ELEMENTS
+
+out = []
+g = torch.Generator().manual_seed(0)
+n = MIN_ELEMENTS + 1234  # not a multiple of the block
+for words in (torch.int32, torch.int64):
+    x = torch.randint(-2**31, 2**31 - 1, (n,), generator=g).to(words)
+    out.append({"case": f"identical {words}", "fast": same_words(x, x.clone(), cpu_interpreter=True), "torch": True})
+    for where in (0, 4095, 4096, n // 2, n - 1):
+        y = x.clone(); y[where] ^= 1  # one bit of one word
+        out.append({"case": f"one bit at {where} {words}", "fast": same_words(x, y, cpu_interpreter=True),
+                    "torch": bool(torch.equal(x, y))})
+f = torch.randn(n, generator=g)
+nan = f.clone(); nan[5] = float("nan"); other = nan.clone(); other.view(torch.int32)[5] ^= 1  # two NaN payloads
+out.append({"case": "two NaN payloads", "fast": same_words(nan.view(torch.int32), other.view(torch.int32),
+            cpu_interpreter=True), "torch": False})
+zero = f.clone(); zero[6] = 0.0; neg = zero.clone(); neg[6] = -0.0
+out.append({"case": "0.0 against -0.0", "fast": same_words(zero.view(torch.int32), neg.view(torch.int32),
+            cpu_interpreter=True), "torch": False})
+out.append({"case": "small", "fast": same_words(x[:100], x[:100].clone(), cpu_interpreter=True), "torch": None})
+out.append({"case": "float", "fast": same_words(f, f.clone(), cpu_interpreter=True), "torch": None})
+out.append({"case": "strided", "fast": same_words(x[::2], x[::2].clone(), cpu_interpreter=True), "torch": None})
+print(json.dumps(out))
+"""
+
+
+def test_the_word_comparison_is_exact_and_hands_back_what_it_does_not_handle():
+    """``same_words`` (the inputs' bit-for-bit check on large GPU tensors) finds one flipped bit anywhere (block
+    edges, the ragged end), tells NaN payloads and signed zeros apart (bits, not values), and returns None for what
+    it does not handle (small, non-integer, strided), where ``torch.equal`` decides."""
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", WORD_CASES], env=env, capture_output=True, text=True, timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(rows) == 17
+    wrong = [r for r in rows if r["fast"] is not r["torch"]]
+    assert not wrong, wrong
+
+
+@pytest.mark.slow
+def test_the_word_comparison_on_a_gpu_agrees_with_torch_equal():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from cudaforge.eval.guards.runtime import same_bits
+
+    x = torch.randn(400_000_000, device="cuda")
+    y = x.clone()
+    assert fastclose.same_words(x.view(torch.int32), y.view(torch.int32)) is True and same_bits(x, y)
+    for where in (0, 123_456_789, x.numel() - 1):
+        z = y.clone()
+        z.view(torch.int32)[where] ^= 1
+        assert fastclose.same_words(x.view(torch.int32), z.view(torch.int32)) is False
+        assert not same_bits(x, z) and not torch.equal(x, z)

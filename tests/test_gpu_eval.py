@@ -57,6 +57,10 @@ def test_realistic_candidates_are_correct_and_timed(evaluator, tiny, task, file)
     assert result.speedup is not None and result.speedup.ci_low <= result.speedup.median <= result.speedup.ci_high
     assert result.candidate_timing.n == 30 and result.candidate_timing.median > 0
     assert result.fingerprint["gpu"]["name"] and result.fingerprint["gpu_state_before"]
+    # the launch-inclusive series (2 warm-ups, 6 checked calls) ran first and warmed the main series up: with
+    # eval.warmup=5 the main series still makes 2 warm-ups of its own
+    assert result.launch_inclusive and result.launch_inclusive["trials"] == 6, result.launch_inclusive
+    assert result.fingerprint["trials_before_main"] == {"launch_inclusive": 8, "warmup": 2}
 
 
 @pytest.mark.parametrize(

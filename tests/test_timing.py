@@ -472,3 +472,16 @@ def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
     assert ("timing_stopped_early" in timing.result.fingerprint) == (kept < 100)
     if kept < 100:
         assert timing.result.fingerprint["timing_stopped_early"]["wall_halfwidth"] <= 0.02
+
+
+def test_the_launch_inclusive_series_counts_as_the_main_series_warm_up() -> None:
+    """The launch-inclusive series runs right before the main one (2 warm-ups and 6 checked calls by default): the
+    main series then makes only what is left of ``eval.warmup``, at least 2 of its own (its stopwatch and trace start
+    there); without that series, or with fewer warm-ups set than 2, it makes exactly ``eval.warmup``."""
+    from cudaforge.eval.verifier.timing import main_warmup
+
+    assert main_warmup(10, 8) == 2  # the defaults: 8 + 2 = 10 trials before the first kept one, as eval.warmup says
+    assert main_warmup(20, 8) == 12
+    assert main_warmup(5, 8) == 2  # the paper's 5: the series already ran 8, the main one keeps its 2 of its own
+    assert main_warmup(10, 0) == 10 and main_warmup(3, 0) == 3  # no launch-inclusive series: unchanged
+    assert main_warmup(1, 8) == 1 and main_warmup(0, 8) == 0  # never more than asked of the main series itself

@@ -122,7 +122,9 @@ class EvalConfig:
     timing_stop_halfwidth: float = field(default=0.01, metadata={"min": 0})
     """The interval's relative half-width at which the timing stops early (0: never; ``timing_min_trials``)."""
     warmup: int = field(default=10, metadata={"min": 0})
-    """Untimed calls of each before timing."""
+    """Untimed trials before the timed ones, the launch-inclusive series (``launch_inclusive_trials`` and its 2
+    warm-ups, run first) among them, with at least 2 (or all, when fewer are set) under the main series' own
+    stopwatch (``verifier.timing.main_warmup``)."""
     flush_l2: bool = True
     """Flush the L2 cache before each timed call."""
     poison_memory: bool = True

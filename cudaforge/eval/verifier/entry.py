@@ -26,7 +26,7 @@ from cudaforge.eval.jit_cache import (
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
-from cudaforge.eval.verifier.common import REFERENCE_MODULE, Failure, Guards, Recorder
+from cudaforge.eval.verifier.common import PROFILE_DIR_ENV, REFERENCE_MODULE, Failure, Guards, Recorder
 from cudaforge.eval.verifier.correctness import run_correctness, set_weights
 from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit_ahead, probe_trace
 from cudaforge.eval.verifier.timing import Timing
@@ -80,11 +80,6 @@ def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalR
 
 def _phase_status(status: EvalStatus) -> str:
     return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
-
-
-PROFILE_DIR_ENV = "CUDAFORGE_PROFILE_DIR"
-"""A folder (set in the evaluator's environment, for benchmarks): each evaluation of this process writes a
-``cProfile`` dump of its trusted side there (``verifier-<pid>-<ns>.prof``). Unset, nothing is profiled."""
 
 
 def evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:

@@ -23,15 +23,16 @@ from cudaforge.tasks.runtime import flatten_outputs
 class Probes:
     """The probes' part of ``Timing``."""
 
-    def launch_inclusive(self, calls: Any) -> None:
+    def launch_inclusive(self, calls: Any) -> int:
         """The number KernelBench's harness and the CudaForge paper report, measured here on the same kernels: CUDA
         events around each call with no timing lead (the host's launch cost inside) and no L2 flush, interleaved, every
-        output still checked. Stored beside ours (``EvalResult.launch_inclusive``), never as the speedup."""
+        output still checked. Stored beside ours (``EvalResult.launch_inclusive``), never as the speedup. Run right
+        before the main series, whose warm-up it is (``timing.main_warmup``); returns the trials it ran (0: none)."""
         from cudaforge.eval.timing import Stopwatch, speedup
 
         n = int(self.cfg.launch_inclusive_trials)
         if n <= 0:
-            return
+            return 0
         main, self.stopwatch = self.stopwatch, Stopwatch(self.device, False, 0.0)
         times: dict[str, list[float]] = {
             "ref": [],
@@ -47,7 +48,7 @@ class Probes:
         finally:
             self.stopwatch = main
         if calls.failure is not None or not times["cand"]:
-            return
+            return n + 2
         s = speedup(
             times["ref"],
             times["cand"],
@@ -65,6 +66,7 @@ class Probes:
             "trials": n,
             "how": "CUDA events around each call, no timing lead, no L2 flush",
         }
+        return n + 2
 
     def precision_probe(self) -> None:
         """The reference under TF32 and in bf16, each checked against the reference as timed on fresh inputs

@@ -15,6 +15,7 @@ from cudaforge.eval.exchange import ArenaError, Driver
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
+    PROFILE_DIR_ENV,
     TIMING_SEED_OFFSET,
     Failure,
     Guards,
@@ -31,6 +32,13 @@ from cudaforge.eval.verifier.trace import Trace
 from cudaforge.eval.verifier.verdict import Verdict
 from cudaforge.tasks.runtime import grad_mode, make_inputs
 from cudaforge.types import EvalResult, EvalStatus, Phase
+
+
+def main_warmup(warmup: int, warmed: int) -> int:
+    """The warm-up trials of the main series when ``warmed`` trials (the launch-inclusive series: its own warm-ups and
+    its checked calls) ran right before it: ``eval.warmup`` in all, at least 2 of them (or all, when fewer are set)
+    the main series' own, since its stopwatch (L2 flush, lead) and the trace start with them."""
+    return max(min(warmup, 2), warmup - warmed)
 
 
 class Timing(Trace, CrossCheck, Probes, Verdict):
@@ -68,6 +76,9 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         self.traced: list[int] | None = None
         """The trials of the candidate's timed calls in the order they ran under the trace (None: no trace)."""
         self.trace_note = ""
+        self.warmed = (0, 0)
+        """The trials before the main series: the launch-inclusive series' (its warm-ups included), the main series'
+        own warm-ups."""
         self.reference_fn = ref_model
         if cfg.baseline.value == "compile":
             self.reference_fn = torch.compile(ref_model, mode=cfg.compile_mode)
@@ -150,13 +161,18 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             progress(Phase.TIMING.value)
             on_locked()  # the wait for the lock is not the candidate's time
             result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
-            clock = time.perf_counter()
-            self.start_trace()
             collecting = gc.isenabled()
             gc.disable()  # as timeit does: no collection's pause inside the wall clock around a candidate's call
             try:
+                clock = time.perf_counter()
+                warmed = self.launch_inclusive(calls)  # first: its calls warm the main series up (checked as ever)
+                spent["launch_inclusive"] = time.perf_counter() - clock
+                clock = time.perf_counter()
+                self.start_trace()
                 with torch.cuda.device(self.device):
-                    self._series(range(-cfg.warmup, 0), calls, times)
+                    self.warmed = (warmed, main_warmup(int(cfg.warmup), warmed))
+                    result.fingerprint["trials_before_main"] = {"launch_inclusive": warmed, "warmup": self.warmed[1]}
+                    self._series(range(-self.warmed[1], 0), calls, times)
                     self._batches(calls, times, spent)
             finally:
                 if collecting:
@@ -169,10 +185,6 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             if self.stopwatch.lead_note:
                 result.fingerprint.setdefault("timing_notes", []).append(self.stopwatch.lead_note)
             crosscheck = share = None
-            if calls.failure is None:
-                clock = time.perf_counter()
-                self.launch_inclusive(calls)  # its calls are checked like every timed call: a wrong one is a verdict
-                spent["launch_inclusive"] = time.perf_counter() - clock
             if calls.failure is None:
                 clock = time.perf_counter()
                 crosscheck = self.crosscheck(times)
@@ -199,6 +211,27 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         if calls.failure is None:
             self.guard.add(untimed)
         self.finish(times, crosscheck, share, spent, calls)
+        self.dump_series(times)
+
+    def dump_series(self, times: dict[str, list[float]]) -> None:
+        """For benchmarks (``PROFILE_DIR_ENV`` set): the kept trials' times (ms), each call's wall around the worker's
+        request among them, written beside the profile as ``series-<pid>-<ns>.json``. Unset: nothing is written."""
+        folder = os.environ.get(PROFILE_DIR_ENV)
+        if not folder:
+            return
+        import json
+        from pathlib import Path
+
+        record = {
+            "task": self.task.id,
+            "stopped_early": self.result.fingerprint.get("timing_stopped_early"),
+            "warmup": int(self.cfg.warmup),
+            "launch_inclusive_trials": self.warmed[0],
+            "main_warmup": self.warmed[1],
+            **{key: [round(float(v), 5) for v in values] for key, values in times.items()},
+        }
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"series-{os.getpid()}-{time.time_ns()}.json").write_text(json.dumps(record))
 
     def _series(self, trials: Any, calls: Any, times: dict[str, list[float]]) -> None:
         """Timed calls of ``trials`` (negative: warm-up, timed and not kept): interleaved (reference first on even

@@ -67,6 +67,7 @@ class Trace:
         spans = summary.pop("span_ms")
         raised = 0
         if summary["complete"]:
+            times["cand_reported"] = list(times["cand"])  # what the worker said, for the cross-check to weigh
             span_of = dict(zip(traced, spans))
             for k, trial in enumerate(times["cand_trial"]):
                 span = span_of.get(trial, 0.0)
