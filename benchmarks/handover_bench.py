@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cudaforge.eval.evaluator import WORKER_ENTRY, WORKER_PREPARE, Evaluator  # noqa: E402
-from cudaforge.isolation import Standby  # noqa: E402
+from cudaforge.proc.isolation import Standby  # noqa: E402
 from cudaforge.tasks import find_task, selection  # noqa: E402
 
 

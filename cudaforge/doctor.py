@@ -102,7 +102,7 @@ def _has_gpu() -> bool:
 def _sandbox() -> Check:
     import tempfile
 
-    from cudaforge.sandbox import Sandbox, SandboxMode, describe
+    from cudaforge.proc.sandbox import Sandbox, SandboxMode, describe
 
     scratch = tempfile.mkdtemp(prefix="cudaforge-doctor-")
     try:

@@ -234,7 +234,7 @@ def test_cap_text_keeps_head_and_tail_and_caps_once():
 def test_the_parent_caps_every_text_of_a_verifiers_result(evaluator, tiny, monkeypatch):
     import cudaforge.eval.evaluator as evaluator_module
     from cudaforge.eval.bounded import TEXT_LIMIT
-    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.proc.isolation import IsolatedOutcome
 
     huge = "w" * (8 << 20)
     result = {
@@ -288,7 +288,7 @@ def test_the_static_analysis_has_a_deadline_and_a_memory_cap():
 def test_the_worker_side_guards_refuse_an_oversized_source_too(tiny, tmp_path):
     """The verifier checks the size itself before its own static guards read the source, whatever its caller did."""
     from cudaforge.eval.evaluator import WORKER_ENTRY
-    from cudaforge.isolation import run_isolated
+    from cudaforge.proc.isolation import run_isolated
 
     ev = Evaluator({"device": "cpu", "correctness_trials": 1, "build_cache_dir": str(tmp_path)})
     payload = {

@@ -21,7 +21,7 @@ from cudaforge.eval.extensions import BuildSettings, FallbackMode, serve_build
 from cudaforge.eval.extensions import flags as build_flags
 from cudaforge.eval.extensions.builder import Builder, read_bounded, write_into
 from cudaforge.eval.extensions.intercept import deliver
-from cudaforge.sandbox import linux
+from cudaforge.proc.sandbox import linux
 
 pytest.importorskip("torch")
 
@@ -419,7 +419,7 @@ def test_a_kept_jit_cache_never_parses_a_large_or_deep_json_file():
 
 
 def test_a_forged_result_in_a_sandboxed_childs_scratch_is_read_bounded(tmp_path):
-    from cudaforge.isolation import SANDBOXED_RESULT_CAP, _read_result
+    from cudaforge.proc.isolation import SANDBOXED_RESULT_CAP, _read_result
 
     path = tmp_path / "result.json"
     path.write_bytes(b'{"a":[' + b"[]," * (SANDBOXED_RESULT_CAP // 3 + 10) + b"[]]}")

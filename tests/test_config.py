@@ -279,7 +279,7 @@ def test_eval_settings_are_checked_whenever_they_are_set():
     judges the sandbox by value, so an assigned name cannot make an unsandboxed verifier look trusted."""
     from cudaforge.eval.evaluator import Evaluator
     from cudaforge.eval.settings import EvalConfig
-    from cudaforge.sandbox import SandboxMode
+    from cudaforge.proc.sandbox import SandboxMode
 
     cfg = EvalConfig()
     for key, bad in [("sandbox", "offf"), ("guards_enforce", "false"), ("timing_lead_us", -1), ("crosscheck_calls", 1)]:

@@ -186,7 +186,7 @@ def test_the_gpu_lock_wait_is_its_own_phase_and_the_lock_dir_reaches_the_worker(
     """The worker's wait for its GPU's lock has its own timeout, and the evaluator hands its lock directory
     (the profiler's, in `cudaforge run`) to the worker."""
     import cudaforge.eval.evaluator as evaluator_module
-    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.proc.isolation import IsolatedOutcome
 
     captured = {}
 
@@ -213,7 +213,7 @@ def test_each_gpu_evaluation_starts_the_next_candidates_standby(tmp_path, monkey
     and starts the next one; a standby whose settings differ, or that died, is replaced; close() stops them. Off,
     every candidate starts cold. The standby's environment carries the eval settings its sandboxed worker needs."""
     import cudaforge.eval.evaluator as evaluator_module
-    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.proc.isolation import IsolatedOutcome
 
     log = []
 
@@ -291,7 +291,7 @@ def test_a_standby_worker_evaluates_like_a_cold_one(tiny, tmp_path):
     """The real verifier behind a real standby (here on the CPU: Triton in the interpreter), its sandboxed worker
     started ahead: same verdict, and the fingerprint says it was prepared ahead."""
     from cudaforge.eval.evaluator import WORKER_ENTRY, WORKER_PREPARE
-    from cudaforge.isolation import Standby, run_isolated
+    from cudaforge.proc.isolation import Standby, run_isolated
 
     task = tiny["ReLU"]
     evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path / "b")})
@@ -349,7 +349,7 @@ def test_under_the_launch_inclusive_protocol_every_candidate_starts_cold(tmp_pat
     during them); with a lead (the default) the evaluation starts the next one before it runs. wait_for_standbys
     says whether the waiting ones are ready."""
     import cudaforge.eval.evaluator as evaluator_module
-    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.proc.isolation import IsolatedOutcome
 
     log = []
     ready = {"value": True}
@@ -423,7 +423,7 @@ def test_nothing_the_evaluator_meets_makes_it_raise(tiny, tmp_path, monkeypatch)
     """A source that breaks the analysis, a verifier result that is not a result, an internal failure: each is a
     result, never an exception."""
     import cudaforge.eval.evaluator as evaluator_module
-    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.proc.isolation import IsolatedOutcome
 
     evaluator = Evaluator({"device": "cpu", "build_cache_dir": str(tmp_path)})
     deep = relu_candidate("return " + " + ".join(["x"] * 3000))

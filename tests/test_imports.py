@@ -11,12 +11,11 @@ import cudaforge
 PACKAGE = Path(cudaforge.__file__).resolve().parent
 
 LAYERS = [
-    ["cudaforge", "types", "paths", "pyast", "plugins", "files"],
+    ["cudaforge", "types", "paths", "pyast", "plugins"],
     ["languages"],
     ["vendors"],
     ["caches"],
-    ["sandbox"],
-    ["isolation", "_child"],
+    ["proc"],
     ["tasks"],
     ["hardware"],
     ["track"],

@@ -55,7 +55,7 @@ def test_device_lost_asks_nvml(monkeypatch):
 def _lost_gpu_evaluator(monkeypatch, tmp_path, lost: str | None):
     """The real evaluator, told it has GPU 0, whose worker comes back crashed (as when the GPU falls off the bus)."""
     from cudaforge.eval import evaluator as module
-    from cudaforge.isolation import IsolatedOutcome
+    from cudaforge.proc.isolation import IsolatedOutcome
     from cudaforge.vendors.nvidia import NVIDIA
 
     ev = module.Evaluator({"build_cache_dir": str(tmp_path / "cache")}, gpus=["0"], interrupted_dir=tmp_path / "int")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.isolation import run_isolated, scrubbed_env
+from cudaforge.proc.isolation import run_isolated, scrubbed_env
 
 TESTS = str(Path(__file__).resolve().parent)
 
@@ -17,7 +17,7 @@ TESTS = str(Path(__file__).resolve().parent)
 def _test_sandbox():
     """A sandbox whose root also holds this folder of tests (the stand-in entries live here; a checkout's other
     folders stay out of a sandbox by default)."""
-    from cudaforge.sandbox import Sandbox, default_read_paths
+    from cudaforge.proc.sandbox import Sandbox, default_read_paths
 
     return Sandbox(read=[*default_read_paths(), TESTS])
 
@@ -108,7 +108,7 @@ def test_wrapper_prefixes_the_child_command():
 
 
 def standby(prepare="prepare_marker", entry="echo_prepared", **kw):
-    from cudaforge.isolation import Standby
+    from cudaforge.proc.isolation import Standby
 
     return Standby(f"standins.entries:{entry}", f"standins.entries:{prepare}", env={"PYTHONPATH": TESTS}, **kw)
 
@@ -177,7 +177,7 @@ def test_standby_match_and_close():
 
 def test_folders_a_child_noted_go_with_it_when_it_is_killed(tmp_path):
     """A discarded standby, and a child killed for a timeout, leave no scratch folder (a sandboxed worker's)."""
-    from cudaforge.isolation import SCRATCH_NOTE
+    from cudaforge.proc.isolation import SCRATCH_NOTE
 
     child = standby("prepare_scratch")
     wait_ready(child)
@@ -196,7 +196,7 @@ def test_a_standby_whose_parent_goes_away_exits_without_a_result():
 
     script = (  # noqa: UP031
         "import sys, time; sys.path.insert(0, %r)\n"
-        "from cudaforge.isolation import Standby\n"
+        "from cudaforge.proc.isolation import Standby\n"
         "s = Standby('standins.entries:echo_prepared', 'standins.entries:prepare_marker', env={'PYTHONPATH': %r})\n"
         "print(s.watch.proc.pid, s.workdir, flush=True)\n"
     ) % (str(Path(TESTS).parent), TESTS)
@@ -270,7 +270,7 @@ def test_a_trusted_childs_result_is_taken_once_delivered_and_the_child_killed(tm
             trusted=trusted,
         )
         assert out.status == "timeout"
-    from cudaforge.isolation import _describe_exit
+    from cudaforge.proc.isolation import _describe_exit
 
     assert "killed by the evaluator" in _describe_exit(None)  # no exit code to describe: said, never raised
     child = standby(entry="delivers_then_lingers", trusted=True)
@@ -288,7 +288,7 @@ def test_the_evaluator_trusts_its_verifiers_mark_only_behind_the_whole_wall():
 
 
 def test_the_child_runner_marks_its_result_delivered_by_the_name_the_parent_looks_for():
-    from cudaforge.isolation import RESULT_DELIVERED
+    from cudaforge.proc.isolation import RESULT_DELIVERED
 
     out = run("echo", {"x": 1}, keep_workdir=True)
     try:
@@ -349,7 +349,7 @@ def test_every_child_of_ours_has_its_exit_said_by_one_describer():
     import signal
 
     from cudaforge.eval import remote
-    from cudaforge.isolation import SANDBOX_REFUSED, describe_exit, tail
+    from cudaforge.proc.isolation import SANDBOX_REFUSED, describe_exit, tail
 
     assert remote.describe_exit is describe_exit and remote.tail is tail
     assert describe_exit(-signal.SIGSEGV) == "the process died of SIGSEGV (segmentation fault)"
@@ -366,7 +366,7 @@ def test_the_atomic_writer_never_writes_through_what_is_planted_beside_it(tmp_pa
     beside the target is not written through, and a failed write leaves no temporary file behind."""
     import os
 
-    from cudaforge.files import write_atomic
+    from cudaforge.proc.files import write_atomic
 
     victim = tmp_path / "victim"
     victim.write_text("untouched")

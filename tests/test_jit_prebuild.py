@@ -225,7 +225,7 @@ def test_the_sandboxed_worker_compiles_ahead_in_a_fresh_copy_inside_its_sandbox(
     from cudaforge.eval.extensions import BuildSettings
     from cudaforge.eval.jit_cache import count_kernels
     from cudaforge.eval.remote import CandidateProcess
-    from cudaforge.sandbox import SandboxMode
+    from cudaforge.proc.sandbox import SandboxMode
 
     settings = BuildSettings(cache_dir=str(tmp_path / "build"), arch="9.0")
     worker = CandidateProcess(
@@ -284,7 +284,7 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
     from cudaforge.eval import verifier
     from cudaforge.eval.extensions import BuildSettings
     from cudaforge.eval.remote import CandidateProcess
-    from cudaforge.sandbox import SandboxMode
+    from cudaforge.proc.sandbox import SandboxMode
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     task = {t.name: t for t in load_suite(selection("tiny"))}["ReLU"]

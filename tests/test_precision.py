@@ -177,8 +177,8 @@ def test_a_measured_probe_is_kept_and_reused_only_under_the_same_policy_and_well
 
 def test_the_evaluator_hands_a_correct_candidates_probe_to_the_tasks_next_candidates(monkeypatch):
     from cudaforge.eval.evaluator import Evaluator
-    from cudaforge.isolation import IsolatedOutcome
     from cudaforge.paths import PROJECT_ROOT
+    from cudaforge.proc.isolation import IsolatedOutcome
     from cudaforge.tasks.loader import load_problem_file
 
     task = load_problem_file(

@@ -816,7 +816,9 @@ def test_spec_sheet_of_this_gpu():
 
 @pytest.mark.skipif(
     "wrapper"
-    not in __import__("inspect").signature(__import__("cudaforge.isolation").isolation.run_isolated).parameters,
+    not in __import__("inspect")
+    .signature(__import__("cudaforge.proc.isolation").proc.isolation.run_isolated)
+    .parameters,
     reason="run_isolated has no wrapper argument yet",
 )
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """The sandbox and the trusted verifier, tried as an adversarial candidate would try them.
 
-First the sandbox itself (``cudaforge.sandbox``): what it lets a program read, write, reach and signal,
+First the sandbox itself (``cudaforge.proc.sandbox``): what it lets a program read, write, reach and signal,
 that it kills every process it holds, that ``required`` refuses what ``auto`` reports. Then the threat
 corpus (the ``THREAT:`` entries of benchmarks/hacks/) through the real evaluator on the CPU, with the
 name-matching guards off, and afterwards: the project's files, a run directory and a build cache
@@ -26,8 +26,8 @@ import pytest
 
 from cudaforge.eval.evaluator import Evaluator
 from cudaforge.eval.guards.corpus import check_result, find_entry_task, load_corpus
-from cudaforge.sandbox import Sandbox, SandboxMode, describe
-from cudaforge.sandbox.linux import landlock_abi
+from cudaforge.proc.sandbox import Sandbox, SandboxMode, describe
+from cudaforge.proc.sandbox.linux import landlock_abi
 from cudaforge.types import EvalStatus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ print(json.dumps(out))
 def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path):
     """Where ``cudaforge`` is found through PYTHONPATH (no installed finder: the GPU machine's layout), Python lists
     the package's parent folder; in the sandbox's root that folder holds only what is bound below it."""
-    from cudaforge.sandbox import _package_root
+    from cudaforge.proc.sandbox import _package_root
 
     code = (
         f"import sys, os; sys.path[:] = [{_package_root()!r}] + [p for p in sys.path if 'python3' in p]; "
@@ -188,7 +188,7 @@ def test_a_candidates_processes_do_not_stop_its_compilers_forks(tmp_path):
     RLIMIT_NPROC counts every process of a uid, so a candidate holding its limit of processes made the compiler's
     forks fail and a failed build was cached under an honest candidate's key. The compiler's sandbox sets no
     RLIMIT_NPROC (its own pids cgroup bounds it); one that did would fail."""
-    from cudaforge.sandbox import fresh_uid
+    from cudaforge.proc.sandbox import fresh_uid
 
     uid = fresh_uid()
     hog = Sandbox(scratch=str(tmp_path / "hog"), uid=uid, processes=24)
@@ -253,7 +253,7 @@ def test_an_unprivileged_user_gets_the_wall_through_a_user_namespace():
     probe.write_text(f"""
 import json, os, subprocess, sys
 sys.path.insert(0, {str(copy)!r})
-from cudaforge.sandbox import Sandbox
+from cudaforge.proc.sandbox import Sandbox
 started = Sandbox().start([sys.executable, "-c", "import os; print(os.getuid(), os.path.exists({str(probe)!r}))"],
                           env={{"PATH": "/usr/bin:/bin"}}, stdout=subprocess.PIPE)
 status = started.status()
@@ -500,7 +500,7 @@ def test_without_the_sandbox_the_secret_hack_is_real(threat_run, tmp_path):
 def test_a_compiler_installed_under_its_own_prefix_is_readable(tmp_path, monkeypatch):
     """The H200 image's gcc lives in /opt/gcc/bin with its headers in /opt/gcc/lib (call 5 of 2026-12-01 failed on
     them): a PATH directory named bin makes its prefix readable, except a home directory."""
-    from cudaforge.sandbox import default_read_paths
+    from cudaforge.proc.sandbox import default_read_paths
 
     tool = tmp_path / "opt" / "gcc" / "bin"
     tool.mkdir(parents=True)
@@ -599,7 +599,7 @@ def test_the_launcher_runs_no_user_site_of_the_home_it_is_given(tmp_path, monkey
     launcher (root until the drop) starts with; an interpreter with user site-packages on (not a venv: conda, a
     system Python) ran a ``.pth`` planted under ``$HOME/.local``. The launcher starts with ``-s``. Checked with this
     venv's base interpreter, which has user site-packages on."""
-    import cudaforge.sandbox as sandbox_module
+    import cudaforge.proc.sandbox as sandbox_module
 
     base = getattr(sys, "_base_executable", sys.executable)
     probe = subprocess.run([base, "-c", "import site; print(site.ENABLE_USER_SITE)"], capture_output=True, text=True)

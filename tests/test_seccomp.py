@@ -1,4 +1,4 @@
-"""Tests of the sandbox's seccomp filter (``cudaforge.sandbox.seccomp``).
+"""Tests of the sandbox's seccomp filter (``cudaforge.proc.sandbox.seccomp``).
 
 Every test that installs the filter does so in a child process (a fresh interpreter started with ``subprocess``),
 never in the pytest process, and reads back what the child saw as one JSON line. A pure-Python BPF interpreter
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaforge.sandbox import seccomp
+from cudaforge.proc.sandbox import seccomp
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
@@ -72,7 +72,7 @@ NR = {
 PRELUDE = textwrap.dedent(
     """
     import ctypes, errno, json, os, resource, socket, sys
-    from cudaforge.sandbox import seccomp
+    from cudaforge.proc.sandbox import seccomp
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -321,7 +321,7 @@ def test_tsync_covers_threads_started_before_install(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import ctypes, errno, json, os, sys, threading
-        from cudaforge.sandbox import seccomp
+        from cudaforge.proc.sandbox import seccomp
         libc = ctypes.CDLL(None, use_errno=True)
         go, seen = threading.Event(), []
         def worker():

@@ -485,3 +485,20 @@ def test_the_launch_inclusive_series_counts_as_the_main_series_warm_up() -> None
     assert main_warmup(5, 8) == 2  # the paper's 5: the series already ran 8, the main one keeps its 2 of its own
     assert main_warmup(10, 0) == 10 and main_warmup(3, 0) == 3  # no launch-inclusive series: unchanged
     assert main_warmup(1, 8) == 1 and main_warmup(0, 8) == 0  # never more than asked of the main series itself
+
+
+def test_each_timed_trial_seed_is_a_keyed_hash_no_first_input_gives_away():
+    """The timed inputs' seeds are 64-bit BLAKE2b hashes of the trial's number under a secret of the evaluation: the
+    same key gives the same seeds (a trial's inputs can be drawn again), another key others, and no seed follows
+    from another by an offset (a candidate that searched one trial's seed would know nothing of the next)."""
+    from types import SimpleNamespace
+
+    from cudaforge.eval.verifier.timing import Timing
+
+    one, two = SimpleNamespace(key=b"a" * 16), SimpleNamespace(key=b"b" * 16)
+    seeds = [Timing.trial_seed(one, t) for t in (-2, -1, 0, 1, 2, 50_000, 100_000)]
+    assert seeds == [Timing.trial_seed(one, t) for t in (-2, -1, 0, 1, 2, 50_000, 100_000)]
+    assert len(set(seeds)) == len(seeds) and all(0 <= s < 2**64 for s in seeds)
+    assert max(seeds) >= 2**48  # the whole 64 bits are used, not a 40-bit secret plus an offset
+    assert len({b - a for a, b in zip(seeds, seeds[1:])}) == len(seeds) - 1
+    assert not set(seeds) & {Timing.trial_seed(two, t) for t in (-2, -1, 0, 1, 2, 50_000, 100_000)}

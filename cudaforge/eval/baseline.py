@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudaforge.eval.settings import EvalConfig
-from cudaforge.isolation import run_isolated
+from cudaforge.proc.isolation import run_isolated
 from cudaforge.types import Record, Task, TimingStats
 
 MODES = ("eager", "compile")

@@ -1,7 +1,7 @@
 """The sandboxed side of an evaluation: ``python -m cudaforge.eval.candidate_worker CHANNEL_FD``.
 
 This process holds the candidate's code and nothing else: no reference, no task module, no verdict.
-It runs inside the candidate's sandbox (``cudaforge.sandbox``) and answers the trusted verifier's
+It runs inside the candidate's sandbox (``cudaforge.proc.sandbox``) and answers the trusted verifier's
 requests over a ``Channel``; tensors cross through an ``Arena`` the verifier made. Everything this
 process does or says is untrusted: the candidate can patch any of it. The verifier believes only
 what it checks itself (outputs it copies out of the arena and compares, the wall clock around a

@@ -21,7 +21,7 @@ from typing import Any
 
 from cudaforge.eval.baseline import Baseline, time_suite
 from cudaforge.eval.settings import EvalConfig
-from cudaforge.files import write_atomic
+from cudaforge.proc.files import write_atomic
 from cudaforge.types import Task
 
 CACHE_DIR = "baselines"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from cudaforge.eval.remote import CandidateProcess
 from cudaforge.eval.settings import EvalConfig
-from cudaforge.isolation import note_scratch
-from cudaforge.sandbox import SandboxMode
+from cudaforge.proc.isolation import note_scratch
+from cudaforge.proc.sandbox import SandboxMode
 
 _STARTED: dict[str, CandidateProcess] = {}
 

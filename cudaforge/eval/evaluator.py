@@ -1,7 +1,7 @@
 """The evaluator's public API: one candidate, or a batch over all local GPUs.
 
 The parent process only parses (the static phase) and orchestrates: every candidate runs in
-its own isolated child (``cudaforge.isolation``), pinned to one GPU, with per-phase timeouts.
+its own isolated child (``cudaforge.proc.isolation``), pinned to one GPU, with per-phase timeouts.
 CUDA candidates of a batch are first built in a CPU-only process pool, so compiles overlap
 other candidates' GPU work; the GPU worker then finds the build in the cache.
 """
@@ -27,8 +27,8 @@ from cudaforge.eval.known import kept_before, known_before
 from cudaforge.eval.precision import kept_probe
 from cudaforge.eval.settings import EvalConfig, JitAhead
 from cudaforge.eval.static import check_candidate
-from cudaforge.isolation import IsolatedOutcome, Standby, run_isolated
-from cudaforge.sandbox import SandboxMode
+from cudaforge.proc.isolation import IsolatedOutcome, Standby, run_isolated
+from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.types import EvalResult, EvalStatus, GpuUnavailable, Phase, PhaseRecord, Task, source_hash
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"

@@ -113,7 +113,9 @@ def warm(device: torch.device) -> bool:
             close[(1,)](a, a, counts, BLOCK, 0.0, 0.0, SAFETY, BLOCK=BLOCK)
             for words in _WORDS:
                 w = a.view(torch.int32).to(words)
-                unequal[(1,)](w, w, counts, BLOCK, BLOCK=BLOCK)
+                for n in (BLOCK, BLOCK - 1):  # a count of words divisible by 16, and one not (Triton specialises)
+                    unequal[(1,)](w, w, counts, n, BLOCK=BLOCK)
+                unequal[(1,)](w[1:], w[1:], counts, BLOCK - 1, BLOCK=BLOCK)  # pointers not 16-byte aligned
         torch.cuda.synchronize(device)
         return True
     except Exception:  # noqa: BLE001 - without Triton (or a broken one) nothing is warmed, nothing fails

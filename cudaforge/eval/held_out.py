@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cudaforge.isolation import run_isolated
+from cudaforge.proc.isolation import run_isolated
 from cudaforge.tasks.held_out import HeldOutShape, choose, proposals, shape_signature
 from cudaforge.types import EvalResult, Task
 

@@ -1,6 +1,6 @@
 """The trusted side's handle on one sandboxed candidate worker (``cudaforge.eval.candidate_worker``).
 
-``CandidateProcess`` starts the worker in a sandbox (``cudaforge.sandbox``) with a private scratch
+``CandidateProcess`` starts the worker in a sandbox (``cudaforge.proc.sandbox``) with a private scratch
 directory, talks to it over a ``Channel`` with a deadline on every request, serves its build
 requests (the trusted side compiles, in a compiler sandbox, and writes the cache), and ends it:
 ``close()`` kills every process of the sandbox whatever happened. Anything the worker sends is
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.eval.channel import Channel, ChannelError
-from cudaforge.isolation import describe_exit, scrubbed_env, tail
 from cudaforge.languages import jit_cache_env
 from cudaforge.paths import PROJECT_ROOT
-from cudaforge.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
+from cudaforge.proc.isolation import describe_exit, scrubbed_env, tail
+from cudaforge.proc.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
 
 LOG_CAP = 64 << 20
 """The largest stdout or stderr file the worker may write (RLIMIT_FSIZE; past it the worker dies)."""
@@ -67,7 +67,7 @@ class CandidateProcess:
     ) -> None:
         """``device``: ``cuda`` (the GPU that ``CUDA_VISIBLE_DEVICES`` names) or ``cpu``; ``logs_dir``: a
         directory of the trusted side's, for the worker's stdout and stderr; the rest: the sandbox's
-        (``cudaforge.sandbox.Sandbox``)."""
+        (``cudaforge.proc.sandbox.Sandbox``)."""
         self.device, self.mode = device, SandboxMode(mode)
         self.scratch = new_scratch("cand", scratch_bytes if self.mode is not SandboxMode.off else 0, scratch_files)
         self.logs = Path(logs_dir)
@@ -123,7 +123,7 @@ class CandidateProcess:
     # -- state -------------------------------------------------------------------------------
 
     def sandbox_status(self, timeout_s: float = 30.0) -> dict[str, Any]:
-        """What the sandbox applied (``cudaforge.sandbox.SandboxedProcess.status``)."""
+        """What the sandbox applied (``cudaforge.proc.sandbox.SandboxedProcess.status``)."""
         return self.process.status(timeout_s)
 
     def sandbox_line(self) -> str:

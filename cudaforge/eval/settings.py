@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudaforge.sandbox import SandboxMode
+from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.types import DevicePreference  # the task audit's too: defined below both layers
 
 
@@ -255,7 +255,7 @@ class EvalConfig:
     """reference_slowdown fires when the reference's median beside the candidate exceeds its median alone by this
     fraction (and by 5 us)."""
     sandbox: SandboxMode = SandboxMode.auto
-    """Candidates, and the compiler on their sources, run sandboxed (cudaforge.sandbox): ``auto`` and ``required``
+    """Candidates, and the compiler on their sources, run sandboxed (cudaforge.proc.sandbox): ``auto`` and ``required``
     refuse to evaluate (status ``unsupported``) where this machine cannot give the sandbox's wall (namespaces, a
     minimal root, an unprivileged uid, a seccomp filter); under ``auto``, ``allow_weak_sandbox`` runs them anyway;
     ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""

@@ -95,7 +95,7 @@ def task_cost_child(
     a note, False) when the child failed or timed out (worth computing again, unlike a task that
     does not run on ``meta``). ``gpu``: the physical GPU the child may see (None: none); the cost
     runs on ``meta`` either way, but a task that makes its inputs on an explicit device needs it."""
-    from cudaforge.isolation import run_isolated
+    from cudaforge.proc.isolation import run_isolated
 
     outcome = run_isolated(
         "cudaforge.hardware.roofline:cost_entry",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import cudaforge
-from cudaforge.files import write_atomic
+from cudaforge.proc.files import write_atomic
 from cudaforge.profile.records import ProfileResult
 
 CACHE_VERSION = 1

@@ -32,16 +32,16 @@ from cudaforge import languages
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
-from cudaforge.isolation import IsolatedOutcome, run_isolated
 from cudaforge.languages import is_own_kernel, kernel_base_name
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.languages.names import KERNEL_NAME_MAX
+from cudaforge.proc.isolation import IsolatedOutcome, run_isolated
+from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
 from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
 from cudaforge.profile.settings import ProfileConfig
-from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
 from cudaforge.types import Task, source_hash
 from cudaforge.vendors import current
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.profile.metrics import MetricSetName as MetricSet
-from cudaforge.sandbox import SandboxMode
 
 
 @dataclass

@@ -255,7 +255,7 @@ def static_refusal(patch: Patch, eval_cfg: EvalConfig) -> str:
 
 def _census(recipe: Task) -> dict[str, int]:
     """Module class name -> instances in the recipe's model, from the reference built on the meta device."""
-    from cudaforge.isolation import run_isolated
+    from cudaforge.proc.isolation import run_isolated
 
     outcome = run_isolated(
         "cudaforge.tasks.held_out_child:module_census", {"source": recipe.source}, timeouts={}, default_timeout=180.0

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaforge.isolation import run_isolated
+from cudaforge.proc.isolation import run_isolated
 from cudaforge.types import Task
 
 

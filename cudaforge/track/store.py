@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cudaforge.files import write_atomic
+from cudaforge.proc.files import write_atomic
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set  # noqa: F401 - a run directory's file
 from cudaforge.types import TaskResult
 

@@ -118,7 +118,7 @@ def _scratch_elsewhere() -> str:
     """A folder outside the working directory, noted to go with it (as a sandboxed worker's scratch is)."""
     import tempfile
 
-    from cudaforge.isolation import note_scratch
+    from cudaforge.proc.isolation import note_scratch
 
     path = tempfile.mkdtemp(prefix="cudaforge-cand-")
     open(os.path.join(path, "file"), "w").close()
@@ -161,7 +161,7 @@ def link_result(payload, progress):
 
 
 def delivers_then_lingers(payload, progress):
-    """Put a whole result in place and mark it delivered, as ``cudaforge._child`` does last, then linger (as a
+    """Put a whole result in place and mark it delivered, as ``cudaforge.proc.child`` does last, then linger (as a
     process with a CUDA context does while it is torn down); ``mark=False`` leaves the mark out."""
     import json
 

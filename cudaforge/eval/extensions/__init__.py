@@ -69,7 +69,7 @@ from cudaforge.eval.extensions.records import (
 )
 from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.extensions.toolchain import toolchain_fingerprint
-from cudaforge.isolation import scrubbed_env
+from cudaforge.proc.isolation import scrubbed_env
 
 __all__ = [
     "CANDIDATE_MODULE_PREFIX",

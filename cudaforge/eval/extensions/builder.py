@@ -36,9 +36,9 @@ from cudaforge.eval.extensions.logs import (
 )
 from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.extensions.toolchain import pip_cuda_includes, toolchain_fingerprint
-from cudaforge.files import write_atomic
-from cudaforge.isolation import scrubbed_env
-from cudaforge.sandbox.launch import REFUSED_EXIT
+from cudaforge.proc.files import write_atomic
+from cudaforge.proc.isolation import scrubbed_env
+from cudaforge.proc.sandbox.launch import REFUSED_EXIT
 from cudaforge.vendors import current
 
 
@@ -329,7 +329,7 @@ class Builder:
     def _start_compiler(self, cmd: list[str], directory: Path) -> subprocess.Popen:
         """ninja (and the compilers it runs) on candidate sources: in a sandbox that reads the toolchain, the
         torch headers, the precompiled headers and ``extra_read``, and writes only ``directory``."""
-        from cudaforge.sandbox import Sandbox, SandboxMode, default_read_paths
+        from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths
 
         env = scrubbed_env({"TMPDIR": str(directory), "HOME": str(directory)})
         mode = SandboxMode(self.settings.sandbox)
@@ -448,7 +448,7 @@ class Builder:
                 if name == "torch/extension.h"
                 else str(self.bind_include() / name)
             )
-            from cudaforge.sandbox import new_scratch, release_scratch
+            from cudaforge.proc.sandbox import new_scratch, release_scratch
 
             compiler = shutil.which(cxx) or cxx
             work = Path(new_scratch("pch", BUILD_BYTES, BUILD_FILES))
@@ -567,7 +567,7 @@ class Builder:
         """Build the light variants (in order) and the plain one; return the winner and fallbacks. The compiler works
         in a folder of its own (a tmpfs of at most :data:`BUILD_BYTES`, as root: a build cannot fill the disk);
         the cache keeps only the winner's checked library, in ``<cache>/<key>/<light|plain>/``."""
-        from cudaforge.sandbox import new_scratch, release_scratch
+        from cudaforge.proc.sandbox import new_scratch, release_scratch
 
         root = self.settings.cache_root() / key
         work = Path(new_scratch("build", BUILD_BYTES, BUILD_FILES))

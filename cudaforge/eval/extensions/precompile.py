@@ -25,7 +25,7 @@ from cudaforge.eval.extensions.intercept import serve_build_counted
 from cudaforge.eval.extensions.logs import trim_compiler_log
 from cudaforge.eval.extensions.records import BuildRecorder
 from cudaforge.eval.extensions.settings import BuildSettings
-from cudaforge.isolation import remove_noted, scrubbed_env
+from cudaforge.proc.isolation import remove_noted, scrubbed_env
 
 # --------------------------------------------------------------------------- precompile
 
@@ -239,8 +239,8 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     whose ``load_inline`` calls this process builds; then, with a task (``task_path``), its JIT kernels are compiled
     there and kept for the GPU worker; the outcome is written to ``result_path``."""
     from cudaforge.eval.remote import CandidateProcess, WorkerFailure
-    from cudaforge.isolation import note_scratch
-    from cudaforge.sandbox import SandboxMode
+    from cudaforge.proc.isolation import note_scratch
+    from cudaforge.proc.sandbox import SandboxMode
 
     settings = BuildSettings.from_dict(json.loads(settings_json))
     source = Path(source_path).read_text()

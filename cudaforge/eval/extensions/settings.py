@@ -58,7 +58,7 @@ class BuildSettings:
     """Remember failed builds, so the same broken source fails again at once, with its log."""
     sandbox: str = "auto"
     """How the compiler runs on candidate sources: in a sandbox (``required``, ``auto``: as
-    ``cudaforge.sandbox`` says) that reads only the toolchain and writes only the build directory, so a
+    ``cudaforge.proc.sandbox`` says) that reads only the toolchain and writes only the build directory, so a
     candidate's ``#include "/root/.netrc"`` or ``-Wl,...`` flags reach nothing; ``off`` runs it plainly."""
     sandbox_namespaces: bool = True
     """The compiler's sandbox gets new namespaces (``eval.sandbox_namespaces``)."""

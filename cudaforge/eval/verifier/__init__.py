@@ -1,6 +1,6 @@
 """The trusted side of an evaluation: inputs, the reference, the comparison, the clock and the verdict.
 
-Runs in a child of the evaluator (``cudaforge.isolation``, entry ``cudaforge.eval.verifier:evaluate``),
+Runs in a child of the evaluator (``cudaforge.proc.isolation``, entry ``cudaforge.eval.verifier:evaluate``),
 pinned to one GPU or to none. It never imports the candidate. The candidate runs in a sandboxed worker
 (``cudaforge.eval.remote.CandidateProcess``) that receives inputs through a shared arena and hands
 back outputs; this process draws the inputs, runs the reference, copies the candidate's outputs out of

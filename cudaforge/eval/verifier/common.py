@@ -25,7 +25,6 @@ CROSSCHECK_RETRIES = 1  # times the cross-check measures again (CROSSCHECK_ROUND
 """Forwards the profiler-share guard runs under torch.profiler (GPU)."""
 SOLO_TRIALS = 10
 """Timed calls of the reference alone, before any candidate code exists (the reference_slowdown baseline)."""
-TIMING_SEED_OFFSET = 1_000_003
 PROFILE_DIR_ENV = "CUDAFORGE_PROFILE_DIR"
 """A folder (set in the evaluator's environment, for benchmarks): each evaluation of this process writes a
 ``cProfile`` dump of its trusted side there (``verifier-<pid>-<ns>.prof``) and its timed series

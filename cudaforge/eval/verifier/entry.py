@@ -30,7 +30,7 @@ from cudaforge.eval.verifier.common import PROFILE_DIR_ENV, REFERENCE_MODULE, Fa
 from cudaforge.eval.verifier.correctness import run_correctness, set_weights
 from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit_ahead, probe_trace
 from cudaforge.eval.verifier.timing import Timing
-from cudaforge.sandbox import SandboxMode
+from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.tasks.runtime import apply_numerics, build_model, load_module
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 

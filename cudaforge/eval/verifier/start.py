@@ -90,7 +90,7 @@ PREPARED: dict[str, Any] = {}
 
 
 def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> None:
-    """A standby verifier's start-up, paid before its candidate is known (``cudaforge.isolation.Standby``):
+    """A standby verifier's start-up, paid before its candidate is known (``cudaforge.proc.isolation.Standby``):
     imports, the fingerprint's constant parts, the sandboxed worker (started and waited for), and the CUDA
     contexts of both processes, made while holding the GPU's lock (so neither lands inside another process's
     timed calls) and only until the standby is claimed."""

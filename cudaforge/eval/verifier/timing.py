@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import secrets
 import time
@@ -16,7 +17,6 @@ from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
     PROFILE_DIR_ENV,
-    TIMING_SEED_OFFSET,
     Failure,
     Guards,
     compare_outputs,
@@ -61,7 +61,10 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
 
         self.task, self.ref_module, self.ref_model, self.cand, self.source = task, ref_module, ref_model, cand, source
         self.device, self.cfg, self.result, self.guard, self.trials = device, cfg, result, guard, trials
-        self.seed = secrets.randbits(40)  # the candidate cannot know the timed inputs before it gets them
+        self.key = secrets.token_bytes(16)
+        """Each timed trial's seed is a keyed hash of its number (``trial_seed``): the candidate cannot know the
+        timed inputs before it gets them, nor search the seed from the first ones it gets and compute the rest
+        ahead (a 40-bit seed plus the trial's number could be searched on the GPU within the phase's deadline)."""
         self.stopwatch = Stopwatch(device, cfg.flush_l2, cfg.timing_lead_us)
         try:
             self.driver: Driver | None = Driver()
@@ -86,7 +89,12 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
     def fresh_inputs(self, trial: int) -> list[Any]:
         """The inputs of timed trial ``trial``: new ones every trial, or (``eval.fresh_inputs=false``) the same."""
         offset = trial if self.cfg.fresh_inputs else 0
-        return make_inputs(self.ref_module, seed=self.seed + TIMING_SEED_OFFSET + offset, device=self.device)
+        return make_inputs(self.ref_module, seed=self.trial_seed(offset), device=self.device)
+
+    def trial_seed(self, trial: int) -> int:
+        """The 64-bit seed of timed trial ``trial``'s inputs: BLAKE2b of its number under this evaluation's secret."""
+        digest = hashlib.blake2b(int(trial).to_bytes(8, "little", signed=True), key=self.key, digest_size=8).digest()
+        return int.from_bytes(digest, "little")
 
     def check(self, expected: Any, actual: Any, trial: int):
         atol, rtol = tolerance(self.task, expected, self.cfg)

@@ -70,8 +70,12 @@ class Verdict:
                         ),
                     )
                 )
-        evidence = guards.hidden_work(
-            times["ref"], times["ref_host"], times["cand"], times["cand_host"], p.threshold("hidden_work_ms")
+        evidence = guards.hidden_work(  # the worker's own report, as the cross-check weighs it: not the raised times
+            times["ref"],
+            times["ref_host"],
+            times.get("cand_reported") or times["cand"],
+            times["cand_host"],
+            p.threshold("hidden_work_ms"),
         )
         if evidence:
             found.append(p.found("hidden_work", evidence))

@@ -1,6 +1,6 @@
 """Run untrusted code in a child process that cannot take the parent down.
 
-``run_isolated`` starts ``python -m cudaforge._child ENTRY WORKDIR`` in a new session
+``run_isolated`` starts ``python -m cudaforge.proc.child ENTRY WORKDIR`` in a new session
 (process group), pinned to one GPU through ``CUDA_VISIBLE_DEVICES`` (or none), with an
 environment scrubbed of secrets and a fresh temporary working directory. The child reports
 the phase it is in through ``progress.jsonl``; each phase has its own wall-clock deadline,
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaforge.files import write_atomic
 from cudaforge.paths import PROJECT_ROOT
-from cudaforge.sandbox import SECRET_NAMES
+from cudaforge.proc.files import write_atomic
+from cudaforge.proc.sandbox import SECRET_NAMES
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -60,7 +60,7 @@ class IsolatedOutcome:
     stderr_tail: str = ""
     seconds: float = 0.0
     sandbox: dict[str, Any] | None = None
-    """What the sandbox applied (``run_isolated(sandbox=...)`` only; ``cudaforge.sandbox.describe`` words it)."""
+    """What the sandbox applied (``run_isolated(sandbox=...)`` only; ``cudaforge.proc.sandbox.describe`` words it)."""
 
 
 def _open_plain(path: Path):
@@ -92,7 +92,7 @@ objects, so this bounds what a forged file costs the trusted side (~400 MB) well
 
 
 RESULT_DELIVERED = "result.delivered"
-"""An empty file ``cudaforge._child`` makes in its working directory once ``result.json`` is whole and in place."""
+"""An empty file ``cudaforge.proc.child`` makes in its working directory once ``result.json`` is whole and in place."""
 
 
 def _plain_file(path: Path) -> bool:
@@ -100,7 +100,7 @@ def _plain_file(path: Path) -> bool:
 
 
 SANDBOX_REFUSED = 97
-"""The exit status of a sandbox that refused to start its program (``cudaforge.sandbox``: a protection missing)."""
+"""The exit status of a sandbox that refused to start its program (``cudaforge.proc.sandbox``: a protection missing)."""
 SIGNAL_HINTS = {
     signal.SIGKILL: "killed: often the out-of-memory killer",
     signal.SIGSEGV: "segmentation fault",
@@ -197,7 +197,7 @@ def _launch(
                 sys.executable,
                 "-P",  # its working folder is never where imports are found
                 "-m",
-                "cudaforge._child",
+                "cudaforge.proc.child",
                 entry,
                 str(workdir),
                 *([prepare] if prepare else []),
@@ -259,7 +259,7 @@ class _Watch:
         often the child announces it, and the whole run is bounded by the sum of all the timeouts, so no
         sequence of announcements can extend either. Nothing the child writes makes this raise.
 
-        ``trusted``: the child is our own code, outside any sandbox (a verifier). ``cudaforge._child`` puts its
+        ``trusted``: the child is our own code, outside any sandbox (a verifier). ``cudaforge.proc.child`` puts its
         ``result.json`` in place, whole, and then marks it delivered (``RESULT_DELIVERED``) as its last acts before
         ``os._exit``; once that mark is there, the result is taken at once: the process group is killed and reaped in
         the background instead of waited for (a process that held a CUDA context takes a while to be torn down).
@@ -341,7 +341,7 @@ def run_isolated(
     ``trusted``: the child runs our code alone (no candidate code in its process, nor anything that can write its
     working folder: the evaluator's verifier), so its result is taken as soon as it marks it delivered; ignored
     with a ``wrapper`` or a ``sandbox``.
-    ``sandbox`` (a ``cudaforge.sandbox.Sandbox``) runs the child, its wrapper included, in that sandbox: its working
+    ``sandbox`` (a ``cudaforge.proc.sandbox.Sandbox``) runs the child, its wrapper included, in that sandbox: its working
     directory is the sandbox's scratch directory (its only writable place; its caches and temporary files go there
     too), its logs stay outside it, and once every process of the sandbox is dead ``collect(scratch)`` may read what
     it left (never through a link) before the scratch is removed. A sandbox that refuses to start
@@ -386,8 +386,8 @@ def _run_sandboxed(
 ) -> IsolatedOutcome:
     """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
     from cudaforge.languages import jit_cache_env
-    from cudaforge.sandbox import new_scratch, release_scratch
-    from cudaforge.sandbox.launch import REFUSED_EXIT
+    from cudaforge.proc.sandbox import new_scratch, release_scratch
+    from cudaforge.proc.sandbox.launch import REFUSED_EXIT
 
     logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     if not sandbox.scratch:
@@ -411,7 +411,7 @@ def _run_sandboxed(
             "PYTHONDONTWRITEBYTECODE": "1",
         }
     )
-    argv = [*(wrapper or []), sys.executable, "-P", "-m", "cudaforge._child", entry, s]
+    argv = [*(wrapper or []), sys.executable, "-P", "-m", "cudaforge.proc.child", entry, s]
     started = time.monotonic()
     with (logs / "stdout.log").open("wb") as out, (logs / "stderr.log").open("wb") as err:
         process = sandbox.start(argv, env=child_env, stdout=out, stderr=err)
@@ -565,7 +565,7 @@ def remove_noted(workdir: str | os.PathLike) -> None:
     for line in noted:
         path = Path(line.strip())
         if path.is_absolute() and path.name.startswith("cudaforge-") and path.is_dir() and not path.is_symlink():
-            from cudaforge.sandbox import release_scratch
+            from cudaforge.proc.sandbox import release_scratch
 
             release_scratch(str(path))  # a sandbox's scratch may be a tmpfs of its own: unmounted first
             shutil.rmtree(path, ignore_errors=True)

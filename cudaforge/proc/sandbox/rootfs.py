@@ -1,6 +1,6 @@
 """A minimal root file system for a sandbox (stdlib only): what it cannot see, it cannot read, connect to or chmod.
 
-Run by the sandbox's init (``cudaforge.sandbox.launch``), as root or as the root of a fresh user namespace, in its
+Run by the sandbox's init (``cudaforge.proc.sandbox.launch``), as root or as the root of a fresh user namespace, in its
 own mount and pid namespaces. :func:`plan` reads the host's view of the paths a sandbox may use (before anything is
 mounted); :func:`enter` builds a new root on a tmpfs from that plan and makes it this mount namespace's root
 (``pivot_root``), the host's root detached. The new root holds:
@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cudaforge.sandbox import linux
+from cudaforge.proc.sandbox import linux
 
 BASE = "/tmp"
 """Where the scaffolding tmpfs is mounted in the sandbox's own mount namespace (hidden from the host)."""

@@ -2,7 +2,7 @@
 
 Every store of the package writes through :func:`write_atomic`: the run directory (``track/store.py``), the
 profile cache, the build cache's manifests and markers, the torch.compile pairs, merged task packs, and a child
-process's payload and result (``isolation.py``, ``_child.py``).
+process's payload and result (``isolation.py``, ``child.py``).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 The trusted side describes a sandbox (``Sandbox``: a private writable scratch directory, what may
 be read, which device nodes may be opened, rlimits, quotas) and starts a program in it
-(``Sandbox.start``). ``cudaforge.sandbox.launch`` applies it. The wall: new pid, mount, network and IPC
+(``Sandbox.start``). ``cudaforge.proc.sandbox.launch`` applies it. The wall: new pid, mount, network and IPC
 namespaces (as root, or through an unprivileged user namespace); a minimal root file system holding only
-what the sandbox may read, its scratch folder, a private /tmp, /dev and /proc (``cudaforge.sandbox.rootfs``);
+what the sandbox may read, its scratch folder, a private /tmp, /dev and /proc (``cudaforge.proc.sandbox.rootfs``);
 an unprivileged uid, never 0 (as root, a uid of its own per sandbox); no capability, ``no_new_privs``; a
-seccomp filter (``cudaforge.sandbox.seccomp``). Further layers: Landlock (read-only everything it may read,
+seccomp filter (``cudaforge.proc.sandbox.seccomp``). Further layers: Landlock (read-only everything it may read,
 write only the scratch folder, no TCP, no signals or abstract sockets outside), cgroup limits on tasks and
 memory, a size quota on the scratch folder (a tmpfs of its own, as root), rlimits; and an init that kills
 every process of the sandbox when the program ends or the trusted side goes away.
@@ -225,7 +225,7 @@ SECRET_NAMES = re.compile(
     r"^ANTHROPIC_|^GEMINI_|^MISTRAL_|^GROQ_|^TOGETHER_|^DEEPSEEK_|^OPENROUTER_|^LITELLM_)",
     re.IGNORECASE,
 )
-"""Names of environment variables that look like credentials (``cudaforge.isolation.scrubbed_env`` drops them for
+"""Names of environment variables that look like credentials (``cudaforge.proc.isolation.scrubbed_env`` drops them for
 every child that runs candidate or task code; the sandbox drops them from what its allow-list keeps)."""
 
 
@@ -261,7 +261,7 @@ def new_scratch(kind: str, quota_bytes: int = 0, quota_files: int = 0) -> str:
     sweep_stale_scratch()
     path = tempfile.mkdtemp(prefix=f"cudaforge-{kind}-{os.getpid()}-")
     if quota_bytes and os.geteuid() == 0:
-        from cudaforge.sandbox import linux
+        from cudaforge.proc.sandbox import linux
 
         try:
             linux.mount(
@@ -292,7 +292,7 @@ def release_scratch(path: str) -> None:
     if not path or not SCRATCH_NAME.match(os.path.basename(path)):
         return
     if os.path.ismount(path):
-        from cudaforge.sandbox import linux
+        from cudaforge.proc.sandbox import linux
 
         try:
             linux.umount(path)
@@ -484,7 +484,7 @@ class Sandbox:
         # sys.path; -s: nor is a user site under $HOME, which may be that scratch too (a compiler's HOME is its build
         # folder, reused by its next run). The launcher runs as root until it drops to the sandbox's uid, and chdirs
         # to the scratch itself
-        cmd = [sys.executable, "-s", "-P", "-m", "cudaforge.sandbox.launch", json.dumps(spec), "--", *argv]
+        cmd = [sys.executable, "-s", "-P", "-m", "cudaforge.proc.sandbox.launch", json.dumps(spec), "--", *argv]
         launcher_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)}
         try:
             proc = subprocess.Popen(

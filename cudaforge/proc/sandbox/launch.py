@@ -1,20 +1,20 @@
-"""The sandbox launcher: ``python -m cudaforge.sandbox.launch SPEC_JSON -- PROGRAM ARG...``.
+"""The sandbox launcher: ``python -m cudaforge.proc.sandbox.launch SPEC_JSON -- PROGRAM ARG...``.
 
-Trusted code, stdlib only, run by the trusted side (``cudaforge.sandbox.Sandbox``) in a new session.
+Trusted code, stdlib only, run by the trusted side (``cudaforge.proc.sandbox.Sandbox``) in a new session.
 It applies what the spec asks for, reports what it applied on the spec's status descriptor (one JSON
 line), and executes PROGRAM as the sandboxed worker. Three processes:
 
 * the **outer** launcher (outside any new namespace): dies with its parent (``PR_SET_PDEATHSIG``),
   waits for the init and exits with the worker's status;
 * the **init**: pid 1 of a new pid namespace (then its death kills every process in the namespace); it
-  makes the sandbox's minimal root file system (``cudaforge.sandbox.rootfs``: a fresh root holding only
+  makes the sandbox's minimal root file system (``cudaforge.proc.sandbox.rootfs``: a fresh root holding only
   what the spec lets it read, its scratch folder, a private /tmp and /dev, a private /proc), serves the
   trusted side's stop/continue requests on the control descriptor (``S``/``C``, answered ``s``/``c``:
   every process of the sandbox is stopped or continued) and, when the worker exits or the control
   descriptor closes, kills every remaining process of the sandbox and exits;
 * the **worker**: a new session; its cgroup (process count, memory); rlimits; an unprivileged uid (the
   spec's, never 0: as root a uid of its own, else the caller's in a user namespace); no capability;
-  ``no_new_privs``; Landlock; a seccomp filter (``cudaforge.sandbox.seccomp``); then ``exec``.
+  ``no_new_privs``; Landlock; a seccomp filter (``cudaforge.proc.sandbox.seccomp``); then ``exec``.
 
 The wall is: the namespaces, the minimal root, a uid other than 0 with no capability, and the seccomp filter.
 When a part of it cannot be applied, the worker exits with code 97 before executing anything, its status saying
@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from cudaforge.sandbox import linux, rootfs, seccomp
+from cudaforge.proc.sandbox import linux, rootfs, seccomp
 
 REFUSED_EXIT = 97
 """The worker's exit code when ``mode=required`` and a protection is missing."""

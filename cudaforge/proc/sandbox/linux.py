@@ -2,7 +2,7 @@
 
 Landlock (file-system, TCP and scope rules), namespaces (``unshare``), mounts, capabilities,
 ``prctl`` and rlimits. Each function raises ``OSError`` with the errno when the kernel refuses;
-the launcher (``cudaforge.sandbox.launch``) decides what a refusal means (degrade or refuse).
+the launcher (``cudaforge.proc.sandbox.launch``) decides what a refusal means (degrade or refuse).
 Syscall numbers and constants are the kernel's UAPI; Landlock's three syscalls have the same
 numbers on every architecture.
 """

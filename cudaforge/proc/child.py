@@ -1,11 +1,11 @@
-"""The child side of ``cudaforge.isolation``: ``python -m cudaforge._child ENTRY WORKDIR [PREPARE]``.
+"""The child side of ``cudaforge.proc.isolation``: ``python -m cudaforge.proc.child ENTRY WORKDIR [PREPARE]``.
 
 Reads ``WORKDIR/payload.json``, calls ``ENTRY(payload, progress)`` where ``progress(phase)``
 announces a new phase to the parent, and writes the returned dict to ``WORKDIR/result.json``
 (or ``{"__error__": traceback}``). The result is written atomically, so a half-written file
 never reads as a result.
 
-With ``PREPARE`` (a standby, ``cudaforge.isolation.Standby``) the child first calls
+With ``PREPARE`` (a standby, ``cudaforge.proc.isolation.Standby``) the child first calls
 ``PREPARE(progress, claimed)``, reports phase ``ready``, and waits for one line on stdin, the
 parent's go-ahead, before it reads the payload. End-of-file instead (the parent discarded the
 standby or died) ends the child without a result, and removes ``WORKDIR``, as the child does whenever its
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cudaforge.files import write_atomic
+from cudaforge.proc.files import write_atomic
 
 
 def _resolve(name: str) -> Callable[..., Any]:
@@ -58,7 +58,7 @@ def _standby(prepare: str, progress: Callable[[str], None]) -> bool:
 def _orphaned(workdir: Path) -> None:
     """Remove the working directory (and the folders noted in it): its parent is gone, or discarded this
     standby, and reads it no more."""
-    from cudaforge.isolation import remove_workdir
+    from cudaforge.proc.isolation import remove_workdir
 
     remove_workdir(workdir)
 
