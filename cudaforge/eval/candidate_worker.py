@@ -297,6 +297,8 @@ class Worker:
     def op_call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         args, back = self.inputs(msg["inputs"])
         self._poison(msg.get("poison", []))
+        self.sync()  # the poison written before the call on every stream: work the candidate puts on a stream of
+        # its own, which waits for nothing, must not race the fill (timed calls sync here too)
         out = self.forward(args, msg.get("what", "ModelNew.forward"))
         self.sync()
         for copy, view in back:
