@@ -137,7 +137,9 @@ def main() -> int:
         tasks.append(("fused_2^22", path, FUSED_KERNEL))
     forwards = {**FORWARDS, **{kind: corpus_forward(name) for kind, name in CORPUS_FORWARDS.items()}}
     kinds = HONEST if args.honest_only else tuple(forwards)
-    evaluator = Evaluator({"device": "cuda", "timing_trials": args.trials, "warmup": 5, "guard_concurrency": "report"})
+    evaluator = Evaluator(
+        {"device": "cuda", "timing_trials": args.trials, "warmup": 5, "guards": {"concurrency": "report"}}
+    )
     rows, misses = [], 0
     print("| task | candidate | verdict | guards | speedup | candidate ms | reference ms | raised | s |", flush=True)
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)

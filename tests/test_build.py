@@ -1050,9 +1050,8 @@ def test_a_build_in_the_candidates_own_try_that_fails_ahead_is_left_to_its_handl
             "device": "cpu",
             "build_cache_dir": cache_dir,
             "correctness_trials": 2,
-            "guard_no_custom_kernel": "report",
+            "guards": {"no_custom_kernel": "report", "fallback": "report"},
             "torch_ops": "lenient",
-            "guard_fallback": "report",
         }
     ).evaluate(task, source)
     assert result.status is not EvalStatus.COMPILE_ERROR, result.report()  # its own handler decided, at run time

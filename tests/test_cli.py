@@ -265,6 +265,10 @@ def test_sweeps_are_not_refused_by_the_override_check():
         "strategy=one_shot,self_refine: several values are a sweep: add -m "
         "(cudaforge run -m strategy=one_shot,self_refine)"
     )
+    # a guard's policy named as it was before the policies were nested under their guard
+    said = check_overrides(["eval.guard_hidden_work=report"], CONFIG_DIR, [])
+    assert said == "eval.guard_hidden_work is now eval.guards.hidden_work (eval.guards.hidden_work=report)"
+    assert check_overrides(["eval.guards.hidden_work=report"], CONFIG_DIR, []) is None
 
 
 def test_tasks_diff_lists_the_problems_two_sets_hold_differently(kernelbench_root, tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,38 @@ def test_the_eval_defaults_are_defined_once():
     assert composed == EvalConfig()
     assert Evaluator().cfg == EvalConfig() == EvalConfig.from_dict(EvalConfig().to_dict())
     plain = {f.name: getattr(EvalConfig(), f.name) for f in dataclasses.fields(EvalConfig)}
-    assert EvalConfig().to_dict() == {k: (v.value if hasattr(v, "value") else v) for k, v in plain.items()}
+    policies = plain.pop("guards")  # nested: each guard's policy under its name
+    assert EvalConfig().to_dict() == {
+        **{k: (v.value if hasattr(v, "value") else v) for k, v in plain.items()},
+        "guards": {f.name: getattr(policies, f.name).value for f in dataclasses.fields(policies)},
+    }
+
+
+def test_guard_policies_sit_under_their_guard_and_an_old_config_still_reads():
+    """``eval.guards.<guard>`` is each guard's policy (checked when set); a config written before the nesting
+    (``guard_<guard>``) reads as the same settings, the nested key winning where both are given; an unknown guard
+    or policy is refused with its name; on the command line the old key is answered with the new one."""
+    from cudaforge.eval.guards.policy import GUARDS, Policies
+    from cudaforge.eval.settings import EvalConfig, GuardPolicies
+
+    nested = EvalConfig.from_dict({"guards": {"hidden_work": "report", "io": "report"}})
+    old = EvalConfig.from_dict({"guard_hidden_work": "report", "guard_io": "report"})
+    assert nested == old and nested.guards.hidden_work.value == "report" and nested.guards.reference.value == "reject"
+    both = EvalConfig.from_dict({"guard_io": "report", "guards": {"io": "reject"}})
+    assert both.guards.io.value == "reject"
+    assert EvalConfig.from_dict(nested.to_dict()) == nested  # what crosses a process boundary
+    assert Policies({"guard_io": "report"}).verdict("io") == Policies({"guards": {"io": "report"}}).verdict("io")
+    assert Policies({"guards": {"io": "report"}, "guards_enforce": True}).verdict("io") == "report"
+    assert Policies({}).verdict("precision") == "report" and Policies({}).verdict("io") == "reject"
+    for bad, said in (({"guards": {"nope": "report"}}, "nope"), ({"guards": {"io": "maybe"}}, "eval.guards.io")):
+        with pytest.raises(ValueError, match=said):
+            EvalConfig.from_dict(bad)
+    with pytest.raises(ValueError, match="eval.guards.io"):
+        EvalConfig().guards.io = "maybe"
+    fields = {f.name for f in dataclasses.fields(GuardPolicies)}
+    assert {g.field for g in GUARDS.values() if g.field and g.field != "torch_ops"} == fields
+    composed = OmegaConf.to_object(compose_with(["eval.guards.hidden_work=report"])).eval
+    assert composed.guards.hidden_work.value == "report" and composed.guards.io.value == "reject"
 
 
 def test_the_layers_that_only_need_a_path_or_their_settings_do_not_load_hydra():

@@ -450,8 +450,7 @@ def test_a_tuple_holding_the_reference_output_is_not_the_output(tiny, tmp_path):
     cfg = {
         "device": "cpu",
         "correctness_trials": 1,
-        "guard_no_custom_kernel": "report",
-        "guard_reference": "report",
+        "guards": {"no_custom_kernel": "report", "reference": "report"},
         "build_cache_dir": str(tmp_path),
     }
     result = Evaluator(cfg).evaluate(tiny["ReLU"], relu_candidate("return (torch.relu(x),)"))
@@ -832,3 +831,24 @@ def test_a_load_whose_header_sits_in_a_subfolder_builds_in_the_sandbox(evaluator
     result = evaluator.evaluate(tiny["ReLU"], SUBFOLDER_LOAD)
     assert result.status is EvalStatus.CORRECT, result.message
     assert result.fingerprint.get("builds_after_compile", {}).get("count") == 1
+
+
+def test_a_correctness_call_waits_for_the_poison_before_the_candidate_runs():
+    """The worker's correctness call (``op_call``) poisons free memory, then syncs the device, then calls the
+    candidate: a kernel the candidate puts on a stream of its own, waiting for nothing, cannot race the poison's fill
+    (on an H100 such a kernel's outputs were overwritten by the fill still running on the current stream)."""
+    import torch
+
+    from cudaforge.eval.candidate_worker import Worker
+
+    order: list[str] = []
+    worker = Worker(channel=None, device=torch.device("cuda", 0))  # type: ignore[arg-type]
+    worker.inputs = lambda encoded: ([torch.ones(3)], [])  # type: ignore[method-assign]
+    worker._poison = lambda sizes: order.append(f"poison {sizes}")  # type: ignore[method-assign]
+    worker.sync = lambda: order.append("sync")  # type: ignore[method-assign]
+    worker.forward = lambda args, what: order.append("forward") or args[0]  # type: ignore[method-assign]
+    worker.outputs = lambda out, offset: order.append("outputs") or {}  # type: ignore[method-assign]
+    worker.facts = lambda out: []  # type: ignore[method-assign]
+    reply = worker.op_call({"inputs": [], "poison": [64], "out_offset": 0}, [])
+    assert reply["ok"] is True
+    assert order[:3] == ["poison [64]", "sync", "forward"], order

@@ -195,7 +195,7 @@ def test_an_l2_persistence_window_buys_nothing(tmp_path):
     twin = source.replace("PERSIST = True", "PERSIST = False")
     task = find_task(selection("main"), "level1/3_Softmax")
     evaluator = Evaluator(
-        {"timing_trials": 50, "warmup": 5, "guard_concurrency": "report", "build_cache_dir": str(tmp_path)}
+        {"timing_trials": 50, "warmup": 5, "guards": {"concurrency": "report"}, "build_cache_dir": str(tmp_path)}
     )
     with_window, without = evaluator.evaluate(task, source), evaluator.evaluate(task, twin)
     assert without.status is EvalStatus.CORRECT, without.report()

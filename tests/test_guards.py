@@ -141,7 +141,12 @@ def test_a_static_rejection_is_a_rejected_result_before_any_worker(tmp_path):
 @pytest.mark.slow
 def test_a_report_policy_lets_the_candidate_through_with_the_finding(tmp_path):
     entry = next(e for e in CORPUS if e.name == "hack_input_mutation")
-    cfg = {"device": "cpu", "correctness_trials": 2, "guard_input_mutation": "report", "build_cache_dir": str(tmp_path)}
+    cfg = {
+        "device": "cpu",
+        "correctness_trials": 2,
+        "guards": {"input_mutation": "report"},
+        "build_cache_dir": str(tmp_path),
+    }
     result = Evaluator(cfg).evaluate(find_entry_task(entry), entry.source)
     assert result.status is EvalStatus.CORRECT, result.report()
     assert [f["verdict"] for f in result.guard_findings if f["guard"] == "input_mutation"] == ["report"]
@@ -155,6 +160,18 @@ def test_corpus_declarations_are_checked(tmp_path):
     bad.write_text('"""EXPECTED: correct"""\n')
     with pytest.raises(ValueError, match="TASK"):
         parse_entry(bad)
+    good = tmp_path / "good.py"
+    good.write_text(
+        '"""TASK: tiny/level1/1_ReLU\nEXPECTED: correct\n'
+        'CONFIG: guards.concurrency=report, guards.io=report, torch_ops=strict, correctness_timeout_s=4\n"""\n'
+    )
+    config = parse_entry(good).config  # a guard's policy sits under eval.guards, as on the command line
+    assert config == {
+        "guards": {"concurrency": "report", "io": "report"},
+        "torch_ops": "strict",
+        "correctness_timeout_s": 4,
+    }
+    assert Policies(config).verdict("concurrency") == "report" and Policies(config).verdict("fallback") == "reject"
 
 
 # --------------------------------------------------------------------------- static guards, one by one
@@ -389,10 +406,10 @@ def test_dynamic_code_is_found(body, extra, seen):
 
 def test_dynamic_code_follows_the_introspection_policy_and_always_rejects_under_strict():
     source = model("return launch(x)", "exec('pass')")
-    assert GUARDS["dynamic_code"].field == "guard_introspection" and GUARDS["dynamic_code"].where == "static"
+    assert GUARDS["dynamic_code"].field == "introspection" and GUARDS["dynamic_code"].where == "static"
     assert guards_of(source)["dynamic_code"] == "reject"
-    assert guards_of(source, guard_introspection="report")["dynamic_code"] == "report"
-    assert guards_of(source, guard_introspection="report", torch_ops="strict")["dynamic_code"] == "reject"
+    assert guards_of(source, guards={"introspection": "report"})["dynamic_code"] == "report"
+    assert guards_of(source, guards={"introspection": "report"}, torch_ops="strict")["dynamic_code"] == "reject"
     assert guards_of(source, torch_ops="strict", guards_enforce=False)["dynamic_code"] == "report"  # the paper's preset
 
 
@@ -819,14 +836,16 @@ def test_every_guard_with_a_policy_has_a_config_field_and_a_default():
     fields = {f for f in EvalConfig.__dataclass_fields__}
     defaults = default_eval_config()
     for guard in GUARDS.values():
-        if guard.field:
+        if guard.field == "torch_ops":
             assert guard.field in fields and guard.field in defaults, guard
+        elif guard.field:
+            assert guard.field in defaults["guards"], guard  # under eval.guards
     for name in fields:
         assert name in defaults, f"default_eval_config() lacks {name}"
         value = getattr(EvalConfig(), name)
-        assert getattr(value, "value", value) == defaults[name], name
+        assert (value.to_dict() if name == "guards" else getattr(value, "value", value)) == defaults[name], name
     with pytest.raises(ValueError, match="reject or report"):
-        Policies({"guard_io": "maybe"}).verdict("io")
+        Policies({"guards": {"io": "maybe"}}).verdict("io")
 
 
 def test_the_eval_package_imports_no_orchestration_stack():

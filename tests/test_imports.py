@@ -112,3 +112,34 @@ def test_no_module_imports_a_private_name_of_another():
         if alias.name.startswith("_") and not alias.name.startswith("__")
     )
     assert private == []
+
+
+PROC_ORDER = {"files": 0, "sandbox": 1, "isolation": 2, "child": 2}
+"""The process wing's own order: the atomic writer, the sandbox, then the child runner and its child side."""
+
+
+def test_the_process_wing_keeps_its_own_order_and_the_launcher_stays_plain():
+    """Inside ``cudaforge.proc`` a module imports only what comes before it (``PROC_ORDER``); the sandbox's launcher
+    and its parts (run while a candidate's sandbox is being set up) import nothing of cudaforge beyond the sandbox's
+    own modules."""
+    modules = _modules()
+    upward, launcher = [], []
+    for module, path in modules.items():
+        parts = module.split(".")
+        if parts[:2] != ["cudaforge", "proc"] or len(parts) < 3:
+            continue
+        for dep in _imports(path, modules):
+            dparts = dep.split(".")
+            if (
+                dparts[:2] == ["cudaforge", "proc"]
+                and len(dparts) >= 3
+                and PROC_ORDER[dparts[2]] > PROC_ORDER[parts[2]]
+            ):
+                upward.append(f"{module} -> {dep}")
+        if parts[2:3] == ["sandbox"] and len(parts) == 4:  # launch, linux, rootfs, seccomp
+            launcher += [
+                f"{module} -> {d}" for d in _imports(path, modules) if not d.startswith("cudaforge.proc.sandbox")
+            ]
+    assert set(PROC_ORDER) == {m.split(".")[2] for m in modules if m.startswith("cudaforge.proc.")}
+    assert not upward, upward
+    assert not launcher, launcher

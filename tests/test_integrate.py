@@ -148,10 +148,13 @@ def test_only_the_static_guards_the_generated_model_trips_report():
 
     base = default_eval_config()
     cfg = evaluation_config(base)
-    assert cfg["guards_enforce"] is True and all(cfg[key] == "report" for key in STATIC_REPORTED)
-    kept = {k: v for k, v in base.items() if k.startswith("guard_") and k not in STATIC_REPORTED}
-    assert kept and all(cfg[k] == v for k, v in kept.items())  # runtime and timing guards: as the protocol says
-    assert cfg["guard_untimed_work"] == cfg["guard_timing_crosscheck"] == cfg["guard_input_mutation"] == "reject"
+    guards = cfg["guards"]
+    assert cfg["guards_enforce"] is True and all(guards[name] == "report" for name in STATIC_REPORTED)
+    kept = {k: v for k, v in base["guards"].items() if k not in STATIC_REPORTED}
+    assert kept and all(guards[k] == v for k, v in kept.items())  # runtime and timing guards: as the protocol says
+    assert guards["untimed_work"] == guards["timing_crosscheck"] == guards["input_mutation"] == "reject"
+    old = {k: v for k, v in base.items() if k != "guards"} | {"guard_untimed_work": "report"}  # an older run's
+    assert evaluation_config(old)["guards"]["untimed_work"] == "report"
 
 
 def test_a_kernel_the_static_guards_reject_on_their_own_is_not_patched_in(tmp_path, evaluator):

@@ -5,7 +5,7 @@ call behind. Stale outputs on fresh inputs are wrong.
 TASK: tiny/level1/1_ReLU
 EXPECTED: incorrect by result_caching
 NEEDS: cuda
-CONFIG: guard_concurrency=report
+CONFIG: guards.concurrency=report
 """
 import torch
 import torch.nn as nn

@@ -11,7 +11,7 @@ TASK: main/level1/1_GELU
 EXPECTED: rejected by untimed_work
 NEEDS: cuda
 THREAT: hidden stream
-CONFIG: guard_hidden_work=report, guard_speed_of_light=report, guard_concurrency=report
+CONFIG: guards.hidden_work=report, guards.speed_of_light=report, guards.concurrency=report
 """
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

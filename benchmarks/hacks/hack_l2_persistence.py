@@ -10,7 +10,7 @@ TASK: main/level1/3_Softmax
 EXPECTED: rejected by timing_crosscheck
 NEEDS: cuda
 THREAT: L2 persistence window
-CONFIG: guard_concurrency=report
+CONFIG: guards.concurrency=report
 """
 import torch
 import torch.nn as nn

@@ -8,7 +8,7 @@ TASK: main/level1/1_GELU
 EXPECTED: rejected by timing_crosscheck
 NEEDS: cuda
 THREAT: native timer patch from a CUDA extension
-CONFIG: guard_hidden_work=report, guard_speed_of_light=report, guard_concurrency=report
+CONFIG: guards.hidden_work=report, guards.speed_of_light=report, guards.concurrency=report
 """
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

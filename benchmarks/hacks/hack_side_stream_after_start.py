@@ -5,7 +5,7 @@ the kernel ends. The CUPTI record finds the kernel still running after the end m
 TASK: tiny/level1/1_ReLU
 EXPECTED: rejected by untimed_work, reported by concurrency
 NEEDS: cuda
-CONFIG: guard_concurrency=report
+CONFIG: guards.concurrency=report
 """
 import torch
 import torch.nn as nn

@@ -8,7 +8,7 @@ record is what rejects it.
 TASK: tiny/level1/1_ReLU
 EXPECTED: rejected by untimed_work, reported by concurrency
 NEEDS: cuda
-CONFIG: guard_concurrency=report
+CONFIG: guards.concurrency=report
 """
 import torch
 import torch.nn as nn

@@ -5,7 +5,7 @@ is set to report).
 TASK: tiny/level1/1_ReLU
 EXPECTED: correct, reported by concurrency
 NEEDS: cuda
-CONFIG: guard_concurrency=report
+CONFIG: guards.concurrency=report
 """
 import torch
 import torch.nn as nn

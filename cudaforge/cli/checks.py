@@ -111,6 +111,10 @@ def _bad_override(text: str, overrides: list[str], keys: list[str], options: dic
     if value_problem and key:
         value_problem = re.sub(r"\s*full_key:.*", "", value_problem)
         return f"{override or key}: {value_problem}"
+    renamed = re.fullmatch(r"eval\.guard_([a-z_]+)", key or "")
+    if renamed and f"eval.guards.{renamed.group(1)}" in keys:  # the policies were nested under their guard
+        value = override.split("=", 1)[1] if "=" in override else "report"
+        return f"{key} is now eval.guards.{renamed.group(1)} (eval.guards.{renamed.group(1)}={value})"
     if key and key not in keys:
         groups = [g for g in options if g != "hydra"]
         near = _near(key, keys) if "." in key else _near(key, sorted(set(groups + [k for k in keys if "." not in k])))

@@ -84,6 +84,84 @@ class Tf32Mode(str, enum.Enum):
 
 
 @dataclass
+class GuardPolicies:
+    """What each integrity guard does when it fires, under its own name: ``eval.guards.<guard>`` is ``reject`` or
+    ``report`` (docs/evaluation.md, "Integrity guards"; ``guards_enforce=false`` makes every rejection a report).
+    A config written before 2026-12-05 named them ``eval.guard_<guard>``: :meth:`EvalConfig.from_dict` still reads
+    those, and the command line says the new name."""
+
+    no_custom_kernel: GuardPolicy = GuardPolicy.reject
+    """A candidate that defines or launches no kernel of its own (a PyTorch passthrough)."""
+    reference: GuardPolicy = GuardPolicy.reject
+    """``ModelNew = Model``, ModelNew inheriting from, wrapping or copying the reference."""
+    fallback: GuardPolicy = GuardPolicy.reject
+    """try/except around a kernel that falls back to PyTorch or swallows the kernel's failure."""
+    empty_body: GuardPolicy = GuardPolicy.reject
+    """A ``forward`` whose body is only ``pass``, ``...`` or a docstring."""
+    concurrency: GuardPolicy = GuardPolicy.reject
+    """Threads, processes, new CUDA streams or CUDA graphs (in Python or in the CUDA sources)."""
+    monkey_patch: GuardPolicy = GuardPolicy.reject
+    """Assigning to attributes of imported modules (torch, time, torch.cuda.Event ...) or torch's global flags."""
+    io: GuardPolicy = GuardPolicy.reject
+    """Reading files, the environment or the network (writing environment variables is always only reported)."""
+    introspection: GuardPolicy = GuardPolicy.reject
+    """eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules: ways to reach the evaluator."""
+    input_mutation: GuardPolicy = GuardPolicy.reject
+    """The candidate's inputs differ, bit for bit, after its call."""
+    output_type: GuardPolicy = GuardPolicy.reject
+    """An output that is not exactly a dense ``torch.Tensor`` on the evaluation device (lazy subclasses)."""
+    output_sensitivity: GuardPolicy = GuardPolicy.reject
+    """An output that never changes while the inputs (and the reference's output) do."""
+    precision: GuardPolicy = GuardPolicy.report
+    """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
+    untimed_work: GuardPolicy = GuardPolicy.reject
+    """GPU: device work of a timed call outside its timed region, on any stream (a CUPTI record of every timed call
+    against markers around its events), or kernels run between calls. Its time counts in the call's either way."""
+    hidden_work: GuardPolicy = GuardPolicy.reject
+    """GPU: host time far above CUDA-event time, beyond the reference's gap: work on other streams or threads."""
+    speed_of_light: GuardPolicy = GuardPolicy.reject
+    """GPU: a median time below the physical floor of the task's bytes and FLOPs on this GPU."""
+    timing_crosscheck: GuardPolicy = GuardPolicy.reject
+    """GPU: the candidate's reported time far below what the verifier's own clock saw over a batch of calls."""
+    reference_slowdown: GuardPolicy = GuardPolicy.reject
+    """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Each policy checked whenever it is set: ``reject`` or ``report`` (``ValueError`` naming
+        ``eval.guards.<guard>``)."""
+        if name in _policy_names():
+            value = _checked(f"guards.{name}", GuardPolicy, {}, value)
+        object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GuardPolicies:
+        """The policies of ``data`` over the defaults; an unknown guard is a ``ValueError`` that names it."""
+        if isinstance(data, GuardPolicies):
+            return dataclasses.replace(data)
+        if not isinstance(data, Mapping):
+            raise ValueError(f"eval.guards={data!r}: expected a mapping of guard names to reject or report")
+        unknown = sorted(str(k) for k in data if k not in _policy_names())
+        if unknown:
+            raise ValueError(
+                f"unknown guard(s) in eval.guards: {', '.join(unknown)} (known: {', '.join(sorted(_policy_names()))})"
+            )
+        return cls(**{str(k): data[k] for k in data})
+
+    def to_dict(self) -> dict[str, str]:
+        """Each policy's name."""
+        return {f.name: getattr(self, f.name).value for f in dataclasses.fields(self)}
+
+
+@functools.cache
+def _policy_names() -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(GuardPolicies))
+
+
+LEGACY_GUARD_PREFIX = "guard_"
+"""``eval.guard_<guard>``: how a guard's policy was named before ``eval.guards.<guard>`` (read from old configs)."""
+
+
+@dataclass
 class EvalConfig:
     """The evaluation protocol (docs/evaluation.md states it in full)."""
 
@@ -197,37 +275,8 @@ class EvalConfig:
     torch_ops: TorchOpsPolicy = TorchOpsPolicy.lenient
     """PyTorch compute in ModelNew.forward (torch.matmul, F.conv2d, nn layers, ...): ``strict`` rejects it, and
     on a GPU a candidate whose GPU time is mostly library kernels; ``lenient`` reports it with the share."""
-    guard_no_custom_kernel: GuardPolicy = GuardPolicy.reject
-    """A candidate that defines or launches no kernel of its own (a PyTorch passthrough)."""
-    guard_reference: GuardPolicy = GuardPolicy.reject
-    """``ModelNew = Model``, ModelNew inheriting from, wrapping or copying the reference."""
-    guard_fallback: GuardPolicy = GuardPolicy.reject
-    """try/except around a kernel that falls back to PyTorch or swallows the kernel's failure."""
-    guard_empty_body: GuardPolicy = GuardPolicy.reject
-    """A ``forward`` whose body is only ``pass``, ``...`` or a docstring."""
-    guard_concurrency: GuardPolicy = GuardPolicy.reject
-    """Threads, processes, new CUDA streams or CUDA graphs (in Python or in the CUDA sources)."""
-    guard_monkey_patch: GuardPolicy = GuardPolicy.reject
-    """Assigning to attributes of imported modules (torch, time, torch.cuda.Event ...) or torch's global flags."""
-    guard_io: GuardPolicy = GuardPolicy.reject
-    """Reading files, the environment or the network (writing environment variables is always only reported)."""
-    guard_introspection: GuardPolicy = GuardPolicy.reject
-    """eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules: ways to reach the evaluator."""
-    guard_input_mutation: GuardPolicy = GuardPolicy.reject
-    """The candidate's inputs differ, bit for bit, after its call."""
-    guard_output_type: GuardPolicy = GuardPolicy.reject
-    """An output that is not exactly a dense ``torch.Tensor`` on the evaluation device (lazy subclasses)."""
-    guard_output_sensitivity: GuardPolicy = GuardPolicy.reject
-    """An output that never changes while the inputs (and the reference's output) do."""
-    guard_precision: GuardPolicy = GuardPolicy.report
-    """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
-    guard_untimed_work: GuardPolicy = GuardPolicy.reject
-    """GPU: device work of a timed call outside its timed region, on any stream (a CUPTI record of every timed call
-    against markers around its events), or kernels run between calls. Its time counts in the call's either way."""
-    guard_hidden_work: GuardPolicy = GuardPolicy.reject
-    """GPU: host time far above CUDA-event time, beyond the reference's gap: work on other streams or threads."""
-    guard_speed_of_light: GuardPolicy = GuardPolicy.reject
-    """GPU: a median time below the physical floor of the task's bytes and FLOPs on this GPU."""
+    guards: GuardPolicies = field(default_factory=GuardPolicies)
+    """Each guard's policy, under the guard's name (``eval.guards.hidden_work=report``; :class:`GuardPolicies`)."""
     hidden_work_ms: float = 0.05
     """hidden_work fires when the candidate's median host-minus-event gap exceeds the reference's by more than
     this many ms and by more than half the candidate's event time."""
@@ -235,10 +284,6 @@ class EvalConfig:
     """speed_of_light fires below this fraction of the floor (the floor uses the fastest peak of any dtype)."""
     library_share_max: float = 0.5
     """Under ``torch_ops=strict``, the largest share of GPU time library kernels (aten, cuBLAS, cuDNN) may take."""
-    guard_timing_crosscheck: GuardPolicy = GuardPolicy.reject
-    """GPU: the candidate's reported time far below what the verifier's own clock saw over a batch of calls."""
-    guard_reference_slowdown: GuardPolicy = GuardPolicy.reject
-    """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
     crosscheck_calls: int = field(default=8, metadata={"min": 2})
     """Calls in the timing cross-check's batch (fewer when their inputs and outputs exceed ``crosscheck_max_gb``,
     never fewer than 2)."""
@@ -327,9 +372,19 @@ class EvalConfig:
         """The settings of ``data`` (a dict, a DictConfig, or what ``to_dict`` wrote) over the defaults, checked; an
         unknown key is a ``ValueError`` that names it."""
         names = {f.name for f in dataclasses.fields(cls)}
+        data = dict(data)
+        legacy = {  # a config written before the policies were nested: eval.guard_<guard>
+            k: data.pop(k)
+            for k in list(data)
+            if str(k).startswith(LEGACY_GUARD_PREFIX) and str(k)[len(LEGACY_GUARD_PREFIX) :] in _policy_names()
+        }
         unknown = sorted(str(k) for k in data if k not in names)
         if unknown:
             raise ValueError(f"unknown eval setting(s): {', '.join(unknown)} (known: see docs/configuration.md)")
+        if legacy:
+            given = data.get("guards") or {}
+            given = given.to_dict() if isinstance(given, GuardPolicies) else dict(given)
+            data["guards"] = {**{k[len(LEGACY_GUARD_PREFIX) :]: v for k, v in legacy.items()}, **given}
         return cls(**{str(k): data[k] for k in data})
 
     def replace(self, **changes: Any) -> EvalConfig:
@@ -339,7 +394,15 @@ class EvalConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain values (enums as their names): what crosses a process boundary, and what a result records."""
         return {
-            f.name: (v.value if isinstance(v, enum.Enum) else list(v) if isinstance(v, list) else v)
+            f.name: (
+                v.value
+                if isinstance(v, enum.Enum)
+                else list(v)
+                if isinstance(v, list)
+                else v.to_dict()
+                if isinstance(v, GuardPolicies)
+                else v
+            )
             for f in dataclasses.fields(self)
             for v in [getattr(self, f.name)]
         }
@@ -354,6 +417,8 @@ def _field_types() -> dict[str, Any]:
 def _checked(name: str, kind: Any, limits: Mapping[str, Any], value: Any) -> Any:
     """``value`` for the field ``name`` of type ``kind``, coerced (an enum's name, a whole float for an int) or
     refused; ``limits``: the field's metadata (``min``, ``max``)."""
+    if kind is GuardPolicies:  # a mapping (a DictConfig from Hydra, what to_dict wrote) or the policies themselves
+        return GuardPolicies.from_dict(value)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         try:
             return kind(value.value if isinstance(value, enum.Enum) else value)

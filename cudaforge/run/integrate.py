@@ -50,7 +50,7 @@ OUT_DIR = "integrate"
 """Where the results go, inside the first run directory."""
 
 
-STATIC_REPORTED = ("guard_no_custom_kernel", "guard_reference", "guard_monkey_patch", "guard_introspection")
+STATIC_REPORTED = ("no_custom_kernel", "reference", "monkey_patch", "introspection")
 """The static guards the generated candidate trips by construction (its kernels are exec'd strings, its model is
 PyTorch layers, it registers the strings with linecache): they report; ``torch_ops`` stays lenient (reports)."""
 
@@ -58,7 +58,9 @@ PyTorch layers, it registers the strings with linecache): they report; ``torch_o
 def evaluation_config(eval_cfg: dict[str, Any]) -> dict[str, Any]:
     """The protocol an integration is evaluated under: the run's, with ``STATIC_REPORTED`` reporting and PyTorch
     compute allowed (``torch_ops=lenient``); the runtime and timing guards as the protocol says."""
-    return {**eval_cfg, **{key: "report" for key in STATIC_REPORTED}, "torch_ops": "lenient"}
+    settings = EvalConfig.from_dict(eval_cfg).to_dict()  # the run's own, whenever it was written
+    guards = {**settings["guards"], **{name: "report" for name in STATIC_REPORTED}}
+    return {**settings, "guards": guards, "torch_ops": "lenient"}
 
 
 class IntegrateError(ValueError):
@@ -241,11 +243,9 @@ def static_refusal(patch: Patch, eval_cfg: EvalConfig) -> str:
     from cudaforge.eval.guards.policy import GUARDS
     from cudaforge.eval.static import check_candidate
 
-    strict = {
-        **eval_cfg.to_dict(),
-        "guards_enforce": True,
-        **{g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"},
-    }
+    settings = eval_cfg.to_dict()
+    static = {g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"}
+    strict = {**settings, "guards_enforce": True, "guards": {**settings["guards"], **static}}
     found = check_candidate(patch.kernel_source, strict, patch.task_source)
     if found.ok:
         return ""

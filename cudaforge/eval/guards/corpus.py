@@ -5,7 +5,7 @@ Each file's module docstring declares, one per line::
     TASK: tiny/level1/1_ReLU                 # <suite>/<task id within it>; suite "hacks" is benchmarks/hacks/tasks
     EXPECTED: rejected by output_type        # or: incorrect by <guard>, correct, correct, reported by <guard>
     NEEDS: cuda, tilelang                    # optional: its runtime verdict needs a GPU (and these Python modules)
-    CONFIG: torch_ops=strict                 # optional: eval config overrides, comma-separated
+    CONFIG: torch_ops=strict                 # optional: eval config overrides, comma-separated (guards.io=report)
     THREAT: forged result file               # optional: the threat-model class it attacks (sandbox and verifier)
 
 :func:`check_static` and :func:`check_result` say whether a verdict is the declared one. The
@@ -125,10 +125,14 @@ def parse_entry(path: Path) -> Entry:
     for guard in (match["guard"], match["reported"]):
         if guard and guard not in GUARDS:
             raise ValueError(f"{path}: unknown guard {guard!r} (known: {', '.join(GUARDS)})")
-    config = {}
+    config: dict[str, Any] = {}
     for item in filter(None, (s.strip() for s in fields.get("CONFIG", "").split(","))):
         key, _, value = item.partition("=")
-        config[key.strip()] = _value(value.strip())
+        *outer, name = key.strip().split(".")  # guards.concurrency=report: a nested setting
+        into = config
+        for part in outer:
+            into = into.setdefault(part, {})
+        into[name] = _value(value.strip())
     needs = [n.strip() for n in fields.get("NEEDS", "").split(",") if n.strip()]
     return Entry(
         path=path,

@@ -5,14 +5,14 @@ fails: status ``rejected``, or ``incorrect`` when an output was wrong) or ``repo
 the finding is kept for the Judge). ``evidence`` is one or two sentences the Judge can pass to the
 Coder as they stand: what was seen, where, and what to do instead.
 
-Each guard reads its policy from the eval config (``cudaforge.config.EvalConfig``, plain dict in
-the worker); ``guards_enforce=False`` turns every rejection into a report. No torch here.
+Each guard reads its policy from the eval config, under its own name (``eval.guards.<guard>``,
+``cudaforge.eval.settings.GuardPolicies``); ``guards_enforce=False`` turns every rejection into a report. No torch
+here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
 from cudaforge.eval.settings import EvalConfig
@@ -28,7 +28,8 @@ class Guard:
     name: str
     """The name findings carry (``guard``)."""
     field: str | None
-    """The EvalConfig field holding its policy; None: it only explains a wrong output (always rejects)."""
+    """Where its policy is: the name under ``eval.guards`` (``GuardPolicies``), or ``torch_ops``; None: it only
+    explains a wrong output (always rejects)."""
     where: str
     """``static`` (AST, before anything runs), ``runtime`` (CPU and GPU) or ``gpu`` (needs a GPU)."""
     what: str
@@ -44,23 +45,23 @@ GUARDS: dict[str, Guard] = {
     for g in [
         Guard(
             "reference",
-            "guard_reference",
+            "reference",
             "static",
             "ModelNew = Model; ModelNew inheriting from, wrapping or copying the reference",
         ),
         Guard(
             "no_custom_kernel",
-            "guard_no_custom_kernel",
+            "no_custom_kernel",
             "static",
             "no kernel of its own defined or launched (static); none ran (GPU profiler)",
         ),
         Guard(
             "fallback",
-            "guard_fallback",
+            "fallback",
             "static",
             "try/except that falls back to PyTorch or swallows a kernel's failure",
         ),
-        Guard("empty_body", "guard_empty_body", "static", "forward is only pass, ... or a docstring"),
+        Guard("empty_body", "empty_body", "static", "forward is only pass, ... or a docstring"),
         Guard(
             "torch_compute",
             "torch_ops",
@@ -68,43 +69,43 @@ GUARDS: dict[str, Guard] = {
             "PyTorch compute ops in forward (static; under strict an allow-list: "
             "kernels, layout ops and plain Python only); library kernels' share of GPU time (GPU)",
         ),
-        Guard("concurrency", "guard_concurrency", "static", "threads, processes, new CUDA streams or graphs"),
+        Guard("concurrency", "concurrency", "static", "threads, processes, new CUDA streams or graphs"),
         Guard(
             "monkey_patch",
-            "guard_monkey_patch",
+            "monkey_patch",
             "static",
             "assignments to torch, time, builtins ...; torch's global flags",
         ),
-        Guard("io", "guard_io", "static", "reading files, environment variables or the network"),
+        Guard("io", "io", "static", "reading files, environment variables or the network"),
         Guard(
             "introspection",
-            "guard_introspection",
+            "introspection",
             "static",
             "gc, inspect, frames, sys.modules reads, ctypes, dynamic getattr on modules",
         ),
         Guard(
             "dynamic_code",
-            "guard_introspection",
+            "introspection",
             "static",
             "exec/eval, hidden imports, modules written and loaded, "
             "pickles, torch.fx and TorchScript from strings, interpreter internals, lookups by computed names: code the "
             "guards cannot see",
             strict_rejects=True,
         ),
-        Guard("input_mutation", "guard_input_mutation", "runtime", "inputs changed by the candidate's call"),
+        Guard("input_mutation", "input_mutation", "runtime", "inputs changed by the candidate's call"),
         Guard(
             "output_type",
-            "guard_output_type",
+            "output_type",
             "runtime",
             "outputs that are not plain dense tensors on the device (lazy subclasses)",
         ),
         Guard(
             "output_sensitivity",
-            "guard_output_sensitivity",
+            "output_sensitivity",
             "runtime",
             "an output that never changes while the reference's does",
         ),
-        Guard("precision", "guard_precision", "runtime", "fp32 outputs with fp16/bf16-sized errors (silent downgrade)"),
+        Guard("precision", "precision", "runtime", "fp32 outputs with fp16/bf16-sized errors (silent downgrade)"),
         Guard(
             "uninitialised_memory",
             None,
@@ -118,27 +119,27 @@ GUARDS: dict[str, Guard] = {
         Guard("timed_output", None, "runtime", "a wrong output produced during the timed calls"),
         Guard(
             "untimed_work",
-            "guard_untimed_work",
+            "untimed_work",
             "gpu",
             "a timed call's device work outside its timed region (other "
             "streams, before the start event, after the end event) or kernels between calls (CUPTI record)",
         ),
         Guard(
             "hidden_work",
-            "guard_hidden_work",
+            "hidden_work",
             "gpu",
             "host time far beyond CUDA-event time (work on other streams or threads)",
         ),
-        Guard("speed_of_light", "guard_speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
+        Guard("speed_of_light", "speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
         Guard(
             "timing_crosscheck",
-            "guard_timing_crosscheck",
+            "timing_crosscheck",
             "gpu",
             "reported time far below the verifier's own clock over a batch of calls",
         ),
         Guard(
             "reference_slowdown",
-            "guard_reference_slowdown",
+            "reference_slowdown",
             "gpu",
             "the reference slower beside the candidate than alone",
         ),
@@ -154,31 +155,18 @@ def finding(guard: str, verdict: str, evidence: str) -> dict[str, str]:
     return {"guard": guard, "verdict": verdict, "evidence": evidence.strip()}
 
 
-@cache
-def _defaults() -> dict[str, Any]:
-    """``EvalConfig``'s defaults as plain values: a key absent from a config dict has the protocol's default, never a
-    second copy of it kept here."""
-
-    return {
-        f.name: getattr(v, "value", v)
-        for f in fields(EvalConfig)
-        if (v := getattr(EvalConfig, f.name, None)) is not None
-    }
-
-
 class Policies:
-    """The guard policies of one evaluation, read from an eval config dict (``EvalConfig``'s defaults where absent)."""
+    """The guard policies of one evaluation, read from its eval config (``EvalConfig``'s defaults where absent)."""
 
     def __init__(self, cfg: EvalConfig | dict[str, Any] | None = None) -> None:
-        """``cfg``: the evaluation's ``EvalConfig``, or some of its fields as a dict (enum members are read by value;
-        the defaults fill the rest)."""
-        plain = cfg.to_dict() if isinstance(cfg, EvalConfig) else (cfg or {})
-        self.cfg = {k: getattr(v, "value", v) for k, v in plain.items()}
+        """``cfg``: the evaluation's ``EvalConfig``, or some of its fields as a dict (read as ``EvalConfig.from_dict``
+        reads them: the defaults fill the rest, a config of before the nesting (``guard_<name>``) included, and a bad
+        value is a ``ValueError`` naming it)."""
+        settings = cfg if isinstance(cfg, EvalConfig) else EvalConfig.from_dict(cfg or {})
+        self.cfg = settings.to_dict()
 
     def _get(self, key: str) -> Any:
-        if key in self.cfg and self.cfg[key] is not None:
-            return self.cfg[key]
-        return _defaults().get(key, REJECT)
+        return self.cfg[key]
 
     @property
     def enforce(self) -> bool:
@@ -202,9 +190,7 @@ class Policies:
         elif field == "torch_ops":
             policy = REJECT if self.strict else REPORT
         else:
-            policy = str(self._get(field))
-            if policy not in (REJECT, REPORT):
-                raise ValueError(f"eval.{field} must be reject or report, got {policy!r}")
+            policy = str(self.cfg["guards"][field])
             if GUARDS[guard].strict_rejects and self.strict:
                 policy = REJECT
         return policy if self.enforce else REPORT
