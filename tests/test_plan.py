@@ -106,3 +106,22 @@ def test_a_run_writes_its_plan_and_plan_run_dir_sets_it_beside_what_it_took(tmp_
     )
     assert plan["sources"]["round_seconds"] == f"measured in {run_dir}" and plan["calls"]["coder"] == 300
     assert cli("plan", str(tmp_path / "nowhere")).returncode == 2
+
+
+def test_a_run_config_written_before_the_guards_were_nested_still_plans(tmp_path):
+    """A run's ``.hydra/config.yaml`` from before the guard policies moved under ``eval.guards`` (``guard_<guard>``
+    keys, as every run wrote them) still reads as a config: the policies land under their guards."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from cudaforge.cli.plan import _run_config
+    from cudaforge.config import CudaforgeConfig
+
+    saved = OmegaConf.to_container(OmegaConf.structured(CudaforgeConfig), enum_to_str=True)
+    guards = saved["eval"].pop("guards")
+    saved["eval"].update({f"guard_{name}": policy for name, policy in guards.items()})
+    saved["eval"]["guard_hidden_work"] = "report"
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(saved))
+    config = _run_config(tmp_path)
+    assert config.eval.guards.hidden_work.value == "report" and config.eval.guards.io.value == "reject"

@@ -161,6 +161,23 @@ LEGACY_GUARD_PREFIX = "guard_"
 """``eval.guard_<guard>``: how a guard's policy was named before ``eval.guards.<guard>`` (read from old configs)."""
 
 
+def upgrade_saved(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An eval config as written before the guard policies were nested (``guard_<guard>`` keys), as it is written
+    now (``guards: {<guard>: ...}``), the nested key winning where both are given; other keys as they are, nothing
+    checked. What reads a saved config (a run's ``.hydra/config.yaml``, a payload) reads it through this."""
+    data = dict(data)
+    legacy = {
+        str(k)[len(LEGACY_GUARD_PREFIX) :]: data.pop(k)
+        for k in list(data)
+        if str(k).startswith(LEGACY_GUARD_PREFIX) and str(k)[len(LEGACY_GUARD_PREFIX) :] in _policy_names()
+    }
+    if legacy:
+        given = data.get("guards") or {}
+        given = given.to_dict() if isinstance(given, GuardPolicies) else dict(given)
+        data["guards"] = {**legacy, **given}
+    return data
+
+
 @dataclass
 class EvalConfig:
     """The evaluation protocol (docs/evaluation.md states it in full)."""
@@ -372,19 +389,10 @@ class EvalConfig:
         """The settings of ``data`` (a dict, a DictConfig, or what ``to_dict`` wrote) over the defaults, checked; an
         unknown key is a ``ValueError`` that names it."""
         names = {f.name for f in dataclasses.fields(cls)}
-        data = dict(data)
-        legacy = {  # a config written before the policies were nested: eval.guard_<guard>
-            k: data.pop(k)
-            for k in list(data)
-            if str(k).startswith(LEGACY_GUARD_PREFIX) and str(k)[len(LEGACY_GUARD_PREFIX) :] in _policy_names()
-        }
+        data = upgrade_saved(data)
         unknown = sorted(str(k) for k in data if k not in names)
         if unknown:
             raise ValueError(f"unknown eval setting(s): {', '.join(unknown)} (known: see docs/configuration.md)")
-        if legacy:
-            given = data.get("guards") or {}
-            given = given.to_dict() if isinstance(given, GuardPolicies) else dict(given)
-            data["guards"] = {**{k[len(LEGACY_GUARD_PREFIX) :]: v for k, v in legacy.items()}, **given}
         return cls(**{str(k): data[k] for k in data})
 
     def replace(self, **changes: Any) -> EvalConfig:

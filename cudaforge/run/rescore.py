@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cudaforge.eval.settings import upgrade_saved
 from cudaforge.tasks.identity import PROBLEM_SET_FILE
 from cudaforge.track.store import CANDIDATE_FILE, RESCORE_FILE, RESCORED_FILE, TASK_FILE, RunDir, RunStore, TaskStore
 from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash
@@ -127,6 +128,8 @@ def _earlier_results(
         before = json.loads(record.read_text())
     except ValueError as exc:
         raise ValueError(f"{record}: unreadable ({exc}); rescore into another directory (hydra.run.dir=...)") from exc
+    if isinstance(before.get("eval"), dict):  # written before the guard policies were nested: the same settings
+        before["eval"] = upgrade_saved(before["eval"])
     differs = [
         key
         for key in _SAME_RUN_KEYS
