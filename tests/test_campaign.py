@@ -37,6 +37,25 @@ def test_configs_that_differ_only_in_the_shard_merge():
     assert config_differences(a, {**a, "eval": {"timing_trials": 50}}) == ["eval.timing_trials: 100 vs 50"]
 
 
+def test_a_shard_run_before_the_guards_were_nested_merges_with_a_newer_one(tmp_path):
+    """A shard whose config names a guard's policy ``eval.guard_<guard>`` (as before the nesting) reads as written now
+    (``eval.guards.<guard>``): the same settings merge, other ones are still told apart."""
+    import yaml
+
+    from cudaforge.run.merge import read_config
+
+    def shard(name: str, eval_cfg: dict) -> Path:
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        (tmp_path / name / ".hydra" / "config.yaml").write_text(yaml.safe_dump({"eval": eval_cfg}))
+        return tmp_path / name
+
+    old = read_config(shard("old", {"timing_trials": 100, "guard_io": "report"}))
+    new = read_config(shard("new", {"timing_trials": 100, "guards": {"io": "report"}}))
+    other = read_config(shard("other", {"timing_trials": 100, "guards": {"io": "reject"}}))
+    assert old == new and config_differences(old, new) == []
+    assert config_differences(old, other) == ["eval.guards.io: 'report' vs 'reject'"]
+
+
 def test_merge_refuses_what_is_not_a_run(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(MergeError, match="not a run directory"):

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from cudaforge.eval.settings import upgrade_saved
 from cudaforge.proc.files import write_atomic
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
 from cudaforge.track.store import (
@@ -83,8 +84,12 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:
-    """``.hydra/config.yaml`` as plain data ({} when absent or unreadable)."""
-    return RunDir(run_dir).config()
+    """``.hydra/config.yaml`` as plain data ({} when absent or unreadable); a shard run before the guard policies
+    were nested under ``eval.guards`` reads as written now (``upgrade_saved``), so it merges with newer shards."""
+    config = RunDir(run_dir).config()
+    if isinstance(config.get("eval"), dict):
+        config["eval"] = upgrade_saved(config["eval"])
+    return config
 
 
 def config_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
