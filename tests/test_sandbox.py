@@ -314,7 +314,27 @@ def test_the_init_freezes_and_thaws_every_process(tmp_path):
         time.sleep(0.3)
         assert (tmp_path / "tick").stat().st_size > frozen
     finally:
-        started.kill()
+        assert started.kill() is True  # the launcher reaped and every cgroup of the sandbox gone: known dead
+    cgroups = [c for c in (started.status() or {}).get("cgroups") or [] if isinstance(c, str)]
+    assert all(not os.path.exists(c) for c in cgroups), cgroups
+
+
+def test_a_cgroup_that_outlives_the_kill_is_said_not_dead(tmp_path):
+    """``kill()`` answers False when a sandbox's cgroup is still there after its wait (a process stuck in the kernel):
+    the verifier then keeps none of the sandbox's files as final. A cgroup that goes, or is gone, answers True."""
+    from cudaforge.proc.sandbox import _remove_cgroup
+
+    lingering = tmp_path / "cudaforge-sandbox-x"
+    lingering.mkdir()
+    (lingering / "a process").write_text("")  # rmdir refuses, as the kernel refuses a cgroup with a process
+    started = time.monotonic()
+    assert _remove_cgroup(str(lingering), deadline=time.monotonic() + 0.2) is False
+    assert 0.2 <= time.monotonic() - started < 2.0
+    assert (lingering / "cgroup.kill").read_text() == "1"  # every process left in it was told to die
+    empty = tmp_path / "cudaforge-sandbox-y"
+    empty.mkdir()
+    assert _remove_cgroup(str(empty), deadline=time.monotonic() + 0.2) is True and not empty.exists()
+    assert _remove_cgroup(str(tmp_path / "never-made"), deadline=time.monotonic()) is True
 
 
 @needs_landlock

@@ -420,7 +420,7 @@ def _run_sandboxed(
         outcome = _Watch(process.proc, scratch, started, logs, SANDBOXED_RESULT_CAP).supervise(
             timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase
         )
-        process.kill()  # every process of the sandbox dead before its files are read
+        dead = process.kill()  # every process of the sandbox dead before its files are read
         cannot_run = [m for m in status.get("missing", []) if "cannot run" in m]
         if cannot_run:
             outcome.status, outcome.result = "crashed", None
@@ -440,7 +440,7 @@ def _run_sandboxed(
                 "running it: the program is missing, or outside what the sandbox may read and execute)"
             )
         outcome.sandbox = status
-        if collect is not None:
+        if collect is not None and dead:  # a process that outlived the kill could still be writing them
             try:
                 collect(scratch)
             except Exception:  # noqa: BLE001 - what the child left is its own; reading it never raises here

@@ -296,8 +296,9 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         tail_started = time.perf_counter()  # the worker's end and its files kept: no phase's time
         if process is not None:
             try:
+                if own_caches and not process.process.kill():  # every process dead before its files are read
+                    raise RuntimeError("a process of the sandbox outlived its kill: its JIT cache is not kept")
                 if own_caches:
-                    process.process.kill()  # every process of the sandbox dead before its files are read
                     jit = result.fingerprint.get("jit_ahead")
                     if isinstance(jit, dict) and languages.get(jit["language"]).jit_cache:
                         language = languages.get(jit["language"])

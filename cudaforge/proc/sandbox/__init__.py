@@ -591,8 +591,11 @@ class SandboxedProcess:
         """Whether the sandbox is still running."""
         return self.proc.poll() is None
 
-    def kill(self) -> None:
-        """End the sandbox now: every process in it dies (the init dies with the outer launcher)."""
+    def kill(self) -> bool:
+        """End the sandbox now: every process in it dies (the init dies with the outer launcher). True when that is
+        known: the launcher reaped and each of the sandbox's cgroups gone (a cgroup goes once its last process is
+        reaped); False when one outlived the wait (a process stuck in the kernel), so its files are not to be read
+        as final. Where a cgroup lingers, every process left in it is killed through ``cgroup.kill``."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -600,10 +603,11 @@ class SandboxedProcess:
         if self.control is not None:
             self.control.close()
             self.control = None
+        dead = True
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            pass
+            dead = False
         if self._status_fd is not None:
             os.close(self._status_fd)
             self._status_fd = None
@@ -613,23 +617,38 @@ class SandboxedProcess:
                 and cgroup.startswith("/sys/fs/cgroup/")
                 and os.path.basename(cgroup).startswith("cudaforge-sandbox-")
             ):
-                deadline = time.monotonic() + 1.0  # a cgroup goes once its last process is reaped: soon after the kill
-                while True:
-                    try:
-                        os.rmdir(cgroup)
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        if time.monotonic() > deadline:
-                            break
-                        time.sleep(0.002)  # the evaluation's tail waits here: 20 ms steps cost it 40-80 ms
+                dead = _remove_cgroup(cgroup, deadline=time.monotonic() + 1.0) and dead
+        return dead
 
     def cleanup(self) -> None:
         """Kill the sandbox and remove its scratch directory (a folder of :func:`new_scratch`'s; any other, such as a
         build folder of the cache, is the caller's)."""
         self.kill()
         release_scratch(self.sandbox.scratch)
+
+
+def _remove_cgroup(cgroup: str, deadline: float) -> bool:
+    """Remove a sandbox's cgroup, which goes once its last process is reaped (soon after the kill), polling every
+    2 ms until ``deadline`` (the evaluation's tail waits here: 20 ms steps cost it 40-80 ms); after the first refusal,
+    every process still in it is killed (``cgroup.kill``). True once it is gone."""
+    killed = False
+    while True:
+        try:
+            os.rmdir(cgroup)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if not killed:
+                killed = True
+                try:
+                    with open(os.path.join(cgroup, "cgroup.kill"), "w") as handle:
+                        handle.write("1")
+                except OSError:
+                    pass  # an older kernel without cgroup.kill: the kill of the process group stands
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
 
 
 def describe(status: dict[str, Any]) -> str:
