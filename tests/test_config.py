@@ -137,7 +137,7 @@ def test_the_eval_defaults_are_defined_once():
 
 def test_guard_policies_sit_under_their_guard_and_an_old_config_still_reads():
     """``eval.guards.<guard>`` is each guard's policy (checked when set); a config written before the nesting
-    (``guard_<guard>``) reads as the same settings, the nested key winning where both are given; an unknown guard
+    (``guard_<guard>``) reads as the same settings, and both forms disagreeing is refused; an unknown guard
     or policy is refused with its name; on the command line the old key is answered with the new one."""
     from cudaforge.eval.guards.policy import GUARDS, Policies
     from cudaforge.eval.settings import EvalConfig, GuardPolicies
@@ -145,8 +145,12 @@ def test_guard_policies_sit_under_their_guard_and_an_old_config_still_reads():
     nested = EvalConfig.from_dict({"guards": {"hidden_work": "report", "io": "report"}})
     old = EvalConfig.from_dict({"guard_hidden_work": "report", "guard_io": "report"})
     assert nested == old and nested.guards.hidden_work.value == "report" and nested.guards.reference.value == "reject"
-    both = EvalConfig.from_dict({"guard_io": "report", "guards": {"io": "reject"}})
-    assert both.guards.io.value == "reject"
+    with pytest.raises(ValueError, match="eval.guard_io=report and eval.guards.io=reject disagree"):
+        EvalConfig.from_dict({"guard_io": "report", "guards": {"io": "reject"}})
+    with pytest.raises(ValueError, match="disagree"):  # an old key merged over whole new settings is not lost
+        EvalConfig.from_dict({**EvalConfig().to_dict(), "guard_precision": "reject"})
+    same = EvalConfig.from_dict({"guard_io": "report", "guards": {"io": "report", "fallback": "report"}})
+    assert same.guards.io.value == same.guards.fallback.value == "report"
     assert EvalConfig.from_dict(nested.to_dict()) == nested  # what crosses a process boundary
     assert Policies({"guard_io": "report"}).verdict("io") == Policies({"guards": {"io": "report"}}).verdict("io")
     assert Policies({"guards": {"io": "report"}, "guards_enforce": True}).verdict("io") == "report"

@@ -319,6 +319,23 @@ def test_the_init_freezes_and_thaws_every_process(tmp_path):
     assert all(not os.path.exists(c) for c in cgroups), cgroups
 
 
+@needs_landlock
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid of the sandbox's own needs root")
+def test_without_cgroups_the_kill_waits_until_no_process_of_the_sandbox_is_left(tmp_path):
+    """No cgroup (no process or memory limit asked): the launcher is killed at once, while its pid namespace dies
+    after it; ``kill()`` returns only once no live process of the sandbox's own uid is left."""
+    from cudaforge.proc.sandbox import _uid_gone
+
+    sandbox = Sandbox(scratch=str(tmp_path), processes=0, memory_bytes=0, nproc_limit=False)
+    code = "import os, time\nfor _ in range(12):\n    if os.fork() == 0:\n        time.sleep(60)\ntime.sleep(60)\n"
+    started = sandbox.start([sys.executable, "-c", code], env={"PATH": os.environ["PATH"]})
+    assert started.status()["ok"] and not started.status().get("cgroups"), started.status()
+    time.sleep(1.0)
+    assert sandbox.own_uid and not _uid_gone(sandbox.uid, deadline=0)  # its 13 processes run as its uid
+    assert started.kill() is True
+    assert _uid_gone(sandbox.uid, deadline=0)  # none left the moment kill() returned
+
+
 def test_a_cgroup_that_outlives_the_kill_is_said_not_dead(tmp_path):
     """``kill()`` answers False when a sandbox's cgroup is still there after its wait (a process stuck in the kernel):
     the verifier then keeps none of the sandbox's files as final. A cgroup that goes, or is gone, answers True."""

@@ -161,10 +161,14 @@ LEGACY_GUARD_PREFIX = "guard_"
 """``eval.guard_<guard>``: how a guard's policy was named before ``eval.guards.<guard>`` (read from old configs)."""
 
 
+def _plain(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
 def upgrade_saved(data: Mapping[str, Any]) -> dict[str, Any]:
     """An eval config as written before the guard policies were nested (``guard_<guard>`` keys), as it is written
-    now (``guards: {<guard>: ...}``), the nested key winning where both are given; other keys as they are, nothing
-    checked. What reads a saved config (a run's ``.hydra/config.yaml``, a payload) reads it through this."""
+    now (``guards: {<guard>: ...}``); both forms of one guard given with different policies is a ``ValueError``;
+    other keys as they are, nothing else checked. What reads a saved config (a run's ``.hydra/config.yaml``, a payload) reads it through this."""
     data = dict(data)
     legacy = {
         str(k)[len(LEGACY_GUARD_PREFIX) :]: data.pop(k)
@@ -174,7 +178,16 @@ def upgrade_saved(data: Mapping[str, Any]) -> dict[str, Any]:
     if legacy:
         given = data.get("guards") or {}
         given = given.to_dict() if isinstance(given, GuardPolicies) else dict(given)
-        data["guards"] = {**legacy, **given}
+        clash = sorted(k for k in legacy if k in given and _plain(given[k]) != _plain(legacy[k]))
+        if clash:  # never in a saved config: a merge of an old key over new settings, which must not pass silently
+            raise ValueError(
+                "; ".join(
+                    f"eval.{LEGACY_GUARD_PREFIX}{k}={_plain(legacy[k])} and eval.guards.{k}={_plain(given[k])}"
+                    for k in clash
+                )
+                + " disagree: name each guard's policy once, as eval.guards.<guard>"
+            )
+        data["guards"] = {**given, **legacy}
     return data
 
 

@@ -440,7 +440,9 @@ def _run_sandboxed(
                 "running it: the program is missing, or outside what the sandbox may read and execute)"
             )
         outcome.sandbox = status
-        if collect is not None and dead:  # a process that outlived the kill could still be writing them
+        if collect is not None and not dead:  # a process that outlived the kill could still be writing them
+            status.setdefault("notes", []).append("a process outlived the kill: the child's files were not collected")
+        if collect is not None and dead:
             try:
                 collect(scratch)
             except Exception:  # noqa: BLE001 - what the child left is its own; reading it never raises here

@@ -372,6 +372,9 @@ class Sandbox:
     """Device nodes it may open read-write (with their ioctls)."""
     uid: int | None = None
     """The uid to run as when started by root (None: a fresh one, :func:`fresh_uid`); never 0."""
+    own_uid: bool = False
+    """Whether ``uid`` was drawn for this sandbox alone (set by ``start``; a compiler's sandbox shares its
+    candidate's): then, without cgroups, ``kill`` can tell its end by its uid's processes."""
     cpu_seconds: int = 3600
     """RLIMIT_CPU of the program (all its threads)."""
     file_bytes: int = 256 << 20
@@ -409,6 +412,7 @@ class Sandbox:
             **({"nproc": self.processes} if self.nproc_limit else {}),
         }
         uid = self.uid if self.uid else fresh_uid()
+        self.own_uid = self.own_uid or not self.uid  # drawn here: no other sandbox runs as it
         self.uid = uid
         return {
             "mode": self.mode.value,
@@ -592,10 +596,12 @@ class SandboxedProcess:
         return self.proc.poll() is None
 
     def kill(self) -> bool:
-        """End the sandbox now: every process in it dies (the init dies with the outer launcher). True when that is
-        known: the launcher reaped and each of the sandbox's cgroups gone (a cgroup goes once its last process is
-        reaped); False when one outlived the wait (a process stuck in the kernel), so its files are not to be read
-        as final. Where a cgroup lingers, every process left in it is killed through ``cgroup.kill``."""
+        """End the sandbox now: every process in it dies (the init dies with the outer launcher). True when no
+        process of it is left as far as this side can see: the launcher reaped and each of the sandbox's cgroups
+        gone (a cgroup goes once its last process is reaped), or, with no cgroup, no live process of the sandbox's
+        own uid (as root); False when one outlived the wait (a process stuck in the kernel), so its files are not to
+        be read as final. Where a cgroup lingers, every process left in it is killed through ``cgroup.kill``. Not
+        root and without cgroups, only the launcher's end is seen (the pid namespace's teardown can lag it)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -611,13 +617,17 @@ class SandboxedProcess:
         if self._status_fd is not None:
             os.close(self._status_fd)
             self._status_fd = None
-        for cgroup in (self._status or {}).get("cgroups") or []:  # the launcher removes them unless killed with it
-            if (
-                isinstance(cgroup, str)
-                and cgroup.startswith("/sys/fs/cgroup/")
-                and os.path.basename(cgroup).startswith("cudaforge-sandbox-")
-            ):
-                dead = _remove_cgroup(cgroup, deadline=time.monotonic() + 1.0) and dead
+        cgroups = [
+            c
+            for c in (self._status or {}).get("cgroups") or []  # the launcher removes them unless killed with it
+            if isinstance(c, str) and c.startswith("/sys/fs/cgroup/") and os.path.basename(c).startswith(SANDBOX_CGROUP)
+        ]
+        deadline = time.monotonic() + KILL_WAIT_S
+        for cgroup in cgroups:
+            dead = _remove_cgroup(cgroup, deadline) and dead
+        uid = self.sandbox.uid
+        if not cgroups and os.geteuid() == 0 and self.sandbox.own_uid and uid in SANDBOX_UIDS:  # no cgroup to go by
+            dead = _uid_gone(uid, deadline) and dead  # (the pid namespace dies after its init)
         return dead
 
     def cleanup(self) -> None:
@@ -625,6 +635,37 @@ class SandboxedProcess:
         build folder of the cache, is the caller's)."""
         self.kill()
         release_scratch(self.sandbox.scratch)
+
+
+KILL_WAIT_S = 5.0
+"""How long ``kill`` waits for the sandbox's last process to go after the launcher's end (a worker's CUDA context
+took about 0.1 s to go on an H100 with 3 GB in use; a larger one takes longer). The wait ends as soon as it goes."""
+SANDBOX_CGROUP = "cudaforge-sandbox-"
+"""The prefix of every cgroup a sandbox's launcher makes."""
+
+
+def _uid_gone(uid: int, deadline: float) -> bool:
+    """Whether no live process (zombies aside) runs as ``uid``, polled every 5 ms until ``deadline``."""
+    while True:
+        alive = False
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/status") as handle:
+                    fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            except OSError:
+                continue  # gone meanwhile
+            if fields.get("State", "").strip().startswith("Z"):
+                continue
+            if int((fields.get("Uid") or "-1").split()[0]) == uid:
+                alive = True
+                break
+        if not alive:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
 
 
 def _remove_cgroup(cgroup: str, deadline: float) -> bool:
