@@ -658,3 +658,27 @@ def test_the_launcher_runs_no_user_site_of_the_home_it_is_given(tmp_path, monkey
     started.kill()
     assert not marker.exists(), f"ran as uid {marker.read_text()}"
     assert "ran" in out, out
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.isdir("/proc"), reason="names itself, as root, in /proc")
+def test_a_process_name_of_any_bytes_does_not_stall_or_fool_the_wait_for_a_uid():
+    """The wait for a sandbox's uid reads every process's /proc status, whose Name line the process sets itself
+    (any bytes, a newline included): a name that is not UTF-8 and forges a Uid line neither raises nor hides the
+    process (the kernel's own Uid line comes after it)."""
+    from cudaforge.proc.sandbox import _uid_gone
+
+    code = (
+        "import ctypes, os, time\n"
+        "os.setresuid(1500000123, 1500000123, 1500000123)\n"
+        "ctypes.CDLL(None).prctl(15, b'\\xff\\xfe\\nUid:\\t1\\n', 0, 0, 0)\n"
+        "time.sleep(30)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(1.0)
+        assert Path(f"/proc/{child.pid}/comm").read_bytes().startswith(b"\xff\xfe\nUid:")
+        assert _uid_gone(1500000123, deadline=0) is False  # alive, whatever its name says
+    finally:
+        child.kill()
+        child.wait()
+    assert _uid_gone(1500000123, deadline=time.monotonic() + 1.0) is True

@@ -30,10 +30,20 @@ lenient."""
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def _kernel() -> Any:
-    from cudaforge.eval._fastclose_kernel import count_not_close
+def _kernels() -> tuple[Any, Any]:
+    from cudaforge.eval._fastclose_kernel import count_not_close, count_unequal
 
-    return count_not_close
+    return count_not_close, count_unequal
+
+
+def _any_counted(kernel: Any, like: torch.Tensor, n: int, *args: Any) -> bool:
+    """Launch ``kernel`` (one program per ``BLOCK`` of ``n`` elements, each storing its count) on ``like``'s device;
+    whether any count is not zero."""
+    blocks = (n + BLOCK - 1) // BLOCK
+    counts = torch.empty(blocks, dtype=torch.int32, device=like.device)
+    with torch.cuda.device(like.device) if like.is_cuda else contextlib.nullcontext():
+        kernel[(blocks,)](*args[:2], counts, n, *args[2:], BLOCK=BLOCK)
+    return bool(counts.any())
 
 
 def screen(
@@ -53,21 +63,11 @@ def screen(
     if atol < 0 or rtol < 0:
         return None
     try:
-        kernel = _kernel()
+        kernel = _kernels()[0]
     except ImportError:
         return None
-    n = expected.numel()
-    blocks = (n + BLOCK - 1) // BLOCK
-    counts = torch.empty(blocks, dtype=torch.int32, device=expected.device)
-    with torch.cuda.device(expected.device) if expected.is_cuda else contextlib.nullcontext():
-        kernel[(blocks,)](actual.detach(), expected.detach(), counts, n, float(atol), float(rtol), SAFETY, BLOCK=BLOCK)
-    return True if not bool(counts.any()) else None
-
-
-def _kernels() -> tuple[Any, Any]:
-    from cudaforge.eval._fastclose_kernel import count_not_close, count_unequal
-
-    return count_not_close, count_unequal
+    pair = (actual.detach(), expected.detach())
+    return None if _any_counted(kernel, expected, expected.numel(), *pair, float(atol), float(rtol), SAFETY) else True
 
 
 _WORDS = (torch.int32, torch.int64)
@@ -75,8 +75,8 @@ _WORDS = (torch.int32, torch.int64)
 
 def same_words(a: torch.Tensor, b: torch.Tensor, *, cpu_interpreter: bool = False) -> bool | None:
     """Whether two 1-D integer tensors (``int32`` or ``int64`` words: the bits of whatever they view) are equal word
-    for word, in one pass that reads each once (``torch.equal`` also writes a mask and reduces it: about twice the
-    time on a 1.6 GB input on an H100); None when it cannot tell (tensors it does not handle, no Triton): then
+    for word, in one pass that reads each once (``torch.equal`` also writes a mask and reduces it); None when it
+    cannot tell (tensors it does not handle, no Triton): then
     ``torch.equal`` must. Exact either way: True and False are both decisions.
 
     CPU tensors only with ``cpu_interpreter`` under ``TRITON_INTERPRET=1`` (the tests)."""
@@ -89,12 +89,7 @@ def same_words(a: torch.Tensor, b: torch.Tensor, *, cpu_interpreter: bool = Fals
         kernel = _kernels()[1]
     except ImportError:
         return None
-    n = a.numel()
-    blocks = (n + BLOCK - 1) // BLOCK
-    counts = torch.empty(blocks, dtype=torch.int32, device=a.device)
-    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
-        kernel[(blocks,)](a, b, counts, n, BLOCK=BLOCK)
-    return not bool(counts.any())
+    return not _any_counted(kernel, a, a.numel(), a, b)
 
 
 def warm(device: torch.device) -> bool:

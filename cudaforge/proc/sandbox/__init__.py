@@ -638,8 +638,9 @@ class SandboxedProcess:
 
 
 KILL_WAIT_S = 5.0
-"""How long ``kill`` waits for the sandbox's last process to go after the launcher's end (a worker's CUDA context
-took about 0.1 s to go on an H100 with 3 GB in use; a larger one takes longer). The wait ends as soon as it goes."""
+"""How long ``kill`` waits for the sandbox's last process to go after the launcher's end; the wait ends as soon as
+it goes (the evaluation's whole tail, a worker's CUDA context going away in it, took 0.085-0.092 s on an H100 on a
+1.6 GB task: docs/results/2026-12-05_h100b.md, call 3; a larger context takes longer)."""
 SANDBOX_CGROUP = "cudaforge-sandbox-"
 """The prefix of every cgroup a sandbox's launcher makes."""
 
@@ -651,14 +652,15 @@ def _uid_gone(uid: int, deadline: float) -> bool:
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
-            try:
-                with open(f"/proc/{name}/status") as handle:
-                    fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            try:  # a process names itself (comm: any bytes, a newline included): bytes, and the kernel's own lines
+                with open(f"/proc/{name}/status", "rb") as handle:  # come after its Name line, so the last one wins
+                    fields = dict(line.split(b":", 1) for line in handle if b":" in line)
+                state, uids = fields.get(b"State", b"").strip(), (fields.get(b"Uid") or b"").split()
             except OSError:
                 continue  # gone meanwhile
-            if fields.get("State", "").strip().startswith("Z"):
+            if state.startswith(b"Z") or not uids:
                 continue
-            if int((fields.get("Uid") or "-1").split()[0]) == uid:
+            if uids[0] == str(uid).encode():
                 alive = True
                 break
         if not alive:
