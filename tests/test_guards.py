@@ -734,8 +734,8 @@ def test_a_decorator_makes_a_kernel_only_when_it_is_a_kernel_languages():
 
 def test_the_tensor_attribute_list_is_torchs():
     """The strict allow-list knows every attribute of torch.Tensor: a method it did not know would pass as some
-    other object's. A new torch adds names: regenerate TENSOR_ATTRIBUTES in cudaforge/eval/guards/source.py."""
-    from cudaforge.eval.guards import source
+    other object's. A new torch adds names: regenerate TENSOR_ATTRIBUTES in cudaforge/eval/guards/source/strict_vocab.py."""
+    from cudaforge.eval.guards.source import strict_vocab as source
 
     skipped = ("__doc__", "__module__", "__annotations__", "__weakref__", "__dict__")
     missing = {n for n in dir(torch.Tensor) if n not in skipped} - source.TENSOR_ATTRIBUTES

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudaforge import languages
-from cudaforge.eval.guards import source as guard_source
+from cudaforge.eval.guards.source import vocab as guard_source
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.static import check_candidate
 

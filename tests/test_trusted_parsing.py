@@ -74,12 +74,13 @@ def test_a_long_build_log_of_warnings_is_trimmed_in_linear_time():
 
 @pytest.mark.parametrize("text", ["/* " * 120_000, "x = torch.q" + "int" * 40_000 + "\u00b7"])
 def test_the_guards_scan_a_hostile_source_in_linear_time(text):
-    from cudaforge.eval.guards.source import TORCH_CONSTANT, _strip_c_comments
+    from cudaforge.eval.guards.source.module import strip_c_comments
+    from cudaforge.eval.guards.source.strict_vocab import TORCH_CONSTANT
 
-    _timed(_strip_c_comments, text)
+    _timed(strip_c_comments, text)
     _timed(TORCH_CONSTANT.match, text.rsplit(".", 1)[-1])
     assert TORCH_CONSTANT.match("qint8") and TORCH_CONSTANT.match("quint4x2")
-    assert _strip_c_comments("a /* b */ c // d\ne") == "a   c  \ne"
+    assert strip_c_comments("a /* b */ c // d\ne") == "a   c  \ne"
 
 
 def test_thinking_blocks_are_dropped_in_linear_time():

@@ -1,7 +1,10 @@
 """Integrity guards: verdicts that survive an adversary (docs/evaluation.md, "Integrity guards").
 
 * :mod:`~cudaforge.eval.guards.policy`: the guards, their config policies, findings (no torch);
-* :mod:`~cudaforge.eval.guards.source`: static guards on the candidate's AST (no torch);
+* :mod:`~cudaforge.eval.guards.source`: static guards on the candidate's AST (no torch), one module per part:
+  ``vocab`` and ``strict_vocab`` (the names each guard knows), ``module`` (the candidate's module, its names
+  resolved), ``imports``, ``checks`` (structure and side effects), ``dynamic`` (``dynamic_code``) and ``strict``
+  (``torch_ops=strict``);
 * :mod:`~cudaforge.eval.guards.runtime`: guards inside the worker (torch): poisoned free memory,
   input checksums, output types, precision, sensitivity, timed-output checks, host/event time,
   speed of light, the profiler's share of library kernels;
