@@ -3,8 +3,8 @@
 * :mod:`~cudaforge.eval.guards.policy`: the guards, their config policies, findings (no torch);
 * :mod:`~cudaforge.eval.guards.source`: static guards on the candidate's AST (no torch), one module per part:
   ``vocab`` and ``strict_vocab`` (the names each guard knows), ``module`` (the candidate's module, its names
-  resolved), ``imports``, ``checks`` (structure and side effects), ``dynamic`` (``dynamic_code``) and ``strict``
-  (``torch_ops=strict``);
+  resolved), ``imports``, ``checks`` (structure and side effects), ``dynamic`` (``dynamic_code``), ``strict`` and
+  ``strict_calls`` (``torch_ops=strict``);
 * :mod:`~cudaforge.eval.guards.runtime`: guards inside the worker (torch): poisoned free memory,
   input checksums, output types, precision, sensitivity, timed-output checks, host/event time,
   speed of light, the profiler's share of library kernels;

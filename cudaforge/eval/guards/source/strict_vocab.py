@@ -1,8 +1,11 @@
 """The vocabularies of ``torch_ops=strict``: the allow-lists of tensor attributes, layout and scalar methods,
-plain builtins and torch modules that the strict reading lets through."""
+plain builtins and torch modules that the strict reading lets through, and the tokens its abstract values are made
+of."""
 
 from __future__ import annotations
 
+import ast
+import builtins
 import re
 
 from cudaforge import languages
@@ -579,3 +582,92 @@ NN_MODULE_METHODS = {
 """Methods of an ``nn.Module``: on a torch layer, calling one runs the layer (or hands out its parts)."""
 LAYER_DATA = re.compile(r"(weight|bias)(_\w+)?|\w+_(weight|bias)|running_\w+|num_batches_tracked|bias_[kv]")
 """Attributes of a torch layer that are its tensors (parameters and buffers)."""
+
+
+# --------------------------------------------------------------------------- the strict reading's tokens
+
+N, T, U = "n", "t", "?"
+"""Tokens of the strict analysis: plain Python data (ints, sizes, strings, None), what may be a tensor, unknown."""
+KERNEL = ("k",)
+"""A kernel, an extension built from the candidate's source, or an object of a kernel language (launches allowed)."""
+EMPTY: frozenset = frozenset()
+BUILTIN_NAMES = frozenset(dir(builtins))
+CONTAINER_METHODS = {
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "setdefault",
+    "get",
+    "keys",
+    "values",
+    "items",
+    "copy",
+    "index",
+    "count",
+    "sort",
+    "reverse",
+    "add",
+    "discard",
+    "union",
+    "intersection",
+    "difference",
+    "join",
+    "split",
+    "format",
+    "startswith",
+    "endswith",
+    "strip",
+    "replace",
+    "lower",
+    "upper",
+    "appendleft",
+    "__getitem__",
+    "__setitem__",
+    "__len__",
+    "__contains__",
+    "__iter__",
+    "most_common",
+}
+"""Methods of lists, dicts, sets and strings."""
+OPERATOR_SYMBOLS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.USub: "-",
+    ast.UAdd: "+",
+    ast.Invert: "~",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+}
+MODEL_ENTRIES = ("forward", "__call__", "_call_impl", "_wrapped_call_impl")
+"""What calling a ModelNew may run: nn.Module's ``__call__`` runs ``_wrapped_call_impl``, ``_call_impl``, ``forward``."""
+STATE_STORES = ("register_buffer", "register_parameter", "add_module", "register_module")
+"""Module methods that bind ``self.<name>`` as an assignment does."""
+
+
+def may_tensor(tokens) -> bool:
+    """Whether a value with these tokens may be a tensor (then Python's operators on it are PyTorch compute)."""
+    return any(t in (T, U) or (type(t) is tuple and t[0] in ("k", "inst", "umeth")) for t in tokens)
+
+
+def short_torch_name(q: str) -> str:
+    return q.replace("torch.nn.functional.", "F.")
