@@ -160,6 +160,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_the_word_comparison_is_exact_and_hands_back_what_it_does_not_handle():
     """``same_words`` (the inputs' bit-for-bit check on large GPU tensors) finds one flipped bit anywhere (block
     edges, the ragged end), tells NaN payloads and signed zeros apart (bits, not values), and returns None for what

@@ -414,6 +414,7 @@ def test_a_stuck_task_gets_a_new_sample_every_round_and_replay_returns_them_in_o
     ] == replies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profiled, expected", [("latest", ["relu", "clamp_min"]), ("best", ["relu"])])
 def test_the_judge_reads_the_latest_kernels_metrics_or_the_best_ones(tmp_path, relu, profiled, expected):
     """strategy.profiled_kernel=best profiles the fastest correct kernel so far, as the authors' main.py does (the

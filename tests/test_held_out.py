@@ -139,6 +139,7 @@ class ModelNew(nn.Module):
 ROWS_OF_1024 = HONEST.replace("return torch.relu(x)", "return torch.relu(x.reshape(-1, 1024)).reshape(x.shape)")
 
 
+@pytest.mark.slow
 def test_a_kernel_written_for_the_scored_shape_fails_the_held_out_one(evaluator):
     relu = dataclasses.replace(task(RELU_TASK), input_variants=[])  # its declared second shape would catch it too
     assert evaluator.evaluate(relu, ROWS_OF_1024).correct  # right on the shape it was scored on

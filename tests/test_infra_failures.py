@@ -91,6 +91,7 @@ def test_a_crash_on_a_lost_gpu_is_no_verdict(monkeypatch, tmp_path):
     assert lost.evaluate(task, source).status is EvalStatus.CRASHED
 
 
+@pytest.mark.slow
 def test_a_lost_gpu_stops_the_run_and_the_resume_finishes_the_task(monkeypatch, tmp_path):
     from cudaforge.config import CudaforgeConfig
     from cudaforge.run.demo import install_demo

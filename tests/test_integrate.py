@@ -102,6 +102,7 @@ def test_the_fastest_correct_kernel_of_a_matching_task_is_chosen(tmp_path):
     assert "class ModelNew(nn.Module)" in source and "faster" in source
 
 
+@pytest.mark.slow
 def test_the_patched_model_is_checked_by_the_evaluator_and_a_shape_bound_kernel_is_caught(tmp_path, evaluator):
     good = write_run(tmp_path / "good", {"ReLU": (RELU, None), "Softmax": (SOFTMAX, None)})
     record = integrate("tiny_mlp", [str(good)], evaluator)
@@ -130,6 +131,7 @@ def test_nothing_to_patch_is_said(tmp_path, evaluator):
     assert [p["instances"] for p in record["patches"]] == [4, 2]  # two blocks: four LayerNorms, two GELUs
 
 
+@pytest.mark.slow
 def test_the_command(tmp_path):
     from cudaforge.cli import main
 
