@@ -53,6 +53,7 @@ NR = {
         "clone3": 435,
         "getpid": 39,
         "personality": 135,
+        "fallocate": 285,
     },
     "aarch64": {
         "io_uring_setup": 425,
@@ -66,6 +67,7 @@ NR = {
         "clone3": 435,
         "getpid": 172,
         "personality": 92,
+        "fallocate": 47,
     },
 }
 
@@ -280,6 +282,27 @@ def test_sockets_unix_only(tmp_path: Path) -> None:
 
 
 @needs_seccomp
+def test_fallocate_grows_a_file_only_under_the_size_limit(tmp_path: Path) -> None:
+    """The plain fallocate works (and a file-size limit bounds it); keeping the size (blocks reserved past the end,
+    which the limit does not count) fails with EOPNOTSUPP, so a log file on the host's disk cannot be grown unseen."""
+    body = """
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        fd = os.open('f', os.O_CREAT | os.O_WRONLY, 0o600)
+        OUT['plain'] = err(libc.fallocate, fd, 0, 0, 1 << 20)
+        OUT['keep_size'] = err(libc.fallocate, fd, 1, 0, 64 << 20)
+        OUT['zero_range'] = err(libc.fallocate, fd, 0x10, 0, 1 << 20)
+        OUT['posix'] = pyerr(os.posix_fallocate, fd, 0, 2 << 20)
+        OUT['size'] = os.fstat(fd).st_size
+        OUT['blocks'] = os.fstat(fd).st_blocks * 512
+    """
+    out = run_child(body, cwd=tmp_path)["out"]
+    assert out["plain"] == "ok" and out["posix"] == "ok" and out["size"] == 2 << 20
+    notsup = errno.errorcode[errno.EOPNOTSUPP]  # ENOTSUP on Linux: the same number
+    assert out["keep_size"] == notsup and out["zero_range"] == notsup
+    assert out["blocks"] < 8 << 20  # nothing reserved past the end
+
+
+@needs_seccomp
 def test_fork_threads_and_exec_work_and_inherit(tmp_path: Path) -> None:
     """fork, threads (started before and after install) and subprocess work; exec'd programs keep the filter."""
     body = """
@@ -442,9 +465,9 @@ def test_unknown_architecture_raises_enotsup(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------- the programs themselves
 
 
-def _run_bpf(program: list[tuple[int, int, int, int]], nr: int, arch: int, arg0: int = 0) -> int:
+def _run_bpf(program: list[tuple[int, int, int, int]], nr: int, arch: int, arg0: int = 0, arg1: int = 0) -> int:
     """Interpret a classic BPF seccomp program on one ``seccomp_data`` (just the instructions this module uses)."""
-    data = {0: nr & 0xFFFFFFFF, 4: arch, 16: arg0 & 0xFFFFFFFF, 20: (arg0 >> 32) & 0xFFFFFFFF}
+    data = {0: nr & 0xFFFFFFFF, 4: arch, 16: arg0 & 0xFFFFFFFF, 20: (arg0 >> 32) & 0xFFFFFFFF, 24: arg1 & 0xFFFFFFFF}
     acc, pc = 0, 0
     while True:
         assert 0 <= pc < len(program), f"fell off the program at {pc}"
@@ -462,7 +485,9 @@ def _run_bpf(program: list[tuple[int, int, int, int]], nr: int, arch: int, arg0:
 
 
 ALLOW, KILL = 0x7FFF0000, 0x80000000
-EPERM, ENOSYS, EAFNOSUPPORT = (0x00050000 | e for e in (errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT))
+EPERM, ENOSYS, EAFNOSUPPORT, EOPNOTSUPP = (
+    0x00050000 | e for e in (errno.EPERM, errno.ENOSYS, errno.EAFNOSUPPORT, errno.EOPNOTSUPP)
+)
 
 
 @pytest.mark.parametrize("arch,audit", [("x86_64", 0xC000003E), ("aarch64", 0xC00000B7)])
@@ -488,7 +513,10 @@ def test_programs_decide_as_documented(arch: str, audit: int) -> None:
         assert _run_bpf(program, table[name], audit, 0xFFFFFFFF00000001) == ALLOW  # int family: low 32 bits
         for family in (2, 10, 16, 17, 40):
             assert _run_bpf(program, table[name], audit, family) == EAFNOSUPPORT
-    special = {table[n] for n in ("clone", "clone3", "socket", "socketpair")}
+    assert _run_bpf(program, table["fallocate"], audit, 3, 0) == ALLOW  # the plain mode, on fd 3
+    for mode in (0x01, 0x03, 0x10, 0x20, 0x40):  # KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE, INSERT, UNSHARE
+        assert _run_bpf(program, table["fallocate"], audit, 3, mode) == EOPNOTSUPP
+    special = {table[n] for n in ("clone", "clone3", "socket", "socketpair", "fallocate")}
     denied_nrs = {table[n] for n in denied}
     for nr in range(0, 470):
         if nr not in special and nr not in denied_nrs:
@@ -504,7 +532,9 @@ def test_programs_decide_as_documented(arch: str, audit: int) -> None:
 def test_long_extra_deny_list_still_assembles() -> None:
     """Every name a table knows can be denied at once: the program stays small and every jump fits in 8 bits."""
     for arch in ("x86_64", "aarch64"):
-        extra = tuple(n for n in seccomp.syscall_table(arch) if n not in ("clone", "clone3", "socket", "socketpair"))
+        extra = tuple(
+            n for n in seccomp.syscall_table(arch) if n not in ("clone", "clone3", "socket", "socketpair", "fallocate")
+        )
         program = seccomp.build_filter(arch, extra)
         assert len(program) < 256
         assert all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in program)

@@ -11,7 +11,11 @@ changing set of system calls, so everything not named here is allowed. What it d
   fail with ``EPERM``, so that callers see an ordinary refusal and degrade;
 * ``clone3`` fails with ``ENOSYS`` (a filter cannot read its flags, which are in memory; glibc then uses ``clone``),
   and ``clone`` fails with ``EPERM`` when its flags ask for a new namespace (threads and ``fork`` still work);
-* ``socket`` and ``socketpair`` work for ``AF_UNIX`` only; other families fail with ``EAFNOSUPPORT``.
+* ``socket`` and ``socketpair`` work for ``AF_UNIX`` only; other families fail with ``EAFNOSUPPORT``;
+* ``fallocate`` works in its plain mode only (0, which grows a file under the file-size limit like a write); any other
+  mode fails with ``EOPNOTSUPP``, as on a file system without it (callers fall back). ``FALLOC_FL_KEEP_SIZE`` would
+  reserve blocks past the end of a file without growing it, which ``RLIMIT_FSIZE`` does not count: on a log file the
+  trusted side keeps on its own disk, that filled the disk.
 
 Syscall numbers are the kernel's (x86_64: ``arch/x86/entry/syscalls/syscall_64.tbl``; arm64: the generic table,
 ``include/uapi/asm-generic/unistd.h``), checked against the UAPI headers of Linux 6.1.
@@ -109,7 +113,7 @@ AF_UNIX = 1
 SOCKET_FAMILIES = ("AF_UNIX",)
 """The only socket family ``socket`` and ``socketpair`` accept."""
 
-_SPECIAL = ("clone", "clone3", "socket", "socketpair")  # calls with their own rule, not plain denials
+_SPECIAL = ("clone", "clone3", "socket", "socketpair", "fallocate")  # calls with their own rule, not plain denials
 
 # --------------------------------------------------------------------------------- syscall tables
 
@@ -199,6 +203,7 @@ _X86_64: dict[str, int] = {
     "clone3": 435,
     "socket": 41,
     "socketpair": 53,
+    "fallocate": 285,
 }
 
 _AARCH64: dict[str, int] = {
@@ -278,6 +283,7 @@ _AARCH64: dict[str, int] = {
     "clone3": 435,
     "socket": 198,
     "socketpair": 199,
+    "fallocate": 47,
 }
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -327,6 +333,7 @@ SECCOMP_RET_ALLOW = 0x7FFF0000
 _OFF_NR = 0  # offsetof(struct seccomp_data, nr)
 _OFF_ARCH = 4  # offsetof(struct seccomp_data, arch)
 _OFF_ARG0_LOW = 16  # offsetof(struct seccomp_data, args[0]); the low 32 bits on a little-endian machine
+_OFF_ARG1_LOW = 24  # offsetof(struct seccomp_data, args[1]); fallocate's mode (an int: its low 32 bits)
 
 BPF_MAXINSNS = 4096
 
@@ -388,7 +395,7 @@ def denied_names(arch: str | None = None, extra_deny: tuple[str, ...] = ()) -> l
     """The names ``install(extra_deny)`` would deny with ``EPERM`` on ``arch``: those the architecture has.
 
     Raises ``ValueError`` for a name no table knows, or one of the calls with their own rule (clone, clone3,
-    socket, socketpair).
+    socket, socketpair, fallocate).
     """
     table = syscall_table(arch)
     known = set(_X86_64) | set(_AARCH64)
@@ -419,6 +426,7 @@ def build_filter(arch: str | None = None, extra_deny: tuple[str, ...] = ()) -> l
     asm.jump(_BPF_JEQ_K, table["clone"], "clone", 0)
     asm.jump(_BPF_JEQ_K, table["socket"], "socket", 0)
     asm.jump(_BPF_JEQ_K, table["socketpair"], "socket", 0)
+    asm.jump(_BPF_JEQ_K, table["fallocate"], "fallocate", 0)
     # one shared return for every denial; the assembler checks that each jump to it fits in 8 bits
     # (the tables hold under 100 names, so the longest jump is about 110 instructions)
     for name in denied_names(arch, extra_deny):
@@ -430,12 +438,17 @@ def build_filter(arch: str | None = None, extra_deny: tuple[str, ...] = ()) -> l
     asm.label("socket")
     asm.stmt(_BPF_LD_W_ABS, _OFF_ARG0_LOW)
     asm.jump(_BPF_JEQ_K, AF_UNIX, "allow", "eafnosupport")
+    asm.label("fallocate")
+    asm.stmt(_BPF_LD_W_ABS, _OFF_ARG1_LOW)
+    asm.jump(_BPF_JEQ_K, 0, "allow", "eopnotsupp")
     asm.label("allow")
     asm.stmt(_BPF_RET_K, SECCOMP_RET_ALLOW)
     asm.label("eperm")
     asm.stmt(_BPF_RET_K, _errno_ret(errno.EPERM))
     asm.label("enosys")
     asm.stmt(_BPF_RET_K, _errno_ret(errno.ENOSYS))
+    asm.label("eopnotsupp")
+    asm.stmt(_BPF_RET_K, _errno_ret(errno.EOPNOTSUPP))
     asm.label("eafnosupport")
     asm.stmt(_BPF_RET_K, _errno_ret(errno.EAFNOSUPPORT))
     asm.label("kill")
