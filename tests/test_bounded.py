@@ -231,6 +231,40 @@ def test_cap_text_keeps_head_and_tail_and_caps_once():
     assert len(nested["a"][0]) <= 10_000 and nested["a"][1] == ["x", 1] and max(map(len, nested)) <= 10_000
 
 
+SURROGATE_RAISER = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("bad input " + chr(0xD800) + " here")
+"""
+
+
+def test_a_lone_surrogate_in_a_candidates_message_reaches_the_result_as_text_that_can_be_written(evaluator, tiny):
+    """JSON carries a lone surrogate ("\\ud800") across the channel; the result's message must still encode as
+    UTF-8 (the run directory, the Judge's prompt and its cache key all do), so it arrives as U+FFFD."""
+    from cudaforge.llm.cache import request_key
+
+    result = evaluator.evaluate(tiny["ReLU"], SURROGATE_RAISER)
+    assert result.status is EvalStatus.RUNTIME_ERROR, result.message
+    assert "bad input \ufffd" in result.message
+    json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")  # raised UnicodeEncodeError before
+    request_key({"messages": [{"role": "user", "content": result.message}]})
+
+
+def test_plain_strings_replace_lone_surrogates_everywhere_and_leave_the_rest():
+    from cudaforge.proc.text import plain_strings, plain_text
+
+    decoded = json.loads('{"k\\udc80": ["a\\ud800b", 1, {"x": "\\ud83d\\ude00 \\u00e9"}], "n": null}')
+    clean = plain_strings(decoded)
+    json.dumps(clean, ensure_ascii=False).encode("utf-8")
+    assert clean["k\ufffd\ufffd\ufffd"][0] == "a\ufffd\ufffd\ufffdb" and clean["k\ufffd\ufffd\ufffd"][1] == 1
+    assert clean["k\ufffd\ufffd\ufffd"][2] == {"x": "\U0001f600 \u00e9"} and clean["n"] is None  # pairs kept
+    assert plain_text("plain ascii") == "plain ascii"
+
+
 def test_the_parent_caps_every_text_of_a_verifiers_result(evaluator, tiny, monkeypatch):
     import cudaforge.eval.evaluator as evaluator_module
     from cudaforge.eval.bounded import TEXT_LIMIT

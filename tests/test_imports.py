@@ -114,7 +114,7 @@ def test_no_module_imports_a_private_name_of_another():
     assert private == []
 
 
-PROC_ORDER = {"files": 0, "sandbox": 1, "isolation": 2, "child": 2}
+PROC_ORDER = {"files": 0, "text": 0, "sandbox": 1, "isolation": 2, "child": 2}
 """The process wing's own order: the atomic writer, the sandbox, then the child runner and its child side."""
 
 

@@ -326,3 +326,40 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
         assert verifier.jit_ahead("import torch\n", task, [], worker, gpu, cfg, 150.0, True) is None
     finally:
         worker.close()
+
+
+def test_the_cpu_pool_keeps_no_jit_cache_from_a_sandbox_that_outlived_its_kill(tmp_path):
+    """The precompile child reads a worker's JIT cache only once every process of its sandbox is known dead: a
+    kill() that cannot say so leaves the cache unread, and the reason is said."""
+    from cudaforge.eval.extensions.precompile import _compile_jit
+    from cudaforge.eval.extensions.settings import BuildSettings
+
+    scratch = tmp_path / "scratch"
+    (scratch / ".triton" / "cache" / "k").mkdir(parents=True)
+    (scratch / ".triton" / "cache" / "k" / "relu.json").write_text("{}")
+
+    class Process:
+        def __init__(self, dead: bool) -> None:
+            self.dead, self.killed = dead, 0
+
+        def kill(self) -> bool:
+            self.killed += 1
+            return self.dead
+
+    class Worker:
+        def __init__(self, dead: bool) -> None:
+            self.process, self.scratch = Process(dead), str(scratch)
+
+        def request(self, request, timeout_s):
+            return {"built": ["relu_kernel"]}
+
+        def sandbox_status(self):
+            return {"namespaces": ["user", "pid", "mount"]}
+
+    source = "import triton\n@triton.jit\ndef relu_kernel(x):\n    pass\n"
+    settings = BuildSettings(cache_dir=str(tmp_path / "cache")).resolved()
+    worker = Worker(dead=False)
+    kernels, message = _compile_jit(worker, {"op": "prebuild"}, settings, source)
+    assert worker.process.killed == 1 and kernels == ["relu_kernel"]
+    assert "outlived its kill" in message
+    assert not any((tmp_path / "cache").rglob("relu.json"))  # nothing was read out of the scratch

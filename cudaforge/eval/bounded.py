@@ -5,13 +5,15 @@ wants (a compile that printed 200 MB of warnings made a correct kernel's result 
 the evaluator puts in a result, and whatever a run keeps in its directory or its graph state, goes through
 :func:`cap_text` (one string) or :func:`cap_strings` (every string of a JSON-like value); a candidate source over
 its limit is refused whole (:func:`source_size_problem`), never cut (a cut source is another program). Stdlib
-only, so any layer may use it.
+only (and :mod:`cudaforge.proc.text`), so any layer from ``eval`` up may use it.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from cudaforge.proc.text import plain_text
 
 TEXT_LIMIT = 128 << 10
 """Characters a capped text keeps by default: its first and its last 64 Ki, less the line that marks the cut."""
@@ -21,7 +23,9 @@ _MARK = 160
 
 def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
     """``text`` when it has at most ``limit`` characters; else its beginning and its end, with a line between them
-    that says how many characters were cut, in at most ``limit`` characters (so capping twice cuts once)."""
+    that says how many characters were cut, in at most ``limit`` characters (so capping twice cuts once). Either way
+    made :func:`plain_text` (what is capped is about to be stored)."""
+    text = plain_text(text)
     if len(text) <= limit:
         return text
     keep = max(0, limit - _MARK)

@@ -15,6 +15,8 @@ import struct
 import time
 from typing import Any
 
+from cudaforge.proc.text import plain_strings
+
 MAX_FRAME = 16 << 20
 """The largest message either side accepts (bytes of JSON)."""
 MAX_FDS = 4
@@ -95,7 +97,7 @@ class Channel:
             _close_all(fds)
             fds = []
         try:
-            message = json.loads(body.decode("utf-8"))
+            message = plain_strings(json.loads(body.decode("utf-8")))
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             _close_all(fds)
             raise ChannelError("protocol", f"a message that is not JSON ({type(exc).__name__})") from None

@@ -30,6 +30,7 @@ from typing import Any
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.files import write_atomic
 from cudaforge.proc.sandbox import SECRET_NAMES
+from cudaforge.proc.text import plain_strings
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -168,7 +169,7 @@ def _read_result(path: Path, cap: int = RESULT_CAP) -> tuple[dict[str, Any] | No
             data = f.read(cap + 1)
         if len(data) > cap:
             return None, f"the result file exceeds {cap >> 20} MB"
-        result = json.loads(data.decode("utf-8"))
+        result = plain_strings(json.loads(data.decode("utf-8")))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
         return None, f"the result file is malformed ({type(exc).__name__})"
     if not isinstance(result, dict):

@@ -314,7 +314,8 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
         return [], error[:500] or "no kernel was launched"
     if "pid" not in (worker.sandbox_status().get("namespaces") or []):
         return [], "compiled, but not kept: without a PID namespace no one can tell that the worker is gone"
-    worker.process.kill()
+    if not worker.process.kill():  # every process of the sandbox dead before its files are read
+        return kernels, "compiled, but not kept: a process of the sandbox outlived its kill"
     new_store = False
     for language in jit_caches(source):  # only the languages it is written in
         store = own_store(settings.cache_root(), language.jit_cache, source_hash(source))
