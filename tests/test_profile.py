@@ -938,3 +938,39 @@ def test_a_spec_sheet_from_the_candidates_process_is_never_used(tmp_path, monkey
     profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path)
     result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
     assert result.spec["name"] == "NVIDIA H200" and "forged" not in json.dumps(result.spec)
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"kernels": [], "versions": "xy"},
+        {
+            "kernels": [],
+            "versions": {"torch": "x" * 100_000, "k" * 500: "1", "n": 5, **{str(i): "v" for i in range(99)}},
+        },
+        {"error": {"not": "a string"}},
+        {"kernels": [{"name": "relu_kernel(float*)", "duration_ms": 10**4000}], "versions": {}},
+        {"kernels": [{"name": "relu_kernel(float*)", "duration_ms": float("nan")}], "versions": {}},
+    ],
+)
+def test_a_forged_result_file_in_the_profiling_sandbox_is_data_not_a_crash(tmp_path, monkeypatch, forged):
+    """The red team: the candidate may write the profiling child's result.json itself. A versions field that is not
+    a dict, an error that is not a string, or a duration too large for a float raised in the trusted profiler and
+    stopped the whole run; each is now dropped or bounded, and the profile still comes back."""
+
+    def forging_worker(
+        self, task, source, gpu, mode, wrapper=None, time_iters=0, *, sandbox=None, collect=None, libraries=None
+    ):
+        return SimpleNamespace(
+            sandbox=None, status="ok", phase_seconds={}, error="", stderr_tail="", stdout_tail="", result=forged
+        )
+
+    monkeypatch.setattr(Profiler, "run_worker", forging_worker)
+    canned_cost(monkeypatch)
+    profiler = Profiler({"ncu_path": str(tmp_path / "nowhere")}, use_cache=False, lock_dir=tmp_path)
+    result = profiler.profile(tiny_task("1_ReLU.py"), (CANDIDATES / "cuda_relu.py").read_text(), gpu="0")
+    json.dumps(result.to_dict(), allow_nan=False)  # stored as strict JSON
+    assert len(json.dumps(result.tools)) < 20_000 and all(len(k) <= 64 for k in result.tools)
+    assert all(k.duration_ms is None for k in result.kernels)
+    if "error" in forged:
+        assert result.status is ProfileStatus.ERROR and "failed" in result.message

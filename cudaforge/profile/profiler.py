@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge import languages
+from cudaforge.eval.bounded import cap_text, finite_number
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
@@ -582,7 +583,7 @@ class Profiler:
                 name=k["name"][:KERNEL_NAME_MAX],
                 base_name=kernel_base_name(k["name"]),
                 own=False,
-                duration_ms=float(k["duration_ms"]) if isinstance(k.get("duration_ms"), (int, float)) else None,
+                duration_ms=float(k["duration_ms"]) if finite_number(k.get("duration_ms")) else None,
             )
             for i, k in enumerate(entries[:MAX_LAUNCHES])
             if isinstance(k, dict) and isinstance(k.get("name"), str)
@@ -597,8 +598,11 @@ class Profiler:
         if outcome.status == "ok" and outcome.result is not None and "error" not in outcome.result:
             return outcome.result
         result.status = ProfileStatus.ERROR
-        if outcome.status == "ok" and outcome.result is not None:
-            result.message = outcome.result["error"]
+        if outcome.status == "ok" and outcome.result is not None:  # the child's words, from the candidate's scratch
+            error = outcome.result["error"]
+            result.message = cap_text(
+                error if isinstance(error, str) else f"the profiling worker ({tool}) failed", 4000
+            )
         elif outcome.status == "error":
             traceback_tail = "\n".join(outcome.error.strip().splitlines()[-8:])
             result.message = f"the profiling worker ({tool}) raised:\n{traceback_tail}"
@@ -623,7 +627,7 @@ class Profiler:
         result.library_kernel_names = list(dict.fromkeys(k.base_name for k in library))
         result.rules = [rule for k in result.kernels for rule in k.rules if rule.message]
         result.spec = self.gpu_spec(run.gpu) if run.gpu is not None else {}
-        result.tools.update(child.get("versions", {}))
+        result.tools.update(_child_versions(child.get("versions")))
         result.tools["driver"] = result.spec.get("driver_version")
         cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
         result.roofline = make_roofline(cost, result.spec.get("peaks"), allow_tf32=self.settings.allow_tf32)
@@ -714,6 +718,18 @@ def _read_capped(path: Path, cap: int = 32 << 20) -> str:
 def _sum_ms(kernels: list[KernelProfile]) -> float | None:
     known = [k.duration_ms for k in kernels if k.duration_ms is not None]
     return sum(known) if known else None
+
+
+def _child_versions(versions: Any) -> dict[str, str | None]:
+    """The tool versions a profiling child reported (read from the candidate's scratch, so any JSON): names and
+    version strings only, at most 16 of them, each cut to 64 and 200 characters; anything else is dropped."""
+    if not isinstance(versions, dict):
+        return {}
+    return {
+        k[:64]: v[:200] if isinstance(v, str) else None
+        for k, v in itertools.islice(versions.items(), 16)
+        if isinstance(k, str) and (v is None or isinstance(v, str))
+    }
 
 
 def _ncu_errors(text: str) -> str:
