@@ -33,6 +33,20 @@ def test_renamed_parameters_are_aligned_by_their_unique_shapes():
     assert torch.equal(out["w"], ref.weight) and torch.equal(out["b"], ref.bias)
 
 
+def test_a_forged_state_reply_cannot_make_the_verifier_load_more_than_the_reference_holds():
+    """The red team: 200 names of one mapped shape (a 1024x1024 weight as [1024, 1024, 1, 1]) each got a copy, and
+    the verifier filled an arena of 800 MiB from an 8 KB reply. What is loaded now holds at most twice the
+    reference's bytes (and 1 MiB), and at most four names per reference tensor (and 64) are read."""
+    ref = nn.Linear(1024, 1024, bias=False)
+    forged = {"state": {f"w{i}": [[1024, 1024, 1, 1], "float32"] for i in range(200)}, "params": []}
+    out, stats = authors_alignment(ref, forged)
+    loaded = sum(v.numel() * v.element_size() for v in out.values())
+    assert loaded <= 2 * 4 * 1024 * 1024 + (1 << 20) and len(out) == 2
+    assert stats["over_budget"] > 0 and stats["mapped_shape"] + stats["skipped"] <= 4 + 64
+    wider = {"state": {"w": [[1024, 1024, 1, 1], "float64"]}, "params": ["w"]}  # a dtype twice as wide still loads
+    assert authors_alignment(ref, wider)[0]["w"].dtype == torch.float64
+
+
 def test_same_names_win_and_two_tensors_of_one_shape_are_not_guessed():
     ref = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
     cand = nn.Module()

@@ -13,13 +13,23 @@ Their ``compare_and_bench`` copies the reference's tensors into ``ModelNew`` bef
 So a ``ModelNew`` whose parameters have other names than the reference's still gets the reference's values, where
 our ``copy_matching`` copies by name only. This module works on names, kinds and shapes (the candidate's come from
 its worker) and returns what to load into each candidate tensor; it never runs candidate code.
+
+The candidate's list is its worker's word, so two bounds that no honest ``ModelNew`` meets are ours, not the
+authors': at most ``MAX_STATE_NAMES_PER_REFERENCE`` names per reference tensor (and 64 more) are read, and what is
+loaded holds at most twice the reference's bytes (and 1 MiB); a tensor past that is not loaded (``over_budget``
+in the counts). Without them a reply of 200 names of one weight's shape made the verifier fill 800 MiB for a 4 MiB
+weight, and a full reply terabytes.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
+
+MAX_STATE_NAMES_PER_REFERENCE = 4
+"""Names of the candidate's state read per tensor of the reference's (the rest are not aligned)."""
 
 Named = dict[str, tuple[str, Any]]
 """``name -> (kind, tensor or shape)``: kind ``param`` or ``buffer``."""
@@ -145,7 +155,7 @@ def authors_alignment(
     cand_params = set(cand.get("params") or []) if isinstance(cand.get("params"), list) else set()
     named: Named = {}
     dtypes: dict[str, str] = {}
-    for name, spec in state.items():
+    for name, spec in itertools.islice(state.items(), MAX_STATE_NAMES_PER_REFERENCE * len(ref) + 64):
         if (
             isinstance(name, str)
             and isinstance(spec, list)
@@ -163,7 +173,14 @@ def authors_alignment(
         out, counts = _generic(ref, named)
         stats = {"rule": "generic", **counts}
     converted = {}
+    budget = 2 * sum(v.numel() * v.element_size() for _, v in ref.values()) + (1 << 20)
     for name, value in out.items():
         dtype = getattr(torch, dtypes.get(name, ""), None)
-        converted[name] = value.to(dtype).contiguous() if isinstance(dtype, torch.dtype) else value.contiguous()
+        dtype = dtype if isinstance(dtype, torch.dtype) else value.dtype
+        size = value.numel() * torch.empty((), dtype=dtype).element_size()
+        if size > budget:  # more than the reference holds, twice over: not a copy of its weights
+            stats["over_budget"] = stats.get("over_budget", 0) + 1
+            continue
+        budget -= size
+        converted[name] = value.to(dtype).contiguous()
     return converted, stats
