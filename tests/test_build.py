@@ -930,6 +930,28 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
         assert asked == ["cudaforge/bind.h"]  # the racing plain build used a header only if one was there
 
 
+def test_a_light_build_that_raises_leaves_no_racing_plain_build_behind(tmp_path, monkeypatch):
+    """The red team: a light attempt that raised (grep on a 140,000-character name) left the racing plain build
+    compiling on its own, outside every limit, while the build was reported crashed; a candidate could start up to
+    64 of them. The plain build is now cancelled and joined before the error goes on."""
+    settings = settings_for(str(tmp_path), fallback=FallbackMode.RACE).resolved()
+    spec = build.builder.BuildSpec.__new__(build.builder.BuildSpec)
+    spec.variants = [("light:min", {}), ("plain", {})]
+    seen = {}
+
+    def run_variant(self, attempt_id, spec, files, directory, module_name, use_pch, fresh, make_pch=True):
+        if attempt_id == "light":
+            time.sleep(0.2)  # the plain build has started
+            raise OSError(7, "Argument list too long")
+        seen["cancelled"] = self._cancel["plain"].wait(20)
+        return build.builder._Attempt("plain", False, "", [], directory, [])
+
+    monkeypatch.setattr(build.Builder, "_run_variant", run_variant)
+    with pytest.raises(OSError, match="Argument list too long"):
+        build.Builder(settings)._build_in(spec, tmp_path, "m_k")
+    assert seen == {"cancelled": True}  # cancelled and joined before the error went on
+
+
 @pytest.mark.parametrize(
     "names, sources_alone",
     [
@@ -938,6 +960,8 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
         (["FLT_MAX"], False),  # a macro a removed header may have brought (torch's headers use it): fall back
         (["j", "FLT_MAX"], False),
         (["my_kernel_helper_that_nobody_declares"], True),
+        (["A" * 140_000], False),  # longer than an argument may be: grep raised, and the race's build ran on alone
+        ([f"undeclared_{i}" for i in range(65)], False),  # more names than are looked up: fall back
     ],
 )
 def test_an_undefined_name_no_removed_header_declares_fails_fast(tmp_path, names, sources_alone):

@@ -88,6 +88,11 @@ PCH_MAX = 4 << 30
 COMPILER_GB = 8.0
 """At most this much memory for one compiler sandbox (less with ``eval.sandbox_memory_gb``): a build, its race and a
 header build may run at once beside the worker."""
+GREP_NAMES_MAX = 64
+GREP_NAME_CHARS_MAX = 256
+GREP_TIMEOUT_S = 30.0
+"""Bounds on the look in torch's headers for the names a light build found undefined (they come from the candidate's
+source): more names, a longer one, or a slower look, and the build falls back to the untouched source instead."""
 BUILD_BYTES = 4 << 30
 BUILD_FILES = 20_000
 """The quota of one build's work folder (its variants' objects and libraries; a precompiled header's build)."""
@@ -616,34 +621,40 @@ class Builder:
         plain_thread = threading.Thread(target=run_plain)
         if race:
             plain_thread.start()
-        winner = None
-        for index, (variant, files) in enumerate(light):
-            attempt = self._run_variant(
-                "light", spec, files, work / "light", module_name, self.settings.use_pch, fresh=index == 0
-            )
-            attempt.variant = variant
-            if attempt.ok:
-                winner = attempt
-                break
-            fallbacks.append(f"{variant} failed ({', '.join(attempt.failed_targets)})")
-            if missing_toolkit_header(attempt.log) or self._errors_are_the_sources(attempt):
-                winner = attempt  # the untouched source would fail the same way: report it now
-                fallbacks.append(
-                    "plain skipped: "
-                    + (
-                        "toolkit header missing"
-                        if missing_toolkit_header(attempt.log)
-                        else "errors do not depend on torch headers"
-                    )
+        try:
+            winner = None
+            for index, (variant, files) in enumerate(light):
+                attempt = self._run_variant(
+                    "light", spec, files, work / "light", module_name, self.settings.use_pch, fresh=index == 0
                 )
-                break
-            if any(not t.endswith(".cuda.o") for t in attempt.failed_targets):
-                break  # the failure is not in the CUDA source: lighter headers would not help
-        if winner is not None:
+                attempt.variant = variant
+                if attempt.ok:
+                    winner = attempt
+                    break
+                fallbacks.append(f"{variant} failed ({', '.join(attempt.failed_targets)})")
+                if missing_toolkit_header(attempt.log) or self._errors_are_the_sources(attempt):
+                    winner = attempt  # the untouched source would fail the same way: report it now
+                    fallbacks.append(
+                        "plain skipped: "
+                        + (
+                            "toolkit header missing"
+                            if missing_toolkit_header(attempt.log)
+                            else "errors do not depend on torch headers"
+                        )
+                    )
+                    break
+                if any(not t.endswith(".cuda.o") for t in attempt.failed_targets):
+                    break  # the failure is not in the CUDA source: lighter headers would not help
+            if winner is not None:
+                if race:
+                    self._kill("plain")
+                    plain_thread.join()
+                return winner, fallbacks
+        except BaseException:  # a light attempt that raised leaves no racing compiler behind it
             if race:
                 self._kill("plain")
                 plain_thread.join()
-            return winner, fallbacks
+            raise
         if not race:
             plain_thread.start()
         plain_thread.join()
@@ -674,11 +685,17 @@ class Builder:
         # scope the source could see (no C, POSIX, CUDA or torch name is one letter): grep would find it in some
         # inline function's body and fall back for nothing.
         undefined = {name for name in undefined if not (len(name) == 1 and name.islower())}
+        if len(undefined) > GREP_NAMES_MAX or any(len(name) > GREP_NAME_CHARS_MAX for name in undefined):
+            return False  # the names come from the candidate's source: past these bounds, fall back unasked
         if undefined:
             grep = ["grep", "-rqwF", "--include=*.h", "--include=*.cuh", "--include=*.hpp"]
             for name in sorted(undefined):
                 grep += ["-e", name]
-            if subprocess.run(grep + [self.torch_include], capture_output=True).returncode != 1:
+            try:
+                found = subprocess.run(grep + [self.torch_include], capture_output=True, timeout=GREP_TIMEOUT_S)
+            except (OSError, subprocess.TimeoutExpired):
+                return False
+            if found.returncode != 1:
                 return False  # found in torch's headers (or grep failed): a header could matter
         return True
 
