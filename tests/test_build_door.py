@@ -44,6 +44,7 @@ HONEST = [
     ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__"],
     [" ", ""],
     ["-I./include"],
+    ["-O3 --use_fast_math", "-Xptxas -v"],  # several words in one string: the compiler sees each as an argument
 ]
 """Flag lists seen in released KernelBench-style kernels and in what models write: all allowed."""
 ATTACKS = {
@@ -66,7 +67,7 @@ ATTACKS = {
     "-isystem/etc": "include folder",
     "-fprofile-generate=/tmp": "allow-list",
     "-DX=1;id": "shell",
-    "-O3 -DX": "spaces",
+    "-O3 -include /etc/shadow": "reads a file",  # words of one string are arguments of their own
     # red team, 2026-12-05: flags that make the compiler read or write files by name, or escape the include check
     "-fmodules-ts": "allow-list",
     "-fmodule-mapper=map.h": "allow-list",
@@ -79,6 +80,16 @@ ATTACKS = {
     "-Xcompiler": "passes nothing on",
 }
 """A flag that must be refused, and a word of why."""
+
+
+def test_a_device_flags_word_in_the_host_flags_is_not_taken_as_its_value():
+    """The red team: "-Xptxas -include" as one host flag passed the check (the pair is nvcc's) while g++ got
+    -Xptxas and -include as arguments of their own. Each word is checked as the compiler sees it, and the device
+    compiler's pairs are pairs only in the device flags."""
+    for flag in ("-Xptxas -include", "--ptxas-options -ofoo"):
+        with pytest.raises(build_flags.FlagRefused, match="drop it"):
+            build_flags.check([flag], "extra_cflags", ("/usr/local/cuda",))
+    assert build_flags.check(["-Xptxas -v"], "extra_cuda_cflags") == ["-Xptxas -v"]
 
 
 @pytest.mark.parametrize("flags", HONEST, ids=[" ".join(f) or "empty" for f in HONEST])

@@ -141,13 +141,16 @@ def _include_ok(path: str, roots: tuple[str, ...]) -> bool:
     return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _joined(flags: list[str]) -> list[str]:
+def _joined(flags: list[str], device: bool = True) -> list[str]:
+    """``flags`` with each flag that takes its value as the next argument joined to it (``-D X`` -> ``-DX``); the
+    device compiler's own such flags (``-Xptxas``) only for ``device`` flags: the host compiler knows none of them,
+    and would read their "value" as a flag of its own."""
     out: list[str] = []
     items = list(flags)
     i = 0
     while i < len(items):
         flag = items[i]
-        if (flag in _SPLIT or flag in _device()[2]) and i + 1 < len(items):
+        if (flag in _SPLIT or (device and flag in _device()[2])) and i + 1 < len(items):
             sep = "" if flag in ("-D", "-U", "-I", "-t") else ("=" if flag in ("-std",) else " ")
             out.append(f"{flag}{sep}{items[i + 1]}")
             i += 2
@@ -162,7 +165,11 @@ def check(flags: list[str], what: str, include_roots: tuple[str, ...] = ()) -> l
     ``extra_ldflags``), checked; returns them unchanged when every one is allowed, else raises
     :class:`FlagRefused` naming the first that is not and why. Include folders (``-I``/``-isystem``) must be
     relative to the build or inside ``include_roots``."""
-    for flag in _joined([f.strip() for f in flags if f.strip()]):  # empty ones are dropped, as torch drops them
+    # torch writes the flags into the build file joined by spaces, so the compiler sees each word of a flag as an
+    # argument of its own: the words are what is checked ("-Xptxas -include" in extra_cflags is two arguments to
+    # g++, the second one refused); empty ones are dropped, as torch drops them
+    words = [word for f in flags for word in f.split()]
+    for flag in _joined(words, device=what == "extra_cuda_cflags"):
         _check_one(flag, what, include_roots)
     return list(flags)
 
