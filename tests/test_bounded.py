@@ -381,3 +381,24 @@ def test_a_huge_reply_and_long_feedback_are_stored_and_kept_in_the_state_capped(
     assert len(store.read_json(2, "coder.json")["conversation"]["messages"][-1]["content"]) < 2 * STATE_TEXT_LIMIT
     task_files = sum(p.stat().st_size for p in store.root.rglob("*") if p.is_file())
     assert task_files < 4 * STORED_TEXT_LIMIT  # uncapped, these rounds wrote 8 MB
+
+
+def test_the_workers_kernel_share_is_rebuilt_from_what_is_well_formed():
+    """The red team: the worker's ``share`` reply went into the fingerprint as it came (up to 16 MB) and its values
+    into format strings. Only two finite times, a fraction and five short [name, ms] pairs a side are kept."""
+    from cudaforge.eval.verifier.probes import checked_share
+
+    honest = {"own_ms": 0.5, "library_ms": 0.1, "library_share": 1 / 6, "own": [["k", 0.5]], "library": [["g", 0.1]]}
+    assert checked_share(json.loads(json.dumps(honest))) == honest
+    long = {**honest, "own": [["x" * 10_000, 0.5]] * 9, "junk": "y" * 1_000_000}
+    kept = checked_share(long)
+    assert kept is not None and len(kept["own"]) == 5 and len(kept["own"][0][0]) == 120 and "junk" not in kept
+    for forged in (
+        {**honest, "own_ms": "0.5"},
+        {**honest, "library_ms": 10**4000},
+        {**honest, "library_share": 2.0},
+        {**honest, "library": [["g", "fast"]]},
+        {**honest, "library": "g"},
+        ["not", "a", "dict"],
+    ):
+        assert checked_share(forged) is None

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from cudaforge.eval.bounded import finite_number
 from cudaforge.eval.verifier.common import (
     PRECISION_TRIALS,
     PROFILED_CALLS,
@@ -172,10 +173,41 @@ class Probes:
                 f"profiler share unavailable: {failure.status.value}: {failure.message}"[:300]
             )
             return None
-        share = reply.get("share")
-        if not isinstance(share, dict) or not {"own_ms", "library_ms", "library_share", "library"} <= set(share):
+        share = checked_share(reply.get("share"))
+        if share is None:
             self.result.fingerprint.setdefault("guard_notes", []).append(
-                str(reply.get("note") or "profiler share unavailable")[:300]
+                str(reply.get("note") or "profiler share unavailable or malformed")[:300]
             )
-            return None
         return share
+
+
+def checked_share(share: Any) -> dict[str, Any] | None:
+    """The worker's ``share`` reply (its own word: any JSON) rebuilt from what is well formed, or None: two finite
+    times, a library share in [0, 1], and at most five ``[name, ms]`` pairs per side, names cut to 120 characters.
+    What goes into the fingerprint and the findings is this, never the reply itself."""
+    if not isinstance(share, dict):
+        return None
+    own_ms, library_ms, fraction = share.get("own_ms"), share.get("library_ms"), share.get("library_share")
+    if not (finite_number(own_ms) and finite_number(library_ms) and finite_number(fraction, 1.0 + 1e-9)):
+        return None
+
+    def top(entries: Any) -> list[list[Any]] | None:
+        if not isinstance(entries, list):
+            return None
+        pairs = [
+            [e[0][:120], float(e[1])]
+            for e in entries[:5]
+            if isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and finite_number(e[1])
+        ]
+        return pairs if len(pairs) == min(len(entries), 5) else None
+
+    own, library = top(share.get("own", [])), top(share.get("library"))
+    if own is None or library is None:
+        return None
+    return {
+        "own_ms": float(own_ms),
+        "library_ms": float(library_ms),
+        "library_share": float(fraction),
+        "own": own,
+        "library": library,
+    }
