@@ -129,6 +129,36 @@ print(json.dumps(out))
 
 
 @needs_landlock
+def test_every_mount_the_sandbox_reads_is_read_only_the_mounts_below_a_bind_included(tmp_path):
+    """The red team: a recursive bind made only its top mount read-only, so /sys's submounts (cgroup mounts here,
+    debugfs or securityfs elsewhere) stayed writable, hidden only by a tmpfs or Landlock. Every mount of the
+    sandbox but its own tmpfs folders, its scratch, its device nodes and /proc is now read-only, the submounts
+    included."""
+    code = """
+import json
+mounts = []
+for line in open("/proc/self/mountinfo"):
+    fields = line.split()
+    sep = fields.index("-")
+    mounts.append([fields[4], fields[5], fields[sep + 1]])
+print(json.dumps(mounts))
+"""
+    proc, status = run_in_sandbox(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    mounts = json.loads(proc.stdout.strip().splitlines()[-1])
+    writable = [
+        (point, fstype)
+        for point, options, fstype in mounts
+        if "rw" in options.split(",")
+        and fstype not in ("tmpfs", "proc")
+        and not point.startswith((str(tmp_path / "scratch"), "/dev/"))  # its scratch; device nodes (/dev/null)
+    ]
+    assert not writable, writable
+    if status["rootfs"] == "minimal" and os.path.isdir("/sys/fs/cgroup"):
+        assert any(point.startswith("/sys") for point, _, _ in mounts)  # /sys is there, and was checked
+
+
+@needs_landlock
 def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path):
     """Where ``cudaforge`` is found through PYTHONPATH (no installed finder: the GPU machine's layout), Python lists
     the package's parent folder; in the sandbox's root that folder holds only what is bound below it."""

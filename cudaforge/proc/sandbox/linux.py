@@ -10,7 +10,9 @@ numbers on every architecture.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import re
 import resource
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -190,9 +192,28 @@ def mount_flags(path: str) -> int:
     return sum(ms for st, ms in _STATVFS_TO_MS.items() if flags & st)
 
 
+_SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64
+_AT_FDCWD = -100
+_AT_RECURSIVE = 0x8000
+_MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV = 0x1, 0x2, 0x4
+
+
+class _MountAttr(ctypes.Structure):
+    """``struct mount_attr`` of ``mount_setattr(2)``."""
+
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
 def bind(source: str, target: str, *, read_only: bool, devices: bool = False) -> None:
     """Bind ``source`` (and the mounts below it) onto ``target``; read-only unless asked, no set-uid bits, no device
-    nodes unless ``devices``. The flags the source's mount already has stay (a user namespace may not drop them)."""
+    nodes unless ``devices``, for the mounts below it too (a remount changes only the top one: /sys's cgroup, debugfs
+    or securityfs mounts stayed writable). The flags the source's mount already has stay (a user namespace may not
+    drop them)."""
     mount(source, target, None, MS_BIND | MS_REC)
     flags = mount_flags(target) | MS_REMOUNT | MS_BIND | MS_NOSUID
     if read_only:
@@ -200,6 +221,39 @@ def bind(source: str, target: str, *, read_only: bool, devices: bool = False) ->
     if not devices:
         flags |= MS_NODEV
     mount(None, target, None, flags)
+    attr = _MountAttr(
+        (_MOUNT_ATTR_RDONLY if read_only else 0) | _MOUNT_ATTR_NOSUID | (0 if devices else _MOUNT_ATTR_NODEV), 0, 0, 0
+    )
+    result = _libc.syscall(
+        _SYS_MOUNT_SETATTR, _AT_FDCWD, target.encode(), _AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)
+    )
+    if result == 0:
+        return
+    if ctypes.get_errno() != errno.ENOSYS:
+        _check(result, f"mount_setattr {target}")
+    below = [m for m in _mount_points() if m.startswith(target.rstrip("/") + "/")]
+    for point in below:  # a kernel before 5.12: each mount below, one by one
+        extra = (MS_RDONLY if read_only else 0) | (0 if devices else MS_NODEV)
+        mount(None, point, None, mount_flags(point) | MS_REMOUNT | MS_BIND | MS_NOSUID | extra)
+
+
+def _mount_points() -> list[str]:
+    """This mount namespace's mount points (``/proc/self/mountinfo``'s fifth field, octal escapes decoded), read
+    through the host's /proc while a new root is being built (``/old``, :func:`rootfs.enter`)."""
+    for path in ("/proc/self/mountinfo", "/old/proc/self/mountinfo"):
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                lines = f.read().splitlines()
+            break
+    else:
+        raise OSError(errno.ENOENT, "no /proc to list the mounts below a bind in")
+    points = []
+    for line in lines:
+        fields = line.split(b" ")
+        if len(fields) > 4:
+            raw = fields[4]
+            points.append(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), raw).decode(errors="replace"))
+    return points
 
 
 def private_proc() -> None:
