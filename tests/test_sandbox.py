@@ -72,6 +72,8 @@ out["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 try: os.kill(1, 9); out["signal_init"] = True
 except OSError: out["signal_init"] = False
 out["caps"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+out["init_cmdline"] = open("/proc/1/cmdline", "rb").read().decode(errors="replace")
+out["spec_env"] = [k for k in os.environ if "SPEC" in k]
 print(json.dumps(out))
 """
     proc, status = run_in_sandbox(code, tmp_path)
@@ -79,6 +81,9 @@ print(json.dumps(out))
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["read_outside"] is False and seen["write_outside"] is False and seen["write_scratch"] is True
     assert seen["tcp"] is False and seen["signal_init"] is False and int(seen["caps"], 16) == 0
+    launcher_args = seen["init_cmdline"].split("\x00--\x00")[0]  # what comes after "--" is the program's own
+    assert "cudaforge.proc.sandbox.launch" in launcher_args and "{" not in launcher_args  # no spec to read there
+    assert seen["spec_env"] == []  # nor in its own environment
     assert not (tmp_path / "outside" / "new.txt").exists()
     assert status["ok"] and status["landlock"]["abi"] >= 1 and status["capabilities"] == "none"
     if "pid" in status["namespaces"]:

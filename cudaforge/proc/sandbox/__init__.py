@@ -488,8 +488,15 @@ class Sandbox:
         # sys.path; -s: nor is a user site under $HOME, which may be that scratch too (a compiler's HOME is its build
         # folder, reused by its next run). The launcher runs as root until it drops to the sandbox's uid, and chdirs
         # to the scratch itself
-        cmd = [sys.executable, "-s", "-P", "-m", "cudaforge.proc.sandbox.launch", json.dumps(spec), "--", *argv]
-        launcher_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)}
+        from cudaforge.proc.sandbox.launch import SPEC_ENV
+
+        # the spec in the environment: the init's command line is anyone's to read in the sandbox (/proc/1/cmdline)
+        cmd = [sys.executable, "-s", "-P", "-m", "cudaforge.proc.sandbox.launch", "--", *argv]
+        launcher_env = {
+            **env,
+            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
+            SPEC_ENV: json.dumps(spec),
+        }
         try:
             proc = subprocess.Popen(
                 cmd,

@@ -1,4 +1,8 @@
-"""The sandbox launcher: ``python -m cudaforge.proc.sandbox.launch SPEC_JSON -- PROGRAM ARG...``.
+"""The sandbox launcher: ``CUDAFORGE_SANDBOX_SPEC=SPEC_JSON python -m cudaforge.proc.sandbox.launch -- PROGRAM ARG...``.
+
+The spec travels in the environment, not on the command line: the init's command line is readable by everyone in
+the sandbox (``/proc/1/cmdline``), its environment only by its own uid; the launcher takes it out of the environment
+before anything else runs, so PROGRAM never sees it.
 
 Trusted code, stdlib only, run by the trusted side (``cudaforge.proc.sandbox.Sandbox``) in a new session.
 It applies what the spec asks for, reports what it applied on the spec's status descriptor (one JSON
@@ -36,6 +40,8 @@ from typing import Any
 from cudaforge.proc.sandbox import linux, rootfs, seccomp
 
 REFUSED_EXIT = 97
+SPEC_ENV = "CUDAFORGE_SANDBOX_SPEC"
+"""The environment variable the trusted side hands the launcher its spec in (taken out before PROGRAM runs)."""
 """The worker's exit code when ``mode=required`` and a protection is missing."""
 
 
@@ -361,7 +367,7 @@ def _enter_root(spec: dict[str, Any], entries: list[rootfs.Entry], status: dict[
 
 def main() -> None:
     """Run the launcher (see the module docstring)."""
-    spec = json.loads(sys.argv[1])
+    spec = json.loads(os.environ.pop(SPEC_ENV, "{}"))
     argv = sys.argv[sys.argv.index("--") + 1 :]
     linux.set_parent_death_signal(signal.SIGKILL)
     if spec.get("parent_pid") and os.getppid() != spec["parent_pid"]:
