@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -389,3 +390,19 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_progress_file_of_fresh_phase_names_keeps_a_bounded_record(tmp_path):
+    """The red team: a sandboxed child writes its own progress.jsonl, and every fresh phase name became a key of the
+    parent's record (hundreds of MiB in 20 s). Past MAX_PHASES names, a new one counts as OTHER_PHASE; names are
+    plain UTF-8 (a lone surrogate in one made the stored record unwritable)."""
+    from cudaforge.proc import isolation
+
+    lines = "".join(json.dumps({"phase": f"p{i}\ud800"}) + "\n" for i in range(5000))
+    (tmp_path / "progress.jsonl").write_text(lines)
+    watch = isolation._Watch(None, tmp_path, time.monotonic())
+    for _ in range(50):  # the file is read PROGRESS_READ_CAP bytes at a time
+        watch.read()
+    assert len(watch.phase_seconds) <= isolation.MAX_PHASES + 2  # the names kept, the phase it is in, "other"
+    assert isolation.OTHER_PHASE in watch.phase_seconds or watch.phase == isolation.OTHER_PHASE
+    json.dumps(watch.phase_seconds, ensure_ascii=False).encode("utf-8")

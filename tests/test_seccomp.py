@@ -54,6 +54,7 @@ NR = {
         "getpid": 39,
         "personality": 135,
         "fallocate": 285,
+        "ioctl": 16,
     },
     "aarch64": {
         "io_uring_setup": 425,
@@ -68,6 +69,7 @@ NR = {
         "getpid": 172,
         "personality": 92,
         "fallocate": 47,
+        "ioctl": 29,
     },
 }
 
@@ -284,7 +286,8 @@ def test_sockets_unix_only(tmp_path: Path) -> None:
 @needs_seccomp
 def test_fallocate_grows_a_file_only_under_the_size_limit(tmp_path: Path) -> None:
     """The plain fallocate works (and a file-size limit bounds it); keeping the size (blocks reserved past the end,
-    which the limit does not count) fails with EOPNOTSUPP, so a log file on the host's disk cannot be grown unseen."""
+    which the limit does not count) fails with EOPNOTSUPP, and so do the ioctls that reserve blocks the same way
+    (red team: FS_IOC_RESVSP64 reserved 4 GiB in 0.01 s), so a log file on the host's disk cannot be grown unseen."""
     body = """
         libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
         fd = os.open('f', os.O_CREAT | os.O_WRONLY, 0o600)
@@ -292,6 +295,11 @@ def test_fallocate_grows_a_file_only_under_the_size_limit(tmp_path: Path) -> Non
         OUT['keep_size'] = err(libc.fallocate, fd, 1, 0, 64 << 20)
         OUT['zero_range'] = err(libc.fallocate, fd, 0x10, 0, 1 << 20)
         OUT['posix'] = pyerr(os.posix_fallocate, fd, 0, 2 << 20)
+        import fcntl, struct
+        resv = struct.pack("hhqqiI4i", 0, 0, 4 << 20, 64 << 20, 0, 0, 0, 0, 0, 0)  # struct space_resv
+        OUT['resvsp64'] = pyerr(fcntl.ioctl, fd, 0x4030582A, resv)
+        OUT['zero_range_ioctl'] = pyerr(fcntl.ioctl, fd, 0x40305839, resv)
+        OUT['tty_ioctl'] = pyerr(fcntl.ioctl, fd, 0x5401, bytes(64))  # another request reaches the kernel
         OUT['size'] = os.fstat(fd).st_size
         OUT['blocks'] = os.fstat(fd).st_blocks * 512
     """
@@ -299,6 +307,8 @@ def test_fallocate_grows_a_file_only_under_the_size_limit(tmp_path: Path) -> Non
     assert out["plain"] == "ok" and out["posix"] == "ok" and out["size"] == 2 << 20
     notsup = errno.errorcode[errno.EOPNOTSUPP]  # ENOTSUP on Linux: the same number
     assert out["keep_size"] == notsup and out["zero_range"] == notsup
+    assert out["resvsp64"] == notsup and out["zero_range_ioctl"] == notsup  # the ioctls that reserve the same way
+    assert out["tty_ioctl"] == "ENOTTY"  # the kernel's answer for a file that is not a terminal
     assert out["blocks"] < 8 << 20  # nothing reserved past the end
 
 
@@ -516,7 +526,12 @@ def test_programs_decide_as_documented(arch: str, audit: int) -> None:
     assert _run_bpf(program, table["fallocate"], audit, 3, 0) == ALLOW  # the plain mode, on fd 3
     for mode in (0x01, 0x03, 0x10, 0x20, 0x40):  # KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE, INSERT, UNSHARE
         assert _run_bpf(program, table["fallocate"], audit, 3, mode) == EOPNOTSUPP
-    special = {table[n] for n in ("clone", "clone3", "socket", "socketpair", "fallocate")}
+    for request in (0x5401, 0x4030582C, 0xC0104600, 0x80086601):  # TCGETS, a neighbour, a driver's, FS_IOC_GETFLAGS
+        assert _run_bpf(program, table["ioctl"], audit, 2, request) == ALLOW
+    for request in seccomp.RESERVE_IOCTLS.values():
+        assert _run_bpf(program, table["ioctl"], audit, 2, request) == EOPNOTSUPP
+        assert _run_bpf(program, table["ioctl"], audit, 2, request | 0xFFFFFFFF00000000) == EOPNOTSUPP  # unsigned int
+    special = {table[n] for n in ("clone", "clone3", "socket", "socketpair", "fallocate", "ioctl")}
     denied_nrs = {table[n] for n in denied}
     for nr in range(0, 470):
         if nr not in special and nr not in denied_nrs:
@@ -533,7 +548,9 @@ def test_long_extra_deny_list_still_assembles() -> None:
     """Every name a table knows can be denied at once: the program stays small and every jump fits in 8 bits."""
     for arch in ("x86_64", "aarch64"):
         extra = tuple(
-            n for n in seccomp.syscall_table(arch) if n not in ("clone", "clone3", "socket", "socketpair", "fallocate")
+            n
+            for n in seccomp.syscall_table(arch)
+            if n not in ("clone", "clone3", "socket", "socketpair", "fallocate", "ioctl")
         )
         program = seccomp.build_filter(arch, extra)
         assert len(program) < 256

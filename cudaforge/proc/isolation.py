@@ -30,7 +30,7 @@ from typing import Any
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.files import write_atomic
 from cudaforge.proc.sandbox import SECRET_NAMES
-from cudaforge.proc.text import plain_strings
+from cudaforge.proc.text import plain_strings, plain_text
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -138,6 +138,13 @@ def _describe_exit(code: int | None) -> str:
     return describe_exit(code) + ("" if code < 0 else " before reporting a result")
 
 
+MAX_PHASES = 32
+OTHER_PHASE = "other"
+"""At most this many phases are kept by name; any later new name counts as ``OTHER_PHASE`` (the default timeout,
+and the run's total, bound it as before). A candidate writing progress lines of fresh names grew the parent by
+a key each, hundreds of MiB in 20 s."""
+
+
 def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
     """Phases announced since ``offset`` (at most ``PROGRESS_READ_CAP`` bytes read); lines that are not
     ``{"phase": name}`` are skipped. Never raises."""
@@ -158,7 +165,7 @@ def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
             continue
         phase = event.get("phase") if isinstance(event, dict) else None
         if isinstance(phase, str) and 0 < len(phase) <= 64:
-            phases.append(phase)
+            phases.append(plain_text(phase))
     return phases, offset + end
 
 
@@ -236,6 +243,8 @@ class _Watch:
         phases, self.offset = _read_progress(self.workdir / "progress.jsonl", self.offset)
         now = time.monotonic()
         for phase in phases:
+            if phase not in self.phase_seconds and len(self.phase_seconds) >= MAX_PHASES:
+                phase = OTHER_PHASE  # a sandboxed child's progress file is its own: its names are not ours to keep
             self.phase_seconds[self.phase] = self.phase_seconds.get(self.phase, 0.0) + now - self.phase_start
             self.phase, self.phase_start = phase, now
             if self.on_phase is not None:

@@ -15,7 +15,9 @@ changing set of system calls, so everything not named here is allowed. What it d
 * ``fallocate`` works in its plain mode only (0, which grows a file under the file-size limit like a write); any other
   mode fails with ``EOPNOTSUPP``, as on a file system without it (callers fall back). ``FALLOC_FL_KEEP_SIZE`` would
   reserve blocks past the end of a file without growing it, which ``RLIMIT_FSIZE`` does not count: on a log file the
-  trusted side keeps on its own disk, that filled the disk.
+  trusted side keeps on its own disk, that filled the disk. The ``ioctl`` requests that do the same
+  (``RESERVE_IOCTLS``: ``FS_IOC_RESVSP``, ``FS_IOC_RESVSP64``, ``FS_IOC_ZERO_RANGE`` and their un-reserving twins)
+  fail with ``EOPNOTSUPP`` too; every other ``ioctl`` is allowed.
 
 Syscall numbers are the kernel's (x86_64: ``arch/x86/entry/syscalls/syscall_64.tbl``; arm64: the generic table,
 ``include/uapi/asm-generic/unistd.h``), checked against the UAPI headers of Linux 6.1.
@@ -109,11 +111,28 @@ CLONE_NAMESPACE_FLAGS = {
 }
 """``clone`` flags that make it fail with ``EPERM`` (``CLONE_NEWTIME`` only exists for ``clone3`` and ``unshare``)."""
 
+RESERVE_IOCTLS = {
+    "FS_IOC_RESVSP": 0x40305828,
+    "FS_IOC_UNRESVSP": 0x40305829,
+    "FS_IOC_RESVSP64": 0x4030582A,
+    "FS_IOC_UNRESVSP64": 0x4030582B,
+    "FS_IOC_ZERO_RANGE": 0x40305839,
+}
+"""``ioctl`` requests (``_IOW('X', n, struct space_resv)``, the same on x86_64 and arm64) that reach the kernel's
+fallocate with ``FALLOC_FL_KEEP_SIZE`` on any file system: they fail with ``EOPNOTSUPP``, like that fallocate."""
+
 AF_UNIX = 1
 SOCKET_FAMILIES = ("AF_UNIX",)
 """The only socket family ``socket`` and ``socketpair`` accept."""
 
-_SPECIAL = ("clone", "clone3", "socket", "socketpair", "fallocate")  # calls with their own rule, not plain denials
+_SPECIAL = (
+    "clone",
+    "clone3",
+    "socket",
+    "socketpair",
+    "fallocate",
+    "ioctl",
+)  # calls with their own rule, not plain denials
 
 # --------------------------------------------------------------------------------- syscall tables
 
@@ -204,6 +223,7 @@ _X86_64: dict[str, int] = {
     "socket": 41,
     "socketpair": 53,
     "fallocate": 285,
+    "ioctl": 16,
 }
 
 _AARCH64: dict[str, int] = {
@@ -284,6 +304,7 @@ _AARCH64: dict[str, int] = {
     "socket": 198,
     "socketpair": 199,
     "fallocate": 47,
+    "ioctl": 29,
 }
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -333,7 +354,7 @@ SECCOMP_RET_ALLOW = 0x7FFF0000
 _OFF_NR = 0  # offsetof(struct seccomp_data, nr)
 _OFF_ARCH = 4  # offsetof(struct seccomp_data, arch)
 _OFF_ARG0_LOW = 16  # offsetof(struct seccomp_data, args[0]); the low 32 bits on a little-endian machine
-_OFF_ARG1_LOW = 24  # offsetof(struct seccomp_data, args[1]); fallocate's mode (an int: its low 32 bits)
+_OFF_ARG1_LOW = 24  # offsetof(struct seccomp_data, args[1]); fallocate's mode, ioctl's request (their low 32 bits)
 
 BPF_MAXINSNS = 4096
 
@@ -395,7 +416,7 @@ def denied_names(arch: str | None = None, extra_deny: tuple[str, ...] = ()) -> l
     """The names ``install(extra_deny)`` would deny with ``EPERM`` on ``arch``: those the architecture has.
 
     Raises ``ValueError`` for a name no table knows, or one of the calls with their own rule (clone, clone3,
-    socket, socketpair, fallocate).
+    socket, socketpair, fallocate, ioctl).
     """
     table = syscall_table(arch)
     known = set(_X86_64) | set(_AARCH64)
@@ -427,6 +448,7 @@ def build_filter(arch: str | None = None, extra_deny: tuple[str, ...] = ()) -> l
     asm.jump(_BPF_JEQ_K, table["socket"], "socket", 0)
     asm.jump(_BPF_JEQ_K, table["socketpair"], "socket", 0)
     asm.jump(_BPF_JEQ_K, table["fallocate"], "fallocate", 0)
+    asm.jump(_BPF_JEQ_K, table["ioctl"], "ioctl", 0)
     # one shared return for every denial; the assembler checks that each jump to it fits in 8 bits
     # (the tables hold under 100 names, so the longest jump is about 110 instructions)
     for name in denied_names(arch, extra_deny):
@@ -441,6 +463,11 @@ def build_filter(arch: str | None = None, extra_deny: tuple[str, ...] = ()) -> l
     asm.label("fallocate")
     asm.stmt(_BPF_LD_W_ABS, _OFF_ARG1_LOW)
     asm.jump(_BPF_JEQ_K, 0, "allow", "eopnotsupp")
+    asm.label("ioctl")
+    asm.stmt(_BPF_LD_W_ABS, _OFF_ARG1_LOW)  # the request: an unsigned int
+    for request in RESERVE_IOCTLS.values():
+        asm.jump(_BPF_JEQ_K, request, "eopnotsupp", 0)
+    asm.stmt(_BPF_RET_K, SECCOMP_RET_ALLOW)
     asm.label("allow")
     asm.stmt(_BPF_RET_K, SECCOMP_RET_ALLOW)
     asm.label("eperm")
