@@ -402,3 +402,19 @@ def test_the_workers_kernel_share_is_rebuilt_from_what_is_well_formed():
         ["not", "a", "dict"],
     ):
         assert checked_share(forged) is None
+
+
+def test_only_a_message_with_a_surrogate_escape_is_rebuilt(monkeypatch):
+    """The red team: rebuilding every list and dict of a 16 MiB message doubled the verifier's peak memory; the
+    rebuild now happens only when the text holds a surrogate escape (the only way one gets in)."""
+    from cudaforge.proc import text
+    from cudaforge.proc.text import loads_plain
+
+    plain = json.dumps({"a": [[1, 2], {"b": "\u00e9"}]}).encode()
+    with monkeypatch.context() as patched:
+        patched.setattr(text, "plain_strings", lambda value: pytest.fail("rebuilt a message with no surrogate escape"))
+        assert loads_plain(plain) == {"a": [[1, 2], {"b": "\u00e9"}]}
+    assert loads_plain(b'{"a": ["x\\ud800"]}') == {"a": ["x\ufffd\ufffd\ufffd"]}
+    assert loads_plain(b'{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}
+    with pytest.raises(ValueError):
+        loads_plain(b"\xff{}")

@@ -15,7 +15,7 @@ import struct
 import time
 from typing import Any
 
-from cudaforge.proc.text import plain_strings
+from cudaforge.proc.text import loads_plain
 
 MAX_FRAME = 16 << 20
 """The largest message either side accepts (bytes of JSON)."""
@@ -97,7 +97,7 @@ class Channel:
             _close_all(fds)
             fds = []
         try:
-            message = plain_strings(json.loads(body.decode("utf-8")))
+            message = loads_plain(body)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             _close_all(fds)
             raise ChannelError("protocol", f"a message that is not JSON ({type(exc).__name__})") from None

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from cudaforge.paths import PROJECT_ROOT
-from cudaforge.proc.text import plain_strings
+from cudaforge.proc.text import loads_plain
 
 MAX_REPORT = 32 << 20
 """The most bytes of report the helper reads from a child (past it the child is killed and the analysis failed)."""
@@ -259,7 +259,7 @@ def _run_child(analysis: Callable[..., dict[str, Any]], request: dict[str, Any])
     if late:
         return {"failed": "deadline", "message": f"ran past its deadline of {request['timeout_s']} s"}
     try:
-        answer = plain_strings(json.loads(b"".join(chunks))) if got <= MAX_REPORT else None
+        answer = loads_plain(b"".join(chunks)) if got <= MAX_REPORT else None
     except (ValueError, RecursionError):
         answer = None
     if isinstance(answer, dict):

@@ -30,7 +30,7 @@ from typing import Any
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.files import write_atomic
 from cudaforge.proc.sandbox import SECRET_NAMES
-from cudaforge.proc.text import plain_strings, plain_text
+from cudaforge.proc.text import loads_plain, plain_text
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -176,7 +176,7 @@ def _read_result(path: Path, cap: int = RESULT_CAP) -> tuple[dict[str, Any] | No
             data = f.read(cap + 1)
         if len(data) > cap:
             return None, f"the result file exceeds {cap >> 20} MB"
-        result = plain_strings(json.loads(data.decode("utf-8")))
+        result = loads_plain(data)
     except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
         return None, f"the result file is malformed ({type(exc).__name__})"
     if not isinstance(result, dict):

@@ -3,13 +3,27 @@
 JSON lets a lone surrogate through (``"\\ud800"`` decodes to one): a candidate's error message carrying one
 reached a result, and writing that result or hashing a prompt made of it raised ``UnicodeEncodeError`` far from
 where it came in. Every place that decodes what a child or a sandbox wrote (the worker's channel, a child's result
-file, the static child's answer) passes it through :func:`plain_strings`, and :func:`cudaforge.eval.bounded.cap_text`
+file, the static child's answer) reads it with :func:`loads_plain`, and :func:`cudaforge.eval.bounded.cap_text`
 makes what it caps :func:`plain_text`.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a surrogate (``\\ud800``-``\\udfff``): the only way one gets into what ``json.loads`` returns
+from UTF-8 bytes (which cannot hold one)."""
+
+
+def loads_plain(data: bytes) -> Any:
+    """``json.loads`` of UTF-8 bytes a child or a sandbox wrote, with :func:`plain_strings` applied only when the
+    text holds a surrogate escape (rebuilding every list and dict of a 16 MiB message doubled its peak memory). Raises
+    what ``json.loads`` and decoding raise."""
+    value = json.loads(data.decode("utf-8"))
+    return plain_strings(value) if _SURROGATE_ESCAPE.search(data) else value
 
 
 def plain_text(text: str) -> str:
