@@ -541,3 +541,18 @@ def test_threads_share_cache_and_ledger(script_name, tmp_path):
         assert not errors and len(cache) == 40
     assert len(ledger.rows) == 40 and len((tmp_path / "calls.jsonl").read_text().splitlines()) == 40
     assert ledger.totals().completion_tokens == 80
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_and_its_json_advice_hashes(script_name, tmp_path):
+    """The red team: a lone surrogate (a "\\ud800" escape in a reply's JSON, or in the reply a provider decoded)
+    reached the next prompt's cache key and stopped the run with UnicodeEncodeError. The reply text and every
+    string decoded from its JSON are plain UTF-8."""
+    from cudaforge.agents.parsing import extract_json
+
+    install_script(script_name, ['{"advice": "use \\ud800 tiles"} and a stray \ud800'])
+    with ResponseCache(tmp_path / "c.sqlite", "read_write") as cache:
+        reply = client(script_name, cache=cache).complete(ask("judge this"))
+    reply.text.encode("utf-8")  # stored in the cache and the run directory as it is
+    parsed = extract_json(reply.text, ["advice"])
+    assert parsed.ok and parsed.data["advice"] == "use \ufffd\ufffd\ufffd tiles"
+    request_key({"messages": ask(parsed.data["advice"])})

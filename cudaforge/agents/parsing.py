@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudaforge import pyast
+from cudaforge.proc.text import plain_strings
 
 PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3", "pytorch", "torch"})
 """Fence info strings taken to mean Python."""
@@ -334,14 +335,16 @@ def repair_json(text: str) -> str:
 
 def _decode(candidate: str) -> tuple[Any, str]:
     """The value of a JSON text (repaired if it must be), or None and the JSON error."""
+    # plain_strings: a "\\ud800" escape in the model's JSON would decode to a lone surrogate, which no file, hash
+    # or later prompt can hold
     try:
-        return json.loads(candidate, strict=False), ""
+        return plain_strings(json.loads(candidate, strict=False)), ""
     except json.JSONDecodeError as exc:
         error = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
     except (ValueError, RecursionError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     try:
-        return json.loads(repair_json(candidate), strict=False), ""
+        return plain_strings(json.loads(repair_json(candidate), strict=False)), ""
     except (ValueError, RecursionError):
         return None, error
 

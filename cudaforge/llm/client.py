@@ -33,6 +33,7 @@ from cudaforge.llm.errors import (
 )
 from cudaforge.llm.ledger import Ledger, LedgerRow, Usage
 from cudaforge.llm.pricing import cost_for, price_source
+from cudaforge.proc.text import plain_text
 
 if TYPE_CHECKING:
     from cudaforge.llm.settings import LLMConfig
@@ -208,7 +209,7 @@ class LLMClient:
         usage = _usage_of(response)
         cost, priced = self._cost(usage)
         reply = CachedReply(
-            text=choice.message.content or "",
+            text=plain_text(choice.message.content or ""),  # a lone surrogate could be neither stored nor hashed
             usage=usage,
             finish_reason=choice.finish_reason,
             cost_usd=cost,
