@@ -45,6 +45,9 @@ def test_a_forged_state_reply_cannot_make_the_verifier_load_more_than_the_refere
     assert stats["over_budget"] > 0 and stats["mapped_shape"] + stats["skipped"] <= 4 + 64
     wider = {"state": {"w": [[1024, 1024, 1, 1], "float64"]}, "params": ["w"]}  # a dtype twice as wide still loads
     assert authors_alignment(ref, wider)[0]["w"].dtype == torch.float64
+    for forged in ("qint8", "_dynamo", "uint1", "nonsense"):  # the worker's word: only plain dtypes are taken
+        state = {"state": {"w": [[1024, 1024, 1, 1], forged]}, "params": ["w"]}
+        assert authors_alignment(ref, state)[0]["w"].dtype == torch.float32
 
 
 def test_same_names_win_and_two_tensors_of_one_shape_are_not_guessed():

@@ -28,6 +28,23 @@ from typing import Any
 
 import torch
 
+PLAIN_DTYPES = {
+    str(d).removeprefix("torch."): d
+    for d in (
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.bool,
+    )
+}
+"""The dtypes a candidate's tensor may be loaded in (the worker names them): anything else (a quantized dtype, or a
+name ``getattr(torch, ...)`` would have imported) keeps the reference's own."""
 MAX_STATE_NAMES_PER_REFERENCE = 4
 """Names of the candidate's state read per tensor of the reference's (the rest are not aligned)."""
 
@@ -175,8 +192,7 @@ def authors_alignment(
     converted = {}
     budget = 2 * sum(v.numel() * v.element_size() for _, v in ref.values()) + (1 << 20)
     for name, value in out.items():
-        dtype = getattr(torch, dtypes.get(name, ""), None)
-        dtype = dtype if isinstance(dtype, torch.dtype) else value.dtype
+        dtype = PLAIN_DTYPES.get(dtypes.get(name, ""), value.dtype)
         size = value.numel() * torch.empty((), dtype=dtype).element_size()
         if size > budget:  # more than the reference holds, twice over: not a copy of its weights
             stats["over_budget"] = stats.get("over_budget", 0) + 1
