@@ -952,6 +952,43 @@ def test_a_light_build_that_raises_leaves_no_racing_plain_build_behind(tmp_path,
     assert seen == {"cancelled": True}  # cancelled and joined before the error went on
 
 
+def test_a_header_build_that_raises_leaves_no_early_kernel_compile_behind(tmp_path, monkeypatch):
+    """The red team, second look: while the precompiled header is made, nvcc starts on the kernels in a thread; a
+    header build that raised (no space, a failed fork) left that compile running alone. It is cancelled and joined
+    before the error goes on."""
+    settings = settings_for(str(tmp_path), use_pch=True, fallback=FallbackMode.SEQUENTIAL).resolved()
+    hooks = build.Hooks(settings, build.BuildRecorder())
+    spec, _ = hooks.inline_spec(
+        "m",
+        "torch::Tensor f(torch::Tensor x);",
+        "__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return x; }",
+        ["f"],
+        None,
+        None,
+        None,
+        None,
+        None,
+        True,
+        True,
+        False,
+    )
+    seen = {}
+
+    def ensure_pch(self, pch_dir, cxx, cflags, name):
+        time.sleep(0.2)  # the early compile has started
+        raise OSError(28, "No space left on device")
+
+    def ninja(self, attempt_id, directory, targets):
+        seen[attempt_id] = self._cancel[attempt_id].wait(20)
+        return -1, "(cancelled)\n"
+
+    monkeypatch.setattr(build.Builder, "_ensure_pch", ensure_pch)
+    monkeypatch.setattr(build.Builder, "_ninja", ninja)
+    with pytest.raises(OSError, match="No space"):
+        build.Builder(settings).build(spec, "k" * 48, "m_k")
+    assert seen == {"light": True}  # cancelled and joined, not left compiling
+
+
 @pytest.mark.parametrize(
     "names, sources_alone",
     [

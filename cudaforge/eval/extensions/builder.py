@@ -543,7 +543,13 @@ class Builder:
                 thread = threading.Thread(target=lambda: early.update(r=self._ninja(attempt_id, directory, cu_objects)))
                 thread.start()
             started = time.perf_counter()
-            ok, pch_log = self._ensure_pch(pch_dir, cxx, cflags, pch_header)
+            try:
+                ok, pch_log = self._ensure_pch(pch_dir, cxx, cflags, pch_header)
+            except BaseException:  # the early compile of the kernels does not go on alone
+                if thread is not None:
+                    self._kill(attempt_id)
+                    thread.join()
+                raise
             pch_seconds = time.perf_counter() - started if pch_log else 0.0
             early_steps = {}
             if thread is not None:
