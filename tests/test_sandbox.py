@@ -163,6 +163,38 @@ print(json.dumps(mounts))
         assert any(point.startswith("/sys") for point, _, _ in mounts)  # /sys is there, and was checked
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare") or not os.path.isdir("/sys/fs/cgroup"),
+    reason="needs root, unshare(1) and a /sys with mounts below it",
+)
+@pytest.mark.parametrize("setattr_number", [None, 999_999])  # the kernel's call, or one it lacks (ENOSYS)
+def test_a_read_only_bind_makes_every_mount_below_it_read_only(tmp_path, setattr_number):
+    """Where mount_setattr cannot be used (a kernel before 5.12, or a host filter that refuses it: the red team made
+    it EPERM and the cgroup mounts came back writable), each mount below the bind is remounted on its own."""
+    target = tmp_path / "sys"
+    target.mkdir()
+    code = f"""
+import json
+from cudaforge.proc.sandbox import linux
+if {setattr_number!r} is not None:
+    linux._SYS_MOUNT_SETATTR = {setattr_number!r}
+linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+linux.bind("/sys", {str(target)!r}, read_only=True)
+mounts = [l.split()[4:6] for l in open("/proc/self/mountinfo") if l.split()[4].startswith({str(target)!r})]
+print(json.dumps(mounts))
+"""
+    proc = subprocess.run(
+        ["unshare", "-m", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    mounts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(mounts) > 1 and all("ro" in options.split(",") for _, options in mounts), mounts
+
+
 @needs_landlock
 def test_the_package_imports_in_the_sandbox_from_its_folder_on_the_path(tmp_path):
     """Where ``cudaforge`` is found through PYTHONPATH (no installed finder: the GPU machine's layout), Python lists

@@ -229,10 +229,10 @@ def bind(source: str, target: str, *, read_only: bool, devices: bool = False) ->
     )
     if result == 0:
         return
-    if ctypes.get_errno() != errno.ENOSYS:
-        _check(result, f"mount_setattr {target}")
+    # a kernel before 5.12 (ENOSYS), or a filter of the host's that refuses the call (EPERM): each mount below, one by
+    # one; one that cannot be made so raises, and the bind counts as not placed
     below = [m for m in _mount_points() if m.startswith(target.rstrip("/") + "/")]
-    for point in below:  # a kernel before 5.12: each mount below, one by one
+    for point in below:
         extra = (MS_RDONLY if read_only else 0) | (0 if devices else MS_NODEV)
         mount(None, point, None, mount_flags(point) | MS_REMOUNT | MS_BIND | MS_NOSUID | extra)
 
