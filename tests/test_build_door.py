@@ -68,6 +68,8 @@ ATTACKS = {
     "-fprofile-generate=/tmp": "allow-list",
     "-DX=1;id": "shell",
     "-O3 -include /etc/shadow": "reads a file",  # words of one string are arguments of their own
+    "-O2\n-DX=1": "line break",  # red team: a new line of the ninja file, which dropped every flag after it
+    "-O2\u00a0-include": "control character",  # a space str.split() sees and the shell does not
     # red team, 2026-12-05: flags that make the compiler read or write files by name, or escape the include check
     "-fmodules-ts": "allow-list",
     "-fmodule-mapper=map.h": "allow-list",

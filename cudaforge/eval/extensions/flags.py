@@ -168,6 +168,12 @@ def check(flags: list[str], what: str, include_roots: tuple[str, ...] = ()) -> l
     # torch writes the flags into the build file joined by spaces, so the compiler sees each word of a flag as an
     # argument of its own: the words are what is checked ("-Xptxas -include" in extra_cflags is two arguments to
     # g++, the second one refused); empty ones are dropped, as torch drops them
+    for f in flags:
+        if any((c.isspace() and c not in " \t") or (ord(c) < 32 and c != "\t") or ord(c) == 127 for c in f):
+            raise FlagRefused(
+                f"{what}: the flag {f[:80]!r} holds a line break or another control character (torch writes the flags "
+                "into one line of the build file); drop it, and separate flags with spaces"
+            )
     words = [word for f in flags for word in f.split()]
     for flag in _joined(words, device=what == "extra_cuda_cflags"):
         _check_one(flag, what, include_roots)
@@ -206,7 +212,7 @@ def _check_one(flag: str, what: str, include_roots: tuple[str, ...]) -> None:
     raise refuse(_reason(flag))
 
 
-PCH_FLAGS = re.compile(r"^(-O[0-3s]?|-Ofast|-Og|-g[0-3]?|-w|-std=(c|gnu)\+\+\d\d|-fPIC|-DNDEBUG|-Wall|-Wextra)$")
+PCH_FLAGS = re.compile(r"^(-O[0-3s]?|-Ofast|-Og|-g[0-3]?|-w|-std=(c|gnu)\+\+\d\d|-fPIC|-DNDEBUG|-Wall|-Wextra)\Z")
 """Host flags a precompiled header is made for: the common ones. Any other flag set compiles the binding file
 without one (a precompiled header per distinct set of macros would grow the cache without bound)."""
 
