@@ -989,6 +989,37 @@ def test_a_header_build_that_raises_leaves_no_early_kernel_compile_behind(tmp_pa
     assert seen == {"light": True}  # cancelled and joined, not left compiling
 
 
+def test_an_early_compile_that_cannot_start_is_a_failed_build_not_a_crash(tmp_path, monkeypatch):
+    """The red team, third look: the early compile's thread stored nothing when the compiler could not start, and
+    the build then raised KeyError in the verifier; it is now a failed attempt that says why."""
+    settings = settings_for(str(tmp_path), use_pch=True, fallback=FallbackMode.SEQUENTIAL).resolved()
+    hooks = build.Hooks(settings, build.BuildRecorder())
+    spec, _ = hooks.inline_spec(
+        "m",
+        "torch::Tensor f(torch::Tensor x);",
+        "__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return x; }",
+        ["f"],
+        None,
+        None,
+        None,
+        None,
+        None,
+        True,
+        True,
+        False,
+    )
+
+    def ninja(self, attempt_id, directory, targets):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(build.Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags, name: (False, ""))
+    monkeypatch.setattr(build.Builder, "_ninja", ninja)
+    attempt = build.Builder(settings)._run_variant(
+        "light", spec, dict(spec.variants)["plain"], tmp_path / "w", "m_k", True, fresh=True
+    )
+    assert not attempt.ok and "could not start" in attempt.log
+
+
 @pytest.mark.parametrize(
     "names, sources_alone",
     [

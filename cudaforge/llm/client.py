@@ -211,7 +211,7 @@ class LLMClient:
         reply = CachedReply(
             text=plain_text(choice.message.content or ""),  # a lone surrogate could be neither stored nor hashed
             usage=usage,
-            finish_reason=choice.finish_reason,
+            finish_reason=plain_text(choice.finish_reason) if isinstance(choice.finish_reason, str) else None,
             cost_usd=cost,
             priced=priced,
             latency_s=time.monotonic() - started,
@@ -268,7 +268,9 @@ class LLMClient:
                 kind, what = ContextWindowError, "prompt exceeds the context window"
             else:
                 kind, what = LLMRequestError, "request refused"
-            error = kind(f"{model} ({role}): {what}: {type(err).__name__}: {str(err)[:500]}", model=model, role=role)
+            error = kind(
+                f"{model} ({role}): {what}: {type(err).__name__}: {plain_text(str(err)[:500])}", model=model, role=role
+            )
         error.attempts = attempts
         return error
 

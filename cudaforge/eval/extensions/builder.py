@@ -540,7 +540,13 @@ class Builder:
             thread = None
             if not (pch_dir / f"{pch_header}.gch").exists() and cu_objects:
                 # first use of this flag set: build the header while nvcc works on the kernels
-                thread = threading.Thread(target=lambda: early.update(r=self._ninja(attempt_id, directory, cu_objects)))
+                def compile_early() -> None:
+                    try:
+                        early["r"] = self._ninja(attempt_id, directory, cu_objects)
+                    except Exception as exc:  # noqa: BLE001 - a failed start is a failed compile, said in the log
+                        early["r"] = (-1, f"the compiler could not start: {type(exc).__name__}: {exc}\n")
+
+                thread = threading.Thread(target=compile_early)
                 thread.start()
             started = time.perf_counter()
             try:
