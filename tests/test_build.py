@@ -890,13 +890,9 @@ def test_a_binding_built_against_the_lighter_header_loads_and_runs(cache_dir):
     assert record.steps["main.o"] > 0 and any(name.endswith(".so") for name in record.steps)
 
 
-@pytest.mark.parametrize("mode", [FallbackMode.RACE, FallbackMode.SEQUENTIAL])
-def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_build(tmp_path, monkeypatch, mode):
-    """Racing, a cancelled plain build must not hold the winner back while it makes torch/extension.h's header;
-    in sequence (it runs because the light build failed) it makes the header as before."""
-    settings = settings_for(str(tmp_path), use_pch=True, fallback=mode).resolved()
-    hooks = build.Hooks(settings, build.BuildRecorder())
-    spec, _ = hooks.inline_spec(
+def _kernel_spec(settings):
+    """The build spec of a small load_inline with one CUDA kernel and one bound function, under ``settings``."""
+    spec, _ = build.Hooks(settings, build.BuildRecorder()).inline_spec(
         "m",
         "torch::Tensor f(torch::Tensor x);",
         "__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return x; }",
@@ -910,6 +906,15 @@ def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_bu
         True,
         False,
     )
+    return spec
+
+
+@pytest.mark.parametrize("mode", [FallbackMode.RACE, FallbackMode.SEQUENTIAL])
+def test_the_plain_build_racing_a_light_one_never_waits_for_a_header_it_would_build(tmp_path, monkeypatch, mode):
+    """Racing, a cancelled plain build must not hold the winner back while it makes torch/extension.h's header;
+    in sequence (it runs because the light build failed) it makes the header as before."""
+    settings = settings_for(str(tmp_path), use_pch=True, fallback=mode).resolved()
+    spec = _kernel_spec(settings)
     asked = []
     monkeypatch.setattr(
         build.Builder, "_ensure_pch", lambda self, pch_dir, cxx, cflags, name: (asked.append(name), (False, ""))[1]
@@ -957,21 +962,7 @@ def test_a_header_build_that_raises_leaves_no_early_kernel_compile_behind(tmp_pa
     header build that raised (no space, a failed fork) left that compile running alone. It is cancelled and joined
     before the error goes on."""
     settings = settings_for(str(tmp_path), use_pch=True, fallback=FallbackMode.SEQUENTIAL).resolved()
-    hooks = build.Hooks(settings, build.BuildRecorder())
-    spec, _ = hooks.inline_spec(
-        "m",
-        "torch::Tensor f(torch::Tensor x);",
-        "__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return x; }",
-        ["f"],
-        None,
-        None,
-        None,
-        None,
-        None,
-        True,
-        True,
-        False,
-    )
+    spec = _kernel_spec(settings)
     seen = {}
 
     def ensure_pch(self, pch_dir, cxx, cflags, name):
@@ -993,21 +984,7 @@ def test_an_early_compile_that_cannot_start_is_a_failed_build_not_a_crash(tmp_pa
     """The red team, third look: the early compile's thread stored nothing when the compiler could not start, and
     the build then raised KeyError in the verifier; it is now a failed attempt that says why."""
     settings = settings_for(str(tmp_path), use_pch=True, fallback=FallbackMode.SEQUENTIAL).resolved()
-    hooks = build.Hooks(settings, build.BuildRecorder())
-    spec, _ = hooks.inline_spec(
-        "m",
-        "torch::Tensor f(torch::Tensor x);",
-        "__global__ void k() {}\ntorch::Tensor f(torch::Tensor x) { return x; }",
-        ["f"],
-        None,
-        None,
-        None,
-        None,
-        None,
-        True,
-        True,
-        False,
-    )
+    spec = _kernel_spec(settings)
 
     def ninja(self, attempt_id, directory, targets):
         raise OSError(11, "Resource temporarily unavailable")

@@ -17,8 +17,8 @@ its worker) and returns what to load into each candidate tensor; it never runs c
 The candidate's list is its worker's word, so two bounds that no honest ``ModelNew`` meets are ours, not the
 authors': at most ``MAX_STATE_NAMES_PER_REFERENCE`` names per reference tensor (and 64 more) are read, and what is
 loaded holds at most twice the reference's bytes (and 1 MiB); a tensor past that is not loaded (``over_budget``
-in the counts). Without them a reply of 200 names of one weight's shape made the verifier fill 800 MiB for a 4 MiB
-weight, and a full reply terabytes.
+in the counts). Without them, a reply listing many names of one weight's shape made the verifier fill an arena
+with a copy per name, bounded only by the reply's size.
 """
 
 from __future__ import annotations

@@ -141,8 +141,8 @@ def _describe_exit(code: int | None) -> str:
 MAX_PHASES = 32
 OTHER_PHASE = "other"
 """At most this many phases are kept by name; any later new name counts as ``OTHER_PHASE`` (the default timeout,
-and the run's total, bound it as before). A candidate writing progress lines of fresh names grew the parent by
-a key each, hundreds of MiB in 20 s."""
+and the run's total, bound it as before). Without the cap, a candidate writing progress lines of
+fresh names grew the parent's record by a key each, without bound."""
 
 
 def _read_progress(path: Path, offset: int) -> tuple[list[str], int]:
