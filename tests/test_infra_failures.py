@@ -127,3 +127,82 @@ def test_a_lost_gpu_stops_the_run_and_the_resume_finishes_the_task(monkeypatch, 
     assert len(set(calls)) == len(calls)  # the resume asked nothing twice: round 1's Coder step was not redone
     rounds = [json.loads(line)["rounds"] for line in run.results_path.read_text().splitlines()]
     assert rounds == [results[0].rounds]
+
+
+def _break_the_coder(monkeypatch, broken: set[str]):
+    """The Coder's first step raises KeyError for the tasks in ``broken``, as a bug in a prompt would."""
+    from cudaforge.agents.coder import Coder
+
+    real = Coder.first_attempt
+
+    def first_attempt(self, task, **kwargs):
+        if task.id in broken:
+            raise KeyError("'fields'")
+        return real(self, task, **kwargs)
+
+    monkeypatch.setattr(Coder, "first_attempt", first_attempt)
+
+
+def _tiny_run_config():
+    from cudaforge.config import CudaforgeConfig
+    from cudaforge.run.demo import install_demo
+
+    install_demo()
+    cfg = CudaforgeConfig()
+    cfg.strategy.max_rounds = 1
+    cfg.profile.enabled = False
+    return cfg
+
+
+def test_internal_errors_in_a_row_stop_the_run_with_each_task_unfinished(monkeypatch, tmp_path):
+    """Every task fails the same way in cudaforge's own code: after three in a row the run stops (no task is scored,
+    none is a failed kernel), each with its row in `not_run.jsonl` and its traceback beside it."""
+    from cudaforge.run.runner import INTERNAL_ERRORS_IN_A_ROW, RunAborted, make_context, run_suite
+    from cudaforge.tasks import load_suite, selection
+    from cudaforge.track.store import INTERNAL_ERROR_FILE, RunDir
+
+    tasks = load_suite(selection("tiny"))
+    assert len(tasks) == INTERNAL_ERRORS_IN_A_ROW == 3
+    _break_the_coder(monkeypatch, {t.id for t in tasks})
+    ctx = make_context(_tiny_run_config(), tmp_path / "run")
+    events = []
+    with pytest.raises(RunAborted, match="3 tasks in a row ended on an internal error of cudaforge, not of their"):
+        run_suite(ctx, tasks, on_event=events.append)
+    ctx.store.release()
+    run = RunDir(tmp_path / "run")
+    assert run.results() == [] and sorted(run.not_run()) == sorted(t.id for t in tasks)
+    for t in tasks:
+        row = run.not_run()[t.id]
+        assert row["reason"] == "internal_error" and "(KeyError: \"'fields'\")" in row["message"], row
+        trace = (run.task(t.id).root / INTERNAL_ERROR_FILE).read_text()
+        assert trace.startswith("Traceback") and "first_attempt" in trace and "\nKeyError: \"'fields'\"\n" in trace
+    assert [e["reason"] for e in events if e["event"] == "not_run"] == ["internal_error"] * 3
+
+
+@pytest.mark.slow
+def test_an_internal_error_stops_its_task_unfinished_and_the_others_go_on(monkeypatch, tmp_path):
+    """An exception of cudaforge's own code in one task is neither a failed kernel nor the end of the run: that task
+    has no result and `not_run.jsonl` says why, the other tasks finish, and the resume, once the bug is gone, runs
+    it (41 s on the 2-core dev machine: slow)."""
+    from cudaforge.run.runner import make_context, not_run_lines, run_suite
+    from cudaforge.tasks import load_suite, selection
+    from cudaforge.track.store import RunDir
+
+    tasks = load_suite(selection("tiny"))
+    broken = {tasks[1].id}
+    _break_the_coder(monkeypatch, broken)
+    cfg = _tiny_run_config()
+    ctx = make_context(cfg, tmp_path / "run")
+    results = run_suite(ctx, tasks)
+    assert [r.task_id for r in results] == [tasks[0].id, tasks[2].id]  # the others finished
+    run = RunDir(tmp_path / "run")
+    row = run.not_run()[tasks[1].id]
+    assert row["reason"] == "internal_error" and "not of its kernels" in row["message"]
+    assert not_run_lines(ctx.store, tasks) == [f"{tasks[1].id}: not run (internal_error): {row['message'][:300]}"]
+    ctx.store.release()
+
+    broken.clear()  # the bug fixed: the same run directory resumes and finishes the task
+    ctx = make_context(cfg, tmp_path / "run")
+    results = run_suite(ctx, tasks)
+    assert [r.task_id for r in results] == [t.id for t in tasks] and run.not_run() == {}
+    ctx.store.release()

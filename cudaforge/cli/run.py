@@ -28,8 +28,8 @@ examples:
 config groups: suite, coder, judge, strategy, eval, profile, tracker, experiment
 keys: strategy.max_rounds, strategy.max_dollars, strategy.max_minutes, concurrency, suite.levels, suite.first_n
 exit status: 0 every task correct, 1 it ran and some task has no correct kernel or was not run (the provider
-unreachable: the same command runs it again), 2 a usage error (nothing written), 130 interrupted (resume with the
-same command and hydra.run.dir=RUN_DIR). With -m, the highest status of its jobs.
+unreachable, a GPU lost, an internal error: the same command runs it again), 2 a usage error (nothing written),
+130 interrupted (resume with the same command and hydra.run.dir=RUN_DIR). With -m, the highest status of its jobs.
 See docs/configuration.md."""
 
 

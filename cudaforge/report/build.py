@@ -40,7 +40,11 @@ _FAILED_TEXT = {
 }
 
 
-_NOT_RUN_TEXT = {"llm_unavailable": "provider unreachable", "gpu_unavailable": "GPU lost"}
+_NOT_RUN_TEXT = {
+    "llm_unavailable": "provider unreachable",
+    "gpu_unavailable": "GPU lost",
+    "internal_error": "internal error of cudaforge",
+}
 
 
 def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list[str]:

@@ -38,7 +38,7 @@ class RunProgress:
         table.add_row(
             "tasks",
             f"{self.done}/{self.total} done, {len(self.running)} running, {self.failed} without a correct kernel"
-            + (f", {self.not_run} not run (provider unreachable)" if self.not_run else ""),
+            + (f", {self.not_run} not run (the same command runs them again)" if self.not_run else ""),
         )
         table.add_row("best speedup", "-" if self.best is None else f"{self.best:.3f}x")
         table.add_row("LLM", self.spent())

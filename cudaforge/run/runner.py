@@ -19,6 +19,12 @@ kernel's failure: the task records no result, one line in ``not_run.jsonl`` says
 its last checkpoint. A circuit breaker (``cudaforge/run/outage.py``) pauses the run when several tasks in a row stop
 so, and stops it (``RunAborted``) when the provider stays down through every pause. A GPU that stops answering during
 an evaluation (``GpuUnavailable``) leaves its task unfinished the same way and stops the run.
+
+Any other exception out of a task is an internal error: a bug of cudaforge's own code, neither the kernel's failure
+nor the infrastructure's. The task stops unfinished the same way (``not_run.jsonl``, reason ``internal_error``; its
+traceback in the task's ``internal_error.txt``) and the other tasks go on, as they do in a Ray campaign; after
+``INTERNAL_ERRORS_IN_A_ROW`` such tasks in a row with none finished between, the run stops (``RunAborted``), since
+every task would likely fail the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sqlite3
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -49,6 +56,7 @@ from cudaforge.run.outage import OutageBreaker, ProviderDown
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, difference_text, problem_set
 from cudaforge.track.store import (
     CHECKPOINTS_FILE,
+    INTERNAL_ERROR_FILE,
     INTERRUPTED_DIR,
     LEDGER_FILE,
     LLM_CACHE_FILE,
@@ -57,6 +65,11 @@ from cudaforge.track.store import (
     RunStore,
 )
 from cudaforge.types import GpuUnavailable, Task, TaskResult
+
+INTERNAL_ERRORS_IN_A_ROW = 3
+"""Tasks in a row that end on an internal error, with no task finished between, before the run stops."""
+TRACEBACK_CHARS_MAX = 64_000
+"""The most of a traceback kept in a task's ``internal_error.txt`` (its last characters)."""
 
 
 def _value(x: Any) -> Any:
@@ -384,6 +397,7 @@ def run_suite(
         )
     lock = threading.Lock()
     stopping = threading.Event()
+    internal = [0]  # tasks in a row that ended on an internal error
     submitted = time.monotonic()
     c = ctx.cfg.campaign
     breaker = OutageBreaker(
@@ -420,8 +434,24 @@ def run_suite(
                 on_event({"event": "not_run", "task_id": task.id, "reason": "llm_unavailable", "message": str(exc)})
             breaker.failed(str(exc))
             return
+        except Exception as exc:  # noqa: BLE001 - cudaforge's own bug: this task stops unfinished, the run goes on
+            line = internal_error(ctx.store, task, exc)
+            print(f"cudaforge run: {line}", file=sys.stderr, flush=True)
+            if on_event:
+                on_event({"event": "not_run", "task_id": task.id, "reason": "internal_error", "message": line})
+            with lock:
+                internal[0] += 1
+                if internal[0] >= INTERNAL_ERRORS_IN_A_ROW:
+                    stopping.set()
+                    raise RunAborted(
+                        f"run stopped: {internal[0]} tasks in a row ended on an internal error of cudaforge, not of "
+                        f"their kernels (last: {line})",
+                        cause=exc,
+                    ) from exc
+            return
         breaker.finished()
         with lock:
+            internal[0] = 0
             done[task.id] = result
             if on_result:
                 on_result(result)
@@ -449,6 +479,8 @@ def run_suite(
         raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
     except (ProviderDown, GpuUnavailable) as exc:
         raise RunAborted(f"run stopped: {exc} ({stop()})", cause=exc) from exc
+    except RunAborted as exc:  # internal errors in a row
+        raise RunAborted(f"{exc} ({stop()})", cause=exc.cause) from exc
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted: {stop()}") from None
     pool.shutdown()
@@ -457,6 +489,20 @@ def run_suite(
     except OSError:
         pass
     return [done[t.id] for t in tasks if t.id in done]
+
+
+def internal_error(store: RunStore, task: Task, exc: BaseException) -> str:
+    """Record that ``task`` stopped on an internal error (its traceback in the task's ``internal_error.txt``, a row in
+    ``not_run.jsonl``); returns the one line that says so."""
+    text = traceback.format_exc()[-TRACEBACK_CHARS_MAX:]
+    where = store.task(task.id).write_text(None, INTERNAL_ERROR_FILE, text)
+    first = (str(exc).splitlines() or [""])[0][:300]
+    line = (
+        f"{task.id} stopped on an internal error of cudaforge, not of its kernels ({type(exc).__name__}: {first}); "
+        f"traceback in {where}. Please report it; the same command runs the task again"
+    )
+    store.record_not_run(task.id, "internal_error", line)
+    return line
 
 
 def plural(n: int, word: str) -> str:

@@ -14,6 +14,9 @@
                                 source hash (cudaforge/tasks/identity.py); a resume on another problem set
                                 appends it under changed_on_resume
       tasks/<task>/task.json    the task, with its reference's source_hash
+      tasks/<task>/internal_error.txt
+                                the traceback of the last internal error that stopped the task (a bug of cudaforge,
+                                not of its kernels; ``not_run.jsonl`` says so, reason ``internal_error``)
       tasks/<task>/candidates/<hash>.py, eval_<hash>.json, profile_<hash>.json
       tasks/<task>/round_NN/    candidate.py, coder.json (prompt, replies), eval.json, profile.json, judge.json
       .run.lock                 held (flock) by the process that runs here: a second run into the directory is refused
@@ -90,8 +93,12 @@ RESCORE_FILE = "rescore.json"
 RESCORED_FILE = "rescored.jsonl"
 """A rescored run's rows, one per kernel."""
 NOT_RUN_FILE = "not_run.jsonl"
-"""One line per time a task stopped for the infrastructure (the model's provider unreachable, a GPU lost), not for
-its kernels: such a task has no result, a resume runs it again from its last checkpoint, and reports list it."""
+"""One line per time a task stopped for the infrastructure (the model's provider unreachable, a GPU lost) or for an
+internal error of cudaforge's own code, not for its kernels: such a task has no result, a resume runs it again from
+its last checkpoint, and reports list it."""
+INTERNAL_ERROR_FILE = "internal_error.txt"
+"""A task's folder: the traceback of the last internal error (an exception of cudaforge's own code, not of the
+task's kernels or of the infrastructure) that stopped the task without a result."""
 PROMPTS_FILE = "prompts.json"
 """Where the run's prompts came from, when they are not ours: the authors' checkout, its commit, the GPU key."""
 
@@ -258,7 +265,7 @@ class RunStore:
 
     def record_not_run(self, task_id: str, reason: str, message: str) -> None:
         """Append that ``task_id`` stopped for the infrastructure (``reason``: ``llm_unavailable``, ``gpu_unavailable``)
-        without a result; ``message`` is cut to 2000 characters."""
+        or for an internal error (``internal_error``) without a result; ``message`` is cut to 2000 characters."""
         row = {
             "task_id": task_id,
             "reason": reason,
