@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import threading
 import types
 
 import pytest
@@ -129,18 +130,22 @@ def test_a_lost_gpu_stops_the_run_and_the_resume_finishes_the_task(monkeypatch, 
     assert rounds == [results[0].rounds]
 
 
-def _break_the_coder(monkeypatch, broken: set[str]):
-    """The Coder's first step raises KeyError for the tasks in ``broken``, as a bug in a prompt would."""
+def _break_the_coder(monkeypatch, broken: set[str], error: Exception | None = None) -> list[str]:
+    """The Coder's first step raises ``error`` (KeyError, as a bug in a prompt would) for the tasks in ``broken``;
+    returns the list of task ids whose first step was asked for."""
     from cudaforge.agents.coder import Coder
 
     real = Coder.first_attempt
+    asked: list[str] = []
 
     def first_attempt(self, task, **kwargs):
+        asked.append(task.id)
         if task.id in broken:
-            raise KeyError("'fields'")
+            raise error or KeyError("'fields'")
         return real(self, task, **kwargs)
 
     monkeypatch.setattr(Coder, "first_attempt", first_attempt)
+    return asked
 
 
 def _tiny_run_config():
@@ -164,7 +169,9 @@ def test_internal_errors_in_a_row_stop_the_run_with_each_task_unfinished(monkeyp
     tasks = load_suite(selection("tiny"))
     assert len(tasks) == INTERNAL_ERRORS_IN_A_ROW == 3
     _break_the_coder(monkeypatch, {t.id for t in tasks})
-    ctx = make_context(_tiny_run_config(), tmp_path / "run")
+    cfg = _tiny_run_config()
+    cfg.concurrency = 2  # two tasks at a time: the count is kept across threads
+    ctx = make_context(cfg, tmp_path / "run")
     events = []
     with pytest.raises(RunAborted, match="3 tasks in a row ended on an internal error of cudaforge, not of their"):
         run_suite(ctx, tasks, on_event=events.append)
@@ -179,26 +186,66 @@ def test_internal_errors_in_a_row_stop_the_run_with_each_task_unfinished(monkeyp
     assert [e["reason"] for e in events if e["event"] == "not_run"] == ["internal_error"] * 3
 
 
+def test_what_ends_a_run_at_once_is_no_internal_error(monkeypatch, tmp_path):
+    """A user's template that does not render stops the run with its own message, as before, and a record of an
+    internal error that cannot be written (a full disk) stops it too: no task starts after either."""
+    from cudaforge.agents.prompts import PromptTemplateError
+    from cudaforge.run import runner
+    from cudaforge.tasks import load_suite, selection
+    from cudaforge.track.store import RunDir
+
+    tasks = load_suite(selection("tiny"))
+    asked = _break_the_coder(
+        monkeypatch, {t.id for t in tasks}, PromptTemplateError("template coder/first_attempt: 'x' is undefined")
+    )
+    ctx = runner.make_context(_tiny_run_config(), tmp_path / "run")
+    with pytest.raises(PromptTemplateError, match="'x' is undefined"):
+        runner.run_suite(ctx, tasks)
+    ctx.store.release()
+    assert asked == [tasks[0].id] and RunDir(tmp_path / "run").not_run() == {}
+
+    monkeypatch.undo()
+    asked = _break_the_coder(monkeypatch, {t.id for t in tasks})
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner, "internal_error", full_disk)
+    ctx = runner.make_context(_tiny_run_config(), tmp_path / "again")
+    with pytest.raises(OSError, match="No space left"):
+        runner.run_suite(ctx, tasks)
+    for thread in threading.enumerate():  # the pool's worker, had it gone on to the next tasks
+        if thread.name.startswith("ThreadPoolExecutor"):
+            thread.join(timeout=60)
+    ctx.store.release()
+    assert asked == [tasks[0].id]
+
+
 @pytest.mark.slow
 def test_an_internal_error_stops_its_task_unfinished_and_the_others_go_on(monkeypatch, tmp_path):
     """An exception of cudaforge's own code in one task is neither a failed kernel nor the end of the run: that task
     has no result and `not_run.jsonl` says why, the other tasks finish, and the resume, once the bug is gone, runs
     it (41 s on the 2-core dev machine: slow)."""
+    from cudaforge.run import runner
     from cudaforge.run.runner import make_context, not_run_lines, run_suite
     from cudaforge.tasks import load_suite, selection
     from cudaforge.track.store import RunDir
 
     tasks = load_suite(selection("tiny"))
-    broken = {tasks[1].id}
+    broken = {tasks[0].id, tasks[2].id}
     _break_the_coder(monkeypatch, broken)
+    monkeypatch.setattr(runner, "INTERNAL_ERRORS_IN_A_ROW", 2)  # a finished task between two errors resets the count
     cfg = _tiny_run_config()
     ctx = make_context(cfg, tmp_path / "run")
     results = run_suite(ctx, tasks)
-    assert [r.task_id for r in results] == [tasks[0].id, tasks[2].id]  # the others finished
+    assert [r.task_id for r in results] == [tasks[1].id]  # the other finished, and the run went on past it
     run = RunDir(tmp_path / "run")
-    row = run.not_run()[tasks[1].id]
-    assert row["reason"] == "internal_error" and "not of its kernels" in row["message"]
-    assert not_run_lines(ctx.store, tasks) == [f"{tasks[1].id}: not run (internal_error): {row['message'][:300]}"]
+    assert sorted(run.not_run()) == sorted(broken)
+    rows = run.not_run()
+    assert all(r["reason"] == "internal_error" and "not of its kernels" in r["message"] for r in rows.values())
+    assert not_run_lines(ctx.store, tasks) == [
+        f"{t}: not run (internal_error): {rows[t]['message'][:300]}" for t in (tasks[0].id, tasks[2].id)
+    ]
     ctx.store.release()
 
     broken.clear()  # the bug fixed: the same run directory resumes and finishes the task

@@ -45,8 +45,8 @@ class CampaignError(RuntimeError):
 
 
 class TaskNotRun(RuntimeError):
-    """A worker's task stopped for the infrastructure (the provider unreachable): no result, the driver records it in
-    ``not_run.jsonl`` and a resume runs it again."""
+    """A worker's task stopped for the infrastructure (the provider unreachable, its GPU lost) or on an internal error
+    of cudaforge: no result, the driver records it in ``not_run.jsonl`` and a resume runs it again."""
 
 
 class TaskAborted(RuntimeError):

@@ -42,7 +42,7 @@ from typing import Any
 
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge, judge_metric_names
-from cudaforge.agents.prompts import PromptLibrary
+from cudaforge.agents.prompts import PromptLibrary, PromptTemplateError
 from cudaforge.agents.skills import read_skills
 from cudaforge.eval.evaluator import Evaluator
 from cudaforge.graph.loop import Budgets, LoopServices, run_task
@@ -158,8 +158,6 @@ def authors_prompts(agents: Any) -> Any:
 
 def authors_refusal(agents: Any) -> str | None:
     """Why ``agents=cudaforge_authors`` cannot run (no checkout, not one, a GPU key missing), or None."""
-    from cudaforge.agents.prompts import PromptTemplateError
-
     if _value(agents.template_set) != "cudaforge_authors":
         return None
     try:
@@ -376,8 +374,10 @@ def run_suite(
 ) -> list[TaskResult]:
     """Run every task not finished yet in this run directory; returns all results, in task order.
 
-    Raises ``RunInterrupted`` on Ctrl-C and ``RunAborted`` when a model's credentials are
-    missing or rejected; no new task starts after either.
+    Raises ``RunInterrupted`` on Ctrl-C and ``RunAborted`` when a model's credentials are missing or rejected, the
+    provider stays down, a GPU is lost, or ``INTERNAL_ERRORS_IN_A_ROW`` tasks in a row end on an internal error; no new
+    task starts after any of them. A task that ends on one internal error is recorded as not run (``internal_error``)
+    and the others go on.
     """
     try:
         pin = pin_of(ctx.cfg.suite)
@@ -434,8 +434,15 @@ def run_suite(
                 on_event({"event": "not_run", "task_id": task.id, "reason": "llm_unavailable", "message": str(exc)})
             breaker.failed(str(exc))
             return
+        except PromptTemplateError:
+            stopping.set()  # the user's own template: every task would fail the same way; one line says why
+            raise
         except Exception as exc:  # noqa: BLE001 - cudaforge's own bug: this task stops unfinished, the run goes on
-            line = internal_error(ctx.store, task, exc)
+            try:
+                line = internal_error(ctx.store, task, exc)
+            except BaseException:
+                stopping.set()  # the record itself failed (a full disk?): no task starts after this one
+                raise
             print(f"cudaforge run: {line}", file=sys.stderr, flush=True)
             if on_event:
                 on_event({"event": "not_run", "task_id": task.id, "reason": "internal_error", "message": line})
@@ -483,6 +490,9 @@ def run_suite(
         raise RunAborted(f"{exc} ({stop()})", cause=exc.cause) from exc
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted: {stop()}") from None
+    except BaseException:
+        stop()  # anything else that ends the run (a user's template, a record that could not be written): no task
+        raise  # starts after it
     pool.shutdown()
     try:
         (ctx.store.root / INTERRUPTED_DIR).rmdir()  # kept only while it holds a marker of an evaluation that died
@@ -494,7 +504,7 @@ def run_suite(
 def internal_error(store: RunStore, task: Task, exc: BaseException) -> str:
     """Record that ``task`` stopped on an internal error (its traceback in the task's ``internal_error.txt``, a row in
     ``not_run.jsonl``); returns the one line that says so."""
-    text = traceback.format_exc()[-TRACEBACK_CHARS_MAX:]
+    text = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS_MAX:]
     where = store.task(task.id).write_text(None, INTERNAL_ERROR_FILE, text)
     first = (str(exc).splitlines() or [""])[0][:300]
     line = (
@@ -542,9 +552,11 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 class RunAborted(RuntimeError):
-    """The run cannot go on (no usable credentials for a model); one line says why and how to resume."""
+    """The run cannot go on (no usable credentials for a model, the provider down, a GPU lost, internal errors in a
+    row); one line says why and how to resume."""
 
     def __init__(self, message: str, *, cause: Exception) -> None:
         super().__init__(message)
         self.cause = cause
-        """The error that stopped the run (an ``LLMAuthError``, or ``ProviderDown``)."""
+        """The error that stopped the run (an ``LLMAuthError``, ``ProviderDown``, ``GpuUnavailable``, or the last
+        internal error)."""
