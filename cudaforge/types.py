@@ -267,6 +267,11 @@ class SpeedupStats(Record):
     leaves it; ``cudaforge.eval.precision``); "" in results recorded before it was kept."""
 
 
+CHECK_FLAGS = ("precision", "precision_fp64", "parameters_not_varied")
+"""Findings that leave a verdict correct but say it was checked less than it seems, or computed in less precision:
+the report counts them apart and ``cudaforge export`` keeps their kernels out of its positives."""
+
+
 @dataclass
 class EvalResult(Record):
     """Everything one evaluation found. JSON-serialisable."""
@@ -301,6 +306,15 @@ class EvalResult(Record):
     L2 flush): ``reference_ms``, ``candidate_ms``, ``speedup``, ``ci_low``, ``ci_high``, ``trials``, ``how``."""
     telemetry: dict[str, Any] = field(default_factory=dict)
     """The GPU's state around each batch of timed calls (``cudaforge.eval.telemetry.summary``)."""
+    checks: dict[str, Any] = field(default_factory=dict)
+    """What the checks beyond the scored inputs saw (docs/evaluation.md, "Beyond the scored inputs"): ``hidden`` (the
+    hidden distributions kept and those dropped, with why), ``parameters`` (how many constant tensors were varied,
+    or why none), ``fp64`` (the error against an fp64 evaluation of the reference, the candidate's and the fp32
+    reference's own)."""
+    memory: dict[str, Any] = field(default_factory=dict)
+    """Peak device memory of one call (GPU): ``reference_bytes`` and ``candidate_bytes`` (each model's parameters and
+    buffers, or what the worker held, plus the most allocated during a call, inputs not counted), their ``ratio``
+    (candidate over reference) and ``how`` (docs/evaluation.md, "Peak memory")."""
     device: str = ""
     seconds: float = 0.0
 
@@ -334,6 +348,23 @@ class EvalResult(Record):
             out["launch_inclusive"] = self.launch_inclusive["speedup"]
         if self.telemetry:
             out["timing_clean"] = not self.telemetry.get("never_clean", False)
+        return out
+
+    def checks_summary(self) -> dict[str, Any]:
+        """What the checks beyond the scored inputs say of this result, for the run's records and reports: ``flags``
+        (the guards among ``CHECK_FLAGS`` whose findings it carries), ``memory_ratio`` (candidate over reference peak
+        memory, GPU), ``hidden_dropped`` (hidden distributions the reference could not judge). Empty when none
+        applies."""
+        out: dict[str, Any] = {}
+        flags = sorted({str(f.get("guard")) for f in self.guard_findings if f.get("guard") in CHECK_FLAGS})
+        if flags:
+            out["flags"] = flags
+        ratio = (self.memory or {}).get("ratio")
+        if isinstance(ratio, (int, float)):
+            out["memory_ratio"] = float(ratio)
+        dropped = ((self.checks or {}).get("hidden") or {}).get("dropped") or {}
+        if dropped:
+            out["hidden_dropped"] = sorted(dropped)
         return out
 
     def phase(self, phase: Phase) -> PhaseRecord | None:
@@ -641,6 +672,9 @@ class TaskResult(Record):
     """How the best speedup was measured (``EvalResult.measurement``): the reference's precision, the precision
     probe's speedups and flag, the launch-inclusive speedup, whether its timing was clean. Empty for runs made before
     it was kept."""
+    best_checks: dict[str, Any] = field(default_factory=dict)
+    """What the checks beyond the scored inputs say of the best kernel (``EvalResult.checks_summary``): its precision
+    and parameter ``flags``, its ``memory_ratio``. Empty: none applies, or a run made before it was kept."""
     rounds: int = 0
     """Rounds used."""
     stop_reason: str = ""

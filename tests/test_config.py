@@ -341,7 +341,14 @@ def test_value_limits_are_declared_once_beside_their_fields():
     limits = dict(field_limits())
     assert limits["strategy.max_rounds"] == {"min": 1} and limits["eval.crosscheck_calls"] == {"min": 2}
     assert limits["strategy.max_dollars"] == {"positive_or_null": True}
-    for key, low in [(k, v["min"]) for k, v in limits.items() if k.startswith("eval.") and "max" not in v]:
+    assert limits["eval.hidden_inputs"] == {"choices": ("x3", "x0.01", "negated", "offset", "wide")}
+    with pytest.raises(ValueError, match="unknown 'x7'"):
+        EvalConfig.from_dict({"hidden_inputs": ["x3", "x7"]})
+    (problem,) = check_values(compose_with(["eval.hidden_inputs=[x3,x7]"]))
+    assert problem == "eval.hidden_inputs: unknown x7; must be among x3, x0.01, negated, offset, wide"
+    for key, low in [
+        (k, v["min"]) for k, v in limits.items() if k.startswith("eval.") and "min" in v and "max" not in v
+    ]:
         field = key.removeprefix("eval.")
         with pytest.raises(ValueError, match=f"at least {low}"):
             EvalConfig.from_dict({field: low - 1})

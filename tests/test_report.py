@@ -205,13 +205,23 @@ def test_bootstrap_intervals_contain_the_estimate_and_are_seeded():
             active_minutes=i % 3,
             tokens_in=i,
             held_out={
-                "shapes": [{"shape": "odd", "status": "correct", "correct": i % 3 != 0, "speedup": 0.5 + i / 20}]
+                "shapes": [{"shape": "odd", "status": "correct", "correct": i % 3 != 0, "speedup": 0.5 + i / 20}],
+                **({"decided": True, "scored_correct": True} if i % 7 == 0 else {}),
             },
             compile_beside={"compile_over_eager": 0.8 + (i % 4) / 5},
+            best_checks={
+                "flags": ["precision_fp64"] if i % 5 == 0 else ["parameters_not_varied"] if i % 6 == 0 else [],
+                "memory_ratio": 0.5 + i / 40,
+            },
         )
         for i in range(40)
     ]
     a = run_stats(results, bootstrap=400, seed=3)
+    overall = a["overall"].values
+    correct = [i for i in range(40) if i % 7 != 0]
+    assert overall["scored_correct_pct"].value == 100.0  # the held-out shapes decided the 6 others
+    assert overall["precision_flagged_pct"].value == pytest.approx(100 * sum(i % 5 == 0 for i in correct) / 34)
+    assert overall["not_varied_pct"].value == pytest.approx(100 * sum(i % 5 and i % 6 == 0 for i in correct) / 34)
     for group in a.values():
         for key, est in group.values.items():
             if key == "tasks":

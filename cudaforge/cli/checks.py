@@ -144,6 +144,10 @@ def check_values(cfg: Any) -> list[str]:
             problems.append(f"{key}={value}: must be between {limits['min']} and {limits['max']}")
         elif "min" in limits and value < limits["min"]:
             problems.append(f"{key}={value}: must be at least {limits['min']}")
+        elif "choices" in limits:
+            unknown = [str(v) for v in value if v not in limits["choices"]]
+            if unknown:
+                problems.append(f"{key}: unknown {', '.join(unknown)}; must be among {', '.join(limits['choices'])}")
     for role in ("coder", "judge"):
         if OmegaConf.select(cfg, f"{role}.openai_compatible"):
             for key, what in (

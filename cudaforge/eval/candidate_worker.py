@@ -259,16 +259,23 @@ class Worker:
         return {"ok": True, **{k: report.get(k) for k in ("built", "error", "seconds", "fresh")}}
 
     def op_model(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Build ModelNew; with ``vary_seed``, its constant tensors varied as they are registered
+        (``cudaforge.eval.params``), and the keys of those varied in the reply."""
+        from cudaforge.eval.params import varied_constants
+
         init, _ = self.inputs(msg["init"])
+        vary = msg.get("vary_seed")
+        self.model = None
         try:
-            self.model = build_model(self.module.ModelNew, init, int(msg["seed"]), self.device)
+            with varied_constants(int(vary) if isinstance(vary, int) else None) as variation:
+                self.model = build_model(self.module.ModelNew, init, int(msg["seed"]), self.device)
         except Exception as exc:  # noqa: BLE001
             raise _Fail(
                 _build_status(exc) or "runtime_error",
                 "ModelNew(*get_init_inputs()) raised\n" + _traceback(exc, self.module_name),
             ) from None
         self.sync()
-        return {"ok": True}
+        return {"ok": True, "varied": list(variation.keys) if variation is not None else []}
 
     def op_state(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         state = self.model.state_dict() if isinstance(self.model, torch.nn.Module) else {}
@@ -299,13 +306,34 @@ class Worker:
         self._poison(msg.get("poison", []))
         self.sync()  # the poison written before the call on every stream: work the candidate puts on a stream of
         # its own, which waits for nothing, must not race the fill (timed calls sync here too)
+        held = self.memory_held()
         out = self.forward(args, msg.get("what", "ModelNew.forward"))
         self.sync()
+        memory = self.memory_peak(held)
         for copy, view in back:
             view.copy_(copy)
         encoded = self.outputs(out, int(msg["out_offset"]))
         self.sync()
-        return {"ok": True, "outputs": encoded, "facts": self.facts(out)}
+        return {"ok": True, "outputs": encoded, "facts": self.facts(out), "memory": memory}
+
+    def memory_held(self) -> int | None:
+        """On a GPU, the bytes this process's allocator holds, its peak counter reset (None: not measured)."""
+        if self.device.type != "cuda":
+            return None
+        try:
+            torch.cuda.reset_peak_memory_stats(self.device)
+            return int(torch.cuda.memory_allocated(self.device))
+        except (RuntimeError, AttributeError):  # a build without the allocator's statistics
+            return None
+
+    def memory_peak(self, held: int | None) -> dict[str, int] | None:
+        """``{"held", "peak"}``: what the allocator held before the call and the most it held during it."""
+        if held is None:
+            return None
+        try:
+            return {"held": held, "peak": int(torch.cuda.max_memory_allocated(self.device))}
+        except (RuntimeError, AttributeError):
+            return None
 
     def op_timed(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """One timed call (GPU): sync, the lead's GPU spin, start event, forward, end event, sync."""

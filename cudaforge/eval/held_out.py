@@ -112,3 +112,31 @@ def check_held_out(evaluator: Any, task: Task, source: str, *, max_input_bytes: 
             continue
         rows.append(_row(shape, evaluator.evaluate(derived_task(task, shape), source)))
     return {"shapes": rows, "note": note, "seconds": round(time.monotonic() - started, 3)}
+
+
+def shapes_pass(record: dict[str, Any]) -> bool | None:
+    """Whether a kernel passed every held-out shape it was checked on (``check_held_out``'s record); None when no
+    shape was checked (none derived, or every one skipped)."""
+    rows = [r for r in (record or {}).get("shapes", []) if r.get("status") != "skipped"]
+    if not rows:
+        return None
+    return all(bool(r.get("correct")) for r in rows)
+
+
+DECIDE_TRIES = 3
+"""With ``eval.held_out_decides``, the most correct kernels of a task checked on its held-out shapes, the best first."""
+
+
+def decide(
+    evaluator: Any, task: Task, kernels: list[tuple[str, str]], *, max_input_bytes: int
+) -> tuple[int | None, list[dict[str, Any]]]:
+    """``eval.held_out_decides``: the first of ``kernels`` (``(hash, source)``, the best first, at most
+    ``DECIDE_TRIES``) that passes every held-out shape, or that has none to fail (its index, or None when each
+    failed one), and each one's record (``check_held_out``'s, with its ``candidate_hash``)."""
+    records = []
+    for index, (digest, source) in enumerate(kernels[:DECIDE_TRIES]):
+        record = {**check_held_out(evaluator, task, source, max_input_bytes=max_input_bytes), "candidate_hash": digest}
+        records.append(record)
+        if shapes_pass(record) is not False:
+            return index, records
+    return None, records

@@ -28,7 +28,7 @@ FLAGS = {"strict_fp32": (False, False), "torch_default": (False, True), "tf32": 
 
 def policy_name(tf32_mode: str) -> str:
     """The policy an ``eval.tf32`` value runs the reference under."""
-    return "strict_fp32" if tf32_mode == "off" else "torch_default"
+    return {"off": "strict_fp32", "on": "tf32"}.get(tf32_mode, "torch_default")
 
 
 @contextmanager

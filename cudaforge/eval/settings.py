@@ -40,6 +40,11 @@ class JitAhead(str, enum.Enum):
     """Never: they compile at their first call, in the correctness phase."""
 
 
+HIDDEN_DISTRIBUTIONS = ("x3", "x0.01", "negated", "offset", "wide")
+"""The hidden input distributions derived from a task's ``get_inputs`` (``cudaforge.eval.hidden`` says what each
+does and why)."""
+
+
 class GuardPolicy(str, enum.Enum):
     """What an integrity guard does when it fires (docs/evaluation.md, "Integrity guards")."""
 
@@ -81,6 +86,7 @@ class Tf32Mode(str, enum.Enum):
 
     off = "off"  # both off: fp32 references are fp32-accurate (our protocol)
     torch_default = "torch_default"  # PyTorch's defaults (cuDNN convolutions in TF32; the CudaForge code leaves them)
+    on = "on"  # TF32 in matmuls and cuDNN convolutions (``set_float32_matmul_precision("high")``: KernelBench-Verified)
 
 
 @dataclass
@@ -114,6 +120,13 @@ class GuardPolicies:
     """An output that never changes while the inputs (and the reference's output) do."""
     precision: GuardPolicy = GuardPolicy.report
     """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
+    precision_fp64: GuardPolicy = GuardPolicy.report
+    """An output whose median error against an fp64 evaluation of the reference exceeds ``eval.precision_fp64_ratio``
+    times the fp32 reference's own: a precision drop inside the tolerance (fp16/bf16 casts, TF32)."""
+    parameters_not_varied: GuardPolicy = GuardPolicy.report
+    """ModelNew built no tensor of the name, shape and initial value of one the reference varied
+    (``eval.vary_parameters``): both models ran with their initial values, which can hide a kernel that ignores
+    them."""
     untimed_work: GuardPolicy = GuardPolicy.reject
     """GPU: device work of a timed call outside its timed region, on any stream (a CUPTI record of every timed call
     against markers around its events), or kernels run between calls. Its time counts in the call's either way."""
@@ -199,6 +212,33 @@ class EvalConfig:
     """Correctness trials, each with fresh seeded inputs."""
     check_variants: bool = True
     """Also check the input variants a task declares (distributions, second shapes)."""
+    hidden_inputs: list[str] = field(
+        default_factory=lambda: list(HIDDEN_DISTRIBUTIONS), metadata={"choices": HIDDEN_DISTRIBUTIONS}
+    )
+    """Hidden input distributions checked after the scored trials, each derived from the task's ``get_inputs``
+    (``x3``, ``x0.01``, ``negated``, ``offset``, ``wide``; docs/evaluation.md, "Beyond the scored inputs"); a
+    distribution under which the reference itself degenerates is dropped, said why (``[]``: none)."""
+    hidden_inputs_show_values: bool = False
+    """A wrong output on a hidden distribution tells the agents which distribution failed and how large the error was;
+    true also shows them the worst elements' values (the values of the default and declared inputs are always
+    shown)."""
+    vary_parameters: bool = True
+    """The reference's floating parameters and buffers that are built constant (a scale of ones, a bias of zeros, a
+    norm's affine, running statistics) get seeded values as they are registered, on both sides alike, so a kernel
+    that ignores one is wrong; a candidate whose tensors do not match the reference's is evaluated with the initial
+    values and carries a ``parameters_not_varied`` finding (docs/evaluation.md, "Parameters away from their initial
+    values")."""
+    fp64_reference: bool = True
+    """Evaluate the reference in float64 too: a hidden distribution or varied parameters under which the reference's
+    fp32 output disagrees with its fp64 one are dropped, and each output's error against fp64 names a precision drop
+    (the ``precision_fp64`` finding)."""
+    precision_fp64_ratio: float = field(default=32.0, metadata={"min": 1})
+    """``precision_fp64`` fires when the candidate's median error against the fp64 reference exceeds this multiple
+    of the fp32 reference's own (at least a quarter of the output dtype's unit roundoff)."""
+    held_out_decides: bool = False
+    """A task's kernel that fails a held-out shape is not correct: the loop keeps the fastest correct kernel that
+    passes every held-out shape, ``cudaforge eval`` and ``cudaforge rescore`` say ``incorrect`` (the report keeps the
+    scored verdict beside it). False: held-out verdicts are reported only."""
     held_out_shapes: bool = True
     """After the loop, check each task's best kernel on shapes it never saw, derived from the task's top-level sizes
     (a non-power-of-two one and a larger one; docs/evaluation.md, "Held-out shapes"), and time it there on a GPU. The
@@ -378,7 +418,8 @@ class EvalConfig:
     """Reference and candidate run under ``torch.no_grad()``. False: with autograd recording where parameters need
     gradients, as the CudaForge code runs both (it slows references with trainable parameters)."""
     tf32: Tf32Mode = Tf32Mode.off
-    """TF32 off for fp32 matmuls and convolutions, or PyTorch's defaults (cuDNN convolutions may use TF32)."""
+    """TF32 off for fp32 matmuls and convolutions, PyTorch's defaults (``torch_default``: cuDNN convolutions may use
+    TF32), or ``on`` in both (KernelBench-Verified's baseline)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Every field checked against its type and limits whenever it is set, at construction and after
@@ -449,6 +490,10 @@ def _checked(name: str, kind: Any, limits: Mapping[str, Any], value: Any) -> Any
     if typing.get_origin(kind) is list:  # a ListConfig from Hydra, a tuple: a plain list
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
             raise ValueError(f"eval.{name}={value!r}: expected a list")
+        choices = limits.get("choices")
+        unknown = [v for v in value if choices is not None and v not in choices]
+        if unknown:
+            raise ValueError(f"eval.{name}: unknown {', '.join(map(repr, unknown))} (known: {', '.join(choices)})")
         return list(value)
     if kind is bool and not isinstance(value, bool):
         raise ValueError(f"eval.{name}={value!r}: expected true or false")

@@ -307,6 +307,7 @@ class _Nodes:
                 "candidate_ms": result.candidate_timing.median if result.candidate_timing else None,
                 "reference_ms": result.reference_timing.median if result.reference_timing else None,
                 "measurement": result.measurement(),
+                "checks": result.checks_summary(),
             }
         ok = result.status in (EvalStatus.CORRECT, EvalStatus.COMPILED)
         s.on_event(
@@ -539,6 +540,7 @@ def task_result(services: LoopServices, state: LoopState, wall_s: float | None =
         best_candidate_ms=best.get("candidate_ms"),
         best_reference_ms=best.get("reference_ms"),
         best_measurement=best.get("measurement") or {},
+        best_checks=best.get("checks") or {},
         rounds=state["round"],
         stop_reason=stop,
         cost_usd=totals["cost_usd"],

@@ -336,11 +336,20 @@ def build_report(
     concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
     held_out = any(r.held_out for run in loaded for r in run.results)
     compiled = any(speedup_over_compile(r) for run in loaded for r in run.results)
+    checked = any(r.best_checks for run in loaded for r in run.results)
+    decided = any((r.held_out or {}).get("decided") for run in loaded for r in run.results)
     report = Report(
         loaded,
         stats,
         select_published(list(compare), published_dir),
-        metrics(fast_p, active_minutes=concurrent, held_out=held_out, compile_beside=compiled),
+        metrics(
+            fast_p,
+            active_minutes=concurrent,
+            held_out=held_out,
+            compile_beside=compiled,
+            checks=checked,
+            decided=decided,
+        ),
         groups,
         failed_as,
     )

@@ -68,14 +68,22 @@ def metrics(
     active_minutes: bool = False,
     held_out: bool = False,
     compile_beside: bool = False,
+    checks: bool = False,
+    decided: bool = False,
 ) -> list[Metric]:
     """The report's columns, in table order (``active_minutes``: with the column of minutes without GPU-lock
     waits, which a report shows when some run had several tasks at once; ``held_out``: with the two columns of the
     held-out shapes, shown when some run checked them; ``compile_beside``: with the geometric mean and fast_p over
-    torch.compile, shown when some run timed it beside eager)."""
+    torch.compile, shown when some run timed it beside eager; ``checks``: with the precision flags, the parameters not
+    varied and the peak-memory ratio of the best kernels, shown when some run recorded them; ``decided``: with the
+    Correct % of the scored inputs alone, beside the Correct % that held-out shapes decided)."""
     out = [
         Metric("tasks", "Tasks", 0, "correct", "count"),
         Metric("correct_pct", "Correct %", 1, "correct", "pct"),
+    ]
+    if decided:
+        out.append(Metric("scored_correct_pct", "scored correct %", 1, "scored_correct", "pct"))
+    out += [
         Metric("median", "Median", 3, "speedup", "median"),
         Metric("p75", "75th pct", 3, "speedup", "p75"),
         Metric("perf", "Perf", 3, "speedup", "mean"),
@@ -93,6 +101,12 @@ def metrics(
         out += [
             Metric("held_out_pct", "held-out correct %", 1, "held_out_correct", "pct"),
             Metric("held_out_geomean", "held-out geo. mean", 3, "held_out_log_speedup", "geomean"),
+        ]
+    if checks:
+        out += [
+            Metric("precision_flagged_pct", "precision flagged %", 1, "precision_flagged", "pct"),
+            Metric("not_varied_pct", "params not varied %", 1, "not_varied", "pct"),
+            Metric("memory_ratio", "memory ratio", 3, "log_memory_ratio", "geomean"),
         ]
     out += [
         Metric("dollars", "$ / kernel", 3, "dollars", "mean"),
@@ -192,6 +206,34 @@ def held_out_summary(result: TaskResult) -> dict[str, Any]:
     return {"checked": len(rows), "correct": correct, "speedup": geo}
 
 
+def check_vectors(results: list[TaskResult]) -> dict[str, np.ndarray]:
+    """Per-task values of the checks beyond the scored inputs (``TaskResult.best_checks``), over correct tasks (NaN
+    elsewhere): ``precision_flagged`` (its best kernel carries a ``precision`` or ``precision_fp64`` finding),
+    ``not_varied`` (a ``parameters_not_varied`` finding), ``log_memory_ratio`` (its peak memory over the
+    reference's, GPU), and ``scored_correct`` over every task (correct on the scored inputs, whatever the held-out
+    shapes decided)."""
+    flags = [set((r.best_checks or {}).get("flags") or []) for r in results]
+    nan = math.nan
+    ratio = [(r.best_checks or {}).get("memory_ratio") for r in results]
+    return {
+        "precision_flagged": np.array(
+            [float(bool(f & {"precision", "precision_fp64"})) if r.correct else nan for r, f in zip(results, flags)]
+        ),
+        "not_varied": np.array(
+            [float("parameters_not_varied" in f) if r.correct else nan for r, f in zip(results, flags)]
+        ),
+        "log_memory_ratio": np.array(
+            [
+                math.log(x) if r.correct and isinstance(x, (int, float)) and x > 0 else nan
+                for r, x in zip(results, ratio)
+            ]
+        ),
+        "scored_correct": np.array(
+            [float(r.correct or bool((r.held_out or {}).get("scored_correct"))) for r in results], dtype=float
+        ),
+    }
+
+
 def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterable[float]) -> dict[str, np.ndarray]:
     """Per-task values, one array per quantity; NaN marks a task left out of that quantity's denominator."""
     correct = np.array([r.correct for r in results], dtype=bool)
@@ -219,6 +261,7 @@ def task_vectors(results: list[TaskResult], failed_as: FailedAs, fast_p: Iterabl
                 if measured.any()
                 else np.full(len(results), math.nan)
             )
+    vectors.update(check_vectors(results))
     held = [held_out_summary(r) for r in results]
     vectors["held_out_correct"] = np.array(
         [math.nan if h["correct"] is None else float(h["correct"]) for h in held], dtype=float
@@ -330,7 +373,7 @@ def seeded_group_stats(
         rng = np.random.default_rng([seed, zlib.crc32(group.encode())])
         draws = resample_indices(rng, bootstrap, n, len(per_seed))
     tail = (1 - confidence) / 2 * 100
-    for metric in metrics(fast_p, active_minutes=True, held_out=True, compile_beside=True):
+    for metric in metrics(fast_p, active_minutes=True, held_out=True, compile_beside=True, checks=True, decided=True):
         if metric.reduce == "count":
             stats.values[metric.key] = Estimate(float(n))
             continue

@@ -215,6 +215,7 @@ def _task_result(task_id: str, rescored: list[tuple[Kernel, EvalResult]], source
                 best.reference_timing.median,
             )
         result.best_measurement = best.measurement()
+        result.best_checks = best.checks_summary()
     return result
 
 

@@ -285,7 +285,10 @@ def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) 
         limit = min(limit, CPU_INPUT_BYTES)  # inputs sized for a CPU evaluation
     started = time.monotonic()
     try:
-        result.held_out = check_held_out(ctx.evaluator, task, source, max_input_bytes=limit)
+        if getattr(ctx.cfg.eval, "held_out_decides", False):
+            _held_out_decides(ctx, task, task_store, result, source, limit)
+        else:
+            result.held_out = check_held_out(ctx.evaluator, task, source, max_input_bytes=limit)
     except GpuUnavailable:
         raise  # the machine's failure: the task stays unfinished and runs again (docs/campaigns.md)
     except Exception as exc:  # noqa: BLE001 - an aside of the run: its failure never costs the task its result
@@ -295,6 +298,42 @@ def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) 
             "seconds": round(time.monotonic() - started, 3),
         }
     result.time_split["held_out"] = result.held_out["seconds"]
+
+
+def _held_out_decides(ctx: RunContext, task: Task, task_store: Any, result: TaskResult, best: str, limit: int) -> None:
+    """``eval.held_out_decides``: the task's correct kernels, the best first, checked on the held-out shapes until one
+    passes; it becomes the task's best kernel, and when none does the task is not correct. ``result.held_out`` keeps
+    the chosen kernel's record, with ``decided``, the scored verdict (``scored_correct``, ``scored_best_round``) and
+    the kernels that failed (``failed``)."""
+    from cudaforge.eval.held_out import decide
+
+    scored_round = result.best_round
+    others = sorted(
+        (r for r in result.history if r.status == "correct" and r.candidate_hash != result.best_candidate_hash),
+        key=lambda r: (-(r.speedup or 0.0), -r.round),
+    )
+    rounds = {result.best_candidate_hash: None}
+    kernels = [(str(result.best_candidate_hash), best)]
+    for record in others:
+        source = task_store.candidate(record.candidate_hash) if record.candidate_hash not in rounds else None
+        if source is not None:
+            rounds[record.candidate_hash] = record
+            kernels.append((str(record.candidate_hash), source))
+    chosen, records = decide(ctx.evaluator, task, kernels, max_input_bytes=limit)
+    failed = [{"candidate_hash": r["candidate_hash"], "shapes": r["shapes"]} for r in records if r is not None]
+    if chosen is None:
+        result.held_out = {**records[0], "failed": failed}
+        result.correct = False
+    else:
+        result.held_out = {**records[chosen], "failed": failed[:chosen]}
+        picked = rounds[kernels[chosen][0]]
+        if picked is not None:
+            result.best_round, result.best_candidate_hash = picked.round, picked.candidate_hash
+            result.best_speedup, result.best_speedup_ci = picked.speedup, picked.speedup_ci
+            result.best_candidate_ms = result.best_reference_ms = None
+            result.best_measurement = {}
+    result.held_out.update(decided=True, scored_correct=True, scored_best_round=scored_round)
+    result.held_out["seconds"] = round(sum(float(r.get("seconds") or 0) for r in records), 3)
 
 
 def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:

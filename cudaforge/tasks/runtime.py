@@ -28,14 +28,17 @@ def strict_fp32() -> None:
 
 
 def apply_numerics(tf32: str = "off", deterministic: bool = False) -> None:
-    """The process-wide numerics of an evaluation (``eval.tf32``, ``eval.deterministic``): TF32 off (``strict_fp32``)
-    or PyTorch's defaults; and, when ``deterministic``, deterministic cuDNN and cuBLAS as the CudaForge authors'
+    """The process-wide numerics of an evaluation (``eval.tf32``, ``eval.deterministic``): TF32 off (``strict_fp32``),
+    on in matmuls and convolutions (``on``), or PyTorch's defaults; and, when ``deterministic``, deterministic cuDNN and cuBLAS as the CudaForge authors'
     harness sets them (cuDNN deterministic, no cuDNN benchmark, ``use_deterministic_algorithms(warn_only)``, a fixed
     cuBLAS workspace)."""
     import os
 
     if tf32 == "off":
         strict_fp32()
+    elif tf32 == "on":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     else:
         torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's defaults
         torch.backends.cudnn.allow_tf32 = True

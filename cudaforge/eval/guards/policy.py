@@ -107,6 +107,18 @@ GUARDS: dict[str, Guard] = {
         ),
         Guard("precision", "precision", "runtime", "fp32 outputs with fp16/bf16-sized errors (silent downgrade)"),
         Guard(
+            "precision_fp64",
+            "precision_fp64",
+            "runtime",
+            "an output whose error against an fp64 evaluation of the reference is many times the fp32 reference's own",
+        ),
+        Guard(
+            "parameters_not_varied",
+            "parameters_not_varied",
+            "runtime",
+            "ModelNew has no tensor to receive the reference's varied constants: both ran with their initial values",
+        ),
+        Guard(
             "uninitialised_memory",
             None,
             "runtime",

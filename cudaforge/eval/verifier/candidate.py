@@ -40,6 +40,9 @@ class Candidate:
         self._input_descs: Any = None
         self.spent: dict[str, float] = {}
         """Seconds spent per part of the exchange (arena, put, worker, read_back), for the phase breakdowns."""
+        self.memory: Any = None
+        """The worker's account of its device memory in the last call (``{"held", "peak"}`` bytes; None on a CPU):
+        untrusted, read through ``cudaforge.eval.verifier.correctness.Memory``."""
         self.on_build: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         """Serves the worker's build requests during any request (a ``load_inline`` left to ``forward``)."""
 
@@ -122,6 +125,7 @@ class Candidate:
         encoded, offset = self.put_inputs(inputs, out_bytes)
         clock = self._add("put", clock)
         reply = self._request({"op": "call", "inputs": encoded, "out_offset": offset, "poison": poison, "what": what})
+        self.memory = reply.get("memory")
         clock = self._add("first_call" if "calls" not in self.spent else "calls", clock)
         self.spent.setdefault("calls", 0.0)
         value = self.outputs(reply, out_bytes)

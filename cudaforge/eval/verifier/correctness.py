@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from cudaforge.eval.bounded import cap_text
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import REJECT
+from cudaforge.eval.hidden import (
+    DISTRIBUTIONS,
+    HIDDEN_PREFIX,
+    count_nonfinite,
+    degenerate,
+    derive,
+    disagreement,
+    fp64_model,
+    precision_against_fp64,
+    widened,
+)
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
@@ -103,9 +116,13 @@ def check_output(
     diff = compare_outputs(cfg, ref_out, cand_out, atol=atol, rtol=rtol, trial=trial, variant=variant)
     if diff is not None:
         result.diff = diff
-        guard.incorrect(
-            *explain(variant, inputs, trials, cand_out, device, trial), "output mismatch\n" + diff.summary()
-        )
+        message = "output mismatch\n"
+        if variant.startswith(HIDDEN_PREFIX):
+            name = variant[len(HIDDEN_PREFIX) :]
+            message = f"output mismatch on the hidden input distribution {name!r} ({DISTRIBUTIONS[name][1]})\n"
+            if not cfg.hidden_inputs_show_values:
+                diff.worst = []  # the agents learn the distribution and the error's size, not the values
+        guard.incorrect(*explain(variant, inputs, trials, cand_out, device, trial), message + diff.summary())
 
 
 def set_weights(ref_model: Any, cand: Candidate, cfg: EvalConfig, result: EvalResult) -> None:
@@ -160,25 +177,171 @@ def cpu_scaled(task, device, module: Any = None) -> bool:
         return False
 
 
-def run_correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: Guards):
-    base = "small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT
+class Wide:
+    """The reference evaluated in float64 (``eval.fp64_reference``): its model copied once, when first needed, and
+    dropped with the correctness phase; ``error`` says why there is none."""
+
+    def __init__(self, ref_model: Any, cfg: EvalConfig) -> None:
+        self.ref_model = ref_model
+        self.enabled = bool(cfg.fp64_reference)
+        self.model: Any = None
+        self.error = "" if self.enabled else "eval.fp64_reference=false"
+        self.trusted = True
+        """The default inputs' fp32 reference agrees with its fp64 evaluation (else only finiteness judges a hidden
+        distribution: a reference run in TF32, say)."""
+        self.base_nonfinite = 0
+
+    def __call__(self, inputs: list[Any]) -> Any | None:
+        """The fp64 reference's output on ``inputs`` (None when there is none)."""
+        if self.error:
+            return None
+        try:
+            if self.model is None:
+                self.model = fp64_model(self.ref_model)
+            with grad_mode(True):
+                return self.model(*widened(clone_inputs(inputs)))
+        except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64 (a half-only op, ...)
+            self.error = f"the reference does not run in fp64: {type(exc).__name__}: {str(exc)[:200]}"
+            self.model = None
+            return None
+
+    def record(self) -> dict[str, Any]:
+        """What ``result.checks["fp64"]`` says of the fp64 reference itself."""
+        out: dict[str, Any] = {"available": not self.error}
+        if self.error:
+            out["note"] = self.error
+        elif not self.trusted:
+            out["note"] = (
+                "the fp32 reference disagrees with its fp64 evaluation on the default inputs (TF32, or reduced "
+                "precision): hidden distributions are judged by finiteness alone"
+            )
+        return out
+
+
+class Memory:
+    """Peak device memory of one call on the default inputs (GPU): the reference's measured here, the candidate's
+    from the worker's allocator, bounded below by the bytes of what it returned."""
+
+    def __init__(self, ref_model: Any, device: torch.device) -> None:
+        self.on = device.type == "cuda"
+        self.device = device
+        tensors = (
+            list(ref_model.parameters()) + list(ref_model.buffers()) if isinstance(ref_model, torch.nn.Module) else []
+        )
+        self.ref_state = sum(t.numel() * t.element_size() for t in tensors)
+        self.reference = 0
+        self.candidate = 0
+
+    def around_reference(self, call: Callable[[], Any]) -> Any:
+        """``call()`` (the reference's forward), its peak allocation beyond what was held before it noted."""
+        if not self.on:
+            return call()
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        out = call()
+        torch.cuda.synchronize(self.device)
+        self.reference = max(self.reference, self.ref_state + torch.cuda.max_memory_allocated(self.device) - before)
+        return out
+
+    def of_candidate(self, reply: Any, out: Any) -> None:
+        """The worker's ``{"held", "peak"}`` of a call, read as numbers, never below the outputs' bytes."""
+        peak = reply.get("peak") if isinstance(reply, dict) else None
+        floor = sum(guards.tensor_bytes([out]))
+        value = int(peak) if isinstance(peak, int) and 0 <= peak < 1 << 50 else 0
+        self.candidate = max(self.candidate, value, floor)
+
+    def record(self, result: EvalResult) -> None:
+        if not self.on or not self.reference:
+            return
+        result.memory = {
+            "reference_bytes": self.reference,
+            "candidate_bytes": self.candidate,
+            "ratio": round(self.candidate / self.reference, 4),
+            "how": "peak allocated in one call on the default inputs, with the model's own tensors (the candidate's: "
+            "all its worker held), inputs not counted",
+        }
+
+
+def trial_inputs(ref_module: Any, cfg: EvalConfig, variant: str, trial: int, base: str, device) -> list[Any]:
+    """A trial's fresh inputs: the task's (``variant`` default or declared), or a hidden distribution of the base
+    inputs."""
+    seed = cfg.seed * 1000 + trial
+    if variant.startswith(HIDDEN_PREFIX):
+        return derive(make_inputs(ref_module, seed=seed, variant=base, device=device), variant[len(HIDDEN_PREFIX) :])
+    return make_inputs(ref_module, seed=seed, variant=variant, device=device)
+
+
+def correctness_plan(task, cfg: EvalConfig, base: str) -> list[tuple[str, int]]:
+    """(variant, trial) of every correctness trial: the plain trials, the task's declared variants, then the hidden
+    distributions."""
     plan = [(base, t) for t in range(cfg.correctness_trials)]
     if cfg.check_variants and base == DEFAULT_VARIANT:
         plan += [(v, len(plan) + i) for i, v in enumerate(task.input_variants)]
+    return plan + [(HIDDEN_PREFIX + name, len(plan) + i) for i, name in enumerate(cfg.hidden_inputs)]
+
+
+def run_correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: Guards):
+    """Every correctness trial (``correctness_plan``), each output checked; the precision checks on the first; the
+    sensitivity guard after them. Returns what the trials leave for the timing phase's guards."""
+    phase = Correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+    plan = correctness_plan(task, cfg, phase.trials.base)
     result.trials_total = len(plan)
-    if base != DEFAULT_VARIANT:
-        result.fingerprint["inputs_variant"] = base
-    trials = Trials(base)
-    trials.poison = bool(cfg.poison_memory)
-    for variant, trial in plan:
+    if phase.trials.base != DEFAULT_VARIANT:
+        result.fingerprint["inputs_variant"] = phase.trials.base
+    if cfg.hidden_inputs:
+        result.checks["hidden"] = phase.hidden
+    try:
+        for variant, trial in plan:
+            phase.trial(variant, trial)
+    finally:
+        result.checks["fp64"] = {**phase.wide.record(), **result.checks.get("fp64", {})}
+        phase.wide.model = None
+        phase.memory.record(result)
+    sensitivity(ref_module, ref_model, cand, device, cfg, phase.trials, guard)
+    return phase.trials
+
+
+class Correctness:
+    """The correctness phase's state: the trials so far, the fp64 reference, the memory peaks, the hidden
+    distributions kept and dropped."""
+
+    def __init__(self, task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: Guards):
+        self.task, self.ref_module, self.ref_model, self.cand = task, ref_module, ref_model, cand
+        self.device, self.cfg, self.result, self.guard = device, cfg, result, guard
+        self.trials = Trials("small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT)
+        self.trials.poison = bool(cfg.poison_memory)
+        self.wide, self.memory = Wide(ref_model, cfg), Memory(ref_model, device)
+        self.hidden: dict[str, Any] = {"kept": [], "dropped": {}}
+
+    def trial(self, variant: str, trial: int) -> None:
+        """One trial: fresh inputs, the reference (and its fp64 evaluation where needed), a hidden distribution the
+        reference cannot judge dropped, the candidate's call, its output checked."""
+        cand, trials, device = self.cand, self.trials, self.device
         clock = time.perf_counter()
-        inputs = make_inputs(ref_module, seed=cfg.seed * 1000 + trial, variant=variant, device=device)
+        inputs = trial_inputs(self.ref_module, self.cfg, variant, trial, trials.base, device)
         sync(device)
         clock = cand._add("draw_inputs", clock)
-        with grad_mode(cfg.no_grad):
-            ref_out = call_reference(ref_model, clone_inputs(inputs))
+        first = variant == trials.base and trials.default_trials == 0
+        hidden = variant.startswith(HIDDEN_PREFIX)
+        try:
+            with grad_mode(self.cfg.no_grad):
+                call = lambda: call_reference(self.ref_model, clone_inputs(inputs))  # noqa: E731
+                ref_out = self.memory.around_reference(call) if variant == trials.base else call()
+        except Failure as failure:
+            if not hidden:
+                raise
+            self.drop(variant, failure.message)  # the reference's own failure: it cannot judge this distribution
+            return
         sync(device)
         clock = cand._add("reference", clock)
+        wide_out = None
+        if first or hidden:
+            wide_out = self.wide(inputs)
+            sync(device)
+            clock = cand._add("fp64_reference", clock)
+        if not self.judged(variant, first, ref_out, wide_out):
+            return
         trials.out_bytes = max(trials.out_bytes, output_budget(ref_out))
         cand_out = cand.call(
             inputs,
@@ -186,17 +349,69 @@ def run_correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, r
             poison=trials.poison_sizes + guards.tensor_bytes(inputs) if trials.poison else [],
             out_bytes=trials.out_bytes,
         )
+        if variant == trials.base:
+            self.memory.of_candidate(cand.memory, cand_out)
         clock = time.perf_counter()
-        check_output(task, cfg, guard, trials, cand, device, variant, trial, inputs, ref_out, cand_out, result)
-        clock = cand._add("checks", clock)
-        if trials.default_trials == 0 and variant == base:
-            downgrade = guards.precision_downgrade(ref_out, cand_out)
-            if downgrade:
-                guard.fire("precision", downgrade)
+        check_output(
+            self.task,
+            self.cfg,
+            self.guard,
+            trials,
+            cand,
+            device,
+            variant,
+            trial,
+            inputs,
+            ref_out,
+            cand_out,
+            self.result,
+        )
+        if first:
+            precision_checks(self.cfg, self.guard, self.result, ref_out, cand_out, wide_out)
+        cand._add("checks", clock)
         trials.record(variant, inputs, ref_out, cand_out)
-        result.trials_passed += 1
-    sensitivity(ref_module, ref_model, cand, device, cfg, trials, guard)
-    return trials
+        self.result.trials_passed += 1
+
+    def judged(self, variant: str, first: bool, ref_out: Any, wide_out: Any) -> bool:
+        """Whether the reference can judge this trial: on the first trial, whether its fp32 and fp64 outputs agree is
+        noted; a hidden distribution under which it degenerates is dropped (False), with why."""
+        if not first and not variant.startswith(HIDDEN_PREFIX):
+            return True
+        atol, rtol = tolerance(self.task, ref_out, self.cfg)
+        wide = self.wide
+        if first:
+            wide.base_nonfinite = count_nonfinite(ref_out)
+            wide.trusted = wide_out is not None and not disagreement(ref_out, wide_out, atol=atol, rtol=rtol)
+            return True
+        name = variant[len(HIDDEN_PREFIX) :]
+        reason = degenerate(
+            ref_out, wide_out, atol=atol, rtol=rtol, base_nonfinite=wide.base_nonfinite, fp64_trusted=wide.trusted
+        )
+        if reason:
+            self.drop(variant, reason)
+            return False
+        self.hidden["kept"].append(name)
+        return True
+
+    def drop(self, variant: str, reason: str) -> None:
+        """A hidden distribution the reference cannot judge: left out, with why."""
+        self.hidden["dropped"][variant[len(HIDDEN_PREFIX) :]] = cap_text(reason, 300)
+        self.result.trials_total -= 1
+
+
+def precision_checks(cfg: EvalConfig, guard: Guards, result: EvalResult, ref_out: Any, cand_out: Any, wide_out: Any):
+    """The first trial's output against the fp32 reference (the ``precision`` guard: errors the size of a lower
+    precision's rounding) and against the fp64 reference (``precision_fp64``: many times the fp32 reference's own)."""
+    downgrade = guards.precision_downgrade(ref_out, cand_out)
+    if downgrade:
+        guard.fire("precision", downgrade)
+    if wide_out is None:
+        return
+    evidence, figures = precision_against_fp64(cand_out, ref_out, wide_out, cfg.precision_fp64_ratio)
+    if figures:
+        result.checks["fp64"] = {k: float(f"{v:.4g}") for k, v in figures.items()}
+    if evidence:
+        guard.fire("precision_fp64", evidence)
 
 
 def call_reference(ref_model: Any, inputs: list[Any]) -> Any:

@@ -27,11 +27,12 @@ from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
 from cudaforge.eval.verifier.common import PROFILE_DIR_ENV, REFERENCE_MODULE, Failure, Guards, Recorder
-from cudaforge.eval.verifier.correctness import run_correctness, set_weights
+from cudaforge.eval.verifier.correctness import cpu_scaled, run_correctness, set_weights
+from cudaforge.eval.verifier.models import candidate_model, reference_model
 from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit_ahead, probe_trace
 from cudaforge.eval.verifier.timing import Timing
 from cudaforge.proc.sandbox import SandboxMode
-from cudaforge.tasks.runtime import apply_numerics, build_model, load_module
+from cudaforge.tasks.runtime import DEFAULT_VARIANT, apply_numerics, load_module
 from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
 
 _OVER_QUOTA = re.compile(r"\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded")
@@ -172,7 +173,8 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         ref_module = load_module(task.source, REFERENCE_MODULE)
         sys.modules.pop(REFERENCE_MODULE, None)
         init = list(ref_module.get_init_inputs())
-        ref_model = build_model(ref_module.Model, init, cfg.seed, device)
+        base = "small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT
+        ref_model, varied = reference_model(task, ref_module, init, cfg, device, result, base)
         if device.type == "cuda":
             before_candidate(ref_model, ref_module, cand, device, cfg, result, payload.get("known_before"))
             probe_trace(cand, result)
@@ -248,7 +250,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         t = enter(phase)
         clock = time.perf_counter()
         encoded, _ = cand.put_inputs(init, 0)
-        cand._request({"op": "model", "init": encoded, "seed": cfg.seed})
+        ref_model = candidate_model(cand, encoded, ref_module, init, ref_model, varied, cfg, device, guard)
         set_weights(ref_model, cand, cfg, result)
         cand._add("model", clock)
         try:
