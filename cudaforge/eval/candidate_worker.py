@@ -264,10 +264,11 @@ class Worker:
         from cudaforge.eval.params import varied_constants
 
         init, _ = self.inputs(msg["init"])
-        vary = msg.get("vary_seed")
+        vary, keys = msg.get("vary_seed"), msg.get("vary_keys")
+        only = [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else None
         self.model = None
         try:
-            with varied_constants(int(vary) if isinstance(vary, int) else None) as variation:
+            with varied_constants(int(vary) if isinstance(vary, int) else None, only) as variation:
                 self.model = build_model(self.module.ModelNew, init, int(msg["seed"]), self.device)
         except Exception as exc:  # noqa: BLE001
             raise _Fail(

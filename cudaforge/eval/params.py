@@ -16,8 +16,10 @@ its own, seeded by the evaluation's seed and a key: the attribute it is attached
 its name, shape, dtype and constant, and how many tensors with that key came before. The draw is made on the CPU in
 float64 and then cast, so the same key gives the same values on any device, whatever else consumed torch's global
 generator. A name that reads like a variance or a standard deviation keeps its sign (positive); others may take
-either sign. :class:`Variation` records the keys it varied, and the verifier varies a candidate's model only when
-its keys cover the reference's (otherwise both are built as they are, and a finding says so).
+either sign. :class:`Variation` records the keys it varied. The candidate's model is built with the reference's keys
+only (a constant of its own, a buffer of ones its kernel reads, is left as it is), and the verifier keeps the
+variation only when the candidate's varied keys cover the reference's (otherwise both are built as they are, and a
+finding says so).
 """
 
 from __future__ import annotations
@@ -54,15 +56,15 @@ def _torch_class(module: Any) -> bool:
 class Variation:
     """The global registration hooks of one model's construction, and the keys of what they varied."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, only: set[str] | None = None) -> None:
+        """``only``: vary just these keys (the reference's, when the candidate's model is built: a constant of the
+        candidate's own, a buffer of ones it keeps for its kernels, stays as it is)."""
         self.seed = int(seed)
+        self.only = only
         self.keys: list[str] = []
         self._seen: dict[str, int] = {}
 
-    def _draw(self, key: str, name: str, value: float, like: torch.Tensor) -> torch.Tensor:
-        occurrence = self._seen.get(key, 0)
-        self._seen[key] = occurrence + 1
-        full = f"{key}#{occurrence}"
+    def _draw(self, full: str, name: str, value: float, like: torch.Tensor) -> torch.Tensor:
         if len(self.keys) < MAX_KEYS:
             self.keys.append(full)
         digest = hashlib.sha256(f"{self.seed}|{full}".encode()).digest()
@@ -84,7 +86,12 @@ class Variation:
         if value is None:
             return False
         key = f"{owner}|{name}|{list(tensor.shape)}|{str(tensor.dtype).replace('torch.', '')}|{value:g}"
-        drawn = self._draw(key, name, value, tensor)
+        occurrence = self._seen.get(key, 0)
+        self._seen[key] = occurrence + 1
+        full = f"{key}#{occurrence}"
+        if self.only is not None and full not in self.only:
+            return False
+        drawn = self._draw(full, name, value, tensor)
         with torch.no_grad():
             tensor.copy_(drawn.to(tensor.device))
         return True
@@ -104,14 +111,15 @@ class Variation:
 
 
 @contextmanager
-def varied_constants(seed: int | None) -> Iterator[Variation | None]:
-    """While the block builds a model, vary its constant tensors (:class:`Variation`); ``seed`` None: nothing."""
+def varied_constants(seed: int | None, only: list[str] | None = None) -> Iterator[Variation | None]:
+    """While the block builds a model, vary its constant tensors (:class:`Variation`; ``only``: just these keys);
+    ``seed`` None: nothing."""
     if seed is None:
         yield None
         return
     from torch.nn.modules import module as nn_module
 
-    variation = Variation(seed)
+    variation = Variation(seed, set(only) if only is not None else None)
     handles = [
         nn_module.register_module_parameter_registration_hook(variation.on_tensor),
         nn_module.register_module_buffer_registration_hook(variation.on_tensor),

@@ -89,7 +89,7 @@ def candidate_model(
     if not keys:
         cand._request(message)
         return ref_model
-    reply = cand._request({**message, "vary_seed": cfg.seed})
+    reply = cand._request({**message, "vary_seed": cfg.seed, "vary_keys": keys})
     got = reply.get("varied")
     theirs = [k for k in got[:MAX_KEYS_READ] if isinstance(k, str) and len(k) < 512] if isinstance(got, list) else []
     missing = covers(theirs, keys)
