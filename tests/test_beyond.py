@@ -47,7 +47,9 @@ def get_init_inputs():
     return []
 """
 
-COPY_KERNEL = TRITON_HEAD + """
+COPY_KERNEL = (
+    TRITON_HEAD
+    + """
 @triton.jit
 def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -64,6 +66,7 @@ class ModelNew(nn.Module):
         copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
         return y
 """
+)
 
 SCALE_TASK = """
 import torch
@@ -88,7 +91,9 @@ def get_init_inputs():
     return [features]
 """
 
-SCALE_KERNEL = TRITON_HEAD + """
+SCALE_KERNEL = (
+    TRITON_HEAD
+    + """
 @triton.jit
 def scale_relu_kernel(h_ptr, s_ptr, y_ptr, n, cols, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -110,6 +115,7 @@ class ModelNew(nn.Module):
         scale_relu_kernel[(triton.cdiv(h.numel(), 1024),)](h, {scale_arg}, y, h.numel(), h.shape[1], BLOCK=1024)
         return y
 """
+)
 
 
 def scale_kernel(**parts: str) -> str:
@@ -163,6 +169,10 @@ def test_a_distribution_the_reference_cannot_judge_is_dropped_with_why_and_the_h
     assert "negated" in hidden["dropped"] and "non-finite" in hidden["dropped"]["negated"]
     assert set(hidden["kept"]) | set(hidden["dropped"]) == set(HIDDEN_DISTRIBUTIONS)
     assert result.trials_total == result.trials_passed == 2 + len(hidden["kept"])
+    assert hidden["decided"]["negated"] == hidden["dropped"]["negated"] and hidden["decided"]["x3"] == ""
+    again = evaluator.evaluate(task(SQRT_TASK), SQRT_KERNEL)  # the reference's decisions kept by the evaluator
+    assert again.status is EvalStatus.CORRECT and again.checks["hidden"]["decided"] == {}
+    assert again.checks["hidden"]["dropped"] == hidden["dropped"] and again.checks["hidden"]["kept"] == hidden["kept"]
 
 
 def test_a_kernel_that_ignores_a_scale_built_as_ones_is_wrong_and_one_that_folds_it_at_construction_is_right(
@@ -200,7 +210,9 @@ def test_a_candidate_that_cannot_receive_the_varied_values_runs_with_the_initial
 HALF_KERNEL = COPY_KERNEL.replace(
     "tl.load(x_ptr + offs, mask=mask)", "tl.load(x_ptr + offs, mask=mask).to(tl.float16).to(tl.float32) * 1.0"
 )
-GELU_LOOSE = RELU_RAND.replace("torch.relu(x)", "x * 1.0").replace("batch_size = 16", "ATOL = 1e-2\nRTOL = 1e-2\nbatch_size = 16")
+GELU_LOOSE = RELU_RAND.replace("torch.relu(x)", "x * 1.0").replace(
+    "batch_size = 16", "ATOL = 1e-2\nRTOL = 1e-2\nbatch_size = 16"
+)
 
 
 def test_an_fp16_round_trip_inside_a_loose_tolerance_is_named_against_the_fp64_reference(evaluator):
@@ -247,7 +259,9 @@ def test_constants_are_varied_as_they_are_registered_alike_on_both_sides_and_var
         c = build()
     plain = build()
     assert first.keys == second.keys and len(first.keys) == 6  # bn weight, bias, mean, var; ln weight, bias
-    for (name, x), y, z, p in zip(a.state_dict().items(), b.state_dict().values(), c.state_dict().values(), plain.state_dict().values()):
+    for (name, x), y, z, p in zip(
+        a.state_dict().items(), b.state_dict().values(), c.state_dict().values(), plain.state_dict().values()
+    ):
         assert torch.equal(x, y), name  # the same values for the same key and seed
         if name.startswith("0."):
             assert torch.equal(x, p), name  # random weights untouched: the global generator is not consumed

@@ -23,7 +23,7 @@ from typing import Any
 from cudaforge import languages, vendors
 from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.jit_cache import trusted_cache
-from cudaforge.eval.known import kept_before, known_before
+from cudaforge.eval.known import kept_before, known_before, reference_decisions
 from cudaforge.eval.precision import kept_probe
 from cudaforge.eval.settings import EvalConfig, JitAhead
 from cudaforge.eval.static import check_candidate
@@ -129,6 +129,10 @@ class Evaluator:
         """The precision probe of each (task, GPU), measured once while a correct candidate of the task was evaluated
         and handed to the task's later candidates (it depends on the reference alone; ``EvalResult.precision`` says
         ``probe_reused``)."""
+        self._reference_checks: dict[tuple[str, str, str], dict[str, Any]] = {}
+        """What the checks beyond the scored inputs decided of each task's reference, by task, device and settings:
+        which hidden distributions it can judge and whether its varied parameters hold (``known_checks``). It
+        depends on the reference alone, so a task's later candidates skip the fp64 evaluations that decided it."""
         self._before: dict[tuple[str, str, str], dict[str, Any]] = {}
         """What evaluations measured before their candidates, by task, GPU and settings (``eval.known``)."""
         self._running: set[int] = set()
@@ -379,6 +383,8 @@ class Evaluator:
         before_key = (*probe_key, source_hash(json.dumps(payload["eval"], sort_keys=True, default=str)))
         if gpu is not None and known_before(self._before.get(before_key)) is not None:
             payload["known_before"] = self._before[before_key]
+        if before_key in self._reference_checks:
+            payload["known_checks"] = self._reference_checks[before_key]
         handed = time.monotonic()
         token = self._begin_work()
         try:
@@ -400,6 +406,9 @@ class Evaluator:
             kept = kept_probe(result.precision)
             if kept is not None:
                 self._probes[probe_key] = {**kept, "probe_from": result.candidate_hash}
+        decided = reference_decisions(result.checks, self._reference_checks.get(before_key))
+        if decided:
+            self._reference_checks[before_key] = decided
         kept = kept_before(result.fingerprint, result.candidate_hash) if gpu is not None and ran_alone else None
         if kept is not None:  # measured before the candidate's code existed (whatever its verdict), with no other
             self._before[before_key] = kept  # evaluation or build of ours that could have slowed the measurement

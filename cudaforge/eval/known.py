@@ -70,3 +70,18 @@ def kept_before(fingerprint: dict[str, Any], candidate_hash: str) -> dict[str, A
         "from": candidate_hash,
     }
     return kept if known_before(kept) is not None else None
+
+
+def reference_decisions(checks: dict[str, Any], known: dict[str, Any] | None) -> dict[str, Any]:
+    """What an evaluation's checks (``EvalResult.checks``) decided of its task's reference, merged over ``known``:
+    ``hidden`` (each hidden distribution judged: "" when the reference can judge it, else why not) and ``parameters``
+    (``{"degenerate": why or ""}`` once the reference's varied parameters were checked). Empty when nothing was."""
+    out: dict[str, Any] = {k: dict(v) for k, v in (known or {}).items() if isinstance(v, dict)}
+    hidden = (checks or {}).get("hidden") or {}
+    decided = hidden.get("decided") if isinstance(hidden, dict) else None
+    if isinstance(decided, dict):
+        out.setdefault("hidden", {}).update({str(k): str(v) for k, v in decided.items()})
+    params = (checks or {}).get("parameters") or {}
+    if isinstance(params, dict) and "checked" in params:
+        out["parameters"] = {"degenerate": str(params.get("dropped", ""))}
+    return out

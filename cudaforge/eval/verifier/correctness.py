@@ -281,10 +281,15 @@ def correctness_plan(task, cfg: EvalConfig, base: str) -> list[tuple[str, int]]:
     return plan + [(HIDDEN_PREFIX + name, len(plan) + i) for i, name in enumerate(cfg.hidden_inputs)]
 
 
-def run_correctness(task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: Guards):
+def run_correctness(
+    task, ref_module, ref_model, cand: Candidate, device, cfg, result: EvalResult, guard: Guards, known=None
+):
     """Every correctness trial (``correctness_plan``), each output checked; the precision checks on the first; the
-    sensitivity guard after them. Returns what the trials leave for the timing phase's guards."""
+    sensitivity guard after them (``known``: what an earlier evaluation of the task decided of its reference,
+    ``cudaforge.eval.known.reference_decisions``). Returns what the trials leave for the timing phase's guards."""
     phase = Correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+    decided = (known or {}).get("hidden")
+    phase.known = {str(k): str(v) for k, v in decided.items()} if isinstance(decided, dict) else {}
     plan = correctness_plan(task, cfg, phase.trials.base)
     result.trials_total = len(plan)
     if phase.trials.base != DEFAULT_VARIANT:
@@ -312,18 +317,24 @@ class Correctness:
         self.trials = Trials("small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT)
         self.trials.poison = bool(cfg.poison_memory)
         self.wide, self.memory = Wide(ref_model, cfg), Memory(ref_model, device)
-        self.hidden: dict[str, Any] = {"kept": [], "dropped": {}}
+        self.hidden: dict[str, Any] = {"kept": [], "dropped": {}, "decided": {}}
+        self.known: dict[str, str] = {}
+        """Hidden distributions an earlier evaluation of the task judged: "" (the reference can judge it) or why
+        not; they are not judged again."""
 
     def trial(self, variant: str, trial: int) -> None:
         """One trial: fresh inputs, the reference (and its fp64 evaluation where needed), a hidden distribution the
         reference cannot judge dropped, the candidate's call, its output checked."""
         cand, trials, device = self.cand, self.trials, self.device
+        hidden = variant.startswith(HIDDEN_PREFIX)
+        if hidden and self.known.get(variant[len(HIDDEN_PREFIX) :]):
+            self.drop(variant, self.known[variant[len(HIDDEN_PREFIX) :]], decided=False)
+            return
         clock = time.perf_counter()
         inputs = trial_inputs(self.ref_module, self.cfg, variant, trial, trials.base, device)
         sync(device)
         clock = cand._add("draw_inputs", clock)
         first = variant == trials.base and trials.default_trials == 0
-        hidden = variant.startswith(HIDDEN_PREFIX)
         try:
             with grad_mode(self.cfg.no_grad):
                 call = lambda: call_reference(self.ref_model, clone_inputs(inputs))  # noqa: E731
@@ -336,7 +347,7 @@ class Correctness:
         sync(device)
         clock = cand._add("reference", clock)
         wide_out = None
-        if first or hidden:
+        if first or (hidden and variant[len(HIDDEN_PREFIX) :] not in self.known):
             wide_out = self.wide(inputs)
             sync(device)
             clock = cand._add("fp64_reference", clock)
@@ -384,6 +395,9 @@ class Correctness:
             wide.trusted = wide_out is not None and not disagreement(ref_out, wide_out, atol=atol, rtol=rtol)
             return True
         name = variant[len(HIDDEN_PREFIX) :]
+        if name in self.known:  # judged by an earlier evaluation of this task (and kept: a drop never gets here)
+            self.hidden["kept"].append(name)
+            return True
         reason = degenerate(
             ref_out, wide_out, atol=atol, rtol=rtol, base_nonfinite=wide.base_nonfinite, fp64_trusted=wide.trusted
         )
@@ -391,11 +405,16 @@ class Correctness:
             self.drop(variant, reason)
             return False
         self.hidden["kept"].append(name)
+        self.hidden["decided"][name] = ""
         return True
 
-    def drop(self, variant: str, reason: str) -> None:
-        """A hidden distribution the reference cannot judge: left out, with why."""
-        self.hidden["dropped"][variant[len(HIDDEN_PREFIX) :]] = cap_text(reason, 300)
+    def drop(self, variant: str, reason: str, decided: bool = True) -> None:
+        """A hidden distribution the reference cannot judge: left out, with why (``decided``: judged here, not
+        taken from an earlier evaluation)."""
+        name = variant[len(HIDDEN_PREFIX) :]
+        self.hidden["dropped"][name] = cap_text(reason, 300)
+        if decided:
+            self.hidden["decided"][name] = self.hidden["dropped"][name]
         self.result.trials_total -= 1
 
 

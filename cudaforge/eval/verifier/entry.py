@@ -174,7 +174,8 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         sys.modules.pop(REFERENCE_MODULE, None)
         init = list(ref_module.get_init_inputs())
         base = "small" if cpu_scaled(task, device, ref_module) else DEFAULT_VARIANT
-        ref_model, varied = reference_model(task, ref_module, init, cfg, device, result, base)
+        known = payload.get("known_checks")
+        ref_model, varied = reference_model(task, ref_module, init, cfg, device, result, base, known)
         if device.type == "cuda":
             before_candidate(ref_model, ref_module, cand, device, cfg, result, payload.get("known_before"))
             probe_trace(cand, result)
@@ -254,7 +255,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         set_weights(ref_model, cand, cfg, result)
         cand._add("model", clock)
         try:
-            trials = run_correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
+            trials = run_correctness(task, ref_module, ref_model, cand, device, cfg, result, guard, known)
         finally:
             result.fingerprint["correctness_breakdown_s"] = {k: round(v, 4) for k, v in cand.spent.items()}
             cand.spent = {}

@@ -27,11 +27,19 @@ def _build(ref_module: Any, init: list[Any], cfg: EvalConfig, device: torch.devi
 
 
 def reference_model(
-    task: Task, ref_module: Any, init: list[Any], cfg: EvalConfig, device: torch.device, result: EvalResult, base: str
+    task: Task,
+    ref_module: Any,
+    init: list[Any],
+    cfg: EvalConfig,
+    device: torch.device,
+    result: EvalResult,
+    base: str,
+    known: dict[str, Any] | None = None,
 ) -> tuple[Any, list[str]]:
     """The reference's model, and the keys of the constant tensors it varied (empty when none were, or when the
     reference degenerates with them: non-finite outputs, or an fp32 output beyond the tolerance of its fp64
-    evaluation on the ``base`` inputs of the first trial; ``result.checks["parameters"]`` says which)."""
+    evaluation on the ``base`` inputs of the first trial; ``result.checks["parameters"]`` says which). ``known``:
+    an earlier evaluation's decision (``cudaforge.eval.known.reference_decisions``), taken as it is."""
     model, keys = _build(ref_module, init, cfg, device, bool(cfg.vary_parameters))
     record: dict[str, Any] = {"varied": len(keys)}
     result.checks["parameters"] = record
@@ -40,7 +48,12 @@ def reference_model(
             record["note"] = "eval.vary_parameters=false"
         return model, keys
     record["tensors"] = describe_keys(keys)
-    reason = _degenerates(task, ref_module, model, cfg, device, base)
+    earlier = (known or {}).get("parameters")
+    if isinstance(earlier, dict) and isinstance(earlier.get("degenerate"), str):
+        reason = earlier["degenerate"]
+    else:
+        reason = _degenerates(task, ref_module, model, cfg, device, base)
+        record["checked"] = True
     if reason:
         record.update(varied=0, dropped=cap_text(reason, 400))
         model, _ = _build(ref_module, init, cfg, device, False)
