@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +20,7 @@ from cudaforge.eval.settings import HIDDEN_DISTRIBUTIONS, EvalConfig
 from cudaforge.tasks import parse_problem
 from cudaforge.types import EvalStatus
 
+REPO = Path(__file__).resolve().parent.parent
 TRITON_HEAD = """
 import torch
 import torch.nn as nn
@@ -329,3 +331,21 @@ def test_eval_reports_the_held_out_shapes_and_they_decide_when_asked(tmp_path, c
     assert record["passed"] is False and [r["correct"] for r in record["shapes"]] == [False, False]
     assert main(args + ["eval.held_out_decides=true"]) == 1
     assert "INCORRECT on held-out shapes" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_each_side_has_a_peak_memory_and_the_checks_beyond_run(tmp_path):
+    from cudaforge.tasks import find_task, selection
+
+    gpu = Evaluator({"device": "cuda", "timing_trials": 20, "build_cache_dir": str(tmp_path / "build")})
+    relu = find_task(selection("tiny"), "level1/1_ReLU")
+    result = gpu.evaluate(relu, (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text())
+    assert result.status is EvalStatus.CORRECT, result.report()
+    memory = result.memory
+    out_bytes = 256 * 1024 * 4
+    assert memory["candidate_bytes"] >= out_bytes and memory["reference_bytes"] >= out_bytes
+    assert 0.2 < memory["ratio"] < 5, memory
+    assert result.checks["fp64"]["available"] and result.checks["fp64"]["ratio"] < 32
+    assert set(result.checks["hidden"]["kept"]) == set(HIDDEN_DISTRIBUTIONS)
+    wrong = gpu.evaluate(task(RELU_RAND), COPY_KERNEL)
+    assert wrong.status is EvalStatus.INCORRECT and wrong.diff.variant == "hidden:negated", wrong.report()

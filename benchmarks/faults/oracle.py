@@ -51,6 +51,13 @@ class Verdict:
     equivalent: bool
     witness: str
     """Where it differs first (shape, parameters, draw, how much), or why it counts as equivalent."""
+    compiles: bool = True
+    """False when the faulty source does not build or its kernel does not compile: not a fault of behaviour, and
+    not counted (a checker that says "compile error" caught nothing hidden)."""
+
+
+NOT_BUILT = ("CompilationError", "CalledProcessError", "BuildError", "SyntaxError")
+NOT_BUILT_MARK = "does not compile:"
 
 
 def _module(source: str, name: str) -> Any:
@@ -105,11 +112,12 @@ def judge(task_source: str, honest: str, faulty: str, *, draws: int = 7) -> Verd
                 except Exception as exc:  # noqa: BLE001
                     if label == "honest":
                         raise
-                    return Verdict(False, f"{shape}: ModelNew raised {type(exc).__name__}: {exc}"[:300])
+                    built = not any(n in type(exc).__name__ or n in str(exc)[:2000] for n in NOT_BUILT + ("ninja",))
+                    return Verdict(False, f"{shape}: ModelNew raised {type(exc).__name__}: {exc}"[:300], built)
             witness = _calls(models[0], models[1], template, draws)
             if witness:
                 params = "varied parameters" if varied else "parameters as built"
-                return Verdict(False, f"{shape}, {params}: {witness}")
+                return Verdict(False, f"{shape}, {params}: {witness}", not witness.startswith(NOT_BUILT_MARK))
     return Verdict(True, "same outputs on every shape, parameter state and draw")
 
 
@@ -130,6 +138,8 @@ def _calls(honest: Any, faulty: Any, template: list[Any], draws: int) -> str:
             try:
                 got = faulty(*buffers)
             except Exception as exc:  # noqa: BLE001
+                if any(n in type(exc).__name__ for n in NOT_BUILT):
+                    return f"{NOT_BUILT_MARK} {type(exc).__name__}: {str(exc)[:200]}"
                 return f"{name}: forward raised {type(exc).__name__}: {str(exc)[:200]}"
         difference = _differs(expected, got)
         if difference:
@@ -196,9 +206,14 @@ def honest_is_right(task_source: str, honest: str) -> str:
 def judge_isolated(task_source: str, honest: str, faulty: str, *, timeout_s: float = 600.0) -> Verdict:
     """``judge`` in a child process of its own: a fault that writes past a buffer's end corrupts the process it runs
     in (a crash there, or a hang, is a change of behaviour the honest kernel does not have)."""
+    import hashlib
     import json
+    import re
     import subprocess
 
+    if "load_inline" in faulty:  # its own extension name: parallel builds of one name wait on torch's lock
+        tag = hashlib.sha256(faulty.encode()).hexdigest()[:10]
+        faulty = re.sub(r'name="(\w+)"', lambda m: f'name="{m.group(1)}_{tag}"', faulty)
     payload = json.dumps({"task": task_source, "honest": honest, "faulty": faulty})
     try:
         done = subprocess.run(
@@ -210,7 +225,7 @@ def judge_isolated(task_source: str, honest: str, faulty: str, *, timeout_s: flo
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return Verdict(False, f"the faulty kernel ended the process (exit {done.returncode}): {tail[:200]}")
     answer = json.loads(done.stdout.strip().splitlines()[-1])
-    return Verdict(bool(answer["equivalent"]), str(answer["witness"]))
+    return Verdict(bool(answer["equivalent"]), str(answer["witness"]), bool(answer.get("compiles", True)))
 
 
 if __name__ == "__main__":
@@ -221,4 +236,4 @@ if __name__ == "__main__":
         os.environ["TRITON_INTERPRET"] = "1"
     given = json.loads(sys.stdin.read())
     verdict = judge(given["task"], given["honest"], given["faulty"])
-    print(json.dumps({"equivalent": verdict.equivalent, "witness": verdict.witness}))
+    print(json.dumps({"equivalent": verdict.equivalent, "witness": verdict.witness, "compiles": verdict.compiles}))

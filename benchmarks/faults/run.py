@@ -82,8 +82,10 @@ def spread(faults: list[Any], per_operator: int) -> list[Any]:
     return kept
 
 
-def make_faults(kernels: list[Path], tasks: dict[str, Any], per_operator: int) -> tuple[list[dict], list[dict]]:
-    """(honest rows, fault rows) with the oracle's verdict on each fault."""
+def make_faults(
+    kernels: list[Path], tasks: dict[str, Any], per_operator: int, jobs: int = 1
+) -> tuple[list[dict], list[dict]]:
+    """(honest rows, fault rows) with the oracle's verdict on each fault (``jobs`` oracles at once)."""
     import oracle
     from operators import all_faults
 
@@ -96,25 +98,31 @@ def make_faults(kernels: list[Path], tasks: dict[str, Any], per_operator: int) -
         constants = oracle.parameter_constants(task.source, source)
         sizes = oracle.scored_sizes(task.source, source)
         for fault in spread(all_faults(source, constants, sizes), per_operator):
-            started = time.monotonic()
-            verdict = oracle.judge_isolated(task.source, source, fault.source)
             faults.append(
-                {
-                    "kernel": path.name,
-                    "task": task.id,
-                    "kind": fault.kind,
-                    "name": fault.name,
-                    "source": fault.source,
-                    "equivalent": verdict.equivalent,
-                    "witness": verdict.witness,
-                    "oracle_s": round(time.monotonic() - started, 2),
-                }
+                {"kernel": path.name, "task": task.id, "kind": fault.kind, "name": fault.name, "source": fault.source}
             )
-            print(
-                f"  {path.name} {fault.kind:18} {fault.name[:60]:60} {'equivalent' if verdict.equivalent else 'changes'}",
-                flush=True,
-            )
+    judge_all(faults, tasks, {h["kernel"]: h["source"] for h in honest}, jobs)
     return honest, faults
+
+
+def judge_all(faults: list[dict], tasks: dict[str, Any], honest: dict[str, str], jobs: int) -> None:
+    """The oracle's verdict on each fault, ``jobs`` at once, each in a process of its own."""
+    import oracle
+
+    def one(row: dict) -> None:
+        started = time.monotonic()
+        verdict = oracle.judge_isolated(tasks[row["task"]].source, honest[row["kernel"]], row["source"])
+        row.update(
+            equivalent=verdict.equivalent,
+            compiles=verdict.compiles,
+            witness=verdict.witness,
+            oracle_s=round(time.monotonic() - started, 2),
+        )
+        state = "equivalent" if verdict.equivalent else "changes" if verdict.compiles else "does not compile"
+        print(f"  {row['kernel']} {row['kind']:18} {row['name'][:60]:60} {state}", flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, faults))
 
 
 def outcome(result: Any, held: dict[str, Any] | None) -> tuple[str, str]:
@@ -170,9 +178,14 @@ def evaluate_all(rows: list[dict], tasks: dict[str, Any], protocol: str, cfg: An
 
 def summary(honest: list[dict], faults: list[dict], protocols: list[str]) -> dict[str, Any]:
     """Catch rates by protocol and kind, and the honest kernels' verdicts."""
-    counted = [f for f in faults if not f["equivalent"]]
+    counted = [f for f in faults if not f["equivalent"] and f.get("compiles", True)]
     kinds = sorted({f["kind"] for f in counted})
-    out: dict[str, Any] = {"faults": len(faults), "counted": len(counted), "equivalent": len(faults) - len(counted)}
+    out: dict[str, Any] = {
+        "faults": len(faults),
+        "counted": len(counted),
+        "equivalent": sum(bool(f["equivalent"]) for f in faults),
+        "not_compiling": sum(not f.get("compiles", True) for f in faults),
+    }
     for protocol in protocols:
         rows = [f["protocols"][protocol] for f in counted if protocol in f.get("protocols", {})]
         entry = {
@@ -213,8 +226,8 @@ def markdown(stats: dict[str, Any], protocols: list[str], faults: list[dict], co
         "",
         f"Command: `{command}`",
         "",
-        f"{stats['faults']} faults made, {stats['equivalent']} equivalent on every input the oracle tried (left out), "
-        f"{stats['counted']} counted.",
+        f"{stats['faults']} faults made: {stats['equivalent']} equivalent on every input the oracle tried and "
+        f"{stats['not_compiling']} that do not compile are left out; {stats['counted']} counted.",
         "",
         "| kind | " + " | ".join(protocols) + " |",
         "| --- | " + " | ".join("---:" for _ in protocols) + " |",
@@ -237,11 +250,7 @@ def markdown(stats: dict[str, Any], protocols: list[str], faults: list[dict], co
         + " |"
     )
     lines.append("| honest flagged | " + " | ".join(str(stats[p]["honest_flagged"]) for p in protocols) + " |")
-    missed = [
-        f
-        for f in faults
-        if not f["equivalent"] and any(v["outcome"] == "missed" for v in f.get("protocols", {}).values())
-    ]
+    missed = [f for f in faults if any(v["outcome"] == "missed" for v in f.get("protocols", {}).values())]
     if missed:
         lines += ["", "Missed (by at least one protocol):", ""]
         for f in missed:
@@ -279,39 +288,31 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     if args.faults:
-        import oracle
-
         given = json.loads(args.faults.read_text())
-        honest = []
-        faults = []
-        for item in given:
-            path = HERE / "kernels" / args.language / item["kernel"]
-            task = task_of(path, tasks)
-            verdict = oracle.judge_isolated(task.source, path.read_text(), item["source"])
-            faults.append({**item, "task": task.id, "equivalent": verdict.equivalent, "witness": verdict.witness})
-            print(
-                f"  {item['kernel']} {item['kind']:18} {item['name'][:60]:60} {'equivalent' if verdict.equivalent else 'changes'}",
-                flush=True,
-            )
-        for path in sorted({HERE / "kernels" / args.language / f["kernel"] for f in given}):
-            honest.append(
-                {"kernel": path.name, "task": task_of(path, tasks).id, "source": path.read_text(), "oracle_wrong": ""}
-            )
+        paths = {f["kernel"]: HERE / "kernels" / args.language / f["kernel"] for f in given}
+        honest = [
+            {"kernel": name, "task": task_of(path, tasks).id, "source": path.read_text(), "oracle_wrong": ""}
+            for name, path in sorted(paths.items())
+        ]
+        faults = [{**f, "task": task_of(paths[f["kernel"]], tasks).id} for f in given]
+        judge_all(faults, tasks, {h["kernel"]: h["source"] for h in honest}, args.jobs)
     else:
-        honest, faults = make_faults(kernels, tasks, args.per_operator)
+        honest, faults = make_faults(kernels, tasks, args.per_operator, args.jobs)
     wrong = [h for h in honest if h["oracle_wrong"]]
     if wrong:
         raise SystemExit(f"honest kernels that do not match their reference: {wrong}")
-    counted = [f for f in faults if not f["equivalent"]]
+    counted = [f for f in faults if not f["equivalent"] and f.get("compiles", True)]
     print(f"{len(faults)} faults, {len(counted)} change an output; evaluating under {', '.join(protocols)}", flush=True)
-    for protocol in protocols:
+    command = "python benchmarks/faults/run.py " + " ".join(sys.argv[1:])
+    done: list[str] = []
+    for protocol in protocols:  # what is done is written after each protocol: a run stopped early keeps it
         cfg = preset(protocol, args.set)
         evaluate_all(honest + counted, tasks, protocol, cfg, args.jobs)
-    stats = summary(honest, faults, protocols)
-    stats["seconds"] = round(time.monotonic() - started, 1)
-    command = "python benchmarks/faults/run.py " + " ".join(sys.argv[1:])
-    (args.out / "faults.json").write_text(json.dumps({"summary": stats, "honest": honest, "faults": faults}, indent=1))
-    (args.out / "summary.md").write_text(markdown(stats, protocols, faults, command))
+        done.append(protocol)
+        stats = summary(honest, faults, done)
+        stats["seconds"] = round(time.monotonic() - started, 1)
+        (args.out / "faults.json").write_text(json.dumps({"summary": stats, "honest": honest, "faults": faults}))
+        (args.out / "summary.md").write_text(markdown(stats, done, faults, command))
     print((args.out / "summary.md").read_text())
     return 0
 

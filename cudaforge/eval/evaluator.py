@@ -289,8 +289,11 @@ class Evaluator:
 
     # ------------------------------------------------------------------ one candidate
 
-    def evaluate(self, task: Task, source: str, *, gpu: str | None = None) -> EvalResult:
-        """Evaluate ``source`` against ``task``; never raises, whatever the candidate is or does.
+    def evaluate(
+        self, task: Task, source: str, *, gpu: str | None = None, changes: dict[str, Any] | None = None
+    ) -> EvalResult:
+        """Evaluate ``source`` against ``task``; never raises, whatever the candidate is or does (``changes``: eval
+        settings of this evaluation alone, e.g. the held-out shapes' ``{"hidden_inputs": []}``).
 
         The static checks run here; the rest in a verifier child (``cudaforge.eval.verifier``) that runs the
         candidate in a sandboxed worker of its own. A candidate whose evaluation was interrupted (the process
@@ -317,7 +320,7 @@ class Evaluator:
                 marker.write_text(
                     json.dumps({"task": task.id, "candidate": digest, "started": time.time(), "attempts": attempts + 1})
                 )
-            result = self._evaluate(task, source, gpu, started)
+            result = self._evaluate(task, source, gpu, started, changes or {})
             if marker is not None:
                 marker.unlink(missing_ok=True)
             return result
@@ -340,7 +343,7 @@ class Evaluator:
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{task.id}__{digest}")[:200]
         return Path(self.interrupted_dir) / f"{name}.json"
 
-    def _evaluate(self, task: Task, source: str, gpu: str | None, started: float) -> EvalResult:
+    def _evaluate(self, task: Task, source: str, gpu: str | None, started: float, changes: dict[str, Any]) -> EvalResult:
         # The static checks and guards run here too (in a child with a deadline), so a rejected source never costs
         # a worker.
         static = check_candidate(source, self.cfg, task.source)
@@ -373,7 +376,7 @@ class Evaluator:
         payload = {
             "task": task.to_dict(),
             "candidate": source,
-            "eval": self.cfg.to_dict(),
+            "eval": self.cfg.replace(**changes).to_dict() if changes else self.cfg.to_dict(),
             "build": self.build_settings().to_dict(),
             "device": device,
         }
