@@ -343,7 +343,9 @@ class Evaluator:
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{task.id}__{digest}")[:200]
         return Path(self.interrupted_dir) / f"{name}.json"
 
-    def _evaluate(self, task: Task, source: str, gpu: str | None, started: float, changes: dict[str, Any]) -> EvalResult:
+    def _evaluate(
+        self, task: Task, source: str, gpu: str | None, started: float, changes: dict[str, Any]
+    ) -> EvalResult:
         # The static checks and guards run here too (in a child with a deadline), so a rejected source never costs
         # a worker.
         static = check_candidate(source, self.cfg, task.source)

@@ -1,7 +1,9 @@
 """Datasets from run directories: SFT pairs, whole trajectories with rewards, and preference pairs.
 
-Positives are *verified* candidates only: evaluation status ``correct`` and no integrity finding with
-verdict ``reject`` (``runs.verified``). A run without a GPU verifies correctness but times nothing: its
+SFT positives passed every check of the default protocol (``cudaforge.teach.positives``: verified, under a protocol
+no looser than ``eval=default``, no finding that marks them hollow, their task's held-out shapes passed); the other
+formats take *verified* candidates (evaluation status ``correct`` and no integrity finding with verdict ``reject``,
+``runs.verified``) and label each turn ``positive`` or why not. A run without a GPU verifies correctness but times nothing: its
 positives have a null speedup, and any ``min_speedup`` leaves them out. Every row carries its provenance
 (run, task, round, models, strategy, config hash, candidate hashes) and follows a fixed schema
 (``schema.py``); ``write_dataset`` writes ``train.jsonl`` with a ``dataset_info.json`` and a dataset card.
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.run.demo import DEMO_MODEL
+from cudaforge.teach.positives import not_positive
 from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load_tasks, run_info, verified
 from cudaforge.teach.schema import SCHEMAS, conform, features
 from cudaforge.teach.settings import ExportConfig, ExportFormat, RewardConfig, RewardKind, SftPrompt
@@ -157,7 +160,7 @@ def sft_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
     by_task: dict[str, list[tuple[TaskView, RoundView]]] = {}
     for view in tasks:
         for r in view.rounds:
-            if r.verified and r.source is not None and _passes_min_speedup(r, cfg.min_speedup):
+            if r.source is not None and _passes_min_speedup(r, cfg.min_speedup) and not why_not_positive(view, r):
                 by_task.setdefault(view.task.id, []).append((view, r))
     rows, seen = [], set()
     for task_id in sorted(by_task):
@@ -169,6 +172,11 @@ def sft_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
                 seen.add(r.normalized_hash)
             rows.append(_sft_row(view, r, cfg))
     return rows
+
+
+def why_not_positive(view: TaskView, r: RoundView) -> list[str]:
+    """Why a round's kernel is not an SFT positive (``cudaforge.teach.positives``; empty: it is one)."""
+    return not_positive(r.eval, view.run.config, view.result, r.candidate_hash)
 
 
 def _sft_row(view: TaskView, r: RoundView, cfg: ExportConfig) -> dict[str, Any]:
@@ -448,6 +456,8 @@ def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
                 "round": r.round,
                 "verified": r.verified,
                 "hacked": r.hacked,
+                "positive": not why_not_positive(view, r),
+                "not_positive": why_not_positive(view, r),
                 "guard_findings": findings(r.eval),
                 "precision": precision_info(r.eval),
                 "eval": measurement(r),

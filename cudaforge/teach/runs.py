@@ -52,7 +52,7 @@ def normalized_source_hash(source: str) -> str:
     differ only there count as one; a source that does not parse is hashed with whitespace collapsed."""
     try:
         text = ast.unparse(pyast.parse(source))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a 500-term sum nests past ast.unparse's depth
         text = " ".join(source.split())
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

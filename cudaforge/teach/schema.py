@@ -166,6 +166,8 @@ TURNS = {
     "feedback": "string",
     "reward": "float64",
     "held_out_correct": "bool",
+    "positive": "bool",
+    "not_positive": ["string"],
     "provenance": PROVENANCE,
 }
 """One agent turn: a Coder reply and the evaluator's verdict on its kernel, or a Judge reply and the verdict and
