@@ -349,3 +349,16 @@ def test_on_a_gpu_each_side_has_a_peak_memory_and_the_checks_beyond_run(tmp_path
     assert set(result.checks["hidden"]["kept"]) == set(HIDDEN_DISTRIBUTIONS)
     wrong = gpu.evaluate(task(RELU_RAND), COPY_KERNEL)
     assert wrong.status is EvalStatus.INCORRECT and wrong.diff.variant == "hidden:negated", wrong.report()
+
+
+def test_the_precision_statistic_leaves_out_exact_zeros_and_a_held_out_precision_flag_fails_the_shape():
+    from cudaforge.eval.held_out import shapes_pass
+    from cudaforge.eval.hidden import relative_error
+
+    wide = torch.cat([torch.zeros(1000, dtype=torch.float64), torch.linspace(0.1, 1, 1000, dtype=torch.float64)])
+    rounded = wide.float().half().float()  # a ReLU's output in fp16: half its elements exactly zero
+    assert relative_error(rounded, wide) > 1e-5  # the zeros no longer make the median error 0
+    row = {"shape": "odd", "status": "correct", "correct": True}
+    assert shapes_pass({"shapes": [row]}) is True
+    assert shapes_pass({"shapes": [{**row, "flags": ["precision_fp64"]}]}) is False
+    assert shapes_pass({"shapes": [{**row, "status": "skipped"}]}) is None

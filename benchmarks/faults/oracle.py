@@ -60,6 +60,28 @@ NOT_BUILT = ("CompilationError", "CalledProcessError", "BuildError", "SyntaxErro
 NOT_BUILT_MARK = "does not compile:"
 
 
+def not_compiling(exc: BaseException) -> bool:
+    """Whether an exception of a kernel's call is its compiler's (or the Triton interpreter's type checks, which
+    are the compiler's on a CPU): Triton's compilation errors, a build's, or anything raised from inside
+    ``triton/language``."""
+    if type(exc).__module__.startswith("triton") and "Compil" in type(exc).__name__:
+        return True
+    if any(n in type(exc).__name__ for n in NOT_BUILT):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(8):  # the interpreter wraps the type checks' error (InterpreterError from ValueError)
+        if seen is None:
+            return False
+        tb, last = seen.__traceback__, None
+        while tb is not None:
+            last = tb.tb_frame.f_code.co_filename
+            tb = tb.tb_next
+        if last is not None and "/triton/language/" in last:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _module(source: str, name: str) -> Any:
     module = load_module(source, name)
     sys.modules.pop(name, None)
@@ -138,7 +160,7 @@ def _calls(honest: Any, faulty: Any, template: list[Any], draws: int) -> str:
             try:
                 got = faulty(*buffers)
             except Exception as exc:  # noqa: BLE001
-                if any(n in type(exc).__name__ for n in NOT_BUILT):
+                if not_compiling(exc):
                     return f"{NOT_BUILT_MARK} {type(exc).__name__}: {str(exc)[:200]}"
                 return f"{name}: forward raised {type(exc).__name__}: {str(exc)[:200]}"
         difference = _differs(expected, got)

@@ -29,6 +29,7 @@ import fnmatch
 import json
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -139,13 +140,20 @@ def outcome(result: Any, held: dict[str, Any] | None) -> tuple[str, str]:
     if flags:
         return "flagged", "findings: " + ", ".join(flags)
     if held and shapes_pass(held) is False:
-        failed = [r["shape"] for r in held["shapes"] if r.get("status") != "skipped" and not r.get("correct")]
+        failed = [
+            r["shape"] + (f" ({', '.join(r['flags'])})" if r.get("flags") else "")
+            for r in held["shapes"]
+            if r.get("status") != "skipped" and (not r.get("correct") or r.get("flags"))
+        ]
         return "flagged", "held-out shapes failed: " + ", ".join(failed)
     return "missed", "correct, no finding"
 
 
-def evaluate_all(rows: list[dict], tasks: dict[str, Any], protocol: str, cfg: Any, jobs: int) -> None:
-    """Each row evaluated under ``protocol`` (its held-out shapes too, when the protocol checks them)."""
+def evaluate_all(
+    rows: list[dict], tasks: dict[str, Any], protocol: str, cfg: Any, jobs: int, progress=lambda: None
+) -> None:
+    """Each row evaluated under ``protocol`` (its held-out shapes too, when the protocol checks them);
+    ``progress()`` after each."""
     from cudaforge.eval.evaluator import Evaluator
     from cudaforge.eval.held_out import check_held_out
     from cudaforge.eval.verifier import CPU_INPUT_BYTES
@@ -166,10 +174,12 @@ def evaluate_all(rows: list[dict], tasks: dict[str, Any], protocol: str, cfg: An
             "why": why,
             "status": result.status.value,
             "findings": sorted({f["guard"] for f in result.guard_findings}),
+            "fp64_ratio": (result.checks.get("fp64") or {}).get("ratio"),
             "seconds": round(time.monotonic() - started, 2),
         }
         label = row.get("name", "honest")
         print(f"  [{protocol}] {row['kernel']} {label[:50]:50} {verdict}: {why[:90]}", flush=True)
+        progress()
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, rows))
@@ -305,14 +315,22 @@ def main() -> int:
     print(f"{len(faults)} faults, {len(counted)} change an output; evaluating under {', '.join(protocols)}", flush=True)
     command = "python benchmarks/faults/run.py " + " ".join(sys.argv[1:])
     done: list[str] = []
-    for protocol in protocols:  # what is done is written after each protocol: a run stopped early keeps it
+    lock = threading.Lock()
+
+    def write(current: str | None = None) -> None:  # what is done so far: a run stopped early keeps it
+        with lock:
+            names = done + ([current] if current else [])
+            stats = summary(honest, faults, names)
+            stats["seconds"] = round(time.monotonic() - started, 1)
+            (args.out / "faults.json").write_text(json.dumps({"summary": stats, "honest": honest, "faults": faults}))
+            (args.out / "summary.md").write_text(markdown(stats, names, faults, command))
+
+    write()
+    for protocol in protocols:
         cfg = preset(protocol, args.set)
-        evaluate_all(honest + counted, tasks, protocol, cfg, args.jobs)
+        evaluate_all(honest + counted, tasks, protocol, cfg, args.jobs, progress=lambda p=protocol: write(p))
         done.append(protocol)
-        stats = summary(honest, faults, done)
-        stats["seconds"] = round(time.monotonic() - started, 1)
-        (args.out / "faults.json").write_text(json.dumps({"summary": stats, "honest": honest, "faults": faults}))
-        (args.out / "summary.md").write_text(markdown(stats, done, faults, command))
+        write()
     print((args.out / "summary.md").read_text())
     return 0
 

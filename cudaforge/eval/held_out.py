@@ -22,6 +22,8 @@ CHECK_TIMEOUT_S = 180.0
 """The meta-device check of one task's shapes (the child's imports included)."""
 
 SCORED = "scored"
+PRECISION_FLAGS = ("precision", "precision_fp64")
+"""Findings that fail a held-out shape as a wrong output does (``shapes_pass``)."""
 SHAPE_CHANGES = {"hidden_inputs": []}
 """A held-out shape is evaluated as every round is, but without the hidden input distributions: it asks whether the
 kernel holds at another shape, which the distributions of the scored shape have asked already."""
@@ -82,10 +84,12 @@ def _row(shape: HeldOutShape, result: EvalResult | None, skipped: str = "") -> d
     if result is None:
         return {**row, "status": "skipped", "correct": None, "message": skipped}
     speedup = result.speedup
+    flags = sorted({str(f.get("guard")) for f in result.guard_findings if f.get("guard") in PRECISION_FLAGS})
     return {
         **row,
         "status": result.status.value,
         "correct": result.correct,
+        "flags": flags,
         "speedup": speedup.median if speedup else None,
         "speedup_ci": [speedup.ci_low, speedup.ci_high] if speedup else None,
         "precision": speedup.precision if speedup else "",
@@ -118,12 +122,13 @@ def check_held_out(evaluator: Any, task: Task, source: str, *, max_input_bytes: 
 
 
 def shapes_pass(record: dict[str, Any]) -> bool | None:
-    """Whether a kernel passed every held-out shape it was checked on (``check_held_out``'s record); None when no
-    shape was checked (none derived, or every one skipped)."""
+    """Whether a kernel passed every held-out shape it was checked on (``check_held_out``'s record): correct there,
+    and without a precision finding (an error many times the reference's own at that shape is a wrong result that
+    the tolerance let through); None when no shape was checked (none derived, or every one skipped)."""
     rows = [r for r in (record or {}).get("shapes", []) if r.get("status") != "skipped"]
     if not rows:
         return None
-    return all(bool(r.get("correct")) for r in rows)
+    return all(bool(r.get("correct")) and not r.get("flags") for r in rows)
 
 
 DECIDE_TRIES = 3

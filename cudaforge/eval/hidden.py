@@ -140,8 +140,9 @@ PRECISION_SAMPLE = 1 << 20
 
 
 def relative_error(value: Any, wide_out: Any) -> float | None:
-    """The median absolute error of ``value`` against the fp64 output ``wide_out``, over the finite elements of its
-    floating tensors, divided by the fp64 output's RMS (the worst output's); None when there is nothing to measure.
+    """The median absolute error of ``value`` against the fp64 output ``wide_out``, over the finite nonzero elements
+    of its floating tensors, divided by the fp64 output's RMS (the worst output's); None when there is nothing to
+    measure.
     Outputs larger than ``PRECISION_SAMPLE`` elements are sampled with a fixed stride."""
     worst: float | None = None
     for x, y in zip(flatten_outputs(value), flatten_outputs(wide_out)):
@@ -154,7 +155,7 @@ def relative_error(value: Any, wide_out: Any) -> float | None:
             step = a.numel() // PRECISION_SAMPLE + 1
             a, e = a[::step], e[::step]
         a, e = a.double(), e.to(device=a.device, dtype=torch.float64)
-        keep = torch.isfinite(a) & torch.isfinite(e)
+        keep = torch.isfinite(a) & torch.isfinite(e) & (e != 0)  # exact zeros (a ReLU's half) say nothing of precision
         if int(keep.sum()) < 16:
             continue
         a, e = a[keep], e[keep]

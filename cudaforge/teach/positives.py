@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from cudaforge.eval.guards.policy import GUARDS, REJECT
+from cudaforge.eval.held_out import shapes_pass
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.types import CHECK_FLAGS, EvalResult, TaskResult
 
@@ -94,11 +95,11 @@ def held_out_passed(task_result: TaskResult | None, candidate_hash: str | None) 
     record = task_result.held_out or {}
     if not record:
         return False  # never checked (the setting off, or a run made before it existed)
-    rows = [r for r in record.get("shapes", []) if r.get("status") != "skipped"]
-    if not rows:  # no shape derived from the task's sizes: nothing to fail (a check that failed is not that)
+    passed = shapes_pass(record)
+    if passed is None:  # no shape derived from the task's sizes: nothing to fail (a check that failed is not that)
         note = str(record.get("note") or "")
         return bool(note) and not note.startswith("the held-out check failed")
-    return all(bool(r.get("correct")) for r in rows)
+    return passed
 
 
 def not_positive(
