@@ -3,8 +3,8 @@
 The shapes come from ``cudaforge/tasks/held_out.py``: the task's own file with its top-level sizes changed (a
 non-power-of-two ``odd`` shape, a ``large`` one with the batch doubled), each checked first on torch's ``meta`` device
 so that only shapes the reference accepts are kept. Each is then an ordinary evaluation by the trusted evaluator, of
-a task whose source is the changed file and that declares no input variants: the same sandbox, guards, correctness
-trials and (on a GPU) timing as every round. The Coder and the Judge never see these shapes or their verdicts; the
+a task whose source is the changed file and that declares no input variants: the same sandbox, guards and (on a GPU)
+timing as every round, with two correctness trials and no hidden input distribution (``SHAPE_CHANGES``). The Coder and the Judge never see these shapes or their verdicts; the
 run directory keeps them in ``TaskResult.held_out`` and ``cudaforge report`` tables them beside the main figures.
 """
 
@@ -24,9 +24,10 @@ CHECK_TIMEOUT_S = 180.0
 SCORED = "scored"
 PRECISION_FLAGS = ("precision", "precision_fp64")
 """Findings that fail a held-out shape as a wrong output does (``shapes_pass``)."""
-SHAPE_CHANGES = {"hidden_inputs": []}
-"""A held-out shape is evaluated as every round is, but without the hidden input distributions: it asks whether the
-kernel holds at another shape, which the distributions of the scored shape have asked already."""
+SHAPE_CHANGES: dict[str, Any] = {"hidden_inputs": [], "correctness_trials": 2}
+"""A held-out shape is evaluated as every round is, but without the hidden input distributions and with two plain
+trials: it asks whether the kernel holds at another shape; the distributions and the repeated trials of the scored
+shape have asked the rest."""
 
 
 def held_out_shapes(task: Task) -> tuple[list[HeldOutShape], str]:
