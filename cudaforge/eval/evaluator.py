@@ -344,7 +344,7 @@ class Evaluator:
         return Path(self.interrupted_dir) / f"{name}.json"
 
     def _evaluate(
-        self, task: Task, source: str, gpu: str | None, started: float, changes: dict[str, Any]
+        self, task: Task, source: str, gpu: str | None, started: float, changes: dict[str, Any] | None = None
     ) -> EvalResult:
         # The static checks and guards run here too (in a child with a deadline), so a rejected source never costs
         # a worker.
@@ -378,7 +378,7 @@ class Evaluator:
         payload = {
             "task": task.to_dict(),
             "candidate": source,
-            "eval": self.cfg.replace(**changes).to_dict() if changes else self.cfg.to_dict(),
+            "eval": self.cfg.replace(**(changes or {})).to_dict(),
             "build": self.build_settings().to_dict(),
             "device": device,
         }
