@@ -200,9 +200,11 @@ class Wide:
                 self.model = fp64_model(self.ref_model)
             with grad_mode(True):
                 return self.model(*widened(clone_inputs(inputs)))
-        except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64 (a half-only op, ...)
+        except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64 (a half-only op, no memory)
             self.error = f"the reference does not run in fp64: {type(exc).__name__}: {str(exc)[:200]}"
             self.model = None
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.empty_cache()  # what an out-of-memory fp64 copy left cached goes back before the trials
             return None
 
     def record(self) -> dict[str, Any]:
@@ -336,8 +338,9 @@ class Correctness:
         clock = cand._add("draw_inputs", clock)
         first = variant == trials.base and trials.default_trials == 0
         try:
+            cloned = clone_inputs(inputs)  # before the reference's memory is measured: inputs are not counted
             with grad_mode(self.cfg.no_grad):
-                call = lambda: call_reference(self.ref_model, clone_inputs(inputs))  # noqa: E731
+                call = lambda: call_reference(self.ref_model, cloned)  # noqa: E731
                 ref_out = self.memory.around_reference(call) if variant == trials.base else call()
         except Failure as failure:
             if not hidden:
