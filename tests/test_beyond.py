@@ -362,3 +362,12 @@ def test_the_precision_statistic_leaves_out_exact_zeros_and_a_held_out_precision
     assert shapes_pass({"shapes": [row]}) is True
     assert shapes_pass({"shapes": [{**row, "flags": ["precision_fp64"]}]}) is False
     assert shapes_pass({"shapes": [{**row, "status": "skipped"}]}) is None
+
+
+def test_an_fp64_reference_too_large_for_its_budget_is_not_made_and_the_verdict_stands(evaluator):
+    small = Evaluator({**evaluator.cfg.to_dict(), "fp64_max_gb": 1e-6})  # about 1 KB: the 16 x 256 inputs need more
+    result = small.evaluate(task(GELU_LOOSE), HALF_KERNEL)
+    assert result.status is EvalStatus.CORRECT, result.report()
+    assert result.checks["fp64"]["available"] is False and "eval.fp64_max_gb" in result.checks["fp64"]["note"]
+    assert not any(f["guard"] == "precision_fp64" for f in result.guard_findings)
+    assert len(result.checks["hidden"]["kept"]) == 5  # judged by finiteness alone

@@ -76,6 +76,12 @@ def widened(value: Any, dtype: torch.dtype = torch.float64) -> Any:
     return value
 
 
+def fp64_bytes(inputs: list[Any], output: Any) -> int:
+    """What an fp64 evaluation needs beside the fp32 one: the floating inputs and outputs at twice their size."""
+    tensors = [t for t in flatten_outputs(list(inputs)) + flatten_outputs(output) if isinstance(t, torch.Tensor)]
+    return sum(2 * t.numel() * t.element_size() for t in tensors if t.is_floating_point())
+
+
 def fp64_model(model: Any) -> Any:
     """A copy of the reference's model with its floating parameters and buffers in float64 (a model that is not a
     ``torch.nn.Module`` as it is)."""
@@ -127,12 +133,22 @@ def disagreement(ref_out: Any, wide_out: Any, *, atol: float, rtol: float) -> st
             continue
         if x.shape != y.shape:
             return f"shapes {list(x.shape)} and {list(y.shape)}"
-        a, e = x.detach().double(), y.detach().to(device=x.device, dtype=torch.float64)
-        close = torch.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
-        if not bool(close.all()):
-            worst = float((a - e).abs().nan_to_num(nan=float("inf")).max())
-            return f"{int((~close).sum())} elements beyond atol {atol:g}, rtol {rtol:g}; max abs error {worst:.3g}"
+        flat_x, flat_y = x.detach().reshape(-1), y.detach().reshape(-1)
+        bad, worst = 0, 0.0
+        for start in range(0, flat_x.numel(), CHUNK):  # in chunks: an output of gigabytes needs no fp64 copy whole
+            a = flat_x[start : start + CHUNK].double()
+            e = flat_y[start : start + CHUNK].to(device=a.device, dtype=torch.float64)
+            close = torch.isclose(a, e, atol=atol, rtol=rtol, equal_nan=True)
+            if not bool(close.all()):
+                bad += int((~close).sum())
+                worst = max(worst, float((a - e).abs().nan_to_num(nan=float("inf")).max()))
+        if bad:
+            return f"{bad} elements beyond atol {atol:g}, rtol {rtol:g}; max abs error {worst:.3g}"
     return ""
+
+
+CHUNK = 1 << 24
+"""Elements compared at once against the fp64 output (a few hundred MB of temporaries at most)."""
 
 
 PRECISION_SAMPLE = 1 << 20

@@ -232,6 +232,10 @@ class EvalConfig:
     """Evaluate the reference in float64 too: a hidden distribution or varied parameters under which the reference's
     fp32 output disagrees with its fp64 one are dropped, and each output's error against fp64 names a precision drop
     (the ``precision_fp64`` finding)."""
+    fp64_max_gb: float = field(default=8.0, metadata={"min": 0})
+    """The most memory an fp64 evaluation of the reference may take (its inputs and outputs at twice their size),
+    and never more than half the device's free memory: a larger one is not made, and ``checks["fp64"]`` says so (the
+    hidden distributions are then judged by finiteness alone)."""
     precision_fp64_ratio: float = field(default=32.0, metadata={"min": 1})
     """``precision_fp64`` fires when the candidate's median error against the fp64 reference exceeds this multiple
     of the fp32 reference's own (at least a quarter of the output dtype's unit roundoff)."""

@@ -19,6 +19,7 @@ from cudaforge.eval.hidden import (
     degenerate,
     derive,
     disagreement,
+    fp64_bytes,
     fp64_model,
     precision_against_fp64,
     widened,
@@ -184,6 +185,7 @@ class Wide:
     def __init__(self, ref_model: Any, cfg: EvalConfig) -> None:
         self.ref_model = ref_model
         self.enabled = bool(cfg.fp64_reference)
+        self.max_bytes = int(cfg.fp64_max_gb * 2**30)
         self.model: Any = None
         self.error = "" if self.enabled else "eval.fp64_reference=false"
         self.trusted = True
@@ -191,9 +193,24 @@ class Wide:
         distribution: a reference run in TF32, say)."""
         self.base_nonfinite = 0
 
-    def __call__(self, inputs: list[Any]) -> Any | None:
-        """The fp64 reference's output on ``inputs`` (None when there is none)."""
+    def __call__(self, inputs: list[Any], ref_out: Any = None) -> Any | None:
+        """The fp64 reference's output on ``inputs`` (None when there is none: not made, or too large beside
+        ``ref_out``, the fp32 output, for ``eval.fp64_max_gb`` or half the device's free memory)."""
         if self.error:
+            return None
+        need = fp64_bytes(inputs, ref_out)
+        budget = self.max_bytes
+        if (
+            torch.cuda.is_available()
+            and torch.cuda.is_initialized()
+            and any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs)
+        ):
+            budget = min(budget, torch.cuda.mem_get_info()[0] // 2)
+        if need > budget:
+            self.error = (
+                f"an fp64 evaluation of the reference needs {need / 2**30:.1f} GiB, more than the "
+                f"{budget / 2**30:.1f} GiB it may take here (eval.fp64_max_gb, half the free device memory)"
+            )
             return None
         try:
             if self.model is None:
@@ -206,6 +223,16 @@ class Wide:
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.empty_cache()  # what an out-of-memory fp64 copy left cached goes back before the trials
             return None
+
+    def compare(self, how: Callable[..., str], ref_out: Any, wide_out: Any, atol: float, rtol: float) -> str:
+        """``how(ref_out, wide_out, atol=, rtol=)``; "" (and no fp64 reference from then on) when the comparison
+        itself cannot run here (out of device memory): a failure of ours is never the candidate's verdict."""
+        try:
+            return how(ref_out, wide_out, atol=atol, rtol=rtol)
+        except (torch.OutOfMemoryError, RuntimeError) as exc:
+            self.error = f"the comparison with the fp64 reference could not run: {type(exc).__name__}"
+            self.model = None
+            return ""
 
     def record(self) -> dict[str, Any]:
         """What ``result.checks["fp64"]`` says of the fp64 reference itself."""
@@ -351,7 +378,7 @@ class Correctness:
         clock = cand._add("reference", clock)
         wide_out = None
         if first or (hidden and variant[len(HIDDEN_PREFIX) :] not in self.known):
-            wide_out = self.wide(inputs)
+            wide_out = self.wide(inputs, ref_out)
             sync(device)
             clock = cand._add("fp64_reference", clock)
         if not self.judged(variant, first, ref_out, wide_out):
@@ -381,7 +408,7 @@ class Correctness:
             self.result,
         )
         if first:
-            precision_checks(self.cfg, self.guard, self.result, ref_out, cand_out, wide_out)
+            precision_checks(self.cfg, self.guard, self.result, ref_out, cand_out, wide_out, self.wide)
         cand._add("checks", clock)
         trials.record(variant, inputs, ref_out, cand_out)
         self.result.trials_passed += 1
@@ -395,15 +422,16 @@ class Correctness:
         wide = self.wide
         if first:
             wide.base_nonfinite = count_nonfinite(ref_out)
-            wide.trusted = wide_out is not None and not disagreement(ref_out, wide_out, atol=atol, rtol=rtol)
+            wide.trusted = wide_out is not None and not wide.compare(disagreement, ref_out, wide_out, atol, rtol)
             return True
         name = variant[len(HIDDEN_PREFIX) :]
         if name in self.known:  # judged by an earlier evaluation of this task (and kept: a drop never gets here)
             self.hidden["kept"].append(name)
             return True
-        reason = degenerate(
-            ref_out, wide_out, atol=atol, rtol=rtol, base_nonfinite=wide.base_nonfinite, fp64_trusted=wide.trusted
-        )
+        reason = degenerate(ref_out, None, atol=atol, rtol=rtol, base_nonfinite=wide.base_nonfinite)
+        if not reason and wide_out is not None and wide.trusted:
+            gap = wide.compare(disagreement, ref_out, wide_out, atol, rtol)
+            reason = f"the reference disagrees with its own fp64 evaluation ({gap})" if gap else ""
         if reason:
             self.drop(variant, reason)
             return False
@@ -421,7 +449,9 @@ class Correctness:
         self.result.trials_total -= 1
 
 
-def precision_checks(cfg: EvalConfig, guard: Guards, result: EvalResult, ref_out: Any, cand_out: Any, wide_out: Any):
+def precision_checks(
+    cfg: EvalConfig, guard: Guards, result: EvalResult, ref_out: Any, cand_out: Any, wide_out: Any, wide: Wide
+):
     """The first trial's output against the fp32 reference (the ``precision`` guard: errors the size of a lower
     precision's rounding) and against the fp64 reference (``precision_fp64``: many times the fp32 reference's own)."""
     downgrade = guards.precision_downgrade(ref_out, cand_out)
@@ -429,7 +459,16 @@ def precision_checks(cfg: EvalConfig, guard: Guards, result: EvalResult, ref_out
         guard.fire("precision", downgrade)
     if wide_out is None:
         return
-    evidence, figures = precision_against_fp64(cand_out, ref_out, wide_out, cfg.precision_fp64_ratio)
+    measured: list[tuple[str, dict[str, Any]]] = []
+
+    def measure(ref: Any, wide_ref: Any, **_: Any) -> str:
+        measured.append(precision_against_fp64(cand_out, ref, wide_ref, cfg.precision_fp64_ratio))
+        return ""
+
+    wide.compare(measure, ref_out, wide_out, 0.0, 0.0)
+    if not measured:
+        return
+    evidence, figures = measured[0]
     if figures:
         result.checks["fp64"] = {k: float(f"{v:.4g}") for k, v in figures.items()}
     if evidence:

@@ -8,11 +8,12 @@ from typing import Any
 import torch
 
 from cudaforge.eval.bounded import cap_text
-from cudaforge.eval.hidden import degenerate, fp64_model, widened
+from cudaforge.eval.hidden import degenerate, disagreement
 from cudaforge.eval.params import covers, describe_keys, varied_constants
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import Guards, clone_inputs, sync, tolerance
+from cudaforge.eval.verifier.correctness import Wide
 from cudaforge.tasks.runtime import build_model, grad_mode, make_inputs
 from cudaforge.types import EvalResult, Task
 
@@ -72,15 +73,13 @@ def _degenerates(task: Task, ref_module: Any, model: Any, cfg: EvalConfig, devic
     except Exception as exc:  # noqa: BLE001 - the reference's own failure with these values
         return f"the reference raised {type(exc).__name__} with varied parameters: {str(exc)[:200]}"
     atol, rtol = tolerance(task, out, cfg)
-    wide = None
-    if cfg.fp64_reference:
-        try:
-            with grad_mode(True):
-                wide = fp64_model(model)(*widened(clone_inputs(inputs)))
-            sync(device)
-        except Exception:  # noqa: BLE001 - no fp64 evaluation: finiteness alone decides
-            wide = None
-    reason = degenerate(out, wide, atol=atol, rtol=rtol)
+    fp64 = Wide(model, cfg)
+    wide = fp64(inputs, out)  # None: not made (too large, or the reference does not run in fp64)
+    sync(device)
+    reason = degenerate(out, None, atol=atol, rtol=rtol)
+    if not reason and wide is not None:
+        gap = fp64.compare(disagreement, out, wide, atol, rtol)
+        reason = f"the reference disagrees with its own fp64 evaluation ({gap})" if gap else ""
     return f"with varied parameters, {reason}" if reason else ""
 
 
