@@ -51,3 +51,25 @@ def test_multirun_over_two_strategies_then_a_report(tmp_path):
     # anytime figure (Correct % against minutes) has data
     assert "untimed" in text.lower() and [p.name for p in report_dir.glob("plots/*.png")] == ["anytime.png"]
     assert "paper: CudaForge o3/o3" in text and text.count("| cudaforge") + text.count("| self_refine") >= 2
+
+
+def test_hydras_own_launcher_names_are_refused_in_one_line_without_their_plugin(monkeypatch):
+    """Issue 53: ``hydra/launcher=joblib``, Hydra's usual name, gave a raw multi-line Hydra error and exit 1."""
+    import importlib
+
+    from cudaforge.cli.hydra_args import launcher_problem
+
+    real = importlib.import_module
+
+    def without_plugins(name, *args, **kwargs):
+        if name.startswith("hydra_plugins."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", without_plugins)
+    joblib = launcher_problem(["hydra/launcher=joblib"])
+    assert joblib is not None and "hydra_joblib_launcher" in joblib and "cudaforge[sweeps]" in joblib
+    unknown = launcher_problem(["hydra/launcher=nope"])
+    assert unknown is not None and unknown.startswith("hydra/launcher=nope: no such launcher; options: basic")
+    assert "\n" not in joblib + unknown
+    assert launcher_problem(["hydra/launcher=basic", "strategy=one_shot"]) is None

@@ -180,6 +180,14 @@ def expand_home(override: str) -> str:
     return override
 
 
+PLUGIN_LAUNCHERS = {
+    "joblib": "hydra_plugins.hydra_joblib_launcher",
+    "submitit_local": "hydra_plugins.hydra_submitit_launcher",
+    "submitit_slurm": "hydra_plugins.hydra_submitit_launcher",
+}
+"""Launchers Hydra's own plugins register under their names (``hydra/launcher=joblib``), and the plugin's module."""
+
+
 def launcher_problem(overrides: list[str]) -> str | None:
     """``hydra/launcher=X`` whose plugin is not installed: one line (Hydra would end in a traceback)."""
     import importlib
@@ -192,9 +200,17 @@ def launcher_problem(overrides: list[str]) -> str | None:
             continue
         path = CONFIG_DIR / "hydra" / "launcher" / f"{option}.yaml"
         if not path.is_file():
-            continue  # Hydra says an unknown option in one line
-        target = str((yaml.safe_load(path.read_text()) or {}).get("_target_", ""))
-        module = target.rpartition(".")[0]
+            plugin = PLUGIN_LAUNCHERS.get(option)
+            if plugin is None:
+                ours = sorted(p.stem for p in (CONFIG_DIR / "hydra" / "launcher").glob("*.yaml"))
+                return (
+                    f"hydra/launcher={option}: no such launcher; options: basic, {', '.join(ours)}, and with "
+                    f"'cudaforge[sweeps]' installed {', '.join(sorted(PLUGIN_LAUNCHERS))}"
+                )
+            module = plugin
+        else:
+            target = str((yaml.safe_load(path.read_text()) or {}).get("_target_", ""))
+            module = target.rpartition(".")[0]
         try:
             importlib.import_module(module)
         except ImportError:
