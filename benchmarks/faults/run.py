@@ -284,7 +284,8 @@ def main() -> int:
     parser.add_argument(
         "--no-oracle",
         action="store_true",
-        help="with --faults: count every given fault as changing an output, as its author checked (no oracle run)",
+        help="with --faults: no oracle run; an earlier run's faults.json keeps its oracle's verdicts, other faults "
+        "count as changing an output, as their author checked",
     )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -304,6 +305,8 @@ def main() -> int:
     started = time.monotonic()
     if args.faults:
         given = json.loads(args.faults.read_text())
+        if isinstance(given, dict):  # an earlier run's faults.json: its faults, without their verdicts
+            given = [{k: v for k, v in f.items() if k != "protocols"} for f in given["faults"]]
         paths = {f["kernel"]: HERE / "kernels" / args.language / f["kernel"] for f in given}
         honest = [
             {"kernel": name, "task": task_of(path, tasks).id, "source": path.read_text(), "oracle_wrong": ""}
@@ -312,7 +315,8 @@ def main() -> int:
         faults = [{**f, "task": task_of(paths[f["kernel"]], tasks).id} for f in given]
         if args.no_oracle:
             for f in faults:
-                f.update(equivalent=False, compiles=True, witness="as its author checked it (no oracle run)")
+                if "equivalent" not in f:  # a faults.json of an earlier run keeps its oracle's verdicts
+                    f.update(equivalent=False, compiles=True, witness="as its author checked it (no oracle run)")
         else:
             judge_all(faults, tasks, {h["kernel"]: h["source"] for h in honest}, args.jobs)
     else:
