@@ -252,7 +252,7 @@ def test_load_run_label_dedup_and_unfinished(tmp_path):
     assert len(data.results) == 4 and data.results[0].best_speedup == 2.0  # the last row of a task wins
     assert data.unfinished == ["kb__level1__9_Unfinished"]
     assert load_run(write_run(tmp_path / "bare", L1)).label == "bare"
-    with pytest.raises(FileNotFoundError, match="no results.jsonl"):
+    with pytest.raises(FileNotFoundError, match="neither results.jsonl nor tasks/"):
         load_run(tmp_path / "nothing")
 
 
@@ -619,3 +619,16 @@ def test_an_ablation_multirun_compares_every_arm_with_its_baseline_arm(tmp_path)
         build_report(arms, bootstrap=100, paired_with=3)
     cfg = compose_with(["report.paired_with=5", f"report.runs=[{arms[0]},{arms[1]}]"])
     assert check_values(cfg) == ["report.paired_with=5: there are 2 run(s), numbered from 0"]
+
+
+def test_a_run_where_every_task_went_unrun_is_reported_with_its_reasons(tmp_path):
+    """Issue 53: a provider down from the start left no results.jsonl, and the report said the folder was not a run."""
+    from cudaforge.report.tables import markdown
+
+    run = tmp_path / "down"
+    (run / "tasks" / "kb__level1__1_A").mkdir(parents=True)
+    rows = [{"task_id": f"kb/level1/{i}_A", "reason": "llm_unavailable", "message": "provider down"} for i in (1, 2)]
+    (run / "not_run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = markdown(build_report([run], bootstrap=0))
+    assert "| 0 | 2 | 0 | 0/2 (0.0%) |" in text  # tasks, not run, unfinished, correct with not-run as failed
+    assert any("2 task(s) not run" in note for note in build_report([run], bootstrap=0).notes)

@@ -179,8 +179,9 @@ def _spend(
 
 
 def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
-    """Read one run directory (FileNotFoundError when it has no ``results.jsonl``)."""
-    run = RunDir(run_dir).require_results()
+    """Read one run directory (FileNotFoundError when it is none); a run with no finished task has no results and
+    its unrun tasks."""
+    run = RunDir(run_dir).require_run()
     path = run.root
     latest = run.latest_results()
     results = list(latest.values())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 from cudaforge.report.model import Report
 from cudaforge.report.seeds import run_seed
@@ -75,6 +76,14 @@ def format_cell(metric: Metric, est: Estimate | None, ci: bool = True) -> str:
     return text
 
 
+def with_not_run(run: Any) -> str:
+    """A run's correct tasks over its finished and not-run tasks together (``n/m (pct%)``): the Correct % a reader
+    gets when the tasks the infrastructure stopped count as failed."""
+    total = len(run.results) + len(run.not_run)
+    correct = sum(1 for r in run.results if r.correct)
+    return f"{correct}/{total} ({100 * correct / total:.1f}%)" if total else "–"
+
+
 def markdown(report: Report) -> str:
     """The whole report as Markdown: the runs, a table per group, the notes."""
     seeds = any(arm.pooled for arm in report.arms)  # a seed column when some row pools seeds
@@ -83,8 +92,8 @@ def markdown(report: Report) -> str:
         "",
         "| run | directory | "
         + ("seed | " if seeds else "")
-        + "tasks | not run | unfinished | precision | probe reproduces |",
-        "| --- | --- | " + ("---: | " if seeds else "") + "---: | ---: | ---: | --- | ---: |",
+        + "tasks | not run | unfinished | correct, not run as failed | precision | probe reproduces |",
+        "| --- | --- | " + ("---: | " if seeds else "") + "---: | ---: | ---: | ---: | --- | ---: |",
     ]
     for run in report.runs:
         measured = measurement_summary(run.results)
@@ -98,7 +107,7 @@ def markdown(report: Report) -> str:
         seed = f"{run_seed(run)} | " if seeds else ""
         out.append(
             f"| {run.label} | `{run.path}` | {seed}{len(run.results)} | {len(run.not_run)} | "
-            f"{len(run.unfinished)} | {precision} | {len(measured['probe_reproduced'])} |"
+            f"{len(run.unfinished)} | {with_not_run(run)} | {precision} | {len(measured['probe_reproduced'])} |"
         )
     sets = report.problem_sets  # one line as it is, several as a list
     out += [""] + (sets if len(sets) == 1 else [f"- {line}" for line in sets]) if sets else []

@@ -463,6 +463,16 @@ class RunDir:
         self.schema()
         return self
 
+    def require_run(self) -> RunDir:
+        """This, when it is a run directory even with no finished task (``tasks/``, or tasks that went unrun: a
+        provider down from the start), else FileNotFoundError saying so."""
+        if not (self.is_run() or (self.root / NOT_RUN_FILE).is_file()):
+            raise FileNotFoundError(
+                f"{self.root}: neither {RESULTS_FILE} nor {TASKS_DIR}/ here (is it a `cudaforge run` directory?)"
+            )
+        self.schema()
+        return self
+
     def schema(self) -> int:
         """The layout's schema version (0: made before ``run.json``); RunDirTooNew when newer than this cudaforge's."""
         data = _json_or_none(self.root / RUN_FILE)
