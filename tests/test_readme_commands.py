@@ -45,6 +45,8 @@ def quickstart_run(tmp_path_factory):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     runs = sorted((home / "outputs" / "runs").iterdir())
     assert len(runs) == 1
+    log = (runs[0] / "run.log").read_text()  # issue 53: run.log was empty in every run directory
+    assert "run directory:" in log and "results:" in log and out.stdout.strip().splitlines()[-1] in log
     return runs[0], env
 
 

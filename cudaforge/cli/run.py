@@ -49,9 +49,40 @@ def _save_plan(config: Any, n_tasks: int, run_dir: Path) -> None:
         print(f"NOTE: no {planning.PLAN_FILE} written ({exc})", flush=True)
 
 
+class _Tee:
+    """A text stream that writes to the terminal's stream and to the run's log, both as they come."""
+
+    def __init__(self, stream: Any, log: Any) -> None:
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno ... of the terminal's stream
+        return getattr(self.stream, name)
+
+
 def _run(cfg: DictConfig) -> int:
+    """``cudaforge run``, with every line it prints (standard output and errors) also in the run's ``run.log``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    path = Path(HydraConfig.get().runtime.output_dir) / "run.log"
+    with path.open("a", encoding="utf-8", errors="replace") as log:
+        out, err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Tee(out, log), _Tee(err, log)
+        try:
+            return _run_body(cfg)
+        finally:
+            sys.stdout, sys.stderr = out, err
+
+
+def _run_body(cfg: DictConfig) -> int:
     import time
-    from pathlib import Path
 
     from hydra.core.hydra_config import HydraConfig
 
