@@ -1001,12 +1001,12 @@ def test_the_paper_judge_accepts_the_papers_keys_and_fills_our_feedback(paper):
     assert Judge(FakeLLM(underscored), paper).optimization(TASK, KERNEL, CORRECT).feedback == PAPER_OPTIMIZATION
     reply = f"The candidate never writes its tail.\n```json\n{GOOD_JSON}\n```"
     assert Judge(FakeLLM(reply), paper).correction(TASK, KERNEL, INCORRECT).feedback == CORRECTION_FEEDBACK
-    # the default set still wants its fourth key
-    assert (
-        not Judge(FakeLLM(PAPER_OPTIMIZATION_REPLY, PAPER_OPTIMIZATION_REPLY), PromptLibrary())
-        .optimization(TASK, KERNEL, CORRECT)
-        .ok
+    # the default set still asks for its fourth key, and passes on what it has when the follow-up lacks it too
+    partial = Judge(FakeLLM(PAPER_OPTIMIZATION_REPLY, PAPER_OPTIMIZATION_REPLY), PromptLibrary()).optimization(
+        TASK, KERNEL, CORRECT
     )
+    assert partial.ok and partial.missing == ["expected_effect"] and partial.feedback.fields["expected_effect"] == ""
+    assert "expected_effect" in partial.failure and len(partial.conversation.parse_errors) == 2
 
 
 def test_malformed_paper_judge_replies_fail_as_before(paper):
@@ -1018,8 +1018,9 @@ def test_malformed_paper_judge_replies_fail_as_before(paper):
     follow_up = llm.calls[1][0][-1]["content"]
     assert '"bottleneck", "optimisation method", "modification plan"' in follow_up
     llm = FakeLLM("{'critical_issue': 'a'", '{"critical_issue": "a", "why_it_matters": ""}')
-    result = Judge(llm, paper).correction(TASK, KERNEL, COMPILE_ERROR)
-    assert not result.ok and "why_it_matters, minimal_fix_hint" in result.failure
+    result = Judge(llm, paper).correction(TASK, KERNEL, COMPILE_ERROR)  # the last reply's advice, passed on in part
+    assert result.ok and result.missing == ["why_it_matters", "minimal_fix_hint"] and "why_it_matters" in result.failure
+    assert result.feedback.fields == {"critical_issue": "a", "why_it_matters": "", "minimal_fix_hint": ""}
     assert '"critical_issue", "why_it_matters", "minimal_fix_hint"' in llm.calls[1][0][-1]["content"]
 
 

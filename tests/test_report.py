@@ -632,3 +632,35 @@ def test_a_run_where_every_task_went_unrun_is_reported_with_its_reasons(tmp_path
     text = markdown(build_report([run], bootstrap=0))
     assert "| 0 | 2 | 0 | 0/2 (0.0%) |" in text  # tasks, not run, unfinished, correct with not-run as failed
     assert any("2 task(s) not run" in note for note in build_report([run], bootstrap=0).notes)
+
+
+def test_agent_replies_that_could_not_be_used_are_counted_on_the_terminal_and_in_the_report(tmp_path, capsys):
+    """Issue 53: a Judge reply lacking a key was dropped silently (terminal, report and exit status said nothing)."""
+    from cudaforge.run.progress import RunProgress
+
+    progress = RunProgress(1, lambda: "", live=False)
+    progress.on_event({"event": "dropped", "task_id": "kb/level1/1_A", "round": 2, "role": "judge", "why": "no JSON"})
+    progress.on_event(
+        {
+            "event": "dropped",
+            "task_id": "kb/level1/1_A",
+            "round": 3,
+            "role": "judge",
+            "why": "lacked x",
+            "partial": True,
+        }
+    )
+    progress.on_event({"event": "dropped", "task_id": "kb/level1/1_A", "round": 4, "role": "coder", "why": "no code"})
+    out = capsys.readouterr().out
+    assert "round 2: the Judge's reply could not be used: no JSON" in out
+    assert "round 3: the Judge's reply passed on in part: lacked x" in out
+    assert progress.dropped_line() == "1 coder: no code, 1 judge: dropped, 1 judge: partial"
+
+    history = [
+        RoundRecord(1, "first_attempt", status="no_code", message="the reply holds no code block"),
+        RoundRecord(2, "repair", status="incorrect", judge_mode="correction", feedback={"failure": "no JSON object"}),
+    ]
+    run = write_run(tmp_path / "r", [TaskResult("kb/level1/1_A", False, rounds=2, history=history)])
+    notes = build_report([run], bootstrap=0).notes
+    assert any("1 Coder replies held no code (1x the reply holds no code block)" in n for n in notes)
+    assert any("1 Judge replies could not be used (1x no JSON object)" in n for n in notes)

@@ -120,9 +120,13 @@ class Judge:
         keys = self.required_keys(mode)
         messages = chat(self.prompts, "judge", mode.value, {"mode": mode.value, **context})
 
+        partial: list[dict[str, Any]] = []  # the last reply's object when it lacked some required keys
+
         def parse(text: str) -> tuple[Feedback | None, str]:
             found = extract_json(text, keys)
             if not found.ok or found.data is None:
+                has = {k: found.data.get(k) for k in keys} if found.data else {}
+                partial[:] = [has] if any(v not in (None, "", [], {}) for v in has.values()) else []
                 return None, found.reason
             fields = {k: found.data[k] for k in keys} if keys else dict(found.data)
             return Feedback(mode=mode, fields=fields), ""
@@ -140,6 +144,15 @@ class Judge:
             meta={"mode": mode.value, **meta},
         )
         failure = "" if feedback is not None else conversation.parse_errors[-1]
+        missing: list[str] = []
+        if feedback is None and partial:  # what the prompt allows: the advice it has, the rest left empty
+            missing = [k for k, v in partial[0].items() if v in (None, "", [], {})]
+            feedback = Feedback(mode=mode, fields={k: "" if v is None else v for k, v in partial[0].items()})
         return JudgeResult(
-            mode=mode, ok=feedback is not None, feedback=feedback, failure=failure, conversation=conversation
+            mode=mode,
+            ok=feedback is not None,
+            feedback=feedback,
+            failure=failure,
+            conversation=conversation,
+            missing=missing,
         )

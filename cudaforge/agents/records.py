@@ -115,6 +115,9 @@ class JudgeResult(Record):
     """Why there is no feedback (the last reply's parse failure); empty when ``ok``."""
     conversation: Conversation = field(default_factory=Conversation)
     """The messages sent and the replies received."""
+    missing: list[str] = field(default_factory=list)
+    """Required keys the feedback lacks: a reply that still lacked some after the follow-ups is passed on with what
+    it has (the missing ones empty), and these name what it left out. Empty for complete feedback."""
 
     @property
     def messages(self) -> list[dict[str, str]]:

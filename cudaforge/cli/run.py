@@ -210,9 +210,10 @@ def _drive(
         print(f"{r.task_id}\tcorrect={r.correct}\tbest={best}\trounds={r.rounds}\t{r.minutes:.2f} min")
     correct = sum(r.correct for r in results)
     unfinished = f" | {len(failures)} not finished" if failures else ""
+    dropped = f" | replies not used: {progress.dropped_line()}" if progress.dropped else ""
     print(
-        f"{correct}/{len(results)} correct{unfinished} | LLM: {spent()} | wall time {time.monotonic() - started:.1f} s"
-        f"\nresults: {path}"
+        f"{correct}/{len(results)} correct{unfinished}{dropped} | LLM: {spent()} | wall time "
+        f"{time.monotonic() - started:.1f} s\nresults: {path}"
     )
     return 0 if correct == len(results) and not failures else 1
 

@@ -274,6 +274,10 @@ class _Nodes:
                 record.candidate_hash, update["pending"] = digest, digest
             else:
                 record.status, record.message = "no_code", cap_text(result.failure, STATE_TEXT_LIMIT)
+        if record.status == "no_code":  # said as it happens, and counted by the run's summary and the report
+            s.on_event(
+                {"event": "dropped", "task_id": s.task.id, "round": number, "role": "coder", "why": record.message}
+            )
         elapsed = time.monotonic() - started
         update.update(
             history=[*state["history"], record.to_dict()],
@@ -421,6 +425,10 @@ class _Nodes:
             )
             feedback = cap_strings(verdict.feedback.to_dict(), STATE_TEXT_LIMIT) if verdict.ok else None
             failure = cap_text(verdict.failure, STATE_TEXT_LIMIT)
+        if verdict is None or not verdict.ok or verdict.missing:
+            why = f"lacked {', '.join(verdict.missing)}: passed on without" if verdict and verdict.ok else failure
+            event = {"event": "dropped", "task_id": s.task.id, "round": state["round"], "role": "judge", "why": why}
+            s.on_event({**event, "partial": bool(verdict and verdict.ok)})
         elapsed = time.monotonic() - started
         return {
             "feedback": feedback,

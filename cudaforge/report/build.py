@@ -98,7 +98,12 @@ def _notes(report: Report, bootstrap: int, confidence: float, seed: int) -> list
                 f"(not in the tables): {', '.join(run.unfinished[:5])}{more}"
             )
         notes += (
-            _time_notes(run) + _measurement_notes(run) + _prompt_notes(run) + _held_out_notes(run) + _compile_notes(run)
+            _time_notes(run)
+            + _measurement_notes(run)
+            + _prompt_notes(run)
+            + _held_out_notes(run)
+            + _compile_notes(run)
+            + _dropped_notes(run)
         )
         notes.append(
             f"{run.label}: per-round dollars from {run.spend_source['dollars']}; "
@@ -139,6 +144,29 @@ def _graph_note(pairs: list[dict]) -> str:
     )
 
 
+def _dropped_notes(run: RunData) -> list[str]:
+    """The agent replies of a run that could not be used (issue 53): Coder replies with no code and Judge replies
+    with no usable advice, counted with their commonest reasons."""
+    coder: dict[str, int] = {}
+    judge: dict[str, int] = {}
+    for r in run.results:
+        for h in r.history:
+            if h.status == "no_code":
+                why = (h.message or "no reason recorded").split("\n")[0][:80]
+                coder[why] = coder.get(why, 0) + 1
+            failure = (h.feedback or {}).get("failure") if h.judge_mode else None
+            if failure:
+                why = str(failure).split("\n")[0][:80]
+                judge[why] = judge.get(why, 0) + 1
+    notes = []
+    for role, counts in (("Coder replies held no code", coder), ("Judge replies could not be used", judge)):
+        if counts:
+            top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+            reasons = "; ".join(f"{n}x {why}" for why, n in top)
+            notes.append(f"{run.label}: {sum(counts.values())} {role} ({reasons}).")
+    return notes
+
+
 def _held_out_notes(run: RunData) -> list[str]:
     """Which of a run's kernels failed a held-out shape, and why the tasks without one have none."""
     checked = [r for r in run.results if r.correct and r.held_out]
@@ -149,8 +177,9 @@ def _held_out_notes(run: RunData) -> list[str]:
         if held_out_summary(r)["correct"] is False:
             bad = [
                 f"{row['shape']} ({', '.join(f'{k}={v}' for k, v in row['sizes'].items())}): {row['status']}"
+                + (f", {', '.join(row['flags'])}" if row.get("flags") else "")
                 for row in r.held_out["shapes"]
-                if row.get("status") != "skipped" and not row.get("correct")
+                if row.get("status") != "skipped" and (not row.get("correct") or row.get("flags"))
             ]
             failed.append(f"{r.task_id} [{'; '.join(bad)}]")
         elif not held_out_summary(r)["checked"]:

@@ -21,6 +21,9 @@ class RunProgress:
         """``spent()`` gives the ledger's dollar line; ``live`` None: a live panel only on a terminal."""
         self.total, self.spent = total, spent
         self.done = self.failed = self.not_run = 0
+        self.dropped: dict[str, int] = {}
+        """Agent replies that could not be used as they came, by kind (``coder: no code``, ``judge: dropped``,
+        ``judge: partial``): said on a line of their own and in the run's summary."""
         self.running: dict[str, str] = {}
         self.best: float | None = None
         self.lock = threading.Lock()
@@ -42,6 +45,8 @@ class RunProgress:
         )
         table.add_row("best speedup", "-" if self.best is None else f"{self.best:.3f}x")
         table.add_row("LLM", self.spent())
+        if self.dropped:
+            table.add_row("replies not used", self.dropped_line())
         for task_id, state in sorted(self.running.items())[:8]:
             table.add_row(task_id, state)
         return table
@@ -61,6 +66,12 @@ class RunProgress:
                 self.running.pop(task, None)
                 self.not_run += 1
                 line = f"not run {task} ({event['reason']}: the same command runs it again): {event['message'][:200]}"
+            elif kind == "dropped":
+                role, partial = event.get("role", "agent"), event.get("partial")
+                label = f"{role}: {'partial' if partial else 'no code' if role == 'coder' else 'dropped'}"
+                self.dropped[label] = self.dropped.get(label, 0) + 1
+                what = "passed on in part" if partial else "could not be used"
+                line = f"  {task} round {event['round']}: the {role.capitalize()}'s reply {what}: {str(event.get('why'))[:200]}"
             elif kind == "evaluated":
                 speed = f" speedup {event['speedup']:.3f}x" if event.get("speedup") else ""
                 line = f"  {task} round {event['round']}: {event['status']}{speed}"
@@ -70,6 +81,10 @@ class RunProgress:
             else:
                 self.running[task] = f"round {event['round']}: {kind}"
             self._refresh(line)
+
+    def dropped_line(self) -> str:
+        """The agent replies that could not be used as they came, counted by kind ("" when none)."""
+        return ", ".join(f"{n} {label}" for label, n in sorted(self.dropped.items()))
 
     def on_result(self, result: TaskResult) -> None:
         """A task finished."""
