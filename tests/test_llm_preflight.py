@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -257,3 +258,45 @@ def test_a_recording_whose_prompts_never_name_the_task_is_covered_through_its_le
     models = [{"role": "coder", "model": "scripted/x"}]
     [problem] = check_models(models, tiny, cache_mode="replay_only", cache_path=path)
     assert problem.tasks == tuple(tiny[1:])
+
+
+@pytest.mark.slow
+def test_a_python_that_cannot_import_torch_in_the_sandbox_is_refused_before_anything_is_spent(tmp_path, monkeypatch):
+    """Issue 53: torch reached where the sandbox's root does not bind it: the run called the models and recorded every
+    task as failed (``unsupported``). The probe starts the sandbox as evaluations do, with an ``import torch``."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from cudaforge.eval.settings import EvalConfig
+    from cudaforge.run.preflight import check_sandbox
+
+    assert check_sandbox(EvalConfig()) == []
+    bare = Path(tempfile.mkdtemp()) / "bare"  # where the sandbox's uid may read it (pytest's tmp_path is 0700)
+    bare.parent.chmod(0o755)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    monkeypatch.setattr(sys, "executable", str(bare / "bin" / "python"))
+    (problem,) = check_sandbox(EvalConfig())  # its interpreter is the sandbox uid's to run, or has no torch: refused
+    assert problem.check == "sandbox" and "sandbox" in problem.message and problem.fix
+    monkeypatch.undo()
+    (missing,) = check_sandbox(EvalConfig(), probe="cudaforge_no_such_package")
+    assert "cannot import cudaforge_no_such_package inside the sandbox (ModuleNotFoundError" in missing.line()
+    assert check_sandbox(EvalConfig(sandbox="off")) == []
+
+
+def test_run_and_doctor_refuse_on_one_verdict_of_the_sandbox(tmp_path, monkeypatch, capsys):
+    from cudaforge import doctor
+    from cudaforge.cli import main
+    from cudaforge.run import preflight
+
+    broken = preflight.Problem(
+        "sandbox", "evaluator", "-", "the sandbox cannot be built here (no namespaces)", "fix it"
+    )
+    monkeypatch.setattr(preflight, "check_sandbox", lambda eval_cfg: [broken])
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", f"hydra.run.dir={tmp_path / 'run'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"cudaforge run: error: {broken.line()}"
+    assert not (tmp_path / "run" / "ledger.jsonl").exists()  # no model was called
+    check = doctor._sandbox(type("C", (), {"eval": object()})())
+    assert check.blocking and not check.ok and check.line == broken.line()

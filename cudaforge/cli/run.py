@@ -86,7 +86,7 @@ def _run_body(cfg: DictConfig) -> int:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from cudaforge.run.preflight import check_config, estimate_cost
+    from cudaforge.run.preflight import check_config, check_sandbox, estimate_cost
     from cudaforge.run.runner import authors_refusal, problem_set_refusal
     from cudaforge.tasks import load_suite
 
@@ -100,6 +100,8 @@ def _run_body(cfg: DictConfig) -> int:
         Exit.refused = True
         return 2
     problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)  # before any paid or long work
+    if config.campaign.engine.value == "local":  # on Ray the workers evaluate, on their own machines
+        problems += check_sandbox(config.eval)  # cudaforge doctor's verdict too: nothing spent where it fails
     if problems:
         for problem in problems:
             print(f"cudaforge run: error: {problem.line()}", file=sys.stderr)

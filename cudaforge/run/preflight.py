@@ -131,6 +131,67 @@ def check_config(config: Any, task_ids: Sequence[str], *, run_dir: str | Path | 
     return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path)
 
 
+SANDBOX_PROBE_TIMEOUT_S = 90.0
+"""How long the probe of the sandbox may take (its start and an ``import torch`` inside it)."""
+
+
+def check_sandbox(eval_cfg: Any, probe: str = "torch") -> list[Problem]:
+    """Whether the evaluator's sandbox can be built here, for this interpreter and its packages, as the run's
+    evaluations will ask for it (``eval.sandbox``, ``eval.allow_weak_sandbox``, ``eval.sandbox_namespaces``): a
+    sandbox started with an ``import <probe>`` inside (torch: what every worker imports first). [] when it can (or ``eval.sandbox=off``); else one problem
+    that says what is missing and what to change. ``cudaforge run`` refuses on it before any model call, and
+    ``cudaforge doctor`` prints the same line."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from cudaforge.proc.sandbox import Sandbox, SandboxMode
+
+    mode = SandboxMode(getattr(eval_cfg.sandbox, "value", eval_cfg.sandbox))
+    if mode is SandboxMode.off:
+        return []
+    allow_weak = bool(eval_cfg.allow_weak_sandbox) and mode is SandboxMode.auto
+    scratch = tempfile.mkdtemp(prefix="cudaforge-preflight-")
+    fix = "fix what it names, or set eval.allow_weak_sandbox=true to evaluate with a weaker wall (docs/evaluation.md)"
+    try:
+        sandbox = Sandbox(
+            mode=mode, scratch=scratch, namespaces=bool(eval_cfg.sandbox_namespaces), allow_weak=allow_weak
+        )
+        proc = sandbox.start([sys.executable, "-c", f"import {probe}"], env=dict(os.environ), stderr=subprocess.PIPE)
+        status = proc.status(timeout_s=SANDBOX_PROBE_TIMEOUT_S)
+        if not status.get("ok"):
+            proc.kill()
+            missing = "; ".join(dict.fromkeys(str(m) for m in status.get("missing") or ["it did not start"]))
+            return [Problem("sandbox", "evaluator", "-", f"the sandbox cannot be built here ({missing})", fix)]
+        try:
+            code = proc.proc.wait(timeout=SANDBOX_PROBE_TIMEOUT_S)
+            err = (proc.proc.stderr.read() if proc.proc.stderr else b"").decode(errors="replace").strip()
+        except subprocess.TimeoutExpired:
+            code, err = None, f"no answer within {SANDBOX_PROBE_TIMEOUT_S:.0f} s"
+        finally:
+            proc.kill()
+            proc.cleanup()
+    except Exception as exc:  # noqa: BLE001 - the probe itself could not run: the run could not either
+        return [Problem("sandbox", "evaluator", "-", f"the sandbox could not start: {type(exc).__name__}: {exc}", fix)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if code != 0:
+        last = (err.splitlines() or ["no output"])[-1][:200]
+        where = ", which the sandbox does not bind" if os.environ.get("PYTHONPATH") else ""
+        return [
+            Problem(
+                "sandbox",
+                "evaluator",
+                "-",
+                f"this Python cannot import {probe} inside the sandbox ({last})",
+                f"install {probe} into this interpreter's own environment (a venv) rather than through PYTHONPATH{where}",
+            )
+        ]
+    return []
+
+
 def _demo_model() -> str:
     from cudaforge.run.demo import DEMO_MODEL
 
