@@ -494,8 +494,8 @@ def _checked(name: str, kind: Any, limits: Mapping[str, Any], value: Any) -> Any
     if typing.get_origin(kind) is list:  # a ListConfig from Hydra, a tuple: a plain list
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
             raise ValueError(f"eval.{name}={value!r}: expected a list")
-        choices = limits.get("choices")
-        unknown = [v for v in value if choices is not None and v not in choices]
+        choices: tuple[str, ...] = tuple(limits.get("choices") or ())
+        unknown = [v for v in value if choices and v not in choices]
         if unknown:
             raise ValueError(f"eval.{name}: unknown {', '.join(map(repr, unknown))} (known: {', '.join(choices)})")
         return list(value)
