@@ -664,3 +664,23 @@ def test_agent_replies_that_could_not_be_used_are_counted_on_the_terminal_and_in
     notes = build_report([run], bootstrap=0).notes
     assert any("1 Coder replies held no code (1x the reply holds no code block)" in n for n in notes)
     assert any("1 Judge replies could not be used (1x no JSON object)" in n for n in notes)
+
+
+def test_labels_resolve_placeholders_and_name_the_keys_that_tell_runs_apart(tmp_path):
+    """Issue 53: own-model runs were labelled ``my-model/${coder.model}``; ablations differing by one key got one
+    label."""
+    from cudaforge.report.load import load_runs
+
+    base = "strategy: {name: cudaforge, max_rounds: 3}\ncoder: {model: hosted_vllm/my-model}\njudge: {model: '${coder.model}'}\n"
+    on = write_run(tmp_path / "on", [result("kb/level1/1_A", 2.0)], base + "profile: {enabled: true}\n")
+    off = write_run(tmp_path / "off", [result("kb/level1/1_A", 1.5)], base + "profile: {enabled: false}\n")
+    labels = [run.label for run in load_runs([on, off])]
+    assert labels == [
+        "cudaforge my-model/my-model 3 rounds (profile.enabled=True)",
+        "cudaforge my-model/my-model 3 rounds (profile.enabled=False)",
+    ]
+    same = write_run(tmp_path / "same", [result("kb/level1/1_A", 1.5)], base + "profile: {enabled: true}\n")
+    assert [run.label for run in load_runs([on, same])] == [
+        labels[0].replace("(profile.enabled=True)", "(on)"),
+        labels[0].replace("(profile.enabled=True)", "(same)"),
+    ]

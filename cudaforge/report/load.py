@@ -221,10 +221,48 @@ def load_runs(run_dirs: list[str | Path], labels: list[str] | None = None) -> li
     if labels and len(labels) != len(run_dirs):
         raise ValueError(f"{len(labels)} labels for {len(run_dirs)} run directories: give one label per run or none")
     runs = [load_run(d, labels[i] if labels else None) for i, d in enumerate(run_dirs)]
-    seen: dict[str, int] = {}
+    groups: dict[str, list[RunData]] = {}
     for run in runs:
-        seen[run.label] = seen.get(run.label, 0) + 1
-    for run in runs:
-        if seen[run.label] > 1:
-            run.label = f"{run.label} ({run.path.name})"
+        groups.setdefault(run.label, []).append(run)
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        keys = differing_keys([run.config for run in same])
+        for run in same:
+            flat = flatten(run.config)
+            shown = ", ".join(f"{k}={flat.get(k, '-')}" for k in keys)
+            run.label = f"{run.label} ({shown})" if keys else f"{run.label} ({run.path.name})"
+        if len({run.label for run in same}) < len(same):  # the keys shown do not tell them apart: the folders do
+            for run in same:
+                run.label = f"{run.label} ({run.path.name})"
     return runs
+
+
+LABEL_KEYS_SHOWN = 3
+"""The most config keys a label adds to tell runs of the same label apart."""
+_NOT_A_CHOICE = ("dir", "path", "root", "seed", "out", "name", "hydra", "cache", "address")
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A config as ``{"profile.enabled": False, ...}``."""
+    flat: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def differing_keys(configs: list[dict[str, Any]]) -> list[str]:
+    """The config keys (at most ``LABEL_KEYS_SHOWN``) whose values differ among ``configs``, leaving out where a run
+    wrote or what it named itself (folders, paths, seeds, names)."""
+    flats = [flatten(c) for c in configs]
+    keys = sorted({k for f in flats for k in f})
+    differ = [
+        k
+        for k in keys
+        if len({repr(f.get(k)) for f in flats}) > 1 and not any(part in k.lower() for part in _NOT_A_CHOICE)
+    ]
+    return differ[:LABEL_KEYS_SHOWN]

@@ -367,6 +367,33 @@ def json_lines(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def resolved(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its OmegaConf interpolations (``${coder.model}``) resolved; each value that cannot be resolved
+    (a resolver this process lacks) stays as written."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if "${" not in str(data):
+        return data
+    try:
+        return dict(OmegaConf.to_container(OmegaConf.create(data), resolve=True))  # type: ignore[arg-type]
+    except (OmegaConfBaseException, ValueError, TypeError):
+        pass
+    node = OmegaConf.create(data)
+
+    def walk(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, str) and "${" in value:
+            try:
+                return OmegaConf.select(node, path)
+            except (OmegaConfBaseException, ValueError, TypeError):
+                return value
+        return value
+
+    return walk(data, "")
+
+
 def _yaml_mapping(path: Path) -> dict[str, Any]:
     import yaml
 
@@ -486,8 +513,9 @@ class RunDir:
         return version
 
     def config(self) -> dict[str, Any]:
-        """``.hydra/config.yaml`` as plain data (empty when absent or unreadable)."""
-        return _yaml_mapping(self.root / CONFIG_FILE)
+        """``.hydra/config.yaml`` as plain data (empty when absent or unreadable), its interpolations resolved where
+        they can be (a judge's ``${coder.model}`` becomes the coder's model; one that cannot stays as written)."""
+        return resolved(_yaml_mapping(self.root / CONFIG_FILE))
 
     @property
     def config_path(self) -> Path:
