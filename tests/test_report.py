@@ -347,8 +347,8 @@ def test_markdown_latex_csv(two_runs):
     assert "1 correct task(s) untimed" in md and "2 LLM call(s) of unpriced models" in md
     assert "failed_as=zero" in md
     tex = latex(report)
-    # Levels 1, 2, 1 & 2 (cudaforge_table1's published level1_2 row) and overall:
-    assert tex.count(r"\begin{tabular}") == 4 and r"Correct \%" in tex and r"fast\_1 \%" in tex
+    # Levels 1, 2, 1 & 2 (cudaforge_table1's published level1_2 row) and overall, then the two runs' paired test:
+    assert tex.count(r"\begin{tabular}") == 5 and r"Correct \%" in tex and r"fast\_1 \%" in tex
     assert r"paper: CudaForge o3/o3 & 250 & 97.6 & 1.107 & 1.592 & 1.677 & -- & 97.6 & 70.8" in tex
     assert r"{\scriptsize[" in tex
     rows = list(csv.DictReader(io.StringIO(csv_text(report))))
@@ -587,8 +587,13 @@ def test_two_runs_are_compared_task_by_task_with_an_interval_a_sign_test_and_a_v
     assert dollars.diff == pytest.approx(0.1) and dollars.wins == 0 and dollars.losses == 12  # lower is better
     a = write_run(tmp_path / "a", better, "strategy:\n  name: cudaforge\n")
     b = write_run(tmp_path / "b", worse, "strategy:\n  name: one_shot\n")
-    md = markdown(build_report([a, b], bootstrap=500))
+    both = build_report([a, b], bootstrap=500)
+    md = markdown(both)
     assert "## Paired comparison:" in md and "beats" in md.split("## Paired comparison:")[1].splitlines()[2]
+    tex, table = latex(both), csv_text(both)  # issue 53: the paired test was in report.md only
+    assert "Paired comparison over shared tasks" in tex and r"sign test $p$" in tex
+    perf_row = next(r for r in both.paired_rows if r["metric"] == "Perf")
+    assert f",Perf sign test p,{perf_row['p_value']!r}," in table and f",Perf,{perf_row['diff']!r}," in table
     assert "(1 only in A" not in md and "0 only in A, 1 only in B" in md
     same = markdown(
         build_report([a, write_run(tmp_path / "c", better, "strategy:\n  name: self_refine\n")], bootstrap=200)

@@ -407,6 +407,7 @@ def build_report(
         seed=seed,
         against=paired_with,
         arms=report.arms,
+        rows=report.paired_rows,
     )
     return report
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from cudaforge.report.load import RunData
 from cudaforge.report.published import PublishedTable
@@ -40,6 +41,9 @@ class Report:
     """Markdown: each rescored run beside its source under both protocols, and the verdicts that changed."""
     paired: list[str] = field(default_factory=list)
     """Markdown: with exactly two runs, the paired comparison over their shared tasks (``paired.py``)."""
+    paired_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The same comparisons as data, for the LaTeX and CSV outputs: one row per pair and metric (``a``, ``b``,
+    ``metric``, ``tasks``, ``diff``, ``low``, ``high``, ``wins``, ``losses``, ``p_value``, ``ratio``)."""
     integrations: list[str] = field(default_factory=list)
     """Markdown: each ``cudaforge integrate`` result in the runs' ``integrate/`` folders (``run/integrate.py``)."""
     caption: str = ""

@@ -148,24 +148,28 @@ def paired_lines(
     seed: int = 0,
     against: int | None = None,
     arms: list[Arm] | None = None,
+    rows: list[dict] | None = None,
 ) -> list[str]:
     """Markdown of the paired comparisons: every other arm against the arm of ``runs[against]``
     (``report.paired_with``), or, with ``against`` None, the two arms of a report that has exactly two; nothing
-    otherwise. ``arms``: the runs grouped by seed (default: each run its own arm)."""
+    otherwise. ``arms``: the runs grouped by seed (default: each run its own arm); ``rows``: a list that gets the
+    comparisons as data (``Report.paired_rows``)."""
     arms = arms if arms is not None else as_arms(runs, pool=False)
     if against is not None and not 0 <= against < len(runs):
         raise ValueError(f"report.paired_with={against}: the report has {len(runs)} run(s), numbered from 0")
     if against is None:
-        return _pair(arms[0], arms[1], failed_as, bootstrap, confidence, seed) if len(arms) == 2 else []
+        return _pair(arms[0], arms[1], failed_as, bootstrap, confidence, seed, rows) if len(arms) == 2 else []
     base = next(arm for arm in arms if any(run.path == runs[against].path for run in arm.runs))
     lines = []
     for arm in arms:
         if arm is not base:
-            lines += _pair(arm, base, failed_as, bootstrap, confidence, seed)
+            lines += _pair(arm, base, failed_as, bootstrap, confidence, seed, rows)
     return lines
 
 
-def _pair(a: Arm, b: Arm, failed_as: FailedAs, bootstrap: int, confidence: float, seed: int) -> list[str]:
+def _pair(
+    a: Arm, b: Arm, failed_as: FailedAs, bootstrap: int, confidence: float, seed: int, rows: list[dict] | None = None
+) -> list[str]:
     shared, paired = compare_seeds(
         [r.results for r in a.runs],
         [r.results for r in b.runs],
@@ -185,6 +189,11 @@ def _pair(a: Arm, b: Arm, failed_as: FailedAs, bootstrap: int, confidence: float
     ]
     digits = {header: d for _, header, _, d, _ in PAIRED_METRICS}
     for p in paired:
+        if rows is not None:
+            rows.append(
+                {"a": a.label, "b": b.label, "metric": p.header, "tasks": p.n, "diff": p.diff, "low": p.low}
+                | {"high": p.high, "wins": p.wins, "losses": p.losses, "p_value": p.p_value, "ratio": p.ratio}
+            )
         k = digits[p.header]
         fmt = (lambda x: f"{x:.{k}f}x") if p.ratio else (lambda x: f"{x:+.{k}f}")  # noqa: B023
         lines.append(

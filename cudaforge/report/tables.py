@@ -182,7 +182,35 @@ def latex(report: Report) -> str:
             cells = [latex_escape(row.label)] + [_latex_cell(m, row.values.get(m.key)) for m in report.metrics]
             out.append(" & ".join(cells) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}"]
+    out += latex_paired(report)
     return "\n".join(out) + "\n"
+
+
+def latex_paired(report: Report) -> list[str]:
+    """One booktabs table per paired comparison (A against B): each metric's difference with its interval, the
+    tasks A does better and worse on, and the sign test's p-value."""
+    out: list[str] = []
+    pairs = dict.fromkeys((row["a"], row["b"]) for row in report.paired_rows)
+    for a, b in pairs:
+        out += [
+            "",
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\caption{{Paired comparison over shared tasks: {latex_escape(a)} (A) against {latex_escape(b)} (B)}}",
+            r"\begin{tabular}{lrrrr}",
+            r"\toprule",
+            r"metric & tasks & A $-$ B & A better / worse & sign test $p$ \\",
+            r"\midrule",
+        ]
+        for row in (r for r in report.paired_rows if (r["a"], r["b"]) == (a, b)):
+            value = f"{row['diff']:.3g}" + ("x" if row["ratio"] else "")
+            interval = rf" {{\scriptsize[{row['low']:.3g}, {row['high']:.3g}]}}"
+            out.append(
+                f"{latex_escape(row['metric'])} & {row['tasks']} & {value}{interval} & "
+                f"{row['wins']} / {row['losses']} & {row['p_value']:.3g} \\\\"
+            )
+        out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return out
 
 
 def csv_text(report: Report) -> str:
@@ -199,4 +227,8 @@ def csv_text(report: Report) -> str:
                 value = int(est.value) if m.key == "tasks" else est.value
                 low, high = ("" if x is None else repr(x) for x in (est.low, est.high))
                 writer.writerow([group, row.label, row.source, m.key, repr(value), low, high])
+    for p in report.paired_rows:  # the paired comparisons: the difference with its interval, then the sign test
+        label = f"{p['a']} vs {p['b']}"
+        writer.writerow(["paired", label, "paired", p["metric"], repr(p["diff"]), repr(p["low"]), repr(p["high"])])
+        writer.writerow(["paired", label, "paired", f"{p['metric']} sign test p", repr(p["p_value"]), "", ""])
     return buf.getvalue()
