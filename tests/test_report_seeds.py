@@ -324,3 +324,16 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
     assert {r["arm"] for r in minutes} == {a.label for a in report.arms} and all(r["seeds"] == "3" for r in minutes)
     assert float(minutes[-1]["value"]) in (100.0, pytest.approx(200 / 3))
     assert tmp_path / "report" / "anytime.csv" in written
+
+
+def test_a_cpu_run_has_no_fast_p_or_speedup_curve_to_draw(tmp_path):
+    """Issue 53: on a CPU the anytime plot drew a flat 0% fast_1 line (failed tasks' zeros) instead of "no data"."""
+    from cudaforge.report.anytime import drawable
+
+    run = write_run(
+        tmp_path / "cpu",
+        [_history("kb/level1/1_A", 2, correct_after=1, speedups={}), _history("kb/level1/2_B", 2, correct_after=None)],
+    )
+    curves = arm_curves(arms(load_runs([run]))[0], "minutes", bootstrap=0)
+    assert [c.metric for c in drawable(curves, "minutes", "correct_pct")] == ["correct_pct"]
+    assert drawable(curves, "minutes", "fast_1_pct") == [] and drawable(curves, "minutes", "geomean") == []

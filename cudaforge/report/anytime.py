@@ -60,6 +60,9 @@ class AnytimeCurve:
     value: list[float | None]
     low: list[float | None]
     high: list[float | None]
+    timed: bool = True
+    """Some task of the group had a correct timed kernel (a CPU run has none: its fast_p and speedup curves hold
+    only failed tasks' zeros, and are not drawn)."""
 
 
 def curve_metrics(fast_p: list[float]) -> list[Metric]:
@@ -117,6 +120,7 @@ def arm_curves(
         best = np.stack([b for b, _ in at])  # (seeds, tasks, budgets)
         correct = np.stack([c for _, c in at])
         vectors = speedup_vectors(correct, best, failed_as, fast_p)
+        timed = bool(np.any(correct.astype(bool) & ~np.isnan(best)))
         draws = None
         n_draws = min(bootstrap, MAX_RESAMPLES)
         if n_draws > 0:
@@ -139,7 +143,16 @@ def arm_curves(
                 high.append(hi)
             out.append(
                 AnytimeCurve(
-                    arm.label, group, axis, metric.key, len(arm.runs), [float(b) for b in budgets], point, low, high
+                    arm.label,
+                    group,
+                    axis,
+                    metric.key,
+                    len(arm.runs),
+                    [float(b) for b in budgets],
+                    point,
+                    low,
+                    high,
+                    timed=timed or metric.key == "correct_pct",
                 )
             )
     return out
@@ -172,11 +185,16 @@ def write_csv(curves: list[AnytimeCurve], path: Path) -> Path:
 
 
 def drawable(curves: list[AnytimeCurve], axis: str, metric: str) -> list[AnytimeCurve]:
-    """The overall curves of one panel that have a value somewhere (dollars: only when something was priced)."""
+    """The overall curves of one panel that have a value somewhere, from timed kernels where the statistic needs
+    them (dollars: only when something was priced)."""
     chosen = [
         c
         for c in curves
-        if c.group == "overall" and c.axis == axis and c.metric == metric and any(v is not None for v in c.value)
+        if c.group == "overall"
+        and c.axis == axis
+        and c.metric == metric
+        and c.timed
+        and any(v is not None for v in c.value)
     ]
     if axis == "dollars":
         chosen = [c for c in chosen if c.budgets and c.budgets[-1] > 0]

@@ -181,7 +181,10 @@ def anytime(report: Report, curves: list[AnytimeCurve], path: Path) -> Path | No
             ax.set_ylabel(_METRIC_LABELS.get(metric, metric.replace("_pct", " %")))
             if chosen and (i, j) == (0, 0):
                 ax.legend(fontsize=7)
-    fig.suptitle("Overall, against what was spent (bands: bootstrap over seeds and tasks)", fontsize=9)
+    title = "Overall, against what was spent (bands: bootstrap over seeds and tasks)"
+    if len(columns) == 1:  # one panel wide: on two lines, or the figure's edges cut it (its first letter went)
+        title = title.replace(" (", "\n(")
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
