@@ -84,9 +84,9 @@ def scripts(coder, judge=()):
     return install_script("t_coder", list(coder)), install_script("t_judge", list(judge))
 
 
-def run(tmp_path, task, cfg, profiler=None, run_dir="run"):
+def run(tmp_path, task, cfg, profiler=None, run_dir="run", on_event=None):
     ctx = make_context(cfg, tmp_path / run_dir, profiler=profiler)
-    return ctx, run_one(ctx, task)
+    return ctx, run_one(ctx, task, on_event=on_event)
 
 
 def coder_prompt(ctx, task, round_):
@@ -169,8 +169,14 @@ def test_strategies_route_as_documented(tmp_path, relu, strategy, judge_calls, p
 @pytest.mark.slow
 def test_unparseable_replies_fail_the_round_not_the_run(tmp_path, relu):
     scripts(["I would write a kernel here.", "Still no code, sorry.", GOOD], [OPTIMIZATION])
-    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=2))
+    events: list[dict] = []
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=2), on_event=events.append)
     first, second = result.history
+    dropped = [e for e in events if e["event"] == "dropped"]  # issue 53: said, not dropped silently
+    assert [(e["role"], e["round"]) for e in dropped] == [("coder", 1)] and "ModelNew" in dropped[0]["why"]
+    done = [e for e in events if e["event"] == "round_done"]  # each round as it ends, for W&B
+    assert [(e["round"], e["status"]) for e in done] == [(1, "no_code"), (2, "correct")]
+    assert done[1]["judge"] in ("advice", None) and done[1]["tokens_in"] >= done[0]["tokens_in"] > 0
     assert first.status == "no_code" and "ModelNew" in first.message and first.candidate_hash is None
     assert second.status == "correct" and second.coder_mode == "first_attempt"
     assert json.loads(Path(ctx.store.task(relu.id).root / "round_01" / "coder.json").read_text())["conversation"][

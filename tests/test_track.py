@@ -307,3 +307,34 @@ def test_hydra_choices_of_a_malformed_hydra_yaml_are_none_not_a_crash(tmp_path):
     ]:
         (hydra / "hydra.yaml").write_text(text)
         assert RunDir(tmp_path).hydra_choices() == expected
+
+
+def test_each_round_reaches_wandb_as_it_ends_with_its_own_dollars_tokens_and_the_judges_outcome(tmp_path, monkeypatch):
+    """Issue 53: W&B got per-round metrics only when a task finished, with no per-round dollars, tokens or Judge
+    outcome."""
+    import sys
+
+    from cudaforge.track.wandb_sink import WandbTracker
+
+    logged: list[dict] = []
+    run = SimpleNamespace(summary={}, dir=str(tmp_path / "files"), log=logged.append, finish=lambda: None)
+    monkeypatch.setitem(sys.modules, "wandb", SimpleNamespace(init=lambda **kw: run))
+    tracker = WandbTracker(
+        mode="offline", project="p", entity=None, tags=[], run_dir=tmp_path, config={}, name="j", group=None
+    )
+    first = {"event": "round_done", "task_id": "t/level1/1_A", "round": 1, "status": "incorrect", "judge": "dropped"}
+    tracker.log_round({**first, "cost_usd": 0.02, "tokens_in": 100, "tokens_out": 20})
+    tracker.log_round(
+        {**first, "round": 2, "status": "correct", "speedup": 1.4, "judge": "advice"}
+        | {"cost_usd": 0.05, "tokens_in": 260, "tokens_out": 50}
+    )
+    assert [row["round/cost_usd"] for row in logged] == pytest.approx([0.02, 0.03])
+    assert [(row["round/tokens_in"], row["round/tokens_out"]) for row in logged] == [(100, 20), (160, 30)]
+    assert [row["round/judge"] for row in logged] == ["dropped", "advice"] and logged[1]["round/speedup"] == 1.4
+    history = [
+        RoundRecord(1, "first_attempt", status="incorrect"),
+        RoundRecord(2, "repair", status="correct"),
+        RoundRecord(3, "optimize", status="correct"),
+    ]
+    tracker.log_task(TaskResult("t/level1/1_A", True, rounds=3, history=history), None)
+    assert [row["round"] for row in logged] == [1, 2, 3]  # only the round not logged as it ended

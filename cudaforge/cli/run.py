@@ -67,6 +67,13 @@ class _Tee:
         return getattr(self.stream, name)
 
 
+def on_event(event: dict[str, Any], progress: Any, tracker: Any) -> None:
+    """A step of the loop: to the terminal, and a round that ended to the tracker as well (W&B logs it then)."""
+    progress.on_event(event)
+    if event.get("event") == "round_done":
+        tracker.log_round(event)
+
+
 def _run(cfg: DictConfig) -> int:
     """``cudaforge run``, with every line it prints (standard output and errors) also in the run's ``run.log``."""
     from hydra.core.hydra_config import HydraConfig
@@ -164,7 +171,7 @@ def _run_body(cfg: DictConfig) -> int:
         tracker.log_task(result, source)
 
     def work() -> tuple[list, list[str]]:
-        results = run_suite(ctx, tasks, on_event=progress.on_event, on_result=on_result)
+        results = run_suite(ctx, tasks, on_event=lambda e: on_event(e, progress, tracker), on_result=on_result)
         return results, not_run_lines(ctx.store, tasks)
 
     return _drive(work, progress, tracker, lambda: ctx.ledger.totals().summary(), started, ctx.store.results_path)

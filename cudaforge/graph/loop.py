@@ -231,6 +231,8 @@ class _Nodes:
         # ``sample``: a round's request gets its own cache key, so a prompt repeated in a later
         # round asks the model again instead of replaying the earlier reply (resume still hits).
         meta = {"task_id": s.task.id, "round": number, "sample": number}
+        if state["history"]:  # the round before this one is over: its record is whole
+            round_done(s, state["history"][-1])
         s.on_event({"event": "coder", "task_id": s.task.id, "round": number, "mode": mode})
         kernel = s.store.candidate(state["kernel"]) if state.get("kernel") else None
         feedback = Feedback.from_dict(state["feedback"]) if state.get("feedback") else None
@@ -501,6 +503,27 @@ def build_graph(services: LoopServices, checkpointer: Any = None):
     return graph.compile(checkpointer=checkpointer)
 
 
+def round_done(s: LoopServices, record: dict[str, Any]) -> None:
+    """Say a round is over (``round_done``: its verdict, speedup and the Judge's outcome, with the task's dollars and
+    tokens so far), for trackers that log each round as it ends."""
+    feedback = record.get("feedback") or {}
+    judge = None if not record.get("judge_mode") else ("dropped" if "failure" in feedback else "advice")
+    totals = s.ledger.task_totals(s.task.id)
+    s.on_event(
+        {
+            "event": "round_done",
+            "task_id": s.task.id,
+            "round": record.get("round"),
+            "status": record.get("status"),
+            "speedup": record.get("speedup"),
+            "judge": judge,
+            "cost_usd": totals.get("cost_usd"),
+            "tokens_in": totals.get("tokens_in"),
+            "tokens_out": totals.get("tokens_out"),
+        }
+    )
+
+
 def recursion_limit(budgets: Budgets) -> int:
     """An explicit recursion limit: four steps a round, plus slack for follow-ups."""
     return 4 * budgets.max_rounds + 10
@@ -524,6 +547,8 @@ def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | 
             earlier_s = float(snapshot.values.get("active_s") or 0.0)
     started = time.monotonic()
     final = graph.invoke(start, config)
+    if final.get("history"):
+        round_done(services, final["history"][-1])
     return task_result(services, final, wall_s=earlier_s + time.monotonic() - started)
 
 

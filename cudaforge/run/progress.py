@@ -72,6 +72,8 @@ class RunProgress:
                 self.dropped[label] = self.dropped.get(label, 0) + 1
                 what = "passed on in part" if partial else "could not be used"
                 line = f"  {task} round {event['round']}: the {role.capitalize()}'s reply {what}: {str(event.get('why'))[:200]}"
+            elif kind == "round_done":
+                return  # for the trackers: the round's lines were said as its steps ended
             elif kind == "evaluated":
                 speed = f" speedup {event['speedup']:.3f}x" if event.get("speedup") else ""
                 line = f"  {task} round {event['round']}: {event['status']}{speed}"

@@ -1,7 +1,8 @@
 """Weights & Biases as a sink for a run's results (never needed for a run to succeed).
 
 One W&B run per Hydra job (safe under multirun: each job process starts its own), grouped
-by the sweep's directory, holding the resolved config, per-round metrics, a per-task summary
+by the sweep's directory, holding the resolved config, each round's metrics as it ends (verdict, speedup, the
+Judge's outcome, its dollars and tokens), a per-task summary
 table (``cost_usd`` null for a task whose calls were all unpriced, never 0) and the best kernels
 as an artifact. Offline mode is the default: runs sync later
 with ``wandb sync <run dir>/wandb``. Every W&B failure is reported once and then ignored:
@@ -31,6 +32,9 @@ def run_cost(results: list[TaskResult]) -> tuple[float | None, int]:
 
 class NullTracker:
     """Tracks nothing (``tracker=disabled``, or W&B failed to start)."""
+
+    def log_round(self, event: dict[str, Any]) -> None:
+        """Nothing."""
 
     def log_task(self, result: TaskResult, best_source: str | None) -> None:
         """Nothing."""
@@ -71,19 +75,51 @@ class WandbTracker:
             reinit="finish_previous",
         )
         self.best_kernels: dict[str, str] = {}
+        self.spent: dict[str, tuple[float, int, int]] = {}
+        """Each task's dollars and tokens at its last logged round, so each round logs its own."""
+        self.logged: set[tuple[str, Any]] = set()
+        """(task, round) already logged as it ended."""
+
+    def log_round(self, event: dict[str, Any]) -> None:
+        """One round as it ends (the loop's ``round_done`` event): its verdict and speedup, the Judge's outcome, and
+        its own dollars and tokens (the task's totals less those at its previous round)."""
+        task = str(event["task_id"])
+        totals = (
+            float(event.get("cost_usd") or 0.0),
+            int(event.get("tokens_in") or 0),
+            int(event.get("tokens_out") or 0),
+        )
+        before = self.spent.get(task, (0.0, 0, 0))
+        self.spent[task] = totals
+        self.logged.add((task, event["round"]))
+        self.run.log(
+            {
+                "task": task,
+                "round": event["round"],
+                "round/status": event.get("status"),
+                "round/correct": event.get("status") == "correct",
+                "round/speedup": event.get("speedup"),
+                "round/judge": event.get("judge"),
+                "round/cost_usd": totals[0] - before[0],
+                "round/tokens_in": totals[1] - before[1],
+                "round/tokens_out": totals[2] - before[2],
+            }
+        )
 
     def log_task(self, result: TaskResult, best_source: str | None) -> None:
-        """Per-round metrics of one finished task, and its best kernel for the artifact."""
+        """A finished task's best kernel, for the artifact, and those of its rounds not logged as they ended (a Ray
+        campaign's: its workers' events stay on their nodes)."""
         for record in result.history:
-            self.run.log(
-                {
-                    "task": result.task_id,
-                    "round": record.round,
-                    "round/status": record.status,
-                    "round/correct": record.status == "correct",
-                    "round/speedup": record.speedup,
-                }
-            )
+            if (result.task_id, record.round) not in self.logged:
+                self.run.log(
+                    {
+                        "task": result.task_id,
+                        "round": record.round,
+                        "round/status": record.status,
+                        "round/correct": record.status == "correct",
+                        "round/speedup": record.speedup,
+                    }
+                )
         if best_source:
             self.best_kernels[result.task_id] = best_source
 
@@ -139,6 +175,10 @@ class SafeTracker:
                 flush=True,
             )
             self.inner = NullTracker()
+
+    def log_round(self, event: dict[str, Any]) -> None:
+        """Forward to the tracker."""
+        self._call("log_round", event)
 
     def log_task(self, result: TaskResult, best_source: str | None) -> None:
         """Forward to the tracker."""
