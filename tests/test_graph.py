@@ -441,3 +441,24 @@ def test_the_judge_reads_the_latest_kernels_metrics_or_the_best_ones(tmp_path, r
     ctx, _ = run(tmp_path, relu, cfg, Recording())
     assert sources[:2] == expected  # best: round 2 reads round 1's stored profile, the best kernel's, again
     assert bool(ctx.store.task(relu.id).read_json(2, "profile.json").get("cached")) is (profiled == "best")
+
+
+@pytest.mark.slow
+def test_a_padded_kernel_is_cut_in_the_next_prompt_and_an_outage_on_it_fails_the_task(tmp_path, relu):
+    """Issue 53: a Coder padded a wrong kernel to about 900 KB; the provider timed out on the next prompt, which held
+    all of it, and the task left every statistic as not run."""
+    padding = "\n".join(f"# {'pad ' * 30}{i}" for i in range(1000))  # about 125 KB of comments
+    padded = BAD.replace("class ModelNew", padding + "\nclass ModelNew")
+    seen: list[str] = []
+
+    def judge(messages):
+        seen.append(messages[-1]["content"])
+        return TIMEOUT  # every attempt: the provider's outage, as the client sees it
+
+    install_script("t_coder", [padded])
+    install_script("t_judge", judge)
+    ctx, result = run(tmp_path, relu, config(tmp_path, rounds=3))
+    assert seen and "characters cut]" in seen[0] and len(seen[0]) < 120_000  # the prompt carried a cut kernel
+    assert not result.correct and result.stop_reason.startswith("llm_error: the model call failed")
+    assert "a failure of the task, not an outage" in result.stop_reason
+    assert not (tmp_path / "run" / "not_run.jsonl").exists()  # in the denominator: a failed task

@@ -306,6 +306,17 @@ def format_value(value: Any) -> str:
     return str(value).strip()
 
 
+MAX_PROMPT_KERNEL_CHARS = 100_000
+"""The most of a candidate's source a prompt carries (about 25,000 tokens): a longer one is cut in the middle with a
+note, so a Coder cannot push the next prompt past the model's window (or a provider's patience) with a padded
+kernel. KernelBench kernels, CUDA inlined, are well under it."""
+
+
+def prompt_kernel(kernel: str) -> str:
+    """A candidate's source as a prompt shows it: stripped, and cut to ``MAX_PROMPT_KERNEL_CHARS`` with a note."""
+    return clip(kernel.strip(), MAX_PROMPT_KERNEL_CHARS)
+
+
 def clip(text: str, max_chars: int) -> str:
     """The text, or its head and tail around a note of how much was cut."""
     if len(text) <= max_chars:
@@ -578,7 +589,7 @@ def repair_context(
     """The context of ``coder/repair``."""
     return {
         "task": task_context(task),
-        "kernel": kernel.strip(),
+        "kernel": prompt_kernel(kernel),
         "error": error_context(result, max_chars=max_chars),
         "error_log": error_log(result),
         "feedback": feedback_context(feedback),
@@ -599,7 +610,7 @@ def optimize_context(
     """The context of ``coder/optimize`` (``skills``: skill documents' texts)."""
     return {
         "task": task_context(task),
-        "kernel": kernel.strip(),
+        "kernel": prompt_kernel(kernel),
         "suggestion": feedback_context(feedback),
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
@@ -621,7 +632,7 @@ def correction_context(
     return {
         "mode": JudgeMode.correction.value,
         "task": task_context(task),
-        "kernel": kernel.strip(),
+        "kernel": prompt_kernel(kernel),
         "error": error_context(result, max_chars=max_chars),
         "error_log": error_log(result),
         "gpu": gpu_context(gpu),
@@ -645,7 +656,7 @@ def optimization_context(
     return {
         "mode": JudgeMode.optimization.value,
         "task": task_context(task),
-        "kernel": kernel.strip(),
+        "kernel": prompt_kernel(kernel),
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
         "gpu_card": gpu_card_context(gpu),

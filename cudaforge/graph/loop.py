@@ -26,6 +26,7 @@ from langgraph.graph import END, START, StateGraph
 
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
+from cudaforge.agents.prompts import MAX_PROMPT_KERNEL_CHARS
 from cudaforge.eval.bounded import cap_strings, cap_text
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError, LLMUnavailable
@@ -210,6 +211,18 @@ class _Nodes:
         history[-1].update(changes)
         return history
 
+    def _stopped(self, state: LoopState, record: RoundRecord, started: float) -> LoopState:
+        """The task stops on this round's ``llm_error`` (its record the last of its history)."""
+        elapsed = time.monotonic() - started
+        return {
+            "round": record.round,
+            "pending": None,
+            "history": [*state["history"], record.to_dict()],
+            "stop_reason": f"llm_error: {record.message}",
+            "active_s": state["active_s"] + elapsed,
+            "seconds": _add(state["seconds"], llm=elapsed),
+        }
+
     def _agents(self, history: list[dict[str, Any]]) -> tuple[Coder, Judge, str]:
         """The Coder and Judge with the memory policy applied, and the summary they are shown ("" for none)."""
         s = self.s
@@ -252,8 +265,11 @@ class _Nodes:
             result = None
         except LLMAuthError:
             raise  # no usable credentials: every task would fail the same way, so the run stops (runner.py)
-        except LLMUnavailable:
-            raise  # the provider, not the kernel: the task stops unfinished at its last checkpoint (runner.py)
+        except LLMUnavailable as exc:
+            if not oversized(kernel):
+                raise  # the provider, not the kernel: the task stops unfinished at its last checkpoint (runner.py)
+            record.status, record.message = "llm_error", cap_text(oversized_failure(exc), STATE_TEXT_LIMIT)
+            return self._stopped(state, record, started)
         except LLMError as exc:
             record.status, record.message = "llm_error", cap_text(str(exc), STATE_TEXT_LIMIT)
             elapsed = time.monotonic() - started
@@ -411,8 +427,17 @@ class _Nodes:
                 verdict = judge.correction(s.task, kernel, result, gpu=s.gpu_spec, **meta)
         except EmptyReply as exc:
             verdict, failure = None, f"the Judge returned an empty reply ({exc})"
-        except (LLMAuthError, LLMUnavailable):
-            raise  # fatal for the run, or an outage that leaves the task unfinished, as in the Coder's step
+        except LLMUnavailable as exc:
+            if not oversized(kernel):
+                raise  # an outage that leaves the task unfinished, as in the Coder's step
+            elapsed = time.monotonic() - started
+            return {
+                "stop_reason": cap_text(f"llm_error: {oversized_failure(exc)}", STATE_TEXT_LIMIT),
+                "active_s": state["active_s"] + elapsed,
+                "seconds": _add(state["seconds"], llm=elapsed),
+            }
+        except LLMAuthError:
+            raise  # fatal for the run
         except LLMError as exc:
             elapsed = time.monotonic() - started
             return {
@@ -501,6 +526,20 @@ def build_graph(services: LoopServices, checkpointer: Any = None):
     graph.add_conditional_edges("profile", nodes.after_profile, ["judge", "coder"])
     graph.add_conditional_edges("judge", nodes.after_judge, ["coder", END])
     return graph.compile(checkpointer=checkpointer)
+
+
+def oversized(kernel: str | None) -> bool:
+    """Whether the task's own candidate was too long for a prompt (cut to ``MAX_PROMPT_KERNEL_CHARS``)."""
+    return kernel is not None and len(kernel.strip()) > MAX_PROMPT_KERNEL_CHARS
+
+
+def oversized_failure(exc: Exception) -> str:
+    """Why a model call on a prompt built from an oversized candidate fails its task (issue 53): a Coder that pads
+    its kernel must not take its own failure out of the statistics through an outage of its making."""
+    return (
+        f"the model call failed ({exc}) on a prompt built from this task's own candidate of more than "
+        f"{MAX_PROMPT_KERNEL_CHARS:,} characters (cut in the prompt): a failure of the task, not an outage"
+    )
 
 
 def round_done(s: LoopServices, record: dict[str, Any]) -> None:
