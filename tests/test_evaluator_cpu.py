@@ -854,3 +854,18 @@ def test_a_correctness_call_waits_for_the_poison_before_the_candidate_runs():
     reply = worker.op_call({"inputs": [], "poison": [64], "out_offset": 0}, [])
     assert reply["ok"] is True
     assert order[:3] == ["poison [64]", "sync", "forward"], order
+
+
+def test_poison_memory_false_is_honoured_on_the_cpu(evaluator, tiny):
+    """Issue 54: on the CPU glibc poisoned every new allocation even with ``eval.poison_memory=false``."""
+    sees_poison = relu_candidate(
+        "fresh = torch.empty(4096, dtype=torch.uint8)\n"
+        "        if bool((fresh == 0x7F).all()):\n"
+        "            raise RuntimeError('a fresh allocation holds the poison')\n"
+        "        return torch.relu(x)"
+    )
+    poisoned = evaluator.evaluate(tiny["ReLU"], sees_poison)
+    assert poisoned.status is EvalStatus.RUNTIME_ERROR and "holds the poison" in poisoned.message
+    plain = Evaluator({**evaluator.cfg.to_dict(), "poison_memory": False, "hidden_inputs": []})
+    result = plain.evaluate(tiny["ReLU"], sees_poison)
+    assert result.status is EvalStatus.CORRECT, result.report()

@@ -207,6 +207,10 @@ class Worker:
         self.source = str(msg["source"])
         apply_numerics(str(msg.get("tf32", "off")), bool(msg.get("deterministic", False)))  # as the verifier's
         self.no_grad = bool(msg.get("no_grad", True))
+        if msg.get("poison") is False and self.device.type == "cpu":  # eval.poison_memory=false, as on a GPU
+            from cudaforge.eval.guards.runtime import disable_cpu_poison
+
+            disable_cpu_poison()
 
         def remote(inputs: dict[str, Any]) -> dict[str, Any]:
             self.channel.send({"op": "build", "inputs": inputs})

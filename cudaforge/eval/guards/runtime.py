@@ -53,6 +53,14 @@ def enable_cpu_poison() -> bool:
         return False
 
 
+def disable_cpu_poison() -> bool:
+    """Stop glibc filling new allocations (``mallopt(M_PERTURB, 0)``): ``eval.poison_memory=false`` on a CPU."""
+    try:
+        return bool(ctypes.CDLL(None).mallopt(_M_PERTURB, 0))
+    except (OSError, AttributeError):
+        return False
+
+
 def poison_free_memory(sizes: list[int], device: torch.device) -> None:
     """On a GPU, hand the caching allocator back blocks of ``sizes`` bytes, filled with 0xFF.
 

@@ -212,6 +212,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
                     "tf32": cfg.tf32.value,
                     "deterministic": cfg.deterministic,
                     "no_grad": cfg.no_grad,
+                    "poison": bool(cfg.poison_memory),
                 },
                 timeout_s=remaining(),
                 on_build=on_build,
