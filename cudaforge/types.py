@@ -615,6 +615,9 @@ class Feedback(Record):
     """``correction`` (one critical issue) or ``optimization`` (one bottleneck and a plan)."""
     fields: dict[str, Any] = field(default_factory=dict)
     """The Judge's JSON, keyed as the mode's required keys (extra keys kept as sent)."""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The same JSON object as the Judge's reply wrote it, in its own key spellings: what the CudaForge authors'
+    prompt builders read (``agents=cudaforge_authors``); empty for feedback made before it was kept."""
 
     def summary(self) -> str:
         """One ``key: value`` line per field, for logs and prompts."""

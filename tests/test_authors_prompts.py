@@ -79,6 +79,39 @@ def test_every_prompt_is_what_the_authors_builder_returns():
     assert prompts.template_set.name == "cudaforge_authors" and "critical_issue" in prompts.template_set.correction_keys
 
 
+def test_the_judges_json_reaches_the_authors_builders_under_the_keys_it_was_written_with():
+    """Issue 54: cudaforge renamed the Judge's keys to optimisation_method and modification_plan; the authors' builder
+    reads "optimisation method" and "modification plan", so every optimisation prompt lost the Judge's advice."""
+    import json
+
+    from cudaforge.agents.judge import Judge
+    from cudaforge.agents.prompts import optimize_context
+    from cudaforge.agents.records import Backend
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalResult, EvalStatus
+
+    prompts = AuthorsPrompts(STANDIN, GPU)
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    kernel = "class ModelNew: pass  # the candidate"
+    correct = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus.CORRECT)
+    advice = {"bottleneck": "DRAM", "optimisation method": "float4 loads", "modification plan": "vectorise x"}
+
+    class Once:
+        def complete(self, messages, **meta):
+            from types import SimpleNamespace
+
+            return SimpleNamespace(text=json.dumps(advice), error=None)
+
+    verdict = Judge(Once(), prompts).optimization(task, kernel, correct)
+    assert verdict.ok and verdict.feedback.raw == advice  # as the reply wrote it
+    assert verdict.feedback.fields["optimisation_method"] == "float4 loads"  # and ours, for our templates
+    text = prompts.render(
+        "coder/optimize",
+        **optimize_context(task, kernel, result=correct, feedback=verdict.feedback, gpu=None, backend=Backend.cuda),
+    )
+    assert "read=DRAM|float4 loads|vectorise x" in text
+
+
 @pytest.mark.slow
 def test_a_run_with_the_authors_prompts_sends_them_and_records_where_they_came_from(tmp_path):
     from test_graph import BAD, CORRECTION, GOOD, config, relu, scripts  # noqa: F401

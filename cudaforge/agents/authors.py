@@ -142,14 +142,14 @@ class AuthorsPrompts:
             return m["error"].build_error_prompt(
                 old_code=context["kernel"],
                 error_log=context.get("error_log", ""),
-                problem=context.get("feedback"),
+                problem=_as_replied(context, "feedback"),
                 gpu_name=self.gpu_name,
             )
         if name == "coder/optimize":
             return m["optimization"].build_optimization_prompt(
                 arch_path=self._file("kernel.py", context["kernel"]),
                 gpu_name=self.gpu_name,
-                optimization_suggestion=context.get("suggestion"),
+                optimization_suggestion=_as_replied(context, "suggestion"),
             )
         if name in ("judge/system", "judge/correction", "judge/optimization"):
             system, instruction = self._judge(context)
@@ -183,6 +183,13 @@ class AuthorsPrompts:
         if name in ("paper", "modules"):
             raise AttributeError(name)
         return getattr(self.paper, name)
+
+
+def _as_replied(context: Mapping[str, Any], name: str) -> Any:
+    """The Judge's JSON as their ``main.py`` hands it to their builders: the object the reply held, with its own key
+    spellings (``"optimisation method"``, which their optimisation builder reads), else our fields."""
+    raw = context.get(f"{name}_raw")
+    return raw if raw else context.get(name)
 
 
 def _commit(root: Path) -> str | None:

@@ -126,10 +126,10 @@ class Judge:
             found = extract_json(text, keys)
             if not found.ok or found.data is None:
                 has = {k: found.data.get(k) for k in keys} if found.data else {}
-                partial[:] = [has] if any(v not in (None, "", [], {}) for v in has.values()) else []
+                partial[:] = [has, found.raw or {}] if any(v not in (None, "", [], {}) for v in has.values()) else []
                 return None, found.reason
             fields = {k: found.data[k] for k in keys} if keys else dict(found.data)
-            return Feedback(mode=mode, fields=fields), ""
+            return Feedback(mode=mode, fields=fields, raw=found.raw or {}), ""
 
         def follow_up(reason: str) -> str:
             context = judge_follow_up_context(reason, mode=mode, required_keys=keys)
@@ -147,7 +147,8 @@ class Judge:
         missing: list[str] = []
         if feedback is None and partial:  # what the prompt allows: the advice it has, the rest left empty
             missing = [k for k, v in partial[0].items() if v in (None, "", [], {})]
-            feedback = Feedback(mode=mode, fields={k: "" if v is None else v for k, v in partial[0].items()})
+            fields = {k: "" if v is None else v for k, v in partial[0].items()}
+            feedback = Feedback(mode=mode, fields=fields, raw=partial[1])
         return JudgeResult(
             mode=mode,
             ok=feedback is not None,

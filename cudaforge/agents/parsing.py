@@ -78,6 +78,8 @@ class JsonExtraction:
     """The object found (required keys under their canonical names); partial when not ok, None when none."""
     reason: str = ""
     """Why the reply is not usable (empty when ok)."""
+    raw: dict[str, Any] | None = None
+    """The same object as the reply wrote it, its keys in the reply's own spelling (``"optimisation method"``)."""
 
 
 def clean_reply(reply: str) -> str:
@@ -416,12 +418,13 @@ def extract_json(reply: str, required_keys: Sequence[str] = ()) -> JsonExtractio
         if not errors:
             return JsonExtraction(False, reason="the reply holds no JSON object")
         return JsonExtraction(False, reason=f"the reply holds no valid JSON object ({errors[-1]})")
-    scored = [_canonical(obj, required_keys) for obj in objects]
-    complete = [data for data, missing in scored if not missing]
+    scored = [(*_canonical(obj, required_keys), obj) for obj in objects]
+    complete = [(data, obj) for data, missing, obj in scored if not missing]
     if complete:
-        return JsonExtraction(True, complete[-1])
-    data, missing = min(reversed(scored), key=lambda dm: len(dm[1]))
-    return JsonExtraction(False, data, reason=f"the JSON object lacks (or leaves empty) the keys: {', '.join(missing)}")
+        return JsonExtraction(True, complete[-1][0], raw=dict(complete[-1][1]))
+    data, missing, obj = min(reversed(scored), key=lambda dmo: len(dmo[1]))
+    reason = f"the JSON object lacks (or leaves empty) the keys: {', '.join(missing)}"
+    return JsonExtraction(False, data, reason=reason, raw=dict(obj))
 
 
 def _strip_think(text: str) -> str:

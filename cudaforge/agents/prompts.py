@@ -593,6 +593,7 @@ def repair_context(
         "error": error_context(result, max_chars=max_chars),
         "error_log": error_log(result),
         "feedback": feedback_context(feedback),
+        "feedback_raw": dict(feedback.raw) if feedback is not None and feedback.raw else None,
         **backend_context(backend),
     }
 
@@ -612,6 +613,7 @@ def optimize_context(
         "task": task_context(task),
         "kernel": prompt_kernel(kernel),
         "suggestion": feedback_context(feedback),
+        "suggestion_raw": dict(feedback.raw) if feedback is not None and feedback.raw else None,
         "timing": timing_context(result),
         "gpu": gpu_context(gpu),
         "gpu_card": gpu_card_context(gpu),
