@@ -556,3 +556,33 @@ def test_a_reply_with_a_lone_surrogate_is_stored_and_its_json_advice_hashes(scri
     parsed = extract_json(reply.text, ["advice"])
     assert parsed.ok and parsed.data["advice"] == "use \ufffd\ufffd\ufffd tiles"
     request_key({"messages": ask(parsed.data["advice"])})
+
+
+def test_where_the_system_role_is_decided_and_a_model_config_overrides_litellms_map():
+    """Issue 54: litellm's map does not mark o3 as taking system messages, so both messages went out as ``user``
+    while our records said ``system``; the CudaForge authors' client sends ``system``."""
+    import litellm
+
+    from cudaforge.llm.client import system_messages_as_sent
+
+    messages = [{"role": "system", "content": "you write kernels"}, {"role": "user", "content": "relu"}]
+    before = litellm.supports_system_messages("o3", None)
+    try:
+        sent, role = system_messages_as_sent(litellm, "openai/o3", messages, None)
+        assert role == ("system" if before else "user") and sent == messages  # litellm's map decides, said as such
+        sent, role = system_messages_as_sent(litellm, "openai/o3", messages, False)
+        assert role == "user" and [m["role"] for m in sent] == ["user", "user"]
+        sent, role = system_messages_as_sent(litellm, "openai/o3", messages, True)
+        assert role == "system" and sent == messages and litellm.supports_system_messages("o3", None)
+        assert system_messages_as_sent(litellm, "openai/o3", messages[1:], True) == (messages[1:], None)
+    finally:
+        litellm.register_model({"o3": {"supports_system_messages": before}})
+
+
+def test_the_o3_configs_send_the_system_role():
+    import yaml
+
+    from cudaforge.paths import CONFIG_DIR
+
+    for role in ("coder", "judge"):
+        assert yaml.safe_load((CONFIG_DIR / role / "openai_o3.yaml").read_text())["system_messages"] is True

@@ -129,6 +129,42 @@ def _usage_of(response: Any) -> Usage:
     )
 
 
+_SYSTEM_ROLE = "_system_role"
+"""How ``complete`` hands the role its system prompt went out with to the ledger row (never a label of the row)."""
+
+
+def system_messages_as_sent(
+    litellm: Any, model: str, messages: list[dict], setting: bool | None
+) -> tuple[list[dict], str | None]:
+    """The messages a call sends and the role its system prompt goes out with: where the role is decided.
+
+    ``setting`` is ``LLMConfig.system_messages``: True keeps ``system`` and tells litellm's model map that the model
+    takes it (litellm would otherwise turn an o-series model's system message into a user message); False turns
+    system messages into user messages here; None leaves litellm to decide by its map, as it will."""
+    if not any(m.get("role") == "system" for m in messages):
+        return messages, None
+    bare = model.split("/", 1)[1] if model.startswith("openai/") else model
+    if setting is True:
+        try:
+            if not litellm.supports_system_messages(bare, None):
+                litellm.register_model({bare: {"supports_system_messages": True}})
+        except Exception:  # noqa: BLE001 - a model litellm does not know: it sends the role as given
+            pass
+        return messages, "system"
+    if setting is False:
+        return [{**m, "role": "user"} if m.get("role") == "system" else m for m in messages], "user"
+    try:
+        known = litellm.supports_system_messages(bare, None)
+    except Exception:  # noqa: BLE001 - a model litellm does not know: it sends the role as given
+        known = True
+    return messages, "system" if known or not _o_series(bare) else "user"
+
+
+def _o_series(model: str) -> bool:
+    """An OpenAI reasoning model's name (o1, o3, o4-mini ...): the family litellm's transform rewrites."""
+    return len(model) > 1 and model[0] == "o" and model[1].isdigit()
+
+
 class LLMClient:
     """One agent's model: cached, retried, accounted calls.
 
@@ -202,7 +238,7 @@ class LLMClient:
             )
             raise self._fail(err, key, started, attempts=0, meta=meta)
         try:
-            response, attempts = self._call(request)
+            response, attempts, system_role = self._call(request)
         except LLMError as err:
             raise self._fail(err, key, started, attempts=err.attempts, meta=meta) from err.__cause__
         choice = response.choices[0]
@@ -219,7 +255,9 @@ class LLMClient:
         if mode is CacheMode.read_write:
             reply = self.cache.put(key, request, reply)  # the first stored reply wins a race
             reply.usage, reply.cost_usd, reply.priced = usage, cost, priced  # but this call's account
-        return self._finish(key, reply, started, attempts=attempts, cache_hit=False, meta=meta)
+        return self._finish(
+            key, reply, started, attempts=attempts, cache_hit=False, meta={**meta, _SYSTEM_ROLE: system_role}
+        )
 
     def _cost(self, usage: Usage) -> tuple[float | None, bool]:
         c = self.config
@@ -227,8 +265,9 @@ class LLMClient:
             c.model, usage, input_cost_per_token=c.input_cost_per_token, output_cost_per_token=c.output_cost_per_token
         )
 
-    def _call(self, request: dict[str, Any]) -> tuple[Any, int]:
-        """``litellm.completion`` with retries; returns the response and the attempts made."""
+    def _call(self, request: dict[str, Any]) -> tuple[Any, int, str | None]:
+        """``litellm.completion`` with retries; returns the response, the attempts made and the role the system
+        prompt went out with."""
         from cudaforge.llm.provider import litellm_module  # litellm is imported at the first call, not before
 
         litellm = litellm_module()
@@ -243,11 +282,12 @@ class LLMClient:
         for name in ("temperature", "reasoning_effort", "max_tokens", "api_base", "seed"):
             if request.get(name) is not None:
                 kwargs[name] = request[name]
+        kwargs["messages"], role = system_messages_as_sent(litellm, c.model, kwargs["messages"], c.system_messages)
         attempt = 0
         while True:
             attempt += 1
             try:
-                return litellm.completion(**kwargs), attempt
+                return litellm.completion(**kwargs), attempt, role
             except Exception as err:  # noqa: BLE001 - every provider error becomes an LLMError
                 retry = _is_transient(litellm, err) and not is_credentials_error(litellm, err)
                 if retry and attempt <= c.max_retries:
@@ -332,7 +372,8 @@ class LLMClient:
             timestamp=datetime.now(UTC).isoformat(timespec="milliseconds"),
             error=error,
             attempts=attempts,
-            meta=dict(meta),
+            meta={k: v for k, v in meta.items() if k != _SYSTEM_ROLE},
+            system_role=meta.get(_SYSTEM_ROLE),
         )
         self.ledger.record(row)
         return row

@@ -81,6 +81,9 @@ class LedgerRow(Record):
     """Provider calls made (1 + retries); 0 for a cache hit or a replay miss."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Caller's labels for the call (task id, round, ...), JSON values only."""
+    system_role: str | None = None
+    """The role the call's system prompt went out with (``system`` or ``user``: ``LLMConfig.system_messages`` or
+    litellm's model map decided); None without a system prompt, for a cache hit, or in ledgers written before."""
     price_source: str = ""
     """Which table priced the call: ``config``, ``litellm``, ``override`` (the dated override file) or ``none``
     (empty for a cache hit, which carries the recorded call's cost, and in ledgers written before it was kept)."""

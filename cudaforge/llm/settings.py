@@ -41,6 +41,11 @@ class LLMConfig:
     openai_compatible: bool = False
     """``model`` is the name an OpenAI-compatible server at ``api_base`` serves (``coder=openai_compatible``): it is
     spelled ``hosted_vllm/<name>`` for litellm here, so no provider's key is asked for."""
+    system_messages: bool | None = None
+    """Whether a system prompt goes out with role ``system``: null lets litellm's model map decide (it sends the
+    o-series' as ``user`` messages, having no ``supports_system_messages`` for them); true sends ``system`` whatever
+    the map says (OpenAI's API takes it, and the CudaForge authors' client sends it for o3); false sends ``user``.
+    The role a call sent is in its ledger row (``system_role``)."""
     max_input_tokens: int | None = None
     """The model's context window in tokens, for the cost bound of a model litellm does not know (null: litellm's)."""
 
