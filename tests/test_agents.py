@@ -1149,3 +1149,11 @@ def test_any_offers_the_choice_languages_and_the_judge_reads_a_languages_notes(l
     assert "CuTe" not in lib.render(
         "judge/optimization", **P.optimization_context(TASK, KERNEL, CORRECT, gpu=GPU, metrics={})
     )
+
+
+def test_whole_numbers_print_as_integers_in_the_metric_block_as_the_authors_code_prints_them():
+    """Issue 54: integers printed as floats in the metric block (``3449.0`` for ``3449``)."""
+    kernels = [{"name": "k", "own": True, "metrics": {"regs": 32.0, "cycles": 3449.0, "pct": 45.678912, "na": None}}]
+    table = P.kernel_metrics_context(kernels)
+    assert table == {"k": {"regs": 32, "cycles": 3449, "pct": 45.679, "na": None}}
+    assert P.to_json(table, 2).count(".0") == 0 and '"cycles": 3449' in P.to_json(table, 2)

@@ -491,12 +491,24 @@ def select_metrics(metrics: Mapping[str, Any] | None, names: Sequence[str] = ())
     return {key: value for key, value in (metrics or {}).items() if _TABLE_PREFIX.sub("", str(key)) in wanted}
 
 
+def _as_printed(value: Any) -> Any:
+    """A metric value as the authors' ``metrics_to_prompt`` prints it: a whole number as an integer (pandas reads
+    an integer column of ncu's CSV as integers: ``3449``, not ``3449.0``), any other float rounded to 3 decimals.
+    (Where another launch of the same metric has a fraction, pandas makes the whole column float and prints
+    ``3449.0``; the last launch alone cannot tell.)"""
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        return round(value, 3)
+    return value
+
+
 def kernel_metrics_context(
     kernels: Sequence[Mapping[str, Any]] | None, names: Sequence[str] = ()
 ) -> dict[str, dict[str, Any]]:
     """``kernel_metrics``: the candidate's own kernels' ncu metrics keyed by kernel name (as ncu reports
     it), as the CudaForge paper's Judge reads them: one entry per name, with the values of its last
-    launch (floats rounded to 3 decimals, n/a as null, no units); only ``names``, in their order, when
+    launch (whole numbers as integers, other floats rounded to 3 decimals, n/a as null, no units); only ``names``, in their order, when
     given. ``kernels`` are ``KernelProfile`` dicts; {} when none has ncu metrics."""
     table: dict[str, dict[str, Any]] = {}
     for kernel in kernels or ():
@@ -508,7 +520,7 @@ def kernel_metrics_context(
         for metric in order:
             value = recorded[metric]
             value = value.get("value") if isinstance(value, Mapping) else value
-            values[metric] = round(value, 3) if isinstance(value, float) else value
+            values[metric] = _as_printed(value)
         table[str(kernel.get("name") or kernel.get("base_name") or f"kernel#{kernel.get('id')}")] = values
     return table
 
