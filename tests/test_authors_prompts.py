@@ -141,3 +141,28 @@ def test_a_run_with_the_authors_prompts_sends_them_and_records_where_they_came_f
     assert record["template_set"] == "cudaforge_authors" and record["authors_root"] == str(STANDIN.resolve())
     report, _ = make_report(runs=[str(tmp_path / "run")], out_dir=str(tmp_path / "report"), plots=False, bootstrap=0)
     assert "prompts from the CudaForge authors' own builders" in markdown(report)
+
+
+def test_the_checkouts_commit_or_digest_is_recorded_and_a_checkout_past_the_paper_era_is_warned_of(tmp_path):
+    """Issue 54: the checkout was read at whatever commit it was on, and a copy without .git recorded none."""
+    import shutil
+    import sys
+
+    from cudaforge.agents.authors import PAPER_ERA_COMMIT, content_digest
+
+    copy = tmp_path / "CudaForge"
+    shutil.copytree(STANDIN, copy)
+    loaded = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] == "prompts"}
+    try:
+        described = AuthorsPrompts(copy, GPU).describe()  # their modules imported from this copy as `prompts`
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "prompts"]:
+            del sys.modules[name]
+        sys.modules.update(loaded)
+    assert (
+        described["commit"] is None and described["digest"] == content_digest(copy) and len(described["digest"]) == 16
+    )
+    assert described["paper_era"] is False and PAPER_ERA_COMMIT[:7] in described["warning"]
+    assert "no .git" in described["warning"] and "second task block" in described["warning"]
+    (copy / "prompts" / "error.py").write_text((copy / "prompts" / "error.py").read_text() + "\n# changed\n")
+    assert content_digest(copy) != described["digest"]  # the digest follows the prompt files

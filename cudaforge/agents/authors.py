@@ -48,6 +48,24 @@ BUILDERS = {
 FILES = ("prompts/hardware/gpu_specs.py", "prompts/few_shot/model_ex_add.py", "prompts/few_shot/model_new_ex_add.py")
 """Files the builders read from their checkout."""
 
+PAPER_ERA_COMMIT = "fd5263487029718725013c485da625bc3ae4fbaa"
+"""The authors' commit of 2025-10-31 ("Add files via upload": the paper's PDF), the last before arXiv v1 whose
+prompts are the code's first: their seed prompt there shows the task alone. From 2025-12-01 (``ebc6c25``) it adds a
+GPU sheet and a second task block, so a checkout at their head sends other prompts than the paper's run did."""
+PAPER_ERA_DIGEST = "60d6240352934de8"
+"""``content_digest`` of the prompt files at ``PAPER_ERA_COMMIT`` (for a checkout with no ``.git``)."""
+
+
+def content_digest(root: Path) -> str:
+    """A digest of the files the builders are and read (sha256, 16 hex digits): what a checkout without git is."""
+    import hashlib
+
+    total = hashlib.sha256()
+    for name in [f"prompts/{m}.py" for m in BUILDERS] + list(FILES):
+        data = (root / name).read_bytes() if (root / name).is_file() else b""
+        total.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return total.hexdigest()[:16]
+
 
 def authors_template_set(paper: TemplateSet) -> TemplateSet:
     """The ``cudaforge_authors`` template set: the paraphrase's JSON keys and backends (the authors' Judge prompts ask
@@ -92,6 +110,17 @@ class AuthorsPrompts:
         self.template_set = authors_template_set(self.paper.template_set)
         self.scratch = Path(tempfile.mkdtemp(prefix="cudaforge_authors_"))
         self.commit = _commit(self.root)
+        self.digest = content_digest(self.root)
+        self.paper_era = self.commit == PAPER_ERA_COMMIT if self.commit else self.digest == PAPER_ERA_DIGEST
+        self.warning = (
+            ""
+            if self.paper_era
+            else f"the authors' checkout {self.root} is at "
+            + (f"commit {self.commit[:12]}" if self.commit else f"content {self.digest} (no .git)")
+            + f", not at their paper-era commit {PAPER_ERA_COMMIT[:7]} (2025-10-31): its prompts differ from the "
+            "paper's run (their seed prompt adds a GPU sheet and a second task block from 2025-12-01); "
+            f"`git -C {self.root} checkout {PAPER_ERA_COMMIT[:7]}` for the paper's (docs/reproducing.md)"
+        )
 
     def _import(self) -> dict[str, Any]:
         """Their prompt modules, imported from their checkout as their ``main.py`` imports them (``prompts.<name>``)."""
@@ -171,12 +200,16 @@ class AuthorsPrompts:
         )
 
     def describe(self) -> dict[str, Any]:
-        """What a run records about these prompts: the checkout, its commit, the GPU key."""
+        """What a run records about these prompts: the checkout, its commit (or, without git, the digest of its
+        prompt files), whether it is the paper-era one, the GPU key, and the warning when it is not."""
         return {
             "template_set": "cudaforge_authors",
             "authors_root": str(self.root),
             "commit": self.commit,
+            "digest": self.digest,
+            "paper_era": self.paper_era,
             "gpu_name": self.gpu_name,
+            **({"warning": self.warning} if self.warning else {}),
         }
 
     def __getattr__(self, name: str) -> Any:  # names(), variables() ...: the paraphrase's

@@ -190,7 +190,10 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
         else PromptLibrary(templates=dict(cfg.strategy.templates) or None, template_set=_value(agents.template_set))
     )
     if hasattr(prompts, "describe"):
-        store.write_prompts(prompts.describe())
+        described = prompts.describe()
+        store.write_prompts(described)
+        if described.get("warning"):
+            print(f"cudaforge run: warning: {described['warning']}", file=sys.stderr, flush=True)
     backend = _value(cfg.strategy.backend)
     coder = Coder(
         _client(cfg.coder, "coder", cache, ledger, seed=_seed(cfg)),
