@@ -208,6 +208,9 @@ class CorrectnessDiff(Record):
     actual_dtype: str = ""
     max_abs_error: float | None = None
     max_rel_error: float | None = None
+    mean_abs_error: float | None = None
+    """The mean absolute error over the output (NaN and infinities as the comparison saw them); None where the
+    outputs could not be compared element by element."""
     mismatch_count: int = 0
     mismatch_fraction: float = 0.0
     worst: list[Mismatch] = field(default_factory=list)

@@ -141,6 +141,7 @@ INCORRECT = EvalResult(
         actual_dtype="float32",
         max_abs_error=3.1,
         max_rel_error=1.0,
+        mean_abs_error=0.0004,
         mismatch_count=128,
         mismatch_fraction=0.0005,
         worst=[Mismatch(index=[255, 1023], expected=3.1, actual=0.0)],
@@ -933,7 +934,7 @@ def test_paper_prompts_show_what_the_papers_agents_saw_and_nothing_else(paper):
     repair = prompts["coder_repair"]
     assert KERNEL in repair and not any(s in repair for s in reference_only), "the correction Coder: no reference"
     assert "critical_issue: Grid covers n-1 elements" in repair and "minimal_fix_hint: Launch" in repair
-    assert "max abs error 3.1" in repair and "atol=0.0001" in repair
+    assert "Outputs are not close (atol=0.0001, rtol=0.0001). max_abs_err=3.100e+00, mean_abs_err=4.000e-04" in repair
     assert "[255, 1023]" not in repair and "tail (from flat index" not in repair  # only the largest error
     assert "H200" not in repair and "dram__" not in repair and _timing_free(repair)
     optimize = prompts["coder_optimize"]
@@ -944,7 +945,7 @@ def test_paper_prompts_show_what_the_papers_agents_saw_and_nothing_else(paper):
     assert "dram__" not in optimize and "sm__" not in optimize and _timing_free(optimize)
     correction = prompts["judge_correction"]
     assert REFERENCE in correction and KERNEL in correction and '"minimal_fix_hint": "<20 words at most>"' in correction
-    assert "max abs error 3.1" in correction and "H200" not in correction and _timing_free(correction)
+    assert "max_abs_err=3.100e+00" in correction and "H200" not in correction and _timing_free(correction)
     optimization = prompts["judge_optimization"]
     assert REFERENCE in optimization and KERNEL in optimization and "Architecture: Hopper" in optimization
     assert '"optimisation method": "<35 words at most>"' in optimization and _timing_free(optimization)
@@ -1157,3 +1158,31 @@ def test_whole_numbers_print_as_integers_in_the_metric_block_as_the_authors_code
     table = P.kernel_metrics_context(kernels)
     assert table == {"k": {"regs": 32, "cycles": 3449, "pct": 45.679, "na": None}}
     assert P.to_json(table, 2).count(".0") == 0 and '"cycles": 3449' in P.to_json(table, 2)
+
+
+def test_the_error_log_is_in_the_authors_harness_form_and_their_repair_builder_reads_it():
+    """Issue 54: the Judge and the Coder read cudaforge's error summary, not the text the authors' harness produced."""
+    import importlib
+    import sys
+
+    log = P.error_log(INCORRECT)  # then the integrity findings, one a line
+    assert log.splitlines()[0] == (
+        "ValueError: Outputs are not close (atol=0.0001, rtol=0.0001). max_abs_err=3.100e+00, mean_abs_err=4.000e-04"
+    )
+    authors = dataclasses.replace(INCORRECT.diff, atol=0.001, rtol=0.001, variant="hidden:negated")
+    assert P.error_log(dataclasses.replace(INCORRECT, diff=authors)).splitlines()[:2] == [
+        "on the hidden:negated inputs",
+        "ValueError: Outputs are not close (atol=0.001, rtol=0.001). max_abs_err=3.100e+00, mean_abs_err=4.000e-04",
+    ]
+    compiled = dataclasses.replace(
+        COMPILE_ERROR, compile_log="ninja: build stopped\nkernel.cu(3): error: x", compile_log_trimmed=""
+    )
+    assert P.error_log(compiled).endswith("ninja: build stopped\nkernel.cu(3): error: x")
+    standin = Path(__file__).parent / "standins" / "cudaforge_authors"
+    sys.path.insert(0, str(standin))
+    try:
+        error = importlib.import_module("prompts.error")
+        prompt = error.build_error_prompt(old_code=KERNEL, error_log=log, problem=None, gpu_name="Stand-in GPU")
+    finally:
+        sys.path.remove(str(standin))
+    assert f"LOG:{log}\n" in prompt  # what their builder embeds, as their harness would have handed it

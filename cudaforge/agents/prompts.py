@@ -381,33 +381,44 @@ _INVOKED_WITH = "Invoked with:"
 """Where pybind's argument errors start printing whole tensors; the CudaForge paper's code cuts the text there."""
 
 
+def not_close_line(diff: Any) -> str:
+    """Wrong outputs in the words of the CudaForge authors' harness (``utils/compile_and_run.py``): the last line of
+    the traceback their runner catches, ``ValueError: Outputs are not close (atol=0.001, rtol=0.001).
+    max_abs_err=1.234e-01, mean_abs_err=5.678e-03`` (the tolerances as Python prints a float)."""
+    mean = diff.mean_abs_error if diff.mean_abs_error is not None else float("nan")
+    return (
+        f"ValueError: Outputs are not close (atol={float(diff.atol)}, rtol={float(diff.rtol)}). "
+        f"max_abs_err={float(diff.max_abs_error):.3e}, mean_abs_err={float(mean):.3e}"
+    )
+
+
 def error_log(result: EvalResult, *, max_lines: int = ERROR_LOG_LINES, max_chars: int = ERROR_LOG_MAX_CHARS) -> str:
     """``error_log``: a failure as the CudaForge paper's agents read it, the tail of one error text.
 
-    The evaluator's message (with the compiler's errors for a compile error); for wrong outputs only
-    the verdict, the shapes and dtypes when they differ, the largest absolute error with the
-    tolerances, and the integrity findings (no worst elements, no mismatch region). Anything after
+    In the form of the CudaForge authors' harness (issue 54): a compile error is the evaluator's message and the
+    compiler's whole output; a runtime error the message with the candidate's traceback; wrong outputs their
+    harness's ``ValueError: Outputs are not close (atol=..., rtol=...). max_abs_err=..., mean_abs_err=...``
+    (``not_close_line``; the frames of their runner above it are theirs alone), after the shapes and dtypes when
+    they differ and the input distribution when it is not the task's own, then the integrity findings. Anything after
     pybind's "Invoked with:" is cut, then the last ``max_lines`` lines are kept.
     """
     diff = result.diff
     if result.status is EvalStatus.INCORRECT and diff is not None:
-        trial = f"trial {diff.trial} ({diff.variant} inputs)" + (f": {diff.message}" if diff.message else "")
-        lines = [result.message.strip().split("\n", 1)[0], trial]
+        lines = [] if diff.variant == "default" else [f"on the {diff.variant} inputs"]
         if diff.expected_shape != diff.actual_shape or diff.expected_dtype != diff.actual_dtype:
             lines.append(
                 f"expected shape {diff.expected_shape} {diff.expected_dtype}, "
                 f"got {diff.actual_shape} {diff.actual_dtype}"
             )
         if diff.max_abs_error is not None:
-            lines.append(
-                f"outputs not close (atol={diff.atol:g}, rtol={diff.rtol:g}): max abs error {diff.max_abs_error:.6g}"
-            )
+            lines.append(not_close_line(diff))
         text = "\n".join([line for line in lines if line.strip()] + finding_lines(result))
     else:
         text = result.message.strip() or result.report()
-        log = result.compile_log_trimmed.strip() if result.status is EvalStatus.COMPILE_ERROR else ""
-        if log and log not in text:
-            text += "\n" + log
+        if result.status is EvalStatus.COMPILE_ERROR:  # the compiler's whole output, as their harness keeps it
+            log = (result.compile_log or result.compile_log_trimmed).strip()
+            if log and log not in text:
+                text += "\n" + log
     text = text.split(_INVOKED_WITH, 1)[0].rstrip()
     return clip("\n".join(text.split("\n")[-max_lines:]), max_chars)
 

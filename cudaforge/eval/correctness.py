@@ -133,6 +133,7 @@ def _compare_tensors(
     return {
         "max_abs_error": float(abs_err.max()),
         "max_rel_error": float(rel_err[bad].max()),
+        "mean_abs_error": float((a - e).abs().mean()),
         "mismatch_count": count,
         "mismatch_fraction": count / max(1, e.numel()),
         "worst": mismatches,
@@ -181,11 +182,13 @@ def compare_first(
         diff = _compare_tensors(e, a, atol=atol, rtol=rtol, equal_nan=equal_nan)
         if diff is not None:
             diff["message"] = f"{diff['message']} (torch.allclose; mean absolute error {float(err.mean()):.3g})"
+            diff["mean_abs_error"] = float(err.mean())
             return CorrectnessDiff(**base, **info, **diff)
     return CorrectnessDiff(
         **base,
         **info,
         max_abs_error=float(err.max()),
+        mean_abs_error=float(err.mean()),
         message=(
             f"outputs are not close (torch.allclose, atol={atol:g}, rtol={rtol:g}): max absolute error "
             f"{float(err.max()):.3g}, mean absolute error {float(err.mean()):.3g}"
