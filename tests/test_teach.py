@@ -821,17 +821,21 @@ def test_exports_and_distillation_of_a_real_cpu_run(demo_run, tmp_path):
         for row in rows:
             conform(row, SCHEMAS[fmt])
         if fmt == "sft":
-            assert rows and all(r["speedup"] is None and r["device"] == "cpu" for r in rows)
-            assert all(r["provenance"]["coder_model"] == "scripted/demo" for r in rows)
-            positives = {
+            # the fixture's run has no .hydra config and checks one trial without variants: looser than the
+            # default protocol, so none of its verified kernels is a positive (docs/teaching.md)
+            assert rows == []
+        if fmt == "turns":
+            verified_hashes = {
                 r.candidate_hash
                 for r in rounds
                 if r.eval
                 and r.eval.status is EvalStatus.CORRECT
                 and not any(f.get("verdict") == "reject" for f in r.eval.guard_findings)
             }
-            assert {r["provenance"]["candidate_hash"] for r in rows} <= positives
-            assert export([demo_run], fmt, min_speedup=0.0) == []  # untimed kernels never pass a threshold
+            labelled = [t for t in rows if t["provenance"]["candidate_hash"] in verified_hashes]
+            assert labelled and all(t["eval"]["speedup"] is None and t["eval"]["device"] == "cpu" for t in labelled)
+            assert all(t["provenance"]["coder_model"] == "scripted/demo" for t in labelled)
+            assert all(not t["positive"] and "protocol: no config" in t["not_positive"] for t in labelled)
         if fmt == "trajectories":
             assert [x["round"] for x in rows[0]["rounds"]] == [r.round for r in rounds]
             assert rows[0]["rounds"][0]["coder_messages"][0]["role"] == "system"
