@@ -166,3 +166,72 @@ def test_the_checkouts_commit_or_digest_is_recorded_and_a_checkout_past_the_pape
     assert "no .git" in described["warning"] and "second task block" in described["warning"]
     (copy / "prompts" / "error.py").write_text((copy / "prompts" / "error.py").read_text() + "\n# changed\n")
     assert content_digest(copy) != described["digest"]  # the digest follows the prompt files
+
+
+@pytest.mark.slow
+def test_what_goes_over_the_wire_is_what_the_authors_builders_return_byte_for_byte(tmp_path):
+    """Issue 54: a run with the authors' prompts against a model server: each request's messages, as the server read
+    them, are the strings their builders return for the same replies and error log (system role kept, nothing added,
+    nothing reworded), in the order their main.py sends them."""
+    import importlib
+    import sys
+
+    from standins.llm_server import StandInServer
+    from test_graph import BAD, CORRECTION, GOOD, config
+
+    from cudaforge.agents.prompts import error_log
+    from cudaforge.config import TemplateSetName
+    from cudaforge.run.runner import make_context, run_one
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.types import EvalResult
+
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    cfg = config(tmp_path, rounds=2)
+    cfg.agents.template_set = TemplateSetName.cudaforge_authors
+    cfg.agents.authors_root, cfg.agents.authors_gpu = str(STANDIN), GPU
+    cfg.strategy.backend = type(cfg.strategy.backend)("cuda")
+    with StandInServer("authors-o3", replies=[BAD, CORRECTION, GOOD]) as server:
+        for llm in (cfg.coder, cfg.judge):
+            llm.model, llm.api_base, llm.openai_compatible, llm.system_messages = server.name, server.url, True, True
+            llm.__post_init__()
+        result = run_one(make_context(cfg, tmp_path / "run"), task)
+    assert [r.status for r in result.history] == ["incorrect", "correct"]
+
+    sys.path.insert(0, str(STANDIN))
+    try:
+        theirs = {
+            m: importlib.import_module(f"prompts.{m}") for m in ("generate_custom_cuda", "error", "judger_repair")
+        }
+    finally:
+        sys.path.remove(str(STANDIN))
+    arch = tmp_path / "task.py"
+    arch.write_text(task.source)
+    # their main.py's kernel: the reply's code block, stripped, with one newline (utils/kernel_io.extract_code_block)
+    code = lambda reply: reply.split("```python\n", 1)[1].rsplit("```", 1)[0].strip() + "\n"  # noqa: E731
+    record = json.loads((tmp_path / "run" / "tasks" / "tiny__level1__1_ReLU" / "round_01" / "eval.json").read_text())
+    log = error_log(EvalResult.from_dict(record), findings=False)  # their harness has no integrity findings
+    assert log.startswith("ValueError: Outputs are not close (atol=") and "\n" not in log
+    assert EvalResult.from_dict(record).guard_findings  # ours were there (no_custom_kernel), and were not sent
+    judge_system, judge_user = theirs["judger_repair"].build_correctness_prompts(
+        error_log=log, arch_path=arch, cuda_code=code(BAD)
+    )
+    coder_system = theirs["generate_custom_cuda"].default_system_prompt
+    expected = [
+        [
+            {"role": "system", "content": coder_system},
+            {"role": "user", "content": theirs["generate_custom_cuda"].build_seed_prompt(arch_path=arch, gpu_name=GPU)},
+        ],
+        [{"role": "system", "content": judge_system}, {"role": "user", "content": judge_user}],
+        [
+            {"role": "system", "content": coder_system},
+            {
+                "role": "user",
+                "content": theirs["error"].build_error_prompt(
+                    old_code=code(BAD), error_log=log, problem=json.loads(CORRECTION), gpu_name=GPU
+                ),
+            },
+        ],
+    ]
+    sent = [body["messages"] for body in server.bodies]
+    assert [b["model"] for b in server.bodies] == ["authors-o3"] * 3
+    assert json.dumps(sent, ensure_ascii=False) == json.dumps(expected, ensure_ascii=False)

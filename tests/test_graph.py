@@ -70,6 +70,9 @@ def config(tmp_path: Path, strategy: str = "cudaforge", rounds: int = 3, **strat
     cfg.eval.guards_enforce = False  # the candidates here are pure-PyTorch stand-ins for kernels
     cfg.eval.correctness_trials = 1
     cfg.eval.check_variants = False
+    # the loop's routing is under test here; the checks beyond the scored inputs have their own tests
+    # (tests/test_beyond.py, tests/test_held_out.py)
+    cfg.eval.hidden_inputs, cfg.eval.held_out_shapes = [], False
     cfg.eval.build_cache_dir = str(tmp_path / "build")
     return cfg
 

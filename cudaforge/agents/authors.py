@@ -169,14 +169,14 @@ class AuthorsPrompts:
             )
         if name == "coder/repair":
             return m["error"].build_error_prompt(
-                old_code=context["kernel"],
-                error_log=context.get("error_log", ""),
+                old_code=_their_code(context["kernel"]),
+                error_log=_their_log(context),
                 problem=_as_replied(context, "feedback"),
                 gpu_name=self.gpu_name,
             )
         if name == "coder/optimize":
             return m["optimization"].build_optimization_prompt(
-                arch_path=self._file("kernel.py", context["kernel"]),
+                arch_path=self._file("kernel.py", _their_code(context["kernel"])),
                 gpu_name=self.gpu_name,
                 optimization_suggestion=_as_replied(context, "suggestion"),
             )
@@ -190,13 +190,13 @@ class AuthorsPrompts:
         arch = self._file("task.py", task["source"])
         if context.get("mode") == JudgeMode.correction.value:
             return m["judger_repair"].build_correctness_prompts(
-                error_log=context.get("error_log", ""), arch_path=arch, cuda_code=context["kernel"]
+                error_log=_their_log(context), arch_path=arch, cuda_code=_their_code(context["kernel"])
             )
         return m["judger_optimization"].build_judger_optimization_prompts(
             arch_path=arch,
             gpu_name=self.gpu_name,
             ncu_metrics_block=to_json(context.get("kernel_metrics") or {}, 2),
-            cuda_code=context["kernel"],
+            cuda_code=_their_code(context["kernel"]),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -216,6 +216,17 @@ class AuthorsPrompts:
         if name in ("paper", "modules"):
             raise AttributeError(name)
         return getattr(self.paper, name)
+
+
+def _their_code(kernel: str) -> str:
+    """A kernel as their ``main.py`` holds it: the reply's code block stripped, with one newline at the end
+    (``utils/kernel_io.extract_code_block``)."""
+    return kernel.strip() + "\n"
+
+
+def _their_log(context: Mapping[str, Any]) -> str:
+    """The error log their builders get: ours without our integrity findings, which their harness has not."""
+    return str(context.get("error_log_authors", context.get("error_log", "")))
 
 
 def _as_replied(context: Mapping[str, Any], name: str) -> Any:

@@ -392,14 +392,17 @@ def not_close_line(diff: Any) -> str:
     )
 
 
-def error_log(result: EvalResult, *, max_lines: int = ERROR_LOG_LINES, max_chars: int = ERROR_LOG_MAX_CHARS) -> str:
+def error_log(
+    result: EvalResult, *, max_lines: int = ERROR_LOG_LINES, max_chars: int = ERROR_LOG_MAX_CHARS, findings: bool = True
+) -> str:
     """``error_log``: a failure as the CudaForge paper's agents read it, the tail of one error text.
 
     In the form of the CudaForge authors' harness (issue 54): a compile error is the evaluator's message and the
     compiler's whole output; a runtime error the message with the candidate's traceback; wrong outputs their
     harness's ``ValueError: Outputs are not close (atol=..., rtol=...). max_abs_err=..., mean_abs_err=...``
     (``not_close_line``; the frames of their runner above it are theirs alone), after the shapes and dtypes when
-    they differ and the input distribution when it is not the task's own, then the integrity findings. Anything after
+    they differ and the input distribution when it is not the task's own, then the integrity findings (``findings``;
+    the authors' harness has none, so their builders get the log without them: ``error_log_authors``). Anything after
     pybind's "Invoked with:" is cut, then the last ``max_lines`` lines are kept.
     """
     diff = result.diff
@@ -412,7 +415,7 @@ def error_log(result: EvalResult, *, max_lines: int = ERROR_LOG_LINES, max_chars
             )
         if diff.max_abs_error is not None:
             lines.append(not_close_line(diff))
-        text = "\n".join([line for line in lines if line.strip()] + finding_lines(result))
+        text = "\n".join([line for line in lines if line.strip()] + (finding_lines(result) if findings else []))
     else:
         text = result.message.strip() or result.report()
         if result.status is EvalStatus.COMPILE_ERROR:  # the compiler's whole output, as their harness keeps it
@@ -615,6 +618,7 @@ def repair_context(
         "kernel": prompt_kernel(kernel),
         "error": error_context(result, max_chars=max_chars),
         "error_log": error_log(result),
+        "error_log_authors": error_log(result, findings=False),
         "feedback": feedback_context(feedback),
         "feedback_raw": dict(feedback.raw) if feedback is not None and feedback.raw else None,
         **backend_context(backend),
@@ -660,6 +664,7 @@ def correction_context(
         "kernel": prompt_kernel(kernel),
         "error": error_context(result, max_chars=max_chars),
         "error_log": error_log(result),
+        "error_log_authors": error_log(result, findings=False),
         "gpu": gpu_context(gpu),
     }
 

@@ -8,7 +8,9 @@ that work. Its ``mode`` says how it behaves:
 - ``down``: fails every request, in turn dropping the connection, answering 429 (with ``Retry-After: 0``) and 500;
 - ``auth``: 401 (a key was demanded and not given);
 
-and ``down_tasks`` makes the requests of some tasks fail as in ``down`` while the others are answered.
+and ``down_tasks`` makes the requests of some tasks fail as in ``down`` while the others are answered. With
+``replies`` it answers those texts in order instead of the transcript's (a test's scripted model). ``bodies`` keeps
+the JSON body of every request it answered, as it came over the wire.
 
 ``python tests/standins/llm_server.py --port 8000 --name my-model`` runs one by hand (docs/own-model.md).
 """
@@ -29,7 +31,9 @@ import yaml
 class StandInServer:
     """The server, on a thread of its own; ``url`` is its ``/v1`` base address."""
 
-    def __init__(self, name: str = "standin-coder", port: int = 0, api_key: str | None = None) -> None:
+    def __init__(
+        self, name: str = "standin-coder", port: int = 0, api_key: str | None = None, replies: list[str] | None = None
+    ) -> None:
         from cudaforge.llm.cache import TASK_IN_PROMPT
         from cudaforge.run.demo import TRANSCRIPT, DemoTranscriptError, demo_reply
 
@@ -38,6 +42,8 @@ class StandInServer:
         self.down_tasks: set[str] = set()
         """Tasks (the last part of their id, ``2_Softmax``) whose requests fail as in ``down`` mode while ``up``."""
         self.requests: list[tuple[str, str]] = []  # (path, outcome)
+        self.bodies: list[dict] = []  # the answered chat requests' bodies
+        scripted = iter(replies) if replies is not None else None
         failures = itertools.cycle(["drop", "429", "500"])
         server = self
 
@@ -114,12 +120,17 @@ class StandInServer:
                     )
                     return
                 try:
-                    text = demo_reply(body["messages"], transcript)
+                    text = next(scripted) if scripted is not None else demo_reply(body["messages"], transcript)
+                except StopIteration:
+                    server.requests.append((self.path, "400"))
+                    self._send(400, {"error": {"message": "no scripted reply left", "type": "invalid_request_error"}})
+                    return
                 except DemoTranscriptError as exc:
                     server.requests.append((self.path, "400"))
                     self._send(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
                     return
                 server.requests.append((self.path, "200"))
+                server.bodies.append(body)
                 prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4
                 self._send(
                     200,
