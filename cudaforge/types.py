@@ -134,6 +134,12 @@ class GpuUnavailable(RuntimeError):
     failure, never the kernel's. The evaluator raises it instead of a verdict; the run stops the task unfinished."""
 
 
+class SandboxUnavailable(GpuUnavailable):
+    """The candidate's sandbox could not be built for an evaluation (its wall is missing on this machine, although
+    the run's pre-flight found it): the machine's failure, never the kernel's. Raised, and handled, as a lost GPU is:
+    the task stops unfinished (``not_run.jsonl``, reason ``sandbox_unavailable``) and the run stops."""
+
+
 class EvalStatus(str, enum.Enum):
     """Outcome of evaluating one candidate."""
 

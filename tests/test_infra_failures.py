@@ -253,3 +253,38 @@ def test_an_internal_error_stops_its_task_unfinished_and_the_others_go_on(monkey
     results = run_suite(ctx, tasks)
     assert [r.task_id for r in results] == [t.id for t in tasks] and run.not_run() == {}
     ctx.store.release()
+
+
+def test_a_sandbox_that_cannot_be_built_mid_run_leaves_the_task_not_run(monkeypatch, tmp_path):
+    """Issue 53: the pre-flight found the wall, then an evaluation's worker could not get it (a namespace limit hit,
+    a kernel feature gone): the evaluator has no verdict (SandboxUnavailable, not `unsupported`), the task is not run
+    (reason sandbox_unavailable) and the run stops, as for a lost GPU."""
+    from cudaforge.config import CudaforgeConfig
+    from cudaforge.eval.remote import WALL_MISSING
+    from cudaforge.proc.isolation import IsolatedOutcome
+    from cudaforge.run.demo import install_demo
+    from cudaforge.run.runner import RunAborted, make_context, run_suite
+    from cudaforge.tasks import find_task, selection
+    from cudaforge.track.store import RunDir
+    from cudaforge.types import EvalResult, EvalStatus
+
+    install_demo()
+    cfg = CudaforgeConfig()
+    cfg.strategy.max_rounds = 2
+    cfg.profile.enabled = False
+    task = find_task(selection("tiny"), "level1/1_ReLU")
+    ctx = make_context(cfg, tmp_path / "run")
+    said = f"eval.sandbox=auto without eval.allow_weak_sandbox=true, and {WALL_MISSING}: landlock: not in this kernel"
+
+    def walls_gone(payload, gpu, env):  # what the verifier returns when its worker finds no wall
+        result = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus.UNSUPPORTED, message=said)
+        return IsolatedOutcome(status="ok", result=result.to_dict())
+
+    monkeypatch.setattr(ctx.evaluator, "_worker", walls_gone)
+    with pytest.raises(RunAborted, match="run stopped: the sandbox could not be built for the evaluation of"):
+        run_suite(ctx, [task])
+    run = RunDir(tmp_path / "run")
+    assert run.results() == []
+    row = run.not_run()[task.id]
+    assert row["reason"] == "sandbox_unavailable" and "landlock: not in this kernel" in row["message"]
+    ctx.store.release()

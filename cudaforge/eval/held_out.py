@@ -4,13 +4,16 @@ The shapes come from ``cudaforge/tasks/held_out.py``: the task's own file with i
 non-power-of-two ``odd`` shape, a ``large`` one with the batch doubled), each checked first on torch's ``meta`` device
 so that only shapes the reference accepts are kept. Each is then an ordinary evaluation by the trusted evaluator, of
 a task whose source is the changed file and that declares no input variants: the same sandbox, guards and (on a GPU)
-timing as every round, with two correctness trials and no hidden input distribution (``SHAPE_CHANGES``). The Coder and the Judge never see these shapes or their verdicts; the
-run directory keeps them in ``TaskResult.held_out`` and ``cudaforge report`` tables them beside the main figures.
+timing as every round, with two correctness trials and no hidden input distribution (``SHAPE_CHANGES``). On a CPU
+(nothing timed) the shapes are evaluated side by side, each in its own workers; on a GPU one after the other. The
+Coder and the Judge never see these shapes or their verdicts; the run directory keeps them in
+``TaskResult.held_out`` and ``cudaforge report`` tables them beside the main figures.
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from cudaforge.proc.isolation import run_isolated
@@ -106,19 +109,20 @@ def check_held_out(evaluator: Any, task: Task, source: str, *, max_input_bytes: 
     why there are none (or ""), "seconds"}``. A shape whose inputs exceed ``max_input_bytes`` is listed as skipped."""
     started = time.monotonic()
     shapes, note = held_out_shapes(task)
-    rows = []
-    for shape in shapes:
+
+    def row(shape: HeldOutShape) -> dict[str, Any]:
         size = int(shape.meta.get("input_bytes") or 0)
         if size > max_input_bytes:
-            rows.append(
-                _row(
-                    shape,
-                    None,
-                    f"inputs of {size / 2**20:.0f} MiB exceed the limit of {max_input_bytes / 2**20:.0f} MiB here",
-                )
-            )
-            continue
-        rows.append(_row(shape, evaluator.evaluate(derived_task(task, shape), source, changes=SHAPE_CHANGES)))
+            limit = f"{max_input_bytes / 2**20:.0f} MiB"
+            return _row(shape, None, f"inputs of {size / 2**20:.0f} MiB exceed the limit of {limit} here")
+        return _row(shape, evaluator.evaluate(derived_task(task, shape), source, changes=SHAPE_CHANGES))
+
+    side_by_side = len(shapes) > 1 and not getattr(evaluator, "gpus", None)  # a CPU evaluator times nothing
+    if side_by_side:
+        with ThreadPoolExecutor(max_workers=len(shapes)) as pool:
+            rows = list(pool.map(row, shapes))
+    else:
+        rows = [row(shape) for shape in shapes]
     return {"shapes": rows, "note": note, "seconds": round(time.monotonic() - started, 3)}
 
 

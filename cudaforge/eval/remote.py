@@ -40,6 +40,10 @@ WORKER_STATUSES = {
 """Statuses a worker may report for a failure (never ``correct``: only the verifier finds that)."""
 
 
+WALL_MISSING = "this machine cannot give the candidate the sandbox's wall"
+"""What a worker's failure says when its sandbox could not be built (the evaluator raises ``SandboxUnavailable``)."""
+
+
 class WorkerFailure(Exception):
     """The worker failed a request: ``status`` (an EvalStatus value) and ``message``."""
 
@@ -155,8 +159,7 @@ class CandidateProcess:
             )
             raise WorkerFailure(
                 "unsupported",
-                f"{how}, and this machine cannot give the candidate the sandbox's wall: "
-                + "; ".join(status.get("missing", [])),
+                f"{how}, and {WALL_MISSING}: " + "; ".join(status.get("missing", [])),
             )
         try:
             message, _ = self.channel.recv(timeout_s)

@@ -43,6 +43,7 @@ _FAILED_TEXT = {
 _NOT_RUN_TEXT = {
     "llm_unavailable": "provider unreachable",
     "gpu_unavailable": "GPU lost",
+    "sandbox_unavailable": "sandbox could not be built",
     "internal_error": "internal error of cudaforge",
 }
 

@@ -74,10 +74,11 @@ def run_task_remote(config: Any, task: Task, root: str) -> dict[str, Any]:
     try:
         run_suite(ctx, [task])
     except RunAborted as exc:
-        from cudaforge.types import GpuUnavailable
+        from cudaforge.types import GpuUnavailable, SandboxUnavailable
 
-        if isinstance(exc.cause, GpuUnavailable):  # this node's GPU, not the campaign: the task is not run
-            raise TaskNotRun(f"gpu_unavailable: {exc.cause}") from None
+        if isinstance(exc.cause, GpuUnavailable):  # this node's GPU or sandbox, not the campaign: the task is not run
+            reason = "sandbox_unavailable" if isinstance(exc.cause, SandboxUnavailable) else "gpu_unavailable"
+            raise TaskNotRun(f"{reason}: {exc.cause}") from None
         raise TaskAborted(str(exc)) from None  # a plain exception travels back through Ray intact
     finally:
         ctx.evaluator.close()

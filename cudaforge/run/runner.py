@@ -64,7 +64,7 @@ from cudaforge.track.store import (
     RunDir,
     RunStore,
 )
-from cudaforge.types import GpuUnavailable, Task, TaskResult
+from cudaforge.types import GpuUnavailable, SandboxUnavailable, Task, TaskResult
 
 INTERNAL_ERRORS_IN_A_ROW = 3
 """Tasks in a row that end on an internal error, with no task finished between, before the run stops."""
@@ -467,7 +467,8 @@ def run_suite(
         except (
             GpuUnavailable
         ) as exc:  # the machine, not the kernel: no result; every later task would fail the same way
-            ctx.store.record_not_run(task.id, "gpu_unavailable", str(exc))
+            reason = "sandbox_unavailable" if isinstance(exc, SandboxUnavailable) else "gpu_unavailable"
+            ctx.store.record_not_run(task.id, reason, str(exc))
             stopping.set()
             raise
         except LLMUnavailable as exc:  # the provider, not the kernel: no result, the resume runs it again

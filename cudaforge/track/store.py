@@ -264,7 +264,7 @@ class RunStore:
             os.fsync(f.fileno())
 
     def record_not_run(self, task_id: str, reason: str, message: str) -> None:
-        """Append that ``task_id`` stopped for the infrastructure (``reason``: ``llm_unavailable``, ``gpu_unavailable``)
+        """Append that ``task_id`` stopped for the infrastructure (``reason``: ``llm_unavailable``, ``gpu_unavailable``, ``sandbox_unavailable``)
         or for an internal error (``internal_error``) without a result; ``message`` is cut to 2000 characters."""
         row = {
             "task_id": task_id,
