@@ -28,7 +28,7 @@ from cudaforge.eval.evaluator import Evaluator
 from cudaforge.eval.guards.corpus import check_result, find_entry_task, load_corpus
 from cudaforge.proc.sandbox import Sandbox, SandboxMode, describe
 from cudaforge.proc.sandbox.linux import landlock_abi
-from cudaforge.types import EvalStatus
+from cudaforge.types import EvalStatus, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
 THREATS = [e for e in load_corpus() if e.threat and not e.needs_cuda]
@@ -445,9 +445,30 @@ def test_eval_sandbox_required_refuses_an_evaluation_it_cannot_protect(tmp_path)
     task = find_task(selection("tiny"), "level1/1_ReLU")
     source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
     cfg = {"device": "cpu", "sandbox": "required", "sandbox_namespaces": False, "build_cache_dir": str(tmp_path)}
-    result = Evaluator(cfg).evaluate(task, source)
-    assert result.status is EvalStatus.UNSUPPORTED and "eval.sandbox=required" in result.message
-    assert "namespaces" in result.message
+    with pytest.raises(SandboxUnavailable) as refused:  # no verdict: the machine's (here the settings') failure
+        Evaluator(cfg).evaluate(task, source)
+    assert "eval.sandbox=required" in str(refused.value) and "namespaces" in str(refused.value)
+    # the command line says it in one line, with exit status 2
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            "eval",
+            "task=level1/1_ReLU",
+            f"candidate={REPO / 'benchmarks' / 'candidates' / 'triton_relu.py'}",
+            "eval.sandbox=required",
+            "eval.sandbox_namespaces=false",
+            f"eval.build_cache_dir={tmp_path}",
+            f"hydra.run.dir={tmp_path / 'hydra'}",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "CUDA_VISIBLE_DEVICES": ""},
+        timeout=300,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1].startswith("cudaforge eval: error: the sandbox could not be built")
 
 
 # --------------------------------------------------------------------------- the threat corpus

@@ -264,6 +264,7 @@ def run_app(action: str, func: Callable[[DictConfig], int], overrides: list[str]
         from hydra.core.hydra_config import HydraConfig
 
         from cudaforge.tasks.loader import TaskError
+        from cudaforge.types import GpuUnavailable
 
         Exit.run_dir = HydraConfig.get().runtime.output_dir
         problems = check_values(cfg)
@@ -273,8 +274,8 @@ def run_app(action: str, func: Callable[[DictConfig], int], overrides: list[str]
             return
         try:
             code = func(cfg)
-        except (TaskError, ValueError, FileNotFoundError) as exc:
-            print(f"cudaforge {action}: error: {exc}", file=sys.stderr)
+        except (TaskError, ValueError, FileNotFoundError, GpuUnavailable) as exc:  # GpuUnavailable: the machine's
+            print(f"cudaforge {action}: error: {exc}", file=sys.stderr)  # (a lost GPU, a sandbox it cannot build)
             code, Exit.refused = 2, True
         Exit.code = max(Exit.code, code)  # a multirun: the worst of its jobs
 
