@@ -168,70 +168,126 @@ def test_the_checkouts_commit_or_digest_is_recorded_and_a_checkout_past_the_pape
     assert content_digest(copy) != described["digest"]  # the digest follows the prompt files
 
 
+def _reply(body: str) -> str:
+    return (
+        "```python\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def __init__(self, scale):\n        super().__init__()\n        self.scale = scale\n\n"
+        f"    def forward(self, x):\n        return {body}\n```"
+    )
+
+
 @pytest.mark.slow
-def test_what_goes_over_the_wire_is_what_the_authors_builders_return_byte_for_byte(tmp_path):
-    """Issue 54: a run with the authors' prompts against a model server: each request's messages, as the server read
-    them, are the strings their builders return for the same replies and error log (system role kept, nothing added,
-    nothing reworded), in the order their main.py sends them."""
+def test_what_a_table1_run_sends_is_what_the_authors_builders_return_byte_for_byte(tmp_path):
+    """Issue 54: `cudaforge run experiment=cudaforge_table1 agents=cudaforge_authors` against a model server that
+    logs what it receives: every request's messages are, byte for byte, the strings their builders return for the
+    same replies and error log (system role kept, nothing added, nothing reworded), in the order their main.py sends
+    them: seed, correction Judge, repair, optimisation Judge, optimise.
+
+    Against the stand-in builders here; with CUDAFORGE_AUTHORS_ROOT (a checkout of their repository) and
+    CUDAFORGE_AUTHORS_GPU (a key of their GPU sheet), against theirs."""
     import importlib
+    import subprocess
     import sys
 
+    from conftest import problem_source
     from standins.llm_server import StandInServer
-    from test_graph import BAD, CORRECTION, GOOD, config
 
-    from cudaforge.agents.prompts import error_log
-    from cudaforge.config import TemplateSetName
-    from cudaforge.run.runner import make_context, run_one
-    from cudaforge.tasks import find_task, selection
+    from cudaforge.agents.prompts import error_log, to_json
     from cudaforge.types import EvalResult
 
-    task = find_task(selection("tiny"), "level1/1_ReLU")
-    cfg = config(tmp_path, rounds=2)
-    cfg.agents.template_set = TemplateSetName.cudaforge_authors
-    cfg.agents.authors_root, cfg.agents.authors_gpu = str(STANDIN), GPU
-    cfg.strategy.backend = type(cfg.strategy.backend)("cuda")
-    with StandInServer("authors-o3", replies=[BAD, CORRECTION, GOOD]) as server:
-        for llm in (cfg.coder, cfg.judge):
-            llm.model, llm.api_base, llm.openai_compatible, llm.system_messages = server.name, server.url, True, True
-            llm.__post_init__()
-        result = run_one(make_context(cfg, tmp_path / "run"), task)
-    assert [r.status for r in result.history] == ["incorrect", "correct"]
+    root = Path(os.environ.get("CUDAFORGE_AUTHORS_ROOT") or STANDIN).resolve()
+    gpu = os.environ.get("CUDAFORGE_AUTHORS_GPU") or GPU
+    kb = tmp_path / "KernelBench"
+    (kb / "level1").mkdir(parents=True)
+    (kb / "level1" / "1_ScaledRelu.py").write_text(problem_source(2.0))
+    bad, good, faster = (
+        _reply("torch.relu(x)"),
+        _reply("torch.relu(x) * self.scale"),
+        _reply("x.clamp_min(0) * self.scale"),
+    )
+    correction = '{"critical_issue": "the scale is not applied", "why_it_matters": "outputs are halved", "minimal_fix_hint": "multiply"}'
+    advice = '{"bottleneck": "memory", "optimisation method": "fuse", "modification plan": "clamp then scale", "expected effect": "less traffic"}'
+    run = tmp_path / "run"
+    with StandInServer("authors-o3", replies=[bad, correction, good, advice, faster]) as server:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cudaforge.cli",
+                "run",
+                "experiment=cudaforge_table1",
+                "agents=cudaforge_authors",
+                f"agents.authors_root={root}",
+                f"agents.authors_gpu={gpu}",
+                f"suite.root={kb}",
+                "suite.allow_other_problem_set=true",
+                "coder=openai_compatible",
+                "judge=openai_compatible",
+                f"coder.api_base={server.url}",
+                f"judge.api_base={server.url}",
+                f"coder.model={server.name}",
+                f"judge.model={server.name}",
+                "coder.system_messages=true",  # as openai_o3 sets it
+                "judge.system_messages=true",
+                "strategy.max_rounds=3",
+                "tracker=disabled",
+                f"hydra.run.dir={run}",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+            timeout=600,
+        )
+    assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-3000:]
+    assert len(server.bodies) == 5, [b["messages"][-1]["content"][:60] for b in server.bodies]
 
-    sys.path.insert(0, str(STANDIN))
+    cached = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "prompts" or k.startswith("prompts.")}
+    sys.path.insert(0, str(root))
     try:
-        theirs = {
-            m: importlib.import_module(f"prompts.{m}") for m in ("generate_custom_cuda", "error", "judger_repair")
-        }
+        names = ("generate_custom_cuda", "error", "judger_repair", "judger_optimization", "optimization")
+        theirs = {m: importlib.import_module(f"prompts.{m}") for m in names}
     finally:
-        sys.path.remove(str(STANDIN))
+        sys.path.remove(str(root))
+        for k in [k for k in sys.modules if k == "prompts" or k.startswith("prompts.")]:
+            del sys.modules[k]
+        sys.modules.update(cached)
     arch = tmp_path / "task.py"
-    arch.write_text(task.source)
+    arch.write_text((kb / "level1" / "1_ScaledRelu.py").read_text())
     # their main.py's kernel: the reply's code block, stripped, with one newline (utils/kernel_io.extract_code_block)
     code = lambda reply: reply.split("```python\n", 1)[1].rsplit("```", 1)[0].strip() + "\n"  # noqa: E731
-    record = json.loads((tmp_path / "run" / "tasks" / "tiny__level1__1_ReLU" / "round_01" / "eval.json").read_text())
-    log = error_log(EvalResult.from_dict(record), findings=False)  # their harness has no integrity findings
-    assert log.startswith("ValueError: Outputs are not close (atol=") and "\n" not in log
-    assert EvalResult.from_dict(record).guard_findings  # ours were there (no_custom_kernel), and were not sent
-    judge_system, judge_user = theirs["judger_repair"].build_correctness_prompts(
-        error_log=log, arch_path=arch, cuda_code=code(BAD)
-    )
-    coder_system = theirs["generate_custom_cuda"].default_system_prompt
+    kernel_file = tmp_path / "kernel.py"
+    kernel_file.write_text(code(good))
+    task_dir = next((run / "tasks").iterdir())
+    first = EvalResult.from_dict(json.loads((task_dir / "round_01" / "eval.json").read_text()))
+    log = error_log(first, findings=False)  # their harness has no integrity findings
+    assert first.guard_findings and log.startswith("ValueError: Outputs are not close (atol=") and "\n" not in log
+    system = theirs["generate_custom_cuda"].default_system_prompt  # their call_llm's default: seed, repair, optimise
+    judge_repair = theirs["judger_repair"].build_correctness_prompts(error_log=log, arch_path=arch, cuda_code=code(bad))
+    judge_opt = theirs["judger_optimization"].build_judger_optimization_prompts(
+        arch_path=arch, gpu_name=gpu, ncu_metrics_block=to_json({}, 2), cuda_code=code(good)
+    )  # no profile on a CPU: the metric block is empty
     expected = [
+        [system, theirs["generate_custom_cuda"].build_seed_prompt(arch_path=arch, gpu_name=gpu)],
+        list(judge_repair),
         [
-            {"role": "system", "content": coder_system},
-            {"role": "user", "content": theirs["generate_custom_cuda"].build_seed_prompt(arch_path=arch, gpu_name=GPU)},
+            system,
+            theirs["error"].build_error_prompt(
+                old_code=code(bad), error_log=log, problem=json.loads(correction), gpu_name=gpu
+            ),
         ],
-        [{"role": "system", "content": judge_system}, {"role": "user", "content": judge_user}],
+        list(judge_opt),
         [
-            {"role": "system", "content": coder_system},
-            {
-                "role": "user",
-                "content": theirs["error"].build_error_prompt(
-                    old_code=code(BAD), error_log=log, problem=json.loads(CORRECTION), gpu_name=GPU
-                ),
-            },
+            system,
+            theirs["optimization"].build_optimization_prompt(
+                arch_path=kernel_file, gpu_name=gpu, optimization_suggestion=json.loads(advice)
+            ),
         ],
     ]
+    expected_messages = [[{"role": "system", "content": a}, {"role": "user", "content": b}] for a, b in expected]
     sent = [body["messages"] for body in server.bodies]
-    assert [b["model"] for b in server.bodies] == ["authors-o3"] * 3
-    assert json.dumps(sent, ensure_ascii=False) == json.dumps(expected, ensure_ascii=False)
+    assert [b["model"] for b in server.bodies] == ["authors-o3"] * 5
+    for i, (got, want) in enumerate(zip(sent, expected_messages)):
+        assert json.dumps(got, ensure_ascii=False) == json.dumps(want, ensure_ascii=False), f"request {i + 1}"
+    if root == STANDIN.resolve():
+        assert "read=memory|fuse|clamp then scale" in sent[4][1]["content"]  # the advice reached their builder
