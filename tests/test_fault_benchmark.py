@@ -6,8 +6,11 @@ one folding its scale into the weights at construction included, are correct and
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from conftest import REPO
@@ -23,57 +26,75 @@ PICKED = {  # (kernel, fault name prefix): what catches it under eval=default
 }
 HONEST = ("level1_6_LayerNorm.py", "level2_1_LinearScale_folded.py")
 
-
-@pytest.fixture(scope="module")
-def bench():
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    before = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"  # the oracle runs the kernels in a process of its own, on the CPU
-    spec = importlib.util.spec_from_file_location("faults_run", FAULTS / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # puts benchmarks/faults on sys.path for its operators and oracle
-    yield module
-    if before is None:
-        os.environ.pop("TRITON_INTERPRET", None)
-    else:
-        os.environ["TRITON_INTERPRET"] = before
-
-
-def test_the_default_protocol_catches_each_kind_of_planted_fault_and_passes_the_honest_kernels(bench, tmp_path):
+DRIVER = textwrap.dedent(
+    """
+    import importlib.util, json, sys
+    picked, honest_names, build = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+    spec = importlib.util.spec_from_file_location("faults_run", sys.argv[4])
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)  # puts benchmarks/faults on sys.path for its operators and oracle
     import oracle
     from operators import all_faults
-
     from cudaforge.tasks import load_directory
 
-    tasks = {t.id: t for t in load_directory(FAULTS / "tasks", suite="faults")}
-    kernels = {name: FAULTS / "kernels" / "triton" / name for name in {k for k, _ in PICKED} | set(HONEST)}
+    tasks = {t.id: t for t in load_directory(bench.HERE / "tasks", suite="faults")}
+    names = sorted({k for k, _, _ in picked} | set(honest_names))
+    kernels = {name: bench.HERE / "kernels" / "triton" / name for name in names}
     faults, honest = [], []
-    for name, path in sorted(kernels.items()):
+    for name, path in kernels.items():
         task, source = bench.task_of(path, tasks), path.read_text()
-        if name in HONEST:
+        if name in honest_names:
             honest.append({"kernel": name, "task": task.id, "source": source})
-        made = all_faults(
-            source, oracle.parameter_constants(task.source, source), oracle.scored_sizes(task.source, source)
-        )
-        for (kernel, prefix), expected in PICKED.items():
+        constants = oracle.parameter_constants(task.source, source)
+        made = all_faults(source, constants, oracle.scored_sizes(task.source, source))
+        for kernel, prefix, expected in picked:
             if kernel == name:
                 fault = next(f for f in made if f.name.startswith(prefix))
-                faults.append(
-                    {"kernel": name, "task": task.id, "kind": fault.kind, "name": fault.name, "source": fault.source}
-                )
-                faults[-1]["expected"] = expected
-    assert len(faults) == len(PICKED)
+                faults.append({"kernel": name, "task": task.id, "kind": fault.kind, "name": fault.name,
+                               "source": fault.source, "expected": expected})
     bench.judge_all(faults, tasks, {name: path.read_text() for name, path in kernels.items()}, jobs=2)
+    cfg = bench.preset("default", ["build_cache_dir=" + build])
+    counted = [f for f in faults if not f["equivalent"] and f["compiles"]]
+    bench.evaluate_all(honest + counted, tasks, "default", cfg, jobs=2)
+    stats = bench.summary(honest, faults, ["default"])
+    drop = lambda row: {k: v for k, v in row.items() if k != "source"}
+    print("RESULT " + json.dumps({"honest": [drop(h) for h in honest], "faults": [drop(f) for f in faults],
+                                  "stats": stats}))
+    """
+)
+
+
+def test_the_default_protocol_catches_each_kind_of_planted_fault_and_passes_the_honest_kernels(tmp_path):
+    picked = [[kernel, prefix, expected] for (kernel, prefix), expected in PICKED.items()]
+    env = {**os.environ, "TRITON_INTERPRET": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run(  # a process of its own: Triton reads TRITON_INTERPRET once, when it is first imported
+        [
+            sys.executable,
+            "-c",
+            DRIVER,
+            json.dumps(picked),
+            json.dumps(HONEST),
+            str(tmp_path / "build"),
+            str(FAULTS / "run.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=900,
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    assert out.returncode == 0 and lines, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT ") :])
+    faults = result["faults"]
+    assert len(faults) == len(PICKED)
     assert all(not f["equivalent"] and f["compiles"] for f in faults), [(f["name"], f["witness"]) for f in faults]
-    cfg = bench.preset("default", [f"build_cache_dir={tmp_path / 'build'}"])
-    bench.evaluate_all(honest + faults, tasks, "default", cfg, jobs=2)
-    for row in honest:
+    for row in result["honest"]:
         verdict = row["protocols"]["default"]
         assert verdict["status"] == "correct" and verdict["outcome"] == "missed", (row["kernel"], verdict)
     for row in faults:
         verdict = row["protocols"]["default"]
         assert verdict["outcome"] == row["expected"], (row["name"], verdict)
-    stats = bench.summary(honest, faults, ["default"])
-    assert stats["default"]["caught"] == stats["default"]["total"] == len(PICKED)
-    assert stats["default"]["honest_correct"] == len(HONEST) and stats["default"]["honest_flagged"] == 0
+    stats = result["stats"]["default"]
+    assert stats["caught"] == stats["total"] == len(PICKED)
+    assert stats["honest_correct"] == len(HONEST) and stats["honest_flagged"] == 0
