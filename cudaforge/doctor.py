@@ -148,45 +148,20 @@ def _models(config: Any, task_ids: list[str]) -> list[Check]:
 
 
 def _fit(config: Any, task_ids: list[str], checks: list[Check]) -> list[Check]:
-    """What this machine cannot give the selected run, before it pays for a model: without a GPU no kernel is
-    timed (no speedup, only correctness), without Nsight Compute the Judge gets no hardware metrics. Blocking when
-    the run would pay for its models; a note for the offline demo and replays, which cost nothing."""
-    from cudaforge.graph.strategies import Strategy
-    from cudaforge.run.preflight import estimate_cost
+    """The run's own verdict on what this machine cannot give it (``run.preflight.check_fit``, which ``cudaforge run``
+    refuses on), from the GPU and ncu found above; what it only narrows for a run that costs nothing is a note."""
+    from cudaforge.run.preflight import check_fit
 
-    estimate = estimate_cost(config, len(task_ids))
-    paid = estimate.max_usd is None or estimate.max_usd > 0
     ok = {c.name: c.ok for c in checks}
-    strategy = Strategy.from_config(config.strategy)
-    found = []
-    if not ok.get("gpu", True):
-        found.append(
-            Check(
-                "fit",
-                False,
-                "no GPU here: this run would get correctness-only verdicts, no timing and "
-                "no speedup for any kernel"
-                + (
-                    "; run it on a machine with a GPU (or pick a free model to try the loop on the CPU)"
-                    if paid
-                    else " (fine for the offline demo)"
-                ),
-                blocking=paid,
-            )
-        )
-    metrics = config.profile.enabled and strategy.profile  # the Judge, or a self-refining Coder, reads them
-    if metrics and ok.get("gpu", True) and not ok.get("ncu", True):
-        found.append(
-            Check(
-                "fit",
-                False,
-                "no Nsight Compute: the Judge would optimise without the hardware metrics "
-                "this strategy gives it; install ncu or set profile.ncu_path"
-                + ("" if paid else " (fine for the offline demo)"),
-                blocking=paid,
-            )
-        )
-    return found or [Check("fit", True, "this machine gives the selected run what it measures")]
+    gpu, ncu = ok.get("gpu", True), ok.get("ncu", True)
+    problems = check_fit(config, len(task_ids), gpu_found=gpu, ncu_found=ncu)
+    if problems:
+        return [Check("fit", False, p.line(), blocking=True) for p in problems]
+    device = str(getattr(config.eval.device, "value", config.eval.device))
+    if not gpu:
+        why = "as asked (eval.device=cpu)" if device == "cpu" else "fine for the offline demo"
+        return [Check("fit", False, f"no GPU here: correctness-only verdicts, no timing and no speedup ({why})")]
+    return [Check("fit", True, "this machine gives the selected run what it measures")]
 
 
 def _caches(config: Any) -> list[Check]:

@@ -230,6 +230,7 @@ def test_what_a_table1_run_sends_is_what_the_authors_builders_return_byte_for_by
                 "coder.system_messages=true",  # as openai_o3 sets it
                 "judge.system_messages=true",
                 "strategy.max_rounds=3",
+                "eval.device=cpu",  # on purpose, as pre-flight asks of a model run on a machine without a GPU
                 "tracker=disabled",
                 f"hydra.run.dir={run}",
             ],

@@ -224,7 +224,7 @@ def test_eval_takes_a_suffix_from_any_suite_and_a_problem_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_doctor_says_what_stops_a_run(monkeypatch):
+def test_doctor_says_what_stops_a_run(monkeypatch, tmp_path):
     ok = cudaforge("doctor")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     names = {line[3:13].strip() for line in ok.stdout.splitlines()[1:-1]}
@@ -247,6 +247,17 @@ def test_doctor_says_what_stops_a_run(monkeypatch):
         assert any(
             "- " == line[:2] and "no GPU here" in line and "offline demo" in line for line in ok.stdout.splitlines()
         )  # the free demo: said, not blocking
+        # `cudaforge run` with the same settings: the same verdict, refused before any model call (issue 53)
+        run = cudaforge(
+            "run", "coder=openai_o3", "judge=openai_o3", "strategy.max_dollars=1", f"hydra.run.dir={tmp_path / 'r'}"
+        )
+        refusal = [line for line in run.stderr.splitlines() if "no GPU here" in line]
+        assert run.returncode == 2 and len(refusal) == 1 and fit[0][13:] in refusal[0], run.stderr
+        assert not (tmp_path / "r" / "ledger.jsonl").exists() or not (tmp_path / "r" / "ledger.jsonl").read_text()
+        # a CPU run on purpose: said, not blocking, for both
+        meant = cudaforge("doctor", "coder=openai_o3", "judge=openai_o3", "strategy.max_dollars=1", "eval.device=cpu")
+        fit = [line for line in meant.stdout.splitlines() if line[3:13].strip() == "fit"]
+        assert meant.returncode == 0 and fit[0].startswith("- ") and "eval.device=cpu" in fit[0], meant.stdout
     elif not shutil.which("ncu"):
         assert paid.returncode == 1 and "no Nsight Compute" in fit[0]
     else:

@@ -265,7 +265,13 @@ def test_each_documented_command_runs_as_written(where, command, world, tmp_path
                 text=True,
                 timeout=900,
             )
-        assert out.returncode == 0, f"{where}: {command}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+        said = f"{where}: {command}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+        if out.returncode == 2 and args[:1] == ["run"]:  # a model run on a machine without a GPU: refused, said once
+            assert "no GPU here" in out.stderr and "eval.device=cpu" in out.stderr and "Traceback" not in out.stderr, (
+                said
+            )
+            return
+        assert out.returncode == 0, said
         return
     out = subprocess.run(
         [sys.executable, "-m", "cudaforge.cli", *args], cwd=home, env=env, capture_output=True, text=True, timeout=900

@@ -117,6 +117,7 @@ def _run_args(server: StandInServer, run_dir: Path, *more: str) -> list[str]:
         "judge.max_retries=2",
         "judge.retry_base_delay_s=0.01",
         "profile=off",
+        "eval.device=cpu",  # a CPU run on purpose: without it pre-flight refuses a model run on a machine without a GPU
         f"hydra.run.dir={run_dir}",
         *more,
     ]

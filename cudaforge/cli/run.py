@@ -93,7 +93,7 @@ def _run_body(cfg: DictConfig) -> int:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from cudaforge.run.preflight import check_config, check_sandbox, estimate_cost
+    from cudaforge.run.preflight import check_config, check_fit, check_sandbox, estimate_cost
     from cudaforge.run.runner import authors_refusal, problem_set_refusal
     from cudaforge.tasks import load_suite
 
@@ -109,6 +109,7 @@ def _run_body(cfg: DictConfig) -> int:
     problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)  # before any paid or long work
     if config.campaign.engine.value == "local":  # on Ray the workers evaluate, on their own machines
         problems += check_sandbox(config.eval)  # cudaforge doctor's verdict too: nothing spent where it fails
+        problems += check_fit(config, len(tasks))  # the same: nothing paid for that this machine cannot measure
     if problems:
         for problem in problems:
             print(f"cudaforge run: error: {problem.line()}", file=sys.stderr)

@@ -131,6 +131,58 @@ def check_config(config: Any, task_ids: Sequence[str], *, run_dir: str | Path | 
     return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path)
 
 
+def check_fit(
+    config: Any, n_tasks: int, *, gpu_found: bool | None = None, ncu_found: bool | None = None
+) -> list[Problem]:
+    """What this machine cannot give a run that pays for its models (``fit``), the verdict ``cudaforge run``
+    refuses on and ``cudaforge doctor`` prints: without a GPU no kernel is timed (correctness-only verdicts, no
+    speedup), and on a GPU without Nsight Compute the Judge gets no hardware metrics. A run that costs nothing (the
+    offline demo, a replay) is never refused; ``eval.device=cpu`` says a CPU run is meant, and
+    ``profile.enabled=false`` that the metrics are not wanted. ``gpu_found``/``ncu_found``: found here when None."""
+    from cudaforge.graph.strategies import Strategy
+
+    estimate = estimate_cost(config, n_tasks)
+    if estimate.max_usd is not None and estimate.max_usd <= 0:
+        return []
+    if gpu_found is None:
+        from cudaforge.eval.evaluator import visible_gpus
+
+        gpu_found = bool(visible_gpus(list(config.eval.devices or [])))
+    device = str(getattr(config.eval.device, "value", config.eval.device))
+    models = f"{config.coder.model} / {config.judge.model}"
+    if not gpu_found:
+        if device == "cpu":
+            return []
+        return [
+            Problem(
+                "fit",
+                "coder and judge",
+                models,
+                "no GPU here: this run would spend its model calls on correctness-only verdicts, with no timing and "
+                "no speedup for any kernel",
+                "run it on a machine with a GPU, pick a free model to try the loop on the CPU, or set eval.device=cpu "
+                "to run it correctness-only on purpose",
+            )
+        ]
+    if not (config.profile.enabled and Strategy.from_config(config.strategy).profile):
+        return []
+    if ncu_found is None:
+        from cudaforge.profile.profiler import resolve_ncu
+
+        ncu_found = bool(resolve_ncu(config.profile.ncu_path))
+    if ncu_found:
+        return []
+    return [
+        Problem(
+            "fit",
+            "judge",
+            models,
+            "no Nsight Compute: the Judge would optimise without the hardware metrics this strategy gives it",
+            "install ncu or set profile.ncu_path (or profile.enabled=false to run without them)",
+        )
+    ]
+
+
 SANDBOX_PROBE_TIMEOUT_S = 90.0
 """How long the probe of the sandbox may take (its start and an ``import torch`` inside it)."""
 
