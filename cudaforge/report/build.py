@@ -18,6 +18,7 @@ from cudaforge.report.published import select_published
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
 from cudaforge.report.stats import (
     FailedAs,
+    Metric,
     group_results,
     held_out_summary,
     measurement_summary,
@@ -307,6 +308,36 @@ def problem_set_lines(runs: list[RunData]) -> list[str]:
     return out
 
 
+def _rebase_runs(loaded: list[RunData], baseline: str | Path, baseline_mode: str) -> str:
+    """The runs' speedups taken against a stored baseline (``rebase.py``), in place; the report's note on it."""
+    from cudaforge.report.rebase import load_baseline, rebase
+
+    times = load_baseline(baseline, str(getattr(baseline_mode, "value", baseline_mode)))
+    missing = 0
+    for run in loaded:
+        run.results, lost = rebase(run.results, times)
+        missing += lost
+        for r in run.results:  # a rebased speedup is no longer the one the torch.compile pair divides
+            r.compile_beside = {}
+    return (
+        f"Speedups are against the stored {baseline_mode} baseline {baseline} (no intervals: the two "
+        f"medians come from different sessions); {missing} correct task(s) had no time to rebase."
+    )
+
+
+def _report_metrics(loaded: list[RunData], fast_p: list[float]) -> list[Metric]:
+    """The metric columns of the runs' tables: the fixed ones, and those whose data some run has."""
+    results = [r for run in loaded for r in run.results]
+    return metrics(
+        fast_p,
+        active_minutes=any((run_concurrency(run.config) or 1) > 1 for run in loaded),
+        held_out=any(r.held_out for r in results),
+        compile_beside=any(speedup_over_compile(r) for r in results),
+        checks=any(r.best_checks for r in results),
+        decided=any((r.held_out or {}).get("decided") for r in results),
+    )
+
+
 def build_report(
     runs: list[str | Path],
     *,
@@ -343,43 +374,17 @@ def build_report(
             "give one label per run directory, or none"
         )
     loaded = load_runs(list(run_dirs), labels)
-    rebased_note = ""
-    if baseline:
-        from cudaforge.report.rebase import load_baseline, rebase
-
-        times = load_baseline(baseline, str(getattr(baseline_mode, "value", baseline_mode)))
-        missing = 0
-        for run in loaded:
-            run.results, lost = rebase(run.results, times)
-            missing += lost
-            for r in run.results:  # a rebased speedup is no longer the one the torch.compile pair divides
-                r.compile_beside = {}
-        rebased_note = (
-            f"Speedups are against the stored {baseline_mode} baseline {baseline} (no intervals: the two "
-            f"medians come from different sessions); {missing} correct task(s) had no time to rebase."
-        )
+    rebased_note = _rebase_runs(loaded, baseline, baseline_mode) if baseline else ""
     options = dict(failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap, confidence=confidence, seed=seed)
     stats = [run_stats(run.results, **options) for run in loaded]
     levels = {g for s in stats for g in s if g.startswith("level")}
     others = ["other"] if any("other" in s for s in stats) else []
     groups = sorted(levels, key=lambda g: int(g[5:])) + others + ["overall"]
-    concurrent = any((run_concurrency(run.config) or 1) > 1 for run in loaded)
-    held_out = any(r.held_out for run in loaded for r in run.results)
-    compiled = any(speedup_over_compile(r) for run in loaded for r in run.results)
-    checked = any(r.best_checks for run in loaded for r in run.results)
-    decided = any((r.held_out or {}).get("decided") for run in loaded for r in run.results)
     report = Report(
         loaded,
         stats,
         select_published(list(compare), published_dir),
-        metrics(
-            fast_p,
-            active_minutes=concurrent,
-            held_out=held_out,
-            compile_beside=compiled,
-            checks=checked,
-            decided=decided,
-        ),
+        _report_metrics(loaded, fast_p),
         groups,
         failed_as,
     )
