@@ -92,21 +92,27 @@ def test_a_crash_on_a_lost_gpu_is_no_verdict(monkeypatch, tmp_path):
     assert lost.evaluate(task, source).status is EvalStatus.CRASHED
 
 
-@pytest.mark.slow
-def test_a_lost_gpu_stops_the_run_and_the_resume_finishes_the_task(monkeypatch, tmp_path):
+def _demo_relu(tmp_path):
+    """The offline demo's config (2 rounds, no profile), tiny ReLU, and a run context in ``tmp_path/run``."""
     from cudaforge.config import CudaforgeConfig
     from cudaforge.run.demo import install_demo
-    from cudaforge.run.runner import RunAborted, make_context, run_suite
+    from cudaforge.run.runner import make_context
     from cudaforge.tasks import find_task, selection
-    from cudaforge.track.store import RunDir
-    from cudaforge.types import GpuUnavailable
 
     install_demo()
     cfg = CudaforgeConfig()
     cfg.strategy.max_rounds = 2
     cfg.profile.enabled = False
-    task = find_task(selection("tiny"), "level1/1_ReLU")
-    ctx = make_context(cfg, tmp_path / "run")
+    return cfg, find_task(selection("tiny"), "level1/1_ReLU"), make_context(cfg, tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_a_lost_gpu_stops_the_run_and_the_resume_finishes_the_task(monkeypatch, tmp_path):
+    from cudaforge.run.runner import RunAborted, make_context, run_suite
+    from cudaforge.track.store import RunDir
+    from cudaforge.types import GpuUnavailable
+
+    cfg, task, ctx = _demo_relu(tmp_path)
 
     def lost(*args, **kwargs):
         raise GpuUnavailable("GPU 0 stopped answering during the evaluation of tiny/level1/1_ReLU (NVML: GpuIsLost)")
@@ -259,21 +265,13 @@ def test_a_sandbox_that_cannot_be_built_mid_run_leaves_the_task_not_run(monkeypa
     """Issue 53: the pre-flight found the wall, then an evaluation's worker could not get it (a namespace limit hit,
     a kernel feature gone): the evaluator has no verdict (SandboxUnavailable, not `unsupported`), the task is not run
     (reason sandbox_unavailable) and the run stops, as for a lost GPU."""
-    from cudaforge.config import CudaforgeConfig
     from cudaforge.eval.remote import WALL_MISSING
     from cudaforge.proc.isolation import IsolatedOutcome
-    from cudaforge.run.demo import install_demo
-    from cudaforge.run.runner import RunAborted, make_context, run_suite
-    from cudaforge.tasks import find_task, selection
+    from cudaforge.run.runner import RunAborted, run_suite
     from cudaforge.track.store import RunDir
     from cudaforge.types import EvalResult, EvalStatus
 
-    install_demo()
-    cfg = CudaforgeConfig()
-    cfg.strategy.max_rounds = 2
-    cfg.profile.enabled = False
-    task = find_task(selection("tiny"), "level1/1_ReLU")
-    ctx = make_context(cfg, tmp_path / "run")
+    _, task, ctx = _demo_relu(tmp_path)
     said = f"eval.sandbox=auto without eval.allow_weak_sandbox=true, and {WALL_MISSING}: landlock: not in this kernel"
 
     def walls_gone(payload, gpu, env):  # what the verifier returns when its worker finds no wall
