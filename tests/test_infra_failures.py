@@ -273,12 +273,20 @@ def test_a_sandbox_that_cannot_be_built_mid_run_leaves_the_task_not_run(monkeypa
 
     _, task, ctx = _demo_relu(tmp_path)
     said = f"eval.sandbox=auto without eval.allow_weak_sandbox=true, and {WALL_MISSING}: landlock: not in this kernel"
+    marked = {"sandbox_missing": True}  # what the verifier marks from the sandbox's own status, never from a reply
 
     def walls_gone(payload, gpu, env):  # what the verifier returns when its worker finds no wall
-        result = EvalResult(task_id=task.id, candidate_hash="h", status=EvalStatus.UNSUPPORTED, message=said)
+        result = EvalResult(
+            task_id=task.id, candidate_hash="h", status=EvalStatus.UNSUPPORTED, message=said, fingerprint=dict(marked)
+        )
         return IsolatedOutcome(status="ok", result=result.to_dict())
 
+    # a candidate that only says the words (a forged worker reply: status unsupported, this message) gets its verdict
     monkeypatch.setattr(ctx.evaluator, "_worker", walls_gone)
+    marked.clear()
+    source = (REPO / "benchmarks" / "candidates" / "triton_relu.py").read_text()
+    assert ctx.evaluator.evaluate(task, source).status is EvalStatus.UNSUPPORTED
+    marked["sandbox_missing"] = True
     with pytest.raises(RunAborted, match="run stopped: the sandbox could not be built for the evaluation of"):
         run_suite(ctx, [task])
     run = RunDir(tmp_path / "run")

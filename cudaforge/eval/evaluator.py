@@ -25,7 +25,6 @@ from cudaforge.eval.bounded import cap_strings
 from cudaforge.eval.jit_cache import trusted_cache
 from cudaforge.eval.known import kept_before, known_before, reference_decisions
 from cudaforge.eval.precision import kept_probe
-from cudaforge.eval.remote import WALL_MISSING
 from cudaforge.eval.settings import EvalConfig, JitAhead
 from cudaforge.eval.static import check_candidate
 from cudaforge.proc.isolation import IsolatedOutcome, Standby, run_isolated
@@ -429,7 +428,7 @@ class Evaluator:
             self._before[before_key] = kept  # evaluation or build of ours that could have slowed the measurement
         result.phases.insert(0, static_record)
         result.seconds = time.monotonic() - started
-        if result.status is EvalStatus.UNSUPPORTED and WALL_MISSING in result.message:
+        if result.status is EvalStatus.UNSUPPORTED and result.fingerprint.get("sandbox_missing") is True:
             raise SandboxUnavailable(
                 f"the sandbox could not be built for the evaluation of {task.id}, so it has no verdict: "
                 + result.message.strip().splitlines()[0][:400]

@@ -41,15 +41,17 @@ WORKER_STATUSES = {
 
 
 WALL_MISSING = "this machine cannot give the candidate the sandbox's wall"
-"""What a worker's failure says when its sandbox could not be built (the evaluator raises ``SandboxUnavailable``)."""
+"""What a worker's failure says when its sandbox could not be built (the words only: the evaluator decides on
+``WorkerFailure.wall_missing``, which no reply of a worker can set)."""
 
 
 class WorkerFailure(Exception):
-    """The worker failed a request: ``status`` (an EvalStatus value) and ``message``."""
+    """The worker failed a request: ``status`` (an EvalStatus value) and ``message``. ``wall_missing``: its sandbox
+    could not be built (set by ``wait_hello`` from the sandbox's own status, before any candidate code exists)."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: str, message: str, *, wall_missing: bool = False) -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.wall_missing = status, message, wall_missing
 
 
 class CandidateProcess:
@@ -160,6 +162,7 @@ class CandidateProcess:
             raise WorkerFailure(
                 "unsupported",
                 f"{how}, and {WALL_MISSING}: " + "; ".join(status.get("missing", [])),
+                wall_missing=True,
             )
         try:
             message, _ = self.channel.recv(timeout_s)

@@ -79,6 +79,17 @@ def _count_late_builds(late: list[Any], phases: list[PhaseRecord], result: EvalR
             return
 
 
+def _worker_failed(result: EvalResult, failure: WorkerFailure, phase: Phase) -> None:
+    """A worker's failure outside a request's own handling (its start, above all) as the result's status and
+    message; a sandbox that could not be built (``wall_missing``, the sandbox's own status before the candidate
+    existed, which no reply of the worker can set) is marked ``fingerprint["sandbox_missing"]``: no verdict."""
+    result.status, result.message = EvalStatus(failure.status), failure.message
+    if failure.wall_missing:
+        result.fingerprint["sandbox_missing"] = True
+    if result.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
+        result.message = f"{phase.value} phase: {failure.message}"
+
+
 def _phase_status(status: EvalStatus) -> str:
     return {EvalStatus.TIMEOUT: "timeout", EvalStatus.CRASHED: "crashed"}.get(status, "failed")
 
@@ -292,9 +303,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
         ok = failure.status is EvalStatus.COMPILED
         rec.end(phase, t, status="ok" if ok else _phase_status(failure.status), message=failure.message[:500])
     except WorkerFailure as failure:
-        result.status, result.message = EvalStatus(failure.status), failure.message
-        if result.status in (EvalStatus.TIMEOUT, EvalStatus.CRASHED):
-            result.message = f"{phase.value} phase: {failure.message}"
+        _worker_failed(result, failure, phase)
         rec.end(phase, t, status=_phase_status(result.status), message=failure.message[:500])
     finally:
         tail_started = time.perf_counter()  # the worker's end and its files kept: no phase's time
