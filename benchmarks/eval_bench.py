@@ -7,6 +7,8 @@ Targets (issue: evaluation engine):
   medians within 2% of each other (max-min over mean);
 - overhead: for a task whose reference runs about 1 ms, everything but the compile and the
   timed calls themselves at most 1 s per candidate (was 3 s before the public-candidates issue);
+- new_checks: what the checks beyond the scored inputs (hidden distributions, varied parameters, the fp64
+  reference) cost per candidate on a microsecond, a 1 ms and a 100 ms task (on against off, a ready worker);
 - throughput: a batch of ``--batch`` candidates on all visible GPUs against the same batch on
   one GPU (the ratio of wall times). The CUDA sources are built first, untimed, so both batches
   find every build done and the GPUs' share of the work is what is compared.
@@ -37,6 +39,8 @@ from cudaforge.eval.fingerprint import environment_fingerprint  # noqa: E402
 from cudaforge.tasks import find_task, selection  # noqa: E402
 
 CANDIDATES = REPO / "benchmarks" / "candidates"
+SLOW = REPO / "benchmarks" / "slow"
+"""A task of about 100 ms and its candidate (not shipped with the package)."""
 PRECISION_PAIR = ("main", "level1/3_Softmax", "triton_softmax.py")
 OVERHEAD_PAIR = ("main", "level1/1_GELU", "triton_gelu.py")
 BATCH_PAIRS = [
@@ -50,7 +54,7 @@ BATCH_PAIRS = [
 
 def load(pair):
     suite_name, task_id, file = pair
-    return find_task(selection(suite_name), task_id), (CANDIDATES / file).read_text()
+    return find_task(selection(suite_name), task_id), (CANDIDATES / file).read_text()  # an absolute file: as it is
 
 
 def phase_seconds(result, name: str) -> float:
@@ -134,6 +138,70 @@ def overhead(evaluator: Evaluator, repeats: int = 3, wait_standby: bool = False)
     }
 
 
+NEW_CHECKS_OFF = {"hidden_inputs": [], "vary_parameters": False, "fp64_reference": False}
+"""The settings that turn off the checks beyond the scored inputs (issue 52): what ``new_checks`` compares against."""
+NEW_CHECK_PAIRS = [
+    ("microsecond", ("tiny", "level1/1_ReLU", "triton_relu.py")),
+    ("1 ms", OVERHEAD_PAIR),
+    ("100 ms", ("main", str(SLOW / "1_TanhLerp100ms.py"), str(SLOW / "triton_tanh_lerp.py"))),
+]
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
+def new_checks(cfg: dict, gpus: list[str], repeats: int) -> dict:
+    """What the checks beyond the scored inputs cost per candidate on a microsecond, a 1 ms and a 100 ms task: each
+    pair evaluated ``repeats`` times with a ready worker, with those checks on (the defaults) and off
+    (``NEW_CHECKS_OFF``); the first evaluation of each (the build, and the fp64 decisions on each hidden
+    distribution, which later evaluations of the task reuse) is reported apart."""
+    out = {}
+    for size, pair in NEW_CHECK_PAIRS:
+        task, source = load(pair)
+        row: dict = {"task": task.id, "candidate": pair[2]}
+        for label, extra in (("on", {}), ("off", NEW_CHECKS_OFF)):
+            with Evaluator({**cfg, **extra}, gpus=gpus[:1]) as evaluator:
+                first = evaluator.evaluate(task, source)
+                assert first.status.value == "correct", first.report()
+                runs = []
+                for _ in range(repeats):
+                    evaluator.wait_for_standbys()
+                    r = evaluator.evaluate(task, source)
+                    assert r.status.value == "correct", r.report()
+                    runs.append(
+                        {
+                            "total_s": r.seconds,
+                            "correctness_s": phase_seconds(r, "correctness"),
+                            "timing_phase_s": phase_seconds(r, "timing"),
+                            "trials": r.trials_total,
+                            "reference_ms": r.reference_timing.median,
+                            "candidate_ms": r.candidate_timing.median,
+                            "correctness_breakdown_s": r.fingerprint.get("correctness_breakdown_s"),
+                        }
+                    )
+            row[label] = {
+                "first_total_s": first.seconds - phase_seconds(first, "compile"),
+                "first_correctness_s": phase_seconds(first, "correctness"),
+                "total_s_median": _median([x["total_s"] for x in runs]),
+                "correctness_s_median": _median([x["correctness_s"] for x in runs]),
+                "runs": runs,
+            }
+        row["reference_ms"] = row["on"]["runs"][0]["reference_ms"]
+        row["cost_s"] = row["on"]["total_s_median"] - row["off"]["total_s_median"]
+        row["cost_correctness_s"] = row["on"]["correctness_s_median"] - row["off"]["correctness_s_median"]
+        row["cost_first_s"] = row["on"]["first_total_s"] - row["off"]["first_total_s"]
+        print(
+            f"new checks, {size} task ({task.id}, reference {row['reference_ms']:.3f} ms): "
+            f"{row['cost_s']:+.3f} s per candidate (correctness phase {row['cost_correctness_s']:+.3f} s; "
+            f"{row['on']['runs'][0]['trials']} trials against {row['off']['runs'][0]['trials']}), "
+            f"first evaluation {row['cost_first_s']:+.3f} s",
+            flush=True,
+        )
+        out[size] = row
+    return out
+
+
 def throughput(cfg: dict, batch: int, gpus: list[str]) -> dict:
     jobs = [load(BATCH_PAIRS[i % len(BATCH_PAIRS)]) for i in range(batch)]
     started = time.monotonic()
@@ -187,8 +255,9 @@ def main() -> None:
         except json.JSONDecodeError:
             overrides[key] = value
     parts = {p for p in args.parts.split(",") if p}
-    if parts - {"precision", "overhead", "throughput"}:
-        parser.error(f"unknown part(s) {sorted(parts - {'precision', 'overhead', 'throughput'})}")
+    known_parts = {"precision", "overhead", "throughput", "new_checks"}
+    if parts - known_parts:
+        parser.error(f"unknown part(s) {sorted(parts - known_parts)}")
     args.out.mkdir(parents=True, exist_ok=True)
     gpus = visible_gpus()
     if not gpus:
@@ -201,7 +270,7 @@ def main() -> None:
         "overrides": overrides,
         "fingerprint": environment_fingerprint(0),
     }
-    name = "eval_bench" if len(parts) == 3 else f"eval_bench_{'_'.join(sorted(parts))}"
+    name = "eval_bench" if parts == {"precision", "overhead", "throughput"} else f"eval_bench_{'_'.join(sorted(parts))}"
     name += f"_{args.tag}.json" if args.tag else ".json"
     if "precision" in parts:
         report["precision"] = precision(evaluator, args.repeats, args.wait_standby)
@@ -225,6 +294,9 @@ def main() -> None:
             )
         (args.out / name).write_text(json.dumps(report, indent=2))
     evaluator.close()
+    if "new_checks" in parts:
+        report["new_checks"] = new_checks(cfg, gpus, args.overhead_repeats)
+        (args.out / name).write_text(json.dumps(report, indent=2))
     if "throughput" in parts:
         if len(gpus) < 2:
             print("throughput: one GPU visible, nothing to compare", flush=True)
