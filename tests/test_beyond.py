@@ -172,9 +172,26 @@ def test_a_distribution_the_reference_cannot_judge_is_dropped_with_why_and_the_h
     assert set(hidden["kept"]) | set(hidden["dropped"]) == set(HIDDEN_DISTRIBUTIONS)
     assert result.trials_total == result.trials_passed == 2 + len(hidden["kept"])
     assert hidden["decided"]["negated"] == hidden["dropped"]["negated"] and hidden["decided"]["x3"] == ""
+    assert result.checks["fp64"]["reference"] == {"trusted": True, "base_nonfinite": 0}
     again = evaluator.evaluate(task(SQRT_TASK), SQRT_KERNEL)  # the reference's decisions kept by the evaluator
     assert again.status is EvalStatus.CORRECT and again.checks["hidden"]["decided"] == {}
     assert again.checks["hidden"]["dropped"] == hidden["dropped"] and again.checks["hidden"]["kept"] == hidden["kept"]
+    assert "reference" not in again.checks["fp64"] and again.checks["fp64"]["reference_known"] is True
+
+
+def test_an_earlier_evaluations_fp64_decision_is_taken_only_when_well_formed():
+    from cudaforge.eval.verifier.correctness import known_fp64
+
+    assert known_fp64({"trusted": False, "base_nonfinite": 3}) == {"trusted": False, "base_nonfinite": 3}
+    for bad in (
+        None,
+        {},
+        {"trusted": 1, "base_nonfinite": 0},
+        {"trusted": True, "base_nonfinite": -1},
+        {"trusted": True, "base_nonfinite": True},
+        {"trusted": True, "base_nonfinite": 0, "x": 1},
+    ):
+        assert known_fp64(bad) is None, bad
 
 
 def test_a_kernel_that_ignores_a_scale_built_as_ones_is_wrong_and_one_that_folds_it_at_construction_is_right(

@@ -74,13 +74,19 @@ def kept_before(fingerprint: dict[str, Any], candidate_hash: str) -> dict[str, A
 
 def reference_decisions(checks: dict[str, Any], known: dict[str, Any] | None) -> dict[str, Any]:
     """What an evaluation's checks (``EvalResult.checks``) decided of its task's reference, merged over ``known``:
-    ``hidden`` (each hidden distribution judged: "" when the reference can judge it, else why not) and ``parameters``
-    (``{"degenerate": why or ""}`` once the reference's varied parameters were checked). Empty when nothing was."""
+    ``hidden`` (each hidden distribution judged: "" when the reference can judge it, else why not), ``fp64``
+    (``{"trusted", "base_nonfinite"}``: whether the reference's fp32 output on the default inputs agrees with its fp64
+    evaluation, and its non-finite elements there) and ``parameters`` (``{"degenerate": why or ""}`` once the
+    reference's varied parameters were checked). Empty when nothing was."""
     out: dict[str, Any] = {k: dict(v) for k, v in (known or {}).items() if isinstance(v, dict)}
     hidden = (checks or {}).get("hidden") or {}
     decided = hidden.get("decided") if isinstance(hidden, dict) else None
     if isinstance(decided, dict):
         out.setdefault("hidden", {}).update({str(k): str(v) for k, v in decided.items()})
+    fp64 = (checks or {}).get("fp64") or {}
+    reference = fp64.get("reference") if isinstance(fp64, dict) else None
+    if isinstance(reference, dict):
+        out["fp64"] = dict(reference)
     params = (checks or {}).get("parameters") or {}
     if isinstance(params, dict) and "checked" in params:
         out["parameters"] = {"degenerate": str(params.get("dropped", ""))}

@@ -178,6 +178,18 @@ def cpu_scaled(task, device, module: Any = None) -> bool:
         return False
 
 
+def known_fp64(value: Any) -> dict[str, Any] | None:
+    """An earlier evaluation's decisions on the task's reference against its fp64 evaluation
+    (``cudaforge.eval.known.reference_decisions``, ``fp64``): ``{"trusted": bool, "base_nonfinite": int}``, or None
+    when there are none or they are malformed (decided again)."""
+    if not isinstance(value, dict) or set(value) != {"trusted", "base_nonfinite"}:
+        return None
+    trusted, count = value["trusted"], value["base_nonfinite"]
+    if not isinstance(trusted, bool) or isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return None
+    return {"trusted": trusted, "base_nonfinite": count}
+
+
 class Wide:
     """The reference evaluated in float64 (``eval.fp64_reference``): its model copied once, when first needed, and
     dropped with the correctness phase; ``error`` says why there is none."""
@@ -192,6 +204,16 @@ class Wide:
         """The default inputs' fp32 reference agrees with its fp64 evaluation (else only finiteness judges a hidden
         distribution: a reference run in TF32, say)."""
         self.base_nonfinite = 0
+        self.known: dict[str, Any] | None = None
+        """``trusted`` and ``base_nonfinite`` as an earlier evaluation of the task decided them (``known_fp64``),
+        taken as they are: the comparison of the reference with itself is not made again."""
+        self.decided = False
+        """Both were decided here (the evaluator keeps them for the task's next evaluations)."""
+
+    def take(self, known: dict[str, Any] | None) -> None:
+        """An earlier evaluation's decisions on the reference (``known_fp64``), when there are any."""
+        if known is not None and self.enabled:
+            self.known, self.trusted, self.base_nonfinite = known, known["trusted"], known["base_nonfinite"]
 
     def __call__(self, inputs: list[Any], ref_out: Any = None) -> Any | None:
         """The fp64 reference's output on ``inputs`` (None when there is none: not made, or too large beside
@@ -237,6 +259,10 @@ class Wide:
     def record(self) -> dict[str, Any]:
         """What ``result.checks["fp64"]`` says of the fp64 reference itself."""
         out: dict[str, Any] = {"available": not self.error}
+        if self.decided and not self.error:
+            out["reference"] = {"trusted": self.trusted, "base_nonfinite": self.base_nonfinite}
+        elif self.known is not None:
+            out["reference_known"] = True
         if self.error:
             out["note"] = self.error
         elif not self.trusted:
@@ -319,6 +345,7 @@ def run_correctness(
     phase = Correctness(task, ref_module, ref_model, cand, device, cfg, result, guard)
     decided = (known or {}).get("hidden")
     phase.known = {str(k): str(v) for k, v in decided.items()} if isinstance(decided, dict) else {}
+    phase.wide.take(known_fp64((known or {}).get("fp64")))
     plan = correctness_plan(task, cfg, phase.trials.base)
     result.trials_total = len(plan)
     if phase.trials.base != DEFAULT_VARIANT:
@@ -421,8 +448,10 @@ class Correctness:
         atol, rtol = tolerance(self.task, ref_out, self.cfg)
         wide = self.wide
         if first:
-            wide.base_nonfinite = count_nonfinite(ref_out)
-            wide.trusted = wide_out is not None and not wide.compare(disagreement, ref_out, wide_out, atol, rtol)
+            if wide.known is None:  # decided here, kept by the evaluator for the task's next evaluations
+                wide.base_nonfinite = count_nonfinite(ref_out)
+                wide.trusted = wide_out is not None and not wide.compare(disagreement, ref_out, wide_out, atol, rtol)
+                wide.decided = wide_out is not None and not wide.error
             return True
         name = variant[len(HIDDEN_PREFIX) :]
         if name in self.known:  # judged by an earlier evaluation of this task (and kept: a drop never gets here)
