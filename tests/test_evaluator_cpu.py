@@ -330,7 +330,7 @@ from cudaforge.eval import candidate_worker, verifier
 verifier.prepare(lambda phase: None, lambda: True)
 candidate_worker.prepare(torch.device("cuda"))
 seen = set(sys.modules)
-from cudaforge.hardware.roofline import task_cost
+from cudaforge.tasks.cost import task_cost
 from cudaforge.tasks.runtime import load_module
 cost = task_cost(load_module(open({str(REPO / "benchmarks/suites/main/level1/1_GELU.py")!r}).read(), "ref_gelu"))
 assert cost["flops"] is not None, cost

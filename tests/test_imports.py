@@ -14,12 +14,12 @@ LAYERS = [
     ["cudaforge", "types", "paths", "pyast", "plugins"],
     ["languages"],
     ["vendors"],
+    ["hardware"],
     ["caches"],
     ["proc"],
     ["tasks"],
-    ["hardware"],
-    ["track"],
     ["llm"],
+    ["track"],
     ["eval"],
     ["profile"],
     ["agents"],
@@ -143,3 +143,16 @@ def test_the_process_wing_keeps_its_own_order_and_the_launcher_stays_plain():
     assert set(PROC_ORDER) == {m.split(".")[2] for m in modules if m.startswith("cudaforge.proc.")}
     assert not upward, upward
     assert not launcher, launcher
+
+
+APART = [("teach", "run"), ("teach", "graph")]
+"""Layers the order would let import each other that stay apart: ``teach`` reads run directories through ``track``
+and the records of ``types``, never the code that made them (issue 55: the exports do not depend on the runner)."""
+
+
+def test_layers_kept_apart_do_not_import_each_other():
+    modules = _modules()
+    crossing = sorted(
+        f"{m} -> {d}" for m, path in modules.items() for d in _imports(path, modules) if (_layer(m), _layer(d)) in APART
+    )
+    assert not crossing, crossing

@@ -116,7 +116,8 @@ def _run_body(cfg: DictConfig) -> int:
         Exit.refused = True
         return 2
     from cudaforge.eval.verifier import cpu_scaled
-    from cudaforge.run.demo import BANNER, DEMO_MODEL, install_demo
+    from cudaforge.llm.scripted import DEMO_MODEL
+    from cudaforge.run.demo import BANNER, install_demo
     from cudaforge.run.progress import RunProgress
     from cudaforge.run.runner import RunStateError, make_context, not_run_lines, run_suite
     from cudaforge.track.store import RunDirBusy

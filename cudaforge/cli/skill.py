@@ -36,7 +36,7 @@ keys: skill.*, report.*. exit status: 0, or 2 a usage error. See docs/teaching.m
 
 def _skill_distill(cfg: DictConfig) -> int:
     from cudaforge.llm import LLMError
-    from cudaforge.run.demo import DEMO_MODEL
+    from cudaforge.llm.scripted import DEMO_MODEL
     from cudaforge.teach.demo import BANNER, install_demo_distiller
     from cudaforge.teach.skills import distill_from_config, distiller_config
 

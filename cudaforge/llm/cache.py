@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.llm.ledger import Usage
-from cudaforge.track.store import LEDGER_FILE
 
 REQUEST_SCHEMA = 1
 """Version of the request layout hashed into keys; bump it when the layout changes."""
@@ -172,15 +171,16 @@ class ResponseCache:
         self.close()
 
 
-def recorded_tasks(path: str | Path, model: str | None = None) -> set[str]:
+def recorded_tasks(path: str | Path, model: str | None = None, ledger: str | Path | None = None) -> set[str]:
     """Task ids named in the prompts recorded in a cache file (only ``model``'s requests, if given).
 
     Read-only and without litellm. A task absent here cannot be replayed at all; one present
     may still miss later rounds (only a replay tells). Prompts name the task as ``task `ID```
     in our templates; templates that do not (the CudaForge paper's set) are found through the
-    recording run's ``ledger.jsonl`` beside the cache, whose rows carry their task ids.
+    recording run's ledger (``ledger``: the run directory's, beside the cache; the caller names it), whose rows carry
+    their task ids.
     """
-    found = _ledger_tasks(Path(path).with_name(LEDGER_FILE), model)
+    found = _ledger_tasks(Path(ledger), model) if ledger is not None else set()
     db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
     try:
         for (text,) in db.execute("SELECT request FROM replies"):

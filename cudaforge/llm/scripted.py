@@ -35,6 +35,10 @@ TIMEOUT: dict[str, Any] = {"error": "timeout"}
 SERVER_ERROR: dict[str, Any] = {"error": "server_error"}
 """Entry: the provider answers 500."""
 
+DEMO_MODEL = "scripted/demo"
+"""The model name of the demo transcript's replies (``cudaforge.run.demo``): a run, export or report that names
+it was made by no language model."""
+
 
 def _check_entry(entry: Entry) -> Entry:
     """Validate one entry at install time, so a bad script fails before any call."""

@@ -8,7 +8,7 @@ explains the protocol. Importing this package does not import torch.
 """
 
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
-from cudaforge.hardware.roofline import floor_ms, make_roofline, roofline, task_cost
+from cudaforge.hardware.roofline import floor_ms, make_roofline
 from cudaforge.hardware.specs import PEAK_TABLE, GpuPeaks, UnknownGPUWarning, gpu_spec_sheet, peak_rates, table_key
 from cudaforge.languages import is_own_kernel, kernel_base_name
 from cudaforge.languages import kernel_names as candidate_kernel_names
@@ -17,6 +17,7 @@ from cudaforge.profile.metrics import CUDAFORGE24, MetricSetName, metric_list, s
 from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.profiler import Profiler, ProfileSettings
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage
+from cudaforge.tasks.cost import roofline, task_cost
 
 __all__ = [
     "CUDAFORGE24",

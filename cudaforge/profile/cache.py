@@ -5,7 +5,7 @@ source hashes, the GPU's model name, the metric set and list, clock control, whi
 kept and the launch cap. Only ``ok`` results are stored (a fallback may succeed next time). One
 JSON file per key under ``<cache_dir>/<key[:2]>/<key>.json``, written atomically.
 
-A task's cost (the roofline's FLOPs and bytes, ``cudaforge.hardware.roofline.task_cost``) depends
+A task's cost (the roofline's FLOPs and bytes, ``cudaforge.tasks.cost.task_cost``) depends
 on the task alone: it is stored once per task under ``<cache_dir>/task_cost/<key[:2]>/<key>.json``,
 keyed by the task's source hash, the seed, where it was computed (``cpu`` or the GPU model) and
 the torch and cudaforge versions (:func:`cost_key`).

@@ -90,8 +90,8 @@ def profile_forward(payload: dict[str, Any], progress: Callable[[str], None]) ->
     returns ``{versions, spec, cost, kernels, forward_ms}`` or, on the candidate's fault, ``{..., error}``."""
     import torch
 
-    from cudaforge.hardware.roofline import task_cost
     from cudaforge.hardware.specs import gpu_spec_sheet
+    from cudaforge.tasks.cost import task_cost
     from cudaforge.tasks.runtime import build_model, load_module, make_inputs, strict_fp32
 
     result: dict[str, Any] = {"versions": _versions(), "spec": None, "cost": None, "kernels": [], "forward_ms": None}

@@ -32,7 +32,7 @@ from cudaforge import languages
 from cudaforge.eval.bounded import cap_text, finite_number
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
-from cudaforge.hardware.roofline import make_roofline, task_cost_child, with_measurement
+from cudaforge.hardware.roofline import make_roofline, with_measurement
 from cudaforge.languages import is_own_kernel, kernel_base_name
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.languages.names import KERNEL_NAME_MAX
@@ -43,6 +43,7 @@ from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list
 from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
 from cudaforge.profile.settings import ProfileConfig
+from cudaforge.tasks.cost import task_cost_child
 from cudaforge.types import Task, source_hash
 from cudaforge.vendors import current
 

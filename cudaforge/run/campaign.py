@@ -64,7 +64,8 @@ def work_root(config: Any, run_dir: Path) -> Path:
 def run_task_remote(config: Any, task: Task, root: str) -> dict[str, Any]:
     """Worker side: run one task in its own run directory under ``root`` (resuming it if it is there) and return
     its pack: ``result``, ``files`` (the task's folder), ``ledger`` (its calls' lines), ``cache`` (its replies)."""
-    from cudaforge.run.demo import DEMO_MODEL, install_demo
+    from cudaforge.llm.scripted import DEMO_MODEL
+    from cudaforge.run.demo import install_demo
     from cudaforge.run.runner import RunAborted, make_context, run_suite
 
     if DEMO_MODEL in (config.coder.model, config.judge.model):

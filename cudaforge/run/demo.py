@@ -23,7 +23,6 @@ TRANSCRIPT = Path(__file__).resolve().parents[1] / "resources" / "demo" / "tiny_
 BANNER = (
     "DEMO: agent replies come from a hand-written example transcript (cudaforge/resources/demo/), not from a model."
 )
-DEMO_MODEL = "scripted/demo"
 
 
 class DemoTranscriptError(LookupError):

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 from cudaforge.llm.cache import CacheMode, recorded_tasks
 from cudaforge.llm.ledger import SCRIPTED_PREFIX  # models answered in-process: no key, no server, no cost
 from cudaforge.llm.settings import OPENAI_COMPATIBLE_PREFIX
-from cudaforge.track.store import LLM_CACHE_FILE
+from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE
 
 CONNECT_TIMEOUT_S = 0.5
 """How long a local server gets to accept a TCP connection."""
@@ -245,7 +245,7 @@ def check_sandbox(eval_cfg: Any, probe: str = "torch") -> list[Problem]:
 
 
 def _demo_model() -> str:
-    from cudaforge.run.demo import DEMO_MODEL
+    from cudaforge.llm.scripted import DEMO_MODEL
 
     return DEMO_MODEL
 
@@ -431,7 +431,7 @@ def _check_replay(
     if not Path(cache_path).is_file():
         return [Problem("replay_cache", roles, model, f"{who}: replay_only, but no cache at {cache_path}", fix)]
     try:
-        recorded = recorded_tasks(cache_path, model)
+        recorded = recorded_tasks(cache_path, model, ledger=Path(cache_path).with_name(LEDGER_FILE))
     except (sqlite3.Error, ValueError) as exc:
         return [Problem("replay_cache", roles, model, f"{who}: cache {cache_path} unreadable ({exc})", fix)]
     missing = [t for t in task_ids if t not in recorded]

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from cudaforge.run.demo import DEMO_MODEL
+from cudaforge.llm.scripted import DEMO_MODEL
 from cudaforge.teach.positives import not_positive
 from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load_tasks, run_info, verified
 from cudaforge.teach.schema import SCHEMAS, conform, features

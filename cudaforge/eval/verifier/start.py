@@ -108,6 +108,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
 
     import cudaforge.hardware.roofline  # noqa: F401
     import cudaforge.hardware.specs  # noqa: F401
+    import cudaforge.tasks.cost  # noqa: F401
 
     warm_caches()
     warm_host()

@@ -17,8 +17,9 @@ class Verdict:
         from cudaforge.eval.precision import policy_name as precision_policy_name
         from cudaforge.eval.precision import speedups as precision_speedups
         from cudaforge.eval.timing import speedup, summarize
-        from cudaforge.hardware.roofline import make_roofline, task_cost
+        from cudaforge.hardware.roofline import make_roofline
         from cudaforge.hardware.specs import peak_rates
+        from cudaforge.tasks.cost import task_cost
 
         cfg, result, guard, p = self.cfg, self.result, self.guard, self.guard.policies
         clock = time.perf_counter()
