@@ -195,3 +195,25 @@ def test_the_shipped_kernelbench_audit_is_found_by_name_and_flags_the_known_zero
         assert f"kernelbench/level2/{problem}" in flagged
     noted = {r["task_id"] for r in records if r["findings"]} - set(flagged)
     assert "kernelbench/level2/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide" in noted  # cuDNN jitter: a note
+
+
+def test_the_childs_settings_cross_as_a_checked_record():
+    from types import SimpleNamespace
+
+    from cudaforge.tasks.audit import ChildSettings
+    from cudaforge.types import DevicePreference
+
+    cfg = SimpleNamespace(device=DevicePreference.cpu, cpu_variant="small", min_reference_ms=0.5, atol=1e-4, rtol=0)
+    settings = ChildSettings.of(cfg)
+    assert ChildSettings.from_dict(settings.to_dict()) == settings and settings.device == "cpu"
+    good = settings.to_dict()
+    for bad in (
+        {**good, "device": "gpu"},
+        {**good, "atol": "1e-4"},
+        {**good, "rtol": -1.0},
+        {**good, "extra": 1},
+        {k: v for k, v in good.items() if k != "cpu_variant"},
+        None,
+    ):
+        with pytest.raises(ValueError):
+            ChildSettings.from_dict(bad)

@@ -6,8 +6,6 @@ Fake run directories are written from `TaskResult` rows, as `cudaforge run` writ
 from __future__ import annotations
 
 import csv
-import dataclasses
-import inspect
 import io
 import json
 import math
@@ -518,13 +516,18 @@ def test_runs_override(tmp_path, monkeypatch):
     assert parsed.value() == [odd]
 
 
-def test_make_report_takes_report_config_fields():
-    """`cudaforge report` calls make_report(**ReportConfig fields): the names must agree."""
-    config = pytest.importorskip("cudaforge.config")
-    if not hasattr(config, "ReportConfig"):
-        pytest.skip("ReportConfig is not in cudaforge/config.py yet")
-    fields = {f.name for f in dataclasses.fields(config.ReportConfig)}
-    assert fields == set(inspect.signature(make_report).parameters)
+def test_a_report_is_made_from_its_config_whole_and_a_wrong_field_name_fails(two_runs, tmp_path):
+    """`cudaforge report` passes its ReportConfig whole; a library caller's keyword is one of its fields."""
+    from cudaforge.report.build import report_config
+    from cudaforge.report.settings import ReportConfig
+
+    cfg = ReportConfig(runs=[str(two_runs[0])], bootstrap=0, plots=False, out_dir=str(tmp_path / "r"), compare=[])
+    report, written = make_report(cfg=cfg)
+    assert report.bootstrap == 0 and written[0].parent == tmp_path / "r"
+    assert report_config([two_runs[0]], bootstrap=7).bootstrap == 7
+    assert report_config([two_runs[0]]).compare == []  # the library adds no published table unless asked
+    with pytest.raises(TypeError):
+        report_config([two_runs[0]], bootstrp=0)
 
 
 @pytest.mark.slow

@@ -23,14 +23,12 @@ config group: report (keys report.*). exit status: 0 written, 2 a usage error. S
 
 
 def _report(cfg: DictConfig) -> int:
-    import dataclasses
-
     from cudaforge.report import make_report
     from cudaforge.report.plots import PlottingUnavailable
     from cudaforge.report.tables import markdown
 
     try:
-        report, written = make_report(**dataclasses.asdict(OmegaConf.to_object(cfg.report)))
+        report, written = make_report(cfg=OmegaConf.to_object(cfg.report))
     except PlottingUnavailable as exc:
         print(f"cudaforge report: error: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """Reports: tables (Markdown, LaTeX, CSV) and plots from run directories, beside published results.
 
-- ``make_report(runs, ...)``: what ``cudaforge report`` calls (keyword arguments = ``ReportConfig`` fields).
+- ``make_report(runs, cfg, **fields)``: what ``cudaforge report`` calls with its ``ReportConfig`` whole (library
+  callers name ``ReportConfig`` fields as keyword arguments: ``report_config``).
 - ``build_report`` / ``write_report``: the same in two steps (compute, then write).
 - ``run_stats`` / ``group_stats``: the statistics of a list of ``TaskResult`` (docs/reports.md defines them).
 - ``load_published`` / ``select_published``: the tables under ``benchmarks/published/``.

@@ -1,13 +1,16 @@
 """A report: statistics of one or more run directories beside published tables, written as files.
 
-``make_report`` is what ``cudaforge report`` calls; its keyword arguments are ``ReportConfig``'s fields.
+``make_report`` is what ``cudaforge report`` calls, with its ``ReportConfig`` whole; library callers name any of its
+fields as keyword arguments.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from cudaforge.report import tables
 from cudaforge.report.load import RunData, load_runs, run_concurrency
@@ -16,6 +19,7 @@ from cudaforge.report.paired import paired_lines
 from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
+from cudaforge.report.settings import ReportConfig
 from cudaforge.report.stats import (
     FailedAs,
     Metric,
@@ -338,35 +342,36 @@ def _report_metrics(loaded: list[RunData], fast_p: list[float]) -> list[Metric]:
     )
 
 
-def build_report(
-    runs: list[str | Path],
-    *,
-    labels: list[str] | None = None,
-    compare: Iterable[str] = (),
-    failed_as: FailedAs | str = FailedAs.zero,
-    fast_p: Iterable[float] = (0, 1, 1.5, 2),
-    bootstrap: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    published_dir: str | Path | None = None,
-    baseline: str | Path | None = None,
-    baseline_mode: str = "eager",
-    paired_with: int | None = None,
-    pool_seeds: bool = True,
-) -> Report:
-    """Read the runs, compute every statistic, pick the published tables (nothing is written).
+def report_config(
+    runs: Iterable[str | Path] | None = None, cfg: ReportConfig | None = None, **options: Any
+) -> ReportConfig:
+    """The ``ReportConfig`` a report is made with: ``cfg`` (default: ``ReportConfig`` with no published table, the
+    library's default; the command's config adds Table 1), with ``runs`` and any of its fields in ``options`` put in
+    (an unknown name raises ``TypeError``)."""
+    base = cfg if cfg is not None else ReportConfig(compare=[])
+    if runs is not None:
+        options["runs"] = [str(r) for r in runs]
+    return dataclasses.replace(base, **options)
+
+
+def build_report(runs: Iterable[str | Path] | None = None, cfg: ReportConfig | None = None, **options: Any) -> Report:
+    """Read the runs, compute every statistic, pick the published tables (nothing is written); the settings are
+    ``report_config(runs, cfg, **options)``'s (``ReportConfig``'s fields: docs/reports.md).
 
     ``pool_seeds``: runs that differ only in their seed are one row (``seeds.py``).
 
     ``baseline``: a ``baseline.jsonl`` whose ``baseline_mode`` medians replace the in-session reference
     as the speedups' denominator (see ``rebase.py``).
     """
+    cfg = report_config(runs, cfg, **options)
+    runs, labels, confidence = cfg.runs, cfg.labels, cfg.confidence
+    bootstrap, seed, paired_with = cfg.bootstrap, cfg.seed, cfg.paired_with
     if not runs:
         raise ValueError("say which run directories: cudaforge report RUN_DIR [RUN_DIR ...]")
     if not 0 < confidence < 1:
         raise ValueError(f"report.confidence must be between 0 and 1, not {confidence}")
-    failed_as = FailedAs(getattr(failed_as, "value", failed_as))
-    fast_p = [float(p) for p in fast_p]
+    failed_as = FailedAs(getattr(cfg.failed_as, "value", cfg.failed_as))
+    fast_p = [float(p) for p in cfg.fast_p]
     run_dirs, skipped = expand_run_dirs(list(runs))  # a sweep folder: its jobs; multirun.yaml from a glob: skipped
     if labels and len(labels) == len(runs) and len(run_dirs) != len(runs):
         raise ValueError(
@@ -374,7 +379,8 @@ def build_report(
             "give one label per run directory, or none"
         )
     loaded = load_runs(list(run_dirs), labels)
-    rebased_note = _rebase_runs(loaded, baseline, baseline_mode) if baseline else ""
+    mode = str(getattr(cfg.baseline_mode, "value", cfg.baseline_mode))
+    rebased_note = _rebase_runs(loaded, cfg.baseline, mode) if cfg.baseline else ""
     options = dict(failed_as=failed_as, fast_p=fast_p, bootstrap=bootstrap, confidence=confidence, seed=seed)
     stats = [run_stats(run.results, **options) for run in loaded]
     levels = {g for s in stats for g in s if g.startswith("level")}
@@ -383,13 +389,13 @@ def build_report(
     report = Report(
         loaded,
         stats,
-        select_published(list(compare), published_dir),
+        select_published(list(cfg.compare), cfg.published_dir),
         _report_metrics(loaded, fast_p),
         groups,
         failed_as,
     )
     report.fast_p, report.bootstrap, report.confidence, report.seed = fast_p, bootstrap, confidence, seed
-    report.arms = arms(loaded, pool=pool_seeds)
+    report.arms = arms(loaded, pool=cfg.pool_seeds)
     report.arm_stats = [arm_stats(arm, **options) if arm.pooled else None for arm in report.arms]
     over = "seeds and tasks" if any(arm.pooled for arm in report.arms) else "tasks"
     report.caption = (
@@ -465,41 +471,15 @@ def write_report(report: Report, out_dir: str | Path, plots: bool = True) -> lis
 
 
 def make_report(
-    runs: list[str],
-    labels: list[str] | None = None,
-    compare: Iterable[str] = (),
-    failed_as: FailedAs | str = FailedAs.zero,
-    fast_p: Iterable[float] = (0, 1, 1.5, 2),
-    bootstrap: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    out_dir: str | None = None,
-    plots: bool = True,
-    published_dir: str | None = None,
-    baseline: str | None = None,
-    baseline_mode: str = "eager",
-    paired_with: int | None = None,
-    pool_seeds: bool = True,
+    runs: Iterable[str | Path] | None = None, cfg: ReportConfig | None = None, **options: Any
 ) -> tuple[Report, list[Path]]:
-    """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths.
+    """Build the report and write it to ``out_dir`` (default ``<first run>/report``); returns it and the paths. The
+    settings are ``report_config(runs, cfg, **options)``'s: ``cudaforge report`` passes its ``ReportConfig`` whole.
 
     With ``plots`` and no matplotlib, the tables are written all the same and one note names the figures
     skipped (``plot_all``).
     """
-    report = build_report(
-        runs,
-        labels=labels,
-        compare=compare,
-        failed_as=failed_as,
-        fast_p=fast_p,
-        bootstrap=bootstrap,
-        confidence=confidence,
-        seed=seed,
-        published_dir=published_dir,
-        baseline=baseline,
-        baseline_mode=baseline_mode,
-        paired_with=paired_with,
-        pool_seeds=pool_seeds,
-    )
-    target = Path(out_dir) if out_dir else report.runs[0].path / "report"
-    return report, write_report(report, target, plots=plots)
+    cfg = report_config(runs, cfg, **options)
+    report = build_report(cfg=cfg)
+    target = Path(cfg.out_dir) if cfg.out_dir else report.runs[0].path / "report"
+    return report, write_report(report, target, plots=cfg.plots)

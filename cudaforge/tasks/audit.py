@@ -106,14 +106,46 @@ class TaskAudit:
         return out
 
 
-def _config(cfg: Any) -> dict[str, Any]:
-    return {
-        "device": str(getattr(cfg.device, "value", cfg.device)),
-        "cpu_variant": cfg.cpu_variant,
-        "min_reference_ms": cfg.min_reference_ms,
-        "atol": cfg.atol,
-        "rtol": cfg.rtol,
-    }
+@dataclass(frozen=True)
+class ChildSettings:
+    """What the audit's child (``audit_child``) needs of ``AuditConfig``. It crosses the process boundary as
+    ``to_dict()`` and is read back, typed and checked, with ``from_dict()``."""
+
+    device: str = "auto"
+    """``auto``, ``cuda`` or ``cpu``."""
+    cpu_variant: str = "small"
+    min_reference_ms: float = 0.0
+    atol: float = 1e-4
+    rtol: float = 1e-4
+
+    @classmethod
+    def of(cls, cfg: Any) -> ChildSettings:
+        """The child's part of an ``AuditConfig`` (or anything with its fields)."""
+        return cls(
+            device=str(getattr(cfg.device, "value", cfg.device)),
+            cpu_variant=str(cfg.cpu_variant),
+            min_reference_ms=float(cfg.min_reference_ms),
+            atol=float(cfg.atol),
+            rtol=float(cfg.rtol),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ChildSettings:
+        """The settings ``to_dict`` wrote; a missing, unknown or mistyped field raises ``ValueError``."""
+        names = {"device", "cpu_variant", "min_reference_ms", "atol", "rtol"}
+        if not isinstance(data, dict) or set(data) != names:
+            raise ValueError(f"audit settings: expected the fields {sorted(names)}, got {data!r}"[:300])
+        if data["device"] not in ("auto", "cuda", "cpu") or not isinstance(data["cpu_variant"], str):
+            raise ValueError(f"audit settings: bad device or cpu_variant in {data!r}"[:300])
+        numbers = [data[k] for k in ("min_reference_ms", "atol", "rtol")]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in numbers):
+            raise ValueError(
+                f"audit settings: min_reference_ms, atol and rtol are non-negative numbers: {data!r}"[:300]
+            )
+        return cls(**{k: (float(v) if k in ("min_reference_ms", "atol", "rtol") else v) for k, v in data.items()})
 
 
 def _lanes(device: str, cfg: Any) -> list[str | None]:
@@ -150,13 +182,13 @@ def _failed(task: Task, status: str, detail: str, seconds: float) -> TaskAudit:
     )
 
 
-def _run_batch(batch: list[Task], gpu: str | None, config: dict[str, Any], timeout_s: float) -> list[TaskAudit]:
+def _run_batch(batch: list[Task], gpu: str | None, config: ChildSettings, timeout_s: float) -> list[TaskAudit]:
     """Audit ``batch`` in one child; a task that kills or hangs it is charged alone and the others run again."""
     if not batch:
         return []
     outcome = run_isolated(
         "cudaforge.tasks.audit_child:audit_batch",
-        {"tasks": [t.to_dict() for t in batch], "config": config},
+        {"tasks": [t.to_dict() for t in batch], "config": config.to_dict()},
         timeouts={f"task:{i}": timeout_s for i in range(len(batch))},
         default_timeout=timeout_s,  # the child's start-up: imports and CUDA
         gpu=gpu,
@@ -185,8 +217,8 @@ def audit_tasks(tasks: list[Task], cfg: Any, on_result: Callable[[TaskAudit], No
     """Audit every task (``cfg`` an ``AuditConfig``), batched into warm children on every lane; the audits come
     back in the order of ``tasks``. ``on_result`` sees each batch's audits as the batch ends (from one thread at a
     time)."""
-    config = _config(cfg)
-    lanes = _lanes(config["device"], cfg)
+    config = ChildSettings.of(cfg)
+    lanes = _lanes(config.device, cfg)
     size = max(1, min(int(getattr(cfg, "batch_size", 1)), math.ceil(len(tasks) / len(lanes)) if tasks else 1))
     batches: queue.Queue[range] = queue.Queue()
     for start in range(0, len(tasks), size):

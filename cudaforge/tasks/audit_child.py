@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from cudaforge.tasks.audit import ChildSettings
 from cudaforge.tasks.runtime import (
     DEFAULT_VARIANT,
     build_model,
@@ -93,17 +94,17 @@ def _median_ms(fn: Callable[[], Any], repeats: int = 10) -> float:
 def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
     """Audit one task (``payload = {task, config}``); return findings and what was run."""
     task = Task.from_dict(payload["task"])
-    cfg = payload["config"]
+    cfg = ChildSettings.from_dict(payload["config"])
     progress("load")
     strict_fp32()
-    use_cuda = cfg["device"] in ("auto", "cuda") and torch.cuda.is_available()
-    if cfg["device"] == "cuda" and not torch.cuda.is_available():
+    use_cuda = cfg.device in ("auto", "cuda") and torch.cuda.is_available()
+    if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("audit.device=cuda but no GPU is visible")
     device = torch.device("cuda" if use_cuda else "cpu")
     module = load_module(task.source, "cudaforge_audit_reference")
     base = DEFAULT_VARIANT
-    if not use_cuda and cfg["cpu_variant"] in task.input_variants:
-        base = cfg["cpu_variant"]
+    if not use_cuda and cfg.cpu_variant in task.input_variants:
+        base = cfg.cpu_variant
     init = list(module.get_init_inputs())
 
     def run(model: torch.nn.Module, seed: int, variant: str = base) -> list[torch.Tensor]:
@@ -123,7 +124,7 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
             "variant": base,
             "findings": [_finding("no_tensor_output", "forward returned no tensor")],
         }
-    atol, rtol = cfg["atol"], cfg["rtol"]
+    atol, rtol = cfg.atol, cfg.rtol
     if task.atol is not None or task.rtol is not None:
         atol, rtol = task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol
     elif first[0].dtype in (torch.float16, torch.bfloat16):
@@ -150,7 +151,7 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
     for variant in task.input_variants:
         if variant == base:
             continue
-        if not use_cuda and variant != cfg["cpu_variant"]:
+        if not use_cuda and variant != cfg.cpu_variant:
             skipped.append(variant)  # full-size variants are left to the GPU audit
             continue
         findings += _degeneracy(run(model, seed=13, variant=variant), atol, rtol, variant)
@@ -161,10 +162,8 @@ def audit_task(payload: dict[str, Any], progress: Callable[[str], None]) -> dict
         inputs = make_inputs(module, 11, device=device)
         with torch.no_grad():
             reference_ms = _median_ms(lambda: model(*inputs))
-        if reference_ms < cfg["min_reference_ms"]:
-            findings.append(
-                _finding("too_fast", f"reference takes {reference_ms:.3f} ms < {cfg['min_reference_ms']} ms")
-            )
+        if reference_ms < cfg.min_reference_ms:
+            findings.append(_finding("too_fast", f"reference takes {reference_ms:.3f} ms < {cfg.min_reference_ms} ms"))
     return {
         "device": torch.cuda.get_device_name(device) if use_cuda else "cpu",
         "variant": base,
