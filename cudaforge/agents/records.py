@@ -75,56 +75,48 @@ class Conversation(Record):
         return [*self.messages, {"role": "assistant", "content": self.reply}]
 
 
-@dataclass
-class CoderResult(Record):
+@dataclass(kw_only=True)
+class AgentStep(Record):
+    """What one agent step produced, whichever the agent: whether a reply was usable, why not, the conversation.
+    ``CoderResult`` and ``JudgeResult`` add what each one's usable reply holds."""
+
+    ok: bool
+    """True when a reply was usable (the Coder's: a source defining ``ModelNew``; the Judge's: a JSON object with
+    every required key)."""
+    failure: str = ""
+    """Why no reply was usable (the last reply's parse failure); empty when ``ok``."""
+    conversation: Conversation = field(default_factory=Conversation)
+    """The messages sent and the replies received."""
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The messages of the last model call."""
+        return self.conversation.messages
+
+    @property
+    def reply(self) -> str:
+        """The last reply text."""
+        return self.conversation.reply
+
+
+@dataclass(kw_only=True)
+class CoderResult(AgentStep):
     """What one Coder step produced: a candidate source, or the reason there is none."""
 
     mode: CoderMode
     """The mode the Coder ran in."""
-    ok: bool
-    """True when a reply held a usable source defining ``ModelNew``."""
     source: str | None = None
     """The extracted ``ModelNew`` source (None when ``ok`` is False)."""
-    failure: str = ""
-    """Why there is no source (the last reply's parse failure); empty when ``ok``."""
-    conversation: Conversation = field(default_factory=Conversation)
-    """The messages sent and the replies received."""
-
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        """The messages of the last model call."""
-        return self.conversation.messages
-
-    @property
-    def reply(self) -> str:
-        """The last reply text."""
-        return self.conversation.reply
 
 
-@dataclass
-class JudgeResult(Record):
+@dataclass(kw_only=True)
+class JudgeResult(AgentStep):
     """What one Judge step produced: feedback, or the reason there is none."""
 
     mode: JudgeMode
     """The mode the Judge ran in."""
-    ok: bool
-    """True when a reply held a JSON object with every required key."""
     feedback: Feedback | None = None
     """The parsed advice (None when ``ok`` is False)."""
-    failure: str = ""
-    """Why there is no feedback (the last reply's parse failure); empty when ``ok``."""
-    conversation: Conversation = field(default_factory=Conversation)
-    """The messages sent and the replies received."""
     missing: list[str] = field(default_factory=list)
     """Required keys the feedback lacks: a reply that still lacked some after the follow-ups is passed on with what
     it has (the missing ones empty), and these name what it left out. Empty for complete feedback."""
-
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        """The messages of the last model call."""
-        return self.conversation.messages
-
-    @property
-    def reply(self) -> str:
-        """The last reply text."""
-        return self.conversation.reply
