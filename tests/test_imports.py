@@ -156,3 +156,35 @@ def test_layers_kept_apart_do_not_import_each_other():
         f"{m} -> {d}" for m, path in modules.items() for d in _imports(path, modules) if (_layer(m), _layer(d)) in APART
     )
     assert not crossing, crossing
+
+
+def test_the_gpu_visibility_variable_is_spelled_only_by_the_vendor():
+    """``CUDA_VISIBLE_DEVICES`` is NVIDIA's: code outside ``cudaforge/vendors/`` pins and reads GPUs through
+    ``vendors.pin_env`` and ``vendors.pinned`` (docstrings may name it)."""
+    spelled = []
+    for module, path in _modules().items():
+        if module.startswith("cudaforge.vendors"):
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        docstrings |= {  # attribute docstrings: a string expression right after an assignment
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
+        spelled += [
+            f"{module}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "CUDA_VISIBLE_DEVICES" in node.value
+            and id(node) not in docstrings
+        ]
+    assert spelled == []

@@ -16,6 +16,7 @@ from typing import Any
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.proc.isolation import run_isolated
 from cudaforge.types import Record, Task, TimingStats
+from cudaforge.vendors import pinned
 
 MODES = ("eager", "compile")
 
@@ -56,7 +57,6 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
     inputs = make_inputs(module, seed=cfg.seed * 7919, device=device)
     out: dict[str, Any] = {"task_id": task.id, "status": "ok", "compile_mode": cfg.compile_mode}
     out["fingerprint"] = environment_fingerprint(0)
-    import os
 
     from cudaforge.hardware.gpu_lock import gpu_lock
 
@@ -65,7 +65,7 @@ def time_reference(payload: dict[str, Any], progress: Callable[[str], None]) -> 
         fn = model if mode == "eager" else torch.compile(model, mode=cfg.compile_mode)
         # the GPU's lock, as the verifier's timing holds it: nothing else times on this GPU meanwhile, and
         # torch.compile's autotuning benchmarks disturb no other timing
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0"), torch.no_grad():
+        with gpu_lock(pinned() or "0"), torch.no_grad():
             try:
                 times = time_one(
                     fn,

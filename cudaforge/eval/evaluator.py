@@ -39,6 +39,7 @@ from cudaforge.types import (
     Task,
     source_hash,
 )
+from cudaforge.vendors import pinned
 
 DEFAULT_BUILD_CACHE = Path.home() / ".cache" / "cudaforge" / "build"
 WORKER_ENTRY = "cudaforge.eval.verifier:evaluate"
@@ -91,7 +92,7 @@ def visible_gpus(requested: list[int] | None = None) -> list[str]:
     import torch
 
     count = torch.cuda.device_count()
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    env = pinned()
     ids = [d.strip() for d in env.split(",") if d.strip()][:count] if env else [str(i) for i in range(count)]
     if requested:
         unknown = [i for i in requested if i >= len(ids) or i < 0]

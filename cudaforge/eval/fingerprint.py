@@ -17,7 +17,6 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
-import os
 import platform
 import re
 import socket
@@ -26,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from cudaforge.vendors import current
+from cudaforge.vendors import current, pinned
 
 NVCC_TIMEOUT_S = 10.0
 """How long ``nvcc --version`` may take before it is given up on."""
@@ -266,7 +265,7 @@ def environment_fingerprint(device_index: int | None = None) -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_visible_devices": pinned(),
         **_torch_versions(notes),
         "numpy": _optional_version("numpy", notes),
         "triton": _optional_version("triton", notes),

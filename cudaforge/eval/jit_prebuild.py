@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from cudaforge.eval.exchange import DTYPES, decode, encode, is_compact
+from cudaforge.vendors import pin_env, pinned
 
 MAX_REPORT = 64 << 10
 """Bytes of the forked child's report read back."""
@@ -178,7 +179,7 @@ def _fork_safe() -> bool:
     GPU. A process forked after the CUDA driver started can never use it again, and torch's factory functions start
     it for a fake tensor too ("CUDA error: initialization error", seen on the H200 in the GPU worker)."""
     no_backend = torch.version.cuda is None and getattr(torch.version, "hip", None) is None
-    return no_backend or os.environ.get("CUDA_VISIBLE_DEVICES") == ""
+    return no_backend or pinned() == ""
 
 
 def _source_of(module: Any) -> str:
@@ -220,7 +221,7 @@ def compile_ahead(
         fd, request_path = tempfile.mkstemp(prefix="jit-request-", suffix=".json")  # TMPDIR: the worker's scratch
         with os.fdopen(fd, "w") as f:
             json.dump(request, f)
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "0"}
+        env = {**os.environ, **pin_env(None), "TRITON_INTERPRET": "0"}
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-P", "-m", "cudaforge.eval.jit_prebuild", request_path],

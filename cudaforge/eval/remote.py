@@ -23,6 +23,7 @@ from cudaforge.languages import jit_cache_env
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.isolation import describe_exit, scrubbed_env, tail
 from cudaforge.proc.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
+from cudaforge.vendors import pin_env
 
 LOG_CAP = 64 << 20
 """The largest stdout or stderr file the worker may write (RLIMIT_FSIZE; past it the worker dies)."""
@@ -99,7 +100,7 @@ class CandidateProcess:
             }
         )
         if device == "cpu":
-            child_env["CUDA_VISIBLE_DEVICES"] = ""
+            child_env.update(pin_env(None))
         self.sandbox = Sandbox(
             mode=self.mode,
             scratch=self.scratch,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from cudaforge.types import SpeedupStats, TimingStats
+from cudaforge.vendors import current
 
 FALLBACK_L2_BYTES = 128 * 1024 * 1024
 """Assumed L2 size when the device does not report one (the flush buffer is twice this: 256 MB)."""
@@ -227,7 +228,7 @@ def _require_cuda(device: Any = None) -> Any:
     if not torch.cuda.is_available():
         raise TimingUnavailable(
             f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device; "
-            "check the driver and CUDA_VISIBLE_DEVICES"
+            f"check the driver and {current().device_env}"
         )
     if device is not None:
         torch_device = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)

@@ -31,6 +31,7 @@ from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.files import write_atomic
 from cudaforge.proc.sandbox import SECRET_NAMES
 from cudaforge.proc.text import loads_plain, plain_text
+from cudaforge.vendors import pin_env
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -187,7 +188,7 @@ def _read_result(path: Path, cap: int = RESULT_CAP) -> tuple[dict[str, Any] | No
 def _child_env(gpu: str | int | None, env: dict[str, str] | None) -> dict[str, str]:
     child_env = scrubbed_env(env)
     child_env["CUDAFORGE_PARENT_PID"] = str(os.getpid())  # the child ends itself when this process is gone
-    child_env["CUDA_VISIBLE_DEVICES"] = "" if gpu is None else str(gpu)
+    child_env.update(pin_env(gpu))
     child_env["PYTHONUNBUFFERED"] = "1"
     package_root = str(PROJECT_ROOT)
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH", "")) if p)

@@ -36,4 +36,16 @@ def current() -> GpuVendor:
     return vendor
 
 
-__all__ = ["GpuVendor", "current"]
+def pin_env(gpu: str | int | None) -> dict[str, str]:
+    """The environment that pins a child process to one physical GPU (``None``: to none), in the vendor's visibility
+    variable (NVIDIA: ``CUDA_VISIBLE_DEVICES``)."""
+    return {current().device_env: "" if gpu is None else str(gpu)}
+
+
+def pinned() -> str | None:
+    """The GPUs this process was pinned to, as its parent wrote them in the vendor's visibility variable (None when
+    unset: every GPU is visible)."""
+    return os.environ.get(current().device_env)
+
+
+__all__ = ["GpuVendor", "current", "pin_env", "pinned"]

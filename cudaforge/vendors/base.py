@@ -52,6 +52,9 @@ class GpuVendor:
     """Triton's compile target for an architecture, ``[backend, capability, warp size]`` (NVIDIA: ``"9.0a"`` ->
     ``["cuda", 90, 32]``; AMD would say ``["hip", "gfx942", 64]``), so kernels JIT-compiled from Python can be built
     ahead on a machine without that GPU; ``None`` when the architecture is not one of this vendor's."""
+    device_env: str = "CUDA_VISIBLE_DEVICES"
+    """The environment variable that pins a process to physical GPUs (a comma-separated list; empty: none). Only
+    ``cudaforge.vendors.pin_env`` and ``pinned`` read or write it: no module elsewhere spells it."""
     device_lost: Callable[[str], str | None] = lambda gpu: None
     """Why a physical GPU (index or UUID) no longer answers its management library (fallen off the bus, the driver
     gone), or None when it answers or nothing can tell: after a crash, the evaluator asks it before blaming the

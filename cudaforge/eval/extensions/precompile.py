@@ -26,6 +26,7 @@ from cudaforge.eval.extensions.logs import trim_compiler_log
 from cudaforge.eval.extensions.records import BuildRecorder
 from cudaforge.eval.extensions.settings import BuildSettings
 from cudaforge.proc.isolation import remove_noted, scrubbed_env
+from cudaforge.vendors import pin_env
 
 # --------------------------------------------------------------------------- precompile
 
@@ -111,7 +112,7 @@ def precompile(
             task_file.write_text(task_source)
         child_env = scrubbed_env(
             {
-                "CUDA_VISIBLE_DEVICES": "",
+                **pin_env(None),
                 "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
                 "PYTHONUNBUFFERED": "1",
                 **(env or {}),

@@ -24,6 +24,7 @@ from cudaforge.eval.verifier.common import SOLO_TRIALS, Failure, finite_or_none
 from cudaforge.eval.verifier.crosscheck import exchange_cost
 from cudaforge.tasks.runtime import grad_mode, load_module, make_inputs
 from cudaforge.types import EvalResult, EvalStatus, Task
+from cudaforge.vendors import pinned
 
 
 def before_candidate(
@@ -45,7 +46,7 @@ def before_candidate(
         return
     seed = secrets.randbits(40)
     try:
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0", timeout_s=5.0), grad_mode(cfg.no_grad):
+        with gpu_lock(pinned() or "0", timeout_s=5.0), grad_mode(cfg.no_grad):
             times = time_one(
                 ref_model,
                 trials=SOLO_TRIALS,
@@ -112,7 +113,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
 
     warm_caches()
     warm_host()
-    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpu = pinned()
     device = torch.device("cuda" if gpu and torch.cuda.is_available() else "cpu")
     cfg = standby_settings()
     if cfg is not None:

@@ -32,6 +32,7 @@ from cudaforge.eval.verifier.trace import Trace
 from cudaforge.eval.verifier.verdict import Verdict
 from cudaforge.tasks.runtime import grad_mode, make_inputs
 from cudaforge.types import EvalResult, EvalStatus, Phase
+from cudaforge.vendors import pinned
 
 
 def main_warmup(warmup: int, warmed: int) -> int:
@@ -165,7 +166,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             "cand_trial": [],
         }
         progress("gpu_wait")  # the trusted side takes the GPU's lock, on the candidate's behalf
-        with gpu_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "0") as waited, grad_mode(cfg.no_grad):
+        with gpu_lock(pinned() or "0") as waited, grad_mode(cfg.no_grad):
             progress(Phase.TIMING.value)
             on_locked()  # the wait for the lock is not the candidate's time
             result.fingerprint["gpu_lock_wait_s"] = round(waited, 3)
