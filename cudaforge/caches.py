@@ -152,7 +152,7 @@ def _jit_kinds(build: Path) -> list[CacheKind]:
             lang.jit_cache,
             build / f"{lang.jit_cache}-own",
             f"{lang.title or lang.name} kernels kept per candidate source"
-            + (", and the verifier's own" if lang.jit_cache == "triton" else ""),
+            + (", and the verifier's own" if lang.trusted_stubs else ""),
             r"\.?[0-9a-f]{8,64}(-\w+)?|trusted",
             in_use_s=IN_USE_S,
         )

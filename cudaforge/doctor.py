@@ -86,7 +86,10 @@ def _triton() -> Check:
         import triton
     except ImportError:
         return Check("triton", False, "not installed: Triton candidates cannot run (pip install triton)")
-    where = "compiled on the GPU" if _has_gpu() else "run by its interpreter on the CPU (TRITON_INTERPRET=1)"
+    from cudaforge.languages import get
+
+    switch = get("triton").interpret_env
+    where = "compiled on the GPU" if _has_gpu() else f"run by its interpreter on the CPU ({switch}=1)"
     return Check("triton", True, f"{triton.__version__}: kernels {where}")
 
 

@@ -158,12 +158,11 @@ def test_layers_kept_apart_do_not_import_each_other():
     assert not crossing, crossing
 
 
-def test_the_gpu_visibility_variable_is_spelled_only_by_the_vendor():
-    """``CUDA_VISIBLE_DEVICES`` is NVIDIA's: code outside ``cudaforge/vendors/`` pins and reads GPUs through
-    ``vendors.pin_env`` and ``vendors.pinned`` (docstrings may name it)."""
+def _spelled(word: str, allowed: tuple[str, ...]) -> list[str]:
+    """Where code (not a docstring) of a module outside ``allowed`` (module-name prefixes) spells ``word``."""
     spelled = []
     for module, path in _modules().items():
-        if module.startswith("cudaforge.vendors"):
+        if module.startswith(allowed):
             continue
         tree = ast.parse(path.read_text())
         docstrings = {
@@ -184,7 +183,21 @@ def test_the_gpu_visibility_variable_is_spelled_only_by_the_vendor():
             for node in ast.walk(tree)
             if isinstance(node, ast.Constant)
             and isinstance(node.value, str)
-            and "CUDA_VISIBLE_DEVICES" in node.value
+            and word in node.value
             and id(node) not in docstrings
         ]
-    assert spelled == []
+    return spelled
+
+
+def test_the_gpu_visibility_variable_is_spelled_only_by_the_vendor():
+    """``CUDA_VISIBLE_DEVICES`` is NVIDIA's: code outside ``cudaforge/vendors/`` pins and reads GPUs through
+    ``vendors.pin_env`` and ``vendors.pinned`` (docstrings may name it)."""
+    assert _spelled("CUDA_VISIBLE_DEVICES", ("cudaforge.vendors",)) == []
+
+
+def test_a_languages_switches_are_spelled_only_by_its_module():
+    """Triton's interpreter switch and cache variable are its language module's (``interpret_env``,
+    ``jit_cache_env``): the evaluator asks ``cudaforge.languages``. The one exception is the verifier's own Triton
+    kernel, its output screen (``eval/fastclose.py``), a tool of ours rather than a candidate's language."""
+    for word in ("TRITON_INTERPRET", "TRITON_CACHE_DIR"):
+        assert _spelled(word, ("cudaforge.languages", "cudaforge.eval.fastclose")) == [], word

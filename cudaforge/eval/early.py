@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from cudaforge import languages
 from cudaforge.eval.remote import CandidateProcess
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.proc.isolation import note_scratch
@@ -26,7 +27,7 @@ def new_worker(device: str, cfg: EvalConfig, logs: str) -> CandidateProcess:
         device=device,
         mode=SandboxMode(cfg.sandbox),
         logs_dir=logs,
-        env={"TRITON_INTERPRET": "1"} if device == "cpu" else None,
+        env=languages.interpreted_env() if device == "cpu" else None,
         cpu_seconds=int(budget * 4) + 60,
         namespaces=bool(cfg.sandbox_namespaces),
         allow_weak=bool(cfg.allow_weak_sandbox),

@@ -287,7 +287,9 @@ class Evaluator:
         # the verifier's own Triton cache (its output screen), written by trusted processes only; the driver stubs
         # built there are copied into each candidate worker's private cache (cudaforge.eval.jit_cache)
         env = (
-            {"TRITON_INTERPRET": "1"} if device == "cpu" else {"TRITON_CACHE_DIR": str(trusted_cache(self.build_cache))}
+            languages.interpreted_env()
+            if device == "cpu"
+            else {lang.jit_cache_env: str(trusted_cache(self.build_cache)) for lang in languages.trusted_stub_caches()}
         )
         if self.lock_dir:
             env["CUDAFORGE_LOCK_DIR"] = self.lock_dir

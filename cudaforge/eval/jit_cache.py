@@ -264,6 +264,18 @@ def trusted_cache(build_cache: str | os.PathLike) -> Path:
     return Path(build_cache) / "triton-own" / TRUSTED_DIR
 
 
+def seed_worker_caches(scratch: str | os.PathLike) -> int:
+    """``seed_trusted_stubs`` for every language whose verifier-side cache seeds a worker's
+    (``languages.trusted_stub_caches``: Triton's), from the cache this process's environment names into the
+    worker's ``scratch``; returns the folders copied."""
+    from cudaforge.languages import trusted_stub_caches
+
+    return sum(
+        seed_trusted_stubs(os.environ.get(lang.jit_cache_env), Path(scratch) / lang.jit_cache)
+        for lang in trusted_stub_caches()
+    )
+
+
 def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -> int:
     """Copy the host-compiled stubs of the trusted side's Triton cache (folders holding only ``cuda_utils.*`` or
     ``__triton_launcher.*`` files, built by trusted processes) into a worker's cache, where it has none of them yet,

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from cudaforge.eval.exchange import DTYPES, decode, encode, is_compact
+from cudaforge.languages import compiled_env
 from cudaforge.vendors import pin_env, pinned
 
 MAX_REPORT = 64 << 10
@@ -221,7 +222,7 @@ def compile_ahead(
         fd, request_path = tempfile.mkstemp(prefix="jit-request-", suffix=".json")  # TMPDIR: the worker's scratch
         with os.fdopen(fd, "w") as f:
             json.dump(request, f)
-        env = {**os.environ, **pin_env(None), "TRITON_INTERPRET": "0"}
+        env = {**os.environ, **pin_env(None), **compiled_env()}
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-P", "-m", "cudaforge.eval.jit_prebuild", request_path],

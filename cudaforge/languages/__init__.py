@@ -184,6 +184,21 @@ def jit_cache_env(scratch: str) -> dict[str, str]:
     return {lang.jit_cache_env: f"{scratch}/{lang.jit_cache}" for lang in jit_caches() if lang.jit_cache_env}
 
 
+def interpreted_env() -> dict[str, str]:
+    """The environment that runs every language's kernels in its interpreter (a CPU evaluation)."""
+    return {lang.interpret_env: "1" for lang in languages() if lang.interpret_env}
+
+
+def compiled_env() -> dict[str, str]:
+    """The environment that compiles every language's kernels for the GPU (a build ahead on a CPU machine)."""
+    return {lang.interpret_env: "0" for lang in languages() if lang.interpret_env}
+
+
+def trusted_stub_caches() -> list[KernelLanguage]:
+    """The languages whose verifier-side JIT cache seeds each worker's (``KernelLanguage.trusted_stubs``)."""
+    return [lang for lang in jit_caches() if lang.trusted_stubs and lang.jit_cache_env]
+
+
 def describe() -> str:
     """The registered languages in words, for messages (``CUDA C++ built with ... , Triton ...``)."""
     return "; ".join(f"{lang.name}: {lang.summary}" for lang in languages())
@@ -195,9 +210,11 @@ __all__ = [
     "NO_KERNEL",
     "choice_languages",
     "coder_languages",
+    "compiled_env",
     "describe",
     "detect",
     "get",
+    "interpreted_env",
     "is_copy_or_fill",
     "is_own_kernel",
     "jit_cache_env",
@@ -210,4 +227,5 @@ __all__ = [
     "missing_message",
     "missing_modules",
     "names",
+    "trusted_stub_caches",
 ]

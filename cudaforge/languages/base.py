@@ -79,5 +79,12 @@ class KernelLanguage:
     """What of that cache is kept for the next evaluation of the same source: files whose names end so, each of a
     kind its content is checked against (``cudaforge.eval.jit_cache.KINDS``: an ELF object, JSON, text, a pickle)
     and at most ``JIT_FILE_MAX`` bytes; anything else a candidate leaves there is dropped."""
+    interpret_env: str = ""
+    """The environment variable that runs its kernels in an interpreter when ``"1"`` (on a CPU) and compiled when
+    ``"0"`` (``TRITON_INTERPRET``); empty: it has none (``cudaforge.languages.interpreted_env``, ``compiled_env``)."""
+    trusted_stubs: bool = False
+    """The verifier keeps a JIT cache of this language of its own, written by trusted processes only (Triton's: the
+    output screen), whose host-compiled launcher stubs are copied into each worker's cache so its first launch
+    compiles nothing with gcc (``cudaforge.eval.jit_cache.seed_trusted_stubs``)."""
     prebuild_note: str = ""
     """Why a language without ``prebuild`` cannot be built ahead (shown in records and docs)."""

@@ -107,5 +107,7 @@ LANGUAGE = KernelLanguage(
     prebuild=_compile_only,
     jit_cache="triton",
     jit_cache_env="TRITON_CACHE_DIR",
+    interpret_env="TRITON_INTERPRET",
+    trusted_stubs=True,
     jit_keep=(".cubin", ".ptx", ".ttir", ".ttgir", ".llir", ".json", ".so", ".hsaco", ".amdgcn", ".source"),
 )

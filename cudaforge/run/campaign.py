@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cudaforge import languages
 from cudaforge.run.merge import (
     MergeError,
     add_cache_rows,
@@ -35,7 +36,12 @@ from cudaforge.run.merge import (
 from cudaforge.track.store import LEDGER_FILE, LLM_CACHE_FILE, RunDir, RunStore, task_slug
 from cudaforge.types import Task, TaskResult
 
-FORWARDED_ENV = ("LITELLM_LOCAL_MODEL_COST_MAP", "WANDB_MODE", "TRITON_INTERPRET", "CUDAFORGE_BUILD_CACHE")
+FORWARDED_ENV = (
+    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "WANDB_MODE",
+    "CUDAFORGE_BUILD_CACHE",
+    *(lang.interpret_env for lang in languages.languages() if lang.interpret_env),
+)
 """Environment variables the driver passes to its workers (API keys are not: set them on the nodes, or in Ray's
 ``runtime_env`` of your cluster, so that they never travel through Ray's object store)."""
 

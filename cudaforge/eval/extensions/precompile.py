@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaforge import languages
 from cudaforge.caches import GB, evict_lru
 from cudaforge.eval.extensions.builder import write_atomic
 from cudaforge.eval.extensions.deferred import reported_misses, reported_sites
@@ -210,7 +211,6 @@ JIT_TIMEOUT_S = 300.0
 
 def _jit_request(source: str, task_path: str, settings: BuildSettings) -> tuple[dict[str, Any] | None, str]:
     """The worker's ``prebuild`` request for a JIT-language candidate (None and why not otherwise)."""
-    from cudaforge import languages
     from cudaforge.eval.jit_prebuild import input_sets, specs
     from cudaforge.tasks.runtime import load_module
     from cudaforge.vendors import current
@@ -256,7 +256,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
         logs_dir=str(Path(result_path).parent),
         namespaces=settings.sandbox_namespaces,
         allow_weak=settings.allow_weak_sandbox,
-        env={"TRITON_INTERPRET": "0"},
+        env=languages.compiled_env(),
     )  # compiled for the GPU, not interpreted
     note_scratch(worker.scratch, Path(result_path).parent)  # the parent removes it, should this process be killed
 

@@ -21,7 +21,7 @@ from cudaforge.eval.jit_cache import (
     keep_own_jit_cache,
     own_store,
     seed_own_jit_cache,
-    seed_trusted_stubs,
+    seed_worker_caches,
 )
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
@@ -204,7 +204,7 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             return serve_build_counted(inputs, process.builds, settings, process.scratch, process.sandbox.uid)
 
         cand.on_build = on_build
-        seed_trusted_stubs(os.environ.get("TRITON_CACHE_DIR"), Path(process.scratch) / "triton")
+        seed_worker_caches(process.scratch)
         prepared = False  # the source's JIT kernels were kept before (by the CPU pool, or an earlier evaluation)
         if "pid" in (status.get("namespaces") or []):  # all of the sandbox dies with its init: its files are still
             for language in languages.jit_caches(source):  # when they are read (keep_own_jit_cache); only the

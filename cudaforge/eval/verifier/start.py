@@ -15,7 +15,7 @@ import torch
 
 from cudaforge import languages
 from cudaforge.eval.exchange import ArenaError
-from cudaforge.eval.jit_cache import count_kernels, seed_trusted_stubs
+from cudaforge.eval.jit_cache import count_kernels, seed_worker_caches
 from cudaforge.eval.known import known_before
 from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
@@ -135,9 +135,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
                     if cfg is not None:
                         warm_checks(device, cfg)
                     if "process" in PREPARED and PREPARED["process"].hello:
-                        seed_trusted_stubs(
-                            os.environ.get("TRITON_CACHE_DIR"), Path(PREPARED["process"].scratch) / "triton"
-                        )
+                        seed_worker_caches(PREPARED["process"].scratch)
                         PREPARED["process"].request({"op": "cuda"}, timeout_s=60.0)
                     cuda_ready = True
                 break
