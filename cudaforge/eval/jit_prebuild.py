@@ -275,6 +275,14 @@ def compile_ahead(
             os.waitpid(pid, 0)
             os.close(read_end)
 
+    report = _read_report(read_end, stop, started, timeout_s)
+    report["fresh"] = fresh
+    return report
+
+
+def _read_report(read_end: int, stop: Any, started: float, timeout_s: float) -> dict[str, Any]:
+    """The compiling copy's report from ``read_end`` (at most ``MAX_REPORT`` bytes, until ``started + timeout_s``),
+    ``stop()`` called whatever happens; ``{"built", "error", "seconds"}``, checked."""
     data, deadline = b"", started + timeout_s
     poller = select.poll()
     poller.register(read_end, select.POLLIN)
@@ -305,7 +313,6 @@ def compile_ahead(
     if not data:
         report["error"] = f"stopped after {timeout_s:g} s" if timed_out else "the compiling copy of the worker died"
     report["seconds"] = round(time.perf_counter() - started, 3)
-    report["fresh"] = fresh
     return report
 
 

@@ -421,33 +421,12 @@ def run_suite(
     task starts after any of them. A task that ends on one internal error is recorded as not run (``internal_error``)
     and the others go on.
     """
-    try:
-        pin = pin_of(ctx.cfg.suite)
-    except ValueError:
-        pin = None  # `cudaforge run` refused it before; an API caller gets the record without it
-    for warning in [*ctx.store.quarantine(), record_problem_set(ctx.store, tasks, ctx.cfg.suite.root, pin)]:
-        if warning:
-            print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
-    done = {r.task_id: r for r in ctx.store.results()}
-    todo = [t for t in tasks if t.id not in done]
-    if done:
-        print(
-            f"cudaforge run: resuming {ctx.store.root}: {plural(len(done), 'task')} of {len(tasks)} finished "
-            f"earlier, {plural(len(todo), 'task')} to run",
-            file=sys.stderr,
-            flush=True,
-        )
+    done, todo = _resume(ctx, tasks)
     lock = threading.Lock()
     stopping = threading.Event()
     internal = [0]  # tasks in a row that ended on an internal error
     submitted = time.monotonic()
-    c = ctx.cfg.campaign
-    breaker = OutageBreaker(
-        c.outage_trip_after,
-        c.outage_pause_s,
-        c.outage_max_pauses,
-        say=lambda line: print(line, file=sys.stderr, flush=True),
-    )
+    breaker = _breaker(ctx)
 
     def one(task: Task) -> None:
         if stopping.is_set():
@@ -464,9 +443,7 @@ def run_suite(
         except LLMAuthError:
             stopping.set()  # now, before this worker takes the next task
             raise
-        except (
-            GpuUnavailable
-        ) as exc:  # the machine, not the kernel: no result; every later task would fail the same way
+        except GpuUnavailable as exc:  # the machine, not the kernel: no result; every later task fails alike
             reason = "sandbox_unavailable" if isinstance(exc, SandboxUnavailable) else "gpu_unavailable"
             ctx.store.record_not_run(task.id, reason, str(exc))
             stopping.set()
@@ -522,6 +499,51 @@ def run_suite(
             f"{len(done)}/{len(tasks)} tasks finished; resume with the same command and hydra.run.dir={ctx.store.root}"
         )
 
+    _wait_all(futures, stop)
+    pool.shutdown()
+    try:
+        (ctx.store.root / INTERRUPTED_DIR).rmdir()  # kept only while it holds a marker of an evaluation that died
+    except OSError:
+        pass
+    return [done[t.id] for t in tasks if t.id in done]
+
+
+def _breaker(ctx: RunContext) -> OutageBreaker:
+    """The run's breaker for a provider that fails task after task (``campaign.outage_*``), saying on stderr."""
+    c = ctx.cfg.campaign
+    return OutageBreaker(
+        c.outage_trip_after,
+        c.outage_pause_s,
+        c.outage_max_pauses,
+        say=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+
+
+def _resume(ctx: RunContext, tasks: list[Task]) -> tuple[dict[str, TaskResult], list[Task]]:
+    """The run directory made ready for ``tasks`` (torn records quarantined, the problem set recorded, each warning
+    said in one line): (the results finished earlier by task id, the tasks still to run)."""
+    try:
+        pin = pin_of(ctx.cfg.suite)
+    except ValueError:
+        pin = None  # `cudaforge run` refused it before; an API caller gets the record without it
+    for warning in [*ctx.store.quarantine(), record_problem_set(ctx.store, tasks, ctx.cfg.suite.root, pin)]:
+        if warning:
+            print(f"cudaforge run: {warning}", file=sys.stderr, flush=True)
+    done = {r.task_id: r for r in ctx.store.results()}
+    todo = [t for t in tasks if t.id not in done]
+    if done:
+        print(
+            f"cudaforge run: resuming {ctx.store.root}: {plural(len(done), 'task')} of {len(tasks)} finished "
+            f"earlier, {plural(len(todo), 'task')} to run",
+            file=sys.stderr,
+            flush=True,
+        )
+    return done, todo
+
+
+def _wait_all(futures: list[Any], stop: Callable[[], str]) -> None:
+    """Every task's end, in the order they end; the first that ends the run (credentials, the provider down, a lost
+    GPU, internal errors in a row, Ctrl-C, anything else) calls ``stop()`` and is raised as the run's end."""
     try:
         for future in as_completed(futures):
             future.result()
@@ -536,12 +558,6 @@ def run_suite(
     except BaseException:
         stop()  # anything else that ends the run (a user's template, a record that could not be written): no task
         raise  # starts after it
-    pool.shutdown()
-    try:
-        (ctx.store.root / INTERRUPTED_DIR).rmdir()  # kept only while it holds a marker of an evaluation that died
-    except OSError:
-        pass
-    return [done[t.id] for t in tasks if t.id in done]
 
 
 def internal_error(store: RunStore, task: Task, exc: BaseException) -> str:

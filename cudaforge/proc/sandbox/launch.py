@@ -35,7 +35,7 @@ import select
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from cudaforge.proc.sandbox import linux, rootfs, seccomp
 
@@ -365,6 +365,43 @@ def _enter_root(spec: dict[str, Any], entries: list[rootfs.Entry], status: dict[
             status["missing"].append(f"uid: {why} in the sandbox's root")
 
 
+def _new_pid_namespace(spec: dict[str, Any], status: dict[str, Any]) -> bool:
+    """The pid namespace the init will lead (and, for a user without root, the user namespace that owns it), unless
+    ``spec`` turns namespaces off; whether it was made (why not goes to ``status["missing"]``)."""
+    if not spec.get("namespaces", True):
+        status["missing"].append("namespaces: turned off (eval.sandbox_namespaces=false)")
+        return False
+    try:
+        if os.geteuid() == 0:
+            linux.unshare(linux.CLONE_NEWPID)
+        else:
+            uid, gid = os.geteuid(), os.getegid()
+            linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWUSER)
+            linux.map_own_ids(uid, gid)
+            status["notes"].append("namespaces through an unprivileged user namespace")
+    except OSError as exc:
+        status["missing"].append(f"namespaces: {exc.strerror or exc}")
+        return False
+    return True
+
+
+def _outer_waits(init_pid: int, spec: dict[str, Any], cgroups: list[str]) -> NoReturn:
+    """The outer launcher after the init's fork: it waits for the init, removes the cgroups and exits with its
+    status."""
+    for fd in (spec.get("control_fd"), spec.get("status_fd")):
+        if fd is not None:
+            os.close(fd)
+    _, wait_status = os.waitpid(init_pid, 0)
+    for cgroup in cgroups:
+        for _ in range(100):
+            try:
+                os.rmdir(cgroup)
+                break
+            except OSError:
+                time.sleep(0.01)
+    os._exit(os.waitstatus_to_exitcode(wait_status) & 0xFF)
+
+
 def main() -> None:
     """Run the launcher (see the module docstring)."""
     spec = json.loads(os.environ.pop(SPEC_ENV, "{}"))
@@ -394,37 +431,12 @@ def main() -> None:
     # The outer launcher stays in the host's mount namespace (it removes the cgroups at the end); only a new pid
     # namespace (and, for a user without root, the user namespace that owns it) is made here. The init makes the
     # mount, network and IPC namespaces its own.
-    namespaces = spec.get("namespaces", True)
-    if namespaces:
-        try:
-            if os.geteuid() == 0:
-                linux.unshare(linux.CLONE_NEWPID)
-            else:
-                uid, gid = os.geteuid(), os.getegid()
-                linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWUSER)
-                linux.map_own_ids(uid, gid)
-                status["notes"].append("namespaces through an unprivileged user namespace")
-        except OSError as exc:
-            missing.append(f"namespaces: {exc.strerror or exc}")
-            namespaces = False
-    else:
-        missing.append("namespaces: turned off (eval.sandbox_namespaces=false)")
+    namespaces = _new_pid_namespace(spec, status)
     cgroups = _cgroups(int(spec.get("pids_max") or 0), int(spec.get("memory_bytes") or 0), status)
     status["cgroups"] = cgroups
     init_pid = os.fork()
     if init_pid:
-        for fd in (spec.get("control_fd"), spec.get("status_fd")):
-            if fd is not None:
-                os.close(fd)
-        _, wait_status = os.waitpid(init_pid, 0)
-        for cgroup in cgroups:
-            for _ in range(100):
-                try:
-                    os.rmdir(cgroup)
-                    break
-                except OSError:
-                    time.sleep(0.01)
-        os._exit(os.waitstatus_to_exitcode(wait_status) & 0xFF)
+        _outer_waits(init_pid, spec, cgroups)  # never returns
     # the init
     linux.set_parent_death_signal(signal.SIGKILL)
     for cgroup in cgroups:  # its children, the worker and everything it starts, are in them from birth

@@ -169,23 +169,27 @@ def structure_findings(m: CandidateModule, p: Policies, reference_source: str | 
             )
         )
     if compute:
-        if p.strict:
-            shown = "; ".join(compute[:MAX_LISTED]) + (
-                f" (and {len(compute) - MAX_LISTED} more such places)" if len(compute) > MAX_LISTED else ""
-            )
-            evidence = (
-                f"ModelNew.forward runs PyTorch compute: {shown}. eval.torch_ops=strict allows only your own "
-                "kernels, allocation, views, reshapes, casts and copies, and plain Python on sizes (ints, "
-                "shapes, grids): write the rest in your kernels."
-            )
-        else:
-            evidence = (
-                f"ModelNew.forward runs PyTorch compute: {listing(compute)} (allowed: torch_ops=lenient; "
-                "on a GPU their share of the time is measured)."
-            )
-        found.append(p.found("torch_compute", evidence))
+        found.append(p.found("torch_compute", _torch_compute_evidence(compute, p.strict)))
     found += _fallbacks(m, p)
     return found
+
+
+def _torch_compute_evidence(compute: list[str], strict: bool) -> str:
+    """The ``torch_compute`` finding's words for the PyTorch compute ``forward`` runs (``strict``: what
+    ``eval.torch_ops=strict`` allows instead)."""
+    if not strict:
+        return (
+            f"ModelNew.forward runs PyTorch compute: {listing(compute)} (allowed: torch_ops=lenient; "
+            "on a GPU their share of the time is measured)."
+        )
+    shown = "; ".join(compute[:MAX_LISTED]) + (
+        f" (and {len(compute) - MAX_LISTED} more such places)" if len(compute) > MAX_LISTED else ""
+    )
+    return (
+        f"ModelNew.forward runs PyTorch compute: {shown}. eval.torch_ops=strict allows only your own "
+        "kernels, allocation, views, reshapes, casts and copies, and plain Python on sizes (ints, "
+        "shapes, grids): write the rest in your kernels."
+    )
 
 
 def _fallbacks(m: CandidateModule, p: Policies) -> list[dict[str, str]]:
