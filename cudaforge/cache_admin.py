@@ -35,8 +35,7 @@ def _setting(cfg: Any, dotted: str) -> Any:
 def cache_paths(cfg: Any = None) -> CachePaths:
     """From the whole config (a ``CudaforgeConfig``, its DictConfig or a dict of its groups; None: the
     defaults), resolved as the evaluator, the profiler and the runner resolve them."""
-    from cudaforge.eval.evaluator import DEFAULT_BUILD_CACHE, default_eval_config
-    from cudaforge.eval.extensions import BuildSettings
+    from cudaforge.eval import DEFAULT_BUILD_CACHE, BuildSettings, default_eval_config
     from cudaforge.profile.cache import ProfileCache
 
     build = _setting(cfg, "eval.build_cache_dir") or DEFAULT_BUILD_CACHE  # as the evaluator resolves it

@@ -12,7 +12,7 @@ from typing import Any
 
 # Each layer owns its settings (its ``settings.py``); this module puts them together and registers them.
 from cudaforge.agents.settings import AgentsConfig, CoderConfig, JudgeMetrics, TemplateSetName
-from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval import EvalConfig
 from cudaforge.graph.settings import ProfiledKernel, StrategyConfig
 from cudaforge.llm.settings import LLMCacheConfig, LLMConfig
 from cudaforge.profile.settings import ProfileConfig

@@ -28,7 +28,7 @@ class Check:
 
 
 def _gpu() -> Check:
-    from cudaforge.eval.evaluator import visible_gpus
+    from cudaforge.eval import visible_gpus
 
     try:
         import torch

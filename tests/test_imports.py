@@ -201,3 +201,20 @@ def test_a_languages_switches_are_spelled_only_by_its_module():
     kernel, its output screen (``eval/fastclose.py``), a tool of ours rather than a candidate's language."""
     for word in ("TRITON_INTERPRET", "TRITON_CACHE_DIR"):
         assert _spelled(word, ("cudaforge.languages", "cudaforge.eval.fastclose")) == [], word
+
+
+def test_code_outside_the_evaluator_uses_its_face_only():
+    """``cudaforge.eval`` has a public face (``__all__``, loaded lazily): a module outside the package imports from
+    it, never from one of its submodules (tests may)."""
+    import cudaforge.eval as face
+
+    assert face.__all__ == sorted(face._FACE) and all(hasattr(face, n) for n in face.__all__)
+    modules = _modules()
+    reaching = sorted(
+        f"{m} -> {d}"
+        for m, path in modules.items()
+        if not m.startswith("cudaforge.eval")
+        for d in _imports(path, modules)
+        if d.startswith("cudaforge.eval.")
+    )
+    assert reaching == [], reaching

@@ -27,8 +27,7 @@ def _baseline(cfg: DictConfig) -> int:
 
     from hydra.core.hydra_config import HydraConfig
 
-    from cudaforge.eval.baseline import time_suite
-    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval import Evaluator, time_suite
     from cudaforge.tasks import load_suite
 
     tasks = load_suite(OmegaConf.to_object(cfg.suite))

@@ -48,7 +48,7 @@ def task_and_candidate(cfg: DictConfig):
 
 def _eval(cfg: DictConfig) -> int:
 
-    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval import Evaluator
 
     task, path = task_and_candidate(cfg)
     evaluator = Evaluator(OmegaConf.to_object(cfg.eval))
@@ -74,8 +74,7 @@ def held_out(cfg: DictConfig, evaluator, task, source: str) -> dict:
     record (``check_held_out``'s, with ``passed``), or {} when the setting is off."""
     if not cfg.eval.held_out_shapes:
         return {}
-    from cudaforge.eval.held_out import check_held_out, shapes_pass
-    from cudaforge.eval.verifier import CPU_INPUT_BYTES
+    from cudaforge.eval import CPU_INPUT_BYTES, check_held_out, shapes_pass
 
     limit = int(cfg.eval.held_out_max_input_mb) << 20
     if not evaluator.gpus:

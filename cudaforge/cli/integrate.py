@@ -27,7 +27,7 @@ is correct, 1 it is not (or nothing could be patched), 2 a usage error. See docs
 def _integrate(cfg: DictConfig) -> int:
     import dataclasses
 
-    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval import Evaluator
     from cudaforge.run.integrate import evaluation_config, integrate, summary_lines
 
     config = OmegaConf.to_object(cfg)

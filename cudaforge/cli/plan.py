@@ -35,7 +35,7 @@ def _run_config(run_dir: Path) -> Any:
     saved = RunDir(run_dir).config_path
     if not saved.is_file():
         raise FileNotFoundError(f"{run_dir}: its config (.hydra/config.yaml) is missing, so it cannot be planned")
-    from cudaforge.eval.settings import upgrade_saved
+    from cudaforge.eval import upgrade_saved
 
     loaded = OmegaConf.to_container(OmegaConf.load(saved))
     if isinstance(loaded, dict) and isinstance(loaded.get("eval"), dict):  # a run of before the guards' nesting

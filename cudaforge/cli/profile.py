@@ -25,7 +25,7 @@ exit status: 0 profiled (or only the roofline, without a GPU), 1 the profile fai
 
 def _profile(cfg: DictConfig) -> int:
 
-    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval import Evaluator
     from cudaforge.profile import Profiler
 
     task, path = task_and_candidate(cfg)

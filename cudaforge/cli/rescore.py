@@ -28,7 +28,7 @@ evaluate (crashed), 2 a usage error. See docs/reproducing.md."""
 def _rescore(cfg: DictConfig) -> int:
     from hydra.core.hydra_config import HydraConfig
 
-    from cudaforge.eval.evaluator import Evaluator
+    from cudaforge.eval import Evaluator
     from cudaforge.run.rescore import rescore
 
     if not cfg.rescore.run:

@@ -115,7 +115,7 @@ def _run_body(cfg: DictConfig) -> int:
             print(f"cudaforge run: error: {problem.line()}", file=sys.stderr)
         Exit.refused = True
         return 2
-    from cudaforge.eval.verifier import cpu_scaled
+    from cudaforge.eval import cpu_scaled
     from cudaforge.llm.scripted import DEMO_MODEL
     from cudaforge.run.demo import BANNER, install_demo
     from cudaforge.run.progress import RunProgress
@@ -128,7 +128,7 @@ def _run_body(cfg: DictConfig) -> int:
         install_demo()
         who = "both agents" if len(demo_roles) == 2 else f"the {demo_roles[0]} only"
         print(f"{BANNER} ({who})", flush=True)
-    from cudaforge.eval.evaluator import visible_gpus
+    from cudaforge.eval import visible_gpus
 
     if config.campaign.engine.value == "local" and not visible_gpus(list(config.eval.devices or [])):
         import torch

@@ -27,7 +27,7 @@ from langgraph.graph import END, START, StateGraph
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
 from cudaforge.agents.prompts import MAX_PROMPT_KERNEL_CHARS
-from cudaforge.eval.bounded import cap_strings, cap_text
+from cudaforge.eval import cap_strings, cap_text
 from cudaforge.graph.strategies import Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError, LLMUnavailable
 from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE

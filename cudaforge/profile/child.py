@@ -42,7 +42,7 @@ def _import_candidate(source: str, build: dict[str, Any], delivered: dict[str, l
     """Import the candidate under the build hooks (``CandidateLoader``, as the evaluation's worker does). In a sandbox
     (``delivered`` given) nothing is built: each ``load_inline`` gets the library the trusted side built before the
     profile, found by its build key."""
-    from cudaforge.eval.extensions import BuildSettings, CandidateLoader, delivered_builds
+    from cudaforge.eval import BuildSettings, CandidateLoader, delivered_builds
 
     settings = (BuildSettings.from_dict(build) if build else BuildSettings()).resolved()
     loader = CandidateLoader(settings, remote=delivered_builds(settings, delivered) if delivered is not None else None)

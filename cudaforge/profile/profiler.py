@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge import languages
-from cudaforge.eval.bounded import cap_text, finite_number
-from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval import EvalConfig, cap_text, finite_number
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.hardware.roofline import make_roofline, with_measurement
 from cudaforge.languages import is_own_kernel, kernel_base_name
@@ -447,7 +446,7 @@ class Profiler:
             or not languages.get(language).builds_extension
         ):
             return {}
-        from cudaforge.eval.extensions import BuildSettings, precompile
+        from cudaforge.eval import BuildSettings, precompile
 
         started = time.monotonic()
         outcome = precompile(
@@ -675,7 +674,7 @@ class _Run:
 def _deliver(libraries: dict[str, list[str]], scratch: Path) -> dict[str, list[str]]:
     """Copy the candidate's built extensions into its sandbox's scratch (never through a link, each a checked
     library: ``deliver``); the payload's map from build key to (the copy, its module name)."""
-    from cudaforge.eval.extensions.intercept import deliver
+    from cudaforge.eval import deliver
 
     return {key: [deliver(library, scratch, module), module] for key, (library, module) in libraries.items()}
 

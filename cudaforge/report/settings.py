@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # enums their layers define (one definition each), under the names the schemas have always used
-from cudaforge.eval.settings import BaselineMode
+from cudaforge.eval import BaselineMode
 from cudaforge.report.stats import FailedAs
 
 

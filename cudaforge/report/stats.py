@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from cudaforge.eval.held_out import shapes_pass
+from cudaforge.eval import shapes_pass
 from cudaforge.report.load import task_level
 from cudaforge.types import TaskResult
 

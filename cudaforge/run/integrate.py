@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval import EvalConfig
 from cudaforge.paths import RESOURCES
 from cudaforge.pyast import parse
 from cudaforge.tasks.loader import parse_problem
@@ -240,8 +240,7 @@ def static_refusal(patch: Patch, eval_cfg: EvalConfig) -> str:
     """Why a chosen kernel may not be patched in, or "": each kernel is checked again by the static guards on its own,
     every one of them rejecting (inside the generated candidate it is a string they cannot see, and the run it came
     from may have let them report: a paper preset, a guard set to report, an older version)."""
-    from cudaforge.eval.guards.policy import GUARDS
-    from cudaforge.eval.static import check_candidate
+    from cudaforge.eval import GUARDS, check_candidate
 
     settings = eval_cfg.to_dict()
     static = {g.field: "reject" for g in GUARDS.values() if g.where == "static" and g.field and g.field != "torch_ops"}
@@ -320,7 +319,7 @@ def integrate(recipe_name: str, runs: list[str], evaluator: Any, out_dir: str | 
 
 
 def _compile(recipe: Task, evaluator: Any) -> dict[str, Any]:
-    from cudaforge.eval.compile_beside import compile_beside
+    from cudaforge.eval import time_compile_beside as compile_beside
     from cudaforge.run.runner import local_gpu_name
 
     gpu = evaluator.gpus[0]

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from cudaforge.eval.settings import upgrade_saved
+from cudaforge.eval import upgrade_saved
 from cudaforge.proc.files import write_atomic
 from cudaforge.tasks.identity import PROBLEM_SET_FILE, read_problem_set, record_digest
 from cudaforge.track.store import (

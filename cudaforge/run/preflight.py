@@ -145,7 +145,7 @@ def check_fit(
     if estimate.max_usd is not None and estimate.max_usd <= 0:
         return []
     if gpu_found is None:
-        from cudaforge.eval.evaluator import visible_gpus
+        from cudaforge.eval import visible_gpus
 
         gpu_found = bool(visible_gpus(list(config.eval.devices or [])))
     device = str(getattr(config.eval.device, "value", config.eval.device))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cudaforge.eval.settings import upgrade_saved
+from cudaforge.eval import upgrade_saved
 from cudaforge.tasks.identity import PROBLEM_SET_FILE
 from cudaforge.track.store import CANDIDATE_FILE, RESCORE_FILE, RESCORED_FILE, TASK_FILE, RunDir, RunStore, TaskStore
 from cudaforge.types import EvalResult, EvalStatus, Task, TaskResult, source_hash

@@ -44,7 +44,7 @@ from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge, judge_metric_names
 from cudaforge.agents.prompts import PromptLibrary, PromptTemplateError
 from cudaforge.agents.skills import read_skills
-from cudaforge.eval.evaluator import Evaluator
+from cudaforge.eval import Evaluator
 from cudaforge.graph.loop import Budgets, LoopServices, run_task
 from cudaforge.graph.strategies import Strategy
 from cudaforge.hardware.specs import named_gpu_sheet
@@ -280,8 +280,7 @@ def _held_out(ctx: RunContext, task: Task, task_store: Any, result: TaskResult) 
     source = task_store.candidate(result.best_candidate_hash)
     if source is None:
         return
-    from cudaforge.eval.held_out import check_held_out
-    from cudaforge.eval.verifier import CPU_INPUT_BYTES
+    from cudaforge.eval import CPU_INPUT_BYTES, check_held_out
 
     limit = int(ctx.cfg.eval.held_out_max_input_mb) << 20
     if not getattr(ctx.evaluator, "gpus", None):
@@ -308,7 +307,7 @@ def _held_out_decides(ctx: RunContext, task: Task, task_store: Any, result: Task
     passes; it becomes the task's best kernel, and when none does the task is not correct. ``result.held_out`` keeps
     the chosen kernel's record, with ``decided``, the scored verdict (``scored_correct``, ``scored_best_round``) and
     the kernels that failed (``failed``)."""
-    from cudaforge.eval.held_out import decide
+    from cudaforge.eval import decide
 
     scored_round = result.best_round
     others = sorted(
@@ -348,7 +347,7 @@ def _compile_beside(ctx: RunContext, task: Task, result: TaskResult) -> None:
         return
     if str(getattr(cfg.baseline, "value", cfg.baseline)) == "compile":
         return  # the speedups are over torch.compile already
-    from cudaforge.eval.compile_beside import compile_beside
+    from cudaforge.eval import time_compile_beside as compile_beside
 
     started = time.monotonic()
     name = local_gpu_name(gpus[0]) or f"gpu-{gpus[0]}"  # an unnamed GPU: its id stands for it (cached per id)

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cudaforge.eval.guards.policy import GUARDS, REJECT
-from cudaforge.eval.held_out import shapes_pass
-from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval import GUARDS, REJECT, EvalConfig, shapes_pass
 from cudaforge.types import CHECK_FLAGS, EvalResult, TaskResult
 
 HOLLOW_GUARDS = ("torch_compute",)
