@@ -98,3 +98,44 @@ def test_the_default_protocol_catches_each_kind_of_planted_fault_and_passes_the_
     stats = result["stats"]["default"]
     assert stats["caught"] == stats["total"] == len(PICKED)
     assert stats["honest_correct"] == len(HONEST) and stats["honest_flagged"] == 0
+
+
+def test_a_results_folders_faults_without_sources_are_made_again_and_keep_their_oracles_verdicts(tmp_path):
+    """A packed faults.json keeps verdicts, not sources: ``--faults`` on it makes each source again with the
+    operators (matched by kernel and name), and ``--no-oracle`` keeps the earlier oracle's verdicts; a fault the
+    operators no longer make stops the run, said which."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "CUDA_VISIBLE_DEVICES": ""}
+    rows = [
+        {
+            "kernel": "level1_1_ReLU.py",
+            "kind": "bounds",
+            "name": "lt_to_le@L13 offs < n_elements",
+            "equivalent": True,
+            "compiles": True,
+            "witness": "kept",
+        },
+        {
+            "kernel": "level1_1_ReLU.py",
+            "kind": "grid",
+            "name": "cdiv_to_floor@L27 triton.cdiv(n, 1024)",
+            "equivalent": False,
+            "compiles": True,
+            "witness": "kept too",
+        },
+    ]
+    earlier = tmp_path / "earlier.json"
+
+    def run(faults: list[dict]) -> subprocess.CompletedProcess:
+        earlier.write_text(json.dumps({"summary": {}, "honest": [], "faults": faults}))
+        command = [sys.executable, str(FAULTS / "run.py"), "--out", str(tmp_path / "out"), "--faults", str(earlier)]
+        return subprocess.run(
+            [*command, "--no-oracle", "--protocols", ""], capture_output=True, text=True, env=env, timeout=600
+        )
+
+    done = run(rows)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = json.loads((tmp_path / "out" / "faults.json").read_text())
+    assert [f["witness"] for f in written["faults"]] == ["kept", "kept too"]
+    assert written["summary"]["counted"] == 1 and all("tl.store" in f["source"] for f in written["faults"])
+    lost = run([{**rows[0], "name": "no_such_fault@L1"}])
+    assert lost.returncode != 0 and "no_such_fault@L1" in lost.stderr

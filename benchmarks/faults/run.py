@@ -18,7 +18,8 @@ protocol checks them), and the verdict is read as:
 
 The catch rate is (rejected + flagged) / faults, by kind and overall; honest kernels must all be correct. ``--faults``
 evaluates faults written elsewhere instead (a JSON list of ``{kernel, kind, name, source}``), so that faults written
-by someone else are measured the same way. Writes ``faults.json`` (every row) and ``summary.md`` under ``--out``.
+by someone else are measured the same way; it also takes an earlier run's ``faults.json`` (with ``--no-oracle``, its
+oracle's verdicts are kept, and where a results folder kept no sources the operators make them again). Writes ``faults.json`` (every row) and ``summary.md`` under ``--out``.
 Triton runs on the CPU in the interpreter; CUDA kernels need a GPU.
 """
 
@@ -104,6 +105,27 @@ def make_faults(
             )
     judge_all(faults, tasks, {h["kernel"]: h["source"] for h in honest}, jobs)
     return honest, faults
+
+
+def with_sources(faults: list[dict], paths: dict[str, Path], tasks: dict[str, Any]) -> None:
+    """Each fault's ``source``, made again by the operators from its honest kernel (a results folder's faults.json
+    keeps the verdicts, not the sources): matched by kernel and fault name; one the operators no longer make stops
+    the run, said which."""
+    import oracle
+    from operators import all_faults
+
+    made: dict[tuple[str, str], str] = {}
+    for kernel in sorted({f["kernel"] for f in faults}):
+        task = task_of(paths[kernel], tasks)
+        source = paths[kernel].read_text()
+        constants = oracle.parameter_constants(task.source, source)
+        sizes = oracle.scored_sizes(task.source, source)
+        made.update({(kernel, fault.name): fault.source for fault in all_faults(source, constants, sizes)})
+    lost = [f"{f['kernel']} {f['name']}" for f in faults if (f["kernel"], f["name"]) not in made]
+    if lost:
+        raise SystemExit(f"faults the operators no longer make (the kernels or operators changed): {lost[:5]}")
+    for f in faults:
+        f["source"] = made[(f["kernel"], f["name"])]
 
 
 def judge_all(faults: list[dict], tasks: dict[str, Any], honest: dict[str, str], jobs: int) -> None:
@@ -308,6 +330,9 @@ def main() -> int:
         if isinstance(given, dict):  # an earlier run's faults.json: its faults, without their verdicts
             given = [{k: v for k, v in f.items() if k != "protocols"} for f in given["faults"]]
         paths = {f["kernel"]: HERE / "kernels" / args.language / f["kernel"] for f in given}
+        sourceless = [f for f in given if "source" not in f]
+        if sourceless:  # a packed faults.json keeps no sources: the operators make them again, the same
+            with_sources(sourceless, paths, tasks)
         honest = [
             {"kernel": name, "task": task_of(path, tasks).id, "source": path.read_text(), "oracle_wrong": ""}
             for name, path in sorted(paths.items())
