@@ -658,12 +658,12 @@ def test_cache_keys_separate_sources_gpus_and_metric_sets(tmp_path):
 def test_the_task_cost_is_computed_once_per_task_and_cached_by_its_source_hash(tmp_path, monkeypatch):
     """The roofline's cost runs in one child per task (the real child, spied on); later profiles of the
     task, by this profiler or a new one on the same cache directory, reuse it; a changed source does not."""
-    from cudaforge.hardware import roofline
     from cudaforge.profile import task_cost
     from cudaforge.profile.cache import cost_key
+    from cudaforge.tasks.cost import task_cost_child as real
     from cudaforge.tasks.runtime import load_module
 
-    real, calls = roofline.task_cost_child, []
+    calls: list[str] = []
 
     def spy(task_source, **kwargs):
         calls.append(task_source)
