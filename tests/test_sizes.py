@@ -14,7 +14,6 @@ FUNCTION_LINES = 100
 
 OVER = {  # module:name -> lines, as of 2026-12-07; to be split (issue 55)
     "eval/verifier/entry.py:_evaluate": 233,
-    "eval/guards/source/checks.py:side_effect_findings": 144,
     "eval/extensions/intercept.py:build_hooks": 132,
 }
 

@@ -247,35 +247,16 @@ def side_effect_findings(m: CandidateModule, p: Policies) -> list[dict[str, str]
     for node in ast.walk(m.tree):
         where = line_of(node)
         reached = reexported_module(m, node, prefixes)  # ``ce.subprocess``: as good as importing subprocess
-        if (
-            reached
-            and import_guard(reached) in ("concurrency", "introspection", "io")
-            or reached in ("os", "glob", "shutil", "pathlib", "io", "tempfile")
-        ):
+        if reached and (import_guard(reached) in ("concurrency", "introspection", "io") or reached in REACHED_IO):
             guard = import_guard(reached) or "io"
             hits[guard].append(f"{unparsed(node, 60)} reaches {reached} through another module ({where})")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in imported_modules(node):
                 guard = import_guard(name)
-                if guard in ("concurrency", "introspection"):
-                    hits[guard].append(f"import {name} ({where})")
-                elif guard == "io":
-                    hits["io"].append(f"import {name} ({where}, network)")
+                if guard in ("concurrency", "introspection", "io"):
+                    hits[guard].append(f"import {name} ({where}{', network' if guard == 'io' else ''})")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                if not isinstance(target, (ast.Attribute, ast.Subscript)):
-                    continue
-                base = target.value
-                if import_system(m, target):  # the dynamic_code guard's
-                    handled.update(id(n) for n in ast.walk(target))
-                elif m.qual(base) == "os.environ":
-                    env_writes.append(f"os.environ[...] ({where})")
-                    handled.add(id(base))
-                elif module_rooted(m, target):
-                    text = unparsed(target, 80)
-                    hits["monkey_patch"].append(f"{text} = ... ({where})")
-                    handled.update(id(n) for n in ast.walk(target))
+            _assignment_hits(m, node, where, hits, env_writes, handled)
         elif isinstance(node, ast.Call):
             q = m.qual(node.func) or ""
             func = node.func
@@ -352,29 +333,68 @@ def side_effect_findings(m: CandidateModule, p: Policies) -> list[dict[str, str]
             and isinstance(node.value, str)
             and (id(node) in build_sources or looks_like_c(node.value))
         ):
-            code = strip_c_comments(node.value)
-            for match in CUDA_CONCURRENCY.finditer(code):
-                hits["concurrency"].append(f"{match.group(0)} in the CUDA source ({where})")
-            for match in CUDA_PATCH.finditer(code):
-                what = (
-                    "defines code in ATen's namespace"
-                    if match.group(0).startswith("namespace")
-                    else "re-registers aten ops"
-                )
-                hits["monkey_patch"].append(f"{match.group(0)} in the CUDA source ({where}): {what}")
-            for match in CUDA_IO.finditer(code):
-                hits["io"].append(f"{match.group(0).rstrip('( ')} in the CUDA source ({where})")
+            _cuda_source_hits(node.value, where, hits)
+    return _side_effect_verdicts(hits, env_writes, p)
 
-    advice = {
-        "concurrency": "work must run on the calling thread and torch's current stream, where the timing sees it; "
-        "no threads, processes, signal handlers, new streams, CUDA graphs or profiler controls",
-        "monkey_patch": "a candidate may not change torch, the clocks or other modules the evaluator and the "
-        "reference use",
-        "io": "a kernel has no reason to read files, the environment or the network",
-        "introspection": "these reach into the evaluator (the reference, its outputs, the clocks); a kernel "
-        "needs none of them",
-    }
-    found = [p.found(guard, f"{listing(items)}: {advice[guard]}.") for guard, items in hits.items() if items]
+
+REACHED_IO = ("os", "glob", "shutil", "pathlib", "io", "tempfile")
+"""Modules whose reach through another module (``ce.os``) is an ``io`` finding, as importing them for files is."""
+
+SIDE_EFFECT_ADVICE = {
+    "concurrency": "work must run on the calling thread and torch's current stream, where the timing sees it; "
+    "no threads, processes, signal handlers, new streams, CUDA graphs or profiler controls",
+    "monkey_patch": "a candidate may not change torch, the clocks or other modules the evaluator and the reference use",
+    "io": "a kernel has no reason to read files, the environment or the network",
+    "introspection": "these reach into the evaluator (the reference, its outputs, the clocks); a kernel "
+    "needs none of them",
+}
+"""What each side-effect guard's finding tells the Coder to do instead."""
+
+
+def _assignment_hits(
+    m: CandidateModule,
+    node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete,
+    where: str,
+    hits: dict[str, list[str]],
+    env_writes: list[str],
+    handled: set[int],
+) -> None:
+    """An assignment's (or deletion's) side effects: a module's attribute changed (``monkey_patch``), an environment
+    variable set (noted), the import system's state (left to the dynamic_code guard); what it judged goes into
+    ``handled``."""
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    for target in targets:
+        if not isinstance(target, (ast.Attribute, ast.Subscript)):
+            continue
+        base = target.value
+        if import_system(m, target):  # the dynamic_code guard's
+            handled.update(id(n) for n in ast.walk(target))
+        elif m.qual(base) == "os.environ":
+            env_writes.append(f"os.environ[...] ({where})")
+            handled.add(id(base))
+        elif module_rooted(m, target):
+            hits["monkey_patch"].append(f"{unparsed(target, 80)} = ... ({where})")
+            handled.update(id(n) for n in ast.walk(target))
+
+
+def _cuda_source_hits(text: str, where: str, hits: dict[str, list[str]]) -> None:
+    """What a CUDA source in the candidate (a string it builds, or one that reads as C) does that the side-effect
+    guards forbid: streams and threads, code in ATen's namespace, file and network calls."""
+    code = strip_c_comments(text)
+    for match in CUDA_CONCURRENCY.finditer(code):
+        hits["concurrency"].append(f"{match.group(0)} in the CUDA source ({where})")
+    for match in CUDA_PATCH.finditer(code):
+        what = "defines code in ATen's namespace" if match.group(0).startswith("namespace") else "re-registers aten ops"
+        hits["monkey_patch"].append(f"{match.group(0)} in the CUDA source ({where}): {what}")
+    for match in CUDA_IO.finditer(code):
+        hits["io"].append(f"{match.group(0).rstrip('( ')} in the CUDA source ({where})")
+
+
+def _side_effect_verdicts(hits: dict[str, list[str]], env_writes: list[str], p: Policies) -> list[dict[str, str]]:
+    """One finding per side-effect guard that saw something, and a report for environment variables set."""
+    found = [
+        p.found(guard, f"{listing(items)}: {SIDE_EFFECT_ADVICE[guard]}.") for guard, items in hits.items() if items
+    ]
     if env_writes:
         found.append(
             p.found("io", f"sets environment variables ({listing(env_writes)}); allowed, noted.", verdict=REPORT)
