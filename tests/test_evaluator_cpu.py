@@ -762,6 +762,26 @@ def test_the_exchange_path_is_measured_with_our_stand_in_before_the_candidate_is
         worker.op_exchange({"inputs": calls, "outputs": shaped, "out_offset": 1 << 19}, [])
 
 
+def test_the_worker_freezes_what_lives_before_the_timed_calls():
+    """Before the main series (``trace`` ``start``), the worker moves every object alive into the collector's
+    permanent generation (``gc.freeze``), so no collection inside a timed call walks torch and the model (a full
+    collection with torch imported takes tens of milliseconds); on the CPU too, where nothing is traced."""
+    import gc
+
+    import torch
+
+    from cudaforge.eval.candidate_worker import Worker
+
+    gc.unfreeze()
+    try:
+        assert gc.get_freeze_count() == 0
+        reply = Worker(channel=None, device=torch.device("cpu")).op_trace({"action": "start"}, [])
+        assert reply["traced"] is False
+        assert gc.get_freeze_count() > 10_000  # torch's own objects among them
+    finally:
+        gc.unfreeze()
+
+
 def test_the_trusted_side_is_profiled_when_a_folder_is_named(tiny, tmp_path, monkeypatch):
     """``CUDAFORGE_PROFILE_DIR`` (eval_bench --profile): each evaluation's verifier writes a cProfile dump there."""
     import pstats

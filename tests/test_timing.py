@@ -474,6 +474,71 @@ def test_the_verifier_stops_its_timing_only_after_a_batch_with_a_tight_interval(
         assert timing.result.fingerprint["timing_stopped_early"]["wall_halfwidth"] <= 0.02
 
 
+def _stand_in_timing(monkeypatch, *, every: int, stop_at: int, remeasure_first: bool = False):
+    """A ``Timing`` whose timed series and early-stop rule are stood in for: the rule says stop once ``stop_at``
+    trials are kept, and records each look; with ``remeasure_first``, the first batch read is taken as throttled."""
+    from types import SimpleNamespace
+
+    from cudaforge.eval import telemetry, verifier
+    from cudaforge.types import EvalResult, EvalStatus
+
+    timing = verifier.Timing.__new__(verifier.Timing)
+    timing.cfg = EvalConfig(
+        timing_trials=100,
+        telemetry_batch=25,
+        telemetry_remeasure=1 if remeasure_first else 0,
+        timing_min_trials=25,
+        timing_stop_every=every,
+    )
+    timing.result = EvalResult(task_id="t", candidate_hash="h", status=EvalStatus.CORRECT)
+    looks, reads, run = [], [], []
+
+    def series(trials, calls, times):
+        for trial in trials:
+            run.append(trial)
+            for key in ("ref", "cand", "cand_wall"):
+                times[key].append(1.0)
+
+    def rule(times, of):
+        looks.append(len(times["cand"]))
+        return {"trials": len(times["cand"]), "of": of} if len(times["cand"]) >= stop_at else None
+
+    def record(trials, before, after, max_clock, remeasure):
+        reads.append(trials)
+        return {"trials": trials, "unclean": "", "remeasured": bool(remeasure_first and len(reads) == 1 and remeasure)}
+
+    timing._series, timing._stopped_early = series, rule
+    monkeypatch.setattr(telemetry, "batch_record", record)
+    times = {"ref": [], "cand": [], "cand_wall": []}
+    timing._batches(SimpleNamespace(failure=None), times, {})
+    return timing, times, looks, reads, run
+
+
+def test_the_early_stop_is_looked_at_every_few_trials_inside_a_batch(monkeypatch):
+    """Once ``eval.timing_min_trials`` are kept, the stop is looked at every ``eval.timing_stop_every`` kept trials,
+    not only at a telemetry batch's end: an interval that narrows at 35 trials stops there (it went on to 50 when
+    the look came only after each batch of 25), and the batch cut short is read at that point."""
+    timing, times, looks, reads, run = _stand_in_timing(monkeypatch, every=5, stop_at=35)
+    assert len(times["cand"]) == 35 and run == list(range(35))
+    assert looks == [25, 30, 35]
+    assert reads == [25, 10]  # the second batch read after its 10 trials
+    assert timing.result.fingerprint["timing_stopped_early"]["trials"] == 35
+    _, times, looks, reads, _ = _stand_in_timing(monkeypatch, every=25, stop_at=35)
+    assert len(times["cand"]) == 50 and looks == [25, 50] and reads == [25, 25]
+    _, times, looks, _, _ = _stand_in_timing(monkeypatch, every=5, stop_at=1000)  # never narrow: every trial
+    assert len(times["cand"]) == 100 and looks == list(range(25, 100, 5))
+
+
+def test_a_stop_seen_in_a_batch_measured_again_does_not_count(monkeypatch):
+    """A batch whose telemetry says the GPU was throttled is run again on new trials: a stop the rule saw in it is
+    dropped with its trials, and the rule looks again at the new ones."""
+    timing, times, looks, reads, run = _stand_in_timing(monkeypatch, every=5, stop_at=25, remeasure_first=True)
+    assert reads == [25, 25] and len(times["cand"]) == 25
+    assert looks == [25, 25]  # once on the throttled batch (dropped), once on its new trials
+    assert run[:25] == list(range(25)) and all(t >= 100_000 for t in run[25:])
+    assert timing.result.fingerprint["timing_stopped_early"]["trials"] == 25
+
+
 def test_the_launch_inclusive_series_counts_as_the_main_series_warm_up() -> None:
     """The launch-inclusive series runs right before the main one (2 warm-ups and 6 checked calls by default): the
     main series then makes only what is left of ``eval.warmup``, at least 2 of its own (its stopwatch and trace start

@@ -267,12 +267,16 @@ class EvalConfig:
     timing_trials: int = field(default=100, metadata={"min": 1})
     """Timed calls of each of reference and candidate (interleaved): the most, when the timing may stop early."""
     timing_min_trials: int = field(default=25, metadata={"min": 2})
-    """Kept trials before the interleaved timing may stop early (checked after each ``telemetry_batch``): it stops
-    once the paired speedup's 95% interval is within ``timing_stop_halfwidth`` of the speedup, on average on either
+    """Kept trials before the interleaved timing may stop early (looked at again every ``timing_stop_every``): it
+    stops once the paired speedup's 95% interval is within ``timing_stop_halfwidth`` of the speedup, on average on either
     side. The rule fixes the interval's width, not where it lies, so a speedup that looks good stops nothing early.
     At least ``timing_trials``: always ``timing_trials``."""
     timing_stop_halfwidth: float = field(default=0.01, metadata={"min": 0})
     """The interval's relative half-width at which the timing stops early (0: never; ``timing_min_trials``)."""
+    timing_stop_every: int = field(default=5, metadata={"min": 1})
+    """Kept trials between two looks of the early stop once ``timing_min_trials`` are kept (inside a telemetry batch
+    too: a batch cut short by the stop is read at its end like any other). One look costs a few milliseconds of the
+    verifier's time between trials, never inside a timed call."""
     warmup: int = field(default=10, metadata={"min": 0})
     """Untimed trials before the timed ones, the launch-inclusive series (``launch_inclusive_trials`` and its 2
     warm-ups, run first) among them, with at least 2 (or all, when fewer are set) under the main series' own

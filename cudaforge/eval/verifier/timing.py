@@ -289,9 +289,11 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
     def _batches(self, calls: Any, times: dict[str, list[float]], spent: dict[str, float]) -> None:
         """The kept trials in batches of ``eval.telemetry_batch``, the GPU's state read before and after each
         (``cudaforge.eval.telemetry``); a batch taken while the GPU was throttled, or with its clock off, is measured
-        again on new trials (at most ``eval.telemetry_remeasure`` times). After a batch, with at least
-        ``eval.timing_min_trials`` kept, the timing stops once the speedup's interval is within
-        ``eval.timing_stop_halfwidth`` (``cudaforge.eval.timing.stop_early``; ``fingerprint["timing_stopped_early"]``)."""
+        again on new trials (at most ``eval.telemetry_remeasure`` times). Once ``eval.timing_min_trials`` are kept,
+        and every ``eval.timing_stop_every`` kept trials after that, the timing stops when the speedup's interval is
+        within ``eval.timing_stop_halfwidth`` (``cudaforge.eval.timing.stop_early``;
+        ``fingerprint["timing_stopped_early"]``): the batch is read at that point, and a stop seen in a batch that is
+        then measured again does not count."""
         from cudaforge.eval import telemetry
 
         cfg = self.cfg
@@ -306,13 +308,13 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
                 before = telemetry.sample(0)
                 spent["telemetry"] = spent.get("telemetry", 0.0) + time.perf_counter() - clock
                 lengths = {k: len(v) for k, v in times.items()}
-                self._series(batch, calls, times)
+                ran, stopped = self._looked(batch, calls, times, len(trials))
                 clock = time.perf_counter()
                 after = telemetry.sample(0)
                 spent["telemetry"] += time.perf_counter() - clock
                 if calls.failure is not None:
                     break
-                record = telemetry.batch_record(len(batch), before, after, max_clock, remeasure=left > 0)
+                record = telemetry.batch_record(ran, before, after, max_clock, remeasure=left > 0)
                 records.append(record)
                 if not record["remeasured"]:
                     break
@@ -323,11 +325,34 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
                 fresh += 100_000
             if calls.failure is not None:
                 break
-            stopped = self._stopped_early(times, len(trials)) if cfg.interleave else None
             if stopped is not None:
                 self.result.fingerprint["timing_stopped_early"] = stopped
                 break
         self.result.telemetry = telemetry.summary(records)
+
+    def _looked(self, batch: list[int], calls: Any, times: dict[str, list[float]], of: int) -> tuple[int, Any]:
+        """The batch's trials, the early stop looked at once ``eval.timing_min_trials`` are kept and every
+        ``eval.timing_stop_every`` after that (interleaved timing only): how many trials ran, and the stop's record
+        where it said stop (the rest of the batch not run)."""
+        cfg, done = self.cfg, 0
+        if not cfg.interleave:
+            self._series(batch, calls, times)
+            return len(batch), None
+        least, every = int(cfg.timing_min_trials), max(1, int(cfg.timing_stop_every))
+        while done < len(batch):
+            kept = len(times["cand"])
+            step = least - kept if kept < least else every - (kept - least) % every
+            part = batch[done : done + step]
+            self._series(part, calls, times)
+            done += len(part)
+            if calls.failure is not None:
+                return done, None
+            kept = len(times["cand"])
+            if least <= kept < of and (kept - least) % every == 0:  # at ``of`` (all of them) there is nothing to stop
+                stopped = self._stopped_early(times, of)
+                if stopped is not None:
+                    return done, stopped
+        return done, None
 
     def _stopped_early(self, times: dict[str, list[float]], of: int) -> dict[str, Any] | None:
         """Whether the timing may stop now (``cudaforge.eval.timing.stop_early``): the speedup's interval on the
