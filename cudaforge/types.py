@@ -316,14 +316,14 @@ class EvalResult(Record):
     telemetry: dict[str, Any] = field(default_factory=dict)
     """The GPU's state around each batch of timed calls (``cudaforge.eval.telemetry.summary``)."""
     checks: dict[str, Any] = field(default_factory=dict)
-    """What the checks beyond the scored inputs saw (docs/evaluation.md, "Beyond the scored inputs"): ``hidden`` (the
+    """What the checks beyond the scored inputs saw (docs/checks.md, "Beyond the scored inputs"): ``hidden`` (the
     hidden distributions kept and those dropped, with why), ``parameters`` (how many constant tensors were varied,
     or why none), ``fp64`` (the error against an fp64 evaluation of the reference, the candidate's and the fp32
     reference's own)."""
     memory: dict[str, Any] = field(default_factory=dict)
     """Peak device memory of one call (GPU): ``reference_bytes`` and ``candidate_bytes`` (each model's parameters and
     buffers, or what the worker held, plus the most allocated during a call, inputs not counted), their ``ratio``
-    (candidate over reference) and ``how`` (docs/evaluation.md, "Peak memory")."""
+    (candidate over reference) and ``how`` (docs/checks.md, "Peak memory")."""
     device: str = ""
     seconds: float = 0.0
 

@@ -222,3 +222,65 @@ def test_tables_are_whole(path):
 @pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_relative_links_point_to_files(path):
     assert dead_links(path) == []
+
+
+SECTION_REF = re.compile(r'(docs/[\w/.-]+?\.md),? \(?"([^"]+)"')
+"""A reference to a section of a page, as the code and the docs write it: ``docs/timing.md, "Precision"`` or
+``docs/guards.md ("Integrity guards", ...)``."""
+
+
+def headings(page: Path) -> set[str]:
+    """What a section reference may name on a Markdown page (outside fenced code, backticks dropped): each heading,
+    and its text before a parenthesis or a colon (``## Template sets (`agents=`)`` is "Template sets"), and each
+    bold phrase that opens a list item (``- **JIT kernels compiled ahead** (...)``)."""
+    found, fenced = set(), False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        m = None if fenced else re.match(r"#{1,6} (.*)", line) or re.match(r"\s*(?:[-*]|\d+\.) \*\*([^*]+)\*\*", line)
+        if m:
+            text = m.group(1).replace("`", "").strip()
+            found.update({text, re.split(r" \(|: ", text)[0].strip()})
+    return found
+
+
+def section_refs(text: str) -> list[tuple[str, str]]:
+    return [(page, " ".join(name.replace("`", "").split())) for page, name in SECTION_REF.findall(text)]
+
+
+def test_a_section_reference_names_a_heading_of_its_page(tmp_path):
+    """Every ``docs/PAGE.md, "Section"`` in the package, the tests' neighbours, the scripts and the docs names a
+    page that exists and a heading on it (the session records under docs/results and benchmarks/results are
+    dated and left as written)."""
+    page = tmp_path / "docs" / "p.md"
+    page.parent.mkdir()
+    page.write_text("# Title\n\n## `eval` settings (`eval=`)\n\n- **A named part** (more)\n\n```\n## not one\n```\n")
+    assert headings(page) == {"Title", "eval settings (eval=)", "eval settings", "A named part"}
+    assert section_refs('see docs/p.md, "`eval` settings" and docs/q.md ("Gone", step 3)') == [
+        ("docs/p.md", "eval settings"),
+        ("docs/q.md", "Gone"),
+    ]
+    roots = ["cudaforge", "benchmarks", "scripts", "docs", "README.md", "tests"]
+    files = [p for r in roots for p in ([REPO / r] if r.endswith(".md") else (REPO / r).rglob("*"))]
+    wrong = []
+    for path in files:
+        rel = path.relative_to(REPO).as_posix()
+        if path.suffix not in (".py", ".md", ".yaml", ".sh") or "/results/" in f"/{rel}" or rel == "tests/test_docs.py":
+            continue
+        for target, name in section_refs(path.read_text(errors="replace")):
+            page = REPO / target
+            if not page.is_file() or name not in headings(page):
+                wrong.append(f"{rel}: {target}, {name!r}")
+    assert wrong == []
+
+
+EVALUATION_PAGES = ["evaluation", "isolation", "correctness", "checks", "timing", "guards", "threat-model"]
+
+
+@pytest.mark.parametrize("name", EVALUATION_PAGES)
+def test_the_evaluation_protocol_is_split_into_pages_of_at_most_about_3k_words(name):
+    """The protocol reads as one page per topic (docs/evaluation.md's list), none over 3,200 words."""
+    page = REPO / "docs" / f"{name}.md"
+    assert len(page.read_text().split()) <= 3200
+    assert f"({name}.md)" in (REPO / "docs" / "evaluation.md").read_text() or name == "evaluation"

@@ -4,7 +4,7 @@ reference evaluated in fp64, and the error statistic that names a precision drop
 A hidden distribution is a transform of freshly drawn inputs: every floating tensor is scaled, negated or shifted;
 integer, index and boolean tensors, and everything that is not a tensor, are left alone. The verifier keeps a
 distribution only where the reference itself stays defined under it (``degenerate`` says why not), so a kernel that
-is wrong there is wrong, not merely different from a reference that broke. docs/evaluation.md ("Beyond the scored
+is wrong there is wrong, not merely different from a reference that broke. docs/checks.md ("Beyond the scored
 inputs") says what each distribution is for and what it cannot see.
 """
 

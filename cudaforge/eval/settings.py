@@ -28,7 +28,7 @@ class BaselineMode(str, enum.Enum):
 
 class JitAhead(str, enum.Enum):
     """When the kernels of a JIT language that can be built ahead (Triton) are compiled before the correctness
-    phase (docs/evaluation.md, "JIT kernels compiled ahead")."""
+    phase (docs/isolation.md, "JIT kernels compiled ahead")."""
 
     pool = "pool"
     """In the CPU pool of a batch (``evaluate_batch``), for the GPU's architecture; a single evaluation leaves them
@@ -46,7 +46,7 @@ does and why)."""
 
 
 class GuardPolicy(str, enum.Enum):
-    """What an integrity guard does when it fires (docs/evaluation.md, "Integrity guards")."""
+    """What an integrity guard does when it fires (docs/guards.md, "Integrity guards")."""
 
     reject = "reject"  # the result is ``rejected`` (or ``incorrect``), with the guard's evidence
     report = "report"  # the candidate goes on; the finding is kept in ``EvalResult.guard_findings``
@@ -92,7 +92,7 @@ class Tf32Mode(str, enum.Enum):
 @dataclass
 class GuardPolicies:
     """What each integrity guard does when it fires, under its own name: ``eval.guards.<guard>`` is ``reject`` or
-    ``report`` (docs/evaluation.md, "Integrity guards"; ``guards_enforce=false`` makes every rejection a report).
+    ``report`` (docs/guards.md, "Integrity guards"; ``guards_enforce=false`` makes every rejection a report).
     A config written before 2026-12-05 named them ``eval.guard_<guard>``: :meth:`EvalConfig.from_dict` still reads
     those, and the command line says the new name."""
 
@@ -216,7 +216,7 @@ class EvalConfig:
         default_factory=lambda: list(HIDDEN_DISTRIBUTIONS), metadata={"choices": HIDDEN_DISTRIBUTIONS}
     )
     """Hidden input distributions checked after the scored trials, each derived from the task's ``get_inputs``
-    (``x3``, ``x0.01``, ``negated``, ``offset``, ``wide``; docs/evaluation.md, "Beyond the scored inputs"); a
+    (``x3``, ``x0.01``, ``negated``, ``offset``, ``wide``; docs/checks.md, "Beyond the scored inputs"); a
     distribution under which the reference itself degenerates is dropped, said why (``[]``: none)."""
     hidden_inputs_show_values: bool = False
     """A wrong output on a hidden distribution tells the agents which distribution failed and how large the error was;
@@ -226,7 +226,7 @@ class EvalConfig:
     """The reference's floating parameters and buffers that are built constant (a scale of ones, a bias of zeros, a
     norm's affine, running statistics) get seeded values as they are registered, on both sides alike, so a kernel
     that ignores one is wrong; a candidate whose tensors do not match the reference's is evaluated with the initial
-    values and carries a ``parameters_not_varied`` finding (docs/evaluation.md, "Parameters away from their initial
+    values and carries a ``parameters_not_varied`` finding (docs/checks.md, "Parameters away from their initial
     values")."""
     fp64_reference: bool = True
     """Evaluate the reference in float64 too: a hidden distribution or varied parameters under which the reference's
@@ -245,12 +245,12 @@ class EvalConfig:
     scored verdict beside it). False: held-out verdicts are reported only."""
     held_out_shapes: bool = True
     """After the loop, check each task's best kernel on shapes it never saw, derived from the task's top-level sizes
-    (a non-power-of-two one and a larger one; docs/evaluation.md, "Held-out shapes"), and time it there on a GPU. The
+    (a non-power-of-two one and a larger one; docs/correctness.md, "Held-out shapes"), and time it there on a GPU. The
     verdicts are kept in ``TaskResult.held_out`` and tabled by ``cudaforge report``; they change no verdict of the
     loop."""
     compile_beside: bool = True
     """On a GPU, after the loop, time each task's reference under ``torch.compile`` beside eager (cached per task, GPU
-    model, torch and mode), so the report gives every speedup over torch.compile too (docs/evaluation.md, "torch.compile
+    model, torch and mode), so the report gives every speedup over torch.compile too (docs/correctness.md, "torch.compile
     beside eager"). Off, or with ``baseline=compile``, nothing is added."""
     compile_beside_mode: str = "max-autotune"
     """The torch.compile mode timed beside eager."""
@@ -381,7 +381,7 @@ class EvalConfig:
     """Candidates, and the compiler on their sources, run sandboxed (cudaforge.proc.sandbox): ``auto`` and ``required``
     refuse to evaluate (status ``unsupported``) where this machine cannot give the sandbox's wall (namespaces, a
     minimal root, an unprivileged uid, a seccomp filter); under ``auto``, ``allow_weak_sandbox`` runs them anyway;
-    ``off`` only for tests of the unsandboxed behaviour (docs/evaluation.md, "Threat model")."""
+    ``off`` only for tests of the unsandboxed behaviour (docs/threat-model.md, "Threat model")."""
     allow_weak_sandbox: bool = False
     """With ``sandbox=auto``: evaluate even where a part of the sandbox's wall is missing, with what this machine
     offers; every result made so says it (its fingerprint's sandbox summary starts with ``WEAK``)."""

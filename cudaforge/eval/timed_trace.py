@@ -12,7 +12,7 @@ worker's own copies and fills run; any other kernel there was launched outside a
 
 ``analyse`` is pure (a list of device events in, a bounded summary out) so it is tested without a GPU; ``TimedTrace``
 drives torch's profiler in the worker. Everything here runs in the candidate's process and is reported, not proven:
-the verifier treats it as a second-line guard (docs/evaluation.md, "Threat model").
+the verifier treats it as a second-line guard (docs/threat-model.md, "Threat model").
 """
 
 from __future__ import annotations

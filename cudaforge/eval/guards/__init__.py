@@ -1,4 +1,4 @@
-"""Integrity guards: verdicts that survive an adversary (docs/evaluation.md, "Integrity guards").
+"""Integrity guards: verdicts that survive an adversary (docs/guards.md, "Integrity guards").
 
 * :mod:`~cudaforge.eval.guards.policy`: the guards, their config policies, findings (no torch);
 * :mod:`~cudaforge.eval.guards.source`: static guards on the candidate's AST (no torch), one module per part:

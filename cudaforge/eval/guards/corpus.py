@@ -51,7 +51,7 @@ class Entry:
     """Python modules its runtime verdict needs besides cudaforge's own (a kernel language's: ``cutlass``)."""
     config: dict[str, Any] = field(default_factory=dict)
     threat: str = ""
-    """The threat-model class (docs/evaluation.md, "Threat model") the entry attacks; empty for guard hacks."""
+    """The threat-model class (docs/threat-model.md, "Threat model") the entry attacks; empty for guard hacks."""
 
     @property
     def name(self) -> str:
