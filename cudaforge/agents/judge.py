@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from cudaforge.agents.conversation import ChatModel, converse
 from cudaforge.agents.parsing import extract_json
@@ -77,7 +77,8 @@ class Judge:
 
     def required_keys(self, mode: JudgeMode) -> tuple[str, ...]:
         """The keys the JSON of ``mode`` must have."""
-        return self.correction_keys if JudgeMode(mode) is JudgeMode.correction else self.optimization_keys
+        keys = self.correction_keys if JudgeMode(mode) is JudgeMode.correction else self.optimization_keys
+        return cast("tuple[str, ...]", keys)  # __post_init__ made both tuples
 
     def correction(
         self, task: Task, kernel: str, result: EvalResult, *, gpu: Mapping[str, Any] | None = None, **meta: Any

@@ -269,7 +269,8 @@ def _objects_in(text: str) -> tuple[list[Any], list[str]]:
         values.append(value)
         i = text.find("{", end + 1)
     if i != -1:  # the scan gave up: an answer after the noise still counts (the last few objects, tried once each)
-        tail, j = [], len(text)
+        tail: list[int] = []
+        j = len(text)
         while len(tail) < 8 and (j := text.rfind("{", 0, j)) >= i:
             tail.append(j)
         for start in reversed(tail):

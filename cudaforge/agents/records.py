@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cudaforge import languages
 from cudaforge.types import Feedback, JudgeMode, Record
@@ -25,13 +26,23 @@ class CoderMode(str, enum.Enum):
 ANY_BACKEND = "any"
 """The ``Backend`` that lets the Coder choose among ``languages.choice_languages()``."""
 
-Backend = enum.Enum(  # type: ignore[misc]
-    "Backend",
-    [(lang.name, lang.name) for lang in languages.coder_languages()] + [(ANY_BACKEND, ANY_BACKEND)],
-    type=str,
-    module=__name__,
-    qualname="Backend",
-)
+if TYPE_CHECKING:  # what mypy reads: the built-in members (an installed package's language adds one at run time)
+
+    class Backend(str, enum.Enum):
+        cuda = "cuda"
+        cute_dsl = "cute_dsl"
+        tilelang = "tilelang"
+        triton = "triton"
+        any = "any"
+
+else:
+    Backend = enum.Enum(
+        "Backend",
+        [(lang.name, lang.name) for lang in languages.coder_languages()] + [(ANY_BACKEND, ANY_BACKEND)],
+        type=str,
+        module=__name__,
+        qualname="Backend",
+    )
 Backend.__doc__ = """Which kernel language the Coder is told to use: one member per language of the registry
 (``cudaforge.languages``) that has a prompt rule (``cuda``, ``triton``, ``cute_dsl``, ``tilelang``), and ``any``
 (the Coder's choice among CUDA and Triton)."""

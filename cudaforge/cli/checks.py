@@ -31,9 +31,9 @@ def _keys(node: Any, prefix: str = "") -> list[str]:
     """Every dotted key of a composed config."""
     from omegaconf import DictConfig
 
-    keys = []
+    keys: list[str] = []
     for key in node.keys() if isinstance(node, DictConfig) else []:
-        dotted = f"{prefix}{key}"
+        dotted = prefix + format(key)  # format(): what an f-string writes
         keys.append(dotted)
         try:
             child = node._get_node(key)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import CudaforgeConfig
 
 HELP = """usage: cudaforge doctor [key=value ...]
 
@@ -25,7 +29,7 @@ def _doctor(cfg: DictConfig) -> int:
     from cudaforge.doctor import run_checks
     from cudaforge.tasks import load_suite
 
-    config = OmegaConf.to_object(cfg)
+    config = cast("CudaforgeConfig", OmegaConf.to_object(cfg))
     tasks = load_suite(config.suite)
     print(
         f"cudaforge doctor: suite {config.suite.name} ({len(tasks)} tasks), coder {config.coder.model}, "

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import group_keys, positional_runs, run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import ExportConfig
 
 HELP = """usage: cudaforge export RUN_DIR [RUN_DIR ...] format=sft|trajectories|preferences|turns [key=value ...]
 
@@ -22,7 +27,7 @@ keys: export.* (given without the prefix). exit status: 0 written, 2 a usage err
 def _export(cfg: DictConfig) -> int:
     from cudaforge.teach import export_dataset
 
-    result = export_dataset(OmegaConf.to_object(cfg.export))
+    result = export_dataset(cast("ExportConfig", OmegaConf.to_object(cfg.export)))
     for notice in getattr(result, "notices", []):
         print(f"NOTE: {notice}", flush=True)
     print(f"{result.rows} {result.format} rows from {len(result.runs)} run(s) written to {result.out_dir}")

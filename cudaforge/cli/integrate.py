@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import group_keys, positional_runs, run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import CudaforgeConfig
 
 HELP = """usage: cudaforge integrate RUN_DIR [RUN_DIR ...] [recipe=NAME|FILE] [key=value ...]
 
@@ -30,7 +34,7 @@ def _integrate(cfg: DictConfig) -> int:
     from cudaforge.eval import Evaluator
     from cudaforge.run.integrate import evaluation_config, integrate, summary_lines
 
-    config = OmegaConf.to_object(cfg)
+    config = cast("CudaforgeConfig", OmegaConf.to_object(cfg))
     evaluator = Evaluator(evaluation_config(dataclasses.asdict(config.eval)))
     try:
         record = integrate(config.integrate.recipe, list(config.integrate.runs), evaluator, config.integrate.out_dir)

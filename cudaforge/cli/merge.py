@@ -35,7 +35,7 @@ def main(args: list[str]) -> int:
         )
         return 2
     try:
-        record = merge_runs(outs[0], shards, say=lambda line: print(line, flush=True))
+        record = merge_runs(outs[0], [*shards], say=lambda line: print(line, flush=True))  # a copy: list[str | Path]
     except (MergeError, RunDirBusy, RunDirTooNew) as exc:
         print(f"cudaforge merge: error: {exc}", file=sys.stderr)
         return 2

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import run_app, single_run
 from cudaforge.track.store import RESULTS_FILE, RunDir
+
+if TYPE_CHECKING:
+    from cudaforge.config import CudaforgeConfig
 
 HELP = """usage: cudaforge plan [RUN_DIR] [key=value ...]
 
@@ -47,7 +50,7 @@ def _run_config(run_dir: Path) -> Any:
 def _plan(cfg: DictConfig) -> int:
     from cudaforge.run import plan as planning
 
-    config = OmegaConf.to_object(cfg)
+    config = cast("CudaforgeConfig", OmegaConf.to_object(cfg))
     device, count = planning.local_device()
     gpus = config.plan.gpus or max(1, count)
     if config.plan.run:

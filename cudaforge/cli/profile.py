@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.eval import task_and_candidate
 from cudaforge.cli.hydra_args import run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import ProfileConfig
 
 HELP = """usage: cudaforge profile task=TASK candidate=PATH.py [key=value ...]
 
@@ -29,7 +33,7 @@ def _profile(cfg: DictConfig) -> int:
     from cudaforge.profile import Profiler
 
     task, path = task_and_candidate(cfg)
-    profile_cfg = OmegaConf.to_object(cfg.profile)
+    profile_cfg = cast("ProfileConfig", OmegaConf.to_object(cfg.profile))
     build = Evaluator(OmegaConf.to_object(cfg.eval)).build_settings().to_dict()  # the evaluator's cache: no rebuild
     profiler = Profiler(profile_cfg, cache_dir=profile_cfg.cache_dir, lock_dir=profile_cfg.lock_dir, build=build)
     where = f"GPU {profiler.gpus[0]}" if profiler.gpus else "no GPU (FLOPs and bytes only)"

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import positional_runs, run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import ReportConfig
 
 HELP = """usage: cudaforge report RUN_DIR [RUN_DIR ...] [key=value ...]
 
@@ -28,7 +32,7 @@ def _report(cfg: DictConfig) -> int:
     from cudaforge.report.tables import markdown
 
     try:
-        report, written = make_report(cfg=OmegaConf.to_object(cfg.report))
+        report, written = make_report(cfg=cast("ReportConfig", OmegaConf.to_object(cfg.report)))
     except PlottingUnavailable as exc:
         print(f"cudaforge report: error: {exc}", file=sys.stderr)
         return 2

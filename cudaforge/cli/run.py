@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import Exit, run_app
 from cudaforge.track.store import LEDGER_FILE
+
+if TYPE_CHECKING:
+    from cudaforge.config import CudaforgeConfig
 
 HELP = """usage: cudaforge run [key=value ...]
 
@@ -99,7 +102,7 @@ def _run_body(cfg: DictConfig) -> int:
 
     started = time.monotonic()
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    config = OmegaConf.to_object(cfg)
+    config = cast("CudaforgeConfig", OmegaConf.to_object(cfg))  # the schema Hydra composed it on
     tasks = load_suite(config.suite)
     refusal = problem_set_refusal(config.suite) or authors_refusal(config.agents)
     if refusal:
@@ -160,7 +163,7 @@ def _run_body(cfg: DictConfig) -> int:
     tracker = make_tracker(
         config.tracker,
         run_dir,
-        OmegaConf.to_container(cfg, resolve=True),
+        cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True)),  # a DictConfig: a dict of str keys
         name=run_dir.name,
         group=Path(hydra_cfg.sweep.dir).name if multirun else None,
     )
@@ -247,7 +250,11 @@ def _run_on_ray(cfg: DictConfig, config: Any, tasks: list, run_dir: Path, starte
     ledger_path = run_dir / LEDGER_FILE
     spent = lambda: sum_rows(Ledger.read(ledger_path) if ledger_path.is_file() else []).summary()  # noqa: E731
     tracker = make_tracker(
-        config.tracker, run_dir, OmegaConf.to_container(cfg, resolve=True), name=run_dir.name, group=None
+        config.tracker,
+        run_dir,
+        cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True)),  # a DictConfig: a dict of str keys
+        name=run_dir.name,
+        group=None,
     )
     progress = RunProgress(len(tasks), spent)
 

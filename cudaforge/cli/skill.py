@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import group_keys, positional_runs, run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import CudaforgeConfig
 
 HELP: dict[str, str] = {
     "skill distill": """usage: cudaforge skill distill RUN_DIR [RUN_DIR ...] [key=value ...]
@@ -40,7 +44,7 @@ def _skill_distill(cfg: DictConfig) -> int:
     from cudaforge.teach.demo import BANNER, install_demo_distiller
     from cudaforge.teach.skills import distill_from_config, distiller_config
 
-    config = OmegaConf.to_object(cfg)
+    config = cast("CudaforgeConfig", OmegaConf.to_object(cfg))
     if distiller_config(config.judge, config.skill.model).model == DEMO_MODEL:
         install_demo_distiller()
         print(BANNER, flush=True)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import run_app
+
+if TYPE_CHECKING:
+    from cudaforge.config import AuditConfig
 
 HELP: dict[str, str] = {
     "tasks list": """usage: cudaforge tasks list [key=value ...]
@@ -73,7 +78,7 @@ def _tasks_audit(cfg: DictConfig) -> int:
     from cudaforge.tasks.audit import audit_tasks, summary_line, write_report
 
     tasks = load_suite(OmegaConf.to_object(cfg.suite))
-    audit_cfg = OmegaConf.to_object(cfg.audit)
+    audit_cfg = cast("AuditConfig", OmegaConf.to_object(cfg.audit))
     fail_on = audit_cfg.fail_on
     print(
         f"auditing {len(tasks)} tasks ({audit_cfg.batch_size} per child; findings that fail: "

@@ -168,7 +168,7 @@ def authors_alignment(
         for n, v in ref_model.state_dict().items()
         if isinstance(v, torch.Tensor)
     }
-    state = cand.get("state") if isinstance(cand.get("state"), dict) else {}
+    state = given if isinstance(given := cand.get("state"), dict) else {}
     cand_params = set(cand.get("params") or []) if isinstance(cand.get("params"), list) else set()
     named: Named = {}
     dtypes: dict[str, str] = {}
@@ -184,6 +184,7 @@ def authors_alignment(
             named[name] = ("param" if name in cand_params else "buffer", tuple(spec[0]))
             dtypes[name] = str(spec[1])
     pair = _pair(ref, named)
+    stats: dict[str, Any]
     if pair is not None:
         out, stats = pair, {"rule": "pair", "copied": len(pair)}
     else:

@@ -11,7 +11,7 @@ only (and :mod:`cudaforge.proc.text`), so any layer from ``eval`` up may use it.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from cudaforge.proc.text import plain_text
 
@@ -59,7 +59,7 @@ def source_size_problem(source: str, max_bytes: int) -> str | None:
     )
 
 
-def finite_number(value: Any, top: float = 1e15) -> bool:
+def finite_number(value: Any, top: float = 1e15) -> TypeGuard[float]:
     """A finite, non-negative JSON number below ``top`` in an untrusted reply (a huge integer never reaches
     ``math.isfinite``, which would raise ``OverflowError``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

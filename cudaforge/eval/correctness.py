@@ -64,12 +64,12 @@ def compare(
     """None if ``actual`` matches ``expected`` (a tensor or a tuple of them), else the diff. With ``equal_nan``
     False a NaN never matches (``torch.allclose``'s default)."""
     exp_list, act_list = flatten_outputs(expected), flatten_outputs(actual)
-    base = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
+    base: dict[str, Any] = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
     if len(exp_list) != len(act_list):
         return CorrectnessDiff(**base, message=f"expected {len(exp_list)} outputs, got {len(act_list)}")
     for position, (exp, act) in enumerate(zip(exp_list, act_list)):
         label = f"output {position}: " if len(exp_list) > 1 else ""
-        info = dict(
+        info: dict[str, Any] = dict(
             expected_shape=_shape(exp),
             actual_shape=_shape(act),
             expected_dtype=_dtype_name(exp),
@@ -95,7 +95,7 @@ def compare(
 
 def _compare_tensors(
     exp: torch.Tensor, act: torch.Tensor, *, atol: float, rtol: float, equal_nan: bool = True
-) -> dict | None:
+) -> dict[str, Any] | None:
     # Large GPU outputs first go through a one-pass screen (cudaforge.eval.fastclose): when it finds
     # every element close, torch.isclose would too (the screen counts NaN against NaN as close, so it is
     # only used with equal_nan). Otherwise, compare where the outputs live (gigabytes do not travel to the
@@ -158,11 +158,11 @@ def compare_first(
     ``equal_nan`` by default, so a NaN fails; shapes that broadcast are compared as allclose broadcasts them, shapes
     that do not are a mismatch). None when it passes, else the diff, with the max and mean absolute error their
     message gives (and the usual details where the shapes are equal)."""
-    base = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
+    base: dict[str, Any] = dict(trial=trial, variant=variant, atol=atol, rtol=rtol)
     exp, act = first_tensor(expected), first_tensor(actual)
     if exp is None:
         return compare(expected, actual, atol=atol, rtol=rtol, trial=trial, variant=variant, equal_nan=equal_nan)
-    info = dict(
+    info: dict[str, Any] = dict(
         expected_shape=_shape(exp),
         actual_shape=_shape(act),
         expected_dtype=_dtype_name(exp),

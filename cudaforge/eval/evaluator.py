@@ -526,7 +526,7 @@ class Evaluator:
         as it finishes.
         """
         slots: queue.Queue[str | None] = queue.Queue()
-        for gpu in self.gpus or [None]:
+        for gpu in self.gpus or (None,):
             slots.put(gpu)
         compile_slots = threading.Semaphore(self.compile_workers)
         results: list[EvalResult | None] = [None] * len(jobs)
@@ -538,11 +538,11 @@ class Evaluator:
                     self.precompile(source, task)  # failures are re-found, and reported, by the worker
             gpu = slots.get()
             try:
-                results[index] = self.evaluate(task, source, gpu=gpu)
+                results[index] = result = self.evaluate(task, source, gpu=gpu)
             finally:
                 slots.put(gpu)
             if on_result:
-                on_result(index, results[index])
+                on_result(index, result)
 
         workers = max(1, len(self.gpus)) + (self.compile_workers if self.gpus else 0)
         with ThreadPoolExecutor(max_workers=workers) as pool:

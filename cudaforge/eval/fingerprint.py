@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from cudaforge.vendors import current, pinned
@@ -68,7 +69,7 @@ DISTRIBUTIONS = {
 
 
 @functools.cache
-def _all_distributions() -> dict[str, list[str]]:
+def _all_distributions() -> Mapping[str, list[str]]:
     """Top-level module -> distributions, from a scan of every installed package (slow; cached)."""
     return importlib.metadata.packages_distributions()
 

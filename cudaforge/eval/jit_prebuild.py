@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -188,7 +188,7 @@ def _source_of(module: Any) -> str:
     import linecache
 
     entry = linecache.cache.get(getattr(module, "__file__", "") or "")
-    return "".join(entry[2]) if entry else ""
+    return "".join(cast(tuple[Any, Any, list[str], Any], entry)[2]) if entry else ""  # load_module's full entry
 
 
 def compile_ahead(

@@ -10,7 +10,7 @@ for ``BEFORE_MAX_AGE_S`` from the moment they were measured."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 BEFORE_KEYS = ("reference_solo_ms", "timing_crosscheck_exchange_ms")
 """What ``verifier.start.before_candidate`` measures: both depend on the task, the GPU and the settings alone."""
@@ -22,7 +22,7 @@ MAX_MS = 1e6
 """No figure of a real measurement is larger (the timing's timeout is far shorter)."""
 
 
-def _number(value: Any, upper: float) -> bool:
+def _number(value: Any, upper: float) -> TypeGuard[float]:
     """A number in [0, upper) (not a bool, not NaN; an integer too large for a float is not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False

@@ -206,7 +206,9 @@ def _child(analysis: Callable[..., dict[str, Any]], request: dict[str, Any], out
         _lower(resource.RLIMIT_AS, int(request["memory_bytes"]))
         _lower(resource.RLIMIT_CPU, int(request["timeout_s"]) + 2)  # a backstop to the helper's deadline
         try:
-            answer = {"report": analysis(request["source"], request["cfg"], request["reference_source"])}
+            answer: dict[str, Any] = {
+                "report": analysis(request["source"], request["cfg"], request["reference_source"])
+            }
         except MemoryError:
             answer = {"failed": "memory", "message": "out of memory"}
         except Exception as exc:  # noqa: BLE001 - a fault of the analysis itself, said as such to the parent
@@ -266,7 +268,12 @@ def _run_child(analysis: Callable[..., dict[str, Any]], request: dict[str, Any])
         return answer
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        why = {signal.SIGXCPU: "its CPU-time limit", signal.SIGKILL: "SIGKILL", signal.SIGSEGV: "SIGSEGV"}.get(sig)
+        named: dict[int, str] = {
+            signal.SIGXCPU: "its CPU-time limit",
+            signal.SIGKILL: "SIGKILL",
+            signal.SIGSEGV: "SIGSEGV",
+        }
+        why = named.get(sig)
         return {"failed": "died", "message": f"died of {why or f'signal {sig}'}"}
     return {"failed": "died", "message": "ended without a report (often: out of memory while writing it)"}
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from cudaforge.eval.bounded import finite_number
 
@@ -135,9 +135,9 @@ def analyse(
                 and event.end_ns > windows[w][0].start_ns
                 and event.start_ns < windows[w][1].end_ns
             ):
-                hit = True
-                first_start[w] = event.start_ns if first_start[w] is None else min(first_start[w], event.start_ns)
-                last_end[w] = event.end_ns if last_end[w] is None else max(last_end[w], event.end_ns)
+                hit, before, after = True, first_start[w], last_end[w]
+                first_start[w] = event.start_ns if before is None else min(before, event.start_ns)
+                last_end[w] = event.end_ns if after is None else max(after, event.end_ns)
         if hit or _is_io(event, io_names):
             continue
         us = (event.end_ns - event.start_ns) / 1e3
@@ -164,7 +164,7 @@ def analyse(
         span_ms=spans,
         outside_us=round(sum(outside.values()), 3),
         timed_stream=timed,
-        outside=sorted(([k, round(v, 3)] for k, v in outside.items()), key=lambda kv: -kv[1])[:5],
+        outside=sorted(([k, round(v, 3)] for k, v in outside.items()), key=lambda kv: -cast(float, kv[1]))[:5],
     )
     return summary
 
@@ -278,7 +278,8 @@ class TimedTrace:
         if profile is None:
             raise RuntimeError("no trace was started")
         profile.stop()
-        events, truncated = [], False
+        events: list[DeviceEvent] = []
+        truncated = False
         for event in profile.profiler.kineto_results.events():
             if event.device_type() != DeviceType.CUDA:
                 continue

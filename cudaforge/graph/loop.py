@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, cast
 
 from langgraph.graph import END, START, StateGraph
 
@@ -85,8 +85,8 @@ class Profiles(Protocol):
 class Stores(Protocol):
     """Where a task's artifacts go (``cudaforge.track.store.TaskStore``)."""
 
-    def write_text(self, round: int, name: str, text: str) -> str: ...
-    def write_json(self, round: int, name: str, data: Any) -> str: ...
+    def write_text(self, round: int | None, name: str, text: str) -> str: ...
+    def write_json(self, round: int | None, name: str, data: Any) -> str: ...
     def read_text(self, round: int | None, name: str) -> str: ...
     def read_json(self, round: int | None, name: str) -> Any: ...
     def candidate(self, digest: str) -> str: ...
@@ -247,15 +247,17 @@ class _Nodes:
         if state["history"]:  # the round before this one is over: its record is whole
             round_done(s, state["history"][-1])
         s.on_event({"event": "coder", "task_id": s.task.id, "round": number, "mode": mode})
-        kernel = s.store.candidate(state["kernel"]) if state.get("kernel") else None
-        feedback = Feedback.from_dict(state["feedback"]) if state.get("feedback") else None
+        latest, advice = state.get("kernel"), state.get("feedback")
+        kernel = s.store.candidate(latest) if latest else None
+        feedback = Feedback.from_dict(advice) if advice else None
         record = RoundRecord(round=number, coder_mode=mode)
         coder, _, memory = self._agents(state["history"])
         try:
             if mode == "first_attempt" or kernel is None:
                 result = coder.first_attempt(s.task, gpu=s.gpu_spec, **meta)
             elif mode == "repair":
-                result = coder.repair(s.task, kernel, self._latest_result(state), feedback=feedback, **meta)
+                evaluated = cast(EvalResult, self._latest_result(state))  # a kernel: its evaluation is stored
+                result = coder.repair(s.task, kernel, evaluated, feedback=feedback, **meta)
             else:
                 result = coder.optimize(
                     s.task, kernel, result=self._latest_result(state), feedback=feedback, gpu=s.gpu_spec, **meta
@@ -298,15 +300,18 @@ class _Nodes:
             )
         elapsed = time.monotonic() - started
         update.update(
-            history=[*state["history"], record.to_dict()],
-            active_s=state["active_s"] + elapsed,
-            seconds=_add(state["seconds"], llm=elapsed),
+            {
+                "history": [*state["history"], record.to_dict()],
+                "active_s": state["active_s"] + elapsed,
+                "seconds": _add(state["seconds"], llm=elapsed),
+            }
         )
         return update
 
     def evaluate(self, state: LoopState) -> LoopState:
         started = time.monotonic()
-        s, digest, number = self.s, state["pending"], state["round"]
+        # after_coder routes here only with a candidate written this round
+        s, digest, number = self.s, cast(str, state["pending"]), state["round"]
         reused = digest in state["evaluated"]
         if reused:
             result = EvalResult.from_dict(s.store.read_json(None, f"eval_{digest}.json"))
@@ -370,7 +375,7 @@ class _Nodes:
 
     def profile(self, state: LoopState) -> LoopState:
         started = time.monotonic()
-        s, digest = self.s, state["kernel"]
+        s, digest = self.s, cast(str, state["kernel"])  # after an evaluation: the kernel it evaluated
         best = state.get("best") or {}
         if s.profile_best and best.get("hash"):  # the authors' main.py profiles the best kernel so far
             digest = best["hash"]
@@ -384,7 +389,8 @@ class _Nodes:
             measured = timed.candidate_timing.median if timed and timed.candidate_timing else None
             if digest != state["kernel"]:
                 measured = best.get("candidate_ms")
-            result = s.profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
+            profiler = cast(Profiles, s.profiler)  # after_evaluate routes here only with a profiler
+            result = profiler.profile(s.task, s.store.candidate(digest), measured_ms=measured)
             record = cap_strings({**result.to_dict(), "judge_metrics": result.judge_metrics()}, STORED_TEXT_LIMIT)
             s.store.write_json(None, f"profile_{digest}.json", record)
         s.store.write_json(state["round"], PROFILE_FILE, record)
@@ -403,8 +409,8 @@ class _Nodes:
 
     def judge(self, state: LoopState) -> LoopState:
         started = time.monotonic()
-        s, digest = self.s, state["kernel"]
-        result = self._latest_result(state)
+        s, digest = self.s, cast(str, state["kernel"])  # after an evaluation: the kernel it evaluated
+        result = cast(EvalResult, self._latest_result(state))  # the kernel's evaluation is stored
         kernel = s.store.candidate(digest)
         meta = {"task_id": s.task.id, "round": state["round"], "sample": state["round"]}
         s.on_event({"event": "judge", "task_id": s.task.id, "round": state["round"]})
@@ -450,7 +456,8 @@ class _Nodes:
             s.store.write_json(
                 state["round"], JUDGE_FILE, cap_strings({**verdict.to_dict(), "memory": memory}, STORED_TEXT_LIMIT)
             )
-            feedback = cap_strings(verdict.feedback.to_dict(), STATE_TEXT_LIMIT) if verdict.ok else None
+            advice = cast(Feedback, verdict.feedback)  # ok: the reply parsed into feedback
+            feedback = cap_strings(advice.to_dict(), STATE_TEXT_LIMIT) if verdict.ok else None
             failure = cap_text(verdict.failure, STATE_TEXT_LIMIT)
         if verdict is None or not verdict.ok or verdict.missing:
             why = f"lacked {', '.join(verdict.missing)}: passed on without" if verdict and verdict.ok else failure
@@ -570,8 +577,9 @@ def recursion_limit(budgets: Budgets) -> int:
 
 def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | None = None) -> TaskResult:
     """Run (or resume, with the same checkpointer and thread) the loop on one task."""
-    if services.strategy.profile and hasattr(services.profiler, "prefetch"):
-        services.profiler.prefetch(services.task)  # the task's cost, computed while the first rounds run
+    profiler = services.profiler
+    if services.strategy.profile and profiler is not None and hasattr(profiler, "prefetch"):
+        profiler.prefetch(services.task)  # the task's cost, computed while the first rounds run
     graph = build_graph(services, checkpointer)
     config = {
         "configurable": {"thread_id": thread_id or services.task.id},

@@ -222,16 +222,17 @@ class LLMClient:
         request = self.request(messages, sample=sample)
         key = request_key(request)
         started = time.monotonic()
-        mode = self.cache.mode if self.cache is not None else CacheMode.off
-        cached = self.cache.get(key) if mode is not CacheMode.off else None
+        cache = self.cache
+        mode = cache.mode if cache is not None else CacheMode.off
+        cached = cache.get(key) if cache is not None and mode is not CacheMode.off else None
         if cached is not None:
             return self._finish(key, cached, started, attempts=0, cache_hit=True, meta=meta)
-        if mode is CacheMode.replay_only:
+        if cache is not None and mode is CacheMode.replay_only:
             last = messages[-1] if messages else {}
             err = ReplayMiss(
                 f"replay_only: no recorded reply for request {key} (role {self.role}, model {self.config.model}, "
                 f"{len(messages)} messages; last {last.get('role', '?')!r}: {str(last.get('content', ''))[:200]!r}) "
-                f"in {self.cache.path}; record it with cache mode read_write",
+                f"in {cache.path}; record it with cache mode read_write",
                 model=self.config.model,
                 role=self.role,
                 request_key=key,
@@ -252,8 +253,8 @@ class LLMClient:
             priced=priced,
             latency_s=time.monotonic() - started,
         )
-        if mode is CacheMode.read_write:
-            reply = self.cache.put(key, request, reply)  # the first stored reply wins a race
+        if cache is not None and mode is CacheMode.read_write:
+            reply = cache.put(key, request, reply)  # the first stored reply wins a race
             reply.usage, reply.cost_usd, reply.priced = usage, cost, priced  # but this call's account
         return self._finish(
             key, reply, started, attempts=attempts, cache_hit=False, meta={**meta, _SYSTEM_ROLE: system_role}
@@ -302,6 +303,7 @@ class LLMClient:
             message, env_vars = credentials_message(model, role, err, self.config.api_base)
             error: LLMError = LLMAuthError(message, model=model, role=role, env_vars=env_vars)
         else:
+            kind: type[LLMError]
             if _is_transient(litellm, err):
                 kind, what = LLMUnavailable, f"still failing after {attempts} attempts"
             elif isinstance(err, litellm.ContextWindowExceededError):

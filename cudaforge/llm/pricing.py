@@ -19,7 +19,7 @@ import datetime
 import enum
 import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cudaforge.llm.ledger import Usage
 
@@ -128,9 +128,11 @@ def _override_cost(entry: dict[str, Any], usage: Usage) -> float:
     long_context = usage.prompt_tokens > LONG_CONTEXT_TOKENS
     cache_price = _tier_price(entry, "cache_read_input_token_cost", long_context)
     cached = min(usage.cached_prompt_tokens or 0, usage.prompt_tokens) if cache_price is not None else 0
-    cost = (usage.prompt_tokens - cached) * _tier_price(entry, "input_cost_per_token", long_context)
+    # both prices are there: load_overrides refuses an entry without them
+    input_price = cast(float, _tier_price(entry, "input_cost_per_token", long_context))
+    cost = (usage.prompt_tokens - cached) * input_price
     cost += cached * (cache_price or 0.0)
-    return cost + usage.completion_tokens * _tier_price(entry, "output_cost_per_token", long_context)
+    return cost + usage.completion_tokens * cast(float, _tier_price(entry, "output_cost_per_token", long_context))
 
 
 def cost_for(
@@ -197,6 +199,7 @@ def max_call_cost(
     if input_cost_per_token == 0 and output_cost_per_token == 0:
         return 0.0
     custom = input_cost_per_token is not None or output_cost_per_token is not None
+    entry: dict[str, Any] | None
     if custom:
         entry = _map_entry(model) or override_entry(model) or {}
     else:

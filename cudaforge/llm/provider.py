@@ -55,7 +55,9 @@ class ScriptedLLM(CustomLLM):
         reasoning = None if isinstance(entry, str) else entry.get("reasoning_tokens")
         prompt_tokens = sum(count_words(str(m.get("content") or "")) for m in messages)
         completion_tokens = count_words(text) + (reasoning or 0)
-        details = {"completion_tokens_details": {"reasoning_tokens": reasoning}} if reasoning is not None else {}
+        details: dict[str, Any] = (
+            {"completion_tokens_details": {"reasoning_tokens": reasoning}} if reasoning is not None else {}
+        )
         model_response.choices[0].message.content = text
         model_response.choices[0].finish_reason = "stop"
         model_response.model = f"{PROVIDER}/{model}"

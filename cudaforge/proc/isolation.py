@@ -427,7 +427,7 @@ def _run_sandboxed(
     with (logs / "stdout.log").open("wb") as out, (logs / "stderr.log").open("wb") as err:
         process = sandbox.start(argv, env=child_env, stdout=out, stderr=err)
     try:
-        status = process.status() if process.control is not None else {"ok": True}
+        status: dict[str, Any] = process.status() if process.control is not None else {"ok": True}
         outcome = _Watch(process.proc, scratch, started, logs, SANDBOXED_RESULT_CAP).supervise(
             timeouts, default_timeout, poll_interval, keep_workdir=True, on_phase=on_phase
         )

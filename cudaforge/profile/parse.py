@@ -154,7 +154,7 @@ def _parse_raw(header: list[str], rows: list[list[str]]) -> list[KernelProfile]:
     if rows and rows[0] and not rows[0][0].strip():  # the units row: no ID
         units = rows[0] + [""] * (len(header) - len(rows[0]))
         rows = rows[1:]
-    kernels = []
+    kernels: list[KernelProfile] = []
     for values in rows:
         row = dict(zip(header, values))
         kernel = _kernel(row, len(kernels))

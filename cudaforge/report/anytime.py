@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def arm_curves(
     axis: str,
     *,
     failed_as: FailedAs = FailedAs.zero,
-    fast_p: list[float] = (0, 1, 1.5, 2),
+    fast_p: Sequence[float] = (0, 1, 1.5, 2),
     bootstrap: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -106,7 +107,7 @@ def arm_curves(
         raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
     fast_p = [float(p) for p in fast_p]
     failed_as = FailedAs(failed_as)
-    out = []
+    out: list[AnytimeCurve] = []
     per_seed = arm.per_seed()
     if not per_seed or not per_seed[0]:
         return out

@@ -178,7 +178,8 @@ def _held_out_notes(run: RunData) -> list[str]:
     checked = [r for r in run.results if r.correct and r.held_out]
     if not checked:
         return []
-    failed, none = [], {}
+    failed: list[str] = []
+    none: dict[str, int] = {}
     for r in checked:
         if held_out_summary(r)["correct"] is False:
             bad = [

@@ -188,10 +188,10 @@ def load_run(run_dir: str | Path, label: str | None = None) -> RunData:
     config, label_text = run.config(), None
     rescored = run.rescore()
     if rescored is not None:  # the kernels were made by the source run: its agents and rounds, this run's eval
-        source = Path(str(rescored.get("source_run", "")))
-        source_config = RunDir(source).config() if source.is_dir() else {}
-        choices = {**hydra_choices(source), "eval": run.hydra_choices().get("eval", str(rescored.get("protocol")))}
-        head = config_label(source_config) if source_config else f"the kernels of {source.name or 'another run'}"
+        source_run = Path(str(rescored.get("source_run", "")))
+        source_config = RunDir(source_run).config() if source_run.is_dir() else {}
+        choices = {**hydra_choices(source_run), "eval": run.hydra_choices().get("eval", str(rescored.get("protocol")))}
+        head = config_label(source_config) if source_config else f"the kernels of {source_run.name or 'another run'}"
         label_text = f"{head}, rescored{protocol_suffix(choices)}"
         config = {**source_config, "eval": config.get("eval", {})} if source_config else config
     not_run = {task: str(row.get("reason", "?")) for task, row in run.not_run().items()}

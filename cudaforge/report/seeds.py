@@ -93,9 +93,9 @@ def arms(runs: list[RunData], pool: bool = True) -> list[Arm]:
             order.append((key, None))
         groups[key].append(run)
     out = []
-    for key, run in order:
-        if run is not None:
-            out.append(_single(run))
+    for key, single in order:
+        if single is not None:
+            out.append(_single(single))
             continue
         members = groups[key]
         seeds = [run_seed(r) for r in members]

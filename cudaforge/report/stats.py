@@ -379,9 +379,9 @@ def seeded_group_stats(
             stats.values[metric.key] = Estimate(float(n))
             continue
         values = vectors[metric.vector] if n else None
-        point = _finite(seeded_reduce(metric.reduce, values)) if n else None
+        point = _finite(seeded_reduce(metric.reduce, values)) if values is not None else None
         low = high = None
-        if draws is not None and point is not None:
+        if draws is not None and point is not None and values is not None:
             resampled = seeded_resamples(metric.reduce, values, *draws)
             if resampled.size:
                 low, high = (float(x) for x in np.percentile(resampled, [tail, 100 - tail]))

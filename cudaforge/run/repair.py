@@ -72,7 +72,10 @@ def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list] | None:
         return None
     files = RunDir(run_dir).task(task_id).round(round_)
     try:
-        conversation = (files.coder if role == "coder" else files.judge)["conversation"]
+        record = files.coder if role == "coder" else files.judge
+        if record is None:  # no file of that step
+            return None
+        conversation = record["conversation"]
         return conversation["replies"][int(meta.get("follow_up") or 0)], conversation.get("messages", [])
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None

@@ -93,6 +93,7 @@ def kept_kernels(run_dir: str | Path, all_rounds: bool = False) -> tuple[list[Ke
             notes.append(f"{result.task_id}: no readable task.json ({type(exc).__name__}); not rescored")
             continue
         rounds = [r.round for r in result.history]
+        wanted: list[tuple[int | None, str, str, float | None]]
         if all_rounds:
             wanted = [(r.round, r.candidate_hash, r.status, r.speedup) for r in result.history if r.candidate_hash]
         elif result.best_candidate_hash:
@@ -147,8 +148,8 @@ def _earlier_results(
             rows[(row["task_id"], row["candidate_hash"])] = row
     found = {}
     for index, kernel in enumerate(kernels):
-        row = rows.get((kernel.task.id, kernel.digest))
-        if row is None:
+        kept = rows.get((kernel.task.id, kernel.digest))
+        if kept is None:
             continue
         try:
             result = EvalResult.from_dict(
@@ -156,7 +157,7 @@ def _earlier_results(
             )
         except (OSError, ValueError, TypeError, KeyError):
             continue
-        found[index] = (row, result)
+        found[index] = (kept, result)
     path = out_dir / RESCORED_FILE
     if path.is_file():  # rewritten with the rows kept (a cut line dropped), and the new ones appended to it
         path.write_text("".join(json.dumps(row) + "\n" for row, _ in found.values()))
@@ -253,7 +254,8 @@ def rescore(
         say(f"resuming: {len(earlier)} of {len(kernels)} kernels already rescored in {out_dir}")
     (out_dir / RESCORE_FILE).write_text(json.dumps({**summary, "finished": False}, indent=1))
     rows = [row for row, _ in earlier.values()]  # the interrupted rescore's rows count as if made now
-    by_task, lock = {}, threading.Lock()
+    by_task: dict[str, list[tuple[Kernel, EvalResult]]] = {}
+    lock = threading.Lock()
 
     def done(index: int, result: EvalResult) -> None:
         with lock:

@@ -64,7 +64,7 @@ from cudaforge.track.store import (
     RunDir,
     RunStore,
 )
-from cudaforge.types import GpuUnavailable, SandboxUnavailable, Task, TaskResult
+from cudaforge.types import GpuUnavailable, RoundRecord, SandboxUnavailable, Task, TaskResult
 
 INTERNAL_ERRORS_IN_A_ROW = 3
 """Tasks in a row that end on an internal error, with no task finished between, before the run stops."""
@@ -222,6 +222,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
 
         build = evaluator.build_settings().to_dict() if hasattr(evaluator, "build_settings") else None
         profiler = Profiler(cfg.profile, cfg.profile.cache_dir, cfg.profile.lock_dir, build=build, gpus=gpus)
+    gpu_spec: dict[str, Any] | None
     if agents.gpu_spec != "local":
         gpu_spec = named_gpu_sheet(agents.gpu_spec)
     else:
@@ -247,13 +248,14 @@ def run_one(
     strategy = Strategy.from_config(cfg.strategy)
     task_store = ctx.store.task(task.id)
     task_store.write_json(None, TASK_FILE, {**task.to_dict(), "source_hash": task.source_hash})
+    spend = LedgerSpend(ctx.ledger)
     services = LoopServices(
         task=task,
         coder=ctx.coder,
         judge=ctx.judge,
         evaluator=ctx.evaluator,
         store=task_store,
-        ledger=LedgerSpend(ctx.ledger),
+        ledger=spend,
         strategy=strategy,
         budgets=Budgets(cfg.strategy.max_rounds, cfg.strategy.max_dollars, cfg.strategy.max_minutes),
         profiler=ctx.profiler if cfg.profile.enabled else None,
@@ -266,7 +268,7 @@ def run_one(
     result = run_task(services, ctx.checkpointer, thread_id=task.id)
     _held_out(ctx, task, task_store, result)
     _compile_beside(ctx, task, result)
-    result.cost_usd = services.ledger.task_cost(task.id)  # None, not the budget's 0, when nothing was priced
+    result.cost_usd = spend.task_cost(task.id)  # None, not the budget's 0, when nothing was priced
     result.time_split["queue"] = result.time_split.get("queue", 0.0) + queued_s
     ctx.store.append_result(result)
     return result
@@ -314,7 +316,7 @@ def _held_out_decides(ctx: RunContext, task: Task, task_store: Any, result: Task
         (r for r in result.history if r.status == "correct" and r.candidate_hash != result.best_candidate_hash),
         key=lambda r: (-(r.speedup or 0.0), -r.round),
     )
-    rounds = {result.best_candidate_hash: None}
+    rounds: dict[str | None, RoundRecord | None] = {result.best_candidate_hash: None}
     kernels = [(str(result.best_candidate_hash), best)]
     for record in others:
         source = task_store.candidate(record.candidate_hash) if record.candidate_hash not in rounds else None

@@ -145,7 +145,10 @@ class ChildSettings:
             raise ValueError(
                 f"audit settings: min_reference_ms, atol and rtol are non-negative numbers: {data!r}"[:300]
             )
-        return cls(**{k: (float(v) if k in ("min_reference_ms", "atol", "rtol") else v) for k, v in data.items()})
+        fields: dict[str, Any] = {
+            k: (float(v) if k in ("min_reference_ms", "atol", "rtol") else v) for k, v in data.items()
+        }
+        return cls(**fields)
 
 
 def _lanes(device: str, cfg: Any) -> list[str | None]:

@@ -58,7 +58,7 @@ def _finding(check: str, detail: str) -> dict[str, Any]:
     return {"check": check, "detail": detail}
 
 
-def _degeneracy(outs: list[torch.Tensor], atol: float, rtol: float, label: str) -> list[dict[str, str]]:
+def _degeneracy(outs: list[torch.Tensor], atol: float, rtol: float, label: str) -> list[dict[str, Any]]:
     found = []
     for i, out in enumerate(outs):
         name = f"{label} output {i}" if len(outs) > 1 else f"{label} output"

@@ -6,6 +6,7 @@ problems between releases: the CudaForge authors' copy differs from today's, doc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from cudaforge.tasks.loader import load_directory
 from cudaforge.types import Task
@@ -22,12 +23,16 @@ class ProblemDiff:
 
     def line(self) -> str:
         where = f"level{self.level}/{self.problem_id}"
+        # ``change`` says which sides hold the problem (``diff_roots``): only those are read
         if self.change == "only_a":
-            return f"only in A  {where}_{self.a.name}  {self.a.source_hash[:12]}"
+            a = cast(Task, self.a)
+            return f"only in A  {where}_{a.name}  {a.source_hash[:12]}"
         if self.change == "only_b":
-            return f"only in B  {where}_{self.b.name}  {self.b.source_hash[:12]}"
-        names = self.a.name if self.a.name == self.b.name else f"{self.a.name} -> {self.b.name}"
-        return f"changed    {where}_{names}  {self.a.source_hash[:12]} -> {self.b.source_hash[:12]}"
+            b = cast(Task, self.b)
+            return f"only in B  {where}_{b.name}  {b.source_hash[:12]}"
+        a, b = cast(Task, self.a), cast(Task, self.b)
+        names = a.name if a.name == b.name else f"{a.name} -> {b.name}"
+        return f"changed    {where}_{names}  {a.source_hash[:12]} -> {b.source_hash[:12]}"
 
 
 def diff_roots(root_a: str, root_b: str) -> tuple[list[ProblemDiff], int]:

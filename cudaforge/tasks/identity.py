@@ -199,7 +199,7 @@ def main_pin(args: list[str]) -> int:
     if not kept:
         print(f"cudaforge tasks pin: error: {args[0]} holds no problem of level(s) {levels}", file=sys.stderr)
         return 2
-    counts = {}
+    counts: dict[int, int] = {}
     for t in kept:
         counts[t.level] = counts.get(t.level, 0) + 1
     print(f"{args[0]}: " + ", ".join(f"level {k}: {v}" for k, v in sorted(counts.items())))

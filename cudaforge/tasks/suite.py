@@ -21,7 +21,7 @@ def selection(name: str, kind: str = "bundled", root: str | None = None, **filte
     ``filters``: ``levels``, ``problem_ids``, ``names``, ``subset``, ``first_n``, ``shuffle_seed``, ``shard_count``,
     ``shard_index``, ``exclude_flagged``, ``audit_report``.
     """
-    fields = dict(
+    fields: dict[str, Any] = dict(
         levels=[],
         problem_ids=[],
         names=[],

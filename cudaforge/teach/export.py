@@ -28,7 +28,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cudaforge.llm.scripted import DEMO_MODEL
 from cudaforge.teach.positives import not_positive
@@ -36,6 +36,9 @@ from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load
 from cudaforge.teach.schema import SCHEMAS, conform, features
 from cudaforge.teach.settings import ExportConfig, ExportFormat, RewardConfig, RewardKind, SftPrompt
 from cudaforge.types import EvalResult
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 _FINDING_PASSES = ("pass", "passed", "ok", "clean")
 
@@ -183,7 +186,7 @@ def _sft_row(view: TaskView, r: RoundView, cfg: ExportConfig) -> dict[str, Any]:
     prompt = r.prompt() if SftPrompt(_value(cfg.sft_prompt)) is SftPrompt.round else view.first_prompt()
     completion = [{"role": "assistant", "content": fenced(r.source or "")}]
     m = measurement(r)
-    result = r.eval
+    result = cast(EvalResult, r.eval)  # a positive (``sft_rows``): verified, so evaluated
     return {
         "id": _row_id("sft", str(view.run.path), view.task.id, r.round),
         "task_id": view.task.id,
@@ -247,7 +250,8 @@ def trajectory_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, 
     for view in tasks:
         if not view.rounds:
             continue
-        rounds, messages = [], []
+        rounds: list[dict[str, Any]] = []
+        messages: list[dict[str, str]] = []
         for r in view.rounds:
             transcript = r.transcript()
             body = [m for m in transcript if m["role"] != "system"]
@@ -446,7 +450,7 @@ def _held_out_correct(view: TaskView, r: RoundView) -> bool | None:
 def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
     """One row per agent turn: every Coder reply (the kernel's verdict and reward) and every Judge reply (the
     verdict it read and the profiler metrics), failures and rejected hacks included."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for view in tasks:
         for r in view.rounds:
             base = {
@@ -540,7 +544,7 @@ class ExportResult:
 
 def _plain(x: Any) -> Any:
     if is_dataclass(x):
-        return {k: _plain(v) for k, v in asdict(x).items()}
+        return {k: _plain(v) for k, v in asdict(cast("DataclassInstance", x)).items()}  # a config value, not a class
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

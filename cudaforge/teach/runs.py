@@ -18,7 +18,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from cudaforge import pyast
 from cudaforge.track.store import RoundFiles, RunDir, TaskDir, expand_run_dirs
@@ -37,7 +37,7 @@ def guard_rejected(result: EvalResult) -> bool:
     return any(str(f.get("verdict", "")).strip().lower() == "reject" for f in result.guard_findings)
 
 
-def verified(result: EvalResult | None) -> bool:
+def verified(result: EvalResult | None) -> TypeGuard[EvalResult]:
     """A positive: status ``correct`` and no integrity finding with verdict ``reject``."""
     return result is not None and result.status is EvalStatus.CORRECT and not guard_rejected(result)
 
@@ -320,7 +320,7 @@ class Filters:
 def load_tasks(paths: list[str | Path], filters: Filters | None = None) -> list[TaskView]:
     """Every task of the given runs (or sweep folders) that the filters keep, run by run."""
     filters = filters or Filters()
-    out = []
+    out: list[TaskView] = []
     for path in expand_runs(paths):
         view = load_run_view(path)
         if filters.keeps_run(view.info):

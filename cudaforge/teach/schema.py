@@ -215,7 +215,7 @@ def conform(value: Any, schema: Any, where: str = "row") -> Any:
 
 def _features(schema: dict[str, Any]) -> list[dict[str, Any]]:
     """Hugging Face's card notation (``dataset_info.features``) of a struct schema."""
-    out = []
+    out: list[dict[str, Any]] = []
     for name, kind in schema.items():
         if isinstance(kind, str):
             out.append({"name": name, "dtype": kind})

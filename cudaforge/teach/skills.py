@@ -135,8 +135,9 @@ def collect_evidence(
                 continue
             if nxt.coder_mode != "optimize" or not nxt.verified or nxt.candidate_hash == r.candidate_hash:
                 continue
-            timed = r.speedup is not None and nxt.speedup is not None
-            if timed and nxt.speedup < r.speedup * min_gain:
+            before, after = r.speedup, nxt.speedup
+            timed = before is not None and after is not None
+            if before is not None and after is not None and after < before * min_gain:  # timed, and too slow
                 continue
             if not timed and not allow_untimed:
                 continue
@@ -206,7 +207,8 @@ def prompt_context(groups: dict[str, list[Evidence]], max_words: int) -> dict[st
 
 def cap_words(text: str, max_words: int) -> tuple[str, bool]:
     """The text cut to at most ``max_words`` words, at a line end where possible; and whether it was cut."""
-    lines, kept, count = text.strip().splitlines(), [], 0
+    lines, count = text.strip().splitlines(), 0
+    kept: list[str] = []
     for line in lines:
         n = len(line.split())
         if count + n > max_words:
@@ -406,7 +408,7 @@ def distill_from_config(skill: SkillConfig, judge: LLMConfig, cache_cfg: Any) ->
     out = Path(skill.out).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     filters = Filters(levels=list(skill.levels), models=list(skill.models), strategies=list(skill.strategies))
-    runs = list(skill.runs)
+    runs: list[str | Path] = list(skill.runs)
     tasks = load_tasks(runs, filters)
     config = distiller_config(judge, skill.model)
     mode = getattr(cache_cfg.mode, "value", cache_cfg.mode)

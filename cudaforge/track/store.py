@@ -352,7 +352,7 @@ def _json_or_none(path: Path) -> Any:
 def json_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a ``.jsonl`` file, in order; none when absent. A line torn by a crash (or not an object)
     is skipped."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         raw = path.read_bytes()
     except OSError:

@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from cudaforge.types import TaskResult
 
@@ -64,7 +64,7 @@ class WandbTracker:
 
         self.wandb = wandb
         self.run = wandb.init(
-            mode=mode,
+            mode=cast(Literal["online", "offline"], mode),  # make_tracker passes one of the two
             project=project,
             entity=entity,
             tags=tags or None,
@@ -140,7 +140,9 @@ class WandbTracker:
             "tokens_out",
             "stop_reason",
         ]
-        table = self.wandb.Table(columns=columns, data=[[getattr(r, c) for c in columns] for r in results])
+        table = self.wandb.Table(
+            columns=cast(list[str | int], columns), data=[[getattr(r, c) for c in columns] for r in results]
+        )
         self.run.log({"tasks": table})
         self.run.summary["correct_fraction"] = sum(r.correct for r in results) / max(1, len(results))
         self.run.summary["cost_usd"], self.run.summary["unpriced_calls"] = run_cost(results)

@@ -258,7 +258,7 @@ class Builder:
         ce = self.ce
         patched_home = spec.with_cuda and ce.CUDA_HOME is None
         if patched_home:  # CPU wheel: torch never looked for CUDA; nvcc is still here
-            ce.CUDA_HOME = current().toolkit_home()
+            ce.CUDA_HOME = current().toolkit_home()  # type: ignore[attr-defined]  # self.ce is typed as ModuleType
         try:
             ldflags = _call_filtered(
                 ce._prepare_ldflags,
@@ -286,7 +286,7 @@ class Builder:
                 return Path(ours, "build.ninja").read_text()
         finally:
             if patched_home:
-                ce.CUDA_HOME = None
+                ce.CUDA_HOME = None  # type: ignore[attr-defined]  # self.ce is typed as ModuleType
 
     def _ninja(self, attempt_id: str, directory: Path, targets: list[str]) -> tuple[int, str]:
         cmd = (
@@ -368,7 +368,7 @@ class Builder:
         status = started.status()
         if not status.get("ok"):
             self._refusal = "; ".join(status.get("missing", []))
-        started.proc.sandbox = started  # its control socket lives as long as the process is watched
+        started.proc.sandbox = started  # type: ignore[attr-defined]  # deliberate: the socket lives while it is watched
         return started.proc
 
     def _kill(self, attempt_id: str) -> None:
@@ -525,10 +525,10 @@ class Builder:
         objects = self._objects(spec)
         link = self.can_link_cuda or not spec.with_cuda
         cu_objects = [o for o in objects if o.endswith(".cuda.o")]
-        host = files.get("main.cpp") or next(  # a load() call's own host file serves as well (its first line)
+        host_source = files.get("main.cpp") or next(  # a load() call's own host file serves as well (its first line)
             (files[f] for f in sorted(files) if f.endswith((".cpp", ".cc", ".cxx"))), ""
         )
-        first = host.split("\n", 1)[0].strip()
+        first = host_source.split("\n", 1)[0].strip()
         pch_header = next((header for line, header in _PCH_HEADERS.items() if first.startswith(line)), None)
         pch_seconds = 0.0
         use_pch = use_pch and wants_pch(spec)
@@ -704,10 +704,10 @@ class Builder:
             for name in sorted(undefined):
                 grep += ["-e", name]
             try:
-                found = subprocess.run(grep + [self.torch_include], capture_output=True, timeout=GREP_TIMEOUT_S)
+                grepped = subprocess.run(grep + [self.torch_include], capture_output=True, timeout=GREP_TIMEOUT_S)
             except (OSError, subprocess.TimeoutExpired):
                 return False
-            if found.returncode != 1:
+            if grepped.returncode != 1:
                 return False  # found in torch's headers (or grep failed): a header could matter
         return True
 

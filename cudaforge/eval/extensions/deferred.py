@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import Any, cast
 
 BUILDERS = {"load_inline": "load_inline", "load": "load"}
 """Last names of the calls built ahead, and the ``torch.utils.cpp_extension`` function each is."""
@@ -39,7 +39,7 @@ def _value(node: ast.AST, namespace: dict[str, Any]) -> Any:
         items = [_value(e, namespace) for e in node.elts]
         return items if isinstance(node, ast.List) else tuple(items)
     if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {_value(k, namespace): _value(v, namespace) for k, v in zip(node.keys, node.values)}
+        return {_value(cast(ast.expr, k), namespace): _value(v, namespace) for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _value(node.left, namespace), _value(node.right, namespace)
         if type(left) is type(right) and isinstance(left, (str, list, tuple)):
@@ -107,7 +107,7 @@ def _local_imports(fn: ast.AST) -> dict[str, str]:
 def _local_values(fn: ast.AST, namespace: dict[str, Any]) -> dict[str, Any]:
     """The function's own plain constants (``cuda_src = \"\"\"...\"\"\"`` inside ``__init__``), in the order written:
     names assigned once to plain data, over the module's globals; a name assigned twice or otherwise is left out."""
-    assigned: dict[str, list[ast.AST]] = {}
+    assigned: dict[str, list[ast.AST | None]] = {}
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -116,9 +116,9 @@ def _local_values(fn: ast.AST, namespace: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
             assigned.setdefault(node.target.id, []).extend([None, None])  # never plain: changed or typed late
         elif isinstance(node, (ast.For, ast.comprehension, ast.With, ast.NamedExpr)):
-            for target in ast.walk(getattr(node, "target", None) or ast.Pass()):
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).extend([None, None])
+            for bound in ast.walk(getattr(node, "target", None) or ast.Pass()):
+                if isinstance(bound, ast.Name):
+                    assigned.setdefault(bound.id, []).extend([None, None])
     mutated = _mutated_names(fn, namespace)
     scope = dict(namespace)
     for name in list(assigned):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cudaforge.caches import GB, evict_lru, touch
 from cudaforge.eval.extensions import flags as build_flags
@@ -125,9 +125,9 @@ class Hooks:
             files["cuda_sources"] = user
             plain = "\n".join(prefix + ['#line 1 "cuda_sources"', user])
             if light:
-                torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
+                headers = os.path.join(os.path.dirname(cast(str, importlib.import_module("torch").__file__)), "include")
                 for tier in ("min", "types"):
-                    text = light_cuda_source(user, tier, torch_include)
+                    text = light_cuda_source(user, tier, headers)
                     if text is None:
                         continue
                     if tier == "min":
@@ -243,7 +243,7 @@ class Hooks:
 
     def _remote_build_and_load(self, spec: BuildSpec, inputs: dict[str, Any], record: BuildRecord) -> Any:
         """The sandboxed side: the trusted side builds (or finds) the extension and hands over a copy to load."""
-        reply = self.remote(inputs)
+        reply = cast("Callable[[dict[str, Any]], dict[str, Any]]", self.remote)(inputs)  # called only with a remote
         for name in (
             "status",
             "variant",
@@ -331,9 +331,9 @@ class Hooks:
             self.loaded[key] = library
             return library
         try:
-            module_spec = importlib.util.spec_from_file_location(module_name, library)
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
+            found = cast("importlib.machinery.ModuleSpec", importlib.util.spec_from_file_location(module_name, library))
+            module = importlib.util.module_from_spec(found)
+            cast("importlib.abc.Loader", found.loader).exec_module(module)  # a library's spec, with its loader
         except ImportError as exc:  # e.g. "undefined symbol": a function declared but never defined
             record.status = "failed"
             record.error = f"Error loading extension '{spec.name}': {exc}"
@@ -539,7 +539,7 @@ def _files_spec(
     written."""
     variants: list[tuple[str, dict[str, str]]] = []
     if settings.light_headers:
-        torch_include = os.path.join(os.path.dirname(importlib.import_module("torch").__file__), "include")
+        torch_include = os.path.join(os.path.dirname(cast(str, importlib.import_module("torch").__file__)), "include")
         variants = light_file_variants(files, torch_include)
     return BuildSpec(
         name=name,
@@ -700,7 +700,7 @@ def serve_build(
         library = hooks.resolve(spec, key, record.module_name, record)
         record.status = "built"
         path = deliver(library, deliver_dir, record.module_name) if deliver_dir else library
-        reply = {"path": path}
+        reply: dict[str, Any] = {"path": path}
     except (BuildError, ModuleNotLoadable) as exc:
         record.error = record.error or str(exc)
         reply = {}
@@ -879,7 +879,7 @@ def warm_pch(
     settings = (settings or BuildSettings()).resolved()
     builder = Builder(settings)
     settings.cache_root().mkdir(parents=True, exist_ok=True)
-    jobs = []
+    jobs: list[tuple[str, tuple[Path, str, str], str]] = []
     with tempfile.TemporaryDirectory(dir=settings.cache_root()) as tmp:
         for index, flags in enumerate(extra_cflags_sets):
             spec = BuildSpec(
@@ -896,12 +896,12 @@ def warm_pch(
             probe = Path(tmp) / str(index)
             probe.mkdir()
             cflags = [*spec.extra_cflags, f"-I{builder.bind_include()}"]  # as Builder._run_variant writes them
-            builder._write_ninja(spec, probe, "pch_probe", cflags, current().arch_flags(settings.arch))
+            builder._write_ninja(spec, probe, "pch_probe", cflags, current().arch_flags(cast(str, settings.arch)))
             found = builder._pch_dir(probe)
             jobs += [(" ".join(flags), found, name) for name in ("torch/extension.h", BIND_HEADER)]
         with ThreadPoolExecutor(len(jobs) or 1) as pool:  # flag sets side by side (a set's two headers share a lock)
-            ready = list(pool.map(lambda job: builder._ensure_pch(*job[1], job[2])[0], jobs))
+            ready = list(pool.map(lambda job: builder._ensure_pch(*(*job[1], job[2]))[0], jobs))
     done: dict[str, str] = {}
-    for (flags, _, _), ok in zip(jobs, ready):
-        done[flags] = "ready" if ok and done.get(flags, "ready") == "ready" else "failed"
+    for (joined, _, _), ok in zip(jobs, ready):
+        done[joined] = "ready" if ok and done.get(joined, "ready") == "ready" else "failed"
     return done

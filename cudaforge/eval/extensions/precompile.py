@@ -249,7 +249,8 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     error: BaseException | None = None
     prebuilt: list[str] = []
     deferred: list[str] = []
-    jit, jit_message = [], ""
+    jit: list[str] = []
+    jit_message = ""
     worker = CandidateProcess(
         device="cpu",
         mode=SandboxMode(settings.sandbox),

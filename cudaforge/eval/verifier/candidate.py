@@ -57,7 +57,8 @@ class Candidate:
             return self.arena
         since = time.perf_counter()
         size = max(nbytes, 1 << 20, 2 * (self.arena.size if self.arena else 0))
-        old, arena = self.arena, None
+        old = self.arena
+        arena: Arena | None = None
         if self.device.type == "cuda":
             try:
                 arena = DeviceArena.create(size)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -15,7 +15,12 @@ from cudaforge.eval.exchange import tensor_bytes
 from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.tasks.runtime import default_tolerance, flatten_outputs
-from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task
+from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase, PhaseRecord, Task
+
+if TYPE_CHECKING:
+    from cudaforge.eval.timing import Stopwatch
+    from cudaforge.eval.verifier.candidate import Candidate
+    from cudaforge.eval.verifier.correctness import Trials
 
 REFERENCE_MODULE = "cudaforge_reference"
 PROFILED_CALLS = 3
@@ -68,6 +73,36 @@ class Guards:
         raise Failure(EvalStatus.INCORRECT, message)
 
 
+class TimingState:
+    """What the timed phase's parts (``trace``, ``crosscheck``, ``probes``, ``verdict``) read of ``Timing``, which
+    sets it all: declared for the type checker only (at run time the class is empty)."""
+
+    if TYPE_CHECKING:
+        ref_module: Any
+        ref_model: Any
+        cand: Candidate
+        device: torch.device
+        cfg: EvalConfig
+        result: EvalResult
+        guard: Guards
+        trials: Trials
+        source: str
+        stopwatch: Stopwatch
+        reference_fn: Callable[..., Any]
+        probe: tuple[str, dict[str, float], dict[str, bool]] | None
+        known_probe: dict[str, Any] | None
+        traced: list[int] | None
+        trace_note: str
+
+        def fresh_inputs(self, trial: int) -> list[Any]: ...
+
+        def check(self, expected: Any, actual: Any, trial: int) -> CorrectnessDiff | None: ...
+
+        def reported_wrong(self, evidence: str, diff: str) -> None: ...
+
+        def _series(self, trials: Any, calls: Any, times: dict[str, list[float]]) -> None: ...
+
+
 class Recorder:
     """Phase records with their durations; each phase is announced to the parent."""
 
@@ -108,7 +143,9 @@ def tolerance(task: Task, output: Any, cfg: EvalConfig) -> tuple[float, float]:
     return (task.atol if task.atol is not None else atol, task.rtol if task.rtol is not None else rtol)
 
 
-def compare_outputs(cfg: EvalConfig, expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str):
+def compare_outputs(
+    cfg: EvalConfig, expected: Any, actual: Any, *, atol: float, rtol: float, trial: int, variant: str
+) -> CorrectnessDiff | None:
     """The comparison of ``eval.compare_outputs``: every output (our protocol) or the first tensor by
     ``torch.allclose`` (the CudaForge authors'), with ``eval.equal_nan``; None or the diff."""
     check = compare_first if cfg.compare_outputs.value == "first" else compare

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -15,6 +15,7 @@ from cudaforge.eval.verifier.common import (
     CROSSCHECK_RETRIES,
     CROSSCHECK_ROUNDS,
     Failure,
+    TimingState,
     clone_inputs,
     clone_output,
     finite_or_none,
@@ -24,7 +25,7 @@ from cudaforge.eval.verifier.common import (
 )
 from cudaforge.eval.verifier.correctness import call_reference
 from cudaforge.tasks.runtime import make_inputs
-from cudaforge.types import EvalResult, EvalStatus
+from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus
 
 
 def crosscheck_calls(per_call: int, wanted: int, max_gb: float) -> int:
@@ -34,7 +35,7 @@ def crosscheck_calls(per_call: int, wanted: int, max_gb: float) -> int:
     return max(2, min(wanted, int(max_gb * (1 << 30)) // max(per_call, 1)))
 
 
-class CrossCheck:
+class CrossCheck(TimingState):
     """The cross-check's part of ``Timing``."""
 
     def crosscheck(self, times: dict[str, list[float]]) -> dict[str, Any]:
@@ -160,8 +161,12 @@ class CrossCheck:
                 raise Failure(EvalStatus.INCORRECT, f"the cross-check's outputs could not be read: {exc}") from None
             diff = structure(self.cfg, exp, actual)
             mismatch = self.check(exp, actual, k) if diff is None else None
+            # a wrong output without a structure problem has a mismatch (the casts below)
             if (diff or mismatch is not None) and not self.cfg.stricter_checks_decide:
-                self.reported_wrong(f"cross-check call {k} of {calls}: a wrong output", diff or mismatch.summary())
+                self.reported_wrong(
+                    f"cross-check call {k} of {calls}: a wrong output",
+                    diff or cast(CorrectnessDiff, mismatch).summary(),
+                )
                 continue
             if diff or mismatch is not None:
                 self.guard.incorrect(
@@ -169,7 +174,8 @@ class CrossCheck:
                     f"cross-check call {k} of {calls}: an output produced during a "
                     "batch of back-to-back calls was wrong (results must not depend on earlier calls, and "
                     "every call must finish its work before the batch answers)",
-                    "an output of the timing cross-check was wrong\n" + (diff or mismatch.summary()),
+                    "an output of the timing cross-check was wrong\n"
+                    + (diff or cast(CorrectnessDiff, mismatch).summary()),
                 )
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -33,7 +33,16 @@ from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit
 from cudaforge.eval.verifier.timing import Timing
 from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.tasks.runtime import DEFAULT_VARIANT, apply_numerics, load_module
-from cudaforge.types import EvalResult, EvalStatus, Phase, PhaseRecord, Task, source_hash
+from cudaforge.types import (
+    EvalResult,
+    EvalStatus,
+    Phase,
+    PhaseRecord,
+    SpeedupStats,
+    Task,
+    TimingStats,
+    source_hash,
+)
 
 _OVER_QUOTA = re.compile(r"\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded")
 
@@ -288,10 +297,10 @@ def _evaluate(payload: dict[str, Any], progress: Callable[[str], None]) -> dict[
             timing.known_probe = payload.get("known_probe")
             timing.run(progress, on_locked=lambda: enter(Phase.TIMING, announce=False))
             rec.end(phase, t)
-            s = result.speedup
+            s, timed = cast(SpeedupStats, result.speedup), cast(TimingStats, result.candidate_timing)  # set by run
             result.message = (
-                f"correct ({result.trials_passed} trials, {weights_text}); candidate {result.candidate_timing.median:.4f} "
-                f"ms vs reference {result.reference_timing.median:.4f} ms ({cfg.baseline.value}): speedup {s.median:.3f}x "
+                f"correct ({result.trials_passed} trials, {weights_text}); candidate {timed.median:.4f} ms vs reference "
+                f"{cast(TimingStats, result.reference_timing).median:.4f} ms ({cfg.baseline.value}): speedup {s.median:.3f}x "
                 f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
             )
     except Failure as failure:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -13,6 +14,7 @@ from cudaforge.eval.verifier.common import (
     PRECISION_TRIALS,
     PROFILED_CALLS,
     Failure,
+    TimingState,
     clone_inputs,
     clone_output,
     same_bits,
@@ -21,7 +23,7 @@ from cudaforge.eval.verifier.correctness import call_reference
 from cudaforge.tasks.runtime import flatten_outputs
 
 
-class Probes:
+class Probes(TimingState):
     """The probes' part of ``Timing``."""
 
     def launch_inclusive(self, calls: Any) -> int:
@@ -95,7 +97,9 @@ class Probes:
             bf16 = precision.bf16_model(self.ref_model)
         except Exception as exc:  # noqa: BLE001 - a model that cannot be cast is probed under TF32 only
             bf16, record["bf16_note"] = None, f"{type(exc).__name__}: {exc}"[:200]
-        runners = {p: (lambda xs, p=p: self._under(p, xs)) for p in ("strict_fp32", "tf32") if p != main}
+        runners: dict[str, Callable[[list[Any]], Any]] = {
+            p: partial(self._under, p) for p in ("strict_fp32", "tf32") if p != main
+        }
         runners[main] = lambda xs: self._under(main, xs)
         if bf16 is not None:
             runners["bf16"] = lambda xs: precision.bf16_call(bf16, xs, expected[0])

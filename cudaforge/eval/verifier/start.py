@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -128,7 +128,7 @@ def prepare(progress: Callable[[str], None], claimed: Callable[[], bool]) -> Non
     if device.type == "cuda":
         while not claimed():
             try:
-                with gpu_lock(gpu.split(",")[0], timeout_s=0.1):
+                with gpu_lock(cast(str, gpu).split(",")[0], timeout_s=0.1):  # a GPU device: one was pinned
                     torch.empty(1, device="cuda").add_(1)
                     torch.cuda.synchronize()
                     warm(device)  # the output screen's first launch (Triton's once-per-process costs)
@@ -249,7 +249,7 @@ def jit_ahead(
     except WorkerFailure as failure:  # the copy has its own deadline 5 s sooner: this is the worker's doing
         raise Failure(EvalStatus(failure.status), failure.message) from None
     kernels = reported_kernels(reply)
-    error = reply.get("error") if isinstance(reply.get("error"), str) else ""
+    error = said if isinstance(said := reply.get("error"), str) else ""
     record.update(
         kernels=kernels,
         error=error[:300],

@@ -31,7 +31,7 @@ from cudaforge.eval.verifier.probes import Probes
 from cudaforge.eval.verifier.trace import Trace
 from cudaforge.eval.verifier.verdict import Verdict
 from cudaforge.tasks.runtime import grad_mode, make_inputs
-from cudaforge.types import EvalResult, EvalStatus, Phase
+from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase
 from cudaforge.vendors import pinned
 
 
@@ -97,7 +97,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         digest = hashlib.blake2b(int(trial).to_bytes(8, "little", signed=True), key=self.key, digest_size=8).digest()
         return int.from_bytes(digest, "little")
 
-    def check(self, expected: Any, actual: Any, trial: int):
+    def check(self, expected: Any, actual: Any, trial: int) -> CorrectnessDiff | None:
         atol, rtol = tolerance(self.task, expected, self.cfg)
         return compare_outputs(self.cfg, expected, actual, atol=atol, rtol=rtol, trial=trial, variant="timing")
 
@@ -140,7 +140,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
             raise Failure(EvalStatus.CRASHED, "the worker reported a timing that is not a non-negative number")
         return event_ms, host_ms, wall_ms, self.cand.outputs(reply, self.trials.out_bytes)
 
-    def run(self, progress: Callable[[str], None], on_locked: Callable[[], None] = lambda: None) -> None:
+    def run(self, progress: Callable[[str], None], on_locked: Callable[[], object] = lambda: None) -> None:
         from cudaforge.eval.fingerprint import gpu_state
         from cudaforge.hardware.gpu_lock import gpu_lock
 
@@ -362,7 +362,7 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         from cudaforge.eval.timing import stop_early
 
         cfg = self.cfg
-        rule = {
+        rule: dict[str, Any] = {
             "min_trials": int(cfg.timing_min_trials),
             "max_trials": of,
             "baseline": cfg.baseline.value,

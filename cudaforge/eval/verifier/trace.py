@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cudaforge.eval.verifier.common import Failure
+from cudaforge.eval.verifier.common import Failure, TimingState
 
 
-class Trace:
+class Trace(TimingState):
     """The trace's part of ``Timing``."""
 
     def start_trace(self) -> None:
@@ -68,7 +68,7 @@ class Trace:
         raised = 0
         if summary["complete"]:
             times["cand_reported"] = list(times["cand"])  # what the worker said, for the cross-check to weigh
-            span_of = dict(zip(traced, spans))
+            span_of: dict[float, float] = dict(zip(traced, spans))
             for k, trial in enumerate(times["cand_trial"]):
                 span = span_of.get(trial, 0.0)
                 if span > times["cand"][k]:

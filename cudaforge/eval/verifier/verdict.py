@@ -8,9 +8,10 @@ import torch
 
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import share_findings
+from cudaforge.eval.verifier.common import TimingState
 
 
-class Verdict:
+class Verdict(TimingState):
     """The verdict's part of ``Timing``."""
 
     def finish(self, times, crosscheck, share, spent, calls) -> None:
@@ -55,17 +56,17 @@ class Verdict:
             result.fingerprint["timing_crosscheck"] = {k: v for k, v in crosscheck.items() if k != "evidence"}
             if crosscheck.get("evidence"):
                 found.append(p.found("timing_crosscheck", crosscheck["evidence"]))
-        solo = result.fingerprint.get("reference_solo_ms")
-        if solo:
+        solo_ms = result.fingerprint.get("reference_solo_ms")
+        if solo_ms:
             during = result.reference_timing.median
-            excess = during - solo
-            if excess > p.threshold("reference_slowdown_tolerance") * solo and excess > 0.005:
+            excess = during - solo_ms
+            if excess > p.threshold("reference_slowdown_tolerance") * solo_ms and excess > 0.005:
                 found.append(
                     p.found(
                         "reference_slowdown",
                         (
                             f"the reference took {during:.4f} ms (median) while the candidate's process existed, against "
-                            f"{solo:.4f} ms measured before any candidate code was loaded: something of the candidate's kept the "
+                            f"{solo_ms:.4f} ms measured before any candidate code was loaded: something of the candidate's kept the "
                             "GPU busy while the reference ran (work left queued, or other processes). Leave no work running "
                             "after forward returns."
                         ),

@@ -633,7 +633,8 @@ class SandboxedProcess:
         for cgroup in cgroups:
             dead = _remove_cgroup(cgroup, deadline) and dead
         uid = self.sandbox.uid
-        if not cgroups and os.geteuid() == 0 and self.sandbox.own_uid and uid in SANDBOX_UIDS:  # no cgroup to go by
+        # no cgroup to go by
+        if not cgroups and os.geteuid() == 0 and self.sandbox.own_uid and uid is not None and uid in SANDBOX_UIDS:
             dead = _uid_gone(uid, deadline) and dead  # (the pid namespace dies after its init)
         return dead
 

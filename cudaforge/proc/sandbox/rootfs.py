@@ -52,7 +52,7 @@ def plan(read: list[str], write: list[str], devices: list[str], *, tmp_bytes: in
     their targets added read-only."""
     entries: dict[str, Entry] = {}
     pending = [(p, "ro") for p in read] + [(p, "rw") for p in write] + [(p, "dev") for p in devices]
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     while pending:
         path, kind = pending.pop(0)
         path = os.path.normpath(path) if path else ""

@@ -32,8 +32,9 @@ import platform
 import struct
 import sys
 
+_libc: ctypes.CDLL | None
 try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+    _libc = ctypes.CDLL(None, use_errno=True)
     _libc.syscall.restype = ctypes.c_long
 except (OSError, AttributeError, TypeError):  # not a Unix with a C library loaded
     _libc = None

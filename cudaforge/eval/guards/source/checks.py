@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 from cudaforge import pyast
 from cudaforge.eval.guards.policy import REPORT, Policies
@@ -195,7 +196,7 @@ def _torch_compute_evidence(compute: list[str], strict: bool) -> str:
 def _fallbacks(m: CandidateModule, p: Policies) -> list[dict[str, str]]:
     found = []
     for node in ast.walk(m.tree):
-        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+        if isinstance(node, (ast.Try, ast.TryStar)):
             body_kernel = m.uses_kernel(m.closure([ast.Module(body=node.body, type_ignores=[])]))
             for handler in node.handlers:
                 wrapped = ast.Module(body=handler.body, type_ignores=[])
@@ -248,8 +249,8 @@ def side_effect_findings(m: CandidateModule, p: Policies) -> list[dict[str, str]
         where = line_of(node)
         reached = reexported_module(m, node, prefixes)  # ``ce.subprocess``: as good as importing subprocess
         if reached and (import_guard(reached) in ("concurrency", "introspection", "io") or reached in REACHED_IO):
-            guard = import_guard(reached) or "io"
-            hits[guard].append(f"{unparsed(node, 60)} reaches {reached} through another module ({where})")
+            reached_guard = import_guard(reached) or "io"
+            hits[reached_guard].append(f"{unparsed(node, 60)} reaches {reached} through another module ({where})")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in imported_modules(node):
                 guard = import_guard(name)
@@ -310,23 +311,23 @@ def side_effect_findings(m: CandidateModule, p: Policies) -> list[dict[str, str]
                 or q.startswith(FILE_READ_MODULES)
                 or (isinstance(func, ast.Attribute) and func.attr in FILE_READ_METHODS)
             ):
-                hits["io"].append(f"{q or func.attr}() ({where})")  # type: ignore[union-attr]
+                hits["io"].append(f"{q or cast(ast.Attribute, func).attr}() ({where})")  # no name: a method
             elif isinstance(func, ast.Attribute) and not q and func.attr == "open" and opens_for_reading(node, 0):
                 hits["io"].append(f".open(...) for reading ({where})")
         elif isinstance(node, ast.Name) and node.id == "__builtins__":
             hits["introspection"].append(f"__builtins__ ({where})")
         if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in handled:
-            q = m.qual(node) if not isinstance(node, ast.Name) or node.id in m.aliases else None
+            named = m.qual(node) if not isinstance(node, ast.Name) or node.id in m.aliases else None
             if isinstance(node, ast.Attribute) and node.attr in INTROSPECTION_ATTRS:
                 hits["introspection"].append(f".{node.attr} ({where})")
-            if q:
-                if q.startswith(CONCURRENCY_NAMES):
-                    hits["concurrency"].append(f"{q} ({where})")
+            if named:
+                if named.startswith(CONCURRENCY_NAMES):
+                    hits["concurrency"].append(f"{named} ({where})")
                     handled.update(id(n) for n in ast.walk(node))
-                elif under_any(q, INTROSPECTION_NAMES):
-                    hits["introspection"].append(f"{q} ({where})")
+                elif under_any(named, INTROSPECTION_NAMES):
+                    hits["introspection"].append(f"{named} ({where})")
                     handled.update(id(n) for n in ast.walk(node))
-                elif q == "os.environ":
+                elif named == "os.environ":
                     hits["io"].append(f"os.environ ({where}, reads the environment)")
         if (
             isinstance(node, ast.Constant)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 from cudaforge.eval.guards.policy import Policies
 from cudaforge.eval.guards.source.imports import (
@@ -151,7 +152,7 @@ class _Paths:
             return {expr.value} if isinstance(expr.value, str) else {None}
         if isinstance(expr, ast.JoinedStr):
             last = expr.values[-1] if expr.values else ast.Constant("")
-            return {last.value} if isinstance(last, ast.Constant) else {None}
+            return {cast(str, last.value)} if isinstance(last, ast.Constant) else {None}  # an f-string's text is str
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, (ast.Add, ast.Div)):
                 return self.tails(expr.right, more)

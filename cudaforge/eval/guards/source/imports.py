@@ -36,7 +36,7 @@ def reexported_module(m: CandidateModule, node: ast.AST, prefixes: set[int]) -> 
     if not isinstance(node, ast.Attribute) or id(node) in prefixes:
         return None
     q = m.qual(node)
-    first = node
+    first: ast.expr = node
     while isinstance(first, ast.Attribute):
         first = first.value
     start = m.qual(first) if isinstance(first, ast.Name) else None

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard, cast
 
 from cudaforge import pyast
 from cudaforge.eval.guards.source.strict_vocab import KERNEL_MODULE_ROOTS
@@ -130,7 +132,8 @@ class _LiteralNames:
 
     def rewrite(self, tree: ast.Module) -> ast.Module:
         """``tree`` with every literal lookup rewritten in place (``bindings`` and ``definitions`` filled)."""
-        order, stack = [], [tree]
+        order: list[ast.AST] = []
+        stack: list[ast.AST] = [tree]
         while stack:
             node = stack.pop()
             order.append(node)
@@ -375,8 +378,8 @@ class CandidateModule:
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                     self._bind(node.targets if isinstance(node, ast.Assign) else [node.target], node.value)
                 elif self.literal_setattr(node):  # setattr(self, "act", F.relu) binds as self.act = F.relu does
-                    obj, name, value = node.args  # type: ignore[union-attr]
-                    self._bind([ast.Attribute(obj, name.value, ast.Store())], value)
+                    obj, name, value = node.args  # name: a str constant (literal_setattr)
+                    self._bind([ast.Attribute(obj, cast(str, cast(ast.Constant, name).value), ast.Store())], value)
             after = (len(self.aliases), len(self.self_aliases), len(self.extensions), len(self.self_extensions))
             if after == before:
                 break
@@ -387,7 +390,7 @@ class CandidateModule:
         ``def f(run=exec)``, ``eval = eval``)."""
         return name not in self.definitions
 
-    def literal_setattr(self, node: ast.AST) -> bool:
+    def literal_setattr(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """``setattr(obj, "<name>", value)`` with the builtin ``setattr`` and a literal name."""
         return (
             isinstance(node, ast.Call)
@@ -485,12 +488,12 @@ class CandidateModule:
                 return True
             if isinstance(node, ast.Name) and node.id in self.kernels | self.extensions:
                 return True
-            if self._is_self_attr(node) and node.attr in self.self_extensions:  # type: ignore[union-attr]
+            if self._is_self_attr(node) and node.attr in self.self_extensions:
                 return True
         return False
 
     @staticmethod
-    def _is_self_attr(node: ast.AST) -> bool:
+    def _is_self_attr(node: ast.AST) -> TypeGuard[ast.Attribute]:
         return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
     def _bind(self, targets: list[ast.expr], value: ast.expr) -> None:
@@ -507,7 +510,7 @@ class CandidateModule:
                 if layer:
                     self.layers.add(target.id)
             elif self._is_self_attr(target):
-                attr = target.attr  # type: ignore[union-attr]
+                attr = target.attr
                 if q:
                     self.self_aliases.setdefault(attr, q)
                 if kernel:
@@ -571,7 +574,7 @@ class CandidateModule:
         start = [forward] if forward else [m for m in self.methods(cls) if m.name != "__init__"]
         return self.closure(start, cls)
 
-    def closure(self, start: list[ast.AST], cls: ast.ClassDef | None = None) -> list:
+    def closure(self, start: Sequence[ast.AST], cls: ast.ClassDef | None = None) -> list:
         """``start`` and the functions and methods it refers to, transitively (``self.`` resolves in ``cls``)."""
         seen: list = []
         queue = list(start)
@@ -585,7 +588,7 @@ class CandidateModule:
                 if isinstance(node, ast.Name):
                     names.add(node.id)
                 elif self._is_self_attr(node):
-                    attr = node.attr  # type: ignore[union-attr]
+                    attr = node.attr
                     found = self.method(cls, attr) if cls is not None else None
                     if found:
                         queue.append(found)
@@ -613,8 +616,8 @@ class CandidateModule:
                 elif isinstance(node, ast.Attribute) and node.attr in self.kernels and self.qual(node) is None:
                     # a kernel kept in a class or an instance; not a module's function of the same name (torch.relu)
                     uses.append(f"{unparsed(node, 80)} ({line_of(node)})")
-                elif self._is_self_attr(node) and node.attr in self.self_extensions:  # type: ignore[union-attr]
-                    uses.append(f"self.{node.attr} ({line_of(node)})")  # type: ignore[union-attr]
+                elif self._is_self_attr(node) and node.attr in self.self_extensions:
+                    uses.append(f"self.{node.attr} ({line_of(node)})")
                 elif isinstance(node, ast.Call) and self.is_builder(node):
                     uses.append(f"a kernel build ({line_of(node)})")
                 elif isinstance(node, ast.Attribute):
@@ -634,7 +637,7 @@ class CandidateModule:
 
     # ---------------------------------------------------------------- torch compute
 
-    def torch_compute(self, nodes: list[ast.AST], calls: bool = True) -> list[str]:
+    def torch_compute(self, nodes: Sequence[ast.AST], calls: bool = True) -> list[str]:
         """PyTorch compute in ``nodes`` (kernels' own bodies are skipped), as ``what (line N)``: calls (unless not
         ``calls``) and compute functions taken as values (``map(torch.relu, xs)``, ``@torch.compile``)."""
         found: list[str] = []
@@ -652,11 +655,11 @@ class CandidateModule:
                     found.append(f"{what} ({line_of(node)})")
         return found
 
-    def kept_values(self, functions: list[ast.AST]) -> list[ast.expr]:
+    def kept_values(self, functions: Sequence[ast.AST]) -> list[ast.expr]:
         """The values the module level and ``self.<attr> = ...`` assignments give the names ``functions`` read:
         a compute function kept there (``ACTS = {"relu": torch.relu}``) is called from ``functions``."""
         names = {n.id for fn in functions for n in ast.walk(fn) if isinstance(n, ast.Name)}
-        attrs = {n.attr for fn in functions for n in ast.walk(fn) if self._is_self_attr(n)}  # type: ignore[misc]
+        attrs = {n.attr for fn in functions for n in ast.walk(fn) if self._is_self_attr(n)}
         values = []
         for node in top_level(self.tree.body):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -666,11 +669,11 @@ class CandidateModule:
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(self._is_self_attr(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
+                if any(self._is_self_attr(t) and t.attr in attrs for t in targets):
                     values.append(node.value)
             elif self.literal_setattr(node):
-                obj, name, value = node.args  # type: ignore[attr-defined]
-                if isinstance(obj, ast.Name) and obj.id == "self" and name.value in attrs:
+                obj, name, value = node.args
+                if isinstance(obj, ast.Name) and obj.id == "self" and cast(ast.Constant, name).value in attrs:
                     values.append(value)
         return values
 
@@ -694,14 +697,14 @@ class CandidateModule:
             return self._torch_call(q)
         if isinstance(func, ast.Name) and func.id in self.layers:
             return f"the nn layer {func.id}"
-        if self._is_self_attr(func) and func.attr in self.layers:  # type: ignore[union-attr]
-            return f"the nn layer self.{func.attr}"  # type: ignore[union-attr]
-        if isinstance(func, ast.Subscript) and self._is_self_attr(func.value) and func.value.attr in self.layers:  # type: ignore[union-attr]
-            return f"the nn layers in self.{func.value.attr}"  # type: ignore[union-attr]
+        if self._is_self_attr(func) and func.attr in self.layers:
+            return f"the nn layer self.{func.attr}"
+        if isinstance(func, ast.Subscript) and self._is_self_attr(func.value) and func.value.attr in self.layers:
+            return f"the nn layers in self.{func.value.attr}"
         if isinstance(func, ast.Attribute) and func.attr in TENSOR_COMPUTE_METHODS and q is None:
             root = func.value
             while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
-                if self._is_self_attr(root) and root.attr in self.self_extensions:  # type: ignore[union-attr]
+                if self._is_self_attr(root) and root.attr in self.self_extensions:
                     return None
                 root = root.func if isinstance(root, ast.Call) else root.value
             if isinstance(root, ast.Name) and (root.id in self.kernels | self.extensions or root.id in self.aliases):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cudaforge.eval.guards.source.module import (
@@ -119,7 +120,7 @@ class _Strict(StrictCalls):
         self.job: _Job | None = None
         self.judging = False
         self.mode = ""
-        self.flags: list[tuple[ast.AST, str, str]] = []
+        self.flags: list[tuple[ast.AST, str | Callable[[], str], str]] = []
         self.launches: list[str] = []
         """The launches of the candidate's kernels in what ModelNew runs, as ``what (line N)``."""
         self.namespaces = self._own_namespaces()
@@ -241,7 +242,7 @@ class _Strict(StrictCalls):
             for alias in node.names:
                 if alias.name != "*":
                     self._bind_name(bound_name(alias), scope)  # type: ignore[arg-type]
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(node, (ast.Try, ast.TryStar)):
             roots = [h.type for h in node.handlers if h.type is not None]
             for h in node.handlers:
                 if h.name:
@@ -300,7 +301,7 @@ class _Strict(StrictCalls):
     def _read(self, key: tuple) -> set:
         if self.current is not None:
             self.readers.setdefault(key, set()).add(self.current)
-        return self.loc.get(key, EMPTY)  # type: ignore[return-value]
+        return self.loc.get(key, EMPTY)  # type: ignore[arg-type]  # EMPTY (a frozenset) for none, never changed
 
     def _write(self, key: tuple, tokens) -> None:
         known = self.loc.get(key)
@@ -364,7 +365,7 @@ class _Strict(StrictCalls):
                 self._write(("raised",), self._eval(node.exc, job))
             if node.cause is not None:
                 self._eval(node.cause, job)
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(node, (ast.Try, ast.TryStar)):
             for h in node.handlers:
                 if h.type is not None:
                     self._eval(h.type, job)
@@ -407,9 +408,9 @@ class _Strict(StrictCalls):
         positional = [*args.posonlyargs, *args.args]
         for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
             self._write(("v", id(fn), param.arg), self._eval(default, job))
-        for param, default in zip(args.kwonlyargs, args.kw_defaults):
-            if default is not None:
-                self._write(("v", id(fn), param.arg), self._eval(default, job))
+        for param, kw_default in zip(args.kwonlyargs, args.kw_defaults):
+            if kw_default is not None:
+                self._write(("v", id(fn), param.arg), self._eval(kw_default, job))
         if id(fn) in self.m.kernel_defs:
             tokens: set = {KERNEL}
         else:
@@ -643,8 +644,8 @@ class _Strict(StrictCalls):
                 )
             return {("seq", id(node))}
         if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
-                self._write(("elems", id(node)), v(value) | v(key) if key is not None else self._elements(v(value)))
+            for k, value in zip(node.keys, node.values):
+                self._write(("elems", id(node)), v(value) | v(k) if k is not None else self._elements(v(value)))
             return {("seq", id(node))}
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             self._write(("elems", id(node)), v(node.elt))
@@ -664,8 +665,8 @@ class _Strict(StrictCalls):
         if isinstance(node, (ast.Starred, ast.Await)):
             return set(v(node.value))
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            value = v(node.value) if node.value is not None else frozenset({N})
-            self._write(("ret", job.scope.key), self._elements(value) if isinstance(node, ast.YieldFrom) else value)
+            yielded = v(node.value) if node.value is not None else frozenset({N})
+            self._write(("ret", job.scope.key), self._elements(yielded) if isinstance(node, ast.YieldFrom) else yielded)
             return {U}
         return {U}
 
@@ -941,7 +942,7 @@ class _Strict(StrictCalls):
         return self._evidence()
 
     def _evidence(self) -> list[str]:
-        by_line: dict[int, list[tuple[ast.AST, object, str]]] = {}
+        by_line: dict[int, list[tuple[ast.AST, str | Callable[[], str], str]]] = {}
         for node, text, kind in self.flags:
             by_line.setdefault(getattr(node, "lineno", 0), []).append((node, text, kind))
         lines = []
@@ -952,7 +953,7 @@ class _Strict(StrictCalls):
                     continue
                 words = text() if callable(text) else text
                 if words not in [k[1] for k in kept]:
-                    kept.append((node, words, kind))  # type: ignore[arg-type]
+                    kept.append((node, words, kind))
             lines += [f"line {line}: {words}" for _, words, _ in kept]
         return lines
 

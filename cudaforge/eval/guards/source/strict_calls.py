@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudaforge.eval.guards.source.module import line_of, literal_name, under_any, unparsed
 from cudaforge.eval.guards.source.strict_vocab import (
@@ -44,6 +44,17 @@ class StrictCalls:
     job: Any
     seq_kind: dict
     namespaces: set[str]
+
+    if TYPE_CHECKING:  # the interpreter's own methods (``strict._Strict``), which these use
+
+        def _read(self, key: tuple) -> set: ...
+        def _write(self, key: tuple, tokens) -> None: ...
+        def _flag(self, node: ast.AST | None, text, kind: str = "call") -> None: ...
+        def _seed(self, fn: ast.AST, offset: int, tokens: set) -> None: ...
+        def _edge(self, fn: ast.AST) -> None: ...
+        def _register(self, tokens) -> None: ...
+        def _elements(self, tokens) -> frozenset: ...
+        def _inst_attr(self, cls: ast.ClassDef, attr: str, skip_first: bool = False) -> set: ...
 
     def _apply(self, callee, args: list, kwargs: list, node: ast.Call | None) -> set:
         out: set = set()
