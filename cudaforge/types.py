@@ -234,9 +234,10 @@ class CorrectnessDiff(Record):
                 f"expected shape {self.expected_shape} {self.expected_dtype}, "
                 f"got {self.actual_shape} {self.actual_dtype}"
             )
-        if self.max_abs_error is not None:
+        if self.max_abs_error is not None:  # a relative error left unset (a comparison that could not compute it): n/a
+            rel = "n/a" if self.max_rel_error is None else f"{self.max_rel_error:.3g}"
             lines.append(
-                f"max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g} "
+                f"max abs error {self.max_abs_error:.3g}, max rel error {rel} "
                 f"(atol {self.atol:g}, rtol {self.rtol:g}); {self.mismatch_count} mismatches "
                 f"({self.mismatch_fraction:.2%}); {self.region}"
             )

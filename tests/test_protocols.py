@@ -55,6 +55,16 @@ def test_allclose_broadcasts_and_nan_fails_without_equal_nan():
     assert compare_first(nan, nan.clone(), atol=1e-3, rtol=1e-3, trial=0, variant="default", equal_nan=True) is None
 
 
+def test_a_wrong_output_that_broadcasts_is_summarised_without_a_relative_error():
+    """Shapes that broadcast but differ ((4, 1) against (4,)) and values that do not agree: the diff has the
+    absolute errors allclose's message gives and no relative one, and its summary (what the Judge and the report
+    read) says so instead of raising."""
+    diff = compare_first(torch.ones(4, 1), torch.full((4,), 2.0), atol=1e-3, rtol=1e-3, trial=3, variant="default")
+    assert diff is not None and diff.max_abs_error == pytest.approx(1.0) and diff.max_rel_error is None
+    text = diff.summary()
+    assert "max abs error 1, max rel error n/a" in text and "expected shape [4, 1]" in text
+
+
 def test_the_speedup_can_be_the_ratio_of_the_means():
     ref, cand = [1.0, 1.0, 1.0, 5.0], [1.0, 1.0, 1.0, 1.0]
     assert speedup(ref, cand).median == pytest.approx(1.0) and speedup(ref, cand).statistic == "median"
