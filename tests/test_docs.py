@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -284,3 +285,44 @@ def test_the_evaluation_protocol_is_split_into_pages_of_at_most_about_3k_words(n
     page = REPO / "docs" / f"{name}.md"
     assert len(page.read_text().split()) <= 3200
     assert f"({name}.md)" in (REPO / "docs" / "evaluation.md").read_text() or name == "evaluation"
+
+
+EXTENDING = REPO / "docs" / "extending.md"
+PATH_NAMES = re.compile(r"`((?:cudaforge|tests|benchmarks|docs)/[^`\s]+)`(?: \(((?:`[^`]+`(?:, )?)+)\))?")
+"""A path in backticks, and the names in backticks in the parentheses right after it (only names there)."""
+
+
+def test_the_contributor_paths_name_files_that_exist_and_what_is_in_them():
+    """docs/extending.md gives the five ways in (a language, a guard, a strategy, a report section, a vendor) as
+    file lists: every path exists (a ``<name>`` pattern: some file of that shape exists) and the names in
+    parentheses after a path are in that file (for a pattern, all of them in one file of that shape)."""
+    text = EXTENDING.read_text()
+    titles = set(re.findall(r"^## (.+)$", text, flags=re.M))
+    assert {"A kernel language", "A guard", "A strategy", "A report section", "A GPU vendor"} <= titles
+    found, wrong = 0, []
+    for path, names in PATH_NAMES.findall(re.sub(r"\s*\n\s*", " ", text)):
+        found += 1
+        pattern = re.sub(r"<[^>]+>", "*", path.rstrip("/"))
+        files = [p for p in REPO.glob(pattern) if p.is_file() or path.endswith("/")] if "*" in pattern else []
+        if "*" not in pattern:
+            files = [REPO / pattern] if (REPO / pattern).exists() else []
+        wanted = re.findall(r"`([^`]+)`", names)
+        if not files:
+            wrong.append(f"{path}: no such file")
+        elif wanted and not any(all(w in f.read_text() for w in wanted) for f in files if f.is_file()):
+            wrong.append(f"{path}: not all of {wanted} in it")
+    assert found >= 25
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_contributor_check_fails_on_a_missing_file_or_name(tmp_path, monkeypatch):
+    page = tmp_path / "extending.md"
+    page.write_text(
+        "## A kernel language\n## A guard\n## A strategy\n## A report section\n## A GPU vendor\n"
+        + "- `cudaforge/types.py` (`CorrectnessDiff`)\n" * 25
+        + "- `cudaforge/no_such_module.py`\n- `cudaforge/vendors/<name>.py` (`NoSuchName`)\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "EXTENDING", page)
+    with pytest.raises(AssertionError, match="no_such_module.py: no such file") as info:
+        test_the_contributor_paths_name_files_that_exist_and_what_is_in_them()
+    assert "not all of ['NoSuchName'] in it" in str(info.value)
