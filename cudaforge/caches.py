@@ -299,7 +299,10 @@ def clear_kind(kind: CacheKind, now: float | None = None) -> Cleared:
 
 
 def evict_lru(
-    build_root: str | os.PathLike, max_bytes: int, now: float | None = None, pch_root: str | os.PathLike | None = None
+    build_root: str | os.PathLike[str],
+    max_bytes: int,
+    now: float | None = None,
+    pch_root: str | os.PathLike[str] | None = None,
 ) -> int:
     """Keep the build cache at ``build_root`` (with its precompiled headers, ``pch_root``, default
     ``<build_root>/pch``) under ``max_bytes`` (0 or less: no limit): remove whole ``build`` entries, precompiled
@@ -327,7 +330,7 @@ def evict_lru(
     return freed
 
 
-def touch(entry: str | os.PathLike) -> None:
+def touch(entry: str | os.PathLike[str]) -> None:
     """Mark a cache entry as used now (its folder's mtime), for :func:`evict_lru`; never raises."""
     with contextlib.suppress(OSError):
         os.utime(entry)

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cudaforge import languages
-from cudaforge.types import Feedback, JudgeMode, Record
+from cudaforge.types import Feedback as Feedback
+from cudaforge.types import JudgeMode as JudgeMode
+from cudaforge.types import Record
 
 
 class CoderMode(str, enum.Enum):

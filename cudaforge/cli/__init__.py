@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(page[f"{command} {action}"] if isinstance(page, dict) else page)
         return 0
     try:
-        return module(command).main(rest, action) if action else module(command).main(rest)
+        code: int = module(command).main(rest, action) if action else module(command).main(rest)
+        return code
     except ValueError as exc:  # the command line's sugar refused (run directories given both ways, ...)
         print(f"cudaforge {command}{f' {action}' if action else ''}: error: {exc}", file=sys.stderr)
         return 2

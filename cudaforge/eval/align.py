@@ -131,10 +131,10 @@ def _generic(ref: Named, cand: Named) -> tuple[dict[str, torch.Tensor], dict[str
         src = ref_keyed.get(_key(name, kind))
         if src is not None and tuple(src.shape) == tuple(shape):
             out[name], same = src, same + 1
-    by_ref: dict[tuple, list[torch.Tensor]] = {}
+    by_ref: dict[tuple[int, ...], list[torch.Tensor]] = {}
     for _, (_, v) in ref.items():
         by_ref.setdefault(tuple(v.shape), []).append(v)
-    by_cand: dict[tuple, list[str]] = {}
+    by_cand: dict[tuple[int, ...], list[str]] = {}
     for name, (_, shape) in cand.items():
         if name not in out:
             by_cand.setdefault(tuple(shape), []).append(name)

@@ -348,7 +348,7 @@ class Worker:
         self._poison(msg.get("poison", []))
         cuda = torch.cuda
         if self.stopwatch is None:
-            self.stopwatch = (cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))
+            self.stopwatch = (cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))  # type: ignore[no-untyped-call]  # torch's Event is unannotated
         start, end = self.stopwatch
         lead = int(msg.get("lead_cycles", 0))
         trace = self.trace
@@ -357,7 +357,7 @@ class Worker:
         if trace is not None:
             trace.mark_start(lead)
         elif lead:
-            cuda._sleep(lead)
+            cuda._sleep(lead)  # type: ignore[no-untyped-call]  # torch's _sleep is unannotated
         start.record()
         out = self.forward(args, msg.get("what", "a timed call"))
         end.record()

@@ -162,7 +162,7 @@ def _torch_versions(notes: list[str]) -> dict[str, Any]:
     if torch.version.cuda is None:
         notes.append("torch is built without CUDA")
     try:
-        info["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        info["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None  # type: ignore[no-untyped-call]  # torch's cudnn probes are unannotated
     except Exception as exc:  # noqa: BLE001 - cuDNN probing must never break a fingerprint
         notes.append(f"cuDNN version unavailable: {exc}")
     info["cuda_available"] = bool(torch.cuda.is_available())

@@ -254,17 +254,17 @@ def seed_own_jit_cache(store: Path, scratch_cache: Path) -> None:
         shutil.rmtree(scratch_cache, ignore_errors=True)  # a cache the worker cannot write to breaks the language
 
 
-def own_store(cache_root: str | os.PathLike, jit_cache: str, digest: str) -> Path:
+def own_store(cache_root: str | os.PathLike[str], jit_cache: str, digest: str) -> Path:
     """Where a source's kept ``jit_cache`` (a language's folder name: ``triton``, ``tilelang``) lives."""
     return Path(cache_root) / f"{jit_cache}-own" / digest
 
 
-def trusted_cache(build_cache: str | os.PathLike) -> Path:
+def trusted_cache(build_cache: str | os.PathLike[str]) -> Path:
     """The verifier's own Triton cache (``TRITON_CACHE_DIR`` of the trusted side)."""
     return Path(build_cache) / "triton-own" / TRUSTED_DIR
 
 
-def seed_worker_caches(scratch: str | os.PathLike) -> int:
+def seed_worker_caches(scratch: str | os.PathLike[str]) -> int:
     """``seed_trusted_stubs`` for every language whose verifier-side cache seeds a worker's
     (``languages.trusted_stub_caches``: Triton's), from the cache this process's environment names into the
     worker's ``scratch``; returns the folders copied."""
@@ -276,7 +276,7 @@ def seed_worker_caches(scratch: str | os.PathLike) -> int:
     )
 
 
-def seed_trusted_stubs(trusted: str | os.PathLike | None, scratch_cache: Path) -> int:
+def seed_trusted_stubs(trusted: str | os.PathLike[str] | None, scratch_cache: Path) -> int:
     """Copy the host-compiled stubs of the trusted side's Triton cache (folders holding only ``cuda_utils.*`` or
     ``__triton_launcher.*`` files, built by trusted processes) into a worker's cache, where it has none of them yet,
     so the worker's first launch compiles nothing with gcc. The folders of kernels are not copied. Returns how many

@@ -72,7 +72,7 @@ def _fake_mode() -> Any:
     GPU worker: "Cannot re-initialize CUDA in forked subprocess", seen on the H200)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    class _NoDeviceFakeMode(FakeTensorMode):
+    class _NoDeviceFakeMode(FakeTensorMode):  # type: ignore[no-untyped-call]  # torch's __init_subclass__ is unannotated
         @property
         def avoid_device_init(self) -> bool:
             return True

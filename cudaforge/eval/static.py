@@ -111,7 +111,8 @@ def analysis_report(source: str, cfg: dict[str, Any] | None, reference_source: s
             f"the candidate could not be analysed ({type(exc).__name__}: {str(exc)[:200]}): an "
             "expression nested too deeply. Write it plainly."
         )
-    return cap_strings(dataclasses.asdict(report))
+    capped: dict[str, Any] = cap_strings(dataclasses.asdict(report))
+    return capped
 
 
 def _check(source: str, cfg: dict[str, Any] | None, reference_source: str | None) -> StaticReport:

@@ -138,7 +138,8 @@ def analyse(entry: str, request: dict[str, Any], timeout_s: float) -> dict[str, 
     except AnalysisFailed:
         reply = _ask(entry, data, timeout_s)
     if "report" in reply:
-        return reply["report"]
+        report: dict[str, Any] = reply["report"]
+        return report
     if reply.get("failed") == "raised":
         raise RuntimeError(f"the static analysis raised {reply.get('message')}"[:2000])
     raise AnalysisFailed(str(reply.get("failed"))[:20], str(reply.get("message"))[:500])

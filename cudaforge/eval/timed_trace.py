@@ -260,7 +260,7 @@ class TimedTrace:
         """The start marker: the timing lead's spin, or a one-cycle spin (queued right before the start event)."""
         import torch
 
-        torch.cuda._sleep(max(1, int(lead_cycles)))
+        torch.cuda._sleep(max(1, int(lead_cycles)))  # type: ignore[no-untyped-call]  # torch's _sleep is unannotated
         self.calls += 1
 
     @staticmethod
@@ -268,11 +268,11 @@ class TimedTrace:
         """The end marker: a one-cycle spin queued right after the end event."""
         import torch
 
-        torch.cuda._sleep(1)
+        torch.cuda._sleep(1)  # type: ignore[no-untyped-call]  # torch's _sleep is unannotated
 
     def events(self) -> tuple[list[DeviceEvent], bool]:
         """Stop recording; every device activity (at most ``MAX_EVENTS``) and whether the record was cut."""
-        from torch.autograd import DeviceType
+        from torch._C._autograd import DeviceType  # torch.autograd's, which it imports from here
 
         profile, self.profile = self.profile, None
         if profile is None:

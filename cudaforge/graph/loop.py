@@ -22,7 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypedDict, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
@@ -118,7 +120,7 @@ class WithHistory:
     def __init__(self, llm: Any, summary: str):
         self.llm, self.summary = llm, summary
 
-    def complete(self, messages: list[dict], **meta: Any) -> Any:
+    def complete(self, messages: list[dict[str, Any]], **meta: Any) -> Any:
         """Insert the summary, then ask the wrapped model."""
         cut = 1 if messages and messages[0]["role"] == "system" else 0
         note = {"role": "user", "content": self.summary}
@@ -481,7 +483,8 @@ class _Nodes:
     def _stored_profile(self, digest: str) -> dict[str, Any] | None:
         """The profile record of candidate ``digest`` from an earlier round of this task, or None."""
         try:
-            return self.s.store.read_json(None, f"profile_{digest}.json")
+            profile: dict[str, Any] = self.s.store.read_json(None, f"profile_{digest}.json")
+            return profile
         except FileNotFoundError:
             return None
 
@@ -519,7 +522,7 @@ def _metrics_text(record: dict[str, Any]) -> str:
     return "; ".join(f"{k} = {v}" for k, v in metrics.items())
 
 
-def build_graph(services: LoopServices, checkpointer: Any = None):
+def build_graph(services: LoopServices, checkpointer: Any = None) -> CompiledStateGraph[LoopState, Any, Any, Any]:
     """The compiled LangGraph for one task."""
     nodes = _Nodes(services)
     graph = StateGraph(LoopState)
@@ -581,7 +584,7 @@ def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | 
     if services.strategy.profile and profiler is not None and hasattr(profiler, "prefetch"):
         profiler.prefetch(services.task)  # the task's cost, computed while the first rounds run
     graph = build_graph(services, checkpointer)
-    config = {
+    config: RunnableConfig = {
         "configurable": {"thread_id": thread_id or services.task.id},
         "recursion_limit": recursion_limit(services.budgets),
     }
@@ -593,7 +596,7 @@ def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | 
             start = None  # resume from the checkpoint (a finished task just returns its state)
             earlier_s = float(snapshot.values.get("active_s") or 0.0)
     started = time.monotonic()
-    final = graph.invoke(start, config)
+    final = cast(LoopState, graph.invoke(start, config))  # the graph's output is its state
     if final.get("history"):
         round_done(services, final["history"][-1])
     return task_result(services, final, wall_s=earlier_s + time.monotonic() - started)

@@ -155,7 +155,8 @@ class ResponseCache:
         if self._db is None:
             return 0
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            count: int = self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            return count
 
     def close(self) -> None:
         """Close the database."""

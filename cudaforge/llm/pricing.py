@@ -119,8 +119,10 @@ def is_priced(model: str) -> bool:
 def _tier_price(entry: dict[str, Any], key: str, long_context: bool) -> float | None:
     """``entry[key]``, or its ``_above_200k_tokens`` price for a long prompt when the entry has one."""
     if long_context and entry.get(f"{key}_above_200k_tokens") is not None:
-        return entry[f"{key}_above_200k_tokens"]
-    return entry.get(key)
+        above: float | None = entry[f"{key}_above_200k_tokens"]
+        return above
+    price: float | None = entry.get(key)
+    return price
 
 
 def _override_cost(entry: dict[str, Any], usage: Usage) -> float:

@@ -34,7 +34,8 @@ from cudaforge.proc.files import write_atomic
 
 def _resolve(name: str) -> Callable[..., Any]:
     module_name, func_name = name.split(":")
-    return getattr(importlib.import_module(module_name), func_name)
+    fn: Callable[..., Any] = getattr(importlib.import_module(module_name), func_name)
+    return fn
 
 
 def _claimed() -> bool:

@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,9 @@ def _grid(paths: list[np.ndarray]) -> np.ndarray:
     return everything
 
 
-def _states_at(paths: list[tuple[np.ndarray, np.ndarray, np.ndarray]], budgets: np.ndarray):
+def _states_at(
+    paths: list[tuple[np.ndarray, np.ndarray, np.ndarray]], budgets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(tasks, budgets) arrays of best speedup so far and correct so far (before a task's first round: nothing)."""
     best = np.full((len(paths), budgets.size), math.nan)
     correct = np.zeros((len(paths), budgets.size), dtype=bool)
@@ -159,7 +162,7 @@ def arm_curves(
     return out
 
 
-def all_curves(arms: list[Arm], **options) -> list[AnytimeCurve]:
+def all_curves(arms: list[Arm], **options: Any) -> list[AnytimeCurve]:
     """The curves of every arm on both axes (``arm_curves``'s options)."""
     return [c for arm in arms for axis in AXES for c in arm_curves(arm, axis, **options)]
 

@@ -136,7 +136,7 @@ def _compile_notes(run: RunData) -> list[str]:
     ]
 
 
-def _graph_note(pairs: list[dict]) -> str:
+def _graph_note(pairs: list[dict[str, Any]]) -> str:
     """Where compile replayed CUDA graphs and came out slower than eager: the graph copies each call's new inputs."""
     graphs = [p for p in pairs if str(p.get("mode")) in ("max-autotune", "reduce-overhead")]
     slower = [p for p in graphs if (p.get("compile_over_eager") or 1.0) < 1.0]

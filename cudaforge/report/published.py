@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -58,7 +59,7 @@ class PublishedTable:
     file: str = ""
 
 
-def _row(path: Path, name: str, row: dict) -> PublishedRow:
+def _row(path: Path, name: str, row: dict[str, Any]) -> PublishedRow:
     group = str(row["group"])
     if not GROUP.fullmatch(group):
         raise ValueError(

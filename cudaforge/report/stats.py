@@ -338,7 +338,8 @@ def seeded_resamples(how: str, values: np.ndarray, tasks: np.ndarray, seeds: np.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = np.nanmean(_reduce(how, drawn), axis=-1)
-    return out[np.isfinite(out)]
+    finite: np.ndarray = out[np.isfinite(out)]
+    return finite
 
 
 def seeded_group_stats(
@@ -406,7 +407,7 @@ def group_results(results: list[TaskResult]) -> dict[str, list[TaskResult]]:
     return groups
 
 
-def run_stats(results: list[TaskResult], **options) -> dict[str, GroupStats]:
+def run_stats(results: list[TaskResult], **options: Any) -> dict[str, GroupStats]:
     """``group_stats`` of every group of a run's results (options as ``group_stats``'s)."""
     return {name: group_stats(name, rs, **options) for name, rs in group_results(results).items()}
 

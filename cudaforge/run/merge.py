@@ -166,7 +166,7 @@ def ledger_lines(path: Path) -> list[str]:
     return out
 
 
-def cache_rows(path: Path) -> list[tuple]:
+def cache_rows(path: Path) -> list[tuple[Any, ...]]:
     """Every recorded reply of a response cache, as rows (read through SQLite, so replies still in its write-ahead
     log are included)."""
     if not path.is_file():
@@ -178,7 +178,7 @@ def cache_rows(path: Path) -> list[tuple]:
         db.close()
 
 
-def add_cache_rows(target: Path, rows: list[tuple]) -> int:
+def add_cache_rows(target: Path, rows: list[tuple[Any, ...]]) -> int:
     """Add recorded replies (``cache_rows``) to the response cache ``target`` (the first reply of a key stays);
     returns how many were added."""
     from cudaforge.llm.cache import ResponseCache
@@ -188,10 +188,11 @@ def add_cache_rows(target: Path, rows: list[tuple]) -> int:
     ResponseCache(target).close()  # creates the table
     db = sqlite3.connect(target, timeout=30.0)
     try:
-        before = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+        before: int = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
         db.executemany(f"INSERT OR IGNORE INTO replies VALUES ({', '.join('?' * len(rows[0]))})", rows)
         db.commit()
-        return db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] - before
+        after: int = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+        return after - before
     finally:
         db.close()
 
@@ -228,7 +229,7 @@ def _merged_problem_set(records: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[[str], None] = print) -> dict:
+def merge_runs(out_dir: str | Path, shard_dirs: list[str | Path], say: Callable[[str], None] = print) -> dict[str, Any]:
     """Merge the shards' run directories into ``out_dir`` (made if needed; a merged run may be merged into again
     as shards finish). Returns the ``merge.json`` record. ``MergeError`` when they cannot be merged."""
     out = Path(out_dir)

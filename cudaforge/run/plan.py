@@ -27,7 +27,8 @@ from typing import Any
 
 import yaml
 
-from cudaforge.track.store import LEDGER_FILE, PLAN_FILE
+from cudaforge.track.store import LEDGER_FILE
+from cudaforge.track.store import PLAN_FILE as PLAN_FILE  # cudaforge.cli.plan reads it here
 
 """The plan a run wrote into its directory when it started."""
 ROUND_SECONDS_FILE = Path(__file__).resolve().parents[1] / "resources" / "published" / "round_seconds.yaml"

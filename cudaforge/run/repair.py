@@ -64,7 +64,7 @@ def move_aside(path: Path) -> Path:
     return target
 
 
-def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list] | None:
+def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list[dict[str, Any]]] | None:
     """The reply text and the first request's messages of a ledger row, from its round's conversation file."""
     meta = row.get("meta") or {}
     task_id, round_, role = meta.get("task_id"), meta.get("round"), row.get("role")
@@ -81,7 +81,7 @@ def _reply(run_dir: Path, row: dict[str, Any]) -> tuple[str, list] | None:
         return None
 
 
-def rebuild_rows(run_dir: Path) -> tuple[list[tuple], int]:
+def rebuild_rows(run_dir: Path) -> tuple[list[tuple[Any, ...]], int]:
     """Cache rows for the ledger's paid calls whose replies the round folders hold, and how many calls had none."""
     rows, missing, seen = [], 0, set()
     for line in ledger_lines(run_dir / LEDGER_FILE):

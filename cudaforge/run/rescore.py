@@ -118,7 +118,7 @@ _SAME_RUN_KEYS = ("source_run", "protocol", "eval", "all_rounds")
 
 def _earlier_results(
     out_dir: Path, summary: dict[str, Any], kernels: list[Kernel]
-) -> dict[int, tuple[dict, EvalResult]]:
+) -> dict[int, tuple[dict[str, Any], EvalResult]]:
     """What an interrupted rescore into ``out_dir`` already wrote (kernel index -> its row and EvalResult), so the
     same command carries on where it stopped. A directory holding another rescore (another source run, protocol or
     eval setting) is refused: its rows would be mixed with these."""
@@ -142,7 +142,7 @@ def _earlier_results(
             f"{out_dir} holds another rescore (its {', '.join(differs)} differ); rescore into another "
             f"directory (hydra.run.dir=...), or remove it to start again"
         )
-    rows: dict[tuple[str, str], dict] = {}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for row in RunDir(out_dir).rescored():  # a line cut by the interruption is left out: that kernel runs again
         if isinstance(row.get("task_id"), str) and isinstance(row.get("candidate_hash"), str):
             rows[(row["task_id"], row["candidate_hash"])] = row
@@ -190,7 +190,8 @@ def changed_by(result: EvalResult, before_weights: str = "") -> str:
         if result.diff is not None and result.diff.variant == "timing":
             return "incorrect in the timed calls" + (f" ({explained[-1]})" if explained else "")
         return "incorrect" + (f" ({explained[-1]})" if explained else "")
-    return status.value
+    value: str = status.value
+    return value
 
 
 def _task_result(task_id: str, rescored: list[tuple[Kernel, EvalResult]], source: TaskResult | None) -> TaskResult:

@@ -241,7 +241,7 @@ def make_context(cfg: Any, run_dir: Path, *, evaluator: Any = None, profiler: An
 
 
 def run_one(
-    ctx: RunContext, task: Task, on_event: Callable[[dict], None] | None = None, queued_s: float = 0.0
+    ctx: RunContext, task: Task, on_event: Callable[[dict[str, Any]], None] | None = None, queued_s: float = 0.0
 ) -> TaskResult:
     """Run (or resume) the loop on one task and record its result (``queued_s``: time it waited to start)."""
     cfg = ctx.cfg
@@ -412,7 +412,7 @@ def run_suite(
     ctx: RunContext,
     tasks: list[Task],
     *,
-    on_event: Callable[[dict], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
     on_result: Callable[[TaskResult], None] | None = None,
 ) -> list[TaskResult]:
     """Run every task not finished yet in this run directory; returns all results, in task order.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +103,7 @@ def size_globals(source: str) -> list[SizeGlobal]:
     return sorted(found.values(), key=lambda g: g.start)
 
 
-_OPS = {
+_OPS: dict[type[ast.operator], Callable[[int, int], int | None]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,

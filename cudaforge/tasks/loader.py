@@ -136,7 +136,8 @@ def _read_export_rows(path: Path) -> list[dict[str, Any]]:
             import pyarrow.parquet as pq
         except ImportError:
             raise TaskError(f"{path}: reading parquet needs pyarrow (pip install pyarrow)") from None
-        return pq.read_table(path).to_pylist()
+        parquet_rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+        return parquet_rows
     raise TaskError(f"{path}: expected a .parquet or .jsonl export of KernelBench")
 
 

@@ -150,7 +150,7 @@ def _passes_min_speedup(r: RoundView, min_speedup: float | None) -> bool:
     return min_speedup is None or (r.speedup is not None and r.speedup >= min_speedup)
 
 
-def _rank(r: RoundView) -> tuple:
+def _rank(r: RoundView) -> tuple[Any, ...]:
     """Sort key of verified candidates: faster first, timed before untimed, then earlier rounds."""
     return (-(r.speedup if r.speedup is not None else -math.inf), r.round)
 
@@ -368,7 +368,9 @@ def _side(view: TaskView, r: RoundView, cfg: ExportConfig) -> dict[str, Any]:
     }
 
 
-def _pair_row(cv: TaskView, c: RoundView, lv: TaskView, loser: RoundView, reason: str, cfg: ExportConfig) -> dict:
+def _pair_row(
+    cv: TaskView, c: RoundView, lv: TaskView, loser: RoundView, reason: str, cfg: ExportConfig
+) -> dict[str, Any]:
     return {
         "id": _row_id("pair", str(cv.run.path), c.round, str(lv.run.path), loser.round, cv.task.id),
         "task_id": cv.task.id,
@@ -444,7 +446,8 @@ def _held_out_correct(view: TaskView, r: RoundView) -> bool | None:
     result = view.result
     if result is None or r.candidate_hash != result.best_candidate_hash:
         return None
-    return held_out_summary(result)["correct"]
+    correct: bool | None = held_out_summary(result)["correct"]
+    return correct
 
 
 def turn_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:

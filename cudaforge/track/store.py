@@ -238,7 +238,8 @@ class RunStore:
     def prompts(self) -> dict[str, Any] | None:
         """``prompts.json`` (None when the run used our own templates or the paraphrase)."""
         try:
-            return json.loads((self.root / PROMPTS_FILE).read_text())
+            prompts: dict[str, Any] = json.loads((self.root / PROMPTS_FILE).read_text())
+            return prompts
         except (OSError, ValueError):
             return None
 
@@ -391,7 +392,8 @@ def resolved(data: dict[str, Any]) -> dict[str, Any]:
                 return value
         return value
 
-    return walk(data, "")
+    walked: dict[str, Any] = walk(data, "")
+    return walked
 
 
 def _yaml_mapping(path: Path) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from cudaforge.eval.extensions.logs import (
 )
 from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
 from cudaforge.eval.extensions.toolchain import pip_cuda_includes, toolchain_fingerprint
-from cudaforge.proc.files import write_atomic
+from cudaforge.proc.files import write_atomic as write_atomic
 from cudaforge.proc.isolation import scrubbed_env
 from cudaforge.proc.sandbox.launch import REFUSED_EXIT
 from cudaforge.vendors import current
@@ -231,7 +231,7 @@ class Builder:
         self._ninja_text: dict[Path, str] = {}
         self.torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
         self.can_link_cuda = torch.version.cuda is not None and not getattr(torch.version, "hip", None)
-        self._procs: dict[str, subprocess.Popen] = {}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._cancel: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -308,7 +308,7 @@ class Builder:
 
     _refusal = ""
 
-    def _read_until_deadline(self, proc: subprocess.Popen, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:
+    def _read_until_deadline(self, proc: subprocess.Popen[bytes], head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:
         """A compiler run's output (bounded) once it ends, or once ``settings.timeout_s`` passed and it was killed."""
         fired: list[bool] = []
 
@@ -331,7 +331,7 @@ class Builder:
             out += f"\n(the compiler timed out after {self.settings.timeout_s:.0f} s and was killed)\n"
         return out
 
-    def _start_compiler(self, cmd: list[str], directory: Path) -> subprocess.Popen:
+    def _start_compiler(self, cmd: list[str], directory: Path) -> subprocess.Popen[bytes]:
         """ninja (and the compilers it runs) on candidate sources: in a sandbox that reads the toolchain, the
         torch headers, the precompiled headers and ``extra_read``, and writes only ``directory``."""
         from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths

@@ -79,7 +79,7 @@ def _builder(func: ast.AST, namespace: dict[str, Any], local: dict[str, str] | N
         if local.get(func.id) in BUILDERS:
             return local[func.id]
         bound = namespace.get(func.id)
-        name = getattr(bound, "__name__", None)
+        name: str | None = getattr(bound, "__name__", None)
         if name in BUILDERS and str(getattr(bound, "__module__", "")).startswith(_EXTENSION_MODULE):
             return name
     return None

@@ -327,7 +327,7 @@ class Hooks:
         if not spec.is_python_module:
             import torch
 
-            torch.ops.load_library(library)
+            torch.ops.load_library(library)  # type: ignore[no-untyped-call]  # torch's load_library is unannotated
             self.loaded[key] = library
             return library
         try:
@@ -393,7 +393,7 @@ def include_roots(hooks: Hooks) -> tuple[str, ...]:
     return tuple(os.path.realpath(r) for r in roots if r)
 
 
-def deliver(library: str | os.PathLike, folder: str | os.PathLike, label: str) -> str:
+def deliver(library: str | os.PathLike[str], folder: str | os.PathLike[str], label: str) -> str:
     """Copy an extension library the compiler's sandbox made into ``folder`` (a candidate's scratch, which the
     candidate may have filled with links): the library opened without following a link, a regular file of at most
     :data:`LIBRARY_MAX` bytes and an ELF object; the copy created under a fresh name of ours, exclusively and
@@ -758,28 +758,28 @@ def build_hooks(
 
     @functools.wraps(original_inline)
     def load_inline(
-        name,
-        cpp_sources,
-        cuda_sources=None,
-        sycl_sources=None,
-        functions=None,
-        extra_cflags=None,
-        extra_cuda_cflags=None,
-        extra_sycl_cflags=None,
-        extra_ldflags=None,
-        extra_include_paths=None,
-        build_directory=None,
-        verbose=False,
-        with_cuda=None,
-        with_sycl=None,
-        is_python_module=True,
-        with_pytorch_error_handling=True,
-        keep_intermediates=True,
-        use_pch=False,
-        no_implicit_headers=False,
-    ):
+        name: str,
+        cpp_sources: Any,
+        cuda_sources: Any = None,
+        sycl_sources: Any = None,
+        functions: Any = None,
+        extra_cflags: Any = None,
+        extra_cuda_cflags: Any = None,
+        extra_sycl_cflags: Any = None,
+        extra_ldflags: Any = None,
+        extra_include_paths: Any = None,
+        build_directory: str | None = None,
+        verbose: bool = False,
+        with_cuda: bool | None = None,
+        with_sycl: bool | None = None,
+        is_python_module: bool = True,
+        with_pytorch_error_handling: bool = True,
+        keep_intermediates: bool = True,
+        use_pch: bool = False,
+        no_implicit_headers: bool = False,
+    ) -> Any:
         if sycl_sources or with_sycl:
-            return original_inline(
+            return original_inline(  # type: ignore[no-untyped-call]  # torch's load_inline is unannotated
                 name,
                 cpp_sources,
                 cuda_sources=cuda_sources,
@@ -817,21 +817,21 @@ def build_hooks(
 
     @functools.wraps(original_load)
     def load(
-        name,
-        sources,
-        extra_cflags=None,
-        extra_cuda_cflags=None,
-        extra_sycl_cflags=None,
-        extra_ldflags=None,
-        extra_include_paths=None,
-        build_directory=None,
-        verbose=False,
-        with_cuda=None,
-        with_sycl=None,
-        is_python_module=True,
-        is_standalone=False,
-        keep_intermediates=True,
-    ):
+        name: str,
+        sources: Any,
+        extra_cflags: Any = None,
+        extra_cuda_cflags: Any = None,
+        extra_sycl_cflags: Any = None,
+        extra_ldflags: Any = None,
+        extra_include_paths: Any = None,
+        build_directory: str | None = None,
+        verbose: bool = False,
+        with_cuda: bool | None = None,
+        with_sycl: bool | None = None,
+        is_python_module: bool = True,
+        is_standalone: bool = False,
+        keep_intermediates: bool = True,
+    ) -> Any:
         if is_standalone or with_sycl or any(str(s).endswith(".sycl") for s in as_list(sources)):
             return original_load(
                 name,

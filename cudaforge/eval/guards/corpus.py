@@ -24,6 +24,7 @@ from typing import Any
 from cudaforge import pyast
 from cudaforge.eval.guards.policy import GUARDS, REJECT, REPORT
 from cudaforge.eval.static import check_candidate
+from cudaforge.types import Task
 
 CORPUS_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "hacks"
 """Where the corpus lives in the checkout."""
@@ -153,7 +154,7 @@ def load_corpus(directory: Path = CORPUS_DIR) -> list[Entry]:
     return sorted((parse_entry(p) for p in files), key=lambda e: (e.status == "correct", e.name))
 
 
-def find_entry_task(entry: Entry):
+def find_entry_task(entry: Entry) -> Task:
     """The entry's ``Task`` (suite ``hacks``: benchmarks/hacks/tasks; others: the bundled suites)."""
     from cudaforge.tasks import find_task, selection
 
@@ -210,7 +211,7 @@ def check_result(entry: Entry, result: Any) -> list[str]:
 
 def verdict_line(result: Any) -> str:
     """``status [by guard]`` as a result reads, for tables."""
-    status = getattr(result.status, "value", result.status)
+    status: str = getattr(result.status, "value", result.status)
     rejected = _guards(result.guard_findings, REJECT)
     reported = _guards(result.guard_findings, REPORT)
     text = status + (f" by {rejected[0]}" if rejected else "")

@@ -188,7 +188,8 @@ class Policies:
     @property
     def strict(self) -> bool:
         """``torch_ops=strict``."""
-        return self._get("torch_ops") == "strict"
+        torch_ops: object = self._get("torch_ops")
+        return torch_ops == "strict"
 
     def threshold(self, key: str) -> float:
         """A numeric guard setting (``hidden_work_ms``, ``speed_of_light_margin``, ``library_share_max``)."""

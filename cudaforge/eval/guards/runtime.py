@@ -560,7 +560,7 @@ def kernel_share(forward: Callable[[], Any], own_names: set[str], calls: int = 3
     Copies and fills (Memcpy, Memset) are left out. Returns ``{own_ms, library_ms, library_share,
     own, library}`` (the last two: the heaviest kernels, name and ms).
     """
-    from torch.autograd import DeviceType
+    from torch._C._autograd import DeviceType  # torch.autograd's, which it imports from here
     from torch.profiler import ProfilerActivity, profile
 
     from cudaforge.languages import is_copy_or_fill, is_own_kernel
@@ -577,7 +577,10 @@ def kernel_share(forward: Callable[[], Any], own_names: set[str], calls: int = 3
         bucket = own if is_own_kernel(event.name, own_names) else library
         bucket[event.name] = bucket.get(event.name, 0.0) + event.time_range.elapsed_us() / 1e3
     own_ms, library_ms = sum(own.values()), sum(library.values())
-    top = lambda d: sorted(((k[:120], round(v, 4)) for k, v in d.items()), key=lambda kv: -kv[1])[:5]  # noqa: E731
+
+    def top(d: dict[str, float]) -> list[tuple[str, float]]:
+        return sorted(((k[:120], round(v, 4)) for k, v in d.items()), key=lambda kv: -kv[1])[:5]
+
     total = own_ms + library_ms
     return {
         "own_ms": own_ms,

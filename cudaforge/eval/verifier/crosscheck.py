@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 import time
+from types import ModuleType
 from typing import Any, cast
 
 import torch
 
 from cudaforge.eval.exchange import Arena, ArenaError, decode, encode, tensor_bytes
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
     CROSSCHECK_RETRIES,
@@ -179,7 +181,15 @@ class CrossCheck(TimingState):
                 )
 
 
-def exchange_cost(ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult, seed: int) -> None:
+def exchange_cost(
+    ref_model: Any,
+    ref_module: ModuleType,
+    cand: Candidate,
+    device: torch.device,
+    cfg: EvalConfig,
+    result: EvalResult,
+    seed: int,
+) -> None:
     """The timing cross-check's batch path through the worker, timed by this process's clock while the worker holds
     only our code: the task's inputs placed in the arena as the cross-check places them, a stand-in of ours for the
     forward (unwritten tensors shaped like the reference's outputs), the outputs copied into the arena, the syncs.

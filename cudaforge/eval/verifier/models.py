@@ -21,7 +21,9 @@ MAX_KEYS_READ = 4096
 """The most varied keys read from the worker's reply (each a short string)."""
 
 
-def _build(ref_module: Any, init: list[Any], cfg: EvalConfig, device: torch.device, vary: bool) -> tuple[Any, list]:
+def _build(
+    ref_module: Any, init: list[Any], cfg: EvalConfig, device: torch.device, vary: bool
+) -> tuple[Any, list[str]]:
     with varied_constants(cfg.seed if vary else None) as variation:
         model = build_model(ref_module.Model, init, cfg.seed, device)
     return model, (list(variation.keys) if variation is not None else [])

@@ -59,7 +59,7 @@ class Probes(TimingState):
             paired=bool(self.cfg.interleave),
             statistic=self.cfg.speedup_statistic.value,
         )
-        median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        median: Callable[[list[float]], float] = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
         self.result.launch_inclusive = {
             "reference_ms": median(times["ref"]),
             "candidate_ms": median(times["cand"]),

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 import torch
@@ -28,7 +29,13 @@ from cudaforge.vendors import pinned
 
 
 def before_candidate(
-    ref_model, ref_module, cand: Candidate, device, cfg, result: EvalResult, known: Any = None
+    ref_model: Any,
+    ref_module: ModuleType,
+    cand: Candidate,
+    device: torch.device,
+    cfg: EvalConfig,
+    result: EvalResult,
+    known: Any = None,
 ) -> None:
     """What is measured before any candidate code exists, under the GPU's lock if it is free within a few seconds
     (a note when it is not): the reference timed alone (the baseline of the reference_slowdown guard), and the

@@ -8,12 +8,14 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
 
 from cudaforge.eval.exchange import ArenaError, Driver
 from cudaforge.eval.guards import runtime as guards
+from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
     PROFILE_DIR_ENV,
@@ -31,7 +33,7 @@ from cudaforge.eval.verifier.probes import Probes
 from cudaforge.eval.verifier.trace import Trace
 from cudaforge.eval.verifier.verdict import Verdict
 from cudaforge.tasks.runtime import grad_mode, make_inputs
-from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase
+from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase, Task
 from cudaforge.vendors import pinned
 
 
@@ -47,12 +49,12 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
 
     def __init__(
         self,
-        task,
-        ref_module,
-        ref_model,
+        task: Task,
+        ref_module: ModuleType,
+        ref_model: Any,
         cand: Candidate,
-        device,
-        cfg,
+        device: torch.device,
+        cfg: EvalConfig,
         result: EvalResult,
         guard: Guards,
         trials: Trials,
@@ -266,9 +268,11 @@ class Timing(Trace, CrossCheck, Probes, Verdict):
         are as warm in the L2 as the candidate's, written into the arena right before its call, when the L2 is not
         flushed); the candidate's call reads ``calls.pristine`` through the arena (drawn here, unless drawn)."""
         if role == "reference":
-            return calls.make_args(trial)
+            args: list[Any] = calls.make_args(trial)
+            return args
         calls.draw(trial)
-        return calls.pristine
+        pristine: list[Any] = calls.pristine
+        return pristine
 
     def _only_reported(self, calls: Any) -> bool:
         """Under ``eval.stricter_checks_decide=false``, a wrong timed output (not an input changed, not a lazy output:

@@ -102,8 +102,8 @@ def _toolchain_dirs() -> set[str]:
     """Every directory on PATH but those in a home folder (``~/.cargo/bin``: a home is no toolchain), the folder of
     each compiler found there, and the prefix of each (``/opt/gcc`` for ``/opt/gcc/bin/g++``: its headers and
     helpers), except a home directory as a prefix."""
-    home = lambda d: _inside(os.path.realpath(d), "/root") or _inside(os.path.realpath(d), "/home")  # noqa: E731
-    bins = {d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d) and not home(d)}
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isdir(d)]
+    bins = {d for d in path if not any(_inside(os.path.realpath(d), h) for h in ("/root", "/home"))}
     for found in [shutil.which(t) for t in ("gcc", "g++", "cc", "c++", "cpp", "ld", "as", "ninja")] + [
         current().compiler(None)
     ]:
@@ -519,7 +519,7 @@ class SandboxedProcess:
 
     def __init__(
         self,
-        proc: subprocess.Popen,
+        proc: subprocess.Popen[bytes],
         control: socket.socket | None,
         status_fd: int | None,
         sandbox: Sandbox,

@@ -14,6 +14,7 @@ import errno
 import os
 import re
 import resource
+from collections.abc import Callable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -152,7 +153,7 @@ MNT_DETACH = 2
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     """``mount(2)``."""
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    enc: Callable[[str | None], bytes | None] = lambda s: None if s is None else s.encode()  # noqa: E731
     fn = _libc.mount
     fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     _check(fn(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")

@@ -503,7 +503,7 @@ def _prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int =
     fn = _libc.prctl
     fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     fn.restype = ctypes.c_int
-    result = fn(option, arg2, arg3, arg4, arg5)
+    result: int = fn(option, arg2, arg3, arg4, arg5)
     if result < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl({option}): {os.strerror(err)}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeGuard, cast
+from typing import Any, TypeAlias, TypeGuard, cast
 
 from cudaforge import pyast
 from cudaforge.eval.guards.source.strict_vocab import KERNEL_MODULE_ROOTS
@@ -25,7 +25,7 @@ from cudaforge.eval.guards.source.vocab import (
 
 # --------------------------------------------------------------------------- the candidate's module
 
-
+_Decorated: TypeAlias = list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, tuple[ast.AST, ...]]]  # decorated defs
 REROOTS = {
     "torch",
     "os",
@@ -81,7 +81,7 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return bool(names and mains)
 
 
-def top_level(body: list[ast.stmt]):
+def top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Top-level statements, descending into if/try/with blocks (not into functions or classes)."""
     for node in body:
         yield node
@@ -308,7 +308,7 @@ class CandidateModule:
     """Functions decorated as GPU kernels (``@triton.jit`` ...)."""
     kernel_defs: set[int] = field(default_factory=set)
     """ids of those functions' defs (a def of another name's body is read even if a kernel shares its name)."""
-    _decorated: tuple | None = None
+    _decorated: tuple[dict[int, Counter[str]], dict[int, Counter[str]], _Decorated] | None = None
     """What finding the kernels needs, scanned once."""
     extensions: set[str] = field(default_factory=set)
     """Names bound to built kernels or extensions (load_inline results, RawKernels, kernels' aliases)."""
@@ -414,11 +414,11 @@ class CandidateModule:
                 self.kernel_defs.add(id(node))
         return len(self.kernel_defs) != before
 
-    def _scan_decorated(self) -> tuple[dict[int, Counter[str]], dict[int, Counter[str]], list]:
+    def _scan_decorated(self) -> tuple[dict[int, Counter[str]], dict[int, Counter[str]], _Decorated]:
         """(scope id -> how often it binds each name; the same for imports; decorated defs with their scopes)."""
         binds: dict[int, Counter[str]] = {}
         imports: dict[int, Counter[str]] = {}
-        decorated = []
+        decorated: _Decorated = []
         stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(self.tree, (self.tree,))]
         while stack:
             node, chain = stack.pop()
@@ -574,9 +574,9 @@ class CandidateModule:
         start = [forward] if forward else [m for m in self.methods(cls) if m.name != "__init__"]
         return self.closure(start, cls)
 
-    def closure(self, start: Sequence[ast.AST], cls: ast.ClassDef | None = None) -> list:
+    def closure(self, start: Sequence[ast.AST], cls: ast.ClassDef | None = None) -> list[Any]:
         """``start`` and the functions and methods it refers to, transitively (``self.`` resolves in ``cls``)."""
-        seen: list = []
+        seen: list[Any] = []
         queue = list(start)
         while queue:
             fn = queue.pop(0)
@@ -661,11 +661,11 @@ class CandidateModule:
         names = {n.id for fn in functions for n in ast.walk(fn) if isinstance(n, ast.Name)}
         attrs = {n.attr for fn in functions for n in ast.walk(fn) if self._is_self_attr(n)}
         values = []
-        for node in top_level(self.tree.body):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for stmt in top_level(self.tree.body):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if any(isinstance(t, ast.Name) and t.id in names for t in targets):
-                    values.append(node.value)
+                    values.append(stmt.value)
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -677,7 +677,7 @@ class CandidateModule:
                     values.append(value)
         return values
 
-    def _walk_outside_kernels(self, top: ast.AST):
+    def _walk_outside_kernels(self, top: ast.AST) -> Iterator[ast.AST]:
         stack = [top]
         while stack:
             node = stack.pop()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from cudaforge import languages
 
@@ -590,7 +592,7 @@ N, T, U = "n", "t", "?"
 """Tokens of the strict analysis: plain Python data (ints, sizes, strings, None), what may be a tensor, unknown."""
 KERNEL = ("k",)
 """A kernel, an extension built from the candidate's source, or an object of a kernel language (launches allowed)."""
-EMPTY: frozenset = frozenset()
+EMPTY: frozenset[Any] = frozenset()
 BUILTIN_NAMES = frozenset(dir(builtins))
 CONTAINER_METHODS = {
     "append",
@@ -664,7 +666,7 @@ STATE_STORES = ("register_buffer", "register_parameter", "add_module", "register
 """Module methods that bind ``self.<name>`` as an assignment does."""
 
 
-def may_tensor(tokens) -> bool:
+def may_tensor(tokens: Iterable[Any]) -> bool:
     """Whether a value with these tokens may be a tensor (then Python's operators on it are PyTorch compute)."""
     return any(t in (T, U) or (type(t) is tuple and t[0] in ("k", "inst", "umeth")) for t in tokens)
 
