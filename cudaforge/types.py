@@ -235,11 +235,10 @@ class CorrectnessDiff(Record):
                 f"got {self.actual_shape} {self.actual_dtype}"
             )
         if self.max_abs_error is not None:  # a relative error left unset (a comparison that could not compute it): n/a
-            rel = "n/a" if self.max_rel_error is None else f"{self.max_rel_error:.3g}"
             lines.append(
-                f"max abs error {self.max_abs_error:.3g}, max rel error {rel} "
-                f"(atol {self.atol:g}, rtol {self.rtol:g}); {self.mismatch_count} mismatches "
-                f"({self.mismatch_fraction:.2%}); {self.region}"
+                f"max abs error {self.max_abs_error:.3g}, max rel error "
+                f"{'n/a' if self.max_rel_error is None else format(self.max_rel_error, '.3g')} (atol {self.atol:g}, "
+                f"rtol {self.rtol:g}); {self.mismatch_count} mismatches ({self.mismatch_fraction:.2%}); {self.region}"
             )
         for m in self.worst:
             lines.append(f"  at {m.index}: expected {m.expected:.6g}, got {m.actual:.6g}")

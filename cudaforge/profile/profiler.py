@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from cudaforge import languages
 from cudaforge.eval import EvalConfig, cap_text, finite_number
@@ -45,9 +45,6 @@ from cudaforge.profile.settings import ProfileConfig
 from cudaforge.tasks.cost import task_cost_child
 from cudaforge.types import Task, source_hash
 from cudaforge.vendors import current
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
 _PERMISSION = "ERR_NVGPUCTRPERM"
@@ -80,7 +77,7 @@ class ProfileSettings(ProfileConfig):
         if isinstance(cfg, cls):
             return cfg
         if dataclasses.is_dataclass(cfg):
-            data = dataclasses.asdict(cast("DataclassInstance", cfg))  # a config object, not its class
+            data = dataclasses.asdict(cast(Any, cfg))  # a config object, not its class
         elif hasattr(cfg, "items"):
             data = {k: cfg[k] for k in cfg}
         else:
@@ -579,8 +576,7 @@ class Profiler:
         if child is None:
             result.message = f"{reason}; then {result.message}"
             return
-        listed = child.get("kernels")
-        entries = listed if isinstance(listed, list) else []
+        entries = listed if isinstance(listed := child.get("kernels"), list) else []
         kernels = [  # the child's list lies in the candidate's scratch: only well-formed entries, at most MAX_LAUNCHES
             KernelProfile(
                 id=i,

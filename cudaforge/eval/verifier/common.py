@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -16,11 +16,6 @@ from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.tasks.runtime import default_tolerance, flatten_outputs
 from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase, PhaseRecord, Task
-
-if TYPE_CHECKING:
-    from cudaforge.eval.timing import Stopwatch
-    from cudaforge.eval.verifier.candidate import Candidate
-    from cudaforge.eval.verifier.correctness import Trials
 
 REFERENCE_MODULE = "cudaforge_reference"
 PROFILED_CALLS = 3
@@ -71,36 +66,6 @@ class Guards:
             self.result.guard_findings.append(self.policies.found(guard, evidence))
             message += f"\n{guard}: {evidence}"
         raise Failure(EvalStatus.INCORRECT, message)
-
-
-class TimingState:
-    """What the timed phase's parts (``trace``, ``crosscheck``, ``probes``, ``verdict``) read of ``Timing``, which
-    sets it all: declared for the type checker only (at run time the class is empty)."""
-
-    if TYPE_CHECKING:
-        ref_module: Any
-        ref_model: Any
-        cand: Candidate
-        device: torch.device
-        cfg: EvalConfig
-        result: EvalResult
-        guard: Guards
-        trials: Trials
-        source: str
-        stopwatch: Stopwatch
-        reference_fn: Callable[..., Any]
-        probe: tuple[str, dict[str, float], dict[str, bool]] | None
-        known_probe: dict[str, Any] | None
-        traced: list[int] | None
-        trace_note: str
-
-        def fresh_inputs(self, trial: int) -> list[Any]: ...
-
-        def check(self, expected: Any, actual: Any, trial: int) -> CorrectnessDiff | None: ...
-
-        def reported_wrong(self, evidence: str, diff: str) -> None: ...
-
-        def _series(self, trials: Any, calls: Any, times: dict[str, list[float]]) -> None: ...
 
 
 class Recorder:

@@ -17,7 +17,6 @@ from cudaforge.eval.verifier.common import (
     CROSSCHECK_RETRIES,
     CROSSCHECK_ROUNDS,
     Failure,
-    TimingState,
     clone_inputs,
     clone_output,
     finite_or_none,
@@ -26,6 +25,7 @@ from cudaforge.eval.verifier.common import (
     sync,
 )
 from cudaforge.eval.verifier.correctness import call_reference
+from cudaforge.eval.verifier.state import TimingState
 from cudaforge.tasks.runtime import make_inputs
 from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus
 

@@ -14,12 +14,12 @@ from cudaforge.eval.verifier.common import (
     PRECISION_TRIALS,
     PROFILED_CALLS,
     Failure,
-    TimingState,
     clone_inputs,
     clone_output,
     same_bits,
 )
 from cudaforge.eval.verifier.correctness import call_reference
+from cudaforge.eval.verifier.state import TimingState
 from cudaforge.tasks.runtime import flatten_outputs
 
 

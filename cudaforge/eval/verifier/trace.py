@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cudaforge.eval.verifier.common import Failure, TimingState
+from cudaforge.eval.verifier.common import Failure
+from cudaforge.eval.verifier.state import TimingState
 
 
 class Trace(TimingState):

@@ -8,7 +8,7 @@ import torch
 
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.guards.policy import share_findings
-from cudaforge.eval.verifier.common import TimingState
+from cudaforge.eval.verifier.state import TimingState
 
 
 class Verdict(TimingState):

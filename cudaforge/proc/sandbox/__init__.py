@@ -632,8 +632,7 @@ class SandboxedProcess:
         deadline = time.monotonic() + KILL_WAIT_S
         for cgroup in cgroups:
             dead = _remove_cgroup(cgroup, deadline) and dead
-        uid = self.sandbox.uid
-        # no cgroup to go by
+        uid = self.sandbox.uid  # (with no cgroup to go by, below: the sandbox's own uid)
         if not cgroups and os.geteuid() == 0 and self.sandbox.own_uid and uid is not None and uid in SANDBOX_UIDS:
             dead = _uid_gone(uid, deadline) and dead  # (the pid namespace dies after its init)
         return dead

@@ -9,14 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cudaforge.eval.guards.source.module import (
-    CandidateModule,
-    bound_name,
-    literal_name,
-    reroot,
-    top_level,
-    unparsed,
-)
+from cudaforge.eval.guards.source.module import CandidateModule, bound_name, literal_name, reroot, top_level, unparsed
 from cudaforge.eval.guards.source.strict_calls import StrictCalls
 from cudaforge.eval.guards.source.strict_vocab import (
     BUILTIN_NAMES,
