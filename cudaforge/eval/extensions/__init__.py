@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from cudaforge.eval.extensions.builder import Builder, cache_key, module_name_of
 from cudaforge.eval.extensions.headers import light_cuda_source
-from cudaforge.eval.extensions.intercept import Hooks, build_hooks, keyed, serve_build, spec_from_inputs, warm_pch
+from cudaforge.eval.extensions.intercept import Hooks, keyed, serve_build, spec_from_inputs, warm_pch
 from cudaforge.eval.extensions.loading import (
     CANDIDATE_MODULE_PREFIX,
     CandidateLoader,
@@ -59,6 +59,7 @@ from cudaforge.eval.extensions.loading import (
     delivered_builds,
 )
 from cudaforge.eval.extensions.logs import missing_toolkit_header, trim_compiler_log
+from cudaforge.eval.extensions.patch import build_hooks
 from cudaforge.eval.extensions.precompile import BuildOutcome, precompile
 from cudaforge.eval.extensions.records import (
     BuildError,

@@ -8,7 +8,8 @@ from types import ModuleType
 from typing import Any
 
 from cudaforge.eval.extensions.builder import cache_key
-from cudaforge.eval.extensions.intercept import Hooks, build_hooks, keyed, spec_from_inputs
+from cudaforge.eval.extensions.intercept import Hooks, keyed, spec_from_inputs
+from cudaforge.eval.extensions.patch import build_hooks
 from cudaforge.eval.extensions.records import BuildRecorder
 from cudaforge.eval.extensions.settings import BuildSettings
 from cudaforge.types import source_hash
