@@ -326,3 +326,25 @@ def test_the_contributor_check_fails_on_a_missing_file_or_name(tmp_path, monkeyp
     with pytest.raises(AssertionError, match="no_such_module.py: no such file") as info:
         test_the_contributor_paths_name_files_that_exist_and_what_is_in_them()
     assert "not all of ['NoSuchName'] in it" in str(info.value)
+
+
+def test_the_guard_table_is_the_guards_definitions():
+    """docs/guards.md has one row per guard of ``GUARDS`` and no other, marked ``(GPU)`` exactly where the guard
+    needs a GPU, with its default policy (``EvalConfig().guards``; ``torch_ops`` for ``torch_compute``; a guard
+    without a field explains a wrong output: ``incorrect``) in the last column."""
+    from cudaforge.eval.guards.policy import GUARDS
+    from cudaforge.eval.settings import EvalConfig
+
+    row = re.compile(r"^\| `([a-z0-9_]+)`( \(GPU\))? \|.*\| ([^|]*) \|\s*$", re.M)
+    rows = {m.group(1): (bool(m.group(2)), m.group(3)) for m in row.finditer((REPO / "docs" / "guards.md").read_text())}
+    assert set(rows) == set(GUARDS)
+    cfg = EvalConfig()
+    for name, guard in GUARDS.items():
+        gpu, default = rows[name]
+        assert gpu == (guard.where == "gpu"), name
+        if guard.field is None:
+            expected = "`incorrect`"
+        else:
+            policy = cfg.torch_ops if guard.field == "torch_ops" else getattr(cfg.guards, guard.field)
+            expected = str(getattr(policy, "value", policy))
+        assert expected in default, (name, expected, default)
