@@ -54,7 +54,7 @@ def _descriptor(shape, stride, dtype="float32", offset=0):
 
 
 def test_a_descriptor_claiming_12_gib_through_a_zero_stride_is_refused_before_anything_is_copied():
-    from cudaforge.eval.exchange import Budget, OutputsTooLarge, decode, host_arena
+    from cudaforge.eval.worker.exchange import Budget, OutputsTooLarge, decode, host_arena
 
     arena = host_arena(1 << 20)
     copied = []
@@ -73,7 +73,7 @@ def test_a_descriptor_claiming_12_gib_through_a_zero_stride_is_refused_before_an
 
 
 def test_180000_descriptors_in_one_reply_stop_at_the_tensor_cap():
-    from cudaforge.eval.exchange import MAX_OUTPUT_TENSORS, Budget, OutputsTooLarge, decode, host_arena
+    from cudaforge.eval.worker.exchange import MAX_OUTPUT_TENSORS, Budget, OutputsTooLarge, decode, host_arena
 
     arena = host_arena(1 << 20)
     copied = []
@@ -93,8 +93,8 @@ def test_180000_descriptors_in_one_reply_stop_at_the_tensor_cap():
 
 
 def test_the_budget_the_verifier_derives_holds_what_an_honest_candidate_returns():
-    from cudaforge.eval.exchange import Budget, decode, encode, host_arena
     from cudaforge.eval.verifier import output_budget
+    from cudaforge.eval.worker.exchange import Budget, decode, encode, host_arena
 
     reference = (torch.randn(64, 33), torch.zeros(7, dtype=torch.int64), [torch.ones(3)])
     arena = host_arena(1 << 20)
@@ -106,7 +106,7 @@ def test_the_budget_the_verifier_derives_holds_what_an_honest_candidate_returns(
 
 
 def test_a_value_of_too_many_parts_or_sizes_torch_cannot_hold_is_malformed_not_a_crash():
-    from cudaforge.eval.exchange import MAX_NODES, ArenaError, decode, host_arena
+    from cudaforge.eval.worker.exchange import MAX_NODES, ArenaError, decode, host_arena
 
     arena = host_arena(1 << 20)
     with pytest.raises(ArenaError, match="parts"):
@@ -154,12 +154,12 @@ def test_forged_oversized_outputs_are_incorrect_with_one_line_for_the_judge(eval
 
 
 def test_whoever_holds_the_host_arenas_fd_can_neither_shrink_nor_grow_it():
-    from cudaforge.eval.exchange import host_arena
+    from cudaforge.eval.worker.exchange import host_arena
 
     arena = host_arena(1 << 20)
     worker = f"""
 import errno, os, sys
-from cudaforge.eval.exchange import host_arena
+from cudaforge.eval.worker.exchange import host_arena
 arena = host_arena({arena.size}, {arena.fd})  # the worker's side maps it read-write
 arena.base[100:104] = 7
 for size in (0, 4096, {arena.size} * 2):

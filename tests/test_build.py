@@ -1215,8 +1215,8 @@ def test_only_a_handler_of_the_calls_own_function_that_does_not_re_raise_takes_a
 
 
 def test_a_build_failure_under_what_the_candidate_raises_keeps_its_verdict():
-    from cudaforge.eval.candidate_worker import _build_status
     from cudaforge.eval.extensions import BuildError, ModuleNotLoadable, ToolchainIncomplete
+    from cudaforge.eval.worker.candidate_worker import _build_status
 
     def wrapped(inner):
         try:
@@ -1262,7 +1262,7 @@ def test_the_worker_and_the_profiler_import_a_candidate_one_way(tmp_path):
     from cudaforge.eval.extensions import BuildSettings, CandidateLoader, candidate_module_name, delivered_builds
 
     package = Path(cudaforge.__file__).parent
-    for rel in ("eval/candidate_worker.py", "profile/child.py"):
+    for rel in ("eval/worker/candidate_worker.py", "profile/child.py"):
         calls = {
             ast.unparse(n.func) for n in ast.walk(ast.parse((package / rel).read_text())) if isinstance(n, ast.Call)
         }

@@ -462,8 +462,8 @@ def test_a_worker_reply_with_a_status_of_another_type_is_a_worker_failure():
     """Red team, round 4: ``{"ok": false, "status": []}`` raised TypeError in the trusted side, not WorkerFailure."""
     import socket
 
-    from cudaforge.eval.channel import Channel
-    from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+    from cudaforge.eval.worker.channel import Channel
+    from cudaforge.eval.worker.remote import CandidateProcess, WorkerFailure
 
     ours, theirs = socket.socketpair()
     process = CandidateProcess.__new__(CandidateProcess)

@@ -326,7 +326,8 @@ def test_a_prepared_worker_has_imported_what_the_cost_model_and_the_profiler_pul
     script = f"""
 import sys
 import torch
-from cudaforge.eval import candidate_worker, verifier
+from cudaforge.eval import verifier
+from cudaforge.eval.worker import candidate_worker
 verifier.prepare(lambda phase: None, lambda: True)
 candidate_worker.prepare(torch.device("cuda"))
 seen = set(sys.modules)
@@ -744,8 +745,8 @@ def test_the_exchange_path_is_measured_with_our_stand_in_before_the_candidate_is
     path's own cost, set beside the candidate's batch on a GPU); once a candidate is loaded the worker refuses it."""
     import torch
 
-    from cudaforge.eval.candidate_worker import Worker, _Fail
-    from cudaforge.eval.exchange import decode, encode, host_arena
+    from cudaforge.eval.worker.candidate_worker import Worker, _Fail
+    from cudaforge.eval.worker.exchange import decode, encode, host_arena
 
     arena = host_arena(1 << 20)
     worker = Worker(channel=None, device=torch.device("cpu"))
@@ -770,7 +771,7 @@ def test_the_worker_freezes_what_lives_before_the_timed_calls():
 
     import torch
 
-    from cudaforge.eval.candidate_worker import Worker
+    from cudaforge.eval.worker.candidate_worker import Worker
 
     gc.unfreeze()
     try:
@@ -861,7 +862,7 @@ def test_a_correctness_call_waits_for_the_poison_before_the_candidate_runs():
     (on an H100 such a kernel's outputs were overwritten by the fill still running on the current stream)."""
     import torch
 
-    from cudaforge.eval.candidate_worker import Worker
+    from cudaforge.eval.worker.candidate_worker import Worker
 
     order: list[str] = []
     worker = Worker(channel=None, device=torch.device("cuda", 0))  # type: ignore[arg-type]

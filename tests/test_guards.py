@@ -850,7 +850,7 @@ def test_every_guard_with_a_policy_has_a_config_field_and_a_default():
 
 def test_the_eval_package_imports_no_orchestration_stack():
     code = (
-        "import sys, cudaforge.eval.verifier, cudaforge.eval.candidate_worker, cudaforge.eval.guards.runtime, cudaforge.eval.guards.corpus, "
+        "import sys, cudaforge.eval.verifier, cudaforge.eval.worker.candidate_worker, cudaforge.eval.guards.runtime, cudaforge.eval.guards.corpus, "
         "cudaforge.eval.evaluator; print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('langgraph', 'litellm', 'hydra', 'wandb')))"
     )

@@ -265,7 +265,7 @@ def test_a_sandbox_that_cannot_be_built_mid_run_leaves_the_task_not_run(monkeypa
     """Issue 53: the pre-flight found the wall, then an evaluation's worker could not get it (a namespace limit hit,
     a kernel feature gone): the evaluator has no verdict (SandboxUnavailable, not `unsupported`), the task is not run
     (reason sandbox_unavailable) and the run stops, as for a lost GPU."""
-    from cudaforge.eval.remote import WALL_MISSING
+    from cudaforge.eval.worker.remote import WALL_MISSING
     from cudaforge.proc.isolation import IsolatedOutcome
     from cudaforge.run.runner import RunAborted, run_suite
     from cudaforge.track.store import RunDir

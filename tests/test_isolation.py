@@ -349,7 +349,7 @@ def test_every_child_of_ours_has_its_exit_said_by_one_describer():
     """The isolated children and the evaluation's sandboxed worker share one exit describer and one log reader."""
     import signal
 
-    from cudaforge.eval import remote
+    from cudaforge.eval.worker import remote
     from cudaforge.proc.isolation import SANDBOX_REFUSED, describe_exit, tail
 
     assert remote.describe_exit is describe_exit and remote.tail is tail

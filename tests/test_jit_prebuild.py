@@ -224,7 +224,7 @@ def test_a_fresh_copy_compiles_where_forking_is_unsafe(cache):
 def test_the_sandboxed_worker_compiles_ahead_in_a_fresh_copy_inside_its_sandbox(tmp_path):
     from cudaforge.eval.extensions import BuildSettings
     from cudaforge.eval.jit_cache import count_kernels
-    from cudaforge.eval.remote import CandidateProcess
+    from cudaforge.eval.worker.remote import CandidateProcess
     from cudaforge.proc.sandbox import SandboxMode
 
     settings = BuildSettings(cache_dir=str(tmp_path / "build"), arch="9.0")
@@ -283,7 +283,7 @@ def test_the_verifier_compiles_ahead_through_its_sandboxed_worker_and_never_rais
 
     from cudaforge.eval import verifier
     from cudaforge.eval.extensions import BuildSettings
-    from cudaforge.eval.remote import CandidateProcess
+    from cudaforge.eval.worker.remote import CandidateProcess
     from cudaforge.proc.sandbox import SandboxMode
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))

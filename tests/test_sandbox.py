@@ -116,7 +116,7 @@ open("/tmp/mine", "w").write("x"); out["private_tmp"] = open("/tmp/mine").read()
 libc = ctypes.CDLL(None, use_errno=True)
 out["io_uring"] = libc.syscall(425, 1, ctypes.create_string_buffer(120)) >= 0
 out["chmod"] = True
-try: os.chmod({str(REPO / "cudaforge" / "eval" / "candidate_worker.py")!r}, 0)
+try: os.chmod({str(REPO / "cudaforge" / "eval" / "worker" / "candidate_worker.py")!r}, 0)
 except OSError: out["chmod"] = False
 print(json.dumps(out))
 """
@@ -130,7 +130,7 @@ print(json.dumps(out))
         assert status["rootfs"] == "minimal" and status["seccomp"] and not status["missing"] and not status["weak"]
         assert status.get("pids_max") and status.get("memory_max")  # this machine delegates both controllers
     assert seen[0]["uid"] != seen[1]["uid"]  # each sandbox its own uid
-    assert (REPO / "cudaforge" / "eval" / "candidate_worker.py").stat().st_mode & 0o444
+    assert (REPO / "cudaforge" / "eval" / "worker" / "candidate_worker.py").stat().st_mode & 0o444
 
 
 @needs_landlock

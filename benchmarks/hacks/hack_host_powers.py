@@ -14,7 +14,7 @@ import glob
 import os
 import socket
 
-import cudaforge.eval.candidate_worker as worker
+import cudaforge.eval.worker.candidate_worker as worker
 import torch
 import torch.nn as nn
 

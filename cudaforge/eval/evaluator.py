@@ -296,7 +296,7 @@ class Evaluator:
         env["CUDAFORGE_STANDBY_EVAL"] = json.dumps(
             self.cfg.to_dict()
         )  # a standby starts its sandboxed worker with these
-        env["CUDAFORGE_CHILD_EARLY"] = "cudaforge.eval.early:start_worker"  # a cold one, before it imports torch
+        env["CUDAFORGE_CHILD_EARLY"] = "cudaforge.eval.worker.early:start_worker"  # a cold one, before it imports torch
         return env
 
     # ------------------------------------------------------------------ one candidate

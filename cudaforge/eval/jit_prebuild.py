@@ -38,7 +38,7 @@ from typing import Any, cast
 
 import torch
 
-from cudaforge.eval.exchange import DTYPES, decode, encode, is_compact
+from cudaforge.eval.worker.exchange import DTYPES, decode, encode, is_compact
 from cudaforge.languages import compiled_env
 from cudaforge.vendors import pin_env, pinned
 

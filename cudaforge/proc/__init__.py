@@ -4,7 +4,7 @@
   private scratch and /tmp with quotas) and its launcher (``sandbox.launch``).
 - ``isolation``: a child of our own code run to a deadline (``run_isolated``), its payload and result as files,
   with the one exit describer (``describe_exit``) and log reader (``tail``) of every child, the candidate's worker
-  included (``cudaforge.eval.remote``).
+  included (``cudaforge.eval.worker.remote``).
 - ``child``: that child's side (``python -m cudaforge.proc.child ENTRY WORKDIR [PREPARE]``).
 - ``files``: the one atomic writer (``write_atomic``).
 

@@ -73,7 +73,7 @@ def _open_plain(path: Path):
 
 def tail(path: Path, limit: int = 4000) -> str:
     """The last ``limit`` bytes of a file, read without reading the rest and never through a link ("" when it
-    cannot be read): the one reader of a child's logs, here and for the evaluation's worker (``eval/remote.py``)."""
+    cannot be read): the one reader of a child's logs, here and for the evaluation's worker (``eval/worker/remote.py``)."""
     try:
         with _open_plain(path) as f:
             f.seek(0, os.SEEK_END)

@@ -239,7 +239,7 @@ def _precompile_child(source_path: str, result_path: str, settings_json: str, ta
     """Entry point of the precompile child (trusted): the candidate is imported in a sandboxed CPU-only worker
     whose ``load_inline`` calls this process builds; then, with a task (``task_path``), its JIT kernels are compiled
     there and kept for the GPU worker; the outcome is written to ``result_path``."""
-    from cudaforge.eval.remote import CandidateProcess, WorkerFailure
+    from cudaforge.eval.worker.remote import CandidateProcess, WorkerFailure
     from cudaforge.proc.isolation import note_scratch
     from cudaforge.proc.sandbox import SandboxMode
 
@@ -302,7 +302,7 @@ def _compile_jit(worker: Any, request: dict[str, Any], settings: BuildSettings, 
     worker once every process of its sandbox is dead (only where a PID namespace makes that certain)."""
     from cudaforge.eval.jit_cache import keep_own_jit_cache, own_store
     from cudaforge.eval.jit_prebuild import reported_kernels
-    from cudaforge.eval.remote import WorkerFailure
+    from cudaforge.eval.worker.remote import WorkerFailure
     from cudaforge.languages import jit_caches
     from cudaforge.types import source_hash
 

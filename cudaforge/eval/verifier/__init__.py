@@ -2,7 +2,7 @@
 
 Runs in a child of the evaluator (``cudaforge.proc.isolation``, entry ``cudaforge.eval.verifier:evaluate``),
 pinned to one GPU or to none. It never imports the candidate. The candidate runs in a sandboxed worker
-(``cudaforge.eval.remote.CandidateProcess``) that receives inputs through a shared arena and hands
+(``cudaforge.eval.worker.remote.CandidateProcess``) that receives inputs through a shared arena and hands
 back outputs; this process draws the inputs, runs the reference, copies the candidate's outputs out of
 the arena and compares them, keeps the timings' cross-check, and writes the result. Patching torch,
 timers or the comparison in the candidate's process changes nothing here.

@@ -8,7 +8,9 @@ from typing import Any
 
 import torch
 
-from cudaforge.eval.exchange import (
+from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval.verifier.common import Failure, sync
+from cudaforge.eval.worker.exchange import (
     Arena,
     ArenaError,
     Budget,
@@ -19,9 +21,7 @@ from cudaforge.eval.exchange import (
     host_arena,
     tensor_bytes,
 )
-from cudaforge.eval.remote import CandidateProcess, WorkerFailure
-from cudaforge.eval.settings import EvalConfig
-from cudaforge.eval.verifier.common import Failure, sync
+from cudaforge.eval.worker.remote import CandidateProcess, WorkerFailure
 from cudaforge.types import EvalStatus
 
 
@@ -143,6 +143,6 @@ class Candidate:
 
 
 def start_worker(device: torch.device, cfg: EvalConfig, logs: str) -> CandidateProcess:
-    from cudaforge.eval.early import new_worker
+    from cudaforge.eval.worker.early import new_worker
 
     return new_worker(device.type, cfg, logs)

@@ -11,9 +11,9 @@ import torch
 
 from cudaforge.eval.bounded import finite_number
 from cudaforge.eval.correctness import compare, compare_first
-from cudaforge.eval.exchange import tensor_bytes
 from cudaforge.eval.guards.policy import Policies, rejection_message, rejections
 from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval.worker.exchange import tensor_bytes
 from cudaforge.tasks.runtime import default_tolerance, flatten_outputs
 from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase, PhaseRecord, Task
 

@@ -10,7 +10,6 @@ from typing import Any, cast
 
 import torch
 
-from cudaforge.eval.exchange import Arena, ArenaError, decode, encode, tensor_bytes
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
@@ -26,6 +25,7 @@ from cudaforge.eval.verifier.common import (
 )
 from cudaforge.eval.verifier.correctness import call_reference
 from cudaforge.eval.verifier.state import TimingState
+from cudaforge.eval.worker.exchange import Arena, ArenaError, decode, encode, tensor_bytes
 from cudaforge.tasks.runtime import make_inputs
 from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus
 

@@ -23,7 +23,6 @@ from cudaforge.eval.jit_cache import (
     seed_own_jit_cache,
     seed_worker_caches,
 )
-from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
 from cudaforge.eval.verifier.common import PROFILE_DIR_ENV, REFERENCE_MODULE, Failure, Guards, Recorder
@@ -31,6 +30,7 @@ from cudaforge.eval.verifier.correctness import cpu_scaled, run_correctness, set
 from cudaforge.eval.verifier.models import candidate_model, reference_model
 from cudaforge.eval.verifier.start import PREPARED, before_candidate, evict, jit_ahead, probe_trace
 from cudaforge.eval.verifier.timing import Timing
+from cudaforge.eval.worker.remote import CandidateProcess, WorkerFailure
 from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.tasks.runtime import DEFAULT_VARIANT, apply_numerics, load_module
 from cudaforge.types import (
@@ -154,8 +154,8 @@ class _Evaluation:
     time budget, the candidate's worker."""
 
     def __init__(self, payload: dict[str, Any], progress: Callable[[str], None]) -> None:
-        from cudaforge.eval import early
         from cudaforge.eval.fingerprint import environment_fingerprint
+        from cudaforge.eval.worker import early
 
         self.started = time.perf_counter()
         self.payload, self.progress = payload, progress

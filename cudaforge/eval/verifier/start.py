@@ -15,14 +15,14 @@ from typing import Any, cast
 import torch
 
 from cudaforge import languages
-from cudaforge.eval.exchange import ArenaError
 from cudaforge.eval.jit_cache import count_kernels, seed_worker_caches
 from cudaforge.eval.known import known_before
-from cudaforge.eval.remote import CandidateProcess, WorkerFailure
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate, start_worker
 from cudaforge.eval.verifier.common import SOLO_TRIALS, Failure, finite_or_none
 from cudaforge.eval.verifier.crosscheck import exchange_cost
+from cudaforge.eval.worker.exchange import ArenaError
+from cudaforge.eval.worker.remote import CandidateProcess, WorkerFailure
 from cudaforge.tasks.runtime import grad_mode, load_module, make_inputs
 from cudaforge.types import EvalResult, EvalStatus, Task
 from cudaforge.vendors import pinned

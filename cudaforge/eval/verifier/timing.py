@@ -13,7 +13,6 @@ from typing import Any
 
 import torch
 
-from cudaforge.eval.exchange import ArenaError, Driver
 from cudaforge.eval.guards import runtime as guards
 from cudaforge.eval.settings import EvalConfig
 from cudaforge.eval.verifier.candidate import Candidate
@@ -32,6 +31,7 @@ from cudaforge.eval.verifier.crosscheck import CrossCheck
 from cudaforge.eval.verifier.probes import Probes
 from cudaforge.eval.verifier.trace import Trace
 from cudaforge.eval.verifier.verdict import Verdict
+from cudaforge.eval.worker.exchange import ArenaError, Driver
 from cudaforge.tasks.runtime import grad_mode, make_inputs
 from cudaforge.types import CorrectnessDiff, EvalResult, EvalStatus, Phase, Task
 from cudaforge.vendors import pinned

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 from cudaforge import languages
-from cudaforge.eval.remote import CandidateProcess
 from cudaforge.eval.settings import EvalConfig
+from cudaforge.eval.worker.remote import CandidateProcess
 from cudaforge.proc.isolation import note_scratch
 from cudaforge.proc.sandbox import SandboxMode
 

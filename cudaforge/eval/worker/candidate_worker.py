@@ -1,4 +1,4 @@
-"""The sandboxed side of an evaluation: ``python -m cudaforge.eval.candidate_worker CHANNEL_FD``.
+"""The sandboxed side of an evaluation: ``python -m cudaforge.eval.worker.candidate_worker CHANNEL_FD``.
 
 This process holds the candidate's code and nothing else: no reference, no task module, no verdict.
 It runs inside the candidate's sandbox (``cudaforge.proc.sandbox``) and answers the trusted verifier's
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from cudaforge.eval.exchange import Arena, ArenaError, Channel, DeviceArena, decode, encode, host_arena
+from cudaforge.eval.worker.exchange import Arena, ArenaError, Channel, DeviceArena, decode, encode, host_arena
 from cudaforge.tasks.runtime import apply_numerics, build_model, flatten_outputs, grad_mode, strict_fp32
 
 WORKER_MODULE_PREFIX = "cudaforge_candidate_"

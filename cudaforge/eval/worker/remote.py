@@ -1,4 +1,4 @@
-"""The trusted side's handle on one sandboxed candidate worker (``cudaforge.eval.candidate_worker``).
+"""The trusted side's handle on one sandboxed candidate worker (``cudaforge.eval.worker.candidate_worker``).
 
 ``CandidateProcess`` starts the worker in a sandbox (``cudaforge.proc.sandbox``) with a private scratch
 directory, talks to it over a ``Channel`` with a deadline on every request, serves its build
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cudaforge.eval.channel import Channel, ChannelError
+from cudaforge.eval.worker.channel import Channel, ChannelError
 from cudaforge.languages import jit_cache_env
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.isolation import describe_exit, scrubbed_env, tail
@@ -114,7 +114,7 @@ class CandidateProcess:
         )
         with (self.logs / "worker_stdout.log").open("wb") as out, (self.logs / "worker_stderr.log").open("wb") as err:
             self.process: SandboxedProcess = self.sandbox.start(
-                [sys.executable, "-P", "-m", "cudaforge.eval.candidate_worker", str(theirs.fileno())],
+                [sys.executable, "-P", "-m", "cudaforge.eval.worker.candidate_worker", str(theirs.fileno())],
                 env=child_env,
                 pass_fds=(theirs.fileno(),),
                 stdout=out,

@@ -29,9 +29,9 @@ from typing import Any
 
 import torch
 
-from cudaforge.eval.channel import MAX_FRAME as MAX_FRAME  # part of this module's API, as the two below
-from cudaforge.eval.channel import Channel as Channel
-from cudaforge.eval.channel import ChannelError as ChannelError
+from cudaforge.eval.worker.channel import MAX_FRAME as MAX_FRAME  # part of this module's API, as the two below
+from cudaforge.eval.worker.channel import Channel as Channel
+from cudaforge.eval.worker.channel import ChannelError as ChannelError
 
 ALIGN = 256
 """Tensors start on this byte boundary in the arena."""
