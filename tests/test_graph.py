@@ -465,3 +465,49 @@ def test_a_padded_kernel_is_cut_in_the_next_prompt_and_an_outage_on_it_fails_the
     assert not result.correct and result.stop_reason.startswith("llm_error: the model call failed")
     assert "a failure of the task, not an outage" in result.stop_reason
     assert not (tmp_path / "run" / "not_run.jsonl").exists()  # in the denominator: a failed task
+
+
+SHAPES = Path(__file__).parent / "fixtures" / "loop_shapes"
+
+
+def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monkeypatch):
+    """``strategy.graph`` (``module:function``) wires the graph: every packaged strategy is the CudaForge loop
+    (``cudaforge.graph.loop:alternating``); a strategy of another shape is one module, here
+    tests/fixtures/loop_shapes/no_judge_loop.py, whose graph has no Judge or profiler node."""
+    from types import SimpleNamespace
+
+    from cudaforge.graph.loop import DEFAULT_GRAPH, build_graph, loop_shape
+    from cudaforge.graph.strategies import Strategy, get_strategy, strategy_names
+
+    assert {get_strategy(name).graph for name in strategy_names()} == {DEFAULT_GRAPH}
+    monkeypatch.syspath_prepend(str(SHAPES))
+    node = {"name": "cudaforge", "judge_corrects": True, "judge_optimizes": True, "profile": True}
+    own = Strategy.from_config({**node, "graph": "no_judge_loop:shape"})
+    assert own.graph == "no_judge_loop:shape" and Strategy.from_config(node).graph == DEFAULT_GRAPH
+    drawn = {
+        strategy.graph: set(build_graph(SimpleNamespace(strategy=strategy)).get_graph().nodes)  # type: ignore[arg-type]
+        for strategy in (own, Strategy.from_config(node))
+    }
+    assert drawn["no_judge_loop:shape"] == {"__start__", "__end__", "coder", "evaluate"}
+    assert drawn[DEFAULT_GRAPH] == {"__start__", "__end__", "coder", "evaluate", "profile", "judge"}
+    for spec, said in [
+        ("no_judge_loop", "name a function as module:function"),
+        ("no_such_module_here:shape", "cannot import no_such_module_here"),
+        ("no_judge_loop:missing", "no_judge_loop has no function missing"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            loop_shape(spec)
+
+
+@pytest.mark.slow
+def test_a_loop_of_another_shape_runs_a_task_without_the_judge(tmp_path, relu, monkeypatch):
+    """The worked example end to end: the strategy's flags ask for the Judge's corrections and the profiler, but its
+    loop has neither; a wrong first kernel goes straight back to the Coder, which repairs it."""
+    monkeypatch.syspath_prepend(str(SHAPES))
+    coder, judge = scripts([BAD, GOOD])
+    profiler = StandInProfiler()
+    cfg = config(tmp_path, "cudaforge", rounds=2, graph="no_judge_loop:shape")
+    ctx, result = run(tmp_path, relu, cfg, profiler)
+    assert [r.status for r in result.history] == ["incorrect", "correct"]
+    assert [r.judge_mode for r in result.history] == [None, None] and profiler.calls == 0
+    assert coder.remaining == 0 and result.correct and result.stop_reason == "max_rounds"

@@ -30,7 +30,7 @@ from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
 from cudaforge.agents.prompts import MAX_PROMPT_KERNEL_CHARS
 from cudaforge.eval import cap_strings, cap_text
-from cudaforge.graph.strategies import Strategy
+from cudaforge.graph.strategies import DEFAULT_GRAPH, Strategy
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError, LLMUnavailable
 from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE
 from cudaforge.types import EvalResult, EvalStatus, Feedback, JudgeMode, RoundRecord, Task, TaskResult, source_hash
@@ -184,8 +184,9 @@ def _add(seconds: dict[str, float], **parts: float) -> dict[str, float]:
     return out
 
 
-class _Nodes:
-    """The node functions; each returns a partial state update."""
+class LoopNodes:
+    """The node functions (``coder``, ``evaluate``, ``profile``, ``judge``), each returning a partial state update, and
+    the CudaForge loop's routers (``after_*``); a loop shape (``build_graph``) wires them."""
 
     def __init__(self, s: LoopServices):
         self.s = s
@@ -522,10 +523,9 @@ def _metrics_text(record: dict[str, Any]) -> str:
     return "; ".join(f"{k} = {v}" for k, v in metrics.items())
 
 
-def build_graph(services: LoopServices, checkpointer: Any = None) -> CompiledStateGraph[LoopState, Any, Any, Any]:
-    """The compiled LangGraph for one task."""
-    nodes = _Nodes(services)
-    graph = StateGraph(LoopState)
+def alternating(graph: StateGraph[LoopState], nodes: LoopNodes) -> None:
+    """The CudaForge loop: the Coder, the evaluation, then the profiler and the Judge as the strategy's flags say,
+    back to the Coder until a budget or a stop ends the task."""
     graph.add_node("coder", nodes.coder)
     graph.add_node("evaluate", nodes.evaluate)
     graph.add_node("profile", nodes.profile)
@@ -535,6 +535,34 @@ def build_graph(services: LoopServices, checkpointer: Any = None) -> CompiledSta
     graph.add_conditional_edges("evaluate", nodes.after_evaluate, ["profile", "judge", "coder", END])
     graph.add_conditional_edges("profile", nodes.after_profile, ["judge", "coder"])
     graph.add_conditional_edges("judge", nodes.after_judge, ["coder", END])
+
+
+LoopShape = Callable[["StateGraph[LoopState]", "LoopNodes"], None]
+"""A loop's shape: wires ``LoopNodes`` (and any node of its own) into the graph it is given, from ``START``."""
+
+
+def loop_shape(spec: str) -> LoopShape:
+    """The function ``spec`` names (``module:function``, ``strategy.graph``); an error says what is wrong with it."""
+    module_name, _, name = str(spec).partition(":")
+    if not module_name or not name:
+        raise ValueError(f"strategy.graph={spec!r}: name a function as module:function (e.g. {DEFAULT_GRAPH})")
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"strategy.graph={spec!r}: cannot import {module_name}: {exc}") from None
+    shape = getattr(module, name, None)
+    if not callable(shape):
+        raise ValueError(f"strategy.graph={spec!r}: {module_name} has no function {name}")
+    return cast(LoopShape, shape)
+
+
+def build_graph(services: LoopServices, checkpointer: Any = None) -> CompiledStateGraph[LoopState, Any, Any, Any]:
+    """The compiled LangGraph for one task, wired by the strategy's loop shape (``strategy.graph``)."""
+    nodes = LoopNodes(services)
+    graph = StateGraph(LoopState)
+    loop_shape(services.strategy.graph)(graph, nodes)
     return graph.compile(checkpointer=checkpointer)
 
 
@@ -612,7 +640,7 @@ def task_result(services: LoopServices, state: LoopState, wall_s: float | None =
     lock_wait_s = state["seconds"].get("gpu_lock_wait", 0.0)
     totals = services.ledger.task_totals(services.task.id)
     best = state.get("best") or {}
-    stop = state.get("stop_reason") or _Nodes(services)._budget_stop(state) or "max_rounds"
+    stop = state.get("stop_reason") or LoopNodes(services)._budget_stop(state) or "max_rounds"
     return TaskResult(
         task_id=services.task.id,
         correct=bool(best),

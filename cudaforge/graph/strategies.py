@@ -1,8 +1,10 @@
 """Strategies: which agent answers after each evaluation (docs/agents.md).
 
-A strategy is data, not a code fork, and it is defined in YAML alone: ``configs/strategy/<name>.yaml`` sets the
-flags the graph reads when it routes (``judge_corrects``, ``judge_optimizes``, ``profile``) and what it insists on
-(``metric_set``, ``round_cap``). A strategy of your own is one such file in your ``--config-dir``.
+A strategy is data, not a code fork: ``configs/strategy/<name>.yaml`` sets the flags the graph reads when it
+routes (``judge_corrects``, ``judge_optimizes``, ``profile``), what it insists on (``metric_set``, ``round_cap``) and,
+for a loop of another shape, the function that wires the graph (``graph``: ``module:function``, the CudaForge loop's
+``cudaforge.graph.loop:alternating`` by default). A strategy of your own is one such file in your ``--config-dir``,
+and one module when its loop has another shape (docs/agents.md, "Adding a strategy").
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ STRATEGY_DIR = RESOURCES / "configs" / "strategy"
 """The packaged strategies, one YAML file each (``schema.yaml`` aside)."""
 FLAGS = ("judge_corrects", "judge_optimizes", "profile")
 """The routing flags every strategy sets."""
+DEFAULT_GRAPH = "cudaforge.graph.loop:alternating"
+"""The CudaForge loop's shape (``Strategy.graph``; the function lives in ``cudaforge.graph.loop``)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Strategy:
     """A metric set this strategy insists on (``full_metrics``: ncu's full set)."""
     max_rounds: int | None = None
     """A round cap this strategy insists on (``one_shot``: 1)."""
+    graph: str = DEFAULT_GRAPH
+    """The loop's shape: ``module:function`` wiring the graph (``cudaforge.graph.loop.build_graph``)."""
 
     def round_cap(self, configured: int) -> int:
         """The rounds a task gets: ``strategy.max_rounds`` as configured, or this strategy's own cap when lower."""
@@ -47,7 +53,7 @@ class Strategy:
         get = node.get if isinstance(node, dict) else lambda key, default=None: getattr(node, key, default)
         name = str(getattr(get("name", "cudaforge"), "value", get("name", "cudaforge")))
         values = {key: get(key) for key in FLAGS}
-        metric_set, cap = get("metric_set"), get("round_cap")
+        metric_set, cap, graph = get("metric_set"), get("round_cap"), get("graph")
         if any(v is None for v in values.values()):
             packaged = get_strategy(name)
             values = {key: getattr(packaged, key) if v is None else v for key, v in values.items()}
@@ -55,7 +61,10 @@ class Strategy:
                 metric_set = packaged.metric_set
             if cap is None:
                 cap = packaged.max_rounds
-        return cls(name, **{k: bool(v) for k, v in values.items()}, metric_set=metric_set, max_rounds=cap)
+            if graph is None:
+                graph = packaged.graph
+        flags = {k: bool(v) for k, v in values.items()}
+        return cls(name, **flags, metric_set=metric_set, max_rounds=cap, graph=str(graph or DEFAULT_GRAPH))
 
 
 def strategy_names() -> list[str]:
@@ -77,5 +86,9 @@ def get_strategy(name: str) -> Strategy:
     if missing:
         raise ValueError(f"{path}: the strategy sets no {', '.join(missing)} (true or false)")
     return Strategy(
-        name, **{key: data[key] for key in FLAGS}, metric_set=data.get("metric_set"), max_rounds=data.get("round_cap")
+        name,
+        **{key: data[key] for key in FLAGS},
+        metric_set=data.get("metric_set"),
+        max_rounds=data.get("round_cap"),
+        graph=str(data.get("graph") or DEFAULT_GRAPH),
     )
