@@ -25,7 +25,7 @@ class Reply(Protocol):
 class ChatModel(Protocol):
     """What the agents call (``cudaforge.llm.LLMClient`` is one)."""
 
-    def complete(self, messages: list[dict], **meta: Any) -> Reply:
+    def complete(self, messages: list[dict[str, Any]], **meta: Any) -> Reply:
         """Answer a chat."""
         ...
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -39,7 +40,7 @@ def _baseline(cfg: DictConfig) -> int:
     out = Path(cfg.output) if cfg.output else Path(HydraConfig.get().runtime.output_dir) / "baseline.jsonl"
     print(f"timing {len(tasks)} references on GPU {evaluator.gpus[0]} (eager and torch.compile) -> {out}", flush=True)
 
-    def show(b) -> None:
+    def show(b: Any) -> None:
         with out.open("a") as f:
             f.write(b.to_json() + "\n")
         times = "  ".join(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from cudaforge.cli.hydra_args import run_app
+
+if TYPE_CHECKING:
+    from cudaforge.types import Task
 
 HELP = """usage: cudaforge eval task=TASK candidate=PATH.py [key=value ...]
 
@@ -32,7 +36,7 @@ EVAL_COMPILED_ONLY = 3
 """``cudaforge eval``'s status for a candidate that compiled and was not run (no GPU): neither correct nor wrong."""
 
 
-def task_and_candidate(cfg: DictConfig):
+def task_and_candidate(cfg: DictConfig) -> tuple[Task, Path]:
     """The task named by ``task=`` and the path of ``candidate=``, or a clear error."""
 
     from cudaforge.tasks import find_task
@@ -69,7 +73,7 @@ def _eval(cfg: DictConfig) -> int:
     return 0 if result.status.value == "correct" else 1
 
 
-def held_out(cfg: DictConfig, evaluator, task, source: str) -> dict:
+def held_out(cfg: DictConfig, evaluator: Any, task: Task, source: str) -> dict[str, Any]:
     """A correct candidate on the task's held-out shapes (``eval.held_out_shapes``), one line per shape printed; the
     record (``check_held_out``'s, with ``passed``), or {} when the setting is off."""
     if not cfg.eval.held_out_shapes:

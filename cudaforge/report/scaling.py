@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class Curve:
     perf: list[float | None]
 
 
-def task_states(run: RunData, result, axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def task_states(run: RunData, result: Any, axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A task after each of its rounds: the cumulative budget on ``axis`` (never decreasing), its best correct speedup
     so far (NaN: none yet, or only untimed ones) and whether any kernel so far was correct."""
     records = {r.round: r for r in result.history}
@@ -57,7 +58,7 @@ def task_states(run: RunData, result, axis: str) -> tuple[np.ndarray, np.ndarray
     return budgets, np.array(best_so_far, dtype=float), np.array(correct_so_far, dtype=bool)
 
 
-def _task_path(run: RunData, result, axis: str, failed_as: FailedAs) -> tuple[np.ndarray, np.ndarray]:
+def _task_path(run: RunData, result: Any, axis: str, failed_as: FailedAs) -> tuple[np.ndarray, np.ndarray]:
     """A task's cumulative budget after each round and its value (see the module text) from then on."""
     xs, best, correct = task_states(run, result, axis)
     failed = best_value(None, False, failed_as)

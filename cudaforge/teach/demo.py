@@ -9,13 +9,14 @@ and bottleneck, and says it is a demo. It goes through the real ``LLMClient`` (l
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from cudaforge.llm.scripted import install_script
 
 BANNER = "DEMO: the skill is an extractive summary of the evidence (cudaforge/teach/demo.py), not a model's output."
 
 
-def demo_distillation(messages: list[dict]) -> str:
+def demo_distillation(messages: list[dict[str, Any]]) -> str:
     """The demo's reply to a ``skills/distill`` prompt: the advice, grouped as the prompt groups it."""
     prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
     lines = ["_DEMO: extracted from the evidence, not written by a model._"]

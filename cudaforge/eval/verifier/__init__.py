@@ -34,6 +34,7 @@ they share (the limits, ``Failure``, the guards' findings, the comparison).
 from cudaforge.eval.extensions.loading import CANDIDATE_MODULE_PREFIX
 from cudaforge.eval.verifier.candidate import Candidate
 from cudaforge.eval.verifier.common import (
+    PROFILE_DIR_ENV,
     compare_outputs,
     facts_problem,
     output_budget,
@@ -41,7 +42,7 @@ from cudaforge.eval.verifier.common import (
 )
 from cudaforge.eval.verifier.correctness import CPU_INPUT_BYTES, Trials, cpu_scaled
 from cudaforge.eval.verifier.crosscheck import crosscheck_calls
-from cudaforge.eval.verifier.entry import PROFILE_DIR_ENV, evaluate
+from cudaforge.eval.verifier.entry import evaluate
 from cudaforge.eval.verifier.start import jit_ahead, prepare
 from cudaforge.eval.verifier.timing import Timing
 
