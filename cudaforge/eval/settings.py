@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cudaforge.eval.guards.catalog import all_guards
 from cudaforge.proc.sandbox import SandboxMode
 from cudaforge.types import DevicePreference  # the task audit's too: defined below both layers
 
@@ -89,55 +90,12 @@ class Tf32Mode(str, enum.Enum):
     on = "on"  # TF32 in matmuls and cuDNN convolutions (``set_float32_matmul_precision("high")``: KernelBench-Verified)
 
 
-@dataclass
-class GuardPolicies:
+class GuardPoliciesBase:
     """What each integrity guard does when it fires, under its own name: ``eval.guards.<guard>`` is ``reject`` or
     ``report`` (docs/guards.md, "Integrity guards"; ``guards_enforce=false`` makes every rejection a report).
-    A config written before 2026-12-05 named them ``eval.guard_<guard>``: :meth:`EvalConfig.from_dict` still reads
-    those, and the command line says the new name."""
-
-    no_custom_kernel: GuardPolicy = GuardPolicy.reject
-    """A candidate that defines or launches no kernel of its own (a PyTorch passthrough)."""
-    reference: GuardPolicy = GuardPolicy.reject
-    """``ModelNew = Model``, ModelNew inheriting from, wrapping or copying the reference."""
-    fallback: GuardPolicy = GuardPolicy.reject
-    """try/except around a kernel that falls back to PyTorch or swallows the kernel's failure."""
-    empty_body: GuardPolicy = GuardPolicy.reject
-    """A ``forward`` whose body is only ``pass``, ``...`` or a docstring."""
-    concurrency: GuardPolicy = GuardPolicy.reject
-    """Threads, processes, new CUDA streams or CUDA graphs (in Python or in the CUDA sources)."""
-    monkey_patch: GuardPolicy = GuardPolicy.reject
-    """Assigning to attributes of imported modules (torch, time, torch.cuda.Event ...) or torch's global flags."""
-    io: GuardPolicy = GuardPolicy.reject
-    """Reading files, the environment or the network (writing environment variables is always only reported)."""
-    introspection: GuardPolicy = GuardPolicy.reject
-    """eval/exec, gc, frames, sys.modules, ctypes, dynamic getattr on modules: ways to reach the evaluator."""
-    input_mutation: GuardPolicy = GuardPolicy.reject
-    """The candidate's inputs differ, bit for bit, after its call."""
-    output_type: GuardPolicy = GuardPolicy.reject
-    """An output that is not exactly a dense ``torch.Tensor`` on the evaluation device (lazy subclasses)."""
-    output_sensitivity: GuardPolicy = GuardPolicy.reject
-    """An output that never changes while the inputs (and the reference's output) do."""
-    precision: GuardPolicy = GuardPolicy.report
-    """An fp32 (fp64) output whose errors have the size of fp16/bf16 (fp32) rounding: a silent downgrade."""
-    precision_fp64: GuardPolicy = GuardPolicy.report
-    """An output whose median error against an fp64 evaluation of the reference exceeds ``eval.precision_fp64_ratio``
-    times the fp32 reference's own: a precision drop inside the tolerance (fp16/bf16 casts, TF32)."""
-    parameters_not_varied: GuardPolicy = GuardPolicy.report
-    """ModelNew built no tensor of the name, shape and initial value of one the reference varied
-    (``eval.vary_parameters``): both models ran with their initial values, which can hide a kernel that ignores
-    them."""
-    untimed_work: GuardPolicy = GuardPolicy.reject
-    """GPU: device work of a timed call outside its timed region, on any stream (a CUPTI record of every timed call
-    against markers around its events), or kernels run between calls. Its time counts in the call's either way."""
-    hidden_work: GuardPolicy = GuardPolicy.reject
-    """GPU: host time far above CUDA-event time, beyond the reference's gap: work on other streams or threads."""
-    speed_of_light: GuardPolicy = GuardPolicy.reject
-    """GPU: a median time below the physical floor of the task's bytes and FLOPs on this GPU."""
-    timing_crosscheck: GuardPolicy = GuardPolicy.reject
-    """GPU: the candidate's reported time far below what the verifier's own clock saw over a batch of calls."""
-    reference_slowdown: GuardPolicy = GuardPolicy.reject
-    """GPU: the reference slower beside the candidate than alone (the candidate kept the GPU busy)."""
+    :class:`GuardPolicies` is made from the guards' definitions (:mod:`cudaforge.eval.guards.catalog`): one field per
+    guard with a policy of its own, its default the guard's. A config written before 2026-12-05 named them
+    ``eval.guard_<guard>``: :meth:`EvalConfig.from_dict` still reads those, and the command line says the new name."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Each policy checked whenever it is set: ``reject`` or ``report`` (``ValueError`` naming
@@ -149,8 +107,8 @@ class GuardPolicies:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GuardPolicies:
         """The policies of ``data`` over the defaults; an unknown guard is a ``ValueError`` that names it."""
-        if isinstance(data, GuardPolicies):
-            return dataclasses.replace(data)
+        if isinstance(data, GuardPoliciesBase):
+            return typing.cast(GuardPolicies, dataclasses.replace(typing.cast(Any, data)))
         if not isinstance(data, Mapping):
             raise ValueError(f"eval.guards={data!r}: expected a mapping of guard names to reject or report")
         unknown = sorted(str(k) for k in data if k not in _policy_names())
@@ -158,16 +116,40 @@ class GuardPolicies:
             raise ValueError(
                 f"unknown guard(s) in eval.guards: {', '.join(unknown)} (known: {', '.join(sorted(_policy_names()))})"
             )
-        return cls(**{str(k): data[k] for k in data})
+        return GuardPolicies(**{str(k): data[k] for k in data})
 
     def to_dict(self) -> dict[str, str]:
         """Each policy's name."""
-        return {f.name: getattr(self, f.name).value for f in dataclasses.fields(self)}
+        return {f.name: getattr(self, f.name).value for f in dataclasses.fields(typing.cast(Any, self))}
+
+
+def _guard_policies() -> type[GuardPoliciesBase]:
+    """The dataclass of every guard's policy, from the guards' definitions."""
+    fields = [
+        (g.name, GuardPolicy, field(default=GuardPolicy(g.default), metadata={"doc": g.what}))
+        for g in all_guards()
+        if g.own_policy
+    ]
+    made = dataclasses.make_dataclass("GuardPolicies", fields, bases=(GuardPoliciesBase,))
+    made.__module__, made.__doc__ = __name__, GuardPoliciesBase.__doc__
+    return typing.cast(type[GuardPoliciesBase], made)
+
+
+if typing.TYPE_CHECKING:
+
+    class GuardPolicies(GuardPoliciesBase):
+        """Each guard's policy by name (made from the guards' definitions)."""
+
+        def __init__(self, **policies: GuardPolicy | str) -> None: ...
+        def __getattr__(self, name: str) -> GuardPolicy: ...
+
+else:
+    GuardPolicies = _guard_policies()
 
 
 @functools.cache
 def _policy_names() -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(GuardPolicies))
+    return frozenset(g.name for g in all_guards() if g.own_policy)
 
 
 LEGACY_GUARD_PREFIX = "guard_"

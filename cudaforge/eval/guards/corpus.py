@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge import pyast
-from cudaforge.eval.guards.policy import GUARDS, REJECT, REPORT
+from cudaforge.eval.guards.catalog import REJECT, REPORT
+from cudaforge.eval.guards.policy import GUARDS
 from cudaforge.eval.static import check_candidate
 from cudaforge.types import Task
 

@@ -5,159 +5,21 @@ fails: status ``rejected``, or ``incorrect`` when an output was wrong) or ``repo
 the finding is kept for the Judge). ``evidence`` is one or two sentences the Judge can pass to the
 Coder as they stand: what was seen, where, and what to do instead.
 
-Each guard reads its policy from the eval config, under its own name (``eval.guards.<guard>``,
-``cudaforge.eval.settings.GuardPolicies``); ``guards_enforce=False`` turns every rejection into a report. No torch
-here.
+Each guard (:mod:`~cudaforge.eval.guards.catalog`) reads its policy from the eval config, under its own name
+(``eval.guards.<guard>``, ``cudaforge.eval.settings.GuardPolicies``); ``guards_enforce=False`` turns every
+rejection into a report. No torch here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from cudaforge.eval.guards.catalog import REJECT, REPORT, Guard, guards_by_name
 from cudaforge.eval.settings import EvalConfig
 
-REJECT = "reject"
-REPORT = "report"
-
-
-@dataclass(frozen=True)
-class Guard:
-    """One integrity guard."""
-
-    name: str
-    """The name findings carry (``guard``)."""
-    field: str | None
-    """Where its policy is: the name under ``eval.guards`` (``GuardPolicies``), or ``torch_ops``; None: it only
-    explains a wrong output (always rejects)."""
-    where: str
-    """``static`` (AST, before anything runs), ``runtime`` (CPU and GPU) or ``gpu`` (needs a GPU)."""
-    what: str
-    """What it catches, for docs and tables."""
-    strict_rejects: bool = False
-    """Under ``torch_ops=strict`` it rejects whatever its field says (``guards_enforce=false`` still makes it a
-    report): strict promises that forward runs no PyTorch compute, a promise the static guards keep only for code
-    they can see."""
-
-
-GUARDS: dict[str, Guard] = {
-    g.name: g
-    for g in [
-        Guard(
-            "reference",
-            "reference",
-            "static",
-            "ModelNew = Model; ModelNew inheriting from, wrapping or copying the reference",
-        ),
-        Guard(
-            "no_custom_kernel",
-            "no_custom_kernel",
-            "static",
-            "no kernel of its own defined or launched (static); none ran (GPU profiler)",
-        ),
-        Guard(
-            "fallback",
-            "fallback",
-            "static",
-            "try/except that falls back to PyTorch or swallows a kernel's failure",
-        ),
-        Guard("empty_body", "empty_body", "static", "forward is only pass, ... or a docstring"),
-        Guard(
-            "torch_compute",
-            "torch_ops",
-            "static",
-            "PyTorch compute ops in forward (static; under strict an allow-list: "
-            "kernels, layout ops and plain Python only); library kernels' share of GPU time (GPU)",
-        ),
-        Guard("concurrency", "concurrency", "static", "threads, processes, new CUDA streams or graphs"),
-        Guard(
-            "monkey_patch",
-            "monkey_patch",
-            "static",
-            "assignments to torch, time, builtins ...; torch's global flags",
-        ),
-        Guard("io", "io", "static", "reading files, environment variables or the network"),
-        Guard(
-            "introspection",
-            "introspection",
-            "static",
-            "gc, inspect, frames, sys.modules reads, ctypes, dynamic getattr on modules",
-        ),
-        Guard(
-            "dynamic_code",
-            "introspection",
-            "static",
-            "exec/eval, hidden imports, modules written and loaded, "
-            "pickles, torch.fx and TorchScript from strings, interpreter internals, lookups by computed names: code the "
-            "guards cannot see",
-            strict_rejects=True,
-        ),
-        Guard("input_mutation", "input_mutation", "runtime", "inputs changed by the candidate's call"),
-        Guard(
-            "output_type",
-            "output_type",
-            "runtime",
-            "outputs that are not plain dense tensors on the device (lazy subclasses)",
-        ),
-        Guard(
-            "output_sensitivity",
-            "output_sensitivity",
-            "runtime",
-            "an output that never changes while the reference's does",
-        ),
-        Guard("precision", "precision", "runtime", "fp32 outputs with fp16/bf16-sized errors (silent downgrade)"),
-        Guard(
-            "precision_fp64",
-            "precision_fp64",
-            "runtime",
-            "an output whose error against an fp64 evaluation of the reference is many times the fp32 reference's own",
-        ),
-        Guard(
-            "parameters_not_varied",
-            "parameters_not_varied",
-            "runtime",
-            "ModelNew has no tensor to receive the reference's varied constants: both ran with their initial values",
-        ),
-        Guard(
-            "uninitialised_memory",
-            None,
-            "runtime",
-            "outputs holding the poison written into free memory before the call",
-        ),
-        Guard("result_caching", None, "runtime", "an output equal to an earlier call's, on new inputs"),
-        Guard(
-            "shape_specialisation", None, "runtime", "correct on the default shape, wrong on a declared variant's shape"
-        ),
-        Guard("timed_output", None, "runtime", "a wrong output produced during the timed calls"),
-        Guard(
-            "untimed_work",
-            "untimed_work",
-            "gpu",
-            "a timed call's device work outside its timed region (other "
-            "streams, before the start event, after the end event) or kernels between calls (CUPTI record)",
-        ),
-        Guard(
-            "hidden_work",
-            "hidden_work",
-            "gpu",
-            "host time far beyond CUDA-event time (work on other streams or threads)",
-        ),
-        Guard("speed_of_light", "speed_of_light", "gpu", "faster than the task's roofline floor on this GPU"),
-        Guard(
-            "timing_crosscheck",
-            "timing_crosscheck",
-            "gpu",
-            "reported time far below the verifier's own clock over a batch of calls",
-        ),
-        Guard(
-            "reference_slowdown",
-            "reference_slowdown",
-            "gpu",
-            "the reference slower beside the candidate than alone",
-        ),
-    ]
-}
-"""Every guard, by name."""
+GUARDS: dict[str, Guard] = guards_by_name()
+"""Every guard, by name, in the order of :mod:`~cudaforge.eval.guards.catalog` (a package's guards after
+cudaforge's own)."""
 
 
 def finding(guard: str, verdict: str, evidence: str) -> dict[str, str]:
@@ -262,3 +124,16 @@ def share_findings(share: dict[str, Any], policies: Policies) -> list[dict[str, 
             ]
         return [p.found("torch_compute", text + ".", verdict="report")]
     return []
+
+
+__all__ = [
+    "GUARDS",
+    "REJECT",
+    "REPORT",
+    "Guard",
+    "Policies",
+    "finding",
+    "rejection_message",
+    "rejections",
+    "share_findings",
+]

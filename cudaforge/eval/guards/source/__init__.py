@@ -22,25 +22,29 @@ candidate is one closed unit, and only what it says in its own text can be judge
 
 from __future__ import annotations
 
-from cudaforge.eval.guards.policy import Policies
-from cudaforge.eval.guards.source.checks import side_effect_findings, structure_findings
-from cudaforge.eval.guards.source.dynamic import dynamic_code_findings
-from cudaforge.eval.guards.source.module import CandidateModule
+from cudaforge.eval.guards.catalog import STATIC, Seen
+from cudaforge.eval.guards.policy import GUARDS, Policies
+from cudaforge.eval.guards.source.candidate import StaticCandidate
 
-__all__ = ["static_findings"]
+__all__ = ["StaticCandidate", "static_findings"]
 
 
 def static_findings(
     source: str, policies: Policies | None = None, reference_source: str | None = None
 ) -> list[dict[str, str]]:
-    """Every static guard's findings for a candidate that parses and defines ``ModelNew``.
+    """Every static guard's findings for a candidate that parses and defines ``ModelNew``: each guard's check
+    (:mod:`cudaforge.eval.guards.catalog`, a package's guards included) in the catalog's order, what it saw a
+    finding under the guard's policy.
 
     ``reference_source`` (the task's source) lets the ``reference`` guard see a copied forward.
     """
     p = policies or Policies()
-    module = CandidateModule.parse(source)
-    return (
-        side_effect_findings(module, p)
-        + dynamic_code_findings(module, p)
-        + structure_findings(module, p, reference_source)
-    )
+    candidate = StaticCandidate(source, p, reference_source)
+    found = []
+    for guard in GUARDS.values():
+        if guard.where != STATIC:
+            continue
+        for seen in guard.check_function()(candidate):
+            evidence, verdict = (seen.evidence, seen.verdict) if isinstance(seen, Seen) else (str(seen), None)
+            found.append(p.found(guard.name, evidence, verdict=verdict))
+    return found

@@ -7,7 +7,6 @@ import ast
 import re
 from typing import cast
 
-from cudaforge.eval.guards.policy import Policies
 from cudaforge.eval.guards.source.imports import (
     import_guard,
     import_system,
@@ -384,8 +383,8 @@ def _dynamic_name(m: CandidateModule, node: ast.AST, called: set[int], prefixes:
     return []
 
 
-def dynamic_code_findings(m: CandidateModule, p: Policies) -> list[dict[str, str]]:
-    """dynamic_code: code that runs without being in the candidate's text (strings run as code, modules it wrote
+def dynamic_code_lines(m: CandidateModule) -> list[str]:
+    """What the ``dynamic_code`` guard sees: code that runs without being in the candidate's text (strings run as code, modules it wrote
     or loads, pickles, imports of anything but the packages the evaluator provides), and attribute lookups by
     names the guards cannot read, anywhere in the candidate. One finding per line (the outermost thing found
     there), at most ``MAX_LISTED``, each starting ``line N:``."""
@@ -428,4 +427,4 @@ def dynamic_code_findings(m: CandidateModule, p: Policies) -> list[dict[str, str
     lines = list(first.values())
     if len(lines) > MAX_LISTED:
         lines = lines[: MAX_LISTED - 1] + [f"{lines[MAX_LISTED - 1]} (and {len(lines) - MAX_LISTED} more such places)"]
-    return [p.found("dynamic_code", line + ".") for line in lines]
+    return [line + "." for line in lines]
