@@ -2,8 +2,10 @@
 
 A package adds a kernel language by naming a :class:`~cudaforge.languages.base.KernelLanguage` in the group
 ``cudaforge.languages`` (``numba = "cudaforge_numba_lang:LANGUAGE"`` under ``[project.entry-points."cudaforge.languages"]``
-in its pyproject.toml), and a GPU vendor by naming a :class:`~cudaforge.vendors.base.GpuVendor` in
-``cudaforge.vendors``; ``tests/fixtures/out_of_tree_language/`` is a worked example (docs/architecture.md).
+in its pyproject.toml), a GPU vendor by naming a :class:`~cudaforge.vendors.base.GpuVendor` in
+``cudaforge.vendors``, and a static guard by naming a :class:`~cudaforge.eval.guards.catalog.Guard` in
+``cudaforge.guards``; ``tests/fixtures/out_of_tree_language/`` and ``tests/fixtures/out_of_tree_guard/`` are worked
+examples (docs/architecture.md, docs/guards.md).
 
 Only installed packages count: a distribution found through the working directory is ignored, since a process
 started with ``python -m`` has that folder on ``sys.path`` and a working directory may be a candidate's scratch.
@@ -22,7 +24,8 @@ from functools import cache
 
 LANGUAGES = "cudaforge.languages"
 VENDORS = "cudaforge.vendors"
-GROUPS = (LANGUAGES, VENDORS)
+GUARDS = "cudaforge.guards"
+GROUPS = (LANGUAGES, VENDORS, GUARDS)
 ENV = "CUDAFORGE_ENTRY_POINTS"
 """Set by the first process that scanned: ``{group: {name: "module:attribute"}}`` for its children."""
 
@@ -45,14 +48,14 @@ def _scan() -> dict[str, dict[str, str]]:
 
 @cache
 def declared() -> dict[str, dict[str, str]]:
-    """Every entry point of the two groups, by group and name (``module:attribute``), from the environment when an
-    ancestor scanned, else from the installed packages."""
+    """Every entry point of the groups, by group and name (``module:attribute``), from the environment when an
+    ancestor scanned (a group it did not name has none), else from the installed packages."""
     inherited = os.environ.get(ENV)
     if inherited:
         try:
             data = json.loads(inherited)
-            if isinstance(data, dict) and all(isinstance(data.get(g), dict) for g in GROUPS):
-                return {g: {str(k): str(v) for k, v in data[g].items()} for g in GROUPS}
+            if isinstance(data, dict) and all(isinstance(data.get(g, {}), dict) for g in GROUPS):
+                return {g: {str(k): str(v) for k, v in data.get(g, {}).items()} for g in GROUPS}
         except ValueError:
             pass  # not ours: scan
     found = _scan()

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from cudaforge import plugins
+
 REJECT = "reject"
 REPORT = "report"
 STATIC, RUNTIME, GPU = "static", "runtime", "gpu"
@@ -174,7 +176,7 @@ BUILT_IN: tuple[Guard, ...] = (
 )  # fmt: skip
 """cudaforge's own guards."""
 
-GROUP = "cudaforge.guards"
+GROUP = plugins.GUARDS
 """The entry-point group through which an installed package adds guards (``tests/fixtures/out_of_tree_guard/``)."""
 
 
@@ -183,8 +185,6 @@ def all_guards() -> tuple[Guard, ...]:
     """Every guard: cudaforge's own, then those installed packages add (static guards only, each part in name order).
     A package's guard that fails to load, is not a :class:`Guard` of its entry point's name, is not static, or takes
     a built-in name is left out with a warning."""
-    from cudaforge import plugins
-
     guards = list(BUILT_IN)
     taken = {g.name for g in BUILT_IN}
     for name in sorted(plugins.declared().get(GROUP, {})):

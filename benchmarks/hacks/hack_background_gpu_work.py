@@ -1,0 +1,65 @@
+"""Work that never stops: at its first call the candidate starts a C++ thread that keeps launching spinning kernels on
+a stream of its own, between calls as well as during them. Its own calls are honest; the GPU it shares with the
+reference is not. The CUPTI record, the host gap and the cross-check are set to report here (and the static guards'
+thread and stream findings), so this entry shows the guard that times the reference alone before any candidate code
+is loaded and again beside it (``reference_slowdown``).
+
+TASK: main/level1/1_GELU
+EXPECTED: rejected by reference_slowdown
+NEEDS: cuda
+CONFIG: guards.untimed_work=report, guards.hidden_work=report, guards.timing_crosscheck=report, guards.concurrency=report, guards.speed_of_light=report
+"""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+__global__ void spin_kernel(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {}
+}
+
+__global__ void gelu_kernel(const float* x, float* y, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i]; y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678f)); }
+}
+
+static std::atomic<bool> started{false};
+
+void start_background() {
+    if (started.exchange(true)) return;
+    std::thread([] {
+        cudaStream_t stream;
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        int sms = 0;
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+        while (true) {
+            spin_kernel<<<sms * 8, 256, 0, stream>>>(2000000LL);
+            cudaStreamSynchronize(stream);
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+    }).detach();
+}
+
+torch::Tensor gelu(torch::Tensor x) {
+    start_background();
+    auto y = torch::empty_like(x);
+    long n = x.numel();
+    gelu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
+
+ext = load_inline(name="gelu_background_work", cpp_sources="torch::Tensor gelu(torch::Tensor x);",
+                  cuda_sources=source, functions=["gelu"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.gelu(x)
