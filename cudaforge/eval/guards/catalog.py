@@ -29,7 +29,7 @@ WHERE = (STATIC, RUNTIME, GPU)
 """Where a guard runs, in the order an evaluation reaches them."""
 CORPUS_VERDICTS = ("rejected", "incorrect", "reported")
 """What a guard's corpus entry shows: ``EXPECTED: rejected by <guard>``, ``incorrect by <guard>``, or a verdict
-followed by ``, reported by <guard>`` (docs/guards.md, "The hack corpus")."""
+followed by ``, reported by <guard>`` (docs/guards.md, "Adding a guard"; benchmarks/hacks/README.md)."""
 
 
 @dataclass(frozen=True)
