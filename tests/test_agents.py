@@ -775,7 +775,7 @@ def test_coder_and_judge_through_the_llm_client(lib, script_name):
 from cudaforge.agents import PAPER_OPTIMIZATION_KEYS, TEMPLATE_SETS  # noqa: E402
 from cudaforge.agents.judge import judge_metric_names  # noqa: E402
 from cudaforge.profile.metrics import CUDAFORGE24  # noqa: E402
-from cudaforge.types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage  # noqa: E402
+from cudaforge.profile_types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "fixtures" / "agents_cudaforge_paper"
 """One file per agent and mode: the system and user messages the paper set sends (``CUDAFORGE_UPDATE_GOLDEN=1``
