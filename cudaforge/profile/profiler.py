@@ -36,7 +36,8 @@ from cudaforge.languages import is_own_kernel, kernel_base_name
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.languages.names import KERNEL_NAME_MAX
 from cudaforge.proc.isolation import IsolatedOutcome, run_isolated
-from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
+from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths, describe
+from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
 from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
 from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report

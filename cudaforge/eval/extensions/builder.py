@@ -453,7 +453,7 @@ class Builder:
                 if name == "torch/extension.h"
                 else str(self.bind_include() / name)
             )
-            from cudaforge.proc.sandbox import new_scratch, release_scratch
+            from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 
             compiler = shutil.which(cxx) or cxx
             work = Path(new_scratch("pch", BUILD_BYTES, BUILD_FILES))
@@ -584,7 +584,7 @@ class Builder:
         """Build the light variants (in order) and the plain one; return the winner and fallbacks. The compiler works
         in a folder of its own (a tmpfs of at most :data:`BUILD_BYTES`, as root: a build cannot fill the disk);
         the cache keeps only the winner's checked library, in ``<cache>/<key>/<light|plain>/``."""
-        from cudaforge.proc.sandbox import new_scratch, release_scratch
+        from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 
         root = self.settings.cache_root() / key
         work = Path(new_scratch("build", BUILD_BYTES, BUILD_FILES))
