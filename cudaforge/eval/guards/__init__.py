@@ -2,9 +2,9 @@
 
 * :mod:`~cudaforge.eval.guards.policy`: the guards, their config policies, findings (no torch);
 * :mod:`~cudaforge.eval.guards.source`: static guards on the candidate's AST (no torch), one module per part:
-  ``vocab`` and ``strict_vocab`` (the names each guard knows), ``module`` (the candidate's module, its names
-  resolved), ``imports``, ``checks`` (structure and side effects), ``dynamic`` (``dynamic_code``), ``strict`` and
-  ``strict_calls`` (``torch_ops=strict``);
+  ``vocab`` and ``strict_vocab`` (the names each guard knows), ``names`` (names as the guards read them) and
+  ``module`` (the candidate's module, its names resolved), ``imports``, ``checks`` (structure and side effects),
+  ``dynamic`` (``dynamic_code``), ``strict``, ``strict_values`` and ``strict_calls`` (``torch_ops=strict``);
 * :mod:`~cudaforge.eval.guards.runtime`: guards inside the worker (torch): poisoned free memory,
   input checksums, output types, precision, sensitivity, timed-output checks, host/event time,
   speed of light, the profiler's share of library kernels;
