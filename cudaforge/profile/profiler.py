@@ -13,8 +13,6 @@ candidate, and cached by the task's source hash (``Profiler.task_cost``).
 from __future__ import annotations
 
 import copy
-import dataclasses
-import enum
 import itertools
 import os
 import shutil
@@ -25,10 +23,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from cudaforge import languages
-from cudaforge.eval import EvalConfig, cap_text, finite_number
+from cudaforge.eval import cap_text, finite_number
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.hardware.roofline import make_roofline, with_measurement
 from cudaforge.languages import is_own_kernel, kernel_base_name
@@ -55,67 +53,12 @@ from cudaforge.profile.ncu import (
 )
 from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report
 from cudaforge.profile.records import KernelProfile, ProfileResult, ProfileStatus
-from cudaforge.profile.settings import ProfileConfig
+from cudaforge.profile.settings import ProfileSettings
 from cudaforge.tasks.cost import task_cost_child
 from cudaforge.types import Task, source_hash
 
 CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
 _PERMISSION = "ERR_NVGPUCTRPERM"
-
-
-@dataclass
-class ProfileSettings(ProfileConfig):
-    """How candidates are profiled: the profile group's settings (``ProfileConfig``, defined once, in
-    ``cudaforge/profile/settings.py``) and what the run supplies besides. Built from a ``ProfileConfig`` (or a dict):
-    fields it lacks keep these defaults. Enum fields hold their plain values here."""
-
-    seed: int = EvalConfig.seed
-    """Seed for weights and inputs (the evaluator's)."""
-    target_processes: str = "all"
-    """ncu ``--target-processes``."""
-    allow_tf32: bool = False
-    """Bound fp32 tasks by the TF32 tensor rate instead of the fp32 CUDA-core rate."""
-
-    def __post_init__(self) -> None:
-        for name in ("metric_set", "sandbox"):
-            value = getattr(self, name)
-            if isinstance(value, enum.Enum):
-                setattr(self, name, value.value)
-
-    @classmethod
-    def from_config(cls, cfg: Any = None) -> ProfileSettings:
-        """From a ProfileConfig dataclass, an OmegaConf DictConfig or a dict; unknown keys are ignored."""
-        if cfg is None:
-            return cls()
-        if isinstance(cfg, cls):
-            return cfg
-        if dataclasses.is_dataclass(cfg):
-            data = dataclasses.asdict(cast(Any, cfg))  # a config object, not its class
-        elif hasattr(cfg, "items"):
-            data = {k: cfg[k] for k in cfg}
-        else:
-            raise TypeError(f"expected a profile config, got {type(cfg).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in data.items() if k in names}
-        for key in ("metrics", "extra_args"):
-            if key in kwargs:
-                kwargs[key] = list(kwargs[key] or [])
-        return cls(**kwargs)
-
-    def cache_fields(self) -> dict[str, Any]:
-        """The settings that change what a profile reports (part of the cache key)."""
-        return {
-            "metric_set": self.metric_set,
-            "metrics": sorted(self.metrics),
-            "clock_control": self.clock_control,
-            "units": self.units,
-            "warmup": self.warmup,
-            "seed": self.seed,
-            "include_library_kernels": self.include_library_kernels,
-            "max_kernels": self.max_kernels,
-            "extra_args": self.extra_args,
-            "allow_tf32": self.allow_tf32,
-        }
 
 
 class Profiler:
