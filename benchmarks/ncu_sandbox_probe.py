@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cudaforge.proc.isolation import scrubbed_env  # noqa: E402
 from cudaforge.proc.sandbox import Sandbox, SandboxMode  # noqa: E402
-from cudaforge.profile.profiler import resolve_ncu  # noqa: E402
+from cudaforge.profile.ncu import resolve_ncu  # noqa: E402
 
 PROGRAM = "import torch; x = torch.ones(1 << 20, device='cuda'); y = (x * 2).sum(); torch.cuda.synchronize(); print('sum', y.item())"
 VARIANTS = {

@@ -68,7 +68,7 @@ def _nvcc() -> Check:
 
 
 def _ncu(ncu_path: str) -> Check:
-    from cudaforge.profile.profiler import ncu_version, resolve_ncu
+    from cudaforge.profile.ncu import ncu_version, resolve_ncu
 
     ncu = resolve_ncu(ncu_path)
     if not ncu:

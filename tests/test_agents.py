@@ -33,6 +33,7 @@ from cudaforge.agents import (  # noqa: E402
     extract_json,
 )
 from cudaforge.agents import prompts as P  # noqa: E402
+from cudaforge.agents import templates as templates_module  # noqa: E402
 from cudaforge.types import (  # noqa: E402
     CorrectnessDiff,
     EvalResult,
@@ -373,7 +374,7 @@ def test_a_template_can_be_overridden_by_path(tmp_path):
 
 def test_a_template_can_be_swapped_for_another_of_the_folder(tmp_path):
     root = tmp_path / "agents"
-    shutil.copytree(P.DEFAULT_ROOT, root)
+    shutil.copytree(templates_module.DEFAULT_ROOT, root)
     (root / "coder" / "first_attempt_terse.j2").write_text("Task {{ task.id }}: write ModelNew.")
     lib = PromptLibrary(root, templates={"coder/first_attempt": "coder/first_attempt_terse"})
     context = P.first_attempt_context(TASK, example=None, gpu=None, backend=Backend.cuda)
@@ -775,7 +776,7 @@ def test_coder_and_judge_through_the_llm_client(lib, script_name):
 from cudaforge.agents import PAPER_OPTIMIZATION_KEYS, TEMPLATE_SETS  # noqa: E402
 from cudaforge.agents.judge import judge_metric_names  # noqa: E402
 from cudaforge.profile.metrics import CUDAFORGE24  # noqa: E402
-from cudaforge.types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage  # noqa: E402
+from cudaforge.profile_types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "fixtures" / "agents_cudaforge_paper"
 """One file per agent and mode: the system and user messages the paper set sends (``CUDAFORGE_UPDATE_GOLDEN=1``
@@ -1031,7 +1032,7 @@ def test_every_paper_template_renders_and_documents_what_it_reads(paper, lib):
         assert paper.variables(name) == paper.documented_variables(name), name
         if name == "skills/distill":  # not a Coder or Judge prompt: the default folder's
             continue
-        assert paper.path(name).is_relative_to(P.DEFAULT_ROOT / "cudaforge_paper"), name
+        assert paper.path(name).is_relative_to(templates_module.DEFAULT_ROOT / "cudaforge_paper"), name
         head = paper.path(name).read_text().split("-#}", 1)[0]  # the opening comment says what it mirrors
         assert re.search(r"Mirrors:.*Leaves out:|Not in the paper:", head, re.S), name
     context = P.first_attempt_context(TASK, example=None, gpu=None, backend="cuda")
@@ -1157,7 +1158,9 @@ def test_whole_numbers_print_as_integers_in_the_metric_block_as_the_authors_code
     kernels = [{"name": "k", "own": True, "metrics": {"regs": 32.0, "cycles": 3449.0, "pct": 45.678912, "na": None}}]
     table = P.kernel_metrics_context(kernels)
     assert table == {"k": {"regs": 32, "cycles": 3449, "pct": 45.679, "na": None}}
-    assert P.to_json(table, 2).count(".0") == 0 and '"cycles": 3449' in P.to_json(table, 2)
+    assert templates_module.to_json(table, 2).count(".0") == 0 and '"cycles": 3449' in templates_module.to_json(
+        table, 2
+    )
 
 
 def test_the_error_log_is_in_the_authors_harness_form_and_their_repair_builder_reads_it():

@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
 from cudaforge.agents.authors import AuthorsPrompts  # noqa: E402
-from cudaforge.agents.prompts import PromptTemplateError  # noqa: E402
+from cudaforge.agents.templates import PromptTemplateError  # noqa: E402
 
 STANDIN = Path(__file__).resolve().parent / "standins" / "cudaforge_authors"
 GPU = "Stand-in GPU"
@@ -192,7 +192,8 @@ def test_what_a_table1_run_sends_is_what_the_authors_builders_return_byte_for_by
     from conftest import problem_source
     from standins.llm_server import StandInServer
 
-    from cudaforge.agents.prompts import error_log, to_json
+    from cudaforge.agents.prompts import error_log
+    from cudaforge.agents.templates import to_json
     from cudaforge.types import EvalResult
 
     root = Path(os.environ.get("CUDAFORGE_AUTHORS_ROOT") or STANDIN).resolve()

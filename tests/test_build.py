@@ -132,7 +132,7 @@ def test_cache_key_includes_toolchain(tmp_path, monkeypatch):
     base, _ = _key(settings)
     fingerprint = dict(build.toolchain_fingerprint())
     monkeypatch.setattr(
-        "cudaforge.eval.extensions.builder.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"}
+        "cudaforge.eval.extensions.spec.toolchain_fingerprint", lambda: {**fingerprint, "nvcc": "release 99.9"}
     )
     assert _key(settings)[0] != base
 
@@ -395,7 +395,7 @@ def test_files_written_to_a_fresh_folder_each_run_hit_the_cache_and_key_their_he
 def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
     """The sandbox's hook sends at most 64 headers, but a candidate can send a raw request: the trusted side counts
     the files itself, and refuses too many in one line the Coder can read (red team: 70x its size in memory)."""
-    from cudaforge.eval.extensions.intercept import FILES_SOURCES_MAX, serve_build
+    from cudaforge.eval.extensions.service import FILES_SOURCES_MAX, serve_build
 
     files = {f"k{i}.cu": "__global__ void k() {}\n" for i in range(FILES_SOURCES_MAX + 1)}
     reply, record = serve_build(
@@ -412,7 +412,7 @@ def test_the_trusted_side_bounds_a_raw_load_request(tmp_path):
 def test_the_order_of_a_loads_files_is_in_the_key_and_a_surrogate_is_the_candidates_error(tmp_path):
     """The files' order is the link order, so it is in the key; a text that is not UTF-8 fails the build as the
     candidate's mistake, not as a crash of ours (second red-team round)."""
-    from cudaforge.eval.extensions.intercept import serve_build
+    from cudaforge.eval.extensions.service import serve_build
 
     a, b = "int a() { return 1; }\n", "int b() { return 2; }\n"
     forward = build.cache_key(keyed({"kind": "files", "files": {"a.cpp": a, "b.cpp": b}}), settings_for(str(tmp_path)))
@@ -940,7 +940,7 @@ def test_a_light_build_that_raises_leaves_no_racing_plain_build_behind(tmp_path,
     compiling on its own, outside every limit, while the build was reported crashed; a candidate could start up to
     64 of them. The plain build is now cancelled and joined before the error goes on."""
     settings = settings_for(str(tmp_path), fallback=FallbackMode.RACE).resolved()
-    spec = build.builder.BuildSpec.__new__(build.builder.BuildSpec)
+    spec = build.spec.BuildSpec.__new__(build.spec.BuildSpec)
     spec.variants = [("light:min", {}), ("plain", {})]
     seen = {}
 
@@ -1037,13 +1037,13 @@ def test_the_binding_header_lives_in_a_folder_named_by_its_text(tmp_path, monkey
 
 def test_ninja_step_times_read_a_bounded_and_parsed_part_of_the_build_folder(tmp_path):
     """The build folder is the sandboxed compiler's to write: a garbage or huge .ninja_log costs nothing."""
-    assert build.builder._ninja_steps(tmp_path) == {}  # none
+    assert build.artefacts.ninja_steps(tmp_path) == {}  # none
     log = (
         "# ninja log v5\n0\t1500\t1\tmain.o\tab\nnot\ta\tline\n5\tx\t1\tcuda.cuda.o\tcd\n"
         + "9\t10\t1\tjunk\th\n" * 200_000
     )
     (tmp_path / ".ninja_log").write_text(log)
-    steps = build.builder._ninja_steps(tmp_path)
+    steps = build.artefacts.ninja_steps(tmp_path)
     assert steps["main.o"] == 1.5 and "cuda.cuda.o" not in steps and len(steps) <= 2
 
 
@@ -1237,7 +1237,7 @@ def test_a_load_request_takes_only_sources_and_headers(tmp_path):
     """Red team (2026-12-05): a ``load()`` whose "sources" held ``json.py`` got that file written into the build
     folder, where the compiler's launcher imported it as root. The trusted side now refuses any file that is not a C,
     C++ or CUDA source or header, in one line the Coder can read, before anything is written."""
-    from cudaforge.eval.extensions.intercept import serve_build
+    from cudaforge.eval.extensions.service import serve_build
 
     for name in ("json.py", "x.pth", "k.pyc", "build.ninja", "notes.txt"):
         files = {"k.cpp": "int f() { return 1; }\n", name: "import os\n"}

@@ -19,8 +19,9 @@ import pytest
 
 from cudaforge.eval.extensions import BuildSettings, FallbackMode, serve_build
 from cudaforge.eval.extensions import flags as build_flags
-from cudaforge.eval.extensions.builder import Builder, read_bounded, write_into
-from cudaforge.eval.extensions.intercept import deliver
+from cudaforge.eval.extensions.artefacts import read_bounded, write_into
+from cudaforge.eval.extensions.builder import Builder
+from cudaforge.eval.extensions.service import deliver
 from cudaforge.proc.sandbox import linux
 
 pytest.importorskip("torch")
@@ -211,7 +212,7 @@ def test_a_library_is_delivered_under_a_fresh_name_without_following_links(tmp_p
 
 
 def test_only_a_regular_elf_library_of_bounded_size_leaves_a_build_folder(tmp_path, monkeypatch):
-    from cudaforge.eval.extensions import builder
+    from cudaforge.eval.extensions import artefacts, service
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -225,10 +226,8 @@ def test_only_a_regular_elf_library_of_bounded_size_leaves_a_build_folder(tmp_pa
     script.write_text("#!/bin/sh\n")
     with pytest.raises(OSError):
         deliver(script, scratch, "m")
-    monkeypatch.setattr(builder, "LIBRARY_MAX", 16)
-    import cudaforge.eval.extensions.intercept as intercept
-
-    monkeypatch.setattr(intercept, "LIBRARY_MAX", 16)
+    monkeypatch.setattr(artefacts, "LIBRARY_MAX", 16)
+    monkeypatch.setattr(service, "LIBRARY_MAX", 16)
     big = tmp_path / "big.so"
     big.write_bytes(b"\x7fELF" + bytes(64))
     with pytest.raises(OSError):
@@ -316,10 +315,10 @@ def test_a_build_cannot_fill_the_disk_and_such_a_failure_is_not_kept(tmp_path, m
 def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_path, monkeypatch):
     """The red team's fifth finding: a loop of failing ``load_inline`` calls grew the verifier to 7.5 GB of kept logs.
     Each worker's builds are counted and their logs kept head and tail."""
-    from cudaforge.eval.extensions import intercept
+    from cudaforge.eval.extensions import service
 
-    monkeypatch.setattr(intercept, "MAX_BUILD_REQUESTS", 3)
-    monkeypatch.setattr(intercept, "KEPT_LOG", 1000)
+    monkeypatch.setattr(service, "MAX_BUILD_REQUESTS", 3)
+    monkeypatch.setattr(service, "KEPT_LOG", 1000)
     settings = BuildSettings(cache_dir=str(tmp_path / "cache"), arch="9.0").resolved()
     records: list = []
     bad = {
@@ -328,7 +327,7 @@ def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_pa
         "cpp_sources": ["int f() { return 1; }"],
         "extra_cflags": ["-include", "/etc/" + "x" * 5000],
     }
-    replies = [intercept.serve_build_counted(dict(bad), records, settings, str(tmp_path), None) for _ in range(5)]
+    replies = [service.serve_build_counted(dict(bad), records, settings, str(tmp_path), None) for _ in range(5)]
     assert len(records) == 3 and all(len(r.log) <= 1000 for r in records)
     assert [r["status"] for r in replies] == ["failed"] * 5 and "more than 3 builds" in replies[-1]["error"]
 
@@ -336,7 +335,7 @@ def test_a_worker_gets_a_bounded_number_of_builds_each_with_a_bounded_log(tmp_pa
 def test_no_precompiled_header_is_made_per_macro_set_or_include_folder():
     """The red team's ninth finding: an include folder in the candidate's scratch (new every evaluation) made a new
     half-gigabyte header every evaluation of one source."""
-    from cudaforge.eval.extensions.builder import BuildSpec, wants_pch
+    from cudaforge.eval.extensions.spec import BuildSpec, wants_pch
 
     def spec(cflags, includes):
         return BuildSpec(
@@ -395,8 +394,9 @@ def test_a_compiler_made_to_wait_is_killed_at_the_builds_deadline_and_nothing_is
 def test_a_relative_include_folder_in_a_raw_request_is_refused(tmp_path):
     """Red team, round 3: a raw build request with ``extra_include_paths=["."]`` was made absolute against the trusted
     side's working folder (the verifier's, where its payload lies) and named it in the compile line."""
-    from cudaforge.eval.extensions.intercept import Hooks, spec_from_inputs
+    from cudaforge.eval.extensions.intercept import Hooks
     from cudaforge.eval.extensions.records import BuildRecorder
+    from cudaforge.eval.extensions.service import spec_from_inputs
 
     hooks = Hooks(BuildSettings(cache_dir=str(tmp_path / "cache")), BuildRecorder(), extra_read=(str(tmp_path),))
     request = {

@@ -205,8 +205,7 @@ def test_the_profile_defaults_are_defined_once():
     import dataclasses
 
     from cudaforge.eval.settings import EvalConfig
-    from cudaforge.profile.profiler import ProfileSettings
-    from cudaforge.profile.settings import ProfileConfig
+    from cudaforge.profile.settings import ProfileConfig, ProfileSettings
 
     assert OmegaConf.to_object(compose_with([])).profile == ProfileConfig()
     settings, config = ProfileSettings(), ProfileConfig()

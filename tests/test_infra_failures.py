@@ -195,7 +195,7 @@ def test_internal_errors_in_a_row_stop_the_run_with_each_task_unfinished(monkeyp
 def test_what_ends_a_run_at_once_is_no_internal_error(monkeypatch, tmp_path):
     """A user's template that does not render stops the run with its own message, as before, and a record of an
     internal error that cannot be written (a full disk) stops it too: no task starts after either."""
-    from cudaforge.agents.prompts import PromptTemplateError
+    from cudaforge.agents.templates import PromptTemplateError
     from cudaforge.run import runner
     from cudaforge.tasks import load_suite, selection
     from cudaforge.track.store import RunDir

@@ -43,8 +43,8 @@ from cudaforge.profile import (  # noqa: E402
     table_key,
 )
 from cudaforge.profile.metrics import DURATION_METRIC, is_additive  # noqa: E402
+from cudaforge.profile.ncu import totals  # noqa: E402
 from cudaforge.profile.parse import NcuParseError, parse_value  # noqa: E402
-from cudaforge.profile.profiler import totals  # noqa: E402
 from cudaforge.types import Task  # noqa: E402
 
 
@@ -885,7 +885,7 @@ def test_profiles_without_a_named_gpu_take_turns_over_the_gpus(tmp_path, monkeyp
 
 def test_ncu_output_is_copied_out_of_the_sandbox_without_following_links(tmp_path):
     """The profiling sandbox's scratch is the candidate's to write: a link left as ncu's log is not read through."""
-    from cudaforge.profile.profiler import _copy_ncu_output
+    from cudaforge.profile.ncu import copy_ncu_output
 
     secret = tmp_path / "secret.txt"
     secret.write_text("sk-not-for-candidates")
@@ -894,7 +894,7 @@ def test_ncu_output_is_copied_out_of_the_sandbox_without_following_links(tmp_pat
     out.mkdir()
     (scratch / "ncu.log").symlink_to(secret)
     (scratch / "profile.ncu-rep").write_bytes(b"report")
-    _copy_ncu_output(scratch, out)
+    copy_ncu_output(scratch, out)
     assert not (out / "ncu.log").exists() and (out / "profile.ncu-rep").read_bytes() == b"report"
 
 

@@ -35,7 +35,7 @@ def test_the_current_vendor_is_nvidia_with_every_fact_of_the_interface(monkeypat
 def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_path):
     from cudaforge.eval.extensions import BuildSettings
     from cudaforge.proc.sandbox import default_device_paths
-    from cudaforge.profile import profiler
+    from cudaforge.profile import ncu
 
     fake = dataclasses.replace(
         current(),
@@ -46,11 +46,11 @@ def test_the_sandbox_the_build_and_the_profiler_ask_the_vendor(monkeypatch, tmp_
         visible_devices=lambda: ["7"],
         profiler=lambda path: f"/opt/other/{path}",
     )
-    for module in ("cudaforge.proc.sandbox", "cudaforge.eval.extensions.settings", "cudaforge.profile.profiler"):
+    for module in ("cudaforge.proc.sandbox", "cudaforge.eval.extensions.settings", "cudaforge.profile.ncu"):
         monkeypatch.setattr(f"{module}.current", lambda: fake)
     assert "/dev/other0" in default_device_paths() and "/dev/null" in default_device_paths()
     assert BuildSettings(cache_dir=str(tmp_path)).resolved().arch == "x1"
-    assert profiler.visible_gpu_ids() == ["7"] and profiler.resolve_ncu("ncu") == "/opt/other/ncu"
+    assert ncu.visible_gpu_ids() == ["7"] and ncu.resolve_ncu("ncu") == "/opt/other/ncu"
 
 
 def test_no_module_but_the_nvidia_one_looks_for_nvidias_tools_or_devices():

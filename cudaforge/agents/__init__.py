@@ -10,7 +10,6 @@ from cudaforge.agents.coder import Coder
 from cudaforge.agents.conversation import ChatModel, Reply, converse
 from cudaforge.agents.judge import Judge
 from cudaforge.agents.parsing import CodeExtraction, JsonExtraction, extract_code, extract_json, repair_json
-from cudaforge.agents.prompts import TEMPLATE_SETS, PromptLibrary, PromptTemplateError, TemplateSet, get_template_set
 from cudaforge.agents.records import (
     CORRECTION_KEYS,
     OPTIMIZATION_KEYS,
@@ -23,6 +22,7 @@ from cudaforge.agents.records import (
     JudgeMode,
     JudgeResult,
 )
+from cudaforge.agents.templates import TEMPLATE_SETS, PromptLibrary, PromptTemplateError, TemplateSet, get_template_set
 
 __all__ = [
     "Backend",

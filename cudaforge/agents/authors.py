@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cudaforge.agents.prompts import PromptLibrary, PromptTemplateError, TemplateSet, to_json
 from cudaforge.agents.records import Backend, JudgeMode
+from cudaforge.agents.templates import PromptLibrary, PromptTemplateError, TemplateSet, to_json
 
 BUILDERS = {
     "generate_custom_cuda": ("build_seed_prompt", "default_system_prompt"),

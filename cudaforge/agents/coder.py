@@ -15,8 +15,6 @@ from cudaforge.agents.conversation import ChatModel, converse
 from cudaforge.agents.parsing import extract_code
 from cudaforge.agents.prompts import (
     MAX_REPORT_CHARS,
-    PromptLibrary,
-    chat,
     coder_follow_up_context,
     example_name,
     first_attempt_context,
@@ -24,6 +22,7 @@ from cudaforge.agents.prompts import (
     repair_context,
 )
 from cudaforge.agents.records import Backend, CoderMode, CoderResult, Feedback
+from cudaforge.agents.templates import PromptLibrary, chat
 from cudaforge.types import EvalResult, Task
 
 AUTO_EXAMPLE = "auto"

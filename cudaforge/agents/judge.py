@@ -14,15 +14,9 @@ from typing import Any, cast
 
 from cudaforge.agents.conversation import ChatModel, converse
 from cudaforge.agents.parsing import extract_json
-from cudaforge.agents.prompts import (
-    MAX_REPORT_CHARS,
-    PromptLibrary,
-    chat,
-    correction_context,
-    judge_follow_up_context,
-    optimization_context,
-)
+from cudaforge.agents.prompts import MAX_REPORT_CHARS, correction_context, judge_follow_up_context, optimization_context
 from cudaforge.agents.records import Feedback, JudgeMode, JudgeResult
+from cudaforge.agents.templates import PromptLibrary, chat
 from cudaforge.profile.metrics import ALWAYS_COLLECTED, CUDAFORGE24, NCU_SECTION_SETS, MetricSetName, metric_list
 from cudaforge.types import EvalResult, Task
 

@@ -42,7 +42,7 @@ _FACE = {
     "CandidateLoader": "extensions",
     "delivered_builds": "extensions",
     "precompile": "extensions",
-    "deliver": "extensions.intercept",
+    "deliver": "extensions.service",
 }
 """Each public name and the submodule that defines it (``module:name`` where the face names it otherwise: a name
 that is also a submodule's would be shadowed by that submodule once it is imported)."""
@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from cudaforge.eval.compile_beside import compile_beside as time_compile_beside
     from cudaforge.eval.evaluator import DEFAULT_BUILD_CACHE, Evaluator, default_eval_config, visible_gpus
     from cudaforge.eval.extensions import BuildSettings, CandidateLoader, delivered_builds, precompile
-    from cudaforge.eval.extensions.intercept import deliver
+    from cudaforge.eval.extensions.service import deliver
     from cudaforge.eval.guards.policy import GUARDS, REJECT
     from cudaforge.eval.held_out import check_held_out, decide, shapes_pass
     from cudaforge.eval.settings import BaselineMode, EvalConfig, upgrade_saved

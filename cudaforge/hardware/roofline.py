@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cudaforge.hardware.specs import peak_for_dtype
-from cudaforge.types import Roofline
+from cudaforge.profile_types import Roofline
 
 
 def floor_ms(

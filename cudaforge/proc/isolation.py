@@ -29,7 +29,7 @@ from typing import Any
 
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.files import write_atomic
-from cudaforge.proc.sandbox import SECRET_NAMES
+from cudaforge.proc.sandbox.environment import SECRET_NAMES
 from cudaforge.proc.text import loads_plain, plain_text
 from cudaforge.vendors import pin_env
 
@@ -397,8 +397,8 @@ def _run_sandboxed(
 ) -> IsolatedOutcome:
     """``run_isolated`` with the child (and its wrapper) inside ``sandbox``."""
     from cudaforge.languages import jit_cache_env
-    from cudaforge.proc.sandbox import new_scratch, release_scratch
     from cudaforge.proc.sandbox.launch import REFUSED_EXIT
+    from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 
     logs = Path(tempfile.mkdtemp(prefix="cudaforge-"))
     if not sandbox.scratch:
@@ -578,7 +578,7 @@ def remove_noted(workdir: str | os.PathLike) -> None:
     for line in noted:
         path = Path(line.strip())
         if path.is_absolute() and path.name.startswith("cudaforge-") and path.is_dir() and not path.is_symlink():
-            from cudaforge.proc.sandbox import release_scratch
+            from cudaforge.proc.sandbox.scratch import release_scratch
 
             release_scratch(str(path))  # a sandbox's scratch may be a tmpfs of its own: unmounted first
             shutil.rmtree(path, ignore_errors=True)

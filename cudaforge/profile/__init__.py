@@ -15,8 +15,9 @@ from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.profile.cache import ProfileCache, cache_key
 from cudaforge.profile.metrics import CUDAFORGE24, MetricSetName, metric_list, selection_args
 from cudaforge.profile.parse import NcuParseError, parse_ncu_csv, parse_ncu_report
-from cudaforge.profile.profiler import Profiler, ProfileSettings
+from cudaforge.profile.profiler import Profiler
 from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage
+from cudaforge.profile.settings import ProfileSettings
 from cudaforge.tasks.cost import roofline, task_cost
 
 __all__ = [

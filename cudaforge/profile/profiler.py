@@ -13,12 +13,9 @@ candidate, and cached by the task's source hash (``Profiler.task_cost``).
 from __future__ import annotations
 
 import copy
-import dataclasses
-import enum
 import itertools
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import threading
@@ -26,133 +23,42 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from cudaforge import languages
-from cudaforge.eval import EvalConfig, cap_text, finite_number
+from cudaforge.eval import cap_text, finite_number
 from cudaforge.hardware.gpu_lock import GpuLockTimeout, gpu_lock
 from cudaforge.hardware.roofline import make_roofline, with_measurement
 from cudaforge.languages import is_own_kernel, kernel_base_name
 from cudaforge.languages import kernel_names as candidate_kernel_names
 from cudaforge.languages.names import KERNEL_NAME_MAX
 from cudaforge.proc.isolation import IsolatedOutcome, run_isolated
-from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths, describe, new_scratch, release_scratch
+from cudaforge.proc.sandbox import Sandbox, SandboxMode, default_read_paths, describe
+from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 from cudaforge.profile.cache import ProfileCache, cache_key, cost_key
-from cudaforge.profile.metrics import NCU_SECTION_SETS, is_additive, metric_list, selection_args
+from cudaforge.profile.metrics import NCU_SECTION_SETS, metric_list, selection_args
+from cudaforge.profile.ncu import (
+    NCU_OUTPUT_CAP,
+    child_versions,
+    copy_ncu_output,
+    gpu_model_name,
+    ncu_errors,
+    ncu_folders,
+    ncu_version,
+    read_capped,
+    resolve_ncu,
+    sum_ms,
+    totals,
+    visible_gpu_ids,
+)
 from cudaforge.profile.parse import MAX_LAUNCHES, NcuParseError, parse_ncu_csv, parse_ncu_report
-from cudaforge.profile.records import KernelProfile, MetricValue, ProfileResult, ProfileStatus
-from cudaforge.profile.settings import ProfileConfig
+from cudaforge.profile.records import KernelProfile, ProfileResult, ProfileStatus
+from cudaforge.profile.settings import ProfileSettings
 from cudaforge.tasks.cost import task_cost_child
 from cudaforge.types import Task, source_hash
-from cudaforge.vendors import current
 
 CHILD_ENTRY = "cudaforge.profile.child:profile_forward"
 _PERMISSION = "ERR_NVGPUCTRPERM"
-
-
-@dataclass
-class ProfileSettings(ProfileConfig):
-    """How candidates are profiled: the profile group's settings (``ProfileConfig``, defined once, in
-    ``cudaforge/profile/settings.py``) and what the run supplies besides. Built from a ``ProfileConfig`` (or a dict):
-    fields it lacks keep these defaults. Enum fields hold their plain values here."""
-
-    seed: int = EvalConfig.seed
-    """Seed for weights and inputs (the evaluator's)."""
-    target_processes: str = "all"
-    """ncu ``--target-processes``."""
-    allow_tf32: bool = False
-    """Bound fp32 tasks by the TF32 tensor rate instead of the fp32 CUDA-core rate."""
-
-    def __post_init__(self) -> None:
-        for name in ("metric_set", "sandbox"):
-            value = getattr(self, name)
-            if isinstance(value, enum.Enum):
-                setattr(self, name, value.value)
-
-    @classmethod
-    def from_config(cls, cfg: Any = None) -> ProfileSettings:
-        """From a ProfileConfig dataclass, an OmegaConf DictConfig or a dict; unknown keys are ignored."""
-        if cfg is None:
-            return cls()
-        if isinstance(cfg, cls):
-            return cfg
-        if dataclasses.is_dataclass(cfg):
-            data = dataclasses.asdict(cast(Any, cfg))  # a config object, not its class
-        elif hasattr(cfg, "items"):
-            data = {k: cfg[k] for k in cfg}
-        else:
-            raise TypeError(f"expected a profile config, got {type(cfg).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in data.items() if k in names}
-        for key in ("metrics", "extra_args"):
-            if key in kwargs:
-                kwargs[key] = list(kwargs[key] or [])
-        return cls(**kwargs)
-
-    def cache_fields(self) -> dict[str, Any]:
-        """The settings that change what a profile reports (part of the cache key)."""
-        return {
-            "metric_set": self.metric_set,
-            "metrics": sorted(self.metrics),
-            "clock_control": self.clock_control,
-            "units": self.units,
-            "warmup": self.warmup,
-            "seed": self.seed,
-            "include_library_kernels": self.include_library_kernels,
-            "max_kernels": self.max_kernels,
-            "extra_args": self.extra_args,
-            "allow_tf32": self.allow_tf32,
-        }
-
-
-def ncu_version(ncu: str) -> str | None:
-    """``ncu --version``'s version (``2025.3.1.0``), or None (the vendor's profiler: ``cudaforge.vendors``)."""
-    return current().profiler_version(ncu)
-
-
-def resolve_ncu(ncu_path: str) -> str | None:
-    """The ncu executable's path, or None when there is none (also tries the toolkit's bin)."""
-    return current().profiler(ncu_path)
-
-
-def gpu_model_name(gpu: str | int) -> str:
-    """The model name of physical GPU ``gpu`` (index or UUID), for cache keys; never raises."""
-    return current().model_name(gpu)
-
-
-def visible_gpu_ids() -> list[str]:
-    """Physical GPU ids this process may use, without torch (``[]``: none); the vendor says how."""
-    return current().visible_devices()
-
-
-def totals(kernels: list[KernelProfile]) -> dict[str, MetricValue]:
-    """Metrics totalled over ``kernels`` (one forward): counters summed, rates and percentages
-    averaged weighted by kernel duration, per-launch properties (``launch__*``) left out."""
-    out: dict[str, MetricValue] = {}
-    names = list(dict.fromkeys(name for k in kernels for name in k.metrics))
-    for name in names:
-        pairs = [
-            (k.metrics[name], k.duration_ms)
-            for k in kernels
-            if name in k.metrics and isinstance(k.metrics[name].value, float)
-        ]
-        if not pairs:
-            continue
-        unit = pairs[0][0].unit
-        additive = is_additive(name, unit)
-        if additive is None or any(m.unit != unit for m, _ in pairs):
-            continue  # per launch, or values printed in different units (``profile.units=auto``): no total
-        values = [cast(float, m.value) for m, _ in pairs]  # pairs keeps the float values only
-        if additive:
-            total = sum(values)
-        else:
-            weights = [d or 0.0 for _, d in pairs]
-            if sum(weights) > 0:
-                total = sum(v * w for v, w in zip(values, weights)) / sum(weights)
-            else:
-                total = sum(values) / len(values)
-        out[name] = MetricValue(total, unit, "total")
-    return out
 
 
 class Profiler:
@@ -243,7 +149,7 @@ class Profiler:
 
     def _read_kernels(self, ncu: str, out_dir: Path) -> list[KernelProfile]:
         if self.settings.output != "report":
-            return parse_ncu_csv(_read_capped(out_dir / "ncu.log"))
+            return parse_ncu_csv(read_capped(out_dir / "ncu.log"))
         report = out_dir / "profile.ncu-rep"
         sections = self.settings.metric_set in {m.value for m in NCU_SECTION_SETS}
         wanted = None if sections else metric_list(self.settings.metric_set, self.settings.metrics)
@@ -476,7 +382,7 @@ class Profiler:
             scratch=new_scratch("prof", 2 * NCU_OUTPUT_CAP + (1 << 30)),
             cpu_seconds=4 * budget + 60,
             file_bytes=NCU_OUTPUT_CAP,
-            read=[*default_read_paths(), *_ncu_folders(resolve_ncu(s.ncu_path))],
+            read=[*default_read_paths(), *ncu_folders(resolve_ncu(s.ncu_path))],
         )
 
     def _run_ncu(self, run: _Run, ncu: str, out_dir: Path) -> str:
@@ -500,11 +406,11 @@ class Profiler:
                 "ncu",
                 self.ncu_command(ncu, Path(sandbox.scratch)),
                 sandbox=sandbox,
-                collect=lambda scratch: _copy_ncu_output(scratch, out_dir),
+                collect=lambda scratch: copy_ncu_output(scratch, out_dir),
                 libraries=run.libraries,
             )
             result.tools["sandbox"] = describe(outcome.sandbox or {})
-        log = _read_capped(out_dir / "ncu.log")
+        log = read_capped(out_dir / "ncu.log")
         tool_text = "\n".join((log, outcome.stdout_tail, outcome.stderr_tail))
         result.phase_seconds.update({f"ncu:{k}": v for k, v in outcome.phase_seconds.items()})
         if _PERMISSION in tool_text:
@@ -523,7 +429,7 @@ class Profiler:
             return f"ncu timed out: {outcome.error}"
         child = self._child_result(outcome, result, "ncu")
         if child is None:
-            errors = _ncu_errors(tool_text)
+            errors = ncu_errors(tool_text)
             if errors:
                 return f"ncu failed: {errors}"
             if sandbox is not None:  # under ncu's injection in the sandbox; the fallback tells whose fault it is
@@ -532,7 +438,7 @@ class Profiler:
         try:
             kernels = self._read_kernels(ncu, out_dir)
         except NcuParseError:
-            errors = _ncu_errors(tool_text)
+            errors = ncu_errors(tool_text)
             if errors:
                 return f"ncu failed: {errors}"
             kernels = []
@@ -541,7 +447,7 @@ class Profiler:
         self._assemble(run, child, kernels)
         if not kernels:
             result.message = "ncu profiled no kernel: the forward launched none"
-        errors = _ncu_errors(tool_text)
+        errors = ncu_errors(tool_text)
         if errors:
             result.message = f"{result.message}\nncu reported: {errors}".strip()
         return ""
@@ -622,12 +528,12 @@ class Profiler:
         library = [k for k in kernels if not k.own]
         result.kernels = kernels if self.settings.include_library_kernels else own
         result.totals = totals(own)
-        result.own_kernel_ms = _sum_ms(own)
-        result.library_kernel_ms = _sum_ms(library)
+        result.own_kernel_ms = sum_ms(own)
+        result.library_kernel_ms = sum_ms(library)
         result.library_kernel_names = list(dict.fromkeys(k.base_name for k in library))
         result.rules = [rule for k in result.kernels for rule in k.rules if rule.message]
         result.spec = self.gpu_spec(run.gpu) if run.gpu is not None else {}
-        result.tools.update(_child_versions(child.get("versions")))
+        result.tools.update(child_versions(child.get("versions")))
         result.tools["driver"] = result.spec.get("driver_version")
         cost, _ = self._task_cost(run.task, run.gpu, run.model, result)
         result.roofline = make_roofline(cost, result.spec.get("peaks"), allow_tf32=self.settings.allow_tf32)
@@ -677,61 +583,3 @@ def _deliver(libraries: dict[str, list[str]], scratch: Path) -> dict[str, list[s
     from cudaforge.eval import deliver
 
     return {key: [deliver(library, scratch, module), module] for key, (library, module) in libraries.items()}
-
-
-def _ncu_folders(ncu: str | None) -> list[str]:
-    """The install folder of ncu (its front end, its target libraries and sections), for the sandbox's root."""
-    if not ncu:
-        return []
-    real = Path(os.path.realpath(ncu)).parent
-    return [str(real.parent if real.name == "bin" else real)]
-
-
-NCU_OUTPUT_CAP = 1 << 30
-"""The largest file ncu (or anything else in the profiling sandbox) may write, and the most of it read back."""
-
-
-def _copy_ncu_output(scratch: Path, out_dir: Path) -> None:
-    """Copy ncu's log and report out of a dead sandbox's scratch into this process's own folder: regular files only,
-    never through a link, capped (the candidate could have left anything there)."""
-    for name in ("ncu.log", "profile.ncu-rep"):
-        try:
-            fd = os.open(scratch / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as src:
-            info = os.fstat(src.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_size <= NCU_OUTPUT_CAP:
-                with (out_dir / name).open("wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-
-
-def _read_capped(path: Path, cap: int = 32 << 20) -> str:
-    """The first ``cap`` bytes of a file of ours as text ('' when absent)."""
-    try:
-        with path.open("rb") as f:
-            return f.read(cap).decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _sum_ms(kernels: list[KernelProfile]) -> float | None:
-    known = [k.duration_ms for k in kernels if k.duration_ms is not None]
-    return sum(known) if known else None
-
-
-def _child_versions(versions: Any) -> dict[str, str | None]:
-    """The tool versions a profiling child reported (read from the candidate's scratch, so any JSON): names and
-    version strings only, at most 16 of them, each cut to 64 and 200 characters; anything else is dropped."""
-    if not isinstance(versions, dict):
-        return {}
-    return {
-        k[:64]: v[:200] if isinstance(v, str) else None
-        for k, v in itertools.islice(versions.items(), 16)
-        if isinstance(k, str) and (v is None or isinstance(v, str))
-    }
-
-
-def _ncu_errors(text: str) -> str:
-    """ncu's ``==ERROR==`` lines, joined (empty when there are none)."""
-    return " ".join(line.split("==ERROR==", 1)[1].strip() for line in text.splitlines() if "==ERROR==" in line)[:2000]

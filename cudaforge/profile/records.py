@@ -1,5 +1,5 @@
-"""The profiler's records, defined with the other layer-crossing records in ``cudaforge/types.py``."""
+"""The profiler's records, defined below the layers that use them in ``cudaforge/profile_types.py``."""
 
-from cudaforge.types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage
+from cudaforge.profile_types import KernelProfile, MetricValue, ProfileResult, ProfileStatus, Roofline, RuleMessage
 
 __all__ = ["KernelProfile", "MetricValue", "ProfileResult", "ProfileStatus", "Roofline", "RuleMessage"]

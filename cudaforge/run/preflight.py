@@ -167,7 +167,7 @@ def check_fit(
     if not (config.profile.enabled and Strategy.from_config(config.strategy).profile):
         return []
     if ncu_found is None:
-        from cudaforge.profile.profiler import resolve_ncu
+        from cudaforge.profile.ncu import resolve_ncu
 
         ncu_found = bool(resolve_ncu(config.profile.ncu_path))
     if ncu_found:

@@ -42,8 +42,8 @@ from typing import Any
 
 from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge, judge_metric_names
-from cudaforge.agents.prompts import PromptLibrary, PromptTemplateError
 from cudaforge.agents.skills import read_skills
+from cudaforge.agents.templates import PromptLibrary, PromptTemplateError
 from cudaforge.eval import Evaluator
 from cudaforge.graph.loop import Budgets, LoopServices, run_task
 from cudaforge.graph.strategies import Strategy

@@ -16,7 +16,7 @@ from typing import Any
 
 from cudaforge.hardware.roofline import make_roofline
 from cudaforge.hardware.specs import peak_rates
-from cudaforge.types import Roofline
+from cudaforge.profile_types import Roofline
 
 COST_TIMEOUT_S = 120.0
 """How long the CPU child that computes a task's cost may take."""

@@ -343,7 +343,7 @@ def distill(
     untimed: ``allow_untimed=True`` counts advice followed by a new verified kernel, and the document then
     says which of its evidence is untimed).
     """
-    from cudaforge.agents.prompts import PromptLibrary
+    from cudaforge.agents.templates import PromptLibrary
 
     if max_words < 20:
         raise ValueError(f"skill.max_words must be at least 20, not {max_words}")

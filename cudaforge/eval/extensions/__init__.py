@@ -42,16 +42,17 @@ The package imports torch lazily: :func:`precompile`, :func:`scrubbed_env` and
 
 One module per job: ``settings`` (BuildSettings), ``toolchain`` (nvcc, the host compiler, the architecture flags:
 NVIDIA's facts, from ``cudaforge.vendors``), ``headers`` (light headers), ``logs`` (log trimming and what a
-failed log says), ``records`` (BuildRecord, the errors, the recorder), ``builder`` (one build through the cache,
-its locks, the precompiled header, eviction), ``intercept`` (the ``load_inline``/``load`` hooks and the trusted
-side's build service), ``deferred`` (calls in ``__init__``/``forward`` built ahead, at load) and ``precompile`` (builds ahead of the GPU evaluation, in a CPU-only child).
+failed log says), ``records`` (BuildRecord, the errors, the recorder), ``spec`` (BuildSpec and its cache key),
+``artefacts`` (a build folder's files, read and written never through a link; a cache entry's lock), ``builder``
+(one build through the cache, the precompiled header, eviction), ``intercept`` (the ``load_inline``/``load`` hooks),
+``service`` (the trusted side's build service: a worker's request checked, built and delivered), ``deferred`` (calls in ``__init__``/``forward`` built ahead, at load) and ``precompile`` (builds ahead of the GPU evaluation, in a CPU-only child).
 """
 
 from __future__ import annotations
 
-from cudaforge.eval.extensions.builder import Builder, cache_key, module_name_of
+from cudaforge.eval.extensions.builder import Builder
 from cudaforge.eval.extensions.headers import light_cuda_source
-from cudaforge.eval.extensions.intercept import Hooks, keyed, serve_build, spec_from_inputs, warm_pch
+from cudaforge.eval.extensions.intercept import Hooks, keyed
 from cudaforge.eval.extensions.loading import (
     CANDIDATE_MODULE_PREFIX,
     CandidateLoader,
@@ -68,7 +69,9 @@ from cudaforge.eval.extensions.records import (
     ModuleNotLoadable,
     ToolchainIncomplete,
 )
+from cudaforge.eval.extensions.service import serve_build, spec_from_inputs, warm_pch
 from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
+from cudaforge.eval.extensions.spec import cache_key, module_name_of
 from cudaforge.eval.extensions.toolchain import toolchain_fingerprint
 from cudaforge.proc.isolation import scrubbed_env
 

@@ -4,7 +4,6 @@ or in sequence), the precompiled header of ``main.cpp``, and eviction of the lea
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import inspect
 import json
@@ -13,18 +12,27 @@ import re
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cudaforge.caches import touch
-from cudaforge.eval.extensions.flags import pch_order, pch_worthy
+from cudaforge.eval.extensions.artefacts import (
+    LIBRARY_MAX,
+    LOG_HEAD,
+    LOG_TAIL,
+    PCH_MAX,
+    file_lock,
+    ninja_steps,
+    open_artefact,
+    read_bounded,
+    write_into,
+)
+from cudaforge.eval.extensions.flags import pch_order
 from cudaforge.eval.extensions.headers import BIND_HEADER, BIND_HEADER_TEXT
 from cudaforge.eval.extensions.logs import (
     EDG_DIAG,
@@ -34,57 +42,16 @@ from cudaforge.eval.extensions.logs import (
     find_failed_targets,
     missing_toolkit_header,
 )
-from cudaforge.eval.extensions.settings import RECIPE_VERSION, BuildSettings, FallbackMode
+from cudaforge.eval.extensions.settings import BuildSettings, FallbackMode
+from cudaforge.eval.extensions.spec import BuildSpec, wants_pch
 from cudaforge.eval.extensions.toolchain import pip_cuda_includes, toolchain_fingerprint
-from cudaforge.proc.files import write_atomic as write_atomic
+from cudaforge.proc.files import write_atomic
 from cudaforge.proc.isolation import scrubbed_env
 from cudaforge.proc.sandbox.launch import REFUSED_EXIT
 from cudaforge.vendors import current
 
-
-def cache_key(inputs: dict[str, Any], settings: BuildSettings) -> str:
-    """Hash of a build's inputs, the toolchain, the architecture and the recipe (48 hex digits)."""
-    payload = {
-        "inputs": inputs,
-        "toolchain": toolchain_fingerprint(),
-        "cpu_only_includes": pip_cuda_includes() if toolchain_fingerprint()["torch_cuda"] == "None" else [],
-        "arch": settings.arch,
-        "recipe": {
-            "version": RECIPE_VERSION,
-            "light_headers": settings.light_headers,
-            "use_pch": settings.use_pch,
-            "extra_cflags": settings.extra_cflags,
-            "extra_cuda_cflags": settings.extra_cuda_cflags,
-        },
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:48]
-
-
-# --------------------------------------------------------------------------- building
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``fcntl`` lock: released by the kernel if the holder dies."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 _TORCH_NINJA = threading.Lock()
 """Held while torch writes a ninja file (its module-level ``CUDA_HOME`` may be patched meanwhile)."""
-LOG_HEAD = 512 << 10
-LOG_TAIL = 512 << 10
-"""A compiler's output is kept whole up to ``LOG_HEAD + LOG_TAIL`` bytes; past that, its head and tail (errors come
-first; ninja's summary last), read as it comes (megabytes of warnings are never held)."""
-LIBRARY_MAX = 256 << 20
-"""The largest extension library the trusted side copies out of a build folder (and keeps in the cache)."""
-PCH_MAX = 4 << 30
-"""The largest precompiled header the trusted side keeps."""
 COMPILER_GB = 8.0
 """At most this much memory for one compiler sandbox (less with ``eval.sandbox_memory_gb``): a build, its race and a
 header build may run at once beside the worker."""
@@ -98,85 +65,10 @@ BUILD_FILES = 20_000
 """The quota of one build's work folder (its variants' objects and libraries; a precompiled header's build)."""
 
 
-def read_bounded(stream: Any, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:
-    """Everything ``stream`` (a binary pipe) gives until it closes, keeping at most ``head`` bytes of its start and
-    ``tail`` of its end, with a line saying how much was left out between them."""
-    first = bytearray()
-    last = bytearray()
-    dropped = 0
-    while True:
-        chunk = stream.read(1 << 16)
-        if not chunk:
-            break
-        room = head - len(first)
-        if room > 0:
-            first += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            last += chunk
-            if len(last) > tail:
-                dropped += len(last) - tail
-                del last[: len(last) - tail]
-    text = first.decode(errors="replace")
-    if dropped:
-        text += f"\n[... {dropped} bytes of compiler output left out ...]\n"
-    return text + last.decode(errors="replace")
-
-
-def write_into(directory: Path, name: str, text: str) -> None:
-    """Write ``text`` as the file ``name`` of ``directory``, a folder a sandbox may have written: never through a
-    link, and only as a regular file of ours (anything else there is removed first). A file that already holds
-    ``text`` is left as it is (its mtime kept: ninja rebuilds only what changed)."""
-    data = text.encode()
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        with contextlib.suppress(OSError):
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
-            with os.fdopen(fd, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                if stat.S_ISREG(info.st_mode) and info.st_size == len(data) and handle.read(len(data) + 1) == data:
-                    return
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name, dir_fd=dfd)
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-    finally:
-        os.close(dfd)
-
-
-def open_artefact(path: Path, limit: int) -> int:
-    """A descriptor of a file a sandbox made (an extension library, a precompiled header), opened without following
-    a link; OSError unless it is a regular file of at most ``limit`` bytes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-        os.close(fd)
-        raise OSError(f"{path.name} is not a regular file of at most {limit >> 20} MiB")
-    return fd
-
-
 def _call_filtered(fn: Any, **kwargs: Any) -> Any:
     """Call a private torch helper with the keyword arguments its version accepts."""
     params = inspect.signature(fn).parameters
     return fn(**{k: v for k, v in kwargs.items() if k in params})
-
-
-@dataclass
-class BuildSpec:
-    """One extension to build: its files (name -> text) and torch's build arguments."""
-
-    name: str
-    files: dict[str, str]
-    """File name -> text of the plain build (only ``.cpp``/``.cu``... files are compiled)."""
-    variants: list[tuple[str, dict[str, str]]]
-    """``(variant, files)`` in the order to try: ``light:<tier>`` ones, then ``plain``."""
-    extra_cflags: list[str]
-    extra_cuda_cflags: list[str]
-    extra_ldflags: list[str]
-    extra_include_paths: list[str]
-    with_cuda: bool
-    is_python_module: bool
 
 
 @dataclass
@@ -189,26 +81,6 @@ class _Attempt:
     measures: list[str]
     steps: dict[str, float] = field(default_factory=dict)
     """Seconds of each step: ninja's targets (``main.o``, ``cuda.cuda.o``, the library) and ``pch`` when built."""
-
-
-def _ninja_steps(directory: Path) -> dict[str, float]:
-    """Seconds per target of the last ninja run in ``directory`` (its ``.ninja_log``: start and end in ms). The
-    folder is the sandboxed build's to write: only its first 64 KiB are read, and a line that does not parse is
-    skipped (the figures only inform; no verdict reads them)."""
-    steps: dict[str, float] = {}
-    with contextlib.suppress(OSError), os.fdopen(open_artefact(directory / ".ninja_log", 1 << 30), "rb") as handle:
-        for line in handle.read(1 << 16).decode(errors="replace").splitlines()[:256]:
-            parts = line.split("\t")
-            if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
-                steps[parts[3]] = round((int(parts[1]) - int(parts[0])) / 1000, 2)
-    return steps
-
-
-def wants_pch(spec: BuildSpec) -> bool:
-    """Whether a build may use (and make) a precompiled header: only for the common host-flag sets and without
-    include folders of the candidate's (a scratch path is new every evaluation): a header per macro set or folder
-    would grow the cache by half a gigabyte each time."""
-    return pch_worthy(list(spec.extra_cflags)) and not spec.extra_include_paths
 
 
 # The first line of a main.cpp that a precompiled header serves, and that header (relative to an include folder).
@@ -453,7 +325,7 @@ class Builder:
                 if name == "torch/extension.h"
                 else str(self.bind_include() / name)
             )
-            from cudaforge.proc.sandbox import new_scratch, release_scratch
+            from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 
             compiler = shutil.which(cxx) or cxx
             work = Path(new_scratch("pch", BUILD_BYTES, BUILD_FILES))
@@ -561,7 +433,7 @@ class Builder:
             if thread is not None:
                 thread.join()
                 log += early["r"][1]
-                early_steps = _ninja_steps(directory)
+                early_steps = ninja_steps(directory)
             log += pch_log
             if thread is not None and early["r"][0] != 0:
                 return _Attempt(attempt_id, False, log, find_failed_targets(log), directory, measures, early_steps)
@@ -571,7 +443,7 @@ class Builder:
                 measures.append("pch")
         rc, out = self._ninja(attempt_id, directory, [] if link else objects)
         log += out
-        steps = {**(early_steps if use_pch and pch_header else {}), **_ninja_steps(directory)}
+        steps = {**(early_steps if use_pch and pch_header else {}), **ninja_steps(directory)}
         if pch_seconds:
             steps["pch"] = round(pch_seconds, 2)
         return _Attempt(
@@ -584,7 +456,7 @@ class Builder:
         """Build the light variants (in order) and the plain one; return the winner and fallbacks. The compiler works
         in a folder of its own (a tmpfs of at most :data:`BUILD_BYTES`, as root: a build cannot fill the disk);
         the cache keeps only the winner's checked library, in ``<cache>/<key>/<light|plain>/``."""
-        from cudaforge.proc.sandbox import new_scratch, release_scratch
+        from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch
 
         root = self.settings.cache_root() / key
         work = Path(new_scratch("build", BUILD_BYTES, BUILD_FILES))
@@ -710,15 +582,3 @@ class Builder:
             if grepped.returncode != 1:
                 return False  # found in torch's headers (or grep failed): a header could matter
         return True
-
-
-def module_name_of(key: str) -> str:
-    """The module name a build's library is made under: from its cache key alone, so the library is the same
-    whatever name the request gave (a name could otherwise break the import of everyone who hits the cache)."""
-    return f"ext_{key[:24]}"
-
-
-def as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)

@@ -7,18 +7,19 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from cudaforge.eval.extensions.builder import cache_key
-from cudaforge.eval.extensions.intercept import Hooks, keyed, spec_from_inputs
+from cudaforge.eval.extensions.intercept import Hooks, keyed
 from cudaforge.eval.extensions.patch import build_hooks
 from cudaforge.eval.extensions.records import BuildRecorder
+from cudaforge.eval.extensions.service import spec_from_inputs
 from cudaforge.eval.extensions.settings import BuildSettings
+from cudaforge.eval.extensions.spec import cache_key
 from cudaforge.types import source_hash
 
 CANDIDATE_MODULE_PREFIX = "cudaforge_candidate_"
 """A candidate's module is named this plus its source's hash (``candidate_module_name``)."""
 
 Remote = Callable[[dict[str, Any]], dict[str, Any]]
-"""A build service: a ``load_inline`` call's inputs in, the trusted side's reply out (``intercept.serve_build``)."""
+"""A build service: a ``load_inline`` call's inputs in, the trusted side's reply out (``service.serve_build``)."""
 
 
 def candidate_module_name(source: str) -> str:

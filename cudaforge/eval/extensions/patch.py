@@ -9,10 +9,10 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cudaforge.eval.extensions.builder import as_list
 from cudaforge.eval.extensions.intercept import Hooks
 from cudaforge.eval.extensions.records import BuildRecorder
 from cudaforge.eval.extensions.settings import BuildSettings
+from cudaforge.eval.extensions.spec import as_list
 
 
 def _inline_hook(hooks: Hooks, original_inline: Callable[..., Any]) -> Callable[..., Any]:

@@ -20,12 +20,12 @@ from typing import Any
 
 from cudaforge import languages
 from cudaforge.caches import GB, evict_lru
-from cudaforge.eval.extensions.builder import write_atomic
 from cudaforge.eval.extensions.deferred import reported_misses, reported_sites
-from cudaforge.eval.extensions.intercept import serve_build_counted
 from cudaforge.eval.extensions.logs import trim_compiler_log
 from cudaforge.eval.extensions.records import BuildRecorder
+from cudaforge.eval.extensions.service import serve_build_counted
 from cudaforge.eval.extensions.settings import BuildSettings
+from cudaforge.proc.files import write_atomic
 from cudaforge.proc.isolation import remove_noted, scrubbed_env
 from cudaforge.vendors import pin_env
 

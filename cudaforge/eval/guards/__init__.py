@@ -4,9 +4,10 @@
   corpus expectation), and the entry-point group ``cudaforge.guards`` through which a package adds one (no torch);
 * :mod:`~cudaforge.eval.guards.policy`: the guards' config policies and the findings they leave (no torch);
 * :mod:`~cudaforge.eval.guards.source`: static guards on the candidate's AST (no torch), one module per part:
-  ``vocab`` and ``strict_vocab`` (the names each guard knows), ``module`` (the candidate's module, its names
-  resolved), ``imports``, ``checks`` (one check per static guard), ``dynamic`` (``dynamic_code``), ``strict`` and
-  ``strict_calls`` (``torch_ops=strict``);
+  ``vocab`` and ``strict_vocab`` (the names each guard knows), ``names`` (names as the guards read them) and
+  ``module`` (the candidate's module, its names resolved), ``imports``, ``candidate`` (what the checks are given)
+  and ``effects`` (the side-effect walk), ``checks`` (one check per static guard), ``dynamic`` (``dynamic_code``),
+  ``strict``, ``strict_values`` and ``strict_calls`` (``torch_ops=strict``);
 * :mod:`~cudaforge.eval.guards.runtime`: guards inside the worker (torch): poisoned free memory,
   input checksums, output types, precision, sensitivity, timed-output checks, host/event time,
   speed of light, the profiler's share of library kernels;

@@ -229,7 +229,7 @@ class _Evaluation:
         the JIT languages' kept kernels seeded and compiled ahead."""
         from cudaforge.eval.extensions import BuildSettings
         from cudaforge.eval.extensions.deferred import reported_misses, reported_sites
-        from cudaforge.eval.extensions.intercept import serve_build_counted
+        from cudaforge.eval.extensions.service import serve_build_counted
 
         cfg, result, process = self.cfg, self.result, cast(CandidateProcess, self.process)
         self.t = self.enter(self.phase)

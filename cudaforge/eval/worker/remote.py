@@ -22,7 +22,8 @@ from cudaforge.eval.worker.channel import Channel, ChannelError
 from cudaforge.languages import jit_cache_env
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.proc.isolation import describe_exit, scrubbed_env, tail
-from cudaforge.proc.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe, new_scratch
+from cudaforge.proc.sandbox import Sandbox, SandboxedProcess, SandboxMode, describe
+from cudaforge.proc.sandbox.scratch import new_scratch
 from cudaforge.vendors import pin_env
 
 LOG_CAP = 64 << 20

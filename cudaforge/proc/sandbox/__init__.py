@@ -25,7 +25,6 @@ from __future__ import annotations
 import enum
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from cudaforge.paths import PACKAGE_DIR, PROJECT_ROOT
+from cudaforge.proc.sandbox.environment import sandbox_env
+from cudaforge.proc.sandbox.scratch import new_scratch, release_scratch, scratch_quota
 from cudaforge.vendors import current
 
 SANDBOX_UIDS = range(1_500_000_000, 1_500_000_000 + (1 << 24))
@@ -164,197 +165,10 @@ def _hidden(path: str) -> bool:
     return any(_inside(path, a) for a in around)
 
 
-ENV_NAMES = {
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "LD_LIBRARY_PATH",
-    "PYTHONPATH",
-    "PYTHONUNBUFFERED",
-    "PYTHONDONTWRITEBYTECODE",
-    "PYTHONSAFEPATH",
-    "PYTHONHASHSEED",
-    "PYTHONIOENCODING",
-    "PYTHONWARNINGS",
-    "CC",
-    "CXX",
-    "CUDAHOSTCXX",
-    "MAX_JOBS",
-    "CUDAFORGE_WORKER_DEVICE",
-    "CUDAFORGE_GPU_VENDOR",
-}
-"""Environment variables a sandboxed program keeps by name (everything else is dropped: the evaluator's own settings,
-``CUDAFORGE_STANDBY_EVAL`` with every guard's policy and threshold, among them)."""
-ENV_PREFIXES = (
-    "LC_",
-    "CUDA_",
-    "NVIDIA_",
-    "TRITON_",
-    "TORCH_",
-    "TORCHINDUCTOR_",
-    "PYTORCH_",
-    "CUBLAS_",
-    "CUDNN_",
-    "XDG_",
-    "TILELANG_",
-    "CUTE_",
-    "CUTLASS_",
-    "CUPY_",
-    "OMP_",
-    "MKL_",
-    "KMP_",
-)
-"""... and by prefix: the toolchains', the GPU's, the kernel languages' and torch's own settings."""
-_SANDBOX_SECRET_NAMES = re.compile(
-    r"PASS|PWD|AUTH|DSN|COOKIE|WEBHOOK|KEY|SECRET|TOKEN|CREDENTIAL|PRIVATE", re.IGNORECASE
-)
-"""Words that make a name a credential's in the sandbox's eyes, wherever they stand in it."""
-_CREDENTIAL_VALUE = re.compile(r"://[^/\s@]*@|://[^/\s:]+:[^/\s@]+@")
-"""A URL that carries a user or a password (``redis://:pw@host``, ``https://u:p@proxy``)."""
-
-
-SECRET_NAMES = re.compile(
-    r"(API_?KEY|_TOKEN$|^TOKEN$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION_KEY|PRIVATE_KEY|_KEY$|^AWS_|^AZURE_|"
-    r"^GOOGLE_|^WANDB_|^GH_|^GITHUB_|^SSH_AUTH_SOCK$|^NETRC$|^HF_TOKEN|^HUGGING_FACE_HUB_TOKEN|^OPENAI_|"
-    r"^ANTHROPIC_|^GEMINI_|^MISTRAL_|^GROQ_|^TOGETHER_|^DEEPSEEK_|^OPENROUTER_|^LITELLM_)",
-    re.IGNORECASE,
-)
-"""Names of environment variables that look like credentials (``cudaforge.proc.isolation.scrubbed_env`` drops them for
-every child that runs candidate or task code; the sandbox drops them from what its allow-list keeps)."""
-
-
-def sandbox_env(env: dict[str, str]) -> dict[str, str]:
-    """What of ``env`` a sandboxed program may see: an allow-list of names and prefixes (:data:`ENV_NAMES`,
-    :data:`ENV_PREFIXES`), minus anything that still looks like a credential (a name with a word of one in it, a
-    URL with a user or password in its value). A database URL, a proxy with a password or a webhook under a name no
-    deny-list knows never reaches the candidate."""
-    return {
-        k: v
-        for k, v in env.items()
-        if (k in ENV_NAMES or k.startswith(ENV_PREFIXES))
-        and not SECRET_NAMES.search(k)
-        and not _SANDBOX_SECRET_NAMES.search(k)
-        and not _CREDENTIAL_VALUE.search(v)
-    }
-
-
 def default_device_paths() -> list[str]:
     """Device nodes a candidate may open: the null/zero/random devices and the GPU vendor's (``/dev/nvidia*``)."""
     nodes = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
     return [n for n in nodes if os.path.exists(n)] + current().device_nodes()
-
-
-SCRATCH_NAME = re.compile(r"^cudaforge-[a-z]+-(\d+)-")
-"""Scratch folders are named ``cudaforge-<kind>-<pid of the trusted process>-...`` (:func:`new_scratch`)."""
-
-
-def new_scratch(kind: str, quota_bytes: int = 0, quota_files: int = 0) -> str:
-    """A fresh scratch folder ``<tmp>/cudaforge-<kind>-<pid>-XXXX``. As root, with a quota, it is a tmpfs of its
-    own of at most ``quota_bytes`` and ``quota_files`` entries (a write past them fails with ENOSPC); else a plain
-    folder. Pair with :func:`release_scratch`."""
-    sweep_stale_scratch()
-    path = tempfile.mkdtemp(prefix=f"cudaforge-{kind}-{os.getpid()}-")
-    if quota_bytes and os.geteuid() == 0:
-        from cudaforge.proc.sandbox import linux
-
-        try:
-            linux.mount(
-                "tmpfs",
-                path,
-                "tmpfs",
-                linux.MS_NOSUID | linux.MS_NODEV,
-                f"mode=0700,size={int(quota_bytes)},nr_inodes={int(quota_files or 1_000_000)}",
-            )
-        except OSError:
-            pass  # no quota: the sandbox's status says so (scratch_quota)
-    return path
-
-
-def scratch_quota(path: str) -> str | None:
-    """The quota of a scratch folder made by :func:`new_scratch` ("2.0 GiB, 50000 entries"), or None if it has none."""
-    try:
-        info = os.statvfs(path)
-        if os.path.ismount(path) and info.f_blocks:
-            return f"{info.f_blocks * info.f_frsize / (1 << 30):.1f} GiB, {info.f_files} entries"
-    except OSError:
-        pass
-    return None
-
-
-def release_scratch(path: str) -> None:
-    """Remove a scratch folder (unmounting its tmpfs first); never raises, never follows a link."""
-    if not path or not SCRATCH_NAME.match(os.path.basename(path)):
-        return
-    if os.path.ismount(path):
-        from cudaforge.proc.sandbox import linux
-
-        try:
-            linux.umount(path)
-        except OSError:
-            pass
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _dead(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-        return False
-    except ProcessLookupError:
-        return True
-    except (OSError, ValueError):
-        return False
-
-
-def sweep_stale_scratch() -> int:
-    """Unmount and remove the scratch tmpfs mounts left by trusted processes that died without removing them
-    (killed: their pid is in the folder's name), and the empty cgroups of launchers killed with their sandbox.
-    Returns how many scratch folders went."""
-    if os.geteuid() != 0:
-        return 0
-    import glob
-
-    places = ["/sys/fs/cgroup", "/sys/fs/cgroup/*"]  # v2's root, v1's controllers; and this process's own cgroups
-    try:
-        places += ["/sys/fs/cgroup" + line.rstrip("\n").split(":", 2)[2] for line in open("/proc/self/cgroup")]
-        places += [
-            "/sys/fs/cgroup/memory" + line.rstrip("\n").split(":", 2)[2]
-            for line in open("/proc/self/cgroup")
-            if ":memory:" in line
-        ]
-    except (OSError, IndexError):
-        pass
-    for cgroup in sorted({c for place in places for c in glob.glob(f"{place}/cudaforge-sandbox-*")})[:1000]:
-        pid = os.path.basename(cgroup).split("-")[2]
-        if pid == "1" or _dead(pid):  # pid 1: made inside a pid namespace by an earlier launcher, never a live one
-            try:
-                os.rmdir(cgroup)
-            except OSError:
-                pass
-    gone = 0
-    tmp = tempfile.gettempdir().rstrip("/") + "/"
-    try:
-        lines = open("/proc/self/mountinfo").read().splitlines()
-    except OSError:
-        return 0
-    for line in lines:
-        fields = line.split(" ")
-        if len(fields) < 5 or not fields[4].startswith(("/tmp/", tmp)):
-            continue
-        path = fields[4].replace("\\040", " ")
-        found = SCRATCH_NAME.match(os.path.basename(path))
-        if not found:  # any temporary folder: a test's or a run's TMPDIR may be one below /tmp
-            continue
-        if not _dead(found.group(1)):
-            continue  # its owner lives (or cannot be told apart from one that does)
-        release_scratch(path)
-        gone += 1
-    return gone
 
 
 @dataclass

@@ -15,15 +15,8 @@ from cudaforge.eval.guards.source.imports import (
     imported_modules,
     reexported_module,
 )
-from cudaforge.eval.guards.source.module import (
-    CandidateModule,
-    bound_name,
-    line_of,
-    literal_name,
-    module_rooted,
-    under_any,
-    unparsed,
-)
+from cudaforge.eval.guards.source.module import CandidateModule, line_of, module_rooted, under_any, unparsed
+from cudaforge.eval.guards.source.names import bound_name, literal_name
 from cudaforge.eval.guards.source.vocab import (
     DYNAMIC_BUILTINS,
     DYNAMIC_DUNDERS,

@@ -8,7 +8,8 @@ import ast
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cudaforge.eval.guards.source.module import line_of, literal_name, under_any, unparsed
+from cudaforge.eval.guards.source.module import line_of, under_any, unparsed
+from cudaforge.eval.guards.source.names import literal_name
 from cudaforge.eval.guards.source.strict_vocab import (
     ARITHMETIC_BUILTINS,
     ARRAY_LAYOUT,
