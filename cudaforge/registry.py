@@ -58,6 +58,7 @@ class Registry(Generic[T]):
         self._built_in: dict[str, T | str] | None = None
         self._names: tuple[str, ...] | None = None
         self._loaded: dict[str, T] = {}
+        self._items: tuple[tuple[str, T], ...] | None = None
         self._failed: dict[str, str] = {}
         self._warned: set[str] = set()
 
@@ -74,6 +75,9 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """The entries' names: the built-in ones in their declared order, then the packages' in name order (a package's
         entry named like a built-in or a reserved name is left out, with a warning)."""
+        return list(self._order())
+
+    def _order(self) -> tuple[str, ...]:
         if self._names is None:
             built_in = tuple(self.built_in())
             added = sorted(plugins.declared().get(self.group, {})) if self.group else []
@@ -83,10 +87,10 @@ class Registry(Generic[T]):
                     stacklevel=3,
                 )
             self._names = built_in + tuple(n for n in added if n not in built_in and n not in self.reserved)
-        return list(self._names)
+        return self._names
 
     def __contains__(self, name: object) -> bool:
-        return name in self.names()
+        return name in self._order()
 
     def is_built_in(self, name: str) -> bool:
         """Whether ``name`` is one of the built-in entries (not a package's)."""
@@ -95,10 +99,10 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry called ``name``: ValueError naming the known ones when there is none, or saying why it cannot be
         loaded (it cannot be imported, is not of the kind's type, or fails the kind's check)."""
-        if name not in self.names():
-            raise ValueError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or 'none'}")
         if name in self._loaded:
             return self._loaded[name]
+        if not self.is_built_in(name) and name not in self._order():  # a built-in one needs no scan of the packages
+            raise ValueError(f"unknown {self.kind} {name!r}; known: {', '.join(self._order()) or 'none'}")
         if name in self._failed:
             raise ValueError(self._failed[name])
         try:
@@ -112,14 +116,17 @@ class Registry(Generic[T]):
     def items(self) -> list[tuple[str, T]]:
         """Every entry that loads, with its name, in :meth:`names` order: a package's entry that does not is left out
         with one warning; a built-in one that does not raises (ValueError)."""
+        if self._items is not None:
+            return list(self._items)
         found = []
-        for name in self.names():
+        for name in self._order():
             try:
                 found.append((name, self.get(name)))
             except ValueError as exc:
                 if self.is_built_in(name):
                     raise
                 self._warn_once(name, str(exc))
+        self._items = tuple(found)
         return found
 
     def loaded(self) -> list[T]:
@@ -128,7 +135,7 @@ class Registry(Generic[T]):
 
     def clear(self) -> None:
         """Forget what was loaded and scanned (the next question reads the built-in entries and the packages again)."""
-        self._built_in = self._names = None
+        self._built_in = self._names = self._items = None
         self._loaded.clear()
         self._failed.clear()
         self._warned.clear()
