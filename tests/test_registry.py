@@ -117,3 +117,19 @@ def test_an_environment_written_before_the_new_groups_reads_them_as_empty(monkey
     found = plugins.declared()
     assert found[plugins.LANGUAGES] == {"x": "m:X"} and found[plugins.REPORT_SECTIONS] == {}
     assert set(found) == set(plugins.GROUPS)
+
+
+def test_the_guards_table_fits_a_registry_as_it_is(site):
+    """The guards' case: built-in objects given as a dict of ``Guard`` by name, packages' in ``cudaforge.guards``."""
+    from cudaforge.eval.guards.policy import GUARDS, Guard
+
+    def own_name(name: str, guard: Guard) -> str | None:
+        return None if guard.name == name else f"not a Guard called {name!r}"
+
+    guards = Registry[Guard]("guard", plugins.GUARDS, Guard, built_in=GUARDS, check=own_name)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert guards.names()[: len(GUARDS)] == list(GUARDS) and guards.loaded() == list(GUARDS.values())
+    assert guards.get(next(iter(GUARDS))) is next(iter(GUARDS.values()))
+    with pytest.raises(ValueError, match="'three' names Thing 'three', not a Guard$"):
+        guards.get("three")  # the site's package names a Thing in the guards' group
