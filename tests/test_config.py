@@ -301,6 +301,8 @@ def test_a_strategy_of_ones_own_is_one_file_in_ones_config_dir(tmp_path):
     # a packaged name with other flags is refused; so is an unknown name that sets none
     relabelled = compose_with(["strategy.name=one_shot"]).strategy
     assert "choose it with strategy=one_shot" in strategy_problems(relabelled)[0]
+    reshaped = compose_with(["strategy.graph=no_judge_loop:shape"]).strategy  # another loop under cudaforge's name
+    assert strategy_problems(reshaped)[0].startswith("strategy.name=cudaforge: graph differ")
     unknown = OmegaConf.create({"name": "nowhere", "judge_corrects": None, "judge_optimizes": None, "profile": None})
     assert "unknown strategy 'nowhere'" in strategy_problems(unknown)[0]
     # a config written before strategies moved to YAML (no flags) routes as its name's packaged strategy

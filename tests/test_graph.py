@@ -476,8 +476,8 @@ def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monke
     tests/fixtures/loop_shapes/no_judge_loop.py, whose graph has no Judge or profiler node."""
     from types import SimpleNamespace
 
-    from cudaforge.graph.loop import DEFAULT_GRAPH, build_graph, loop_shape
-    from cudaforge.graph.strategies import Strategy, get_strategy, strategy_names
+    from cudaforge.graph.loop import build_graph, loop_shape
+    from cudaforge.graph.strategies import DEFAULT_GRAPH, Strategy, get_strategy, strategy_names
 
     assert {get_strategy(name).graph for name in strategy_names()} == {DEFAULT_GRAPH}
     monkeypatch.syspath_prepend(str(SHAPES))
@@ -490,8 +490,10 @@ def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monke
     }
     assert drawn["no_judge_loop:shape"] == {"__start__", "__end__", "coder", "evaluate"}
     assert drawn[DEFAULT_GRAPH] == {"__start__", "__end__", "coder", "evaluate", "profile", "judge"}
+    assert loop_shape("alternating") is loop_shape("cudaforge.graph.loop:alternating")  # its name, or its function
     for spec, said in [
-        ("no_judge_loop", "name a function as module:function"),
+        ("no_judge_loop", "no loop shape is registered by that name \\(known: alternating\\); or name a function as"),
+        (":shape", "name a function as module:function"),
         ("no_such_module_here:shape", "cannot import no_such_module_here"),
         ("no_judge_loop:missing", "no_judge_loop has no function missing"),
     ]:

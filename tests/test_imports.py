@@ -11,7 +11,7 @@ import cudaforge
 PACKAGE = Path(cudaforge.__file__).resolve().parent
 
 LAYERS = [
-    ["cudaforge", "types", "profile_types", "paths", "pyast", "plugins"],
+    ["cudaforge", "types", "profile_types", "paths", "pyast", "plugins", "registry"],
     ["languages"],
     ["vendors"],
     ["hardware"],

@@ -175,3 +175,80 @@ def test_the_example_names_its_language_in_the_group_the_registry_reads(table):
 
     project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
     assert table == plugins.LANGUAGES and project["entry-points"][table] == {"numba": "cudaforge_numba_lang:LANGUAGE"}
+
+
+SECTION_PACKAGE = """
+from cudaforge.report.sections import ReportSection
+
+def _count(runs):
+    return ["", "## Runs counted", "", f"{len(runs)} runs."]
+
+def _fail(runs):
+    raise RuntimeError("no data")
+
+def _quiet(runs):
+    return []
+
+SECTION = ReportSection("run_count", _count)
+FAILING = ReportSection("failing", _fail)
+QUIET = ReportSection("quiet", _quiet)
+SHADOW = ReportSection("protocols", _count)
+"""
+
+REPORT = """
+import json, warnings
+from cudaforge.report import tables
+from cudaforge.report.model import Report
+from cudaforge.report.sections import SECTIONS, section_lines
+from cudaforge.report.stats import FailedAs
+report = Report([], [], [], [], [], FailedAs.zero)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    report.sections = section_lines([])
+print(json.dumps({"names": SECTIONS.names(), "md": tables.markdown(report), "warned": [str(x.message) for x in w]}))
+"""
+
+
+def test_an_installed_package_adds_a_report_section_written_after_the_built_in_ones(tmp_path):
+    (tmp_path / "site" / "count_section").mkdir(parents=True)
+    (tmp_path / "site" / "count_section" / "__init__.py").write_text(SECTION_PACKAGE)
+    entries = {"run_count": "count_section:SECTION", "failing": "count_section:FAILING", "quiet": "count_section:QUIET"}
+    site = install(tmp_path / "site", {"cudaforge.report_sections": {**entries, "protocols": "count_section:SHADOW"}})
+    seen = ask(REPORT, cwd=tmp_path, pythonpath=site)
+    assert seen["names"] == ["protocols", "integrations", "failing", "quiet", "run_count"]
+    assert seen["md"].endswith("## Notes\n\n\n## Runs counted\n\n0 runs.\n"), seen["md"][-200:]
+    assert any("'protocols' of an installed package is left out" in m for m in seen["warned"]), seen["warned"]
+    assert any("'failing' failed (no data)" in m for m in seen["warned"]), seen["warned"]
+    plain = ask(REPORT, cwd=tmp_path)
+    assert plain["names"] == ["protocols", "integrations"] and plain["md"].endswith("## Notes\n\n")
+
+
+SHAPE = """
+import json
+from types import SimpleNamespace
+from cudaforge.graph.loop import build_graph
+from cudaforge.graph.strategies import LOOP_SHAPES, Strategy
+node = {"name": "mine", "judge_corrects": True, "judge_optimizes": True, "profile": True}
+drawn = {}
+for graph in ("no_judge", "alternating"):
+    strategy = Strategy.from_config({**node, "graph": graph})
+    drawn[graph] = sorted(build_graph(SimpleNamespace(strategy=strategy)).get_graph().nodes)
+try:
+    build_graph(SimpleNamespace(strategy=Strategy.from_config({**node, "graph": "broken"})))
+except ValueError as exc:
+    drawn["broken"] = str(exc)
+print(json.dumps({"names": LOOP_SHAPES.names(), **drawn}))
+"""
+
+
+def test_an_installed_package_adds_a_loop_shape_that_a_strategy_names(tmp_path):
+    """The worked example of tests/fixtures/loop_shapes/, shipped as a package: ``graph: no_judge`` in a strategy."""
+    (tmp_path / "site").mkdir()
+    shutil.copy(REPO / "tests" / "fixtures" / "loop_shapes" / "no_judge_loop.py", tmp_path / "site")
+    (tmp_path / "site" / "not_a_shape.py").write_text("SHAPE = 3\n")
+    shapes = {"no_judge": "no_judge_loop:shape", "broken": "not_a_shape:SHAPE"}
+    seen = ask(SHAPE, cwd=tmp_path, pythonpath=install(tmp_path / "site", {"cudaforge.strategies": shapes}))
+    assert seen["names"] == ["alternating", "broken", "no_judge"]
+    assert seen["no_judge"] == ["__end__", "__start__", "coder", "evaluate"]
+    assert seen["alternating"] == ["__end__", "__start__", "coder", "evaluate", "judge", "profile"]
+    assert "strategy.graph='broken'" in seen["broken"] and "names int, not a function" in seen["broken"]

@@ -190,7 +190,9 @@ def strategy_problems(node: Any) -> list[str]:
         return [f"strategy.name={name}: {exc}; a strategy of your own sets {', '.join(FLAGS)} in its YAML file"]
     if name in strategy_names() and mine != get_strategy(name):
         changed = [
-            k for k in (*FLAGS, "metric_set", "max_rounds") if getattr(mine, k) != getattr(get_strategy(name), k)
+            k
+            for k in (*FLAGS, "metric_set", "max_rounds", "graph")
+            if getattr(mine, k) != getattr(get_strategy(name), k)
         ]
         return [
             f"strategy.name={name}: {', '.join('round_cap' if k == 'max_rounds' else k for k in changed)} differ from "

@@ -30,7 +30,7 @@ from cudaforge.agents.coder import Coder
 from cudaforge.agents.judge import Judge
 from cudaforge.agents.prompts import MAX_PROMPT_KERNEL_CHARS
 from cudaforge.eval import cap_strings, cap_text
-from cudaforge.graph.strategies import DEFAULT_GRAPH, Strategy
+from cudaforge.graph.strategies import Strategy, graph_builder
 from cudaforge.llm.errors import EmptyReply, LLMAuthError, LLMError, LLMUnavailable
 from cudaforge.track.store import CANDIDATE_FILE, CODER_FILE, EVAL_FILE, JUDGE_FILE, PROFILE_FILE
 from cudaforge.types import EvalResult, EvalStatus, Feedback, JudgeMode, RoundRecord, Task, TaskResult, source_hash
@@ -542,20 +542,9 @@ LoopShape = Callable[["StateGraph[LoopState]", "LoopNodes"], None]
 
 
 def loop_shape(spec: str) -> LoopShape:
-    """The function ``spec`` names (``module:function``, ``strategy.graph``); an error says what is wrong with it."""
-    module_name, _, name = str(spec).partition(":")
-    if not module_name or not name:
-        raise ValueError(f"strategy.graph={spec!r}: name a function as module:function (e.g. {DEFAULT_GRAPH})")
-    import importlib
-
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"strategy.graph={spec!r}: cannot import {module_name}: {exc}") from None
-    shape = getattr(module, name, None)
-    if not callable(shape):
-        raise ValueError(f"strategy.graph={spec!r}: {module_name} has no function {name}")
-    return cast(LoopShape, shape)
+    """The function ``spec`` names (``strategy.graph``: a registered loop shape's name, or ``module:function``); an
+    error says what is wrong with it."""
+    return cast(LoopShape, graph_builder(spec))
 
 
 def build_graph(services: LoopServices, checkpointer: Any = None) -> CompiledStateGraph[LoopState, Any, Any, Any]:

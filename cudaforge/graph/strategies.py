@@ -2,25 +2,76 @@
 
 A strategy is data, not a code fork: ``configs/strategy/<name>.yaml`` sets the flags the graph reads when it
 routes (``judge_corrects``, ``judge_optimizes``, ``profile``), what it insists on (``metric_set``, ``round_cap``) and,
-for a loop of another shape, the function that wires the graph (``graph``: ``module:function``, the CudaForge loop's
-``cudaforge.graph.loop:alternating`` by default). A strategy of your own is one such file in your ``--config-dir``,
-and one module when its loop has another shape (docs/agents.md, "Adding a strategy").
+for a loop of another shape, the function that wires the graph (``graph``: a loop shape's registered name, or
+``module:function``; the CudaForge loop, ``alternating``, by default). A strategy of your own is one such file in your
+``--config-dir``, and one module when its loop has another shape (docs/agents.md, "Adding a strategy"); a package
+registers a loop shape by name in the entry-point group ``cudaforge.strategies`` (:data:`LOOP_SHAPES`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
+from cudaforge import plugins
 from cudaforge.paths import RESOURCES
+from cudaforge.registry import Registry
 
 STRATEGY_DIR = RESOURCES / "configs" / "strategy"
 """The packaged strategies, one YAML file each (``schema.yaml`` aside)."""
 FLAGS = ("judge_corrects", "judge_optimizes", "profile")
 """The routing flags every strategy sets."""
-DEFAULT_GRAPH = "cudaforge.graph.loop:alternating"
-"""The CudaForge loop's shape (``Strategy.graph``; the function lives in ``cudaforge.graph.loop``)."""
+DEFAULT_GRAPH = "alternating"
+"""The CudaForge loop's shape (``Strategy.graph``): its registered name; the function is
+``cudaforge.graph.loop:alternating``, a name that works as well."""
+
+
+def _a_function(name: str, shape: Callable[..., None]) -> str | None:
+    return None if callable(shape) else "not a function"
+
+
+LOOP_SHAPES: Registry[Callable[..., None]] = Registry(
+    "loop shape",
+    plugins.STRATEGIES,
+    built_in={"alternating": "cudaforge.graph.loop:alternating"},
+    check=_a_function,
+)
+"""The loop shapes by name (``strategy.graph``): each a function wiring the graph from the loop's nodes
+(``cudaforge.graph.loop.LoopShape``); a package adds one in the entry-point group ``cudaforge.strategies``."""
+
+
+def graph_builder(spec: str) -> Callable[..., None]:
+    """The loop shape ``spec`` names (``strategy.graph``): a registered loop shape's name, or ``module:function``;
+    an error (ValueError) says what is wrong with it."""
+    spec = str(spec)
+    if ":" not in spec:
+        if spec in LOOP_SHAPES:
+            try:
+                return LOOP_SHAPES.get(spec)
+            except ValueError as exc:
+                raise ValueError(f"strategy.graph={spec!r}: {exc}") from None
+        raise ValueError(
+            f"strategy.graph={spec!r}: no loop shape is registered by that name (known: "
+            f"{', '.join(LOOP_SHAPES.names())}); or name a function as module:function "
+            "(e.g. cudaforge.graph.loop:alternating)"
+        )
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise ValueError(
+            f"strategy.graph={spec!r}: name a function as module:function (e.g. cudaforge.graph.loop:alternating)"
+        )
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"strategy.graph={spec!r}: cannot import {module_name}: {exc}") from None
+    shape = getattr(module, name, None)
+    if not callable(shape):
+        raise ValueError(f"strategy.graph={spec!r}: {module_name} has no function {name}")
+    return cast(Callable[..., None], shape)
 
 
 @dataclass(frozen=True)
@@ -39,7 +90,8 @@ class Strategy:
     max_rounds: int | None = None
     """A round cap this strategy insists on (``one_shot``: 1)."""
     graph: str = DEFAULT_GRAPH
-    """The loop's shape: ``module:function`` wiring the graph (``cudaforge.graph.loop.build_graph``)."""
+    """The loop's shape: a registered loop shape's name (:data:`LOOP_SHAPES`) or ``module:function``, the function
+    wiring the graph (``cudaforge.graph.loop.build_graph``)."""
 
     def round_cap(self, configured: int) -> int:
         """The rounds a task gets: ``strategy.max_rounds`` as configured, or this strategy's own cap when lower."""

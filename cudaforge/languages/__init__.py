@@ -11,46 +11,20 @@ a package, and its worked example (docs/architecture.md, "Kernel languages"). Th
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import pkgutil
-import warnings
-from functools import cache
 
 from cudaforge import plugins
 from cudaforge.languages.base import KernelLanguage
 from cudaforge.languages.names import LIBRARY_KERNEL, NEVER_OWN, is_copy_or_fill, kernel_base_name
+from cudaforge.registry import Registry
 
 BUILT_IN = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "names")))
 """The languages of this package: every module of it but ``base`` and ``names``, in name order."""
 
 
-@cache
-def _names() -> tuple[str, ...]:
-    """The registered languages: the built-in ones, then those installed packages add, each part in name order, which
-    is also the order a source is tested against them (the first that matches names it). A package's language named
-    like a built-in one is left out, with a warning."""
-    added = sorted(plugins.declared()[plugins.LANGUAGES])
-    for name in [n for n in added if n in BUILT_IN or n in (NO_KERNEL, "any")]:
-        warnings.warn(
-            f"the kernel language {name!r} of an installed package is left out: the name is cudaforge's own",
-            stacklevel=2,
-        )
-    return BUILT_IN + tuple(n for n in added if n not in BUILT_IN and n not in (NO_KERNEL, "any"))
-
-
-@cache
-def _load(name: str) -> KernelLanguage:
-    if name in BUILT_IN:
-        language = importlib.import_module(f"cudaforge.languages.{name}").LANGUAGE
-    else:
-        language = plugins.load(plugins.LANGUAGES, name)
-    if not isinstance(language, KernelLanguage) or language.name != name:
-        raise ValueError(
-            f"the kernel language entry point {name!r} names {type(language).__name__} "
-            f"{getattr(language, 'name', '')!r}, not a KernelLanguage called {name!r}"
-        )
-    return language
+def _named(name: str, language: KernelLanguage) -> str | None:
+    return None if language.name == name else f"not a KernelLanguage called {name!r}"
 
 
 NO_KERNEL = "torch"
@@ -63,36 +37,33 @@ OTHER_DECORATORS: tuple[str, ...] = ()
 OTHER_BUILDERS = ("_create_jit_fn", "SourceModule", "DynamicSourceModule")
 """Calls of such technologies that build kernels from source (PyCUDA's ``SourceModule`` ...)."""
 
+REGISTRY: Registry[KernelLanguage] = Registry(
+    "kernel language",
+    plugins.LANGUAGES,
+    KernelLanguage,
+    built_in={name: f"cudaforge.languages.{name}:LANGUAGE" for name in BUILT_IN},
+    check=_named,
+    reserved=(NO_KERNEL, "any"),
+)
+"""The registered languages: the built-in ones, then those installed packages add, each part in name order, which
+is also the order a source is tested against them (the first that matches names it). A package's language named
+like a built-in one (or ``torch``, ``any``) is left out, with a warning (:class:`~cudaforge.registry.Registry`)."""
+
 
 def languages() -> list[KernelLanguage]:
     """Every registered language, in detection order (a package's language that fails to load is left out, with a
     warning: one broken package must not stop every evaluation)."""
-    loaded = []
-    for name in _names():
-        try:
-            loaded.append(_load(name))
-        except ValueError as exc:
-            if name in BUILT_IN:
-                raise
-            _warn_once(str(exc))
-    return loaded
-
-
-@cache
-def _warn_once(message: str) -> None:
-    warnings.warn(f"{message}; left out of the kernel languages", stacklevel=3)
+    return REGISTRY.loaded()
 
 
 def names() -> list[str]:
     """The registered languages' names."""
-    return list(_names())
+    return REGISTRY.names()
 
 
 def get(name: str) -> KernelLanguage:
     """The language called ``name`` (ValueError naming the known ones otherwise)."""
-    if name not in _names():
-        raise ValueError(f"unknown kernel language {name!r}; known: {', '.join(_names())}")
-    return _load(name)
+    return REGISTRY.get(name)
 
 
 def detect(source: str) -> str:
@@ -208,6 +179,7 @@ __all__ = [
     "BUILT_IN",
     "KernelLanguage",
     "NO_KERNEL",
+    "REGISTRY",
     "choice_languages",
     "coder_languages",
     "compiled_env",

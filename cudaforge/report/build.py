@@ -16,8 +16,8 @@ from cudaforge.report import tables
 from cudaforge.report.load import RunData, load_runs, run_concurrency
 from cudaforge.report.model import Report
 from cudaforge.report.paired import paired_lines
-from cudaforge.report.protocols import protocol_lines
 from cudaforge.report.published import select_published
+from cudaforge.report.sections import section_lines
 from cudaforge.report.seeds import arm_notes, arm_stats, arms
 from cudaforge.report.settings import ReportConfig
 from cudaforge.report.stats import (
@@ -30,7 +30,6 @@ from cudaforge.report.stats import (
     run_stats,
     speedup_over_compile,
 )
-from cudaforge.run.integrate import report_lines as integration_lines
 from cudaforge.tasks.identity import difference_text, other_problem_set, version_line
 from cudaforge.track.store import expand_run_dirs
 
@@ -410,8 +409,7 @@ def build_report(runs: Iterable[str | Path] | None = None, cfg: ReportConfig | N
         + [f"{note[0].upper()}{note[1:]}." for note in skipped]
     )
     report.problem_sets = problem_set_lines(loaded)
-    report.protocols = protocol_lines(loaded)
-    report.integrations = integration_lines([run.path for run in loaded])
+    report.sections = section_lines(loaded)
     report.paired = paired_lines(
         loaded,
         failed_as=failed_as,

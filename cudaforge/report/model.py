@@ -37,15 +37,16 @@ class Report:
     notes: list[str] = field(default_factory=list)
     problem_sets: list[str] = field(default_factory=list)
     """Lines naming each run's problem-set version, and which compared runs ran different problem sets."""
-    protocols: list[str] = field(default_factory=list)
-    """Markdown: each rescored run beside its source under both protocols, and the verdicts that changed."""
+    sections: dict[str, list[str]] = field(default_factory=dict)
+    """Markdown of every registered report section by name (``sections.py``, ``SECTIONS``), in registry order: the
+    built-in ``protocols`` (each rescored run beside its source under both protocols, and the verdicts that changed)
+    and ``integrations`` (each ``cudaforge integrate`` result in the runs' ``integrate/`` folders), then those of
+    installed packages; an empty list: nothing to say."""
     paired: list[str] = field(default_factory=list)
     """Markdown: with exactly two runs, the paired comparison over their shared tasks (``paired.py``)."""
     paired_rows: list[dict[str, Any]] = field(default_factory=list)
     """The same comparisons as data, for the LaTeX and CSV outputs: one row per pair and metric (``a``, ``b``,
     ``metric``, ``tasks``, ``diff``, ``low``, ``high``, ``wins``, ``losses``, ``p_value``, ``ratio``)."""
-    integrations: list[str] = field(default_factory=list)
-    """Markdown: each ``cudaforge integrate`` result in the runs' ``integrate/`` folders (``run/integrate.py``)."""
     caption: str = ""
     """One line for LaTeX captions: the definitions in brief."""
     fast_p: list[float] = field(default_factory=lambda: [0.0, 1.0, 1.5, 2.0])

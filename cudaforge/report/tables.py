@@ -14,6 +14,7 @@ import io
 from typing import Any
 
 from cudaforge.report.model import Report
+from cudaforge.report.sections import added_lines
 from cudaforge.report.seeds import run_seed
 from cudaforge.report.stats import Estimate, Metric, measurement_summary
 
@@ -122,10 +123,11 @@ def markdown(report: Report) -> str:
         for row in report.rows(group):
             cells = [format_cell(m, row.values.get(m.key)) for m in report.metrics]
             out.append(f"| {row.label} | " + " | ".join(cells) + " |")
-    out += report.protocols
+    out += report.sections.get("protocols", [])
     out += report.paired
-    out += report.integrations
+    out += report.sections.get("integrations", [])
     out += ["", "## Notes", ""] + [f"- {note}" for note in report.notes]
+    out += added_lines(report.sections)  # the sections of installed packages, after the built-in ones
     return "\n".join(out) + "\n"
 
 

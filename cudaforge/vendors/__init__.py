@@ -13,27 +13,25 @@ from __future__ import annotations
 import os
 
 from cudaforge import plugins
+from cudaforge.registry import Registry
 from cudaforge.vendors.base import GpuVendor
+
+REGISTRY: Registry[GpuVendor] = Registry(
+    "GPU vendor", plugins.VENDORS, GpuVendor, built_in={"nvidia": "cudaforge.vendors.nvidia:NVIDIA"}
+)
+"""The vendors: NVIDIA, built in, then those installed packages add (:class:`~cudaforge.registry.Registry`)."""
 
 
 def current() -> GpuVendor:
     """The vendor of this machine's GPUs: NVIDIA, the one built in, unless ``CUDAFORGE_GPU_VENDOR`` names one an
     installed package adds (entry-point group ``cudaforge.vendors``)."""
     name = os.environ.get("CUDAFORGE_GPU_VENDOR", "nvidia").strip().lower() or "nvidia"
-    if name == "nvidia":
-        from cudaforge.vendors.nvidia import NVIDIA
-
-        return NVIDIA
-    added = plugins.declared()[plugins.VENDORS]
-    if name not in added:
+    if not REGISTRY.is_built_in(name) and name not in REGISTRY:  # NVIDIA's asks nothing of the installed packages
         raise ValueError(
-            f"CUDAFORGE_GPU_VENDOR={name!r}: known vendors are nvidia{''.join(f', {n}' for n in sorted(added))} "
+            f"CUDAFORGE_GPU_VENDOR={name!r}: known vendors are {', '.join(REGISTRY.names())} "
             "(docs/architecture.md, 'The vendor seam', sketches what another vendor's module must provide)"
         )
-    vendor = plugins.load(plugins.VENDORS, name)
-    if not isinstance(vendor, GpuVendor):
-        raise ValueError(f"the vendor entry point {name!r} names {type(vendor).__name__}, not a GpuVendor")
-    return vendor
+    return REGISTRY.get(name)
 
 
 def pin_env(gpu: str | int | None) -> dict[str, str]:
@@ -48,4 +46,4 @@ def pinned() -> str | None:
     return os.environ.get(current().device_env)
 
 
-__all__ = ["GpuVendor", "current", "pin_env", "pinned"]
+__all__ = ["REGISTRY", "GpuVendor", "current", "pin_env", "pinned"]

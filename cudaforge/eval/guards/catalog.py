@@ -14,13 +14,13 @@ No torch and nothing of the evaluation's settings here: the settings read this m
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from cudaforge import plugins
+from cudaforge.registry import Registry
 
 REJECT = "reject"
 REPORT = "report"
@@ -180,29 +180,28 @@ GROUP = plugins.GUARDS
 """The entry-point group through which an installed package adds guards (``tests/fixtures/out_of_tree_guard/``)."""
 
 
+def _package_rule(name: str, guard: Guard) -> str | None:
+    """What keeps a loaded entry out of the guards: another name than its entry's, or a package's guard that is not
+    static (the verifier's phases are cudaforge's own)."""
+    if guard.name != name:
+        return f"not a Guard called {name!r}"
+    if guard.where != STATIC and name not in {g.name for g in BUILT_IN}:
+        return f"a guard that runs at {guard.where}: only static guards can be added by a package"
+    return None
+
+
+REGISTRY: Registry[Guard] = Registry(
+    "guard", GROUP, Guard, built_in=lambda: {g.name: g for g in BUILT_IN}, check=_package_rule
+)
+"""The guards, cudaforge's own and those installed packages add (:class:`cudaforge.registry.Registry`'s rules: a
+package's guard that fails to load, is not a :class:`Guard` of its entry point's name, takes a built-in name or is not
+static is left out with a warning)."""
+
+
 @cache
 def all_guards() -> tuple[Guard, ...]:
-    """Every guard: cudaforge's own, then those installed packages add (static guards only, each part in name order).
-    A package's guard that fails to load, is not a :class:`Guard` of its entry point's name, is not static, or takes
-    a built-in name is left out with a warning."""
-    guards = list(BUILT_IN)
-    taken = {g.name for g in BUILT_IN}
-    for name in sorted(plugins.declared().get(GROUP, {})):
-        try:
-            guard = plugins.load(GROUP, name)
-            if not isinstance(guard, Guard) or guard.name != name:
-                raise ValueError(f"the {GROUP} entry point {name!r} names {type(guard).__name__}, not a Guard {name!r}")
-            if name in taken:
-                raise ValueError(f"the guard {name!r} of an installed package takes the name of cudaforge's own")
-            if guard.where != STATIC:
-                raise ValueError(f"the guard {name!r} of an installed package runs at {guard.where}: only static "
-                                 "guards can be added by a package (the verifier's phases are cudaforge's)")  # fmt: skip
-        except ValueError as exc:
-            warnings.warn(f"{exc}; left out of the guards", stacklevel=2)
-            continue
-        guards.append(guard)
-        taken.add(name)
-    return tuple(guards)
+    """Every guard: cudaforge's own in their order, then those installed packages add, in name order."""
+    return tuple(REGISTRY.loaded())
 
 
 def guards_by_name() -> dict[str, Guard]:
@@ -215,6 +214,7 @@ __all__ = [
     "CORPUS_VERDICTS",
     "GPU",
     "GROUP",
+    "REGISTRY",
     "REJECT",
     "REPORT",
     "RUNTIME",
