@@ -13,7 +13,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -67,12 +66,12 @@ def verdicts(tmp_path_factory, relu, pool):
     return folder, {k.name: r for k, r in zip(pool["1_ReLU"], results, strict=True)}, primed.evaluated
 
 
-def search(tmp_path, relu, pool, verdicts, cfg, seed=0, wrap=lambda evaluator: evaluator, odds=Odds()):
+def search(tmp_path, relu, pool, verdicts, cfg, seed=0, wrap=lambda evaluator: evaluator, odds=None):
     """One task under ``cfg`` on the simulator; the evaluator answers from the session's verdicts (``wrap``: what
     the loop sees of it)."""
     from cudaforge.eval.evaluator import Evaluator
 
-    coder = install_simulator(pool, seed=seed, odds=odds)
+    coder = install_simulator(pool, seed=seed, odds=odds or Odds())
     ctx = make_context(cfg, tmp_path / "run")
     ctx.evaluator = wrap(PoolVerdicts(Evaluator(cfg.eval), verdicts[0], pool))
     return ctx, coder, run_one(ctx, relu)
@@ -156,7 +155,11 @@ def test_without_the_judge_no_judge_is_called(tmp_path, relu, pool, verdicts):
 
 @pytest.mark.parametrize(
     ("budget", "value", "why"),
-    [("max_evaluations", 2, "max_evaluations"), ("max_dollars", 0.004, "max_dollars"), ("max_minutes", 1e-6, "max_minutes")],
+    [
+        ("max_evaluations", 2, "max_evaluations"),
+        ("max_dollars", 0.004, "max_dollars"),
+        ("max_minutes", 1e-6, "max_minutes"),
+    ],
 )
 def test_budgets_bind_whichever_comes_first(tmp_path, relu, pool, verdicts, budget, value, why):
     cfg = config("best_of_n", rounds=10, samples=4)
@@ -206,3 +209,39 @@ def tree_lines(tmp_path, relu):
     """The tree's lines as the killed run left them (none before its first node was finished)."""
     found = list((tmp_path / "run").rglob("tree.jsonl"))
     return found[0].read_text().splitlines() if found else []
+
+
+def node(id_, parent, status, speedup=None, hash_="h"):
+    return {"id": id_, "parent": parent, "status": status, "speedup": speedup, "hash": f"{hash_}{id_}", "generation": 1}
+
+
+def test_tree_search_widens_progressively_prunes_dead_ends_and_follows_the_upper_bound():
+    from cudaforge.search.engine import SearchOptions
+    from cudaforge.search.tree import parents
+
+    options = SearchOptions(samples=1, exploration=0.5, widening=0.5)
+    assert parents([], options, 1) == [None]
+    one = [node(1, None, "correct", 1.2)]
+    assert parents(one, options, 2) == [None]  # 2 visits at the root: room for a second first attempt
+    two = [*one, node(2, None, "incorrect")]
+    assert parents(two, options, 3) == [1]  # the root is full (3 visits: 2 children); the correct one is expanded
+    # node 2's two repairs failed: it is dead, and the walk goes to the only live subtree
+    failing = [
+        node(1, None, "incorrect"),
+        node(2, 1, "incorrect"),
+        node(3, 1, "incorrect"),
+        node(4, None, "correct", 0.9),
+    ]
+    assert parents(failing, SearchOptions(samples=1, widening=0.3), 5) == [4]
+    # a reply without code is never expanded
+    assert parents([node(1, None, "no_code", hash_=""), node(2, None, "incorrect")], options, 3) == [2]
+
+
+def test_tree_search_runs_a_task(tmp_path, relu, pool, verdicts):
+    ctx, _, result = search(tmp_path, relu, pool, verdicts, config("tree", rounds=6), seed=6)
+    nodes = tree(ctx, relu)
+    assert len(nodes) == 6 == result.rounds and result.stop_reason == "max_rounds"
+    known = set()
+    for n in nodes:  # every parent existed, and had code, before its child was written
+        assert n["parent"] is None or (n["parent"] in known and nodes[n["parent"] - 1]["hash"])
+        known.add(n["id"])

@@ -73,7 +73,9 @@ class Strategy:
             search = search or packaged.search
         flags = {k: bool(v) for k, v in values.items()}
         options = dict(search or {})
-        return cls(name, **flags, metric_set=metric_set, max_rounds=cap, graph=str(graph or DEFAULT_GRAPH), search=options)
+        return cls(
+            name, **flags, metric_set=metric_set, max_rounds=cap, graph=str(graph or DEFAULT_GRAPH), search=options
+        )
 
 
 def strategy_names() -> list[str]:

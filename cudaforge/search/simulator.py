@@ -97,7 +97,7 @@ class SimulatedCoder:
         if mode == "optimize" and current is not None:
             faster = honest[honest.index(current) + 1 :]
             if faster and draw < odds.faster + bonus:
-                return rng.choices(faster, weights=[2 ** -i for i in range(len(faster))])[0]
+                return rng.choices(faster, weights=[2**-i for i in range(len(faster))])[0]
             if draw > 1 - odds.breaks:
                 return rng.choice(hacks) if rng.random() < odds.hack else rng.choice(wrong)
             return rng.choice(honest[: honest.index(current) + 1])
