@@ -471,15 +471,16 @@ SHAPES = Path(__file__).parent / "fixtures" / "loop_shapes"
 
 
 def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monkeypatch):
-    """``strategy.graph`` (``module:function``) wires the graph: every packaged strategy is the CudaForge loop
-    (``cudaforge.graph.loop:alternating``); a strategy of another shape is one module, here
+    """``strategy.graph`` (``module:function``) wires the graph: every packaged strategy but the searches is the
+    CudaForge loop (``cudaforge.graph.loop:alternating``); a strategy of another shape is one module, here
     tests/fixtures/loop_shapes/no_judge_loop.py, whose graph has no Judge or profiler node."""
     from types import SimpleNamespace
 
     from cudaforge.graph.loop import DEFAULT_GRAPH, build_graph, loop_shape
     from cudaforge.graph.strategies import Strategy, get_strategy, strategy_names
 
-    assert {get_strategy(name).graph for name in strategy_names()} == {DEFAULT_GRAPH}
+    searches = {f"cudaforge.search.{name}:shape" for name in ("best_of_n", "beam", "tree")}  # tests/test_search.py
+    assert {get_strategy(name).graph for name in strategy_names()} == {DEFAULT_GRAPH, *searches}
     monkeypatch.syspath_prepend(str(SHAPES))
     node = {"name": "cudaforge", "judge_corrects": True, "judge_optimizes": True, "profile": True}
     own = Strategy.from_config({**node, "graph": "no_judge_loop:shape"})

@@ -38,7 +38,7 @@ class StrategyConfig:
     """A round cap this strategy insists on whatever ``max_rounds`` says (``one_shot``: 1; null: none)."""
     graph: str | None = None
     """The loop's shape: ``module:function`` wiring the graph from the loop's nodes (null: the packaged strategy's,
-    the CudaForge loop ``cudaforge.graph.loop:alternating`` for all of them; docs/agents.md, "Adding a strategy")."""
+    the CudaForge loop ``cudaforge.graph.loop:alternating`` for all but the searches; docs/agents.md, "Adding a strategy")."""
     max_rounds: int = field(default=10, metadata={"min": 1})
     """Round budget per task (CudaForge: 10)."""
     max_dollars: float | None = field(default=None, metadata={"positive_or_null": True})
