@@ -245,3 +245,17 @@ def test_tree_search_runs_a_task(tmp_path, relu, pool, verdicts):
     for n in nodes:  # every parent existed, and had code, before its child was written
         assert n["parent"] is None or (n["parent"] in known and nodes[n["parent"] - 1]["hash"])
         known.add(n["id"])
+
+
+def test_the_cost_estimate_counts_every_node_of_a_round():
+    from cudaforge.run.preflight import estimate_cost
+
+    bounds = {}
+    for name in ("cudaforge", "best_of_n"):
+        cfg = config(name, rounds=5)
+        cfg.coder.model = cfg.judge.model = "openai/o3"
+        cfg.coder.input_cost_per_token = cfg.judge.input_cost_per_token = None
+        cfg.coder.output_cost_per_token = cfg.judge.output_cost_per_token = None
+        bounds[name] = estimate_cost(cfg, 1)
+    assert bounds["best_of_n"].max_usd == pytest.approx(4 * bounds["cudaforge"].max_usd)  # samples: 4
+    assert "20 nodes" in bounds["best_of_n"].line()
