@@ -15,7 +15,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, cast
 
 import yaml
 
@@ -73,19 +73,14 @@ def settings_key(settings: Any) -> str:
     return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
 
 
-class Evaluates(Protocol):
-    """The evaluator seam (``cudaforge.eval.evaluator.Evaluator``)."""
-
-    def evaluate(self, task: Task, source: str) -> EvalResult: ...
-
-
 class PoolVerdicts:
     """An evaluator that evaluates each source once per task and evaluation settings, and reuses the verdict after.
 
-    ``inner`` is the run's evaluator; ``cache_dir`` keeps one JSON file per verdict. A correct verdict without a
-    timed speedup (no GPU) gets the pool kernel's declared one, with ``baseline`` saying so (``DECLARED``)."""
+    ``inner`` is the run's evaluator (``cudaforge.eval.evaluator.Evaluator``, or one standing for it); ``cache_dir``
+    keeps one JSON file per verdict. A correct verdict without a timed speedup (no GPU) gets the pool kernel's
+    declared one, with ``baseline`` saying so (``DECLARED``)."""
 
-    def __init__(self, inner: Evaluates, cache_dir: Path, pool: dict[str, list[PoolKernel]]):
+    def __init__(self, inner: Any, cache_dir: Path, pool: dict[str, list[PoolKernel]]):
         self.inner, self.cache_dir, self.pool = inner, Path(cache_dir), pool
         self.settings = settings_key(getattr(inner, "cfg", None))
         self.evaluated = 0
@@ -99,13 +94,16 @@ class PoolVerdicts:
         key = hashlib.sha256(f"{task.id}\0{task.source_hash}\0{self.settings}\0{source}".encode()).hexdigest()
         return self.cache_dir / f"{key[:32]}.json"
 
-    def evaluate(self, task: Task, source: str) -> EvalResult:
-        """The cached verdict of ``source`` on ``task``, or the evaluator's, then cached."""
+    def evaluate(self, task: Task, source: str, **options: Any) -> EvalResult:
+        """The cached verdict of ``source`` on ``task``, or the evaluator's, then cached; an evaluation with options
+        (the held-out shapes' ``changes`` ...) is the evaluator's, not cached."""
+        if options:
+            return cast(EvalResult, self.inner.evaluate(task, source, **options))
         path = self._path(task, source)
         if path.is_file():
             result = EvalResult.from_dict(json.loads(path.read_text()))
         else:
-            result = self.inner.evaluate(task, source)
+            result = cast(EvalResult, self.inner.evaluate(task, source))
             with self.lock:
                 self.evaluated += 1
             path.parent.mkdir(parents=True, exist_ok=True)
