@@ -235,6 +235,8 @@ def test_tree_search_widens_progressively_prunes_dead_ends_and_follows_the_upper
     assert parents(failing, SearchOptions(samples=1, widening=0.3), 5) == [4]
     # a reply without code is never expanded
     assert parents([node(1, None, "no_code", hash_=""), node(2, None, "incorrect")], options, 3) == [2]
+    with pytest.raises(ValueError, match="unknown option.*samplez"):
+        SearchOptions.from_strategy({"samplez": 2})
 
 
 def test_tree_search_runs_a_task(tmp_path, relu, pool, verdicts):
