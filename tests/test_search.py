@@ -153,6 +153,18 @@ def test_without_the_judge_no_judge_is_called(tmp_path, relu, pool, verdicts):
     assert result.rounds == 4 and not any(r.role == "judge" for r in ctx.ledger.rows)
 
 
+def test_the_flags_keep_the_judge_to_the_verdicts_they_name(tmp_path, relu, pool, verdicts):
+    """judge_role=every with judge_optimizes off: the Judge corrects failed nodes only (correction_only's ablation)."""
+    cfg = config("beam", rounds=2, judge_role="every")
+    cfg.strategy.judge_optimizes = False
+    ctx, _, _ = search(tmp_path, relu, pool, verdicts, cfg, seed=5)
+    nodes = tree(ctx, relu)
+    failed = [n for n in nodes if n["hash"] and n["status"] != "correct"]
+    assert failed and any(n["status"] == "correct" for n in nodes)
+    assert sum(r.role == "judge" for r in ctx.ledger.rows) == len(failed)
+    assert all(n["judged"] == (n in failed) for n in nodes)
+
+
 @pytest.mark.parametrize(
     ("budget", "value", "why"),
     [

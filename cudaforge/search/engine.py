@@ -111,6 +111,11 @@ class SearchNodes:
         self.loop, self.s, self.policy = nodes, nodes.s, policy
         self.options = SearchOptions.from_strategy(dict(nodes.s.strategy.search or {}))
 
+    def _judges(self, next_mode: str) -> bool:
+        """Whether the strategy's flags let the Judge advise on a node whose children will ``next_mode`` it."""
+        strategy = self.s.strategy
+        return strategy.judge_optimizes if next_mode == "optimize" else strategy.judge_corrects
+
     def _spent(self) -> float:
         return float(self.s.ledger.task_totals(self.s.task.id).get("cost_usd") or 0.0)
 
@@ -162,7 +167,7 @@ class SearchNodes:
             if not parents:
                 return self._end(search, "search_exhausted")
             chosen = sorted({p for p in parents if p is not None})
-            waiting = [p for p in chosen if not nodes[p - 1]["judged"]]
+            waiting = [p for p in chosen if not nodes[p - 1]["judged"] and self._judges(nodes[p - 1]["next_mode"])]
             judge = waiting if self.options.judge_role is JudgeRole.chosen else []
             search = {**search, "generation": generation, "queue": list(parents), "judge": judge}
         if search["judge"]:
@@ -220,8 +225,10 @@ class SearchNodes:
         return "evaluate" if state.get("pending") and not state.get("stop_reason") else "plan"
 
     def after_evaluate(self, state: LoopState) -> str:
-        """To the Judge when it advises on every node; else back to ``plan``."""
-        return "judge" if self.options.judge_role is JudgeRole.every else "plan"
+        """To the Judge when it advises on every node (of the verdicts the strategy's flags give it); else back to
+        ``plan``."""
+        every = self.options.judge_role is JudgeRole.every
+        return "judge" if every and self._judges(state["mode"]) else "plan"
 
 
 def search_graph(graph: StateGraph[LoopState], nodes: LoopNodes, policy: Policy) -> None:
