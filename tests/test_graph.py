@@ -471,15 +471,17 @@ SHAPES = Path(__file__).parent / "fixtures" / "loop_shapes"
 
 
 def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monkeypatch):
-    """``strategy.graph`` (``module:function``) wires the graph: every packaged strategy is the CudaForge loop
-    (``cudaforge.graph.loop:alternating``); a strategy of another shape is one module, here
+    """``strategy.graph`` (``module:function``) wires the graph: every packaged strategy but the searches is the
+    CudaForge loop (``cudaforge.graph.loop:alternating``); a strategy of another shape is one module, here
     tests/fixtures/loop_shapes/no_judge_loop.py, whose graph has no Judge or profiler node."""
     from types import SimpleNamespace
 
     from cudaforge.graph.loop import build_graph, loop_shape
     from cudaforge.graph.strategies import DEFAULT_GRAPH, Strategy, get_strategy, strategy_names
 
-    assert {get_strategy(name).graph for name in strategy_names()} == {DEFAULT_GRAPH}
+    searches = {"best_of_n", "beam", "tree"}  # registered loop shapes (tests/test_search.py)
+    assert {get_strategy(name).graph for name in strategy_names()} == {DEFAULT_GRAPH, *searches}
+    assert loop_shape("tree") is loop_shape("cudaforge.search.tree:shape")
     monkeypatch.syspath_prepend(str(SHAPES))
     node = {"name": "cudaforge", "judge_corrects": True, "judge_optimizes": True, "profile": True}
     own = Strategy.from_config({**node, "graph": "no_judge_loop:shape"})
@@ -492,7 +494,7 @@ def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monke
     assert drawn[DEFAULT_GRAPH] == {"__start__", "__end__", "coder", "evaluate", "profile", "judge"}
     assert loop_shape("alternating") is loop_shape("cudaforge.graph.loop:alternating")  # its name, or its function
     for spec, said in [
-        ("no_judge_loop", "no loop shape is registered by that name \\(known: alternating\\); or name a function as"),
+        ("no_judge_loop", "no loop shape is registered by that name \\(known: alternating, best_of_n, beam, tree\\); or name a function as"),
         (":shape", "name a function as module:function"),
         ("no_such_module_here:shape", "cannot import no_such_module_here"),
         ("no_judge_loop:missing", "no_judge_loop has no function missing"),

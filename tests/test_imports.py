@@ -25,6 +25,7 @@ LAYERS = [
     ["agents"],
     ["graph"],
     ["run"],
+    ["search"],
     ["report"],
     ["teach"],
     ["config"],

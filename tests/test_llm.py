@@ -241,6 +241,7 @@ def test_custom_prices_win(script_name):
 # without a price fails test_every_shipped_config_has_a_price until it is priced or listed here with a reason.
 DELIBERATELY_UNPRICED = {
     "demo.yaml": "scripted/demo answers from a transcript in-process: no provider, no price list",
+    "simulator.yaml": "the simulator answers from a kernel pool in-process; its words are priced at o3's rates by config",
     "local_vllm.yaml": "a local vLLM server: no price list (set input_cost_per_token / output_cost_per_token)",
     "local_qwq_32b.yaml": "a local vLLM server: no price list (set input_cost_per_token / output_cost_per_token)",
     "openai_compatible.yaml": "the user's own server, model named on the command line: priced by the user",

@@ -248,7 +248,7 @@ def test_an_installed_package_adds_a_loop_shape_that_a_strategy_names(tmp_path):
     (tmp_path / "site" / "not_a_shape.py").write_text("SHAPE = 3\n")
     shapes = {"no_judge": "no_judge_loop:shape", "broken": "not_a_shape:SHAPE"}
     seen = ask(SHAPE, cwd=tmp_path, pythonpath=install(tmp_path / "site", {"cudaforge.strategies": shapes}))
-    assert seen["names"] == ["alternating", "broken", "no_judge"]
+    assert seen["names"] == ["alternating", "best_of_n", "beam", "tree", "broken", "no_judge"]
     assert seen["no_judge"] == ["__end__", "__start__", "coder", "evaluate"]
     assert seen["alternating"] == ["__end__", "__start__", "coder", "evaluate", "judge", "profile"]
     assert "strategy.graph='broken'" in seen["broken"] and "names int, not a function" in seen["broken"]

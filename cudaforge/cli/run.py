@@ -157,6 +157,11 @@ def _run_body(cfg: DictConfig) -> int:
     except (RunDirBusy, RunStateError) as exc:  # nothing of this run directory is touched: it may be another run's
         print(f"cudaforge run: error: {exc}", file=sys.stderr)
         return 2
+    from cudaforge.search.simulator import BANNER as SIMULATOR_BANNER
+    from cudaforge.search.simulator import simulate
+
+    if simulate(config, ctx):  # coder=simulator: kernels from a pool, their verdicts cached (docs/simulator.md)
+        print(SIMULATOR_BANNER, flush=True)
     _save_plan(config, len(tasks), run_dir)
     hydra_cfg = HydraConfig.get()
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"

@@ -70,6 +70,8 @@ class LoopState(TypedDict, total=False):
     """Seconds spent in steps (a resumed task does not count its downtime)."""
     stop_reason: str | None
     """Why the loop ended."""
+    search: dict[str, Any]
+    """A search strategy's own record (``cudaforge.search``: its tree, its frontier); absent in the CudaForge loop."""
 
 
 class Evaluates(Protocol):
@@ -108,6 +110,10 @@ class Budgets:
     max_rounds: int = 10
     max_dollars: float | None = None
     max_minutes: float | None = None
+    max_evaluations: int | None = None
+    """Distinct candidates evaluated (``strategy.max_evaluations``)."""
+    nodes_per_round: int = 1
+    """Coder steps a round can hold (a search strategy's samples): the graph's recursion limit scales with it."""
 
 
 class WithHistory:
@@ -198,10 +204,18 @@ class LoopNodes:
         max_rounds = strategy.round_cap(b.max_rounds)
         if state["round"] >= max_rounds:
             return "max_rounds"
+        return self.spent_stop(state)
+
+    def spent_stop(self, state: LoopState) -> str | None:
+        """The budget other than rounds that this state has used up (``max_dollars``, ``max_minutes``,
+        ``max_evaluations``), or None: a search strategy counts its rounds itself."""
+        b = self.s.budgets
         if b.max_dollars is not None and self.s.ledger.task_totals(self.s.task.id)["cost_usd"] >= b.max_dollars:
             return "max_dollars"
         if b.max_minutes is not None and state["active_s"] / 60 >= b.max_minutes:
             return "max_minutes"
+        if b.max_evaluations is not None and len(state["evaluated"]) >= b.max_evaluations:
+            return "max_evaluations"
         return None
 
     def _latest_result(self, state: LoopState) -> EvalResult | None:
@@ -591,8 +605,9 @@ def round_done(s: LoopServices, record: dict[str, Any]) -> None:
 
 
 def recursion_limit(budgets: Budgets) -> int:
-    """An explicit recursion limit: four steps a round, plus slack for follow-ups."""
-    return 4 * budgets.max_rounds + 10
+    """An explicit recursion limit: four steps a Coder step (five in a search: its own planning step), each round's
+    Coder steps, plus slack for follow-ups."""
+    return (4 if budgets.nodes_per_round == 1 else 5) * budgets.max_rounds * budgets.nodes_per_round + 10
 
 
 def run_task(services: LoopServices, checkpointer: Any = None, thread_id: str | None = None) -> TaskResult:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 # enums their layers define (one definition each), under the names the schemas have always used
 from cudaforge.agents.records import Backend as KernelBackend
@@ -38,13 +39,19 @@ class StrategyConfig:
     graph: str | None = None
     """The loop's shape: a registered loop shape's name (``graph.strategies.LOOP_SHAPES``) or ``module:function``
     wiring the graph from the loop's nodes (null: the packaged strategy's, the CudaForge loop ``alternating`` for all
-    of them; docs/agents.md, "Adding a strategy")."""
+    but the searches; docs/agents.md, "Adding a strategy")."""
     max_rounds: int = field(default=10, metadata={"min": 1})
     """Round budget per task (CudaForge: 10)."""
     max_dollars: float | None = field(default=None, metadata={"positive_or_null": True})
     """Dollar budget per task (null: none)."""
     max_minutes: float | None = field(default=None, metadata={"positive_or_null": True})
     """Wall-clock budget per task (null: none)."""
+    max_evaluations: int | None = field(default=None, metadata={"positive_or_null": True})
+    """Evaluation budget per task: distinct candidates evaluated (a source evaluated before is reused, free; null:
+    none). With the dollar and minute budgets, whichever comes first stops the task."""
+    search: dict[str, Any] = field(default_factory=dict)
+    """Options of a search strategy's loop shape (``best_of_n``, ``beam``, ``tree``: ``samples``, ``beam_width``,
+    ``judge_role`` ...; docs/agents.md, "Search strategies"); null or empty: the shape's defaults."""
     memory_rounds: int = field(default=0, metadata={"min": 0})
     """How many earlier rounds each agent sees a summary of, besides the latest kernel (CudaForge: 0)."""
     backend: KernelBackend = KernelBackend["any"]  # a member made at run time, from the language registry

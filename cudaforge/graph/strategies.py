@@ -11,7 +11,7 @@ registers a loop shape by name in the entry-point group ``cudaforge.strategies``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
 
@@ -35,11 +35,17 @@ def _a_function(name: str, shape: Callable[..., None]) -> str | None:
 LOOP_SHAPES: Registry[Callable[..., None]] = Registry(
     "loop shape",
     plugins.STRATEGIES,
-    built_in={"alternating": "cudaforge.graph.loop:alternating"},
+    built_in={
+        "alternating": "cudaforge.graph.loop:alternating",
+        "best_of_n": "cudaforge.search.best_of_n:shape",
+        "beam": "cudaforge.search.beam:shape",
+        "tree": "cudaforge.search.tree:shape",
+    },
     check=_a_function,
 )
 """The loop shapes by name (``strategy.graph``): each a function wiring the graph from the loop's nodes
-(``cudaforge.graph.loop.LoopShape``); a package adds one in the entry-point group ``cudaforge.strategies``."""
+(``cudaforge.graph.loop.LoopShape``): the CudaForge loop and the searches (:mod:`cudaforge.search`, loaded when a
+strategy names them); a package adds one in the entry-point group ``cudaforge.strategies``."""
 
 
 def graph_builder(spec: str) -> Callable[..., None]:
@@ -92,6 +98,13 @@ class Strategy:
     graph: str = DEFAULT_GRAPH
     """The loop's shape: a registered loop shape's name (:data:`LOOP_SHAPES`) or ``module:function``, the function
     wiring the graph (``cudaforge.graph.loop.build_graph``)."""
+    search: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Options of the loop's shape (``strategy.search``: a search strategy's samples, beam width, Judge role)."""
+
+    def nodes_per_round(self) -> int:
+        """The Coder steps one round can hold: a search's ``samples`` times its ``beam_width`` (1 each when its
+        options leave them out; the CudaForge loop: 1)."""
+        return max(1, int(self.search.get("samples") or 1)) * max(1, int(self.search.get("beam_width") or 1))
 
     def round_cap(self, configured: int) -> int:
         """The rounds a task gets: ``strategy.max_rounds`` as configured, or this strategy's own cap when lower."""
@@ -105,7 +118,7 @@ class Strategy:
         get = node.get if isinstance(node, dict) else lambda key, default=None: getattr(node, key, default)
         name = str(getattr(get("name", "cudaforge"), "value", get("name", "cudaforge")))
         values = {key: get(key) for key in FLAGS}
-        metric_set, cap, graph = get("metric_set"), get("round_cap"), get("graph")
+        metric_set, cap, graph, search = get("metric_set"), get("round_cap"), get("graph"), get("search")
         if any(v is None for v in values.values()):
             packaged = get_strategy(name)
             values = {key: getattr(packaged, key) if v is None else v for key, v in values.items()}
@@ -115,8 +128,12 @@ class Strategy:
                 cap = packaged.max_rounds
             if graph is None:
                 graph = packaged.graph
+            search = search or packaged.search
         flags = {k: bool(v) for k, v in values.items()}
-        return cls(name, **flags, metric_set=metric_set, max_rounds=cap, graph=str(graph or DEFAULT_GRAPH))
+        options = dict(search or {})
+        return cls(
+            name, **flags, metric_set=metric_set, max_rounds=cap, graph=str(graph or DEFAULT_GRAPH), search=options
+        )
 
 
 def strategy_names() -> list[str]:
@@ -143,4 +160,5 @@ def get_strategy(name: str) -> Strategy:
         metric_set=data.get("metric_set"),
         max_rounds=data.get("round_cap"),
         graph=str(data.get("graph") or DEFAULT_GRAPH),
+        search=dict(data.get("search") or {}),
     )

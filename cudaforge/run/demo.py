@@ -29,7 +29,9 @@ class DemoTranscriptError(LookupError):
     """The demo transcript has no reply for this prompt (the demo covers the `tiny` suite)."""
 
 
-def _role_and_mode(messages: list[dict[str, Any]]) -> tuple[str, str]:
+def role_and_mode(messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """Which agent a prompt of the default templates is for, and in which mode (``coder``: ``first_attempt``,
+    ``repair``, ``optimize``; ``judge``: ``correction``, ``optimization``)."""
     system = next((m["content"] for m in messages if m["role"] == "system"), "")
     user = next((m["content"] for m in messages if m["role"] == "user"), "")
     if "You are the Judge" in system:
@@ -41,7 +43,8 @@ def _role_and_mode(messages: list[dict[str, Any]]) -> tuple[str, str]:
     return "coder", "first_attempt"
 
 
-def _kernel_shown(user: str, names: list[str], kernels: dict[str, str]) -> str | None:
+def kernel_shown(user: str, names: list[str], kernels: dict[str, str]) -> str | None:
+    """The longest of the named kernels whose source appears in the prompt ``user`` (None: none does)."""
     shown = [n for n in names if kernels[n].strip() in user]
     return max(shown, key=lambda n: len(kernels[n]), default=None)
 
@@ -70,13 +73,13 @@ def demo_reply(messages: list[dict[str, Any]], transcript: dict[str, Any]) -> st
     script = transcript["tasks"].get(task)
     if script is None:
         raise DemoTranscriptError(f"the demo transcript covers {sorted(transcript['tasks'])}, not {task!r}")
-    role, mode = _role_and_mode(messages)
+    role, mode = role_and_mode(messages)
     kernels = transcript["kernels"]
     entry = script[role].get(mode)
     if entry is None:
         raise DemoTranscriptError(f"no {role} {mode} reply for {task}")
     if isinstance(entry, dict):
-        shown = _kernel_shown(user, list(entry), kernels)
+        shown = kernel_shown(user, list(entry), kernels)
         if shown is None:
             raise DemoTranscriptError(f"no {role} {mode} reply for the kernel shown ({task})")
         entry = entry[shown]

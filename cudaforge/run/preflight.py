@@ -492,7 +492,8 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
     if CacheMode(getattr(config.llm_cache.mode, "value", config.llm_cache.mode)) is CacheMode.replay_only:
         return CostEstimate(0.0, 0.0, n_tasks, "replay_only: no call reaches a provider")
     strategy = Strategy.from_config(s)
-    rounds = strategy.round_cap(s.max_rounds)
+    rounds = strategy.round_cap(s.max_rounds) * strategy.nodes_per_round()  # a search's round is several Coder steps
+    unit = "round" if strategy.nodes_per_round() == 1 else "node"
     step_calls = 1 + s.max_follow_ups
     roles = [("coder", config.coder)]
     if strategy.judge_corrects or strategy.judge_optimizes:
@@ -545,7 +546,7 @@ def estimate_cost(config: Any, n_tasks: int) -> CostEstimate:
         return CostEstimate(0.0, 0.0, n_tasks, "its models cost nothing (scripted, or priced at $0)")
     per_task = rounds * round_usd
     calls = " + ".join(f"{step_calls} {role} calls at most ${bound:,.2f} each" for role, bound in bounds)
-    basis = f"{rounds} round{'s' if rounds != 1 else ''} x ({calls})"
+    basis = f"{rounds} {unit}{'s' if rounds != 1 else ''} x ({calls})"
     if s.max_dollars is not None and s.max_dollars + round_usd < per_task:
         per_task = s.max_dollars + round_usd
         steps = " and ".join(f"one {role} step" for role, _ in bounds)
