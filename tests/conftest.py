@@ -94,14 +94,55 @@ def _gpu_visible() -> bool:
     return torch.cuda.is_available()
 
 
+LONGEST_FIRST = (
+    "test_doc_commands.py",
+    "test_readme_commands.py",
+    "test_fault_injection.py",
+    "test_sandbox.py",
+    "test_report_seeds.py",
+    "test_campaign.py",
+    "test_campaign_ray.py",
+    "test_build.py",
+    "test_resume.py",
+    "test_own_model.py",
+    "test_cli.py",
+    "test_plan.py",
+    "test_guards.py",
+    "test_fault_benchmark.py",
+    "test_infra_failures.py",
+    "test_sweeps.py",
+)
+"""The test files that take longest in the slow step (CI's ``--durations``), longest first: they are handed to the
+workers first. ``--dist loadscope`` hands out whole files, and xdist's own order (the files with the most tests
+first) left the long files of one or two tests to the end, where one worker ran them while the other had nothing
+left to do (issue 55). The other files follow in xdist's order."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems stands
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the counts are of the tests that run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The ``gpu`` marker, handled once: a test marked ``gpu`` is skipped where no CUDA GPU is visible, and runs
-    (and must pass) where one is. Nothing else in the tests decides this."""
+    (and must pass) where one is. Nothing else in the tests decides this. Then the files in the order that xdist
+    hands them out: ``LONGEST_FIRST`` where their slow tests run (so the fast step keeps xdist's order), then the
+    others by their number of tests, most first, as xdist orders them (each file's tests keep their order)."""
     marked = [item for item in items if item.get_closest_marker("gpu") is not None]
     if marked and not _gpu_visible():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
         for item in marked:
             item.add_marker(skip)
+    files = [item.nodeid.split("::", 1)[0] for item in items]
+    counts = {name: files.count(name) for name in set(files)}
+    slow = {name for item, name in zip(items, files) if item.get_closest_marker("slow") is not None}
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    order = {
+        item.nodeid: (rank.get(Path(name).name, len(rank)) if name in slow else len(rank), -counts[name])
+        for item, name in zip(items, files)
+    }
+    items.sort(key=lambda item: order[item.nodeid])  # stable: each file's tests stay in their order
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

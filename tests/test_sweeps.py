@@ -24,6 +24,7 @@ def test_multirun_over_two_strategies_then_a_report(tmp_path):
         "experiment=demo_strategies",
         "suite.problem_ids=[1]",
         "strategy.max_rounds=2",
+        "eval.held_out_shapes=false",  # not what a sweep and its report are about (tests/test_held_out.py has them)
         f"hydra.sweep.dir={sweep}",
         cwd=tmp_path,
     )
