@@ -494,7 +494,10 @@ def test_a_strategy_names_its_loop_shape_and_a_bad_name_says_what_is_wrong(monke
     assert drawn[DEFAULT_GRAPH] == {"__start__", "__end__", "coder", "evaluate", "profile", "judge"}
     assert loop_shape("alternating") is loop_shape("cudaforge.graph.loop:alternating")  # its name, or its function
     for spec, said in [
-        ("no_judge_loop", "no loop shape is registered by that name \\(known: alternating, best_of_n, beam, tree\\); or name a function as"),
+        (
+            "no_judge_loop",
+            "no loop shape is registered by that name \\(known: alternating, best_of_n, beam, tree\\); or name a function as",
+        ),
         (":shape", "name a function as module:function"),
         ("no_such_module_here:shape", "cannot import no_such_module_here"),
         ("no_judge_loop:missing", "no_judge_loop has no function missing"),
