@@ -273,3 +273,23 @@ def test_the_cost_estimate_counts_every_node_of_a_round():
         bounds[name] = estimate_cost(cfg, 1)
     assert bounds["best_of_n"].max_usd == pytest.approx(4 * bounds["cudaforge"].max_usd)  # samples: 4
     assert "20 nodes" in bounds["best_of_n"].line()
+
+
+def test_the_report_draws_a_real_search_and_its_trajectories_follow_the_tree(tmp_path, relu, pool, verdicts):
+    from cudaforge.config import ExportConfig
+    from cudaforge.report import build_report
+    from cudaforge.teach import build_rows
+    from cudaforge.track.tree import leaf_paths
+
+    cfg = config("beam", rounds=2, samples=2, beam_width=2)
+    ctx, _, _ = search(tmp_path, relu, pool, verdicts, cfg, seed=5)
+    nodes = tree(ctx, relu)
+    lines = build_report([tmp_path / "run"], bootstrap=0).sections["search"]
+    drawn = lines[lines.index("```text") + 1 : -1]
+    assert sorted(int(line.split("#", 1)[1].split()[0]) for line in drawn) == [n["id"] for n in nodes]
+    assert next(line for line in lines if line.startswith(f"{len(nodes)} nodes, depth 2, "))
+    rows = build_rows(ExportConfig(runs=[str(tmp_path / "run")], format="trajectories", dedup=False))  # every path
+    paths = [[n["id"] for n in path] for path in leaf_paths(nodes)]
+    assert [[x["round"] for x in row["rounds"]] for row in rows] == paths and len(paths) > 1
+    parent = {n["id"]: n["parent"] for n in nodes}
+    assert all(parent[b] == a for path in paths for a, b in zip(path, path[1:]))

@@ -1,8 +1,8 @@
 """Report sections by name: each a function from the loaded runs to Markdown lines, empty when it has nothing to say.
 
-The built-in ones are the protocols (a rescored run beside its source: ``protocols.py``) and the integrations (the
-``cudaforge integrate`` results in the runs' folders); report.md places them where they have always been (the
-protocols, the paired comparison, the integrations, the notes). A package adds a section by naming a
+The built-in ones are the protocols (a rescored run beside its source: ``protocols.py``), the integrations (the
+``cudaforge integrate`` results in the runs' folders) and the search trees (``search.py``); report.md places them
+where they have always been (the protocols, the paired comparison, the integrations, the search trees, the notes). A package adds a section by naming a
 :class:`ReportSection` in the entry-point group ``cudaforge.report_sections``; its lines are appended to report.md
 after the built-in ones, in name order (docs/extending.md, "A report section"). A package's section that raises is
 left out of the report with a warning; a built-in one that raises stops it.
@@ -19,6 +19,7 @@ from cudaforge import plugins
 from cudaforge.registry import Registry
 from cudaforge.report.load import RunData
 from cudaforge.report.protocols import protocol_lines
+from cudaforge.report.search import search_lines
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ SECTIONS: Registry[ReportSection] = Registry(
     built_in={
         "protocols": ReportSection("protocols", protocol_lines),
         "integrations": ReportSection("integrations", integration_lines),
+        "search": ReportSection("search", search_lines),
     },
     check=_named,
     reserved=("paired", "notes", "problem_sets"),

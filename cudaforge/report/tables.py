@@ -126,6 +126,7 @@ def markdown(report: Report) -> str:
     out += report.sections.get("protocols", [])
     out += report.paired
     out += report.sections.get("integrations", [])
+    out += report.sections.get("search", [])
     out += ["", "## Notes", ""] + [f"- {note}" for note in report.notes]
     out += added_lines(report.sections)  # the sections of installed packages, after the built-in ones
     return "\n".join(out) + "\n"

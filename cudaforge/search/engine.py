@@ -23,10 +23,9 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from cudaforge.graph.loop import LoopNodes, LoopState
-from cudaforge.track.store import CODER_FILE, round_folder
+from cudaforge.track.store import CODER_FILE, TREE_FILE, round_folder
+from cudaforge.track.tree import score
 
-TREE_FILE = "tree.jsonl"
-"""The task's search tree in its folder: one JSON line per node (``SearchNodes.plan`` rewrites it whole)."""
 OK_STATUSES = ("correct", "compiled")
 """Verdicts after which a node's children optimise it (the others: repair it)."""
 
@@ -73,13 +72,6 @@ class SearchOptions:
 Policy = Callable[[list[dict[str, Any]], SearchOptions, int], list[int | None]]
 """A strategy's choice of the next round's parents: ``(nodes, options, generation) -> parents``, one entry per child
 to write (a node id, or None for a first attempt); an empty list ends the search (nothing left to expand)."""
-
-
-def score(node: Mapping[str, Any]) -> tuple[int, float]:
-    """How good a node's verdict is: correct (by speedup) above compiled above any other failure."""
-    if node.get("status") == "correct":
-        return 2, float(node.get("speedup") or 0.0)
-    return (1 if node.get("status") == "compiled" else 0), 0.0
 
 
 def live(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,7 +13,8 @@ The card says first, in bold, when kernels come from the offline demo's hand-wri
 - ``sft_rows``: task prompt -> best verified kernel (or every verified kernel), with speedup, interval,
   GPU and versions.
 - ``trajectory_rows``: every round of a task (prompts, replies, evaluation summary, Judge feedback) with a
-  per-round reward (``RewardConfig``).
+  per-round reward (``RewardConfig``); for a search strategy's task, one trajectory per root-to-leaf path of its
+  tree, in parent order (``trajectory_paths``).
 - ``preference_rows``: for the same task and the same prompt, a verified kernel over an incorrect,
   hacked or failed one, or over a verified one it beats by ``min_margin``.
 - ``turn_rows``: every Coder and Judge turn on its own, labelled: the Coder's with the verdict on its kernel
@@ -35,6 +36,7 @@ from cudaforge.teach.positives import not_positive
 from cudaforge.teach.runs import Filters, RoundView, TaskView, expand_runs, load_tasks, run_info, verified
 from cudaforge.teach.schema import SCHEMAS, conform, features
 from cudaforge.teach.settings import ExportConfig, ExportFormat, RewardConfig, RewardKind, SftPrompt
+from cudaforge.track.tree import leaf_paths
 from cudaforge.types import EvalResult
 
 if TYPE_CHECKING:
@@ -244,63 +246,79 @@ def _judge_part(r: RoundView) -> tuple[str | None, list[dict[str, str]], str | N
     return judge.get("mode"), messages, text
 
 
+def trajectory_paths(view: TaskView) -> list[tuple[int | None, list[RoundView]]]:
+    """The round sequences a task's trajectories follow, each with its leaf's node id: every round in order (leaf
+    None) for a task that was no search; for a search (``view.tree``), one per root-to-leaf path of its tree, each
+    round in parent order (nodes without a round folder left out)."""
+    if not view.tree:
+        return [(None, list(view.rounds))]
+    by_round = {r.round: r for r in view.rounds}
+    paths: list[tuple[int | None, list[RoundView]]] = []
+    for path in leaf_paths(view.tree):
+        rounds = [by_round[int(n["id"])] for n in path if int(n["id"]) in by_round]
+        if rounds:
+            paths.append((int(path[-1]["id"]), rounds))
+    return paths
+
+
+def _trajectory_step(r: RoundView, cfg: ExportConfig) -> dict[str, Any]:
+    judge_mode, judge_messages, judge_text = _judge_part(r)
+    return {
+        "round": r.round,
+        "coder_mode": r.coder_mode,
+        "coder_messages": r.transcript(),
+        "candidate_hash": r.candidate_hash,
+        "reused_evaluation": r.reused,
+        "eval": measurement(r),
+        "eval_summary": _eval_summary(r),
+        "judge_mode": judge_mode,
+        "judge_messages": judge_messages,
+        "judge_feedback": judge_text,
+        "reward": reward(r, cfg.reward),
+    }
+
+
 def trajectory_rows(tasks: list[TaskView], cfg: ExportConfig) -> list[dict[str, Any]]:
-    """One row per task and run: every round's prompts, replies, evaluation, feedback and reward."""
+    """One row per task and run: every round's prompts, replies, evaluation, feedback and reward; for a search, one
+    row per root-to-leaf path of its tree (``trajectory_paths``)."""
     rows, seen = [], set()
     for view in tasks:
-        if not view.rounds:
-            continue
-        rounds: list[dict[str, Any]] = []
-        messages: list[dict[str, str]] = []
-        for r in view.rounds:
-            transcript = r.transcript()
-            body = [m for m in transcript if m["role"] != "system"]
-            if not messages:
-                messages.extend(m for m in transcript if m["role"] == "system")
-            messages.extend(body)
-            judge_mode, judge_messages, judge_text = _judge_part(r)
-            rounds.append(
+        for leaf, path in trajectory_paths(view) if view.rounds else []:
+            messages: list[dict[str, str]] = []
+            for r in path:
+                transcript = r.transcript()
+                if not messages:
+                    messages.extend(m for m in transcript if m["role"] == "system")
+                messages.extend(m for m in transcript if m["role"] != "system")
+            rounds = [_trajectory_step(r, cfg) for r in path]
+            positives = [r for r in path if r.verified]
+            timed = [r.speedup for r in positives if r.speedup is not None]
+            best_speedup = max(timed) if timed else None
+            if cfg.min_speedup is not None and (best_speedup is None or best_speedup < cfg.min_speedup):
+                continue
+            key = _row_id(view.task.source_hash, [m["content"] for m in messages])
+            if cfg.dedup and key in seen:
+                continue
+            seen.add(key)
+            rewards = [x["reward"] for x in rounds]
+            where = provenance(view, None)
+            rows.append(
                 {
-                    "round": r.round,
-                    "coder_mode": r.coder_mode,
-                    "coder_messages": transcript,
-                    "candidate_hash": r.candidate_hash,
-                    "reused_evaluation": r.reused,
-                    "eval": measurement(r),
-                    "eval_summary": _eval_summary(r),
-                    "judge_mode": judge_mode,
-                    "judge_messages": judge_messages,
-                    "judge_feedback": judge_text,
-                    "reward": reward(r, cfg.reward),
+                    "id": _row_id("trajectory", str(view.run.path), view.task.id, *([] if leaf is None else [leaf])),
+                    "task_id": view.task.id,
+                    "task_name": view.task.name,
+                    "level": view.level,
+                    "messages": messages,
+                    "rounds": rounds,
+                    "rewards": rewards,
+                    "final_reward": rewards[-1],
+                    "best_reward": max(rewards),
+                    "best_speedup": best_speedup,
+                    "solved": bool(positives),
+                    "versions": versions(next((r.eval for r in path if r.eval), None)),
+                    "provenance": where if leaf is None else {**where, "round": leaf},
                 }
             )
-        positives = [r for r in view.rounds if r.verified]
-        timed = [r.speedup for r in positives if r.speedup is not None]
-        best_speedup = max(timed) if timed else None
-        if cfg.min_speedup is not None and (best_speedup is None or best_speedup < cfg.min_speedup):
-            continue
-        key = _row_id(view.task.source_hash, [m["content"] for m in messages])
-        if cfg.dedup and key in seen:
-            continue
-        seen.add(key)
-        rewards = [x["reward"] for x in rounds]
-        rows.append(
-            {
-                "id": _row_id("trajectory", str(view.run.path), view.task.id),
-                "task_id": view.task.id,
-                "task_name": view.task.name,
-                "level": view.level,
-                "messages": messages,
-                "rounds": rounds,
-                "rewards": rewards,
-                "final_reward": rewards[-1],
-                "best_reward": max(rewards),
-                "best_speedup": best_speedup,
-                "solved": bool(positives),
-                "versions": versions(next((r.eval for r in view.rounds if r.eval), None)),
-                "provenance": provenance(view, None),
-            }
-        )
     return rows
 
 

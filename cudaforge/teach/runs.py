@@ -160,6 +160,8 @@ class TaskView:
     rounds: list[RoundView] = field(default_factory=list)
     result: TaskResult | None = None
     """The task's row of ``results.jsonl`` (None: unfinished); read for the held-out shapes of its best kernel."""
+    tree: list[dict[str, Any]] = field(default_factory=list)
+    """A search's nodes (``tree.jsonl``: each node's id is its round's number); empty when the task was no search."""
 
     @property
     def level(self) -> int | None:
@@ -284,7 +286,7 @@ def load_run_view(path: str | Path) -> RunView:
             continue
         seen: set[str] = set()
         rounds = [_round(files, history.get((task.id, files.number)), seen) for files in folder.rounds()]
-        tasks.append(TaskView(run=info, task=task, rounds=rounds, result=latest.get(task.id)))
+        tasks.append(TaskView(run=info, task=task, rounds=rounds, result=latest.get(task.id), tree=folder.tree()))
     return RunView(info=info, tasks=tasks)
 
 

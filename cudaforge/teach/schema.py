@@ -31,7 +31,7 @@ PROVENANCE = {
     "candidate_hash": "string",
     "normalized_hash": "string",
 }
-"""Where a row (or one side of a pair) came from; ``round`` is null for a whole trajectory."""
+"""Where a row (or one side of a pair) came from; ``round`` is null for a whole trajectory (a search's path: its leaf)."""
 
 VERSIONS = {
     "torch": "string",

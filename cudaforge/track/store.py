@@ -19,6 +19,7 @@
                                 not of its kernels; ``not_run.jsonl`` says so, reason ``internal_error``)
       tasks/<task>/candidates/<hash>.py, eval_<hash>.json, profile_<hash>.json
       tasks/<task>/round_NN/    candidate.py, coder.json (prompt, replies), eval.json, profile.json, judge.json
+      tasks/<task>/tree.jsonl   a search strategy's tree: one node per line (its id is its round's number)
       .run.lock                 held (flock) by the process that runs here: a second run into the directory is refused
 
 A rescored run (``cudaforge rescore``, ``cudaforge/run/rescore.py``) is a run directory with two more files:
@@ -67,6 +68,8 @@ CODER_FILE = "coder.json"
 """A round's folder: the Coder's prompt, replies and source."""
 JUDGE_FILE = "judge.json"
 """A round's folder: the Judge's verdict and feedback."""
+TREE_FILE = "tree.jsonl"
+"""A search's task folder: its tree, one JSON line per node (``cudaforge.search.engine`` rewrites it whole)."""
 CANDIDATES_DIR = "candidates"
 """A task's folder: every source evaluated, by hash (``<hash>.py``)."""
 RUN_FILE = "run.json"
@@ -461,6 +464,15 @@ class TaskDir:
     def rounds(self) -> list[RoundFiles]:
         """Every round, in order."""
         return [self.round(n) for n in self.round_numbers()]
+
+    def tree(self) -> list[dict[str, Any]]:
+        """A search's nodes (``tree.jsonl``), in recorded order; empty when the task has no tree (not a search)."""
+        try:
+            text = (self.root / TREE_FILE).read_text()
+        except OSError:
+            return []
+        found = (json.loads(line) for line in text.splitlines() if line.strip())
+        return [node for node in found if isinstance(node, dict) and "id" in node]
 
     def candidate(self, digest: str) -> str | None:
         """A candidate source by its hash (None when not kept)."""
