@@ -215,7 +215,7 @@ def test_an_installed_package_adds_a_report_section_written_after_the_built_in_o
     entries = {"run_count": "count_section:SECTION", "failing": "count_section:FAILING", "quiet": "count_section:QUIET"}
     site = install(tmp_path / "site", {"cudaforge.report_sections": {**entries, "protocols": "count_section:SHADOW"}})
     seen = ask(REPORT, cwd=tmp_path, pythonpath=site)
-    assert seen["names"] == ["protocols", "integrations", "failing", "quiet", "run_count"]
+    assert seen["names"] == ["protocols", "integrations", "search", "failing", "quiet", "run_count"]
     assert seen["md"].endswith("## Notes\n\n\n## Runs counted\n\n0 runs.\n"), seen["md"][-200:]
     assert any("'protocols' of an installed package is left out" in m for m in seen["warned"]), seen["warned"]
     assert any("'failing' failed (no data)" in m for m in seen["warned"]), seen["warned"]
