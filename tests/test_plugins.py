@@ -220,7 +220,7 @@ def test_an_installed_package_adds_a_report_section_written_after_the_built_in_o
     assert any("'protocols' of an installed package is left out" in m for m in seen["warned"]), seen["warned"]
     assert any("'failing' failed (no data)" in m for m in seen["warned"]), seen["warned"]
     plain = ask(REPORT, cwd=tmp_path)
-    assert plain["names"] == ["protocols", "integrations"] and plain["md"].endswith("## Notes\n\n")
+    assert plain["names"] == ["protocols", "integrations", "search"] and plain["md"].endswith("## Notes\n\n")
 
 
 SHAPE = """
