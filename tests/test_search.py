@@ -293,3 +293,119 @@ def test_the_report_draws_a_real_search_and_its_trajectories_follow_the_tree(tmp
     assert [[x["round"] for x in row["rounds"]] for row in rows] == paths and len(paths) > 1
     parent = {n["id"]: n["parent"] for n in nodes}
     assert all(parent[b] == a for path in paths for a, b in zip(path, path[1:]))
+
+
+class Overlaps:
+    """An evaluator that holds each evaluation a moment and counts how many were in flight at once."""
+
+    def __init__(self, inner, hold_s=0.3):
+        import threading
+
+        self.inner, self.hold_s, self.lock = inner, hold_s, threading.Lock()
+        self.now = self.most = self.calls = 0
+
+    def evaluate(self, task, source):
+        import time
+
+        with self.lock:
+            self.now, self.calls = self.now + 1, self.calls + 1
+            self.most = max(self.most, self.now)
+        try:
+            time.sleep(self.hold_s)
+            return self.inner.evaluate(task, source)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_side_by_side_children_are_evaluated_at_once_and_recorded_as_one_at_a_time(tmp_path, relu, pool, verdicts):
+    cfg, sure = config("best_of_n", rounds=2, samples=3, parallel=3), Odds(no_code=0.0)
+    seen: list[Overlaps] = []
+    ctx, coder, result = search(
+        tmp_path, relu, pool, verdicts, cfg, seed=3, odds=sure, wrap=lambda e: seen.append(Overlaps(e)) or seen[0]
+    )
+    nodes = tree(ctx, relu)
+    assert [n["id"] for n in nodes] == list(range(1, 7)) and result.rounds == 6 and result.stop_reason == "max_rounds"
+    assert seen[0].most >= 2  # a round's evaluations ran side by side
+    first = [n for n in nodes if n["generation"] == 1]
+    best = max(first, key=lambda n: (n["status"] == "correct", n["speedup"] or 0, -n["id"]))
+    assert {n["parent"] for n in nodes if n["generation"] == 2} == {best["id"]}
+    coder_rows = [r for r in ctx.ledger.rows if r.role == "coder"]
+    assert sorted(r.meta["round"] for r in coder_rows) == list(range(1, 7)) and coder.seen.total() == 6
+    assert sum(r.role == "judge" for r in ctx.ledger.rows) == 1  # judge_role=chosen: round 2's parent, once
+    for n in nodes:  # each child its own round folder and ledger rows, its cost its own round's
+        assert (tmp_path / "run").glob(f"**/round_{n['id']:02d}/coder.json")
+        assert n["cost_usd"] == pytest.approx(sum(r.cost_usd or 0 for r in coder_rows if r.meta["round"] == n["id"]))
+    history = [h.round for h in result.history]
+    assert history == list(range(1, 7)) and [h.status for h in result.history] == [n["status"] for n in nodes]
+    correct = [n for n in nodes if n["status"] == "correct"]
+    assert result.best_speedup == max((n["speedup"] for n in correct), default=None)
+
+
+def test_a_search_killed_in_a_batch_asks_no_model_twice_and_evaluates_no_kernel_twice(tmp_path, relu, pool, verdicts):
+    cfg, sure = config("best_of_n", rounds=2, samples=3, parallel=3), Odds(no_code=0.0)
+    with pytest.raises(Killed):  # round 1's batch: its second evaluation kills the process, the others finish
+        search(tmp_path, relu, pool, verdicts, cfg, seed=4, wrap=lambda e: DiesOnEvaluation(e, 2), odds=sure)
+    assert tree_lines(tmp_path, relu) == []  # the batch is one step: nothing of it was checkpointed
+    finished = {p.stem.removeprefix("eval_") for p in (tmp_path / "run").rglob("eval_*.json")}
+    assert finished  # the batch's other evaluations finished, the killed one did not
+    counted: list[DiesOnEvaluation] = []
+    counting = lambda e: counted.append(DiesOnEvaluation(e, 0)) or counted[0]  # noqa: E731
+    ctx, coder, result = search(tmp_path, relu, pool, verdicts, cfg, seed=4, wrap=counting, odds=sure)
+    nodes = tree(ctx, relu)
+    assert [n["id"] for n in nodes] == list(range(1, 7)) and result.rounds == 6
+    # the evaluations that finished before the kill were read back; the others were made, each once
+    assert finished <= {n["hash"] for n in nodes if n["generation"] == 1}
+    assert counted[0].calls == len({n["hash"] for n in nodes} - finished)
+    coder_rows = [r for r in ctx.ledger.rows if r.role == "coder"]
+    assert sum(not r.cache_hit for r in coder_rows) == 6  # each child's call reached the model once
+    assert sum(r.cache_hit for r in coder_rows) == 3  # round 1's three, answered from the cache on resume
+    assert coder.seen.total() == 3  # the resumed process asked the model for round 2's children only
+
+
+def test_a_search_profiles_the_nodes_the_judge_advises_on(tmp_path, relu, pool, verdicts):
+    """strategy.profile=true: the real profiler (on this machine it finds no GPU and says so) runs on every correct
+    node before the Judge's advice, once per kernel, its record in the node's folder."""
+    cfg = config("beam", rounds=2, samples=2, beam_width=1, judge_role="every", parallel=2)
+    cfg.strategy.profile, cfg.profile.enabled = True, True
+    ctx, _, result = search(tmp_path, relu, pool, verdicts, cfg, seed=5, odds=Odds(no_code=0.0))
+    nodes = tree(ctx, relu)
+    correct = [n for n in nodes if n["status"] == "correct"]
+    assert correct and all(n["judged"] for n in nodes)
+    by_round = {h.round: h for h in result.history}
+    assert all(by_round[n["id"]].profile_status for n in correct)
+    assert not any(by_round[n["id"]].profile_status for n in nodes if n["status"] != "correct")
+    folders = {p.parent.name for p in (tmp_path / "run").rglob("round_*/profile.json")}
+    assert folders == {f"round_{n['id']:02d}" for n in correct}
+
+
+def test_one_models_calls_in_flight_are_capped_over_the_process():
+    """``max_concurrent``: six threads calling one scripted model through litellm, at most two at once."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cudaforge.llm.client import LLMClient
+    from cudaforge.llm.scripted import install_script
+    from cudaforge.llm.settings import LLMConfig
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def answer(messages):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.2)
+        with lock:
+            state["now"] -= 1
+        return "ok"
+
+    install_script("capped_model", answer)
+    client = LLMClient(LLMConfig(model="scripted/capped_model", max_concurrent=2), role="coder")
+    with ThreadPoolExecutor(6) as threads:
+        list(threads.map(lambda i: client.complete([{"role": "user", "content": f"q{i}"}]), range(6)))
+    assert state["most"] == 2
+    with pytest.raises(ValueError, match="at least 1"):
+        LLMClient(LLMConfig(model="scripted/other", max_concurrent=0), role="coder").complete(
+            [{"role": "user", "content": "q"}]
+        )

@@ -101,6 +101,7 @@ class Spends(Protocol):
     """The ledger seam: dollars and tokens spent so far on a task."""
 
     def task_totals(self, task_id: str) -> dict[str, float]: ...
+    def round_cost(self, task_id: str, round: int) -> float: ...
 
 
 @dataclass
@@ -255,14 +256,20 @@ class LoopNodes:
     # -------------------------------------------------------------- nodes
 
     def coder(self, state: LoopState) -> LoopState:
+        """Say the round before is over (its record is whole), then the Coder's step (``write``)."""
+        if state["history"]:
+            round_done(self.s, state["history"][-1])
+        return self.write(state)
+
+    def write(self, state: LoopState) -> LoopState:
+        """The Coder writes round ``state["round"] + 1``'s candidate (a search's side-by-side children call this
+        directly, several at once: it touches only its own round's files)."""
         started = time.monotonic()
         s, number = self.s, state["round"] + 1
         mode = state["mode"]
         # ``sample``: a round's request gets its own cache key, so a prompt repeated in a later
         # round asks the model again instead of replaying the earlier reply (resume still hits).
         meta = {"task_id": s.task.id, "round": number, "sample": number}
-        if state["history"]:  # the round before this one is over: its record is whole
-            round_done(s, state["history"][-1])
         s.on_event({"event": "coder", "task_id": s.task.id, "round": number, "mode": mode})
         latest, advice = state.get("kernel"), state.get("feedback")
         kernel = s.store.candidate(latest) if latest else None

@@ -70,15 +70,19 @@ class Script:
         """The messages of every call received, in order (failed calls included)."""
 
     def next(self, messages: list[dict]) -> Entry:
-        """The entry answering this call; raises ``LookupError`` when the list is used up."""
+        """The entry answering this call; raises ``LookupError`` when the list is used up. A reply function is
+        called outside the script's lock, so calls from several threads are answered at once (as a provider's are);
+        it keeps its own state thread-safe."""
         with self._lock:
             index = len(self.calls)
             self.calls.append([dict(m) for m in messages])
-            if callable(self._replies):
-                return _check_entry(self._replies(messages))
-            if index >= len(self._replies):
-                raise LookupError(f"script {self.name!r} is used up: all {len(self._replies)} replies were consumed")
-            return self._replies[index]
+            if not callable(self._replies):
+                if index >= len(self._replies):
+                    raise LookupError(
+                        f"script {self.name!r} is used up: all {len(self._replies)} replies were consumed"
+                    )
+                return self._replies[index]
+        return _check_entry(self._replies(messages))
 
     @property
     def remaining(self) -> int | None:

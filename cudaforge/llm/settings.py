@@ -28,6 +28,10 @@ class LLMConfig:
     """Server address for a local vLLM / ollama / proxy."""
     timeout_s: float = 600.0
     """Per-call timeout."""
+    max_concurrent: int | None = None
+    """Calls to this model (and ``api_base``) in flight at once in this process, over every task and every search
+    child (null: no cap besides ``concurrency`` and ``strategy.search.parallel``); a provider's rate limits are
+    retried with backoff either way. The first client made for a model sets its cap."""
     max_retries: int = 4
     """Retries on rate limits, timeouts and 5xx, with exponential backoff."""
     retry_base_delay_s: float = 2.0

@@ -96,6 +96,10 @@ class LedgerSpend:
             "tokens_out": t.completion_tokens,
         }
 
+    def round_cost(self, task_id: str, round: int) -> float:
+        """Dollars of the priced calls made for one round of a task (its Coder's, and its Judge's on it)."""
+        return self.ledger.totals(task_id=task_id, round=round).cost_usd or 0.0
+
     def task_cost(self, task_id: str) -> float | None:
         """Dollars of one task's priced calls; None when it made calls and every one was unpriced."""
         t = self.ledger.totals(task_id=task_id)

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import enum
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
-from cudaforge.graph.loop import LoopNodes, LoopState
+from cudaforge.graph.loop import LoopNodes, LoopState, round_done
+from cudaforge.search.parallel import Batch, side_by_side, summed_seconds
 from cudaforge.track.store import CODER_FILE, TREE_FILE, round_folder
 from cudaforge.track.tree import score
 
@@ -52,6 +54,9 @@ class SearchOptions:
     """Tree search: the weight of the exploration term (UCB's c)."""
     widening: float = 0.5
     """Tree search: progressive widening's exponent (a node may have about ``visits ** widening`` + 1 children)."""
+    parallel: int = 1
+    """Children of a round written and evaluated at once (``cudaforge.search.parallel``): their Coder calls go out
+    together, their evaluations run side by side over the evaluator's GPUs and build pool. 1: one after another."""
 
     @classmethod
     def from_strategy(cls, options: Mapping[str, Any]) -> SearchOptions:
@@ -64,8 +69,8 @@ class SearchOptions:
         if "judge_role" in values:
             values["judge_role"] = JudgeRole(str(getattr(values["judge_role"], "value", values["judge_role"])))
         found = cls(**values)
-        if found.samples < 1 or found.beam_width < 1:
-            raise ValueError("strategy.search: samples and beam_width are at least 1")
+        if found.samples < 1 or found.beam_width < 1 or found.parallel < 1:
+            raise ValueError("strategy.search: samples, beam_width and parallel are at least 1")
         return found
 
 
@@ -93,7 +98,16 @@ def latest_round(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def fresh_search() -> dict[str, Any]:
     """A search's record before its first step."""
-    return {"nodes": [], "generation": 0, "queue": [], "judge": [], "next": "", "expanding": None, "spent": 0.0}
+    return {
+        "nodes": [],
+        "generation": 0,
+        "queue": [],
+        "judge": [],
+        "next": "",
+        "expanding": None,
+        "spent": 0.0,
+        "announced": 0,
+    }
 
 
 class SearchNodes:
@@ -113,13 +127,21 @@ class SearchNodes:
 
     def _recorded(self, state: LoopState, search: dict[str, Any]) -> dict[str, Any]:
         """The node the last Coder step made, as the tree records it."""
-        h, number = state["history"][-1], state["round"]
+        cost = self._spent() - float(search["spent"])
+        seconds = float(state["active_s"]) - float(search.get("active_s", 0.0))
+        return self.node(state["history"][-1], state, search["expanding"], search["generation"], cost, seconds)
+
+    def node(
+        self, h: dict[str, Any], state: LoopState, parent: int | None, generation: int, cost: float, seconds: float
+    ) -> dict[str, Any]:
+        """A tree node: the round record ``h`` of a Coder step on ``parent``, in the state after its steps."""
+        number = int(h["round"])
         status = h.get("status") or "no_code"
         judged = self.options.judge_role is JudgeRole.every and bool(h.get("judge_mode"))
         return {
             "id": number,
-            "parent": search["expanding"],
-            "generation": search["generation"],
+            "parent": parent,
+            "generation": generation,
             "mode": h.get("coder_mode"),
             "hash": h.get("candidate_hash"),
             "status": status,
@@ -128,16 +150,27 @@ class SearchNodes:
             "next_mode": "optimize" if status in OK_STATUSES else "repair",
             "feedback": state.get("feedback") if judged else None,
             "judged": judged,
-            "cost_usd": round(self._spent() - float(search["spent"]), 10),
-            "seconds": round(float(state["active_s"]) - float(search.get("active_s", 0.0)), 3),
+            "cost_usd": round(cost, 10),
+            "seconds": round(seconds, 3),
             "prompt": f"{round_folder(number)}/{CODER_FILE}",
         }
 
-    def _write_tree(self, nodes: list[dict[str, Any]]) -> None:
+    def write_tree(self, nodes: list[dict[str, Any]]) -> None:
         self.s.store.write_text(None, TREE_FILE, "".join(json.dumps(n, sort_keys=True) + "\n" for n in nodes))
 
-    def _end(self, search: dict[str, Any], why: str) -> LoopState:
+    def _end(self, state: LoopState, search: dict[str, Any], why: str) -> LoopState:
+        if self.options.parallel > 1:  # the last record is said to be over by the task's end (``run_task``)
+            search = self.announce(state["history"][:-1], search)
         return {"search": {**search, "next": "end", "queue": [], "judge": []}, "stop_reason": why}
+
+    def announce(self, history: list[dict[str, Any]], search: dict[str, Any]) -> dict[str, Any]:
+        """Say each round of ``history`` not said yet is over (side-by-side children: the Coder's step, which says
+        so of the round before it in a loop, is not run in order)."""
+        for record in history:
+            if int(record["round"]) > int(search.get("announced") or 0):
+                round_done(self.s, record)
+        last = max([int(search.get("announced") or 0), *(int(h["round"]) for h in history)])
+        return {**search, "announced": last}
 
     def plan(self, state: LoopState) -> LoopState:
         """Record the last node, then choose what the next step does: a Judge's advice on a chosen parent, a child
@@ -146,24 +179,26 @@ class SearchNodes:
         nodes = list(search["nodes"])
         if len(nodes) < state["round"]:  # the last Coder step's node, finished
             nodes.append(self._recorded(state, search))
-            self._write_tree(nodes)
+            self.write_tree(nodes)
         search = {**search, "nodes": nodes, "expanding": None}
         stop = state.get("stop_reason") or self.loop.spent_stop(state)
         if stop:
-            return {**self._end(search, stop), "stop_reason": stop}
+            return self._end(state, search, stop)
         if not search["queue"] and not search["judge"]:
             generation = int(search["generation"]) + 1
             if generation > self.s.strategy.round_cap(self.s.budgets.max_rounds):
-                return self._end(search, "max_rounds")
+                return self._end(state, search, "max_rounds")
             parents = self.policy(nodes, self.options, generation)
             if not parents:
-                return self._end(search, "search_exhausted")
+                return self._end(state, search, "search_exhausted")
             chosen = sorted({p for p in parents if p is not None})
             waiting = [p for p in chosen if not nodes[p - 1]["judged"] and self._judges(nodes[p - 1]["next_mode"])]
             judge = waiting if self.options.judge_role is JudgeRole.chosen else []
             search = {**search, "generation": generation, "queue": list(parents), "judge": judge}
         if search["judge"]:
             return {"search": {**search, "next": "judge_parent"}}
+        if self.options.parallel > 1:
+            return {"search": {**search, "next": "batch"}}
         parent_id, *rest = search["queue"]
         parent = nodes[parent_id - 1] if parent_id is not None else None
         search = {**search, "queue": rest, "next": "coder", "expanding": parent_id}
@@ -176,33 +211,52 @@ class SearchNodes:
             "feedback": advice,
         }
 
+    def profiles(self, status: str | None) -> bool:
+        """Whether a node of this verdict is profiled before the Judge advises on it (``strategy.profile``, with a
+        profiler: the Judge reads its metrics, as in the CudaForge loop)."""
+        return bool(self.s.strategy.profile and self.s.profiler is not None and status in OK_STATUSES)
+
+    def advise(self, view: LoopState) -> LoopState:
+        """The Judge's advice on the node ``view``'s history ends with, profiled first where ``profiles`` says: the
+        update of both steps, as the Judge's step returns it."""
+        if self.profiles(view["history"][-1].get("status")):
+            view = {**view, **self.loop.profile({**view, "best": None})}  # the node itself, not the best so far
+        return self.loop.judge(view)
+
     def judge_parent(self, state: LoopState) -> LoopState:
-        """The Judge's advice on a chosen parent, kept with its node (and its round's record and folder)."""
+        """The Judge's advice on a chosen parent (``parallel`` of them at once), kept with its node (and its round's
+        record and folder)."""
         search = dict(state["search"])
-        parent_id, *rest = search["judge"]
-        nodes = list(search["nodes"])
-        node = nodes[parent_id - 1]
-        index = next(i for i, h in enumerate(state["history"]) if h["round"] == parent_id)
-        view: LoopState = {
-            **state,
-            "round": parent_id,
-            "kernel": node["hash"],
-            "history": state["history"][: index + 1],
-        }
-        update = self.loop.judge(view)
-        history = list(state["history"])
-        if "history" in update:
-            history[index] = update["history"][-1]
-        nodes[parent_id - 1] = {**node, "feedback": update.get("feedback"), "judged": True}
-        self._write_tree(nodes)
+        take, rest = search["judge"][: self.options.parallel], search["judge"][self.options.parallel :]
+        nodes, history = list(search["nodes"]), list(state["history"])
+        started = time.monotonic()
+
+        def one(parent_id: int) -> tuple[int, LoopState]:
+            index = next(i for i, h in enumerate(state["history"]) if h["round"] == parent_id)
+            view: LoopState = {
+                **state,
+                "round": parent_id,
+                "kernel": nodes[parent_id - 1]["hash"],
+                "history": state["history"][: index + 1],
+            }
+            return index, self.advise(view)
+
+        done = side_by_side(one, take)
+        for parent_id, (index, update) in zip(take, done, strict=True):
+            if "history" in update:
+                history[index] = update["history"][-1]
+            nodes[parent_id - 1] = {**nodes[parent_id - 1], "feedback": update.get("feedback"), "judged": True}
+        self.write_tree(nodes)
+        updates = [update for _, update in done]
         out: LoopState = {
             "history": history,
-            "active_s": update["active_s"],
-            "seconds": update["seconds"],
+            "active_s": updates[0]["active_s"] if len(updates) == 1 else state["active_s"] + time.monotonic() - started,
+            "seconds": summed_seconds(state["seconds"], updates),
             "search": {**search, "nodes": nodes, "judge": rest},
         }
-        if update.get("stop_reason"):
-            out["stop_reason"] = update["stop_reason"]
+        stop = next((u["stop_reason"] for u in updates if u.get("stop_reason")), None)
+        if stop:
+            out["stop_reason"] = stop
         return out
 
     # -------------------------------------------------------------- routing
@@ -229,11 +283,13 @@ def search_graph(graph: StateGraph[LoopState], nodes: LoopNodes, policy: Policy)
     graph.add_node("plan", search.plan)
     graph.add_node("coder", nodes.coder)
     graph.add_node("evaluate", nodes.evaluate)
-    graph.add_node("judge", nodes.judge)
+    graph.add_node("judge", search.advise)
     graph.add_node("judge_parent", search.judge_parent)
+    graph.add_node("batch", Batch(search).run)
     graph.add_edge(START, "plan")
-    graph.add_conditional_edges("plan", search.after_plan, ["coder", "judge_parent", END])
+    graph.add_conditional_edges("plan", search.after_plan, ["coder", "judge_parent", "batch", END])
     graph.add_conditional_edges("coder", search.after_coder, ["evaluate", "plan"])
     graph.add_conditional_edges("evaluate", search.after_evaluate, ["judge", "plan"])
     graph.add_edge("judge", "plan")
     graph.add_edge("judge_parent", "plan")
+    graph.add_edge("batch", "plan")
