@@ -130,3 +130,41 @@ def test_a_campaign_that_cannot_be_placed_is_refused_in_one_line(cluster, tmp_pa
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "campaign.gpus_per_task=1 but the Ray cluster has no GPU" in out.stderr
     assert not (tmp_path / "run").exists()  # nothing left behind by a refused run
+
+
+def test_a_search_runs_on_ray_with_its_children_side_by_side_and_its_trees_come_back(cluster, tmp_path):
+    """Beam search, two children of a round at once, each task a Ray task: every task's tree is in the run
+    directory the driver owns, and the report draws it."""
+    run_dir = tmp_path / "ray"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cudaforge.cli",
+            *RUN,
+            "strategy=beam",
+            "strategy.search.samples=1",
+            "strategy.search.parallel=2",
+            "suite.problem_ids=[1,2]",
+            "campaign.engine=ray",
+            f"campaign.address={cluster.address}",
+            f"campaign.work_dir={tmp_path / 'work'}",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    trees = sorted((run_dir / "tasks").glob("*/tree.jsonl"))
+    assert len(trees) == 2
+    for path in trees:  # two rounds of two nodes (one child of each survivor), each node with its round folder
+        nodes = [json.loads(line) for line in path.read_text().splitlines()]
+        assert [n["id"] for n in nodes] == [1, 2, 3, 4] and {n["parent"] for n in nodes[2:]} == {1, 2}
+        assert all((path.parent / f"round_{n['id']:02d}").is_dir() for n in nodes)
+    from cudaforge.report import build_report
+
+    lines = build_report([run_dir], bootstrap=0).sections["search"]
+    assert sum(line.startswith("4 nodes, depth 2, ") for line in lines) == 2
