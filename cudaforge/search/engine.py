@@ -216,12 +216,12 @@ class SearchNodes:
         profiler: the Judge reads its metrics, as in the CudaForge loop)."""
         return bool(self.s.strategy.profile and self.s.profiler is not None and status in OK_STATUSES)
 
-    def advise(self, view: LoopState) -> LoopState:
-        """The Judge's advice on the node ``view``'s history ends with, profiled first where ``profiles`` says: the
+    def advise(self, state: LoopState) -> LoopState:
+        """The Judge's advice on the node ``state``'s history ends with, profiled first where ``profiles`` says: the
         update of both steps, as the Judge's step returns it."""
-        if self.profiles(view["history"][-1].get("status")):
-            view = {**view, **self.loop.profile({**view, "best": None})}  # the node itself, not the best so far
-        return self.loop.judge(view)
+        if self.profiles(state["history"][-1].get("status")):
+            state = {**state, **self.loop.profile({**state, "best": None})}  # the node itself, not the best so far
+        return self.loop.judge(state)
 
     def judge_parent(self, state: LoopState) -> LoopState:
         """The Judge's advice on a chosen parent (``parallel`` of them at once), kept with its node (and its round's
