@@ -259,6 +259,21 @@ def test_a_strategy_is_its_yaml_file_alone(name):
     assert strategy_problems(cfg.strategy) == []
 
 
+def test_a_loop_shape_spelled_as_its_function_is_the_packaged_strategy():
+    """``strategy.graph=cudaforge.graph.loop:alternating``, as configs written before the loop-shape registry say it,
+    is the packaged loop by its name; another function is a changed strategy."""
+    from cudaforge.cli.checks import strategy_problems
+    from cudaforge.graph.strategies import Strategy, get_strategy
+
+    spelled = compose_with(["strategy=cudaforge", "strategy.graph=cudaforge.graph.loop:alternating"])
+    assert Strategy.from_config(spelled.strategy) == get_strategy("cudaforge") and not strategy_problems(
+        spelled.strategy
+    )
+    assert Strategy.from_config(spelled.strategy).graph == "alternating"
+    other = compose_with(["strategy=cudaforge", "strategy.graph=cudaforge.search.beam:shape"])
+    assert "graph differ" in strategy_problems(other.strategy)[0]
+
+
 def test_a_strategy_of_ones_own_is_one_file_in_ones_config_dir(tmp_path):
     """No Python: a YAML file in the user's config folder is a strategy the loop routes by."""
     import subprocess

@@ -48,6 +48,13 @@ LOOP_SHAPES: Registry[Callable[..., None]] = Registry(
 strategy names them); a package adds one in the entry-point group ``cudaforge.strategies``."""
 
 
+def graph_name(spec: str) -> str:
+    """``strategy.graph`` as its registered name where it spells out a built-in loop shape's function
+    (``cudaforge.graph.loop:alternating`` -> ``alternating``, as configs written before the registry say it)."""
+    spec = str(spec)
+    return next((name for name, target in LOOP_SHAPES.built_in().items() if target == spec), spec)
+
+
 def graph_builder(spec: str) -> Callable[..., None]:
     """The loop shape ``spec`` names (``strategy.graph``): a registered loop shape's name, or ``module:function``;
     an error (ValueError) says what is wrong with it."""
@@ -132,7 +139,7 @@ class Strategy:
         flags = {k: bool(v) for k, v in values.items()}
         options = dict(search or {})
         return cls(
-            name, **flags, metric_set=metric_set, max_rounds=cap, graph=str(graph or DEFAULT_GRAPH), search=options
+            name, **flags, metric_set=metric_set, max_rounds=cap, graph=graph_name(graph or DEFAULT_GRAPH), search=options
         )
 
 
