@@ -203,13 +203,16 @@ class SearchNodes:
         parent = nodes[parent_id - 1] if parent_id is not None else None
         search = {**search, "queue": rest, "next": "coder", "expanding": parent_id}
         search.update(spent=self._spent(), active_s=state["active_s"])
-        advice = parent["feedback"] if parent and self.options.judge_role is not JudgeRole.none else None
         return {
             "search": search,
             "kernel": parent["hash"] if parent else None,
             "mode": parent["next_mode"] if parent else "first_attempt",
-            "feedback": advice,
+            "feedback": self.advice(parent),
         }
+
+    def advice(self, parent: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The Judge's advice a child of ``parent`` reads (None: a first attempt, no advice, or no Judge)."""
+        return parent["feedback"] if parent and self.options.judge_role is not JudgeRole.none else None
 
     def profiles(self, status: str | None) -> bool:
         """Whether a node of this verdict is profiled before the Judge advises on it (``strategy.profile``, with a

@@ -21,13 +21,36 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from threading import Lock
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from cudaforge.graph.loop import LoopState
+from cudaforge.graph.loop import LoopNodes, LoopServices, LoopState
 from cudaforge.types import EvalResult
 
-if TYPE_CHECKING:
-    from cudaforge.search.engine import SearchNodes
+
+class Options(Protocol):
+    """The search options a batch reads (``cudaforge.search.engine.SearchOptions``)."""
+
+    @property
+    def parallel(self) -> int: ...
+
+
+class Expands(Protocol):
+    """What a batch uses of the search's steps (``cudaforge.search.engine.SearchNodes``)."""
+
+    loop: LoopNodes
+    s: LoopServices
+
+    @property
+    def options(self) -> Options: ...
+    def announce(self, history: list[dict[str, Any]], search: dict[str, Any]) -> dict[str, Any]: ...
+    def node(
+        self, h: dict[str, Any], state: LoopState, parent: int | None, generation: int, cost: float, seconds: float
+    ) -> dict[str, Any]: ...
+    def write_tree(self, nodes: list[dict[str, Any]]) -> None: ...
+    def after_evaluate(self, state: LoopState) -> str: ...
+    def advise(self, state: LoopState) -> LoopState: ...
+    def advice(self, parent: dict[str, Any] | None) -> dict[str, Any] | None: ...
+
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -55,7 +78,7 @@ def summed_seconds(base: dict[str, float], updates: Sequence[LoopState]) -> dict
 class Batch:
     """The ``batch`` step of a search whose ``parallel`` option is above 1."""
 
-    def __init__(self, search: SearchNodes):
+    def __init__(self, search: Expands):
         self.search, self.loop, self.s = search, search.loop, search.s
         self.locks: dict[str, Lock] = {}
         """One lock per candidate hash: two children writing the same source share one evaluation."""
@@ -85,13 +108,12 @@ class Batch:
         the state it ends in, seen from ``state``."""
         nodes = state["search"]["nodes"]
         parent = nodes[parent_id - 1] if parent_id is not None else None
-        role = self.search.options.judge_role.value
         view: LoopState = {
             **state,
             "round": number - 1,
             "kernel": parent["hash"] if parent else None,
             "mode": parent["next_mode"] if parent else "first_attempt",
-            "feedback": parent["feedback"] if parent and role != "none" else None,
+            "feedback": self.search.advice(parent),
             "pending": None,
         }
         view = {**view, **self.loop.write(view)}
