@@ -1,8 +1,9 @@
 """``make_pool.py --check``: every kernel of a simulator pool evaluated by the real evaluator, its verdict against its kind.
 
 An honest kernel must be correct, a wrong one must not be, a hack must be rejected by a guard. The evaluation settings
-are those a ``cudaforge run`` composes by default (plus ``overrides``); verdicts go through ``PoolVerdicts``, into
-the simulator's verdict cache, so the runs after reuse them.
+are those a ``cudaforge run`` composes by default (plus ``eval.device=cpu`` without a GPU, and ``overrides``);
+verdicts go through ``PoolVerdicts``, into the simulator's verdict cache, so the runs after (``compare.py`` with the
+same ``--eval-set``) reuse them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ def run_config(overrides: list[str] | None = None) -> Any:
             return OmegaConf.to_object(compose("cudaforge", overrides=list(overrides or [])))
     finally:
         GlobalHydra.instance().clear()
+
+
+def device_overrides() -> list[str]:
+    """``eval.device=cpu`` where no GPU is visible (a CPU run meant as one; ``compare.py`` sets it too, so that both
+    find the same cached verdicts), else nothing."""
+    from cudaforge.eval import visible_gpus
+
+    return [] if visible_gpus([]) else ["eval.device=cpu"]
 
 
 def problem(kind: str, status: str) -> str | None:
@@ -64,7 +73,7 @@ def check(
     missing = [s for s in wanted if s not in tasks]
     if missing:
         return [f"{s}: no such task in the {suite} suite" for s in missing]
-    cfg = run_config(overrides)
+    cfg = run_config(device_overrides() + list(overrides or []))
     jobs = [(tasks[s], k) for s in wanted for k in pool[s]]
     print(f"{len(jobs)} kernels of {len(wanted)} tasks, {workers} at a time", flush=True)
     with Evaluator(cfg.eval) as evaluator:

@@ -312,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="evaluate the committed pool and check every kind")
     parser.add_argument("--tasks", nargs="*", default=None, help="with --check: only these tasks (names or stems)")
     parser.add_argument("--workers", type=int, default=2, help="with --check: evaluations at a time")
+    parser.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE", help="with --check: eval.KEY")
     args = parser.parse_args(argv)
     if not args.check:
         write()
@@ -319,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     from check_pool import check
 
     started = time.monotonic()
-    problems = check(POOL, args.tasks, workers=args.workers)
+    problems = check(POOL, args.tasks, workers=args.workers, overrides=[f"eval.{kv}" for kv in args.eval_set])
     print(f"checked in {time.monotonic() - started:.0f} s")
     for line in problems:
         print(f"  {line}")
