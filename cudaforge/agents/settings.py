@@ -18,6 +18,10 @@ class CoderConfig(LLMConfig):
     skills: list[str] = field(default_factory=list)
     """Skill documents (Markdown, from ``cudaforge skill distill``) shown under a heading in the first-attempt and
     optimize prompts; paths absolute, or relative to the working directory, else to the project root."""
+    pool: str | None = None
+    """For the search simulator (``coder=simulator``, docs/simulator.md): the pool file its kernels come from; null:
+    the packaged pool of the ``tiny`` suite. A path absolute, or relative to the working directory, else to the
+    project root, else the file name of a pool packaged with cudaforge (``sim20_pool.yaml``, for ``suite=sim20``)."""
 
 
 class TemplateSetName(str, enum.Enum):

@@ -22,8 +22,12 @@ import yaml
 from cudaforge.paths import RESOURCES
 from cudaforge.types import EvalResult, SpeedupStats, Task, source_hash
 
-TINY_POOL = RESOURCES / "simulator" / "tiny_pool.yaml"
-"""The packaged pool: the ``tiny`` suite's three tasks."""
+POOLS = RESOURCES / "simulator"
+"""The packaged pools' folder."""
+TINY_POOL = POOLS / "tiny_pool.yaml"
+"""The packaged pool of the ``tiny`` suite's three tasks (the simulator's default)."""
+SIM20_POOL = POOLS / "sim20_pool.yaml"
+"""The packaged pool of the ``sim20`` suite's 20 tasks (``benchmarks/search/make_pool.py`` writes it)."""
 KINDS = ("honest", "wrong", "hack")
 """A pool kernel's kinds."""
 DECLARED = "declared by the simulator's pool"
@@ -65,11 +69,16 @@ def load_pool(path: Path = TINY_POOL) -> dict[str, list[PoolKernel]]:
     return pool
 
 
+NOT_IN_VERDICT = ("build_cache_dir", "held_out_shapes", "held_out_decides", "held_out_max_input_mb")
+"""Evaluation settings a verdict does not depend on: where builds are kept, and the held-out check after the loop
+(its evaluations are the evaluator's own, never cached)."""
+
+
 def settings_key(settings: Any) -> str:
-    """What of an evaluator's settings a verdict depends on, hashed: every field but where its builds are kept."""
+    """What of an evaluator's settings a verdict depends on, hashed: every field but ``NOT_IN_VERDICT``."""
     if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
         fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
-        settings = {key: value for key, value in fields.items() if key != "build_cache_dir"}
+        settings = {key: value for key, value in fields.items() if key not in NOT_IN_VERDICT}
     return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
 
 

@@ -24,8 +24,9 @@ from typing import Any
 
 from cudaforge.llm.cache import TASK_IN_PROMPT
 from cudaforge.llm.scripted import install_script
+from cudaforge.paths import PROJECT_ROOT
 from cudaforge.run.demo import kernel_shown, role_and_mode
-from cudaforge.search.pool import TINY_POOL, PoolKernel, load_pool, task_key
+from cudaforge.search.pool import POOLS, TINY_POOL, PoolKernel, load_pool, task_key
 
 SIMULATOR_MODEL = "scripted/simulator"
 """The simulated Coder's model name."""
@@ -159,13 +160,53 @@ def verdict_dir() -> Path:
     return Path(os.environ.get("CUDAFORGE_SIMULATOR_CACHE") or VERDICT_DIR).expanduser()
 
 
-def simulate(config: Any, ctx: Any, pool_path: Path = TINY_POOL) -> bool:
-    """When the run's Coder or Judge is the simulator, install it (seeded by ``seed``) and make the run's evaluator
-    reuse the pool's cached verdicts (``PoolVerdicts``); returns whether it did."""
+def pool_path(given: str | Path | None) -> Path:
+    """The pool file ``coder.pool`` names: null, the packaged ``tiny`` pool; else a path absolute, or relative to the
+    working directory, else to the project root, else a pool packaged with cudaforge by file name
+    (``sim20_pool.yaml``). A file found nowhere is a ``FileNotFoundError`` naming where it was looked for."""
+    if given is None or str(given) == "":
+        return TINY_POOL
+    path = Path(given).expanduser()
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, PROJECT_ROOT / path, POOLS / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(
+        f"coder.pool: no pool file {given} (looked in {', '.join(map(str, candidates))}; packaged pools: "
+        f"{', '.join(sorted(p.name for p in POOLS.glob('*.yaml')))})"
+    )
+
+
+def pool_problem(given: str | Path | None, task_ids: list[str]) -> str | None:
+    """Why the simulator cannot run ``task_ids`` on the pool ``coder.pool`` names (None: it can): no such file, a
+    malformed one, or tasks it has no kernels for."""
+    import yaml
+
+    try:
+        pool = load_pool(pool_path(given))
+    except (OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+        return f"coder.pool: {exc}" if not str(exc).startswith("coder.pool") else str(exc)
+    missing = [t for t in task_ids if not pool.get(task_key(t))]
+    if missing:
+        few = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        return f"the simulator's pool {pool_path(given).name} has no kernels for {len(missing)} of the selected tasks ({few})"
+    return None
+
+
+def simulate(config: Any, ctx: Any, pool: str | Path | None = None) -> bool:
+    """When the run's Coder or Judge is the simulator, install it (seeded by ``seed``) on the pool ``coder.pool``
+    names (``pool`` overrides it) and make the run's evaluator reuse the pool's cached verdicts (``PoolVerdicts``);
+    returns whether it did."""
     from cudaforge.search.pool import PoolVerdicts
 
-    if SIMULATOR_MODEL not in (config.coder.model, config.judge.model) and config.judge.model != SIMULATOR_JUDGE_MODEL:
+    if not uses_simulator(config):
         return False
-    install_simulator(pool_path, seed=int(getattr(config, "seed", 0) or 0))
-    ctx.evaluator = PoolVerdicts(ctx.evaluator, verdict_dir(), load_pool(pool_path))
+    path = pool_path(pool if pool is not None else getattr(config.coder, "pool", None))
+    install_simulator(path, seed=int(getattr(config, "seed", 0) or 0))
+    ctx.evaluator = PoolVerdicts(ctx.evaluator, verdict_dir(), load_pool(path))
     return True
+
+
+def uses_simulator(config: Any) -> bool:
+    """Whether the run's Coder or Judge is the simulator's."""
+    return SIMULATOR_MODEL == config.coder.model or config.judge.model in (SIMULATOR_MODEL, SIMULATOR_JUDGE_MODEL)
