@@ -139,7 +139,12 @@ class Strategy:
         flags = {k: bool(v) for k, v in values.items()}
         options = dict(search or {})
         return cls(
-            name, **flags, metric_set=metric_set, max_rounds=cap, graph=graph_name(graph or DEFAULT_GRAPH), search=options
+            name,
+            **flags,
+            metric_set=metric_set,
+            max_rounds=cap,
+            graph=graph_name(graph or DEFAULT_GRAPH),
+            search=options,
         )
 
 
