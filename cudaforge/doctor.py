@@ -135,8 +135,9 @@ def _sandbox(config: Any) -> Check:
 
 def _models(config: Any, task_ids: list[str]) -> list[Check]:
     from cudaforge.run.preflight import check_config, estimate_cost
+    from cudaforge.search.simulator import pool_problems
 
-    problems = check_config(config, task_ids)
+    problems = check_config(config, task_ids) + pool_problems(config, task_ids)
     checks = [Check("models", False, p.line(), blocking=True) for p in problems]
     if not problems:
         checks.append(

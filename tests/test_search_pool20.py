@@ -16,9 +16,8 @@ import pytest
 import yaml
 
 from cudaforge.config import CudaforgeConfig
-from cudaforge.run.preflight import check_config
 from cudaforge.search.pool import SIM20_POOL, TINY_POOL, load_pool
-from cudaforge.search.simulator import pool_path, pool_problem
+from cudaforge.search.simulator import pool_path, pool_problem, pool_problems
 from cudaforge.tasks import load_suite, selection
 
 SEARCH = Path(__file__).resolve().parent.parent / "benchmarks" / "search"
@@ -80,10 +79,10 @@ def test_a_run_on_a_pool_without_its_tasks_is_refused_before_it_starts():
     assert pool_problem("sim20_pool.yaml", ids) is None
     cfg = CudaforgeConfig()
     cfg.coder.model, cfg.judge.model = "scripted/simulator", "scripted/simulator_judge"
-    problems = [p for p in check_config(cfg, ids) if p.check == "simulator_pool"]  # the tiny pool, by default
+    problems = [p for p in pool_problems(cfg, ids)]  # the tiny pool, by default
     assert len(problems) == 1 and "tiny_pool.yaml has no kernels for 2 of the selected tasks" in problems[0].message
     cfg.coder.pool = "sim20_pool.yaml"
-    assert not [p for p in check_config(cfg, ids) if p.check == "simulator_pool"]
+    assert not [p for p in pool_problems(cfg, ids)]
 
 
 @pytest.mark.slow

@@ -43,6 +43,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-rounds", type=int, default=20, help="round cap a task, every strategy")
     p.add_argument("--tasks", type=int, default=None, help="only the first N tasks of the suite (a quick smoke)")
     p.add_argument("--jobs", type=int, default=1, help="tasks at once within a run (concurrency=)")
+    p.add_argument("--runs-at-once", type=int, default=1, help="(strategy, seed) runs at once, each a process")
     p.add_argument("--suite", default="sim20")
     p.add_argument("--pool", default="sim20_pool.yaml", help="coder.pool")
     p.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE", help="an eval override (repeat)")
@@ -227,13 +228,21 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     gpu = gpu_here()
     print(f"{len(strategies)} strategies x {len(seeds)} seeds on {args.suite} ({'GPU' if gpu else 'CPU'}) -> {out}")
-    for i, (strategy, seed) in enumerate(((s, seed) for s in strategies for seed in seeds), 1):
+    pairs = [(s, seed) for s in strategies for seed in seeds]
+
+    def one(numbered: tuple[int, tuple[str, int]]) -> None:
+        i, (strategy, seed) = numbered
         run_dir = out / "runs" / f"{strategy}_s{seed}"
         if finished(run_dir, args.tasks):
-            print(f"[{i}/{len(strategies) * len(seeds)}] {strategy} seed {seed}: done before, kept", flush=True)
-            continue
-        print(f"[{i}/{len(strategies) * len(seeds)}] {strategy} seed {seed} ...", flush=True)
+            print(f"[{i}/{len(pairs)}] {strategy} seed {seed}: done before, kept", flush=True)
+            return
+        print(f"[{i}/{len(pairs)}] {strategy} seed {seed} ...", flush=True)
         run(args, strategy, seed, run_dir)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, args.runs_at_once)) as runs:  # each run its own process; the verdicts are shared
+        list(runs.map(one, enumerate(pairs, 1)))
     summary = summarize(args, out, strategies, seeds, gpu)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "summary.md").write_text(markdown(summary))

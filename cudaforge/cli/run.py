@@ -98,6 +98,7 @@ def _run_body(cfg: DictConfig) -> int:
 
     from cudaforge.run.preflight import check_config, check_fit, check_sandbox, estimate_cost
     from cudaforge.run.runner import authors_refusal, problem_set_refusal
+    from cudaforge.search.simulator import pool_problems
     from cudaforge.tasks import load_suite
 
     started = time.monotonic()
@@ -110,6 +111,7 @@ def _run_body(cfg: DictConfig) -> int:
         Exit.refused = True
         return 2
     problems = check_config(config, [t.id for t in tasks], run_dir=run_dir)  # before any paid or long work
+    problems += pool_problems(config, [t.id for t in tasks])  # coder=simulator: its pool covers the tasks
     if config.campaign.engine.value == "local":  # on Ray the workers evaluate, on their own machines
         problems += check_sandbox(config.eval)  # cudaforge doctor's verdict too: nothing spent where it fails
         problems += check_fit(config, len(tasks))  # the same: nothing paid for that this machine cannot measure

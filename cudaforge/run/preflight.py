@@ -11,7 +11,8 @@ OpenAI-compatible one, a ``GET /models``. The checks (each problem is one ``Prob
   (the transcript covers the ``tiny`` suite only);
 - ``replay_cache`` / ``replay_coverage``: ``llm_cache.mode=replay_only`` with no cache file, or a
   cache that recorded no prompt for some selected tasks;
-- ``simulator_pool``: the search simulator's pool (``coder.pool``) is missing or malformed, or has no kernels for
+- ``simulator_pool`` (``cudaforge.search.simulator.pool_problems``, asked beside these by ``cudaforge run`` and
+  ``cudaforge doctor``): the search simulator's pool (``coder.pool``) is missing or malformed, or has no kernels for
   some selected tasks (docs/simulator.md).
 
 In ``replay_only`` mode only the replay checks run (nothing reaches a provider). Other
@@ -130,20 +131,7 @@ def check_config(config: Any, task_ids: Sequence[str], *, run_dir: str | Path | 
     ]
     cache = config.llm_cache
     cache_path = cache.path or (Path(run_dir) / LLM_CACHE_FILE if run_dir is not None else None)
-    return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path) + _check_pool(config, task_ids)
-
-
-def _check_pool(config: Any, task_ids: Sequence[str]) -> list[Problem]:
-    """``simulator_pool``: the simulator's pool (``coder.pool``) is missing, malformed, or lacks selected tasks."""
-    from cudaforge.search.simulator import pool_problem, uses_simulator
-
-    if not uses_simulator(config):
-        return []
-    why = pool_problem(getattr(config.coder, "pool", None), list(task_ids))
-    if why is None:
-        return []
-    fix = "set coder.pool to a pool file that covers the selected tasks (coder.pool=sim20_pool.yaml with suite=sim20)"
-    return [Problem("simulator_pool", "coder", config.coder.model, why, fix)]
+    return check_models(models, task_ids, cache_mode=cache.mode, cache_path=cache_path)
 
 
 def check_fit(

@@ -20,6 +20,7 @@ from typing import Any, cast
 import yaml
 
 from cudaforge.paths import RESOURCES
+from cudaforge.proc.files import write_atomic
 from cudaforge.types import EvalResult, SpeedupStats, Task, source_hash
 
 POOLS = RESOURCES / "simulator"
@@ -115,8 +116,7 @@ class PoolVerdicts:
             result = cast(EvalResult, self.inner.evaluate(task, source))
             with self.lock:
                 self.evaluated += 1
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(result.to_dict()))
+            write_atomic(path, json.dumps(result.to_dict()))  # runs side by side share the folder
         return self._declared(task, source, result)
 
     def prime(self, task: Task, workers: int = 4) -> list[EvalResult]:

@@ -17,7 +17,7 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from cudaforge.llm.cache import TASK_IN_PROMPT
 from cudaforge.llm.scripted import install_script
 from cudaforge.paths import PROJECT_ROOT
 from cudaforge.run.demo import kernel_shown, role_and_mode
+from cudaforge.run.preflight import Problem
 from cudaforge.search.pool import POOLS, TINY_POOL, PoolKernel, load_pool, task_key
 
 SIMULATOR_MODEL = "scripted/simulator"
@@ -191,6 +192,18 @@ def pool_problem(given: str | Path | None, task_ids: list[str]) -> str | None:
         few = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         return f"the simulator's pool {pool_path(given).name} has no kernels for {len(missing)} of the selected tasks ({few})"
     return None
+
+
+def pool_problems(config: Any, task_ids: Sequence[str]) -> list[Problem]:
+    """``simulator_pool``, the pre-flight check beside ``cudaforge.run.preflight.check_config``: the simulator's pool
+    (``coder.pool``) is missing, malformed, or lacks selected tasks (none when no agent is the simulator)."""
+    if not uses_simulator(config):
+        return []
+    why = pool_problem(getattr(config.coder, "pool", None), list(task_ids))
+    if why is None:
+        return []
+    fix = "set coder.pool to a pool file that covers the selected tasks (coder.pool=sim20_pool.yaml with suite=sim20)"
+    return [Problem("simulator_pool", "coder", config.coder.model, why, fix)]
 
 
 def simulate(config: Any, ctx: Any, pool: str | Path | None = None) -> bool:
