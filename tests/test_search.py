@@ -405,7 +405,37 @@ def test_one_models_calls_in_flight_are_capped_over_the_process():
     with ThreadPoolExecutor(6) as threads:
         list(threads.map(lambda i: client.complete([{"role": "user", "content": f"q{i}"}]), range(6)))
     assert state["most"] == 2
-    with pytest.raises(ValueError, match="at least 1"):
+    from cudaforge.cli.checks import check_values
+    from cudaforge.llm.errors import LLMRequestError
+
+    with pytest.raises(LLMRequestError, match="at least 1"):
         LLMClient(LLMConfig(model="scripted/other", max_concurrent=0), role="coder").complete(
             [{"role": "user", "content": "q"}]
         )
+    from test_config import compose_with
+
+    refused = check_values(compose_with(["coder.max_concurrent=0", "judge.calls_per_minute=0"]))
+    assert "coder.max_concurrent=0: must be at least 1" in refused
+    assert "judge.calls_per_minute=0: must be at least 1" in refused
+
+
+def test_calls_a_minute_are_paced_over_a_sliding_window():
+    """``calls_per_minute``: the fourth call in a window of three waits until the first call's minute is over."""
+    from cudaforge.llm.pace import Pace
+
+    now, slept = [0.0], []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    pace = Pace(3, window_s=60.0, clock=lambda: now[0], sleep=sleep)
+    for at in (0.0, 10.0, 20.0):
+        now[0] = at
+        assert pace.wait() == 0.0
+    now[0] = 30.0
+    assert pace.wait() == pytest.approx(30.0) and now[0] == pytest.approx(60.0)  # the call of t=0 left the window
+    now[0] = 75.0
+    assert pace.wait() == 0.0  # t=10 left too: three in [15, 75]
+    with pytest.raises(ValueError, match="at least 1"):
+        Pace(0)

@@ -15,7 +15,6 @@ run (``replay_only``) works where litellm is missing and never touches the netwo
 from __future__ import annotations
 
 import random
-import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from cudaforge.llm.errors import (
     ReplayMiss,
 )
 from cudaforge.llm.ledger import Ledger, LedgerRow, Usage
+from cudaforge.llm.pace import paced
 from cudaforge.llm.pricing import cost_for, price_source
 from cudaforge.proc.text import plain_text
 
@@ -161,21 +161,6 @@ def system_messages_as_sent(
     return messages, "system" if known or not _o_series(bare) else "user"
 
 
-_SLOTS: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
-_SLOTS_LOCK = threading.Lock()
-
-
-def call_slots(model: str, api_base: str | None, cap: int | None) -> threading.BoundedSemaphore | None:
-    """The process-wide semaphore that caps one model's calls in flight (``max_concurrent``; None: no cap). The
-    first cap asked for a model holds for the process."""
-    if cap is None:
-        return None
-    if cap < 1:
-        raise ValueError(f"max_concurrent for {model} is {cap}: at least 1, or null for no cap")
-    with _SLOTS_LOCK:
-        return _SLOTS.setdefault((model, api_base), threading.BoundedSemaphore(cap))
-
-
 def _o_series(model: str) -> bool:
     """An OpenAI reasoning model's name (o1, o3, o4-mini ...): the family litellm's transform rewrites."""
     return len(model) > 1 and model[0] == "o" and model[1].isdigit()
@@ -300,14 +285,11 @@ class LLMClient:
             if request.get(name) is not None:
                 kwargs[name] = request[name]
         kwargs["messages"], role = system_messages_as_sent(litellm, c.model, kwargs["messages"], c.system_messages)
-        slots = call_slots(c.model, c.api_base, c.max_concurrent)
         attempt = 0
         while True:
             attempt += 1
             try:
-                if slots is None:
-                    return litellm.completion(**kwargs), attempt, role
-                with slots:  # a backoff's sleep below holds no slot
+                with paced(c.model, c.api_base, c.max_concurrent, c.calls_per_minute):  # a backoff below holds none
                     return litellm.completion(**kwargs), attempt, role
             except Exception as err:  # noqa: BLE001 - every provider error becomes an LLMError
                 retry = _is_transient(litellm, err) and not is_credentials_error(litellm, err)

@@ -3,7 +3,7 @@ litellm; ``cudaforge/config.py`` registers it with Hydra."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cudaforge.llm.cache import CacheMode
 
@@ -28,10 +28,13 @@ class LLMConfig:
     """Server address for a local vLLM / ollama / proxy."""
     timeout_s: float = 600.0
     """Per-call timeout."""
-    max_concurrent: int | None = None
+    max_concurrent: int | None = field(default=None, metadata={"min": 1})
     """Calls to this model (and ``api_base``) in flight at once in this process, over every task and every search
     child (null: no cap besides ``concurrency`` and ``strategy.search.parallel``); a provider's rate limits are
     retried with backoff either way. The first client made for a model sets its cap."""
+    calls_per_minute: int | None = field(default=None, metadata={"min": 1})
+    """Calls to this model (and ``api_base``) started in any 60 seconds in this process (null: no limit): a
+    provider's requests-per-minute limit, kept rather than provoked. The first client made for a model sets it."""
     max_retries: int = 4
     """Retries on rate limits, timeouts and 5xx, with exponential backoff."""
     retry_base_delay_s: float = 2.0
