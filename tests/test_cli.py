@@ -109,7 +109,7 @@ def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
         (
             ["run", "suite=tinyy"],
             "cudaforge run: error: no option 'tinyy' in config group suite; did you mean suite=tiny? "
-            "(options: file, kernelbench, kernelbench_dstar, kernelbench_hf, main, tiny)",
+            "(options: file, kernelbench, kernelbench_dstar, kernelbench_hf, main, sim20, tiny)",
         ),
         (
             ["run", "strategy.max_roundz=3"],
@@ -138,7 +138,7 @@ def test_profile_without_a_gpu_reports_the_roofline(tmp_path, monkeypatch):
         (
             ["eval", "task=1_GELUU", "candidate=x.py"],
             "cudaforge eval: error: no task '1_GELUU' in any bundled suite; did "
-            "you mean main/level1/1_GELU, tiny/level1/1_ReLU?",
+            "you mean main/level1/1_GELU, sim20/level1/10_ELU, sim20/level1/1_ReLU?",
         ),
     ],
 )
