@@ -44,6 +44,9 @@ def test_every_guard_has_the_corpus_entry_its_definition_names():
     one entry of benchmarks/hacks/ (``EXPECTED: rejected by <guard>`` ...)."""
     corpus = load_corpus()
     for guard in BUILT_IN:
+        if guard.corpus == "unshown":  # measured not to fire on any entry: said why, and no entry claims it
+            assert guard.corpus_note and not [e.name for e in corpus if guard.name in (e.guard, e.reported)]
+            continue
         if guard.corpus == "reported":
             shown = [e.name for e in corpus if e.reported == guard.name]
         else:

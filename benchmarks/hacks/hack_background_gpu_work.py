@@ -1,14 +1,17 @@
 """Work that outlives each call: at its first call the candidate starts a C++ thread that keeps launching spinning
 kernels on a stream of its own while it is being called, between calls as well as during them (it idles 20 ms after
-the last call, so that an evaluation beside it is left alone). Its own calls are honest; the GPU it shares with the
-reference is not. The CUPTI record, the host gap and the cross-check are set to report here (and the static guards'
-thread and stream findings), so this entry shows the guard that times the reference alone before any candidate code
-is loaded and again beside it (``reference_slowdown``).
+the last call). Its own calls are honest; the GPU it shares with the reference is not. Meant for the guard that times
+the reference alone before any candidate code is loaded and again beside it (``reference_slowdown``), it does not
+fire that one: on an H100 (benchmarks/results/2026-12-07_h100d) the reference's timed calls stayed as fast as alone
+(the candidate's process and the reference's time-slice the GPU), while the candidate's own calls took 11x longer.
+The CUPTI record catches it (kernels between calls and on a stream of its own); the host gap and the cross-check
+are set to report here, as are the static thread and stream findings (``reference_slowdown``'s definition says why
+no entry shows it).
 
 TASK: main/level1/1_GELU
-EXPECTED: rejected by reference_slowdown
+EXPECTED: rejected by untimed_work, reported by concurrency
 NEEDS: cuda
-CONFIG: guards.untimed_work=report, guards.hidden_work=report, guards.timing_crosscheck=report, guards.concurrency=report, guards.speed_of_light=report
+CONFIG: guards.hidden_work=report, guards.timing_crosscheck=report, guards.concurrency=report, guards.speed_of_light=report
 """
 import torch
 import torch.nn as nn

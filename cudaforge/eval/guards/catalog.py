@@ -27,9 +27,10 @@ REPORT = "report"
 STATIC, RUNTIME, GPU = "static", "runtime", "gpu"
 WHERE = (STATIC, RUNTIME, GPU)
 """Where a guard runs, in the order an evaluation reaches them."""
-CORPUS_VERDICTS = ("rejected", "incorrect", "reported")
+CORPUS_VERDICTS = ("rejected", "incorrect", "reported", "unshown")
 """What a guard's corpus entry shows: ``EXPECTED: rejected by <guard>``, ``incorrect by <guard>``, or a verdict
-followed by ``, reported by <guard>`` (docs/guards.md, "Adding a guard"; benchmarks/hacks/README.md)."""
+followed by ``, reported by <guard>`` (docs/guards.md, "Adding a guard"; benchmarks/hacks/README.md); ``unshown``:
+no entry has been seen to fire it, its ``corpus_note`` says what was tried and why."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class Guard:
     """Under ``torch_ops=strict`` it rejects whatever its policy says (``guards_enforce=false`` still makes it a
     report): strict promises that forward runs no PyTorch compute, a promise the static guards keep only for code
     they can see."""
+    corpus_note: str = ""
+    """For ``corpus="unshown"``: what was tried, where and when, and why no entry fires the guard."""
 
     def __post_init__(self) -> None:
         """The definition checked as it is made (a package's guard included): a bad one is a ``ValueError`` naming
@@ -85,6 +88,8 @@ class Guard:
             raise ValueError(f"guard {self.name}: default={self.default!r}, expected reject, report or None")
         if self.corpus not in CORPUS_VERDICTS:
             raise ValueError(f"guard {self.name}: corpus={self.corpus!r}, expected one of {', '.join(CORPUS_VERDICTS)}")
+        if (self.corpus == "unshown") != bool(self.corpus_note):
+            raise ValueError(f"guard {self.name}: a corpus_note goes with corpus='unshown', and only with it")
         if self.where == STATIC and self.default is None:
             raise ValueError(f"guard {self.name}: a static guard needs a default policy")
         if self.default is None:
@@ -172,7 +177,13 @@ BUILT_IN: tuple[Guard, ...] = (
     Guard("timing_crosscheck", GPU, "reported time far below the verifier's own clock over a batch of calls",
           REJECT, "cudaforge.eval.verifier.verdict:Verdict.finish", "rejected"),
     Guard("reference_slowdown", GPU, "the reference slower beside the candidate than alone", REJECT,
-          "cudaforge.eval.verifier.verdict:Verdict.finish", "rejected"),
+          "cudaforge.eval.verifier.verdict:Verdict.finish", "unshown", corpus_note=(
+              "on an H100 (2026-12-07, benchmarks/results/2026-12-07_h100d) a candidate whose own thread kept "
+              "spinning kernels on the GPU while it was called (hack_background_gpu_work) left the reference's "
+              "event-timed calls as fast as alone: the candidate runs in a process of its own and the GPU "
+              "time-slices between processes, so another process's kernels delay when the reference starts, not "
+              "its timed region (untimed_work rejects that entry). The guard stays for a GPU whose processes run "
+              "kernels at once (MPS)")),
 )  # fmt: skip
 """cudaforge's own guards."""
 
