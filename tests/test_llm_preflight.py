@@ -300,3 +300,19 @@ def test_run_and_doctor_refuse_on_one_verdict_of_the_sandbox(tmp_path, monkeypat
     assert not (tmp_path / "run" / "ledger.jsonl").exists()  # no model was called
     check = doctor._sandbox(type("C", (), {"eval": object()})())
     assert check.blocking and not check.ok and check.line == broken.line()
+
+
+def test_a_run_without_litellm_is_refused_unless_it_replays(monkeypatch, tmp_path):
+    """A Python without litellm: every model but a replayed one is refused before the run, in one line saying what
+    to install (the GPU image lacked it once: every task then stopped on an internal error)."""
+    import importlib.util
+
+    from cudaforge.run import preflight
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(preflight.importlib.util, "find_spec", lambda name: None if name == "litellm" else found(name))
+    problems = check_models([{"role": "coder", "model": "scripted/demo"}, {"role": "judge", "model": "openai/o3"}])
+    assert [p.check for p in problems] == ["litellm", "litellm"]
+    assert "not installed" in problems[0].message and "pip install litellm" in problems[0].fix
+    replayed = check_models([{"role": "coder", "model": "openai/o3"}], cache_mode="replay_only", cache_path=None)
+    assert not [p for p in replayed if p.check == "litellm"]

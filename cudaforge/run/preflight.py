@@ -3,6 +3,7 @@
 No model is called; nothing leaves the machine except a TCP connect to a configured server and, for an
 OpenAI-compatible one, a ``GET /models``. The checks (each problem is one ``Problem``):
 
+- ``litellm``: litellm is not installed, and a model is to be called (not replayed);
 - ``api_key``: litellm's ``validate_environment`` says the model needs a variable that is not set;
 - ``provider``: litellm cannot tell which provider serves the model name (a bare served name);
 - ``server``: a model with an ``api_base`` whose host:port does not accept a connection in time;
@@ -38,8 +39,10 @@ A ``doctor`` command can check any list of models with ``check_models``::
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import sqlite3
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -63,7 +66,8 @@ class Problem:
     """One reason the run would fail, with the fix."""
 
     check: str
-    """``api_key``, ``server``, ``demo_coverage``, ``replay_cache``, ``replay_coverage`` or ``simulator_pool``."""
+    """``litellm``, ``api_key``, ``server``, ``demo_coverage``, ``replay_cache``, ``replay_coverage`` or
+    ``simulator_pool``."""
     role: str
     """Who uses the model: ``coder``, ``judge`` or ``coder and judge``."""
     model: str
@@ -106,6 +110,10 @@ def check_models(
         who = f"{roles} model {model}"
         if replay:
             problems += _check_replay(who, roles, model, task_ids, cache_path)
+        elif importlib.util.find_spec("litellm") is None:  # every call but a replayed one goes through litellm
+            why = f"{who} is called through litellm, which is not installed in this Python ({sys.executable})"
+            fix = "pip install litellm (cudaforge's install brings it), or replay a recorded run: llm_cache.mode=replay_only"
+            problems.append(Problem("litellm", roles, model, why, fix))
         elif model == _demo_model():
             problems += _check_demo(who, roles, model, task_ids)
         elif not model.startswith(SCRIPTED_PREFIX):
