@@ -318,6 +318,7 @@ class Overlaps:
                 self.now -= 1
 
 
+@pytest.mark.slow  # a search run end to end: the fast step keeps under its 4 minutes
 def test_side_by_side_children_are_evaluated_at_once_and_recorded_as_one_at_a_time(tmp_path, relu, pool, verdicts):
     cfg, sure = config("best_of_n", rounds=2, samples=3, parallel=3), Odds(no_code=0.0)
     seen: list[Overlaps] = []
@@ -342,6 +343,7 @@ def test_side_by_side_children_are_evaluated_at_once_and_recorded_as_one_at_a_ti
     assert result.best_speedup == max((n["speedup"] for n in correct), default=None)
 
 
+@pytest.mark.slow  # a search run end to end: the fast step keeps under its 4 minutes
 def test_a_search_killed_in_a_batch_asks_no_model_twice_and_evaluates_no_kernel_twice(tmp_path, relu, pool, verdicts):
     cfg, sure = config("best_of_n", rounds=2, samples=3, parallel=3), Odds(no_code=0.0)
     with pytest.raises(Killed):  # round 1's batch: its second evaluation kills the process, the others finish
@@ -363,6 +365,7 @@ def test_a_search_killed_in_a_batch_asks_no_model_twice_and_evaluates_no_kernel_
     assert coder.seen.total() == 3  # the resumed process asked the model for round 2's children only
 
 
+@pytest.mark.slow  # a search run end to end: the fast step keeps under its 4 minutes
 def test_a_search_profiles_the_nodes_the_judge_advises_on(tmp_path, relu, pool, verdicts):
     """strategy.profile=true: the real profiler (on this machine it finds no GPU and says so) runs on every correct
     node before the Judge's advice, once per kernel, its record in the node's folder."""
