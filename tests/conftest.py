@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
+import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -12,6 +14,11 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+"""One OpenMP thread in every process the tests start (the sandbox passes ``OMP_*`` on): two test workers on two cores,
+each with a run whose verifier and candidate worker would otherwise each start a thread a core, spent about a tenth of
+the slow step's CPU on threads spinning while they waited for a core (issue 55). What the tests check does not depend
+on it; a user's runs keep torch's own default."""
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -118,7 +125,23 @@ first) left the long files of one or two tests to the end, where one worker ran 
 left to do (issue 55). The other files follow in xdist's order."""
 
 
+def _compile_the_checkout() -> None:
+    """Byte-compile the package, the tests and the benchmarks once, before any worker starts. Every test that runs
+    ``cudaforge`` starts Python processes (the CLI, the verifier, the sandboxed worker, the held-out shapes' child),
+    and each one compiled the package's sources afresh where ``PYTHONDONTWRITEBYTECODE`` is set (as on the CI
+    machines) or where it may not write: with the bytecode already beside the sources they read it (about 0.5 s of
+    CPU a process; issue 55). The evaluator's own processes keep ``PYTHONDONTWRITEBYTECODE=1``: they read, never
+    write."""
+    for folder in ("cudaforge", "tests", "benchmarks"):
+        compileall.compile_dir(REPO / folder, quiet=2, workers=1)
+
+
+sys.dont_write_bytecode = False  # pytest keeps the rewritten test modules for the next step of the same checkout
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), once
+        _compile_the_checkout()
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems stands
 
@@ -166,3 +189,49 @@ def o3_config(**strategy):
     for name, value in strategy.items():
         setattr(cfg.strategy, name, value)
     return cfg
+
+
+QUICKSTART_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "WANDB_MODE": "disabled"}
+"""What the quickstart's run adds to the environment (no API key is passed on: the offline default needs none)."""
+
+
+@pytest.fixture(scope="session")
+def quickstart_master(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The README quickstart's ``cudaforge run``, as written (no argument, in a fresh folder, the offline default),
+    made once for the whole test session: under xdist the first worker that asks runs it and the others wait on a
+    lock, then read the same folder. Returns its run directory and its standard output. Nothing may change this
+    folder: a test takes a copy (``quickstart_copy``). It cost two runs of about two minutes each in CI when
+    tests/test_readme_commands.py and tests/test_doc_commands.py each made their own (issue 55)."""
+    import fcntl
+    import subprocess
+    import sys
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's folder, all workers'
+    folder, stdout = shared / "quickstart", shared / "quickstart.stdout"
+    with open(shared / "quickstart.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stdout.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+            env.update(QUICKSTART_ENV)
+            out = subprocess.run(
+                [sys.executable, "-m", "cudaforge.cli", "run"],
+                capture_output=True,
+                text=True,
+                cwd=folder,
+                env=env,
+                timeout=900,
+            )
+            assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+            stdout.write_text(out.stdout)
+    runs = sorted((folder / "outputs" / "runs").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0], stdout.read_text()
+
+
+def quickstart_copy(master: tuple[Path, str], where: Path) -> Path:
+    """A copy of the quickstart's run directory at ``where`` (a test's own, to read or change)."""
+    shutil.copytree(master[0], where)
+    return where

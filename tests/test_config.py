@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 
@@ -362,11 +363,14 @@ def test_value_limits_are_declared_once_beside_their_fields():
         EvalConfig.from_dict({"hidden_inputs": ["x3", "x7"]})
     (problem,) = check_values(compose_with(["eval.hidden_inputs=[x3,x7]"]))
     assert problem == "eval.hidden_inputs: unknown x7; must be among x3, x0.01, negated, offset, wide"
+    base = compose_with([])  # composed once: each key's value set on a copy, as an override would set it
     for key, low in [
         (k, v["min"]) for k, v in limits.items() if k.startswith("eval.") and "min" in v and "max" not in v
     ]:
         field = key.removeprefix("eval.")
         with pytest.raises(ValueError, match=f"at least {low}"):
             EvalConfig.from_dict({field: low - 1})
-        (problem,) = check_values(compose_with([f"{key}={low - 1}"]))
+        cfg = copy.deepcopy(base)
+        OmegaConf.update(cfg, key, low - 1)
+        (problem,) = check_values(cfg)
         assert problem.startswith(f"{key}={low - 1}") and problem.endswith(f": must be at least {low}")

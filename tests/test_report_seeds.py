@@ -267,8 +267,10 @@ def test_two_arms_of_seeds_are_compared_task_by_task_on_their_seed_means(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(tmp_path):
-    """The real `cudaforge run -m` over seeds and strategies with the offline demo models, then `cudaforge report`."""
+def test_a_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(tmp_path):
+    """The real `cudaforge run -m` over seeds and strategies with the offline demo models, then `cudaforge report`.
+    Two seeds, the fewest that make an arm of seeds (each job is a whole run of two tasks with their held-out
+    shapes: a third seed added 95 s to CI and nothing the two do not check)."""
     import subprocess
     import sys
 
@@ -281,7 +283,7 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
             "cudaforge.cli",
             "run",
             "-m",
-            "seed=0,1,2",
+            "seed=0,1",
             "strategy=cudaforge,one_shot",
             "suite.first_n=2",  # ReLU, and Softmax, which one_shot's first reply gets wrong
             f"hydra.sweep.dir={sweep}",
@@ -294,7 +296,7 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
     )
     assert out.returncode == 1, out.stderr[-3000:]  # one_shot's demo transcript fails a task: exit 1, as documented
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
-    assert len(jobs) == 6
+    assert len(jobs) == 4
     # each seed's Coder asked afresh: the first request (the same prompt under both strategies) has one cache key per
     # seed, shared by the two strategies of that seed
     firsts: dict[str, set[str]] = {}
@@ -302,27 +304,27 @@ def test_a_three_seed_sweep_over_two_strategies_on_tiny_is_reported_as_two_arms(
         rows = [json.loads(line) for line in (job / "ledger.jsonl").read_text().splitlines()]
         seed = job.name.split("seed-")[1].split("__")[0]
         firsts.setdefault(seed, set()).add(next(r["request_key"] for r in rows if r["role"] == "coder"))
-    assert sorted(firsts) == ["0", "1", "2"] and all(len(keys) == 1 for keys in firsts.values())
-    assert len(set.union(*firsts.values())) == 3
+    assert sorted(firsts) == ["0", "1"] and all(len(keys) == 1 for keys in firsts.values())
+    assert len(set.union(*firsts.values())) == 2
     report = build_report([sweep], bootstrap=200)
     assert [a.label for a in report.arms] == [
-        "cudaforge demo/demo 10 rounds (3 seeds)",
-        "one_shot demo/demo 1 rounds (3 seeds)",
+        "cudaforge demo/demo 10 rounds (2 seeds)",
+        "one_shot demo/demo 1 rounds (2 seeds)",
     ]
     overall = {row.label: row.values for row in report.rows("overall")}
-    assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["correct_pct"].value == 100.0
-    assert overall["one_shot demo/demo 1 rounds (3 seeds)"]["correct_pct"].value == 50.0
+    assert overall["cudaforge demo/demo 10 rounds (2 seeds)"]["correct_pct"].value == 100.0
+    assert overall["one_shot demo/demo 1 rounds (2 seeds)"]["correct_pct"].value == 50.0
     assert any(line.startswith("| Correct % | 2 | +50.0") for line in report.paired)
     # the held-out-shape column: every correct kernel of the demo is checked on shapes it never saw (CPU: untimed)
-    assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["held_out_pct"].value == 100.0
-    assert overall["cudaforge demo/demo 10 rounds (3 seeds)"]["held_out_geomean"].value is None
+    assert overall["cudaforge demo/demo 10 rounds (2 seeds)"]["held_out_pct"].value == 100.0
+    assert overall["cudaforge demo/demo 10 rounds (2 seeds)"]["held_out_geomean"].value is None
     results = load_runs([jobs[0]])[0].results
     assert all({r["shape"] for r in t.held_out["shapes"]} == {"odd", "large"} for t in results)
     assert all(t.compile_beside == {} for t in results)  # nothing timed on a CPU, so no torch.compile pair
     written = write_report(report, tmp_path / "report", plots=False)
     rows = list(csv.DictReader((tmp_path / "report" / "anytime.csv").open()))
     minutes = [r for r in rows if r["axis"] == "minutes" and r["metric"] == "correct_pct" and r["group"] == "overall"]
-    assert {r["arm"] for r in minutes} == {a.label for a in report.arms} and all(r["seeds"] == "3" for r in minutes)
+    assert {r["arm"] for r in minutes} == {a.label for a in report.arms} and all(r["seeds"] == "2" for r in minutes)
     assert float(minutes[-1]["value"]) in (100.0, 50.0)
     assert tmp_path / "report" / "anytime.csv" in written
 
