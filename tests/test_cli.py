@@ -211,12 +211,13 @@ def test_eval_takes_a_suffix_from_any_suite_and_a_problem_file(tmp_path):
     from conftest import REPO
 
     candidate = REPO / "benchmarks" / "candidates" / "triton_relu.py"
-    by_suffix = cudaforge("eval", "task=1_ReLU", f"candidate={candidate}", cwd=tmp_path)
+    quick = "eval.held_out_shapes=false"  # which task a name finds is the question here (tests/test_held_out.py)
+    by_suffix = cudaforge("eval", "task=1_ReLU", f"candidate={candidate}", quick, cwd=tmp_path)
     assert by_suffix.returncode == 0, by_suffix.stderr
     assert "tiny/level1/1_ReLU" in by_suffix.stdout and "CORRECT" in by_suffix.stdout
     problem = tmp_path / "my_relu.py"
     shutil.copy(REPO / "benchmarks" / "suites" / "tiny" / "level1" / "1_ReLU.py", problem)
-    by_path = cudaforge("eval", f"task={problem}", f"candidate={candidate}", cwd=tmp_path)
+    by_path = cudaforge("eval", f"task={problem}", f"candidate={candidate}", quick, cwd=tmp_path)
     assert by_path.returncode == 0, by_path.stderr
     assert "CORRECT" in by_path.stdout and "my_relu" in by_path.stdout
     missing = cudaforge("eval", f"task={tmp_path / 'none.py'}", f"candidate={candidate}", cwd=tmp_path)
