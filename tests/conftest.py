@@ -16,9 +16,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 """One OpenMP thread in every process the tests start (the sandbox passes ``OMP_*`` on): two test workers on two cores,
-each with a run whose verifier and candidate worker would otherwise each start a thread a core, spent about a tenth of
-the slow step's CPU on threads spinning while they waited for a core (issue 55). What the tests check does not depend
-on it; a user's runs keep torch's own default."""
+each with a run whose verifier and candidate worker would otherwise each start a thread a core, spend CPU on threads
+spinning while they wait for a core (issue 55; five slow tests of test_sweeps, test_exit_codes and test_infra_failures
+with `-n 2` on this project's 2-core CPU machine, 2026-12-08: 171 CPU-s with torch's default, 153 with one thread).
+What the tests check does not depend on it; a user's runs keep torch's own default."""
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -129,8 +130,8 @@ def _compile_the_checkout() -> None:
     """Byte-compile the package, the tests and the benchmarks once, before any worker starts. Every test that runs
     ``cudaforge`` starts Python processes (the CLI, the verifier, the sandboxed worker, the held-out shapes' child),
     and each one compiled the package's sources afresh where ``PYTHONDONTWRITEBYTECODE`` is set (as on the CI
-    machines) or where it may not write: with the bytecode already beside the sources they read it (about 0.5 s of
-    CPU a process; issue 55). The evaluator's own processes keep ``PYTHONDONTWRITEBYTECODE=1``: they read, never
+    machines) or where it may not write: with the bytecode already beside the sources they read it (importing the CLI
+    and the verifier: 2.8 s without it, 2.2-2.4 s with it, 2-core CPU, 2026-12-08; issue 55). The evaluator's own processes keep ``PYTHONDONTWRITEBYTECODE=1``: they read, never
     write."""
     for folder in ("cudaforge", "tests", "benchmarks"):
         compileall.compile_dir(REPO / folder, quiet=2, workers=1)
@@ -204,7 +205,6 @@ def quickstart_master(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     tests/test_readme_commands.py and tests/test_doc_commands.py each made their own (issue 55)."""
     import fcntl
     import subprocess
-    import sys
 
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the session's folder, all workers'
